@@ -1,0 +1,21 @@
+# Compiler flags shared by every Tributary target, applied through the
+# tributary_options interface library.
+add_library(tributary_options INTERFACE)
+target_compile_features(tributary_options INTERFACE cxx_std_20)
+target_compile_options(tributary_options INTERFACE
+  $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wshadow=local -Wnon-virtual-dtor>)
+if(TRIBUTARY_WERROR)
+  target_compile_options(tributary_options INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-Werror>)
+endif()
+if(TRIBUTARY_NATIVE)
+  target_compile_options(tributary_options INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-march=native>)
+endif()
+if(TRIBUTARY_SANITIZE)
+  target_compile_options(tributary_options INTERFACE
+    $<$<COMPILE_LANGUAGE:CXX>:-fsanitize=${TRIBUTARY_SANITIZE} -fno-omit-frame-pointer -fno-sanitize-recover=all>)
+  target_link_options(tributary_options INTERFACE -fsanitize=${TRIBUTARY_SANITIZE})
+endif()
+target_include_directories(tributary_options INTERFACE
+  $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}>
+  $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>
+  $<BUILD_INTERFACE:${PROJECT_BINARY_DIR}/generated>)

@@ -1,0 +1,65 @@
+// Trainer: the seam between federated rounds and local training.
+//
+// The client runtime calls get_parameters / fit / evaluate; it never sees how training happens.
+// Embedding apps implement Trainer with their own framework; NativeTrainer (train/native_trainer.h)
+// implements it with Tributary's own engine. The names follow Flower's client API (FitIns/FitRes).
+//
+// Contract: fit() trains starting from `global` (whose layout must match the trainer's model) and
+// returns the new weights, not a delta; the caller computes the delta. num_examples is the count
+// of training examples the update represents (it becomes the FedAvg weight). A Trainer is used from
+// one thread at a time.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "tributary/model_weights.h"
+#include "tributary/result.h"
+
+namespace tributary {
+
+using Metrics = std::map<std::string, double>;
+
+struct FitConfig {
+  int epochs = 1;
+  int batch_size = 32;
+  float lr = 0.05f;
+  float momentum = 0.0f;
+  float weight_decay = 0.0f;
+  // FedProx: adds mu/2 * ||w - w_global||^2 to the local objective (0 disables it).
+  float proximal_mu = 0.0f;
+  // Caps the optimizer steps of this fit (0 means no cap); useful for quick rounds and tests.
+  int64_t max_steps = 0;
+  // Seeds the shuffling of local data; the round engine derives it per client and round.
+  uint64_t seed = 0;
+};
+
+struct FitResult {
+  ModelWeights weights;
+  int64_t num_examples = 0;
+  Metrics metrics;  // e.g. "train_loss", "train_accuracy", "samples_per_second"
+};
+
+struct EvalConfig {
+  int batch_size = 256;
+  int64_t max_examples = 0;  // 0 means the whole evaluation set
+};
+
+struct EvalResult {
+  double loss = 0.0;
+  double accuracy = 0.0;
+  int64_t num_examples = 0;
+  Metrics metrics;
+};
+
+class Trainer {
+ public:
+  virtual ~Trainer() = default;
+  // The trainer's current weights (initial weights before any fit).
+  virtual Result<ModelWeights> get_parameters() = 0;
+  virtual Result<FitResult> fit(const ModelWeights& global, const FitConfig& config) = 0;
+  virtual Result<EvalResult> evaluate(const ModelWeights& weights, const EvalConfig& config) = 0;
+};
+
+}  // namespace tributary
