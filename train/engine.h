@@ -1,0 +1,62 @@
+// Engine: a model instantiated on one backend (CPU or CUDA), holding its parameters, gradients and
+// optimizer state. NativeTrainer drives an Engine; it never sees the backend.
+//
+// Data is passed as a Dataset plus the indices of the samples in a batch, so a GPU backend can
+// upload a dataset once and gather batches on the device.
+//
+// Not thread-safe: one thread drives an Engine at a time. Distinct Engines are independent.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "train/data/dataset.h"
+#include "train/model_spec.h"
+#include "tributary/model_weights.h"
+#include "tributary/result.h"
+
+namespace tributary {
+
+// SGD with momentum, weight decay and a FedProx proximal term, with PyTorch's semantics:
+//   g = grad + weight_decay * w + proximal_mu * (w - w_anchor)
+//   v = momentum * v + g;  w -= lr * v        (v = g when momentum is 0)
+struct SgdConfig {
+  float lr = 0.05f;
+  float momentum = 0.0f;
+  float weight_decay = 0.0f;
+  float proximal_mu = 0.0f;
+};
+
+struct StepStats {
+  double loss_sum = 0.0;  // summed over the samples (divide by count for the mean)
+  int64_t correct = 0;
+  int64_t count = 0;
+};
+
+class Engine {
+ public:
+  virtual ~Engine() = default;
+  virtual const ModelSpec& spec() const = 0;
+  // "cpu", or "cuda:0 (NVIDIA H200)".
+  virtual std::string device_name() const = 0;
+  // Largest batch TrainStep/EvalStep accept.
+  virtual int64_t max_batch() const = 0;
+
+  // Copies weights in (layout must match the spec), clears the momentum, and makes these weights
+  // the proximal anchor w_anchor.
+  virtual Status LoadWeights(const ModelWeights& weights) = 0;
+  // Copies the current weights out into `out`, which must have the spec's layout.
+  virtual Status StoreWeights(ModelWeights* out) = 0;
+
+  // One SGD step on the samples data[batch[i]]. batch.size() must be in [1, max_batch()].
+  virtual StepStats TrainStep(const Dataset& data, std::span<const uint32_t> batch, const SgdConfig& cfg) = 0;
+  // Loss and accuracy on the samples, without changing anything.
+  virtual StepStats EvalStep(const Dataset& data, std::span<const uint32_t> batch) = 0;
+};
+
+// The Eigen reference backend (train/cpu/). Single-threaded per engine.
+Result<std::unique_ptr<Engine>> CreateCpuEngine(const ModelSpec& spec, int64_t max_batch);
+
+}  // namespace tributary

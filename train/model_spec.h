@@ -1,0 +1,74 @@
+// ModelSpec: a backend-independent description of a sequential network, and the model zoo.
+//
+// A spec lists layers; from it come the parameter layout (names and shapes in ModelWeights), the
+// initial weights, and the FLOP count. Every backend (cpu/, cuda/) builds its network from a spec,
+// so a ModelWeights trained on one backend loads on any other.
+//
+// Tensor conventions (documented in docs/architecture.md):
+//   activations are NHWC; Dense weight is [out, in] (as PyTorch's nn.Linear), bias [out];
+//   Conv2D weight is [out_channels, kernel_h, kernel_w, in_channels] (OHWI), bias [out_channels].
+//   A PyTorch user gets OIHW with weight.permute(0, 3, 1, 2).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tributary/model_weights.h"
+#include "tributary/result.h"
+
+namespace tributary {
+
+enum class LayerKind { kDense, kConv2D, kMaxPool2D, kReLU, kFlatten };
+
+std::string_view LayerKindName(LayerKind kind);
+
+struct LayerSpec {
+  LayerKind kind = LayerKind::kReLU;
+  int64_t out_features = 0;  // Dense
+  int64_t out_channels = 0;  // Conv2D
+  int64_t kernel = 0;        // Conv2D: square kernel; MaxPool2D: window (= stride)
+  int64_t padding = 0;       // Conv2D: zero padding on every side (stride is 1)
+  std::string name;          // parameter prefix, e.g. "conv1" or "fc2" (Dense and Conv2D only)
+};
+
+// Per-sample activation shape: height x width x channels. A flat vector is 1 x 1 x features.
+struct Shape3 {
+  int64_t h = 1, w = 1, c = 1;
+  int64_t numel() const { return h * w * c; }
+  friend bool operator==(const Shape3&, const Shape3&) = default;
+};
+
+struct ModelSpec {
+  std::string name;
+  Shape3 input;
+  int num_classes = 10;
+  std::vector<LayerSpec> layers;
+};
+
+// The model zoo, for 28x28x1 inputs (Fashion-MNIST) and 10 classes:
+//   mlp:   784-200-200-10 (the FedAvg paper's 2NN)
+//   cnn:   conv 5x5x32 (same), pool 2, conv 5x5x64 (same), pool 2, dense 512, dense 10 (FedAvg CNN)
+//   lenet: conv 5x5x6 (pad 2), pool 2, conv 5x5x16, pool 2, dense 120, 84, 10
+// Fails with InvalidArgument listing the known names.
+Result<ModelSpec> ModelSpecByName(std::string_view name, Shape3 input = {28, 28, 1}, int num_classes = 10);
+std::vector<std::string> ModelNames();
+
+// Output shape of each layer (shapes[i] is layer i's output); fails naming the first layer whose
+// input shape does not fit, or when the last layer does not produce num_classes features.
+Result<std::vector<Shape3>> LayerOutputShapes(const ModelSpec& spec);
+
+// Names and shapes of every parameter tensor, in layer order: "<name>.weight", "<name>.bias".
+Result<ModelWeights::LayoutSpec> ParameterLayout(const ModelSpec& spec);
+
+// Initial weights as PyTorch initializes nn.Linear and nn.Conv2d: weights and biases drawn from
+// U(-1/sqrt(fan_in), 1/sqrt(fan_in)). Deterministic for a seed.
+Result<ModelWeights> InitWeights(const ModelSpec& spec, uint64_t seed);
+
+// Multiply-add FLOPs (2 per MAC) of one training step per sample: forward, backward to the
+// weights, and backward to the inputs of every layer but the first.
+int64_t TrainFlopsPerSample(const ModelSpec& spec);
+int64_t ForwardFlopsPerSample(const ModelSpec& spec);
+
+}  // namespace tributary
