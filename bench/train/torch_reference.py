@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+"""The plain PyTorch training loop a user would otherwise write, as the reference for bench/train.
+
+Trains the same three models (mlp, cnn, lenet; same layers, same SGD step) on random 28x28x1 data,
+single-threaded, and prints one JSON line per (model, batch) with samples/s. Uses Debian's
+python3-torch (run with /usr/bin/python3). scripts/bench-train runs it next to train_bench.
+"""
+import argparse
+import json
+import time
+
+import torch
+import torch.nn as nn
+
+
+def make_model(name):
+    if name == "mlp":
+        return nn.Sequential(nn.Flatten(), nn.Linear(784, 200), nn.ReLU(), nn.Linear(200, 200), nn.ReLU(),
+                             nn.Linear(200, 10))
+    if name == "cnn":
+        return nn.Sequential(nn.Conv2d(1, 32, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
+                             nn.Conv2d(32, 64, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+                             nn.Linear(3136, 512), nn.ReLU(), nn.Linear(512, 10))
+    if name == "lenet":
+        return nn.Sequential(nn.Conv2d(1, 6, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
+                             nn.Conv2d(6, 16, 5), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+                             nn.Linear(400, 120), nn.ReLU(), nn.Linear(120, 84), nn.ReLU(), nn.Linear(84, 10))
+    raise SystemExit(f"unknown model {name}")
+
+
+def bench(name, batch, seconds):
+    torch.manual_seed(1)
+    model = make_model(name)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    loss_fn = nn.CrossEntropyLoss()
+    n = 1024
+    x = torch.rand(n, 1, 28, 28)
+    y = torch.randint(0, 10, (n,))
+
+    def step(i):
+        lo = (i * batch) % (n - batch + 1)
+        opt.zero_grad(set_to_none=True)
+        loss = loss_fn(model(x[lo:lo + batch]), y[lo:lo + batch])
+        loss.backward()
+        opt.step()
+
+    for i in range(5):  # warm-up
+        step(i)
+    steps, t0 = 0, time.perf_counter()
+    while True:
+        step(steps)
+        steps += 1
+        elapsed = time.perf_counter() - t0
+        if elapsed >= seconds and steps >= 5:
+            break
+    return steps * batch / elapsed
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--models", default="mlp,cnn,lenet")
+    ap.add_argument("--batches", default="10,32,64")
+    ap.add_argument("--seconds", type=float, default=2.0)
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    for name in args.models.split(","):
+        for batch in (int(b) for b in args.batches.split(",")):
+            sps = bench(name, batch, args.seconds)
+            print(json.dumps({"impl": "pytorch", "torch": torch.__version__, "model": name, "batch": batch,
+                              "samples_per_second": round(sps, 1)}), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,73 @@
+// Training throughput of the CPU engine (single thread) per model and batch, and the Eigen
+// large-GEMM reference the engine's GFLOP/s is compared against. scripts/bench-train runs this next
+// to bench/train/torch_reference.py and prints the ratios.
+#include <benchmark/benchmark.h>
+
+#include <Eigen/Core>
+#include <numeric>
+
+#include "core/check.h"
+#include "core/rng.h"
+#include "train/cpu/cpu_engine.h"
+#include "train/model_spec.h"
+
+namespace tributary {
+namespace {
+
+Dataset RandomData(int64_t n) {
+  Dataset d;
+  d.name = "random";
+  d.height = 28;
+  d.width = 28;
+  d.channels = 1;
+  d.images.resize(n * 784);
+  d.labels.resize(n);
+  Rng rng(1);
+  for (float& v : d.images) v = rng.UniformFloat();
+  for (auto& l : d.labels) l = static_cast<uint8_t>(rng.UniformInt(10));
+  return d;
+}
+
+void BM_Train(benchmark::State& state, const char* model) {
+  const int64_t batch = state.range(0);
+  auto spec = *ModelSpecByName(model);
+  auto engine = *cpu::CpuEngine::Create(spec, batch);
+  TRIB_CHECK(engine->LoadWeights(*InitWeights(spec, 1)).ok());
+  const int64_t n = 1024;
+  Dataset data = RandomData(n);
+  std::vector<uint32_t> idx(n);
+  std::iota(idx.begin(), idx.end(), 0u);
+  SgdConfig sgd{0.01f, 0.0f, 0.0f, 0.0f};
+  int64_t pos = 0;
+  for (auto _ : state) {
+    if (pos + batch > n) pos = 0;
+    auto st = engine->TrainStep(data, std::span<const uint32_t>(idx).subspan(pos, batch), sgd);
+    benchmark::DoNotOptimize(st.loss_sum);
+    pos += batch;
+  }
+  state.SetItemsProcessed(state.iterations() * batch);
+  state.counters["GFLOPS"] = benchmark::Counter(static_cast<double>(TrainFlopsPerSample(spec)) * batch * 1e-9,
+                                                benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK_CAPTURE(BM_Train, mlp, "mlp")->Arg(10)->Arg(32)->Arg(64)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_Train, cnn, "cnn")->Arg(10)->Arg(32)->Arg(64)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Train, lenet, "lenet")->Arg(10)->Arg(32)->Arg(64)->Unit(benchmark::kMicrosecond);
+
+// The ceiling: a large single-threaded Eigen SGEMM (n x n x n).
+void BM_EigenGemm(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  Eigen::MatrixXf a = Eigen::MatrixXf::Random(n, n), b = Eigen::MatrixXf::Random(n, n), c(n, n);
+  for (auto _ : state) {
+    c.noalias() = a * b;
+    benchmark::DoNotOptimize(c.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["GFLOPS"] =
+      benchmark::Counter(2.0 * n * n * n * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_EigenGemm)->Arg(1024)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace tributary
+
+BENCHMARK_MAIN();

@@ -1,0 +1,111 @@
+#include "train/cpu/conv2d.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace tributary::cpu {
+
+Conv2D::Conv2D(int64_t in_h, int64_t in_w, int64_t in_c, int64_t out_c, int64_t kernel, int64_t padding,
+               int64_t max_batch)
+    : h_(in_h), w_(in_w), c_(in_c), oc_(out_c), k_(kernel), p_(padding),
+      oh_(in_h + 2 * padding - kernel + 1), ow_(in_w + 2 * padding - kernel + 1),
+      taps_(kernel * kernel * in_c), out_c_(out_c) {
+  const int64_t per_sample = oh_ * ow_ * taps_ * static_cast<int64_t>(sizeof(float));
+  chunk_ = std::clamp<int64_t>((int64_t{3} << 19) / per_sample, 1, max_batch);
+  cols_.resize(static_cast<size_t>(chunk_ * oh_ * ow_ * taps_));
+}
+
+void Conv2D::Bind(float* params, float* grads) {
+  wt_ = params;
+  b_ = params + oc_ * taps_;
+  dwt_ = grads;
+  db_ = grads + oc_ * taps_;
+}
+
+void Conv2D::Im2Col(const float* in, int64_t n) {
+  float* row = cols_.data();
+  const int64_t kc = k_ * c_;
+  for (int64_t s = 0; s < n; ++s) {
+    const float* img = in + s * h_ * w_ * c_;
+    for (int64_t oy = 0; oy < oh_; ++oy) {
+      for (int64_t ox = 0; ox < ow_; ++ox, row += taps_) {
+        // Valid kernel columns: ix = ox + kx - p in [0, w).
+        const int64_t kx0 = std::max<int64_t>(0, p_ - ox);
+        const int64_t kx1 = std::min<int64_t>(k_, w_ + p_ - ox);
+        for (int64_t ky = 0; ky < k_; ++ky) {
+          float* dst = row + ky * kc;
+          const int64_t iy = oy + ky - p_;
+          if (iy < 0 || iy >= h_ || kx0 >= kx1) {
+            std::memset(dst, 0, sizeof(float) * kc);
+            continue;
+          }
+          if (kx0 > 0) std::memset(dst, 0, sizeof(float) * kx0 * c_);
+          std::memcpy(dst + kx0 * c_, img + (iy * w_ + ox + kx0 - p_) * c_, sizeof(float) * (kx1 - kx0) * c_);
+          if (kx1 < k_) std::memset(dst + kx1 * c_, 0, sizeof(float) * (k_ - kx1) * c_);
+        }
+      }
+    }
+  }
+}
+
+void Conv2D::Col2Im(const float* cols, float* grad_in, int64_t n) const {
+  std::memset(grad_in, 0, sizeof(float) * n * h_ * w_ * c_);
+  const float* row = cols;
+  const int64_t kc = k_ * c_;
+  for (int64_t s = 0; s < n; ++s) {
+    float* img = grad_in + s * h_ * w_ * c_;
+    for (int64_t oy = 0; oy < oh_; ++oy) {
+      for (int64_t ox = 0; ox < ow_; ++ox, row += taps_) {
+        const int64_t kx0 = std::max<int64_t>(0, p_ - ox);
+        const int64_t kx1 = std::min<int64_t>(k_, w_ + p_ - ox);
+        for (int64_t ky = 0; ky < k_; ++ky) {
+          const int64_t iy = oy + ky - p_;
+          if (iy < 0 || iy >= h_ || kx0 >= kx1) continue;
+          const float* src = row + ky * kc + kx0 * c_;
+          float* dst = img + (iy * w_ + ox + kx0 - p_) * c_;
+          const int64_t len = (kx1 - kx0) * c_;
+          for (int64_t i = 0; i < len; ++i) dst[i] += src[i];
+        }
+      }
+    }
+  }
+}
+
+void Conv2D::Forward(const float* in, float* out, int64_t n) {
+  const int64_t in_size = h_ * w_ * c_, pix = oh_ * ow_;
+  ConstMatrixMap wt(wt_, oc_, taps_);
+  const auto bias = Eigen::Map<const Eigen::RowVectorXf>(b_, oc_);
+  for (int64_t s = 0; s < n; s += chunk_) {
+    const int64_t m = std::min(chunk_, n - s);
+    Im2Col(in + s * in_size, m);
+    ConstMatrixMap cols(cols_.data(), m * pix, taps_);
+    MatrixMap y(out + s * pix * oc_, m * pix, oc_);
+    y.noalias() = cols * wt.transpose();
+    y.rowwise() += bias;
+  }
+}
+
+void Conv2D::Backward(const float* in, const float*, const float* grad_out, float* grad_in, int64_t n) {
+  const int64_t in_size = h_ * w_ * c_, pix = oh_ * ow_;
+  ConstMatrixMap wt(wt_, oc_, taps_);
+  MatrixMap dwt(dwt_, oc_, taps_);
+  auto db = Eigen::Map<Eigen::RowVectorXf>(db_, oc_);
+  dwt.setZero();
+  db.setZero();
+  if (grad_in && dcols_.size() < cols_.size()) dcols_.resize(cols_.size());
+  for (int64_t s = 0; s < n; s += chunk_) {
+    const int64_t m = std::min(chunk_, n - s);
+    Im2Col(in + s * in_size, m);
+    ConstMatrixMap cols(cols_.data(), m * pix, taps_);
+    ConstMatrixMap dy(grad_out + s * pix * oc_, m * pix, oc_);
+    dwt.noalias() += dy.transpose() * cols;
+    db += dy.colwise().sum();
+    if (grad_in) {
+      MatrixMap dcols(dcols_.data(), m * pix, taps_);
+      dcols.noalias() = dy * wt;
+      Col2Im(dcols_.data(), grad_in + s * in_size, m);
+    }
+  }
+}
+
+}  // namespace tributary::cpu

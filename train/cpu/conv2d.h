@@ -1,0 +1,41 @@
+// Conv2D, stride 1, square kernel, zero padding, NHWC activations, OHWI weights.
+//
+// Lowered to GEMMs through im2col: the columns matrix has a row per output pixel and a column per
+// (kh, kw, ic) tap, so each row is gathered from contiguous runs of the input and the OHWI weight
+// is exactly the [out_channels, taps] matrix. The batch is processed in chunks of samples whose
+// columns fit in cache (about 1.5 MiB); Backward() rebuilds a chunk's columns rather than keeping
+// the whole batch's, which is faster (the copy hits cache, the GEMMs stay large enough) and keeps
+// the layer's memory independent of the batch size.
+#pragma once
+
+#include <vector>
+
+#include "train/cpu/cpu_layer.h"
+
+namespace tributary::cpu {
+
+class Conv2D final : public CpuLayer {
+ public:
+  Conv2D(int64_t in_h, int64_t in_w, int64_t in_c, int64_t out_c, int64_t kernel, int64_t padding,
+         int64_t max_batch);
+  int64_t num_params() const override { return out_c_ * taps_ + out_c_; }
+  void Bind(float* params, float* grads) override;
+  void Forward(const float* in, float* out, int64_t n) override;
+  void Backward(const float* in, const float* out, const float* grad_out, float* grad_in, int64_t n) override;
+
+ private:
+  void Im2Col(const float* in, int64_t n);
+  void Col2Im(const float* cols, float* grad_in, int64_t n) const;
+  int64_t chunk_ = 1;         // samples per chunk
+
+  int64_t h_, w_, c_, oc_, k_, p_, oh_, ow_, taps_;
+  AlignedVector cols_;   // [chunk * oh * ow, taps]
+  AlignedVector dcols_;  // same shape, for the input gradient
+  float* wt_ = nullptr;
+  float* b_ = nullptr;
+  float* dwt_ = nullptr;
+  float* db_ = nullptr;
+  int64_t out_c_;
+};
+
+}  // namespace tributary::cpu

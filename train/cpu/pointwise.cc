@@ -1,0 +1,68 @@
+#include "train/cpu/pointwise.h"
+
+#include <cstring>
+
+namespace tributary::cpu {
+
+MaxPool2D::MaxPool2D(int64_t in_h, int64_t in_w, int64_t c, int64_t k, int64_t max_batch)
+    : h_(in_h), w_(in_w), c_(c), k_(k), oh_(in_h / k), ow_(in_w / k) {
+  argmax_.resize(static_cast<size_t>(max_batch * oh_ * ow_ * c_));
+}
+
+void MaxPool2D::Forward(const float* in, float* out, int64_t n) {
+  const int64_t in_size = h_ * w_ * c_, out_size = oh_ * ow_ * c_;
+  for (int64_t s = 0; s < n; ++s) {
+    const float* img = in + s * in_size;
+    float* o = out + s * out_size;
+    int32_t* am = argmax_.data() + s * out_size;
+    for (int64_t oy = 0; oy < oh_; ++oy) {
+      for (int64_t ox = 0; ox < ow_; ++ox) {
+        float* ov = o + (oy * ow_ + ox) * c_;
+        int32_t* av = am + (oy * ow_ + ox) * c_;
+        const int32_t first = static_cast<int32_t>(((oy * k_) * w_ + ox * k_) * c_);
+        for (int64_t ch = 0; ch < c_; ++ch) {
+          ov[ch] = img[first + ch];
+          av[ch] = first + static_cast<int32_t>(ch);
+        }
+        for (int64_t ky = 0; ky < k_; ++ky) {
+          for (int64_t kx = 0; kx < k_; ++kx) {
+            if (ky == 0 && kx == 0) continue;
+            const int32_t base = static_cast<int32_t>(((oy * k_ + ky) * w_ + ox * k_ + kx) * c_);
+            for (int64_t ch = 0; ch < c_; ++ch) {
+              const float v = img[base + ch];
+              if (v > ov[ch]) {
+                ov[ch] = v;
+                av[ch] = base + static_cast<int32_t>(ch);
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+void MaxPool2D::Backward(const float*, const float*, const float* grad_out, float* grad_in, int64_t n) {
+  if (!grad_in) return;
+  const int64_t in_size = h_ * w_ * c_, out_size = oh_ * ow_ * c_;
+  std::memset(grad_in, 0, sizeof(float) * n * in_size);
+  for (int64_t s = 0; s < n; ++s) {
+    float* gi = grad_in + s * in_size;
+    const float* go = grad_out + s * out_size;
+    const int32_t* am = argmax_.data() + s * out_size;
+    for (int64_t i = 0; i < out_size; ++i) gi[am[i]] += go[i];
+  }
+}
+
+void ReLU::Forward(const float* in, float* out, int64_t n) {
+  const int64_t len = n * size_;
+  for (int64_t i = 0; i < len; ++i) out[i] = in[i] > 0.0f ? in[i] : 0.0f;
+}
+
+void ReLU::Backward(const float*, const float* out, const float* grad_out, float* grad_in, int64_t n) {
+  if (!grad_in) return;
+  const int64_t len = n * size_;
+  for (int64_t i = 0; i < len; ++i) grad_in[i] = out[i] > 0.0f ? grad_out[i] : 0.0f;
+}
+
+}  // namespace tributary::cpu

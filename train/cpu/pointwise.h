@@ -1,0 +1,39 @@
+// Layers without parameters: MaxPool2D (window = stride = k, NHWC), ReLU and Flatten.
+#pragma once
+
+#include <vector>
+
+#include "train/cpu/cpu_layer.h"
+
+namespace tributary::cpu {
+
+class MaxPool2D final : public CpuLayer {
+ public:
+  MaxPool2D(int64_t in_h, int64_t in_w, int64_t c, int64_t k, int64_t max_batch);
+  void Forward(const float* in, float* out, int64_t n) override;
+  void Backward(const float* in, const float* out, const float* grad_out, float* grad_in, int64_t n) override;
+
+ private:
+  int64_t h_, w_, c_, k_, oh_, ow_;
+  std::vector<int32_t> argmax_;  // per output element: offset of the max within its sample
+};
+
+class ReLU final : public CpuLayer {
+ public:
+  explicit ReLU(int64_t size) : size_(size) {}
+  void Forward(const float* in, float* out, int64_t n) override;
+  void Backward(const float* in, const float* out, const float* grad_out, float* grad_in, int64_t n) override;
+
+ private:
+  int64_t size_;
+};
+
+// NHWC activations are already laid out as the flat vector the next Dense layer reads.
+class Flatten final : public CpuLayer {
+ public:
+  bool is_identity() const override { return true; }
+  void Forward(const float*, float*, int64_t) override {}
+  void Backward(const float*, const float*, const float*, float*, int64_t) override {}
+};
+
+}  // namespace tributary::cpu

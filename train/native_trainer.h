@@ -1,0 +1,61 @@
+// NativeTrainer: the Trainer (include/tributary/trainer.h) built on Tributary's own engines.
+//
+// It trains a zoo model (train/model_spec.h) on an in-memory Dataset with SGD, on the CPU engine or
+// on another Engine supplied by a factory (the CUDA backend). Deterministic for a seed: the same
+// global weights, data and FitConfig give bitwise-identical results on the same backend.
+// Not thread-safe; use one NativeTrainer per thread (they share datasets read-only).
+#pragma once
+
+#include <functional>
+#include <memory>
+
+#include "train/data/dataset.h"
+#include "train/engine.h"
+#include "tributary/trainer.h"
+
+namespace tributary {
+
+// Makes an engine for a spec and a maximum batch; lets callers choose the backend.
+using EngineFactory = std::function<Result<std::unique_ptr<Engine>>(const ModelSpec&, int64_t max_batch)>;
+
+struct EpochReport {
+  int epoch = 0;  // 1-based
+  int epochs = 0;
+  double loss = 0.0;      // mean training loss over the epoch
+  double accuracy = 0.0;  // training accuracy over the epoch
+  double samples_per_second = 0.0;
+  int64_t samples = 0;
+};
+
+class NativeTrainer final : public Trainer {
+ public:
+  // `train` is required; `eval` may be null (evaluate() then fails with FailedPrecondition).
+  // Initial parameters come from InitWeights(spec, init_seed). A null factory means the CPU engine.
+  static Result<std::unique_ptr<NativeTrainer>> Create(const ModelSpec& spec,
+                                                       std::shared_ptr<const Dataset> train,
+                                                       std::shared_ptr<const Dataset> eval,
+                                                       uint64_t init_seed, EngineFactory factory = nullptr);
+
+  Result<ModelWeights> get_parameters() override;
+  Result<FitResult> fit(const ModelWeights& global, const FitConfig& config) override;
+  Result<EvalResult> evaluate(const ModelWeights& weights, const EvalConfig& config) override;
+
+  // Called after each local epoch of fit(); for progress output.
+  void set_epoch_callback(std::function<void(const EpochReport&)> cb) { on_epoch_ = std::move(cb); }
+  const ModelSpec& spec() const { return spec_; }
+  // The engine's device, or "" before the first fit/evaluate.
+  std::string device_name() const { return engine_ ? engine_->device_name() : ""; }
+
+ private:
+  NativeTrainer() = default;
+  Status EnsureEngine(int64_t batch);
+
+  ModelSpec spec_;
+  std::shared_ptr<const Dataset> train_, eval_;
+  EngineFactory factory_;
+  std::unique_ptr<Engine> engine_;
+  ModelWeights current_;
+  std::function<void(const EpochReport&)> on_epoch_;
+};
+
+}  // namespace tributary
