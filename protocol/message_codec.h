@@ -1,0 +1,25 @@
+// Message bodies: a Message <-> the cereal binary bytes that follow a frame header.
+//
+// EncodeMessageBody enforces the same schema caps that decoding does, so a peer never receives a
+// message it would refuse. DecodeMessageBody treats its input as hostile: every size is checked
+// against the bytes that remain and the field's cap before anything is allocated, trailing bytes
+// are an error, and no exception escapes. Errors are ProtocolError(kMalformedMessage, ...) naming
+// the message type and the field, e.g.
+//   "MALFORMED_MESSAGE: Hello: capabilities.codecs: size 1000000 exceeds the cap of 64".
+// Both functions are thread-safe (no shared state).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "protocol/messages.h"
+#include "tributary/result.h"
+
+namespace tributary {
+
+Result<std::vector<uint8_t>> EncodeMessageBody(const Message& message);
+
+Result<Message> DecodeMessageBody(MessageType type, std::span<const uint8_t> body);
+
+}  // namespace tributary

@@ -1,0 +1,39 @@
+// MessageReader: the whole receive path of a connection, bytes in, messages out:
+// FrameDecoder -> MessageAssembler -> DecodeMessageBody.
+//
+// Every transport feeds what it reads into one of these, so TLS and in-memory connections enforce
+// the same framing and the same caps; the fuzz target drives it directly. The first error (a
+// ProtocolError, see wire.h) is sticky: the connection sends an Error with its code and closes.
+// Not thread-safe; one per connection.
+#pragma once
+
+#include <span>
+#include <vector>
+
+#include "protocol/frame_decoder.h"
+#include "protocol/message_assembler.h"
+#include "protocol/messages.h"
+
+namespace tributary {
+
+class MessageReader {
+ public:
+  explicit MessageReader(const ProtocolLimits& limits) : frames_(limits), assembler_(limits) {}
+
+  // Consumes `data`, appending each message it completes to `messages` (also those completed
+  // before an error).
+  Status Feed(std::span<const uint8_t> data, std::vector<Message>* messages);
+
+  // Some bytes of a frame have arrived, but not the whole frame.
+  bool mid_frame() const { return frames_.mid_frame(); }
+  // A chunked message is partly received.
+  bool mid_message() const { return assembler_.in_transfer(); }
+
+ private:
+  FrameDecoder frames_;
+  MessageAssembler assembler_;
+  std::vector<Frame> pending_;  // reused between Feed calls
+  Status error_;
+};
+
+}  // namespace tributary

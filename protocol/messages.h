@@ -1,0 +1,243 @@
+// The messages of protocol version 1 (kProtocolVersion), as plain structs with cereal serialize().
+//
+// A connection carries a std::variant of these (Message). On the wire each message is one cereal
+// binary body behind a frame header whose type byte says which struct it is (frame.h); there are no
+// pointers, no polymorphic types and no class-version tags on the wire: the frame's protocol
+// version versions the whole schema. Fields are written in declaration order; every string, list
+// and map goes through a Capped() wrapper with the cap named here (wire_archive.h), so decoding
+// never allocates more than the schema allows or the bytes that arrived.
+//
+// Model payloads are ModelWeights-compatible: a flat float buffer (ModelWeights::data()) plus the
+// layout fingerprint (ModelWeights::fingerprint()) that the receiver checks against its own layout.
+// Large messages travel in chunks (frame.h); a struct never has to fit in one frame.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "protocol/wire.h"
+#include "protocol/wire_archive.h"
+
+namespace tributary {
+
+// Schema caps (bytes for strings, entries for lists and maps).
+inline constexpr uint64_t kMaxNameBytes = 256;   // ids, device names, versions, codec names, keys
+inline constexpr uint64_t kMaxTextBytes = 4096;  // error and goodbye text
+inline constexpr uint64_t kMaxCodecs = 64;       // codecs a client lists in Hello
+inline constexpr uint64_t kMaxMetrics = 1024;    // entries of a metrics map
+inline constexpr uint64_t kMaxPayloadFloats = uint64_t{1}
+                                              << 40;  // ~4 TiB; ProtocolLimits binds first
+inline constexpr uint64_t kMaxPayloadBytes = uint64_t{1} << 42;
+
+using WireMetrics = std::map<std::string, double>;
+
+struct ClientCapabilities {
+  std::string device;               // e.g. "cpu", "cuda:0 NVIDIA H200"
+  std::vector<std::string> codecs;  // codec names this client can encode
+  uint64_t num_examples = 0;        // local training examples
+
+  template <class Ar>
+  void serialize(Ar& ar) {
+    ar(wire::Capped("capabilities.device", device, kMaxNameBytes),
+       wire::Capped("capabilities.codecs", codecs, kMaxCodecs, kMaxNameBytes), num_examples);
+  }
+  friend bool operator==(const ClientCapabilities&, const ClientCapabilities&) = default;
+};
+
+// Client -> coordinator, first message after the (TLS) handshake. Carries no client id: the
+// coordinator takes the id from the client's certificate.
+struct Hello {
+  uint32_t protocol_version = kProtocolVersion;
+  ClientCapabilities capabilities;
+  std::string software_version;
+
+  template <class Ar>
+  void serialize(Ar& ar) {
+    ar(protocol_version, capabilities,
+       wire::Capped("software_version", software_version, kMaxNameBytes));
+  }
+  friend bool operator==(const Hello&, const Hello&) = default;
+};
+
+// Coordinator -> client, the answer to Hello.
+struct Welcome {
+  uint32_t protocol_version = kProtocolVersion;
+  std::string client_id;         // the id the coordinator read from the client's certificate
+  std::string software_version;  // the coordinator's
+  uint32_t heartbeat_interval_ms = 0;
+
+  template <class Ar>
+  void serialize(Ar& ar) {
+    ar(protocol_version, wire::Capped("client_id", client_id, kMaxNameBytes),
+       wire::Capped("software_version", software_version, kMaxNameBytes), heartbeat_interval_ms);
+  }
+  friend bool operator==(const Welcome&, const Welcome&) = default;
+};
+
+// A flat float model: ModelWeights::data() plus ModelWeights::fingerprint().
+struct ModelPayload {
+  uint64_t layout_fingerprint = 0;
+  std::vector<float> values;
+
+  template <class Ar>
+  void serialize(Ar& ar) {
+    ar(layout_fingerprint, wire::Capped("model.values", values, kMaxPayloadFloats));
+  }
+  friend bool operator==(const ModelPayload&, const ModelPayload&) = default;
+};
+
+// The wire form of tributary::FitConfig (trainer.h), with fixed-width fields.
+struct WireFitConfig {
+  int32_t epochs = 1;
+  int32_t batch_size = 32;
+  float lr = 0.05f;
+  float momentum = 0.0f;
+  float weight_decay = 0.0f;
+  float proximal_mu = 0.0f;
+  int64_t max_steps = 0;
+  uint64_t seed = 0;
+
+  template <class Ar>
+  void serialize(Ar& ar) {
+    ar(epochs, batch_size, lr, momentum, weight_decay, proximal_mu, max_steps, seed);
+  }
+  friend bool operator==(const WireFitConfig&, const WireFitConfig&) = default;
+};
+
+// How the client must encode its update, e.g. "topk(0.01)+q8+zstd"; compression/ parses it.
+struct CodecSpec {
+  std::string spec;
+
+  template <class Ar>
+  void serialize(Ar& ar) {
+    ar(wire::Capped("codec.spec", spec, kMaxNameBytes));
+  }
+  friend bool operator==(const CodecSpec&, const CodecSpec&) = default;
+};
+
+// Coordinator -> client: train round `round` starting from `model` (version `model_version`).
+struct TaskAssignment {
+  uint64_t round = 0;
+  uint64_t model_version = 0;
+  WireFitConfig fit;
+  CodecSpec codec;
+  uint64_t deadline_ms = 0;  // the update must arrive within this many ms of the assignment
+  ModelPayload model;
+
+  template <class Ar>
+  void serialize(Ar& ar) {
+    ar(round, model_version, fit, codec, deadline_ms, model);
+  }
+  friend bool operator==(const TaskAssignment&, const TaskAssignment&) = default;
+};
+
+// Coordinator -> client: evaluate `model` on local evaluation data.
+struct EvaluateTask {
+  uint64_t round = 0;
+  uint64_t model_version = 0;
+  int32_t batch_size = 256;
+  int64_t max_examples = 0;  // 0: the whole evaluation set
+  uint64_t deadline_ms = 0;
+  ModelPayload model;
+
+  template <class Ar>
+  void serialize(Ar& ar) {
+    ar(round, model_version, batch_size, max_examples, deadline_ms, model);
+  }
+  friend bool operator==(const EvaluateTask&, const EvaluateTask&) = default;
+};
+
+// An update as the client's codec pipeline produced it.
+struct EncodedUpdate {
+  std::string codec;  // the CodecSpec::spec it was encoded with
+  uint64_t layout_fingerprint = 0;
+  uint64_t num_floats = 0;  // the dense size the update decodes to
+  std::vector<uint8_t> bytes;
+
+  template <class Ar>
+  void serialize(Ar& ar) {
+    ar(wire::Capped("update.codec", codec, kMaxNameBytes), layout_fingerprint, num_floats,
+       wire::Capped("update.bytes", bytes, kMaxPayloadBytes));
+  }
+  friend bool operator==(const EncodedUpdate&, const EncodedUpdate&) = default;
+};
+
+// Client -> coordinator: the result of a TaskAssignment.
+struct UpdateSubmission {
+  uint64_t round = 0;
+  uint64_t model_version = 0;  // the version the update is a delta against
+  uint64_t num_examples = 0;
+  WireMetrics metrics;
+  EncodedUpdate update;
+
+  template <class Ar>
+  void serialize(Ar& ar) {
+    ar(round, model_version, num_examples,
+       wire::Capped("metrics", metrics, kMaxMetrics, kMaxNameBytes), update);
+  }
+  friend bool operator==(const UpdateSubmission&, const UpdateSubmission&) = default;
+};
+
+// Client -> coordinator: the result of an EvaluateTask.
+struct EvaluateResult {
+  uint64_t round = 0;
+  uint64_t model_version = 0;
+  uint64_t num_examples = 0;
+  double loss = 0.0;
+  double accuracy = 0.0;
+  WireMetrics metrics;
+
+  template <class Ar>
+  void serialize(Ar& ar) {
+    ar(round, model_version, num_examples, loss, accuracy,
+       wire::Capped("metrics", metrics, kMaxMetrics, kMaxNameBytes));
+  }
+  friend bool operator==(const EvaluateResult&, const EvaluateResult&) = default;
+};
+
+// Either direction: liveness. The receiver may echo `sequence`.
+struct Heartbeat {
+  uint64_t sequence = 0;
+  uint64_t sent_unix_ms = 0;
+
+  template <class Ar>
+  void serialize(Ar& ar) {
+    ar(sequence, sent_unix_ms);
+  }
+  friend bool operator==(const Heartbeat&, const Heartbeat&) = default;
+};
+
+// Either direction: something went wrong. `code` is an ErrorCode value, kept raw so that codes
+// from newer peers survive.
+struct Error {
+  uint32_t code = 0;
+  std::string message;
+
+  template <class Ar>
+  void serialize(Ar& ar) {
+    ar(code, wire::Capped("error.message", message, kMaxTextBytes));
+  }
+  friend bool operator==(const Error&, const Error&) = default;
+};
+
+// Either direction: an orderly end of the session.
+struct Goodbye {
+  std::string reason;
+
+  template <class Ar>
+  void serialize(Ar& ar) {
+    ar(wire::Capped("goodbye.reason", reason, kMaxTextBytes));
+  }
+  friend bool operator==(const Goodbye&, const Goodbye&) = default;
+};
+
+// The variant's alternative index + 1 equals the MessageType value.
+using Message = std::variant<Hello, Welcome, TaskAssignment, EvaluateTask, UpdateSubmission,
+                             EvaluateResult, Heartbeat, Error, Goodbye>;
+
+inline MessageType TypeOf(const Message& m) { return static_cast<MessageType>(m.index() + 1); }
+
+}  // namespace tributary

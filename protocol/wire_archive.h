@@ -1,0 +1,246 @@
+// Bounded cereal archives for message bodies.
+//
+// Messages are written with cereal's stock BinaryOutputArchive (host byte order, which must be
+// little-endian; see message_codec.cc) and read back with BoundedInputArchive, which reads the same
+// format from a byte span but trusts nothing in it:
+//   - every read checks the bytes that remain; reading past the end throws;
+//   - containers go through the Capped* field wrappers below, whose loaders check the size tag
+//     against both the field's schema cap and the bytes that remain *before* resizing, so a size
+//     tag of 2^60 is an error, never an allocation (cereal's stock loaders trust the tag,
+//     USCiLab/cereal#103);
+//   - cereal's stock std::string / std::vector / std::map loaders are deleted for this archive, so
+//     a message that forgets a wrapper does not compile;
+//   - bool is refused at compile time (a byte other than 0 or 1 would be undefined behaviour).
+// Errors are thrown as WireException (a protocol error code plus a message naming the field) and
+// turned into a Status by EncodeMessage / DecodeMessage; no exception escapes protocol/.
+//
+// Thread safety: an archive is used by one thread; the wrappers hold references and live only for
+// one serialize() call.
+#pragma once
+
+#include <cereal/cereal.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "protocol/wire.h"
+
+namespace tributary::wire {
+
+class WireException : public std::runtime_error {
+ public:
+  WireException(ErrorCode code, const std::string& message)
+      : std::runtime_error(message), code_(code) {}
+  ErrorCode code() const { return code_; }
+
+ private:
+  ErrorCode code_;
+};
+
+class BoundedInputArchive
+    : public cereal::InputArchive<BoundedInputArchive, cereal::AllowEmptyClassElision> {
+ public:
+  explicit BoundedInputArchive(std::span<const uint8_t> bytes)
+      : cereal::InputArchive<BoundedInputArchive, cereal::AllowEmptyClassElision>(this),
+        pos_(bytes.data()),
+        end_(bytes.data() + bytes.size()) {}
+
+  size_t remaining() const { return static_cast<size_t>(end_ - pos_); }
+
+  // Copies `size` bytes out; throws MALFORMED_MESSAGE when fewer remain.
+  void loadBinary(void* data, size_t size) {
+    if (size > remaining()) {
+      throw WireException(ErrorCode::kMalformedMessage,
+                          "truncated: needs " + std::to_string(size) + " more bytes but only " +
+                              std::to_string(remaining()) + " remain");
+    }
+    if (size > 0) std::memcpy(data, pos_, size);
+    pos_ += size;
+  }
+
+  // Reads a cereal size tag (uint64).
+  uint64_t LoadSize() {
+    uint64_t n = 0;
+    loadBinary(&n, sizeof n);
+    return n;
+  }
+
+  // Throws MALFORMED_MESSAGE naming `field` unless count <= cap and `count` elements of at least
+  // `min_wire_bytes` each fit in the bytes that remain. Call before allocating for `count`.
+  void CheckCount(const char* field, uint64_t count, uint64_t cap, uint64_t min_wire_bytes) {
+    if (count > cap) {
+      throw WireException(ErrorCode::kMalformedMessage,
+                          std::string(field) + ": size " + std::to_string(count) +
+                              " exceeds the cap of " + std::to_string(cap));
+    }
+    if (min_wire_bytes > 0 && count > remaining() / min_wire_bytes) {
+      throw WireException(ErrorCode::kMalformedMessage,
+                          std::string(field) + ": size " + std::to_string(count) +
+                              " needs at least " + std::to_string(min_wire_bytes) +
+                              " bytes each but only " + std::to_string(remaining()) +
+                              " bytes remain");
+    }
+  }
+
+ private:
+  const uint8_t* pos_;
+  const uint8_t* end_;
+};
+
+// Arithmetic fields (not bool: see the header comment).
+template <class T>
+requires(std::is_arithmetic_v<T> &&
+         !std::is_same_v<T, bool>) void CEREAL_LOAD_FUNCTION_NAME(BoundedInputArchive& ar, T& t) {
+  ar.loadBinary(&t, sizeof(T));
+}
+void CEREAL_LOAD_FUNCTION_NAME(BoundedInputArchive& ar, bool& t) = delete;
+
+// Unchecked containers never reach this archive.
+template <class C, class Tr, class A>
+void CEREAL_LOAD_FUNCTION_NAME(BoundedInputArchive&, std::basic_string<C, Tr, A>&) = delete;
+template <class T, class A>
+void CEREAL_LOAD_FUNCTION_NAME(BoundedInputArchive&, std::vector<T, A>&) = delete;
+template <class K, class V, class C, class A>
+void CEREAL_LOAD_FUNCTION_NAME(BoundedInputArchive&, std::map<K, V, C, A>&) = delete;
+
+// Throws MALFORMED_MESSAGE on the sending side, so we never send what a peer would refuse.
+inline void CheckEncodeCap(const char* field, uint64_t size, uint64_t cap) {
+  if (size > cap) {
+    throw WireException(ErrorCode::kMalformedMessage,
+                        std::string(field) + ": size " + std::to_string(size) +
+                            " exceeds the cap of " + std::to_string(cap));
+  }
+}
+
+// ---- Field wrappers. Use them inside serialize(): ar(Capped("device", device, kMaxNameBytes)).
+
+struct CappedString {
+  const char* field;
+  std::string& value;
+  uint64_t max_len;
+};
+
+template <class T>
+requires(std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) struct CappedVector {
+  const char* field;
+  std::vector<T>& value;
+  uint64_t max_count;
+};
+
+struct CappedStringList {
+  const char* field;
+  std::vector<std::string>& value;
+  uint64_t max_count;
+  uint64_t max_len;  // of each string
+};
+
+struct CappedStringDoubleMap {
+  const char* field;
+  std::map<std::string, double>& value;
+  uint64_t max_count;
+  uint64_t max_key_len;
+};
+
+inline CappedString Capped(const char* field, std::string& v, uint64_t max_len) {
+  return {field, v, max_len};
+}
+template <class T>
+CappedVector<T> Capped(const char* field, std::vector<T>& v, uint64_t max_count) {
+  return {field, v, max_count};
+}
+inline CappedStringList Capped(const char* field, std::vector<std::string>& v, uint64_t max_count,
+                               uint64_t max_len) {
+  return {field, v, max_count, max_len};
+}
+inline CappedStringDoubleMap Capped(const char* field, std::map<std::string, double>& v,
+                                    uint64_t max_count, uint64_t max_key_len) {
+  return {field, v, max_count, max_key_len};
+}
+
+namespace detail {
+
+template <class Archive>
+void SaveString(Archive& ar, const char* field, const std::string& s, uint64_t max_len) {
+  CheckEncodeCap(field, s.size(), max_len);
+  ar(cereal::make_size_tag(static_cast<cereal::size_type>(s.size())));
+  ar(cereal::binary_data(s.data(), s.size()));
+}
+
+inline void LoadString(BoundedInputArchive& ar, const char* field, std::string& s,
+                       uint64_t max_len) {
+  const uint64_t n = ar.LoadSize();
+  ar.CheckCount(field, n, max_len, 1);
+  s.resize(static_cast<size_t>(n));
+  ar.loadBinary(s.data(), static_cast<size_t>(n));
+}
+
+}  // namespace detail
+
+template <class Archive>
+void CEREAL_SAVE_FUNCTION_NAME(Archive& ar, const CappedString& f) {
+  detail::SaveString(ar, f.field, f.value, f.max_len);
+}
+inline void CEREAL_LOAD_FUNCTION_NAME(BoundedInputArchive& ar, CappedString& f) {
+  detail::LoadString(ar, f.field, f.value, f.max_len);
+}
+
+template <class Archive, class T>
+void CEREAL_SAVE_FUNCTION_NAME(Archive& ar, const CappedVector<T>& f) {
+  CheckEncodeCap(f.field, f.value.size(), f.max_count);
+  ar(cereal::make_size_tag(static_cast<cereal::size_type>(f.value.size())));
+  ar(cereal::binary_data(f.value.data(), f.value.size() * sizeof(T)));
+}
+template <class T>
+void CEREAL_LOAD_FUNCTION_NAME(BoundedInputArchive& ar, CappedVector<T>& f) {
+  const uint64_t n = ar.LoadSize();
+  ar.CheckCount(f.field, n, f.max_count, sizeof(T));
+  f.value.resize(static_cast<size_t>(n));
+  ar.loadBinary(f.value.data(), static_cast<size_t>(n) * sizeof(T));
+}
+
+template <class Archive>
+void CEREAL_SAVE_FUNCTION_NAME(Archive& ar, const CappedStringList& f) {
+  CheckEncodeCap(f.field, f.value.size(), f.max_count);
+  ar(cereal::make_size_tag(static_cast<cereal::size_type>(f.value.size())));
+  for (const std::string& s : f.value) detail::SaveString(ar, f.field, s, f.max_len);
+}
+inline void CEREAL_LOAD_FUNCTION_NAME(BoundedInputArchive& ar, CappedStringList& f) {
+  const uint64_t n = ar.LoadSize();
+  ar.CheckCount(f.field, n, f.max_count, sizeof(uint64_t));  // each string has a size tag
+  f.value.assign(static_cast<size_t>(n), std::string());
+  for (std::string& s : f.value) detail::LoadString(ar, f.field, s, f.max_len);
+}
+
+// The same layout as cereal's std::map in a binary archive: size tag, then key, value pairs.
+template <class Archive>
+void CEREAL_SAVE_FUNCTION_NAME(Archive& ar, const CappedStringDoubleMap& f) {
+  CheckEncodeCap(f.field, f.value.size(), f.max_count);
+  ar(cereal::make_size_tag(static_cast<cereal::size_type>(f.value.size())));
+  for (const auto& [key, value] : f.value) {
+    detail::SaveString(ar, f.field, key, f.max_key_len);
+    ar(value);
+  }
+}
+inline void CEREAL_LOAD_FUNCTION_NAME(BoundedInputArchive& ar, CappedStringDoubleMap& f) {
+  const uint64_t n = ar.LoadSize();
+  ar.CheckCount(f.field, n, f.max_count, sizeof(uint64_t) + sizeof(double));
+  f.value.clear();
+  for (uint64_t i = 0; i < n; ++i) {
+    std::string key;
+    double value = 0;
+    detail::LoadString(ar, f.field, key, f.max_key_len);
+    ar(value);
+    if (!f.value.emplace(std::move(key), value).second) {
+      throw WireException(ErrorCode::kMalformedMessage, std::string(f.field) + ": duplicate key");
+    }
+  }
+}
+
+}  // namespace tributary::wire

@@ -1,0 +1,233 @@
+// Message bodies: round trips for every type, cereal format compatibility, and bounded decoding of
+// hostile bodies (size tags over the bytes left or over a field cap, truncation, trailing bytes).
+#include <gtest/gtest.h>
+#include <cereal/archives/binary.hpp>
+#include <cereal/types/map.hpp>
+#include <cereal/types/string.hpp>
+#include <cereal/types/vector.hpp>
+
+#include <cstring>
+#include <limits>
+#include <sstream>
+
+#include "protocol/message_codec.h"
+#include "protocol/messages.h"
+
+namespace tributary {
+namespace {
+
+std::vector<Message> SampleMessages() {
+  Hello hello;
+  hello.capabilities = {"cuda:0 NVIDIA H200", {"dense", "topk", "q8"}, 6000};
+  hello.software_version = "0.1.0";
+  Welcome welcome{kProtocolVersion, "edge-7", "0.1.0", 5000};
+  TaskAssignment task;
+  task.round = 12;
+  task.model_version = 11;
+  task.fit = {2, 64, 0.01f, 0.9f, 1e-4f, 0.1f, 100, 0xfeedULL};
+  task.codec.spec = "topk(0.01)+q8";
+  task.deadline_ms = 30000;
+  task.model = {0x1234abcdULL, {1.5f, -2.0f, 0.0f, 3.25f}};
+  EvaluateTask eval{3, 2, 128, 1000, 5000, {77, {0.5f, 0.25f}}};
+  UpdateSubmission update;
+  update.round = 12;
+  update.model_version = 11;
+  update.num_examples = 600;
+  update.metrics = {{"train_loss", 0.42}, {"train_accuracy", 0.9}};
+  update.update = {"dense", 0x1234abcdULL, 4, {1, 2, 3, 4, 5, 6, 7, 8}};
+  EvaluateResult result{3, 2, 1000, 0.31, 0.88, {{"f1", 0.8}}};
+  return {hello,
+          welcome,
+          task,
+          eval,
+          update,
+          result,
+          Heartbeat{9, 1700000000000},
+          Error{static_cast<uint32_t>(ErrorCode::kRevoked), "client id edge-3 is revoked"},
+          Goodbye{"done"}};
+}
+
+TEST(MessagesTest, EveryTypeRoundTrips) {
+  const std::vector<Message> messages = SampleMessages();
+  ASSERT_EQ(messages.size(), size_t{kMaxMessageType});
+  for (const Message& m : messages) {
+    Result<std::vector<uint8_t>> body = EncodeMessageBody(m);
+    ASSERT_TRUE(body.ok()) << body.status();
+    Result<Message> back = DecodeMessageBody(TypeOf(m), *body);
+    ASSERT_TRUE(back.ok()) << back.status();
+    EXPECT_EQ(*back, m) << MessageTypeName(TypeOf(m));
+  }
+}
+
+TEST(MessagesTest, TypeOfMatchesWireNumbering) {
+  EXPECT_EQ(TypeOf(Message(Hello{})), MessageType::kHello);
+  EXPECT_EQ(TypeOf(Message(UpdateSubmission{})), MessageType::kUpdateSubmission);
+  EXPECT_EQ(TypeOf(Message(Goodbye{})), MessageType::kGoodbye);
+  EXPECT_EQ(MessageTypeName(MessageType::kTaskAssignment), "TaskAssignment");
+  EXPECT_EQ(MessageTypeName(static_cast<MessageType>(42)), "Unknown(42)");
+}
+
+// The wire format is cereal's binary format: a body written with cereal's stock std::string /
+// std::vector / std::map serializers is byte-identical to ours.
+TEST(MessagesTest, BodyIsCerealBinaryFormat) {
+  UpdateSubmission u;
+  u.round = 5;
+  u.model_version = 4;
+  u.num_examples = 32;
+  u.metrics = {{"a", 1.0}, {"bb", 2.5}};
+  u.update = {"dense", 99, 2, {9, 8, 7}};
+  std::ostringstream os;
+  {
+    cereal::BinaryOutputArchive ar(os);
+    ar(u.round, u.model_version, u.num_examples, u.metrics, u.update.codec,
+       u.update.layout_fingerprint, u.update.num_floats, u.update.bytes);
+  }
+  const std::string stock = os.str();
+  Result<std::vector<uint8_t>> ours = EncodeMessageBody(u);
+  ASSERT_TRUE(ours.ok());
+  ASSERT_EQ(ours->size(), stock.size());
+  EXPECT_EQ(std::memcmp(ours->data(), stock.data(), stock.size()), 0);
+}
+
+std::vector<uint8_t> U64(uint64_t v) {
+  std::vector<uint8_t> out(8);
+  std::memcpy(out.data(), &v, 8);
+  return out;
+}
+
+void Append(std::vector<uint8_t>& out, const std::vector<uint8_t>& more) {
+  out.insert(out.end(), more.begin(), more.end());
+}
+
+// A Goodbye body whose reason claims 2^62 bytes with only 5 present: an error, not an allocation.
+TEST(MessagesTest, StringSizeTagLargerThanBytesLeftIsDecodeError) {
+  std::vector<uint8_t> body = U64(uint64_t{1} << 62);
+  Append(body, {'h', 'e', 'l', 'l', 'o'});
+  Result<Message> m = DecodeMessageBody(MessageType::kGoodbye, body);
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(ProtocolErrorCodeOf(m.status()), ErrorCode::kMalformedMessage);
+  EXPECT_NE(m.status().message().find("goodbye.reason"), std::string::npos) << m.status();
+}
+
+// A ModelPayload whose float vector claims 1000 floats but carries 3: the size tag is checked
+// against the bytes left (and names the field) before the vector is resized.
+TEST(MessagesTest, VectorSizeTagLargerThanBytesLeftIsDecodeError) {
+  EvaluateTask t;
+  t.model.values = {1, 2, 3};
+  std::vector<uint8_t> body = *EncodeMessageBody(t);
+  // The body ends with the float count (8-byte size tag) and then the 3 floats.
+  const size_t tag_at = body.size() - 3 * sizeof(float) - 8;
+  uint64_t count = 0;
+  std::memcpy(&count, body.data() + tag_at, 8);
+  ASSERT_EQ(count, 3u);
+  const uint64_t huge = std::numeric_limits<uint64_t>::max() / 2;
+  for (uint64_t bad : {uint64_t{4}, uint64_t{1000}, huge}) {
+    std::memcpy(body.data() + tag_at, &bad, 8);
+    Result<Message> m = DecodeMessageBody(MessageType::kEvaluateTask, body);
+    ASSERT_FALSE(m.ok()) << bad;
+    EXPECT_EQ(ProtocolErrorCodeOf(m.status()), ErrorCode::kMalformedMessage);
+    EXPECT_NE(m.status().message().find("model.values: size " + std::to_string(bad)),
+              std::string::npos)
+        << m.status();
+    EXPECT_NE(m.status().message().find("EvaluateTask"), std::string::npos) << m.status();
+  }
+}
+
+TEST(MessagesTest, ListCountOverSchemaCapIsDecodeErrorEvenWhenBytesWouldFit) {
+  Hello h;
+  h.capabilities.codecs.assign(kMaxCodecs, "x");
+  ASSERT_TRUE(EncodeMessageBody(h).ok());
+  h.capabilities.codecs.push_back("one too many");
+  Result<std::vector<uint8_t>> enc = EncodeMessageBody(h);
+  ASSERT_FALSE(enc.ok());  // the sender refuses to send what the peer would refuse
+  EXPECT_NE(enc.status().message().find("capabilities.codecs: size 65 exceeds the cap of 64"),
+            std::string::npos)
+      << enc.status();
+
+  // Hand-build the over-cap body: version, device "", 65 empty codec names, num_examples, version.
+  std::vector<uint8_t> body = {1, 0, 0, 0};
+  Append(body, U64(0));
+  Append(body, U64(kMaxCodecs + 1));
+  for (uint64_t i = 0; i <= kMaxCodecs; ++i) Append(body, U64(0));
+  Append(body, U64(10));
+  Append(body, U64(0));
+  Result<Message> m = DecodeMessageBody(MessageType::kHello, body);
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("capabilities.codecs: size 65 exceeds the cap of 64"),
+            std::string::npos)
+      << m.status();
+}
+
+TEST(MessagesTest, StringOverCapIsRejected) {
+  Error e{1, std::string(kMaxTextBytes + 1, 'x')};
+  EXPECT_FALSE(EncodeMessageBody(e).ok());
+  std::vector<uint8_t> body = {1, 0, 0, 0};
+  Append(body, U64(kMaxTextBytes + 1));
+  body.resize(body.size() + kMaxTextBytes + 1, 'x');
+  Result<Message> m = DecodeMessageBody(MessageType::kError, body);
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("error.message: size 4097 exceeds the cap of 4096"),
+            std::string::npos)
+      << m.status();
+}
+
+TEST(MessagesTest, EveryTruncationIsAnErrorNotACrash) {
+  for (const Message& msg : SampleMessages()) {
+    const std::vector<uint8_t> body = *EncodeMessageBody(msg);
+    for (size_t n = 0; n < body.size(); ++n) {
+      Result<Message> m = DecodeMessageBody(TypeOf(msg), std::span(body.data(), n));
+      ASSERT_FALSE(m.ok()) << MessageTypeName(TypeOf(msg)) << " truncated to " << n;
+      EXPECT_EQ(ProtocolErrorCodeOf(m.status()), ErrorCode::kMalformedMessage);
+    }
+  }
+}
+
+TEST(MessagesTest, TrailingBytesAreAnError) {
+  std::vector<uint8_t> body = *EncodeMessageBody(Heartbeat{1, 2});
+  body.push_back(0);
+  Result<Message> m = DecodeMessageBody(MessageType::kHeartbeat, body);
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("1 trailing bytes"), std::string::npos) << m.status();
+}
+
+TEST(MessagesTest, DuplicateMetricKeyIsAnError) {
+  // EvaluateResult: round, version, num_examples, loss, accuracy, metrics{"a":1, "a":2}.
+  std::vector<uint8_t> body;
+  for (int i = 0; i < 5; ++i) Append(body, U64(0));
+  Append(body, U64(2));
+  for (int i = 0; i < 2; ++i) {
+    Append(body, U64(1));
+    body.push_back('a');
+    Append(body, U64(0));
+  }
+  Result<Message> m = DecodeMessageBody(MessageType::kEvaluateResult, body);
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("metrics: duplicate key"), std::string::npos) << m.status();
+}
+
+TEST(MessagesTest, LargeFloatPayloadRoundTripsBitExact) {
+  UpdateSubmission u;
+  u.update.num_floats = 1 << 20;
+  u.update.bytes.resize(u.update.num_floats * 4);
+  for (size_t i = 0; i < u.update.bytes.size(); ++i)
+    u.update.bytes[i] = static_cast<uint8_t>(i * 31);
+  Result<std::vector<uint8_t>> body = EncodeMessageBody(u);
+  ASSERT_TRUE(body.ok());
+  EXPECT_GT(body->size(), size_t{4} << 20);
+  Result<Message> back = DecodeMessageBody(MessageType::kUpdateSubmission, *body);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(std::get<UpdateSubmission>(*back), u);
+}
+
+TEST(ProtocolErrorTest, CodeSurvivesTheStatusMessage) {
+  Status s = ProtocolError(ErrorCode::kFrameTooLarge, "too big");
+  EXPECT_EQ(s.code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(s.message(), "FRAME_TOO_LARGE: too big");
+  EXPECT_EQ(ProtocolErrorCodeOf(s), ErrorCode::kFrameTooLarge);
+  EXPECT_EQ(ProtocolErrorCodeOf(s.WithContext("reading")), ErrorCode::kInternal);
+  EXPECT_EQ(ProtocolErrorCodeOf(Status::IoError("x")), ErrorCode::kInternal);
+  EXPECT_EQ(ErrorCodeName(999), "UNKNOWN_ERROR_999");
+}
+
+}  // namespace
+}  // namespace tributary
