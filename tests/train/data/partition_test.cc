@@ -1,0 +1,194 @@
+#include "train/data/partition.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <numeric>
+#include <vector>
+
+#include "core/rng.h"
+
+namespace tributary {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+
+// n labels, n / num_classes of each class, in random order (like a shuffled data set).
+std::vector<uint8_t> BalancedLabels(size_t n, int num_classes, uint64_t seed = 5) {
+  std::vector<uint8_t> labels(n);
+  for (size_t i = 0; i < n; ++i) labels[i] = static_cast<uint8_t>(i % num_classes);
+  Rng rng(seed);
+  rng.Shuffle(std::span<uint8_t>(labels));
+  return labels;
+}
+
+Partition MustPartition(std::string_view spec, const std::vector<uint8_t>& labels, int clients,
+                        uint64_t seed) {
+  Result<Partition> p = MakePartition(spec, labels, 10, clients, seed);
+  EXPECT_TRUE(p.ok()) << p.status();
+  return p.ok() ? *p : Partition{};
+}
+
+class PartitionKindsTest : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(PartitionKindsTest, CoversEverySampleOnceAndIsDeterministic) {
+  const auto labels = BalancedLabels(10000, 10);
+  const Partition p = MustPartition(GetParam(), labels, 20, 42);
+  ASSERT_EQ(p.size(), 20u);
+  EXPECT_TRUE(ValidatePartition(p, labels.size(), /*require_complete=*/true).ok());
+  size_t total = 0;
+  for (const auto& client : p) {
+    total += client.size();
+    EXPECT_TRUE(std::is_sorted(client.begin(), client.end()));
+    EXPECT_GE(client.size(), 1u);
+  }
+  EXPECT_EQ(total, labels.size());
+
+  EXPECT_EQ(MustPartition(GetParam(), labels, 20, 42), p);
+  EXPECT_NE(MustPartition(GetParam(), labels, 20, 43), p);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllKinds, PartitionKindsTest,
+                         ::testing::Values("iid", "dirichlet:0.1", "dirichlet:0.5", "dirichlet:100",
+                                           "shards:2", "shards:5"));
+
+TEST(PartitionTest, IidIsBalancedAndUnskewed) {
+  const auto labels = BalancedLabels(10007, 10);
+  const Partition p = MustPartition("iid", labels, 10, 1);
+  const PartitionStats st = ComputePartitionStats(p, labels, 10);
+  EXPECT_EQ(st.min_size, 1000);  // 10007 = 10 * 1000 + 7
+  EXPECT_EQ(st.max_size, 1001);
+  EXPECT_EQ(st.total, 10007);
+  EXPECT_LT(st.mean_label_tv, 0.05);
+  EXPECT_LT(st.max_label_tv, 0.1);
+  EXPECT_EQ(st.min_classes, 10);
+}
+
+TEST(PartitionTest, DirichletSkewFollowsAlpha) {
+  const auto labels = BalancedLabels(10000, 10);
+  const auto skew = [&](const char* spec) {
+    return ComputePartitionStats(MustPartition(spec, labels, 20, 7), labels, 10);
+  };
+  const PartitionStats low = skew("dirichlet:0.1");
+  const PartitionStats mid = skew("dirichlet:1");
+  const PartitionStats high = skew("dirichlet:100");
+  // Measured mean TV over 20 clients (seed 7): 0.726, 0.346, 0.036.
+  EXPECT_GT(low.mean_label_tv, 0.6);
+  EXPECT_LT(high.mean_label_tv, 0.1);
+  EXPECT_GT(low.mean_label_tv, mid.mean_label_tv);
+  EXPECT_GT(mid.mean_label_tv, high.mean_label_tv);
+  EXPECT_LT(low.mean_classes, 5.0);
+  EXPECT_EQ(high.min_classes, 10);
+  EXPECT_GE(low.min_size, 1);
+}
+
+TEST(PartitionTest, DirichletHonoursMinSize) {
+  const auto labels = BalancedLabels(2000, 10);
+  // alpha 0.05 over 50 clients leaves many clients tiny; min_size 30 needs the fix-up.
+  Result<Partition> p = MakePartition("dirichlet:0.05,min_size=30", labels, 10, 50, 3);
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_TRUE(ValidatePartition(*p, labels.size(), true).ok());
+  const PartitionStats st = ComputePartitionStats(*p, labels, 10);
+  EXPECT_GE(st.min_size, 30);
+  EXPECT_EQ(st.total, 2000);
+  EXPECT_GT(st.mean_label_tv, 0.5);  // still strongly skewed
+  // min_size=0 may leave clients empty; the stats count them.
+  p = MakePartition("dirichlet:0.05,min_size=0", labels, 10, 50, 3);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_GT(ComputePartitionStats(*p, labels, 10).empty_clients, 0);
+  // Impossible: 50 clients x 41 > 2000 samples.
+  p = MakePartition("dirichlet:0.5,min_size=41", labels, 10, 50, 3);
+  ASSERT_FALSE(p.ok());
+  EXPECT_THAT(p.status().message(), HasSubstr("min_size 41 is impossible"));
+}
+
+TEST(PartitionTest, ShardsGiveEachClientAtMostKClasses) {
+  const auto labels = BalancedLabels(10000, 10);
+  // 20 clients x 2 shards of 250: shards never straddle a class boundary.
+  const Partition p = MustPartition("shards:2", labels, 20, 9);
+  const PartitionStats st = ComputePartitionStats(p, labels, 10);
+  EXPECT_EQ(st.min_size, 500);
+  EXPECT_EQ(st.max_size, 500);
+  EXPECT_LE(st.max_classes, 2);
+  EXPECT_GE(st.min_classes, 1);
+  EXPECT_GT(st.mean_label_tv, 0.75);  // 2 of 10 classes: TV >= 0.8 per client
+  // 1 shard per client: exactly one class each.
+  const PartitionStats one =
+      ComputePartitionStats(MustPartition("shards:1", labels, 20, 9), labels, 10);
+  EXPECT_EQ(one.max_classes, 1);
+  EXPECT_NEAR(one.mean_label_tv, 0.9, 1e-9);
+}
+
+TEST(PartitionTest, BadSpecsAreRejectedWithReasons) {
+  const auto labels = BalancedLabels(1000, 10);
+  const auto error = [&](std::string_view spec, int clients = 10) {
+    Result<Partition> p = MakePartition(spec, labels, 10, clients, 1);
+    EXPECT_FALSE(p.ok()) << spec;
+    if (p.ok()) return std::string();
+    EXPECT_EQ(p.status().code(), StatusCode::kInvalidArgument) << spec;
+    return p.status().message();
+  };
+  EXPECT_THAT(error("random"), AllOf(HasSubstr("'random'"), HasSubstr("unknown kind")));
+  EXPECT_THAT(error("iid:3"), HasSubstr("iid takes no parameter"));
+  EXPECT_THAT(error("dirichlet"), HasSubstr("expected dirichlet:ALPHA"));
+  EXPECT_THAT(error("dirichlet:abc"), HasSubstr("expected dirichlet:ALPHA"));
+  EXPECT_THAT(error("dirichlet:0"), HasSubstr("alpha must be a finite number > 0, got 0"));
+  EXPECT_THAT(error("dirichlet:-1"), HasSubstr("alpha must be a finite number > 0, got -1"));
+  EXPECT_THAT(error("dirichlet:inf"), HasSubstr("alpha must be a finite number > 0"));
+  EXPECT_THAT(error("dirichlet:0.5,min=3"), HasSubstr("min_size=N"));
+  EXPECT_THAT(error("shards:0"), HasSubstr("expected shards:K"));
+  EXPECT_THAT(error("shards:2.5"), HasSubstr("expected shards:K"));
+  EXPECT_THAT(error("shards:3"), AllOf(HasSubstr("1000 samples do not divide"),
+                                       HasSubstr("10 clients x 3 shards = 30")));
+  EXPECT_THAT(error("iid", 1001), HasSubstr("more clients (1001) than samples (1000)"));
+  EXPECT_THAT(error("dirichlet:0.5", 0), HasSubstr("num_clients must be >= 1"));
+  std::vector<uint8_t> bad_labels = labels;
+  bad_labels[17] = 10;
+  Result<Partition> p = MakePartition("iid", bad_labels, 10, 5, 1);
+  ASSERT_FALSE(p.ok());
+  EXPECT_THAT(p.status().message(), HasSubstr("label 10 of sample 17 is not < num_classes 10"));
+}
+
+TEST(PartitionTest, ValidateFindsDuplicatesAndGaps) {
+  EXPECT_TRUE(ValidatePartition({{0, 2}, {1}}, 3, true).ok());
+  Status s = ValidatePartition({{0, 2}, {2}}, 3, false);
+  EXPECT_THAT(s.message(), HasSubstr("sample 2 is assigned twice (client 0 and client 1)"));
+  s = ValidatePartition({{0}, {3}}, 3, false);
+  EXPECT_THAT(s.message(), HasSubstr("client 1 holds index 3, not < 3"));
+  EXPECT_TRUE(ValidatePartition({{0}, {2}}, 3, false).ok());
+  s = ValidatePartition({{0}, {2}}, 3, true);
+  EXPECT_THAT(s.message(), HasSubstr("sample 1 is assigned to no client"));
+}
+
+TEST(PartitionTest, StatsAndSummary) {
+  // Global mix: 4 of class 0, 4 of class 1. Client 0 is all class 0 (TV 0.5); client 1 matches.
+  const std::vector<uint8_t> labels = {0, 0, 0, 1, 1, 1, 0, 1};
+  const Partition p = {{0, 1, 2}, {6, 7}, {3, 4, 5}, {}};
+  const PartitionStats st = ComputePartitionStats(p, labels, 3);
+  EXPECT_EQ(st.sizes, (std::vector<int64_t>{3, 2, 3, 0}));
+  EXPECT_EQ(st.class_counts[1], (std::vector<int64_t>{1, 1, 0}));
+  EXPECT_DOUBLE_EQ(st.label_tv[0], 0.5);
+  EXPECT_DOUBLE_EQ(st.label_tv[1], 0.0);
+  EXPECT_DOUBLE_EQ(st.mean_label_tv, 1.0 / 3.0);
+  EXPECT_DOUBLE_EQ(st.max_label_tv, 0.5);
+  EXPECT_EQ(st.empty_clients, 1);
+  EXPECT_EQ(st.min_size, 0);
+  EXPECT_DOUBLE_EQ(st.mean_size, 2.0);
+  EXPECT_EQ(st.min_classes, 1);
+  EXPECT_EQ(st.max_classes, 2);
+
+  const std::string summary = FormatPartitionStats(st);
+  EXPECT_EQ(std::count(summary.begin(), summary.end(), '\n'), 3);
+  EXPECT_THAT(summary, AllOf(HasSubstr("4 clients, 8 samples, 3 classes"),
+                             HasSubstr("min 0 / mean 2.0 / max 3 (1 empty)"),
+                             HasSubstr("mean TV to global 0.333 (max 0.500)")));
+  const std::string listed = FormatPartitionStats(st, 2);
+  EXPECT_THAT(listed, AllOf(HasSubstr("client 1: 2 samples, TV 0.000, per class [1 1 0]"),
+                            HasSubstr("... 2 more clients")));
+  EXPECT_EQ(std::count(listed.begin(), listed.end(), '\n'), 6);
+}
+
+}  // namespace
+}  // namespace tributary
