@@ -1,0 +1,17 @@
+// DenseCodec ("dense"): the update as raw little-endian float32, 4 bytes per value. The baseline
+// the compressing codecs are measured against.
+#pragma once
+
+#include "compression/codec.h"
+
+namespace tributary {
+
+class DenseCodec final : public Codec {
+ public:
+  std::string_view spec() const override { return "dense"; }
+  Result<std::vector<uint8_t>> Encode(std::span<const float> delta) const override;
+  Result<UpdateStats> Validate(std::span<const uint8_t> bytes, size_t num_floats) const override;
+  void DecodeInto(std::span<const uint8_t> bytes, UpdateSink& sink, float scale) const override;
+};
+
+}  // namespace tributary
