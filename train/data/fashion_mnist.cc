@@ -2,9 +2,10 @@
 
 #include <sys/stat.h>
 
-#include <fmt/format.h>
+#include <algorithm>
 #include <array>
-#include <ranges>
+
+#include <fmt/format.h>
 
 #include "train/data/idx.h"
 
@@ -79,14 +80,12 @@ Result<Dataset> LoadFashionMnist(const std::string& dir_in, FashionMnistSplit sp
   ds.width = kFashionMnistSide;
   ds.channels = 1;
   ds.num_classes = kFashionMnistClasses;
-  // A table of byte / 255 (exact division, so 255 maps to exactly 1.0f). Assigning from a view
-  // writes each float once, with no zero-fill first (the train split is 188 MB of floats).
+  // A table of byte / 255 (exact division, so 255 maps to exactly 1.0f).
   std::array<float, 256> scale;
   for (int b = 0; b < 256; ++b) scale[b] = static_cast<float>(b) / 255.0f;
-  // Returning a reference keeps the view's iterators random-access, so assign() sizes once.
-  auto scaled =
-      images.data | std::views::transform([&](uint8_t b) -> const float& { return scale[b]; });
-  ds.images.assign(scaled.begin(), scaled.end());
+  ds.images.resize(images.data.size());
+  std::transform(images.data.begin(), images.data.end(), ds.images.begin(),
+                 [&](uint8_t b) { return scale[b]; });
   ds.labels = std::move(labels.data);
   return ds;
 }

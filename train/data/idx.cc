@@ -3,10 +3,11 @@
 #include <sys/stat.h>
 #include <zlib.h>
 
-#include <fmt/format.h>
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+
+#include <fmt/format.h>
 
 #include "core/check.h"
 
@@ -111,7 +112,7 @@ std::string DimsToString(const std::vector<uint32_t>& dims) {
 // `reserve_cap` bounds the up-front reservation for data of unknown length (gzip).
 Result<IdxArray> ParseFrom(ByteSource& src, std::string_view name, const IdxReadOptions& opt,
                            uint64_t reserve_cap) {
-  uint8_t magic[4];
+  uint8_t magic[4] = {};
   TRIB_ASSIGN_OR_RETURN(size_t got, src.ReadFully(magic, 4));
   if (got < 4)
     return Status::Corruption(
@@ -135,7 +136,7 @@ Result<IdxArray> ParseFrom(ByteSource& src, std::string_view name, const IdxRead
         "{}: wrong magic 0x{:08x}: expected 0x{:08x} (rank-{} unsigned-byte IDX)", name,
         magic_value, 0x0800u | static_cast<uint32_t>(opt.expected_rank), opt.expected_rank));
 
-  uint8_t dim_bytes[4 * kIdxMaxRank];
+  uint8_t dim_bytes[4 * kIdxMaxRank] = {};
   const size_t header_dims = 4 * static_cast<size_t>(rank);
   TRIB_ASSIGN_OR_RETURN(got, src.ReadFully(dim_bytes, header_dims));
   if (got < header_dims)
@@ -148,7 +149,7 @@ Result<IdxArray> ParseFrom(ByteSource& src, std::string_view name, const IdxRead
   // still makes it 0).
   unsigned __int128 elements = 1;
   for (int d = 0; d < rank; ++d) {
-    out.dims[d] = LoadBigEndian32(dim_bytes + 4 * d);
+    out.dims[d] = LoadBigEndian32(dim_bytes + 4 * static_cast<size_t>(d));
     elements *= out.dims[d];
     if (elements > opt.max_elements) elements = opt.max_elements + 1u;
   }
@@ -200,7 +201,7 @@ Result<IdxArray> ParseFrom(ByteSource& src, std::string_view name, const IdxRead
         want, header_bytes, DimsToString(out.dims), out.data.size()));
   if (!limited) {
     // Reading past the end also makes zlib verify the gzip trailer (CRC-32 and length).
-    uint8_t extra;
+    uint8_t extra = 0;
     TRIB_ASSIGN_OR_RETURN(got, src.ReadFully(&extra, 1));
     if (got != 0)
       return Status::Corruption(fmt::format(

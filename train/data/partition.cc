@@ -1,11 +1,12 @@
 #include "train/data/partition.h"
 
-#include <fmt/format.h>
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <limits>
 #include <numeric>
+
+#include <fmt/format.h>
 
 #include "core/rng.h"
 

@@ -1,8 +1,9 @@
 // ComputePartitionStats and FormatPartitionStats (declared in partition.h).
-#include <fmt/format.h>
 #include <algorithm>
 #include <cmath>
 #include <limits>
+
+#include <fmt/format.h>
 
 #include "core/check.h"
 #include "train/data/partition.h"

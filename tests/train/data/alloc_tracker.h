@@ -1,6 +1,7 @@
 // Records the largest single operator-new request made while a tracker is alive, so tests can
 // prove that a hostile header did not cause a huge allocation. alloc_tracker.cc replaces the
-// global operator new/delete for the whole test binary (forwarding to malloc/free).
+// global operator new/delete (plain and nothrow, not the aligned forms) for the whole test
+// binary, forwarding to malloc/free.
 #pragma once
 
 #include <cstddef>
