@@ -2,9 +2,10 @@
 # tributary_options interface library.
 add_library(tributary_options INTERFACE)
 target_compile_features(tributary_options INTERFACE cxx_std_20)
-# -Wno-maybe-uninitialized: GCC 12 reports false positives inside Eigen's AVX-512 intrinsics.
+# GCC 12 false positives: -Wmaybe-uninitialized inside Eigen's AVX-512 intrinsics, and -Wrestrict
+# in libstdc++'s std::string concatenation at -O3 (GCC bug 105329).
 target_compile_options(tributary_options INTERFACE
-  $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wshadow=local -Wnon-virtual-dtor -Wno-maybe-uninitialized>)
+  $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wshadow=local -Wnon-virtual-dtor -Wno-maybe-uninitialized -Wno-restrict>)
 if(TRIBUTARY_WERROR)
   target_compile_options(tributary_options INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-Werror>)
 endif()

@@ -1,0 +1,44 @@
+#include "coordinator/client_registry.h"
+
+namespace tributary {
+
+ClientRecord& ClientRegistry::Join(const std::string& id, const ClientCapabilities& caps, TimePoint now) {
+  ClientRecord& r = clients_[id];
+  if (r.id.empty()) {
+    r.id = id;
+    r.joined = now;
+  }
+  r.capabilities = caps;
+  r.last_seen = now;
+  r.busy = false;
+  return r;
+}
+
+bool ClientRegistry::Leave(const std::string& id) { return clients_.erase(id) > 0; }
+
+ClientRecord* ClientRegistry::Find(const std::string& id) {
+  auto it = clients_.find(id);
+  return it == clients_.end() ? nullptr : &it->second;
+}
+
+const ClientRecord* ClientRegistry::Find(const std::string& id) const {
+  auto it = clients_.find(id);
+  return it == clients_.end() ? nullptr : &it->second;
+}
+
+void ClientRegistry::Touch(const std::string& id, TimePoint now) {
+  if (ClientRecord* r = Find(id)) r->last_seen = now;
+}
+
+std::vector<std::string> ClientRegistry::Eligible() const {
+  std::vector<std::string> out;
+  for (const auto& [id, r] : clients_)
+    if (!r.busy) out.push_back(id);
+  return out;
+}
+
+void ClientRegistry::ReleaseAll() {
+  for (auto& [id, r] : clients_) r.busy = false;
+}
+
+}  // namespace tributary

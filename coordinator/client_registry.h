@@ -1,0 +1,48 @@
+// ClientRegistry: the coordinator's view of connected clients.
+//
+// A client is keyed by its authenticated id (from its certificate, never from a message field).
+// The registry records what the client announced in Hello, when it was last heard from, and whether
+// it is busy with a task. Not thread-safe: owned by the RoundEngine, used from one strand.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "protocol/messages.h"
+
+namespace tributary {
+
+using TimePoint = std::chrono::steady_clock::time_point;
+
+struct ClientRecord {
+  std::string id;
+  ClientCapabilities capabilities;
+  TimePoint joined{};
+  TimePoint last_seen{};
+  bool busy = false;  // assigned a task in the current round attempt
+  uint64_t rounds_completed = 0;
+};
+
+class ClientRegistry {
+ public:
+  // Adds or refreshes a client (a reconnect replaces the old record's capabilities).
+  ClientRecord& Join(const std::string& id, const ClientCapabilities& caps, TimePoint now);
+  // Removes a client; false when it was not registered.
+  bool Leave(const std::string& id);
+  ClientRecord* Find(const std::string& id);
+  const ClientRecord* Find(const std::string& id) const;
+  void Touch(const std::string& id, TimePoint now);
+
+  size_t size() const { return clients_.size(); }
+  // Ids of connected clients that are not busy, in id order (deterministic input to selection).
+  std::vector<std::string> Eligible() const;
+  // Marks every client idle (between rounds).
+  void ReleaseAll();
+
+ private:
+  std::map<std::string, ClientRecord> clients_;
+};
+
+}  // namespace tributary

@@ -1,0 +1,290 @@
+#include "coordinator/round_engine.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/check.h"
+#include "core/hash.h"
+#include "core/rng.h"
+
+namespace tributary {
+namespace {
+
+constexpr uint64_t kSelectionStream = 0x5e1ec7;
+constexpr uint64_t kFitSeedStream = 0xf17;
+
+uint64_t IdHash(const std::string& id) {
+  Fnv1a64 h;
+  h.Add(id.data(), id.size());
+  return h.value();
+}
+
+double Seconds(TimePoint a, TimePoint b) { return std::chrono::duration<double>(b - a).count(); }
+
+}  // namespace
+
+Result<std::unique_ptr<RoundEngine>> RoundEngine::Create(RoundConfig config, std::unique_ptr<Strategy> strategy,
+                                                         ModelWeights initial, uint64_t rounds_done,
+                                                         uint64_t model_version, Hooks hooks) {
+  TRIB_RETURN_IF_ERROR(config.Validate());
+  if (!strategy) return Status::InvalidArgument("round engine: no strategy");
+  if (initial.size() == 0) return Status::InvalidArgument("round engine: the initial model is empty");
+  TRIB_ASSIGN_OR_RETURN(std::unique_ptr<Codec> codec, MakeCodec(config.codec));
+  std::unique_ptr<RoundEngine> e(new RoundEngine());
+  e->config_ = std::move(config);
+  e->strategy_ = std::move(strategy);
+  e->codec_ = std::move(codec);
+  e->model_ = std::move(initial);
+  e->rounds_done_ = rounds_done;
+  e->version_ = model_version;
+  e->hooks_ = std::move(hooks);
+  return e;
+}
+
+int64_t RoundEngine::TargetUpdates() const {
+  if (config_.fraction > 0.0)
+    return std::max<int64_t>(1, static_cast<int64_t>(std::ceil(config_.fraction * registry_.size())));
+  return config_.clients_per_round;
+}
+
+void RoundEngine::OnJoined(const std::string& id, const ClientCapabilities& caps, TimePoint now) {
+  // A reconnect during a round forfeits the old session's task.
+  if (in_round_ && assigned_.erase(id)) {
+    answered_.insert(id);
+    ++summary_.dropped;
+  }
+  registry_.Join(id, caps, now);
+  if (in_round_ && answered_.count(id)) registry_.Find(id)->busy = true;  // no second task this attempt
+  MaybeFinishEarly(now);
+  MaybeStartRound(now);
+}
+
+void RoundEngine::OnLeft(const std::string& id, TimePoint now) {
+  registry_.Leave(id);
+  eval_pending_.erase(id);
+  if (in_round_ && assigned_.erase(id)) {
+    answered_.insert(id);
+    ++summary_.dropped;
+    MaybeFinishEarly(now);
+  }
+  if (eval_pending_.empty() && eval_.round != 0) FinishFederatedEval();
+}
+
+Status RoundEngine::Reject(const std::string& id, ErrorCode code, const std::string& reason) {
+  Status why = code == ErrorCode::kMalformedMessage ? Status::InvalidArgument(reason)
+                                                    : Status::FailedPrecondition(reason);
+  outbox_.push_back({id, Error{static_cast<uint32_t>(code), "update rejected: " + reason}});
+  if (in_round_) ++summary_.rejected;
+  if (hooks_.on_rejected) hooks_.on_rejected(id, why);
+  return why;
+}
+
+Status RoundEngine::OnUpdate(const std::string& id, const UpdateSubmission& u, TimePoint now) {
+  registry_.Touch(id, now);
+  const uint64_t round = rounds_done_ + 1;
+  const std::string r = "round " + std::to_string(u.round);
+  if (!in_round_ || u.round < round) return Reject(id, ErrorCode::kProtocolViolation, "late: " + r + " is closed");
+  if (u.round > round) return Reject(id, ErrorCode::kProtocolViolation, r + " has not started");
+  if (answered_.count(id)) return Reject(id, ErrorCode::kProtocolViolation, "duplicate update for " + r);
+  if (!assigned_.count(id)) return Reject(id, ErrorCode::kProtocolViolation, "client was not assigned " + r);
+  // From here on the client's slot in this round is used up, whatever the verdict.
+  assigned_.erase(id);
+  answered_.insert(id);
+  summary_.bytes_up += u.update.bytes.size();
+  Status verdict = [&]() -> Status {
+    if (now > deadline_) return Reject(id, ErrorCode::kProtocolViolation, "late: the deadline of " + r + " passed");
+    if (u.model_version != version_)
+      return Reject(id, ErrorCode::kProtocolViolation,
+                    "trained on model version " + std::to_string(u.model_version) + ", current is " +
+                        std::to_string(version_));
+    if (u.update.layout_fingerprint != model_.fingerprint())
+      return Reject(id, ErrorCode::kMalformedMessage, "layout fingerprint does not match the model");
+    if (u.update.num_floats != model_.size())
+      return Reject(id, ErrorCode::kMalformedMessage,
+                    "update has " + std::to_string(u.update.num_floats) + " values, the model has " +
+                        std::to_string(model_.size()));
+    if (u.update.codec != codec_->spec())
+      return Reject(id, ErrorCode::kMalformedMessage,
+                    "codec '" + u.update.codec + "' is not the run's '" + std::string(codec_->spec()) + "'");
+    if (u.num_examples < config_.min_num_examples || u.num_examples > config_.max_num_examples)
+      return Reject(id, ErrorCode::kMalformedMessage,
+                    "num_examples " + std::to_string(u.num_examples) + " is outside [" +
+                        std::to_string(config_.min_num_examples) + ", " + std::to_string(config_.max_num_examples) +
+                        "]");
+    Result<UpdateStats> stats = codec_->Validate(u.update.bytes, model_.size());
+    if (!stats.ok()) return Reject(id, ErrorCode::kMalformedMessage, stats.status().message());
+    if (stats->max_abs * static_cast<double>(u.num_examples) >= FixedPointSink::kMaxFixedPointTerm)
+      return Reject(id, ErrorCode::kMalformedMessage,
+                    "update values are out of range (max |value| " + std::to_string(stats->max_abs) + ")");
+    const std::vector<uint8_t>& bytes = u.update.bytes;
+    Status s = strategy_->Accumulate(static_cast<double>(u.num_examples),
+                                     [&](UpdateSink& sink, float scale) { codec_->DecodeInto(bytes, sink, scale); });
+    if (!s.ok()) return Reject(id, ErrorCode::kInternal, s.message());
+    return Status::Ok();
+  }();
+  if (verdict.ok()) {
+    ++summary_.completed;
+    summary_.num_examples += u.num_examples;
+    for (const auto& [k, v] : u.metrics)
+      if (std::isfinite(v)) metric_sums_[k] += v * static_cast<double>(u.num_examples);
+    if (ClientRecord* rec = registry_.Find(id)) ++rec->rounds_completed;
+  }
+  MaybeFinishEarly(now);
+  return verdict;
+}
+
+Status RoundEngine::OnEvaluateResult(const std::string& id, const EvaluateResult& res, TimePoint now) {
+  registry_.Touch(id, now);
+  if (!eval_pending_.erase(id) || res.round != eval_.round)
+    return Status::FailedPrecondition("unexpected evaluation result from " + id);
+  if (std::isfinite(res.loss) && std::isfinite(res.accuracy) && res.num_examples > 0) {
+    ++eval_.clients;
+    eval_.num_examples += res.num_examples;
+    eval_loss_sum_ += res.loss * static_cast<double>(res.num_examples);
+    eval_correct_sum_ += res.accuracy * static_cast<double>(res.num_examples);
+  }
+  if (eval_pending_.empty()) FinishFederatedEval();
+  return Status::Ok();
+}
+
+void RoundEngine::FinishFederatedEval() {
+  if (eval_.num_examples > 0) {
+    eval_.loss = eval_loss_sum_ / static_cast<double>(eval_.num_examples);
+    eval_.accuracy = eval_correct_sum_ / static_cast<double>(eval_.num_examples);
+  }
+  if (hooks_.on_federated_eval && eval_.round != 0) hooks_.on_federated_eval(eval_);
+  eval_ = FederatedEvalSummary{};
+  eval_pending_.clear();
+  eval_loss_sum_ = eval_correct_sum_ = 0.0;
+}
+
+void RoundEngine::OnTick(TimePoint now) {
+  if (in_round_ && now >= deadline_) {
+    summary_.dropped += static_cast<int64_t>(assigned_.size());
+    answered_.insert(assigned_.begin(), assigned_.end());
+    assigned_.clear();
+    if (summary_.completed >= config_.min_completed) {
+      CloseRound(now);
+    } else {
+      FailAttempt(now, "deadline passed with " + std::to_string(summary_.completed) + " of the " +
+                           std::to_string(config_.min_completed) + " updates needed");
+    }
+  }
+  MaybeStartRound(now);
+}
+
+void RoundEngine::MaybeFinishEarly(TimePoint now) {
+  if (!in_round_) return;
+  const int64_t outstanding = static_cast<int64_t>(assigned_.size());
+  if (summary_.completed >= TargetUpdates() || (outstanding == 0 && summary_.completed >= config_.min_completed)) {
+    CloseRound(now);
+    MaybeStartRound(now);
+  } else if (summary_.completed + outstanding < config_.min_completed) {
+    FailAttempt(now, "only " + std::to_string(summary_.completed + outstanding) +
+                         " selected clients remain, fewer than min_completed " +
+                         std::to_string(config_.min_completed));
+    MaybeStartRound(now);
+  }
+}
+
+void RoundEngine::MaybeStartRound(TimePoint now) {
+  if (in_round_ || finished()) return;
+  std::vector<std::string> eligible = registry_.Eligible();
+  const int64_t need = std::max(config_.min_available, config_.min_completed);
+  if (static_cast<int64_t>(eligible.size()) < need) return;
+  const uint64_t round = rounds_done_ + 1;
+  const int64_t target = TargetUpdates();
+  const int64_t want = static_cast<int64_t>(std::ceil(static_cast<double>(target) * config_.over_selection));
+  const size_t m = std::min<size_t>(eligible.size(), static_cast<size_t>(want));
+  Rng rng = Rng::Stream(config_.seed, {kSelectionStream, round, static_cast<uint64_t>(attempt_)});
+  rng.Shuffle(std::span<std::string>(eligible));
+  eligible.resize(m);
+  std::sort(eligible.begin(), eligible.end());
+
+  TRIB_CHECK(strategy_->BeginRound(model_).ok(), "strategy refused to begin a round");
+  in_round_ = true;
+  round_start_ = now;
+  deadline_ = now + config_.round_timeout;
+  assigned_ = std::set<std::string>(eligible.begin(), eligible.end());
+  answered_.clear();
+  metric_sums_.clear();
+  summary_ = RoundSummary{};
+  summary_.round = round;
+  summary_.selected = static_cast<int64_t>(m);
+  summary_.attempts = attempt_ + 1;
+
+  TaskAssignment task;
+  task.round = round;
+  task.model_version = version_;
+  task.fit = WireFitConfig{config_.fit.epochs, config_.fit.batch_size, config_.fit.lr, config_.fit.momentum,
+                           config_.fit.weight_decay, config_.fit.proximal_mu, config_.fit.max_steps, 0};
+  task.codec.spec = std::string(codec_->spec());
+  task.deadline_ms = static_cast<uint64_t>(config_.round_timeout.count());
+  task.model.layout_fingerprint = model_.fingerprint();
+  task.model.values.assign(model_.data().begin(), model_.data().end());
+  for (const std::string& id : eligible) {
+    registry_.Find(id)->busy = true;
+    TaskAssignment t = task;
+    t.fit.seed = DeriveSeed(config_.seed, {kFitSeedStream, round, IdHash(id)});
+    summary_.bytes_down += t.model.values.size() * sizeof(float);
+    outbox_.push_back({id, std::move(t)});
+  }
+}
+
+void RoundEngine::CloseRound(TimePoint now) {
+  Result<ModelWeights> next = strategy_->Finalize();
+  TRIB_CHECK(next.ok(), "strategy failed to finalize a round with updates");
+  model_ = std::move(next).value();
+  ++version_;
+  ++rounds_done_;
+  in_round_ = false;
+  attempt_ = 0;
+  summary_.model_version = version_;
+  summary_.duration_s = Seconds(round_start_, now);
+  for (const auto& [k, v] : metric_sums_)
+    summary_.client_metrics[k] = v / static_cast<double>(std::max<uint64_t>(1, summary_.num_examples));
+  registry_.ReleaseAll();
+  if (config_.federated_eval_every > 0 && rounds_done_ % static_cast<uint64_t>(config_.federated_eval_every) == 0) {
+    if (eval_.round != 0) FinishFederatedEval();  // an older evaluation still waiting: report what came
+    eval_.round = summary_.round;
+    EvaluateTask task;
+    task.round = summary_.round;
+    task.model_version = version_;
+    task.deadline_ms = static_cast<uint64_t>(config_.round_timeout.count());
+    task.model.layout_fingerprint = model_.fingerprint();
+    task.model.values.assign(model_.data().begin(), model_.data().end());
+    for (const std::string& id : registry_.Eligible()) {
+      eval_pending_.insert(id);
+      outbox_.push_back({id, task});
+    }
+    if (eval_pending_.empty()) FinishFederatedEval();
+  }
+  if (hooks_.on_round_complete) hooks_.on_round_complete(summary_, model_);
+}
+
+void RoundEngine::FailAttempt(TimePoint, const std::string& reason) {
+  const uint64_t round = rounds_done_ + 1;
+  in_round_ = false;
+  assigned_.clear();
+  registry_.ReleaseAll();
+  ++attempt_;
+  if (hooks_.on_round_failed) hooks_.on_round_failed(round, attempt_, reason);
+  if (config_.max_round_attempts > 0 && attempt_ >= config_.max_round_attempts) {
+    failed_ = true;
+    failure_ = Status::Unavailable("round " + std::to_string(round) + " failed " + std::to_string(attempt_) +
+                                   " attempts; last: " + reason);
+  }
+}
+
+std::vector<RoundEngine::Outgoing> RoundEngine::TakeOutbox() {
+  std::vector<Outgoing> out;
+  out.swap(outbox_);
+  return out;
+}
+
+std::optional<TimePoint> RoundEngine::next_wakeup() const {
+  if (in_round_) return deadline_;
+  return std::nullopt;
+}
+
+}  // namespace tributary

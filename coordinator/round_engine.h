@@ -1,0 +1,147 @@
+// RoundEngine: the coordinator's round logic as a state machine, knowing nothing of sockets.
+//
+// It is fed events — a client joined or left, an update or evaluation result arrived, time passed
+// (OnTick) — and queues messages for clients, which the driver (the TLS server, the simulator, a
+// test) takes with TakeOutbox() and delivers. One engine, three ways to run it.
+//
+// A round: when at least min_available clients are idle, the engine selects
+// ceil(K * over_selection) of them with an RNG seeded by (seed, round, attempt), sends each a
+// TaskAssignment, and waits. Each UpdateSubmission is validated (assigned, not late, not a
+// duplicate, current model version, matching layout and codec, num_examples in bounds, finite
+// values within range) and folded into the strategy at once; a rejected update gets an Error
+// message naming the reason and changes nothing. The round closes when K updates are in, or at the
+// deadline (or when every selected client has answered or left) with at least min_completed;
+// otherwise the attempt fails and the round is retried with a fresh selection. Closing finalizes
+// the strategy, bumps the model version and calls on_round_complete (checkpoint, evaluation,
+// metrics) before the next round starts.
+//
+// Not thread-safe: call every method from one strand. Time comes from the caller (`now`), so tests
+// and the simulator drive deadlines without sleeping.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "aggregation/strategy.h"
+#include "compression/codec.h"
+#include "coordinator/client_registry.h"
+#include "coordinator/round_config.h"
+#include "protocol/messages.h"
+
+namespace tributary {
+
+struct RoundSummary {
+  uint64_t round = 0;          // 1-based number of the round that closed
+  uint64_t model_version = 0;  // the version produced by this round
+  int64_t attempts = 0;        // 1 when the first attempt succeeded
+  int64_t selected = 0;
+  int64_t completed = 0;  // updates folded in
+  int64_t rejected = 0;   // updates refused (late, duplicate, malformed, ...)
+  int64_t dropped = 0;    // selected clients that left or never answered
+  uint64_t bytes_down = 0;  // model payload bytes sent in this round's assignments
+  uint64_t bytes_up = 0;    // encoded update bytes received
+  uint64_t num_examples = 0;
+  double duration_s = 0.0;
+  Metrics client_metrics;  // num_examples-weighted mean of the clients' reported metrics
+};
+
+// A federated evaluation's outcome, weighted by each client's num_examples.
+struct FederatedEvalSummary {
+  uint64_t round = 0;
+  int64_t clients = 0;
+  uint64_t num_examples = 0;
+  double loss = 0.0;
+  double accuracy = 0.0;
+};
+
+class RoundEngine {
+ public:
+  struct Outgoing {
+    std::string client_id;
+    Message message;
+  };
+  struct Hooks {
+    // After every closed round, with the new model. The driver checkpoints, evaluates and logs here.
+    std::function<void(const RoundSummary&, const ModelWeights&)> on_round_complete;
+    // After a round attempt fails (too few updates); `reason` says why.
+    std::function<void(uint64_t round, int64_t attempt, const std::string& reason)> on_round_failed;
+    // When all results of a federated evaluation are in (or its round's deadline passed).
+    std::function<void(const FederatedEvalSummary&)> on_federated_eval;
+    // When an update is rejected: who and why (already sent to the client as an Error).
+    std::function<void(const std::string& client_id, const Status& why)> on_rejected;
+  };
+
+  // `rounds_done` and `model_version` restore a checkpoint; a fresh run passes 0 and 0.
+  static Result<std::unique_ptr<RoundEngine>> Create(RoundConfig config, std::unique_ptr<Strategy> strategy,
+                                                     ModelWeights initial, uint64_t rounds_done = 0,
+                                                     uint64_t model_version = 0, Hooks hooks = {});
+
+  void OnJoined(const std::string& id, const ClientCapabilities& caps, TimePoint now);
+  void OnLeft(const std::string& id, TimePoint now);
+  // OK when the update was folded in; otherwise why it was rejected.
+  Status OnUpdate(const std::string& id, const UpdateSubmission& update, TimePoint now);
+  Status OnEvaluateResult(const std::string& id, const EvaluateResult& result, TimePoint now);
+  void OnHeartbeat(const std::string& id, TimePoint now) { registry_.Touch(id, now); }
+  // Starts rounds and enforces deadlines. Call when next_wakeup() passes, and after other events.
+  void OnTick(TimePoint now);
+
+  std::vector<Outgoing> TakeOutbox();
+  // When OnTick next needs to run (the current round's deadline), if ever.
+  std::optional<TimePoint> next_wakeup() const;
+
+  bool finished() const { return rounds_done_ >= static_cast<uint64_t>(config_.rounds) || failed_; }
+  // Non-OK when the run stopped because a round failed max_round_attempts times.
+  const Status& failure() const { return failure_; }
+  uint64_t rounds_done() const { return rounds_done_; }
+  uint64_t model_version() const { return version_; }
+  const ModelWeights& model() const { return model_; }
+  const Strategy& strategy() const { return *strategy_; }
+  Strategy& mutable_strategy() { return *strategy_; }
+  const ClientRegistry& registry() const { return registry_; }
+  bool round_in_progress() const { return in_round_; }
+  const RoundConfig& config() const { return config_; }
+
+ private:
+  RoundEngine() = default;
+  void MaybeStartRound(TimePoint now);
+  void CloseRound(TimePoint now);
+  void FailAttempt(TimePoint now, const std::string& reason);
+  void MaybeFinishEarly(TimePoint now);
+  Status Reject(const std::string& id, ErrorCode code, const std::string& reason);
+  int64_t TargetUpdates() const;
+  void FinishFederatedEval();
+
+  RoundConfig config_;
+  std::unique_ptr<Strategy> strategy_;
+  std::unique_ptr<Codec> codec_;
+  ModelWeights model_;
+  Hooks hooks_;
+  ClientRegistry registry_;
+  uint64_t rounds_done_ = 0;
+  uint64_t version_ = 0;
+  bool failed_ = false;
+  Status failure_;
+
+  // The current round attempt.
+  bool in_round_ = false;
+  int64_t attempt_ = 0;
+  TimePoint round_start_{}, deadline_{};
+  std::set<std::string> assigned_;   // selected and not yet answered
+  std::set<std::string> answered_;   // submitted (accepted or rejected) or dropped
+  RoundSummary summary_;
+  std::map<std::string, double> metric_sums_;
+
+  // The federated evaluation in flight.
+  std::set<std::string> eval_pending_;
+  FederatedEvalSummary eval_;
+  double eval_loss_sum_ = 0.0, eval_correct_sum_ = 0.0;
+
+  std::vector<Outgoing> outbox_;
+};
+
+}  // namespace tributary

@@ -1,0 +1,271 @@
+// The round engine driven directly with events and a fake clock: no sockets, no sleeping.
+#include "coordinator/round_engine.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "aggregation/fedavg.h"
+#include "compression/dense_codec.h"
+
+namespace tributary {
+namespace {
+
+using namespace std::chrono_literals;
+
+class RoundEngineTest : public ::testing::Test {
+ protected:
+  void Make(RoundConfig cfg) {
+    ModelWeights init = *ModelWeights::Create({{"w", {4}}});
+    RoundEngine::Hooks hooks;
+    hooks.on_round_complete = [this](const RoundSummary& s, const ModelWeights& m) {
+      summaries_.push_back(s);
+      models_.push_back(m);
+    };
+    hooks.on_round_failed = [this](uint64_t, int64_t, const std::string& why) { failures_.push_back(why); };
+    engine_ = *RoundEngine::Create(cfg, std::make_unique<FedAvg>(), init, 0, 0, hooks);
+  }
+  void Join(int n) {
+    for (int i = 0; i < n; ++i) engine_->OnJoined("c" + std::to_string(i), ClientCapabilities{"cpu", {"dense"}, 100}, now_);
+  }
+  // Tasks in the outbox, by client.
+  std::map<std::string, TaskAssignment> Tasks() {
+    std::map<std::string, TaskAssignment> out;
+    for (auto& o : engine_->TakeOutbox()) {
+      if (auto* t = std::get_if<TaskAssignment>(&o.message)) out[o.client_id] = *t;
+      if (auto* e = std::get_if<Error>(&o.message)) errors_[o.client_id].push_back(e->message);
+    }
+    return out;
+  }
+  UpdateSubmission Update(const TaskAssignment& t, std::vector<float> delta, uint64_t n = 100) {
+    UpdateSubmission u;
+    u.round = t.round;
+    u.model_version = t.model_version;
+    u.num_examples = n;
+    u.metrics["train_loss"] = 0.5;
+    u.update.codec = "dense";
+    u.update.layout_fingerprint = t.model.layout_fingerprint;
+    u.update.num_floats = delta.size();
+    u.update.bytes = *DenseCodec().Encode(delta);
+    return u;
+  }
+  RoundConfig Config(int64_t k) {
+    RoundConfig c;
+    c.rounds = 3;
+    c.clients_per_round = k;
+    c.min_available = k;
+    c.min_completed = 1;
+    c.round_timeout = 10s;
+    return c;
+  }
+
+  TimePoint now_{};
+  std::unique_ptr<RoundEngine> engine_;
+  std::vector<RoundSummary> summaries_;
+  std::vector<ModelWeights> models_;
+  std::vector<std::string> failures_;
+  std::map<std::string, std::vector<std::string>> errors_;
+};
+
+TEST_F(RoundEngineTest, RunsAWeightedRoundAndStartsTheNext) {
+  Make(Config(3));
+  Join(2);
+  EXPECT_TRUE(Tasks().empty());  // min_available not reached
+  Join(3);
+  auto tasks = Tasks();
+  ASSERT_EQ(tasks.size(), 3u);
+  EXPECT_EQ(tasks["c0"].round, 1u);
+  EXPECT_NE(tasks["c0"].fit.seed, tasks["c1"].fit.seed);  // per-client training seeds
+  EXPECT_TRUE(engine_->OnUpdate("c0", Update(tasks["c0"], {1, 1, 1, 1}, 100), now_).ok());
+  EXPECT_TRUE(engine_->OnUpdate("c1", Update(tasks["c1"], {4, 0, 0, 0}, 300), now_).ok());
+  EXPECT_TRUE(summaries_.empty());
+  EXPECT_TRUE(engine_->OnUpdate("c2", Update(tasks["c2"], {0, 0, 0, 6}, 100), now_ + 1s).ok());
+  ASSERT_EQ(summaries_.size(), 1u);
+  // (100*[1,1,1,1] + 300*[4,0,0,0] + 100*[0,0,0,6]) / 500
+  EXPECT_FLOAT_EQ(models_[0].data()[0], 2.6f);
+  EXPECT_FLOAT_EQ(models_[0].data()[1], 0.2f);
+  EXPECT_FLOAT_EQ(models_[0].data()[3], 1.4f);
+  EXPECT_EQ(summaries_[0].completed, 3);
+  EXPECT_EQ(summaries_[0].num_examples, 500u);
+  EXPECT_EQ(summaries_[0].bytes_up, 3u * 16);
+  EXPECT_DOUBLE_EQ(summaries_[0].client_metrics["train_loss"], 0.5);
+  EXPECT_EQ(engine_->model_version(), 1u);
+  auto next = Tasks();
+  ASSERT_EQ(next.size(), 3u);
+  EXPECT_EQ(next["c0"].round, 2u);
+  EXPECT_EQ(next["c0"].model.values[0], 2.6f);
+}
+
+TEST_F(RoundEngineTest, RejectsBadUpdatesWithReasonsAndTheRoundIsUnaffected) {
+  Make(Config(2));
+  Join(3);  // only 2 are selected
+  auto tasks = Tasks();
+  ASSERT_EQ(tasks.size(), 2u);
+  std::string out = "c0";
+  for (const char* c : {"c0", "c1", "c2"})
+    if (!tasks.count(c)) out = c;
+  auto it = tasks.begin();
+  const std::string a = it->first, b = (++it)->first;
+  const TaskAssignment& t = tasks[a];
+  UpdateSubmission wrong_round = Update(t, {1, 1, 1, 1});
+  wrong_round.round = 7;
+  // A rejected update uses up the client's slot; test each reason on its own engine below. Here:
+  // an unassigned client, then a wrong size from `a`, then a duplicate from `a`.
+  EXPECT_NE(engine_->OnUpdate(out, Update(t, {1, 1, 1, 1}), now_).message().find("not assigned"), std::string::npos);
+  EXPECT_NE(engine_->OnUpdate(a, wrong_round, now_).message().find("has not started"), std::string::npos);
+  EXPECT_NE(engine_->OnUpdate(a, Update(t, {1, 1, 1}), now_).message().find("3 values"), std::string::npos);
+  EXPECT_NE(engine_->OnUpdate(a, Update(t, {1, 1, 1, 1}), now_).message().find("duplicate"), std::string::npos);
+  EXPECT_TRUE(engine_->OnUpdate(b, Update(tasks[b], {2, 2, 2, 2}), now_).ok());
+  ASSERT_EQ(summaries_.size(), 1u);  // outstanding == 0 and min_completed == 1
+  EXPECT_EQ(summaries_[0].completed, 1);
+  EXPECT_EQ(summaries_[0].rejected, 4);
+  EXPECT_FLOAT_EQ(models_[0].data()[0], 2.0f);  // only the good update counts
+  Tasks();
+  EXPECT_EQ(errors_[out].size(), 1u);
+  EXPECT_EQ(errors_[a].size(), 3u);
+  EXPECT_NE(errors_[a][1].find("update rejected: update has 3 values"), std::string::npos) << errors_[a][1];
+}
+
+TEST_F(RoundEngineTest, RejectsMalformedContent) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  struct Case {
+    std::function<void(UpdateSubmission&)> mutate;
+    const char* reason;
+  };
+  std::vector<Case> cases = {
+      {[&](UpdateSubmission& u) { u.update.bytes = *DenseCodec().Encode(std::vector<float>{1, nan, 1, 1}); }, "non-finite"},
+      {[](UpdateSubmission& u) { u.update.bytes = *DenseCodec().Encode(std::vector<float>{1, INFINITY, 1, 1}); }, "non-finite"},
+      {[](UpdateSubmission& u) { u.update.layout_fingerprint ^= 1; }, "fingerprint"},
+      {[](UpdateSubmission& u) { u.num_examples = 0; }, "num_examples 0"},
+      {[](UpdateSubmission& u) { u.update.codec = "q8"; }, "codec 'q8'"},
+      {[](UpdateSubmission& u) { u.model_version = 5; }, "model version 5"},
+      {[](UpdateSubmission& u) { u.update.bytes.pop_back(); }, "15 bytes"},
+      {[](UpdateSubmission& u) { u.update.bytes = *DenseCodec().Encode(std::vector<float>{1e9f, 0, 0, 0}); }, "out of range"},
+  };
+  for (const auto& c : cases) {
+    summaries_.clear();
+    Make(Config(2));
+    Join(2);
+    auto tasks = Tasks();
+    UpdateSubmission u = Update(tasks["c0"], {1, 1, 1, 1});
+    c.mutate(u);
+    Status s = engine_->OnUpdate("c0", u, now_);
+    ASSERT_FALSE(s.ok()) << c.reason;
+    EXPECT_NE(s.message().find(c.reason), std::string::npos) << s;
+    EXPECT_TRUE(engine_->OnUpdate("c1", Update(tasks["c1"], {3, 3, 3, 3}), now_).ok());
+    ASSERT_EQ(summaries_.size(), 1u) << c.reason;
+    EXPECT_FLOAT_EQ(models_.back().data()[0], 3.0f) << c.reason;
+  }
+}
+
+TEST_F(RoundEngineTest, LateUpdatesAreRejectedAndTheDeadlineClosesWithMinCompleted) {
+  RoundConfig cfg = Config(5);
+  cfg.min_completed = 3;
+  Make(cfg);
+  Join(5);
+  auto tasks = Tasks();
+  for (const char* c : {"c0", "c1", "c2"}) EXPECT_TRUE(engine_->OnUpdate(c, Update(tasks[c], {1, 0, 0, 0}), now_ + 2s).ok());
+  EXPECT_TRUE(summaries_.empty());
+  Status late = engine_->OnUpdate("c3", Update(tasks["c3"], {1, 0, 0, 0}), now_ + 11s);
+  EXPECT_NE(late.message().find("deadline"), std::string::npos) << late;
+  engine_->OnTick(now_ + 11s);
+  ASSERT_EQ(summaries_.size(), 1u);
+  EXPECT_EQ(summaries_[0].completed, 3);
+  EXPECT_EQ(summaries_[0].rejected, 1);
+  EXPECT_EQ(summaries_[0].dropped, 1);  // c4 never answered
+  Status after = engine_->OnUpdate("c4", Update(tasks["c4"], {1, 0, 0, 0}), now_ + 12s);
+  EXPECT_NE(after.message().find("round 1 is closed"), std::string::npos) << after;
+}
+
+TEST_F(RoundEngineTest, TooFewUpdatesFailsTheAttemptAndRetriesWithAFreshSelection) {
+  RoundConfig cfg = Config(3);
+  cfg.min_available = 3;
+  cfg.min_completed = 2;
+  cfg.max_round_attempts = 2;
+  Make(cfg);
+  Join(6);
+  auto first = Tasks();
+  ASSERT_EQ(first.size(), 3u);
+  EXPECT_TRUE(engine_->OnUpdate(first.begin()->first, Update(first.begin()->second, {1, 1, 1, 1}), now_).ok());
+  engine_->OnTick(now_ + 10s);
+  ASSERT_EQ(failures_.size(), 1u);
+  EXPECT_NE(failures_[0].find("1 of the 2"), std::string::npos) << failures_[0];
+  auto second = Tasks();
+  ASSERT_EQ(second.size(), 3u);
+  EXPECT_EQ(second.begin()->second.round, 1u);  // the same round, retried
+  EXPECT_NE(first, second);                      // with another selection
+  engine_->OnTick(now_ + 30s);
+  EXPECT_TRUE(engine_->finished());
+  EXPECT_NE(engine_->failure().message().find("failed 2 attempts"), std::string::npos) << engine_->failure();
+}
+
+TEST_F(RoundEngineTest, ClientsLeavingMidRoundAreDroppedAndTheRoundCompletes) {
+  RoundConfig cfg = Config(5);
+  cfg.min_completed = 3;
+  Make(cfg);
+  Join(5);
+  auto tasks = Tasks();
+  engine_->OnLeft("c1", now_ + 1s);
+  engine_->OnLeft("c3", now_ + 1s);
+  for (const char* c : {"c0", "c2"}) EXPECT_TRUE(engine_->OnUpdate(c, Update(tasks[c], {1, 1, 1, 1}), now_ + 2s).ok());
+  EXPECT_TRUE(summaries_.empty());
+  EXPECT_TRUE(engine_->OnUpdate("c4", Update(tasks["c4"], {1, 1, 1, 1}), now_ + 3s).ok());
+  ASSERT_EQ(summaries_.size(), 1u);  // everyone answered or left: closes before the deadline
+  EXPECT_EQ(summaries_[0].dropped, 2);
+  EXPECT_EQ(summaries_[0].completed, 3);
+  // Below min_completed after departures, the attempt fails at once.
+  engine_->TakeOutbox();
+  engine_->OnLeft("c0", now_ + 4s);
+  EXPECT_TRUE(failures_.empty());
+}
+
+TEST_F(RoundEngineTest, OverSelectionClosesAtTheTarget) {
+  RoundConfig cfg = Config(2);
+  cfg.over_selection = 1.5;
+  cfg.min_available = 4;  // the round starts once all four have joined
+  Make(cfg);
+  Join(4);
+  auto tasks = Tasks();
+  ASSERT_EQ(tasks.size(), 3u);
+  auto it = tasks.begin();
+  EXPECT_TRUE(engine_->OnUpdate(it->first, Update(it->second, {1, 1, 1, 1}), now_).ok());
+  ++it;
+  EXPECT_TRUE(engine_->OnUpdate(it->first, Update(it->second, {1, 1, 1, 1}), now_).ok());
+  ASSERT_EQ(summaries_.size(), 1u);
+  EXPECT_EQ(summaries_[0].selected, 3);
+  ++it;
+  EXPECT_NE(engine_->OnUpdate(it->first, Update(it->second, {1, 1, 1, 1}), now_).message().find("closed"),
+            std::string::npos);
+}
+
+TEST_F(RoundEngineTest, SelectionIsDeterministicForASeed) {
+  auto pick = [&](uint64_t seed) {
+    RoundConfig cfg = Config(3);
+    cfg.seed = seed;
+    cfg.min_available = 20;
+    Make(cfg);
+    Join(20);
+    std::vector<std::string> ids;
+    for (auto& [id, t] : Tasks()) ids.push_back(id);
+    return ids;
+  };
+  EXPECT_EQ(pick(5), pick(5));
+  EXPECT_NE(pick(5), pick(6));
+}
+
+TEST(RoundConfigTest, RejectsInconsistentSettings) {
+  RoundConfig c;
+  c.clients_per_round = 2;
+  c.min_completed = 3;
+  EXPECT_NE(c.Validate().message().find("min_completed"), std::string::npos);
+  c = RoundConfig{};
+  c.over_selection = 0.5;
+  EXPECT_NE(c.Validate().message().find("over_selection"), std::string::npos);
+  c = RoundConfig{};
+  c.fit.lr = 0;
+  EXPECT_FALSE(c.Validate().ok());
+}
+
+}  // namespace
+}  // namespace tributary
