@@ -10,6 +10,7 @@
 // to stderr with a non-zero exit status.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <exception>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -172,4 +173,11 @@ int Main(int argc, char** argv) {
 }  // namespace
 }  // namespace tributary
 
-int main(int argc, char** argv) { return tributary::Main(argc, argv); }
+int main(int argc, char** argv) {
+  try {
+    return tributary::Main(argc, argv);
+  } catch (const std::exception& e) {  // e.g. bad_alloc; every expected failure is a Status
+    std::fprintf(stderr, "tributary-certs: error: %s\n", e.what());
+    return 1;
+  }
+}
