@@ -34,6 +34,7 @@ Status FrameDecoder::Feed(std::span<const uint8_t> data, std::vector<Frame>* fra
       payload_ = {};
       header_.reset();
       header_have_ = 0;
+      ++frames_decoded_;
     }
   }
   return Status::Ok();

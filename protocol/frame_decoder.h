@@ -28,6 +28,8 @@ class FrameDecoder {
   // True when some, but not all, bytes of a frame have arrived. Transports time this state out.
   bool mid_frame() const { return header_have_ > 0; }
   bool failed() const { return !error_.ok(); }
+  // Frames completed so far.
+  uint64_t frames_decoded() const { return frames_decoded_; }
 
  private:
   ProtocolLimits limits_;
@@ -35,6 +37,7 @@ class FrameDecoder {
   size_t header_have_ = 0;             // bytes of the current frame's header received
   std::optional<FrameHeader> header_;  // set once the current header is complete and valid
   std::vector<uint8_t> payload_;       // the current frame's payload so far
+  uint64_t frames_decoded_ = 0;
   Status error_;
 };
 

@@ -26,6 +26,8 @@ class MessageReader {
 
   // Some bytes of a frame have arrived, but not the whole frame.
   bool mid_frame() const { return frames_.mid_frame(); }
+  // Frames completed so far; with mid_frame() this tells when a new frame has begun.
+  uint64_t frames_decoded() const { return frames_.frames_decoded(); }
   // A chunked message is partly received.
   bool mid_message() const { return assembler_.in_transfer(); }
 

@@ -1,0 +1,317 @@
+#include "protocol/framed_connection.h"
+
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/error.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/ssl/error.hpp>
+#include <utility>
+
+#include "core/log.h"
+
+namespace tributary {
+namespace {
+
+namespace asio = boost::asio;
+using boost::system::error_code;
+
+constexpr size_t kReadBufferBytes = 64 * 1024;
+
+// The peer ended the stream: a TLS close_notify or TCP FIN (eof), or a TCP FIN without
+// close_notify (stream_truncated), which Beast also treats as a normal end.
+bool IsEndOfStream(const error_code& ec) {
+  return ec == asio::error::eof || ec == asio::ssl::error::stream_truncated;
+}
+
+std::string Ms(std::chrono::milliseconds d) { return std::to_string(d.count()) + " ms"; }
+
+}  // namespace
+
+FramedConnection::FramedConnection(std::unique_ptr<ByteStream> stream, PeerInfo peer,
+                                   const TransportOptions& options)
+    : stream_(std::move(stream)),
+      strand_(stream_->executor()),
+      peer_(std::move(peer)),
+      options_(options),
+      reader_(options.limits),
+      read_buffer_(kReadBufferBytes),
+      read_timer_(strand_),
+      write_timer_(strand_),
+      shutdown_timer_(strand_) {}
+
+FramedConnection::~FramedConnection() = default;
+
+void FramedConnection::Start(MessageHandler on_message, CloseHandler on_close) {
+  asio::post(strand_, [self = shared_from_this(), on_message = std::move(on_message),
+                       on_close = std::move(on_close)]() mutable {
+    if (self->started_) return;
+    self->started_ = true;
+    if (self->state_ == State::kClosed) {  // closed before anyone listened
+      if (on_close) on_close(self->close_reason_);
+      return;
+    }
+    self->on_message_ = std::move(on_message);
+    self->on_close_ = std::move(on_close);
+    if (self->state_ == State::kOpen) self->do_read();
+  });
+}
+
+void FramedConnection::Send(Message message, SendHandler done) {
+  Result<OutboundMessage> encoded =
+      EncodeOutbound(message, options_.limits, next_transfer_id_.fetch_add(1));
+  asio::post(strand_, [self = shared_from_this(), encoded = std::move(encoded),
+                       done = std::move(done)]() mutable {
+    if (!encoded.ok()) {
+      if (done) done(encoded.status());
+      return;
+    }
+    if (self->state_ != State::kOpen) {
+      if (done) done(Status::Aborted("connection to " + self->peer_.address + " is closed"));
+      return;
+    }
+    self->enqueue(
+        Outgoing{std::make_shared<const OutboundMessage>(std::move(*encoded)), 0, std::move(done)});
+  });
+}
+
+void FramedConnection::Close() {
+  asio::dispatch(strand_, [self = shared_from_this()] {
+    if (self->state_ != State::kOpen) return;
+    self->state_ = State::kClosing;
+    self->read_timer_.cancel();
+    self->read_deadline_armed_ = false;
+    self->do_close();
+  });
+}
+
+void FramedConnection::Reject(Status reason) {
+  asio::post(strand_, [self = shared_from_this(), reason = std::move(reason)] {
+    self->fail(reason, /*send_error=*/true);
+  });
+}
+
+// ---- Reading
+
+void FramedConnection::do_read() {
+  reading_ = true;
+  stream_->AsyncReadSome(
+      asio::buffer(read_buffer_),
+      [self = shared_from_this()](const error_code& ec, size_t n) { self->on_read(ec, n); });
+}
+
+void FramedConnection::on_read(const error_code& ec, size_t n) {
+  reading_ = false;
+  if (state_ == State::kClosed) return;
+  if (state_ == State::kClosing) return do_close();
+  if (ec) {
+    if (IsEndOfStream(ec)) {
+      Status why;
+      if (reader_.mid_frame() || reader_.mid_message()) {
+        why = Status::Unavailable("peer " + peer_.address +
+                                  " closed the connection in the middle of a message");
+      }
+      return fail(std::move(why), /*send_error=*/false);
+    }
+    if (close_reason_.ok()) {
+      close_reason_ = Status::Unavailable("read from " + peer_.address + ": " + ec.message());
+    }
+    return finish();
+  }
+  received_.clear();
+  const Status decoded = reader_.Feed(std::span(read_buffer_.data(), n), &received_);
+  for (Message& m : received_) {
+    if (state_ != State::kOpen) break;  // a handler closed the connection
+    if (on_message_) on_message_(std::move(m));
+  }
+  received_.clear();
+  if (!decoded.ok()) return fail(decoded, /*send_error=*/true);
+  if (state_ != State::kOpen) return;
+  update_read_deadline();
+  do_read();
+}
+
+void FramedConnection::update_read_deadline() {
+  if (reader_.mid_frame()) {
+    // A new deadline per frame, counted from the read that brought its first bytes.
+    if (!read_deadline_armed_ || reader_.frames_decoded() != frames_at_deadline_) {
+      read_deadline_armed_ = true;
+      frames_at_deadline_ = reader_.frames_decoded();
+      read_timer_.expires_after(options_.frame_read_timeout);
+      read_timer_.async_wait(
+          [self = shared_from_this()](const error_code& e) { self->on_read_deadline(e); });
+    }
+  } else if (read_deadline_armed_) {
+    read_deadline_armed_ = false;
+    read_timer_.cancel();
+  }
+}
+
+void FramedConnection::on_read_deadline(const error_code& ec) {
+  if (ec == asio::error::operation_aborted || state_ != State::kOpen || !read_deadline_armed_) {
+    return;
+  }
+  if (read_timer_.expiry() > std::chrono::steady_clock::now()) return;  // re-armed meanwhile
+  fail(ProtocolError(ErrorCode::kTimeout, "a frame from " + peer_.address +
+                                              " was not completed within " +
+                                              Ms(options_.frame_read_timeout)),
+       /*send_error=*/true);
+}
+
+// ---- Writing
+
+void FramedConnection::enqueue(Outgoing out) {
+  queue_.push_back(std::move(out));
+  do_write();
+}
+
+void FramedConnection::do_write() {
+  if (writing_ || queue_.empty() || state_ == State::kClosed) return;
+  size_t pick = 0;
+  if (queue_[0].next_frame > 0) {  // mid-transfer: let a waiting Heartbeat go between chunks
+    for (size_t i = 1; i < queue_.size(); ++i) {
+      if (queue_[i].is_heartbeat() && queue_[i].next_frame == 0) {
+        pick = i;
+        break;
+      }
+    }
+  }
+  const Outgoing& out = queue_[pick];
+  const OutboundMessage::FrameRef& f = out.message->frames[out.next_frame];
+  std::vector<asio::const_buffer> buffers{asio::buffer(f.header.data(), f.header_length)};
+  if (f.body_length > 0) {
+    buffers.push_back(asio::buffer(out.message->body.data() + f.body_offset, f.body_length));
+  }
+  writing_ = true;
+  writing_index_ = pick;
+  in_flight_ = out.message;
+  write_timer_.expires_after(options_.write_timeout);
+  write_timer_.async_wait(
+      [self = shared_from_this()](const error_code& ec) { self->on_write_deadline(ec); });
+  stream_->AsyncWrite(
+      std::move(buffers),
+      [self = shared_from_this()](const error_code& ec, size_t n) { self->on_write(ec, n); });
+}
+
+void FramedConnection::on_write(const error_code& ec, size_t /*n*/) {
+  writing_ = false;
+  in_flight_.reset();
+  write_timer_.cancel();
+  if (state_ == State::kClosed) return;
+  if (ec) {
+    if (close_reason_.ok()) {
+      close_reason_ = Status::Unavailable("write to " + peer_.address + ": " + ec.message());
+    }
+    return finish();
+  }
+  Outgoing& out = queue_[writing_index_];
+  ++out.next_frame;
+  const bool sent_all = out.next_frame == out.message->frames.size();
+  if (sent_all || state_ != State::kOpen) {
+    // While closing, a chunked message stops after the frame in flight (fail() dropped it).
+    SendHandler done = std::move(out.done);
+    queue_.erase(queue_.begin() + static_cast<std::ptrdiff_t>(writing_index_));
+    if (done) {
+      done(sent_all ? Status::Ok()
+                    : Status::Aborted("connection to " + peer_.address +
+                                      " closed in the middle of a message"));
+    }
+  }
+  if (state_ == State::kOpen) return do_write();
+  do_close();
+}
+
+void FramedConnection::on_write_deadline(const error_code& ec) {
+  if (ec == asio::error::operation_aborted || !writing_ || state_ == State::kClosed) return;
+  if (write_timer_.expiry() > std::chrono::steady_clock::now()) return;
+  if (close_reason_.ok()) {
+    close_reason_ =
+        ProtocolError(ErrorCode::kTimeout, "writing a frame to " + peer_.address +
+                                               " took longer than " + Ms(options_.write_timeout));
+  }
+  stream_->Close();  // the pending write (and read) complete with errors; on_write finishes
+}
+
+// ---- Closing
+
+void FramedConnection::fail(Status reason, bool send_error) {
+  if (state_ != State::kOpen) return;  // the first reason wins
+  state_ = State::kClosing;
+  close_reason_ = std::move(reason);
+  read_timer_.cancel();
+  read_deadline_armed_ = false;
+  // Drop what has not started; the frame in flight finishes (a stream cannot stop mid-frame).
+  std::deque<Outgoing> dropped;
+  dropped.swap(queue_);
+  if (writing_) {
+    queue_.push_back(std::move(dropped[writing_index_]));
+    dropped.erase(dropped.begin() + static_cast<std::ptrdiff_t>(writing_index_));
+    writing_index_ = 0;
+  }
+  for (Outgoing& out : dropped) {
+    if (out.done) out.done(Status::Aborted("connection to " + peer_.address + " is closing"));
+  }
+  if (send_error && !close_reason_.ok()) {
+    std::string text = close_reason_.message();
+    if (text.size() > kMaxTextBytes) text.resize(kMaxTextBytes);
+    Error error{static_cast<uint32_t>(ProtocolErrorCodeOf(close_reason_)), std::move(text)};
+    Result<OutboundMessage> encoded = EncodeOutbound(error, options_.limits, 0);
+    if (encoded.ok()) {
+      queue_.push_back(
+          Outgoing{std::make_shared<const OutboundMessage>(std::move(*encoded)), 0, nullptr});
+    }
+  }
+  do_close();
+}
+
+void FramedConnection::do_close() {
+  if (state_ == State::kClosed || shutdown_started_) return;
+  if (writing_) return;  // on_write comes back here
+  if (!queue_.empty()) return do_write();
+  if (reading_) {
+    stream_->Cancel();  // on_read comes back here
+    return;
+  }
+  do_shutdown();
+}
+
+void FramedConnection::do_shutdown() {
+  shutdown_started_ = true;
+  // A peer may never send close_notify; the timer closes the socket, which ends the shutdown.
+  shutdown_timer_.expires_after(options_.shutdown_timeout);
+  shutdown_timer_.async_wait([self = shared_from_this()](const error_code& ec) {
+    if (ec != asio::error::operation_aborted && self->state_ != State::kClosed) {
+      self->stream_->Close();
+    }
+  });
+  stream_->AsyncGracefulClose(
+      [self = shared_from_this()](const error_code& ec) { self->on_shutdown(ec); });
+}
+
+void FramedConnection::on_shutdown(const error_code& /*ec*/) {
+  // Errors here (stream_truncated, a peer that already closed) change nothing: we are closing.
+  shutdown_timer_.cancel();
+  finish();
+}
+
+void FramedConnection::finish() {
+  if (state_ == State::kClosed) return;
+  state_ = State::kClosed;
+  read_timer_.cancel();
+  write_timer_.cancel();
+  shutdown_timer_.cancel();
+  stream_->Close();
+  std::deque<Outgoing> aborted;
+  aborted.swap(queue_);
+  for (Outgoing& out : aborted) {
+    if (out.done) out.done(Status::Aborted("connection to " + peer_.address + " closed"));
+  }
+  if (!close_reason_.ok()) {
+    spdlog::debug("connection {} ({}) closed: {}", peer_.address, peer_.id,
+                  close_reason_.ToString());
+  }
+  on_message_ = nullptr;
+  CloseHandler on_close = std::move(on_close_);
+  on_close_ = nullptr;
+  if (on_close) on_close(close_reason_);
+}
+
+}  // namespace tributary

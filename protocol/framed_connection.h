@@ -1,0 +1,98 @@
+// FramedConnection: a Connection over any ByteStream. Both transports use it, so framing, caps,
+// timeouts and the close sequence are the same code for TLS and in-memory links.
+//
+// A session in the style of Beast's async examples: it lives in a shared_ptr, every step runs on
+// the stream's strand, and each step pairs do_x() with on_x(ec, n):
+//   read loop    do_read -> on_read -> MessageReader -> on_message handler -> do_read
+//   write queue  do_write -> on_write (one frame per write, under write_timeout)
+//   close        fail/Close -> flush queue -> cancel read -> do_shutdown (graceful close: TLS
+//                close_notify, FIN, drain; under shutdown_timeout) -> on_shutdown -> finish
+// Bad input from the peer (a ProtocolError from MessageReader, or a frame not finished within
+// frame_read_timeout) queues an Error message carrying the code, sends it, then closes; the close
+// handler gets the same Status. A write that times out or a network error closes at once.
+//
+// Thread safety: the public methods may be called from any thread; they post to the strand.
+#pragma once
+
+#include <atomic>
+#include <boost/asio/steady_timer.hpp>
+#include <deque>
+#include <memory>
+
+#include "protocol/byte_stream.h"
+#include "protocol/frame.h"
+#include "protocol/message_reader.h"
+#include "protocol/transport.h"
+
+namespace tributary {
+
+class FramedConnection final : public Connection,
+                               public std::enable_shared_from_this<FramedConnection> {
+ public:
+  FramedConnection(std::unique_ptr<ByteStream> stream, PeerInfo peer,
+                   const TransportOptions& options);
+  ~FramedConnection() override;
+
+  void Start(MessageHandler on_message, CloseHandler on_close) override;
+  void Send(Message message, SendHandler done = nullptr) override;
+  void Close() override;
+  const PeerInfo& peer() const override { return peer_; }
+
+  // Refuses the connection: sends an Error carrying the code of `reason` (a ProtocolError), then
+  // closes without delivering any message. Used by listeners (revoked or missing client id).
+  void Reject(Status reason);
+
+ private:
+  enum class State { kOpen, kClosing, kClosed };
+  struct Outgoing {
+    std::shared_ptr<const OutboundMessage> message;
+    size_t next_frame = 0;
+    SendHandler done;
+    bool is_heartbeat() const { return message->type == MessageType::kHeartbeat; }
+  };
+
+  void do_read();
+  void on_read(const boost::system::error_code& ec, size_t n);
+  void update_read_deadline();
+  void on_read_deadline(const boost::system::error_code& ec);
+
+  void enqueue(Outgoing out);
+  void do_write();
+  void on_write(const boost::system::error_code& ec, size_t n);
+  void on_write_deadline(const boost::system::error_code& ec);
+
+  // Begins closing because of `reason`; with send_error, first tells the peer in an Error message.
+  void fail(Status reason, bool send_error);
+  void do_close();
+  void do_shutdown();
+  void on_shutdown(const boost::system::error_code& ec);
+  void finish();
+
+  std::unique_ptr<ByteStream> stream_;
+  boost::asio::any_io_executor strand_;
+  PeerInfo peer_;
+  TransportOptions options_;
+  MessageReader reader_;
+  std::vector<uint8_t> read_buffer_;
+  std::vector<Message> received_;
+  boost::asio::steady_timer read_timer_;
+  boost::asio::steady_timer write_timer_;
+  boost::asio::steady_timer shutdown_timer_;
+  std::deque<Outgoing> queue_;
+  size_t writing_index_ = 0;  // which queue_ entry the write in flight belongs to
+  // Keeps the buffers of the write in flight alive even when finish() drops the queue.
+  std::shared_ptr<const OutboundMessage> in_flight_;
+  std::atomic<uint64_t> next_transfer_id_{1};  // Send encodes on the caller's thread
+  uint64_t frames_at_deadline_ = 0;  // FrameDecoder count when the read deadline was armed
+  bool started_ = false;
+  bool reading_ = false;
+  bool writing_ = false;
+  bool read_deadline_armed_ = false;
+  bool shutdown_started_ = false;
+  State state_ = State::kOpen;
+  Status close_reason_;
+  MessageHandler on_message_;
+  CloseHandler on_close_;
+};
+
+}  // namespace tributary

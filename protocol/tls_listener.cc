@@ -1,0 +1,216 @@
+#include "protocol/tls_listener.h"
+
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
+
+#include "core/log.h"
+#include "crypto/tls_context.h"
+#include "protocol/framed_connection.h"
+#include "protocol/tls_stream.h"
+#include "protocol/transport_util.h"
+
+namespace tributary {
+
+namespace asio = boost::asio;
+namespace ssl = boost::asio::ssl;
+using asio::ip::tcp;
+using boost::system::error_code;
+
+namespace {
+
+std::string EndpointString(const tcp::endpoint& ep) {
+  const std::string ip = ep.address().to_string();
+  return (ep.address().is_v6() ? "[" + ip + "]" : ip) + ":" + std::to_string(ep.port());
+}
+
+}  // namespace
+
+// The server side of one TLS handshake. Holds the listener's handshake slot until it ends.
+class TlsServerHandshake : public std::enable_shared_from_this<TlsServerHandshake> {
+ public:
+  TlsServerHandshake(tcp::socket socket, std::shared_ptr<TlsListener> listener)
+      : listener_(std::move(listener)),
+        stream_(std::make_unique<TlsSocketStream>(std::move(socket), *listener_->ctx_)),
+        timer_(stream_->get_executor()) {
+    error_code ec;
+    const tcp::endpoint remote = stream_->lowest_layer().remote_endpoint(ec);
+    remote_ = ec ? std::string("unknown") : EndpointString(remote);
+  }
+
+  void Run() {
+    asio::dispatch(stream_->get_executor(), [self = shared_from_this()] { self->do_handshake(); });
+  }
+
+ private:
+  void do_handshake() {
+    SSL* ssl = stream_->native_handle();
+    // Defence in depth: whatever the context says, this session speaks TLS 1.3 only and (unless
+    // the options say otherwise) demands a client certificate.
+    SSL_set_min_proto_version(ssl, TLS1_3_VERSION);
+    if (listener_->options_.require_client_identity) {
+      SSL_set_verify(ssl, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT,
+                     SSL_get_verify_callback(ssl));
+    }
+    timer_.expires_after(listener_->options_.handshake_timeout);
+    timer_.async_wait([self = shared_from_this()](const error_code& ec) {
+      if (ec == asio::error::operation_aborted || self->done_) return;
+      self->timed_out_ = true;
+      error_code ignored;
+      self->stream_->lowest_layer().close(ignored);  // ends the handshake with an error
+    });
+    stream_->async_handshake(
+        ssl::stream_base::server,
+        [self = shared_from_this()](const error_code& ec) { self->on_handshake(ec); });
+  }
+
+  void on_handshake(const error_code& ec) {
+    done_ = true;
+    timer_.cancel();
+    listener_->HandshakeEnded();
+    if (ec) return fail(ec);
+    ++listener_->handshakes_ok_;
+    const TransportOptions& options = listener_->options_;
+    std::string client_id;
+    Result<std::string> id = PeerClientId(stream_->native_handle());
+    Status admitted;
+    if (id.ok()) {
+      client_id = *id;
+      admitted = CheckClientIdentity(options, client_id);
+    } else if (options.require_client_identity) {
+      admitted = ProtocolError(ErrorCode::kUnauthenticated, id.status().message());
+    }
+    auto connection = std::make_shared<FramedConnection>(
+        std::make_unique<TlsStream>(std::move(stream_)), PeerInfo{client_id, remote_}, options);
+    if (!admitted.ok()) {
+      ++listener_->rejected_;
+      spdlog::info("refused client {} from {}: {}", client_id, remote_, admitted.message());
+      connection->Reject(admitted);
+      return;
+    }
+    ++listener_->admitted_;
+    listener_->on_accept_(connection);
+  }
+
+  void fail(const error_code& ec) {
+    ++listener_->handshakes_failed_;
+    if (timed_out_) ++listener_->handshake_timeouts_;
+    std::string why = timed_out_ ? "timed out" : ec.message();
+    if (!timed_out_) {
+      const long verify = SSL_get_verify_result(stream_->native_handle());
+      if (verify != X509_V_OK)
+        why += std::string(" (") + X509_verify_cert_error_string(verify) + ")";
+    }
+    spdlog::debug("TLS handshake with {} failed: {}", remote_, why);
+    error_code ignored;
+    stream_->lowest_layer().close(ignored);
+  }
+
+  std::shared_ptr<TlsListener> listener_;
+  std::unique_ptr<TlsSocketStream> stream_;
+  asio::steady_timer timer_;
+  std::string remote_;
+  bool done_ = false;
+  bool timed_out_ = false;
+};
+
+Result<std::shared_ptr<TlsListener>> TlsListener::Start(asio::io_context& io,
+                                                        std::shared_ptr<ssl::context> ctx,
+                                                        const TransportOptions& options,
+                                                        const tcp::endpoint& endpoint,
+                                                        Transport::AcceptHandler on_accept) {
+  auto listener = std::make_shared<TlsListener>(io, std::move(ctx), options, std::move(on_accept));
+  error_code ec;
+  tcp::acceptor& a = listener->acceptor_;
+  a.open(endpoint.protocol(), ec);
+  if (!ec) a.set_option(tcp::acceptor::reuse_address(true), ec);
+  if (!ec) a.bind(endpoint, ec);
+  if (!ec) a.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) {
+    return Status::IoError("listening on " + EndpointString(endpoint) + ": " + ec.message());
+  }
+  listener->address_ = EndpointString(a.local_endpoint(ec));
+  asio::dispatch(a.get_executor(), [listener] { listener->do_accept(); });
+  return listener;
+}
+
+TlsListener::TlsListener(asio::io_context& io, std::shared_ptr<ssl::context> ctx,
+                         const TransportOptions& options, Transport::AcceptHandler on_accept)
+    : io_(io),
+      ctx_(std::move(ctx)),
+      options_(options),
+      on_accept_(std::move(on_accept)),
+      acceptor_(asio::make_strand(io)),
+      retry_timer_(acceptor_.get_executor()) {}
+
+TlsListener::~TlsListener() = default;
+
+void TlsListener::Stop() {
+  asio::dispatch(acceptor_.get_executor(), [self = shared_from_this()] {
+    self->stopped_ = true;
+    self->retry_timer_.cancel();
+    error_code ignored;
+    self->acceptor_.close(ignored);
+  });
+}
+
+TlsListener::Stats TlsListener::stats() const {
+  Stats s;
+  s.accepted_tcp = accepted_tcp_;
+  s.handshakes_ok = handshakes_ok_;
+  s.handshakes_failed = handshakes_failed_;
+  s.handshake_timeouts = handshake_timeouts_;
+  s.rejected = rejected_;
+  s.admitted = admitted_;
+  s.active_handshakes = active_;
+  s.peak_handshakes = peak_;
+  return s;
+}
+
+void TlsListener::do_accept() {
+  if (stopped_) return;
+  if (active_ >= options_.max_concurrent_handshakes) {
+    paused_ = true;  // HandshakeEnded resumes
+    return;
+  }
+  // Each connection gets its own strand; the accepted socket (and so the whole session) uses it.
+  acceptor_.async_accept(asio::make_strand(io_),
+                         [self = shared_from_this()](const error_code& ec, tcp::socket socket) {
+                           self->on_accept(ec, std::move(socket));
+                         });
+}
+
+void TlsListener::on_accept(const error_code& ec, tcp::socket socket) {
+  if (stopped_ || ec == asio::error::operation_aborted) return;
+  if (ec) {
+    // Out of file descriptors and the like: try again shortly rather than spin.
+    spdlog::warn("accept on {} failed: {}", address_, ec.message());
+    retry_timer_.expires_after(std::chrono::milliseconds(100));
+    retry_timer_.async_wait([self = shared_from_this()](const error_code& e) {
+      if (!e) self->do_accept();
+    });
+    return;
+  }
+  ++accepted_tcp_;
+  const uint64_t active = ++active_;
+  uint64_t peak = peak_.load();
+  while (active > peak && !peak_.compare_exchange_weak(peak, active)) {
+  }
+  std::make_shared<TlsServerHandshake>(std::move(socket), shared_from_this())->Run();
+  do_accept();
+}
+
+void TlsListener::HandshakeEnded() {
+  asio::post(acceptor_.get_executor(), [self = shared_from_this()] {
+    --self->active_;
+    if (self->paused_ && !self->stopped_) {
+      self->paused_ = false;
+      self->do_accept();
+    }
+  });
+}
+
+}  // namespace tributary

@@ -1,0 +1,119 @@
+// Transport / Listener / Connection: async, message-framed links between a coordinator and its
+// clients. Two implementations pass one test suite: TlsTransport (TLS 1.3 over TCP, mutual TLS by
+// default) and InMemoryTransport (the simulator and tests). Both run the same framing code
+// (FramedConnection over a ByteStream), so caps, Error-then-close on bad input, and the frame and
+// write timeouts behave the same.
+//
+// Threading: every connection runs on its own strand of the io_context given to the transport.
+// All of a connection's handlers (message, close, send completion) run on that strand, one at a
+// time, in order; they must not block (hand CPU work to a thread pool). Send, Close and Start may
+// be called from any thread.
+//
+// Identity: on the accepting side PeerInfo::id is the authenticated client id. For TLS it comes
+// from the client's certificate (PeerClientId), never from a message field; for the in-memory
+// transport it is the id the connecting InMemoryTransport was configured with. A revoked id (deny
+// list) or a missing one is answered with an Error (REVOKED / UNAUTHENTICATED) and the connection
+// closes; the accept handler never sees it.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "protocol/messages.h"
+#include "protocol/wire.h"
+#include "tributary/result.h"
+
+namespace tributary {
+
+class DenyList;
+
+struct PeerInfo {
+  // Accepting side: the authenticated client id. Connecting side: the server name that was
+  // verified (TLS) or the listener name (in-memory).
+  std::string id;
+  // The remote endpoint, "ip:port" for TLS, the listener name for in-memory.
+  std::string address;
+};
+
+struct TransportOptions {
+  ProtocolLimits limits;
+  // TCP connect plus TLS handshake must finish within this (both sides).
+  std::chrono::milliseconds handshake_timeout{10'000};
+  // Once a frame's first byte has arrived, the whole frame must arrive within this; otherwise the
+  // connection is answered with TIMEOUT and closed. An idle connection between frames is not timed
+  // out here (heartbeats are the application's business).
+  std::chrono::milliseconds frame_read_timeout{30'000};
+  // Writing one frame must finish within this, or the connection is closed (the peer stopped
+  // reading).
+  std::chrono::milliseconds write_timeout{30'000};
+  // How long a closing connection waits for the peer's close_notify before closing the socket.
+  std::chrono::milliseconds shutdown_timeout{2'000};
+  // Listener: at most this many TLS handshakes in progress at once; further TCP connections wait
+  // in the kernel's accept backlog until one finishes.
+  size_t max_concurrent_handshakes = 64;
+  // Listener: refuse connections without an authenticated client id (mutual TLS). On by default;
+  // turning it off is for tests of that very case.
+  bool require_client_identity = true;
+  // Listener: client ids refused after the handshake. May be null (no revocations). Shared with
+  // whoever reloads it (DenyList is thread-safe).
+  std::shared_ptr<const DenyList> deny_list;
+
+  // InvalidArgument naming the field when a value is out of range.
+  Status Validate() const;
+};
+
+class Connection {
+ public:
+  // Called once per received message, in order.
+  using MessageHandler = std::function<void(Message)>;
+  // Called exactly once when the connection is closed: OK after Close() or an orderly close by the
+  // peer between messages; otherwise why it closed (a ProtocolError for bad input from the peer,
+  // DeadlineExceeded for a timeout, Unavailable for a network failure).
+  using CloseHandler = std::function<void(Status)>;
+  // OK once the whole message was handed to the network; otherwise why not (Aborted when the
+  // connection closed first; the encode error when the message breaks a cap).
+  using SendHandler = std::function<void(Status)>;
+
+  virtual ~Connection() = default;
+
+  // Starts reading. Call once. Handlers are released after the close handler has run.
+  virtual void Start(MessageHandler on_message, CloseHandler on_close) = 0;
+  // Encodes `message` (on the calling thread) and queues it; messages go out in the order Send was
+  // called, except that a Heartbeat may overtake a large message that is being sent in chunks.
+  virtual void Send(Message message, SendHandler done = nullptr) = 0;
+  // Sends what is queued, then closes (TLS close_notify under shutdown_timeout). Idempotent.
+  virtual void Close() = 0;
+
+  virtual const PeerInfo& peer() const = 0;
+};
+
+class Listener {
+ public:
+  virtual ~Listener() = default;
+  // The address connectors should use, with the port resolved when 0 was asked for.
+  virtual std::string address() const = 0;
+  // Stops accepting. Connections already accepted are unaffected. Idempotent.
+  virtual void Stop() = 0;
+};
+
+class Transport {
+ public:
+  // Receives each authenticated connection, not yet started, on the connection's strand.
+  using AcceptHandler = std::function<void(std::shared_ptr<Connection>)>;
+  // Receives the connection (not yet started) or why there is none.
+  using ConnectHandler = std::function<void(Result<std::shared_ptr<Connection>>)>;
+
+  virtual ~Transport() = default;
+
+  // Starts accepting on `address` ("host:port" for TLS, port 0 picks a free port; a name for
+  // in-memory, "" picks a fresh one).
+  virtual Result<std::shared_ptr<Listener>> Listen(const std::string& address,
+                                                   AcceptHandler on_accept) = 0;
+  // Connects to `address`; the handler runs once, on the new connection's strand.
+  virtual void Connect(const std::string& address, ConnectHandler on_connect) = 0;
+};
+
+}  // namespace tributary

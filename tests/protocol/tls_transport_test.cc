@@ -1,0 +1,338 @@
+// TLS-only behaviour: what the handshake refuses (TLS 1.2, no certificate, another CA, an expired
+// certificate, a server name mismatch), the handshake timeout against idle TCP connections, and the
+// cap on concurrent handshakes. The shared behaviour of both transports is in transport_test.cc.
+#include <gtest/gtest.h>
+#include <openssl/ssl.h>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/asio/write.hpp>
+
+#include "crypto/cert_authority.h"
+#include "crypto/tls_context.h"
+#include "protocol/frame.h"
+#include "protocol/tls_listener.h"
+#include "protocol/tls_transport.h"
+#include "tests/protocol/transport_test_util.h"
+
+namespace tributary {
+namespace {
+
+using namespace tributary::testing;
+namespace asio = boost::asio;
+namespace ssl = boost::asio::ssl;
+using asio::ip::tcp;
+
+uint16_t PortOf(const std::string& address) {
+  return static_cast<uint16_t>(std::stoi(address.substr(address.rfind(':') + 1)));
+}
+
+// A client context that presents `pair` (may be empty) and, to probe the server alone, does not
+// verify the server. max_version caps the protocol (TLS1_2_VERSION for the downgrade test).
+std::shared_ptr<ssl::context> ProbeContext(const PemPair& pair, int max_version = 0) {
+  auto ctx = std::make_shared<ssl::context>(ssl::context::tls_client);
+  ctx->set_verify_mode(ssl::verify_none);
+  if (!pair.cert_pem.empty()) {
+    ctx->use_certificate_chain(asio::buffer(pair.cert_pem));
+    ctx->use_private_key(asio::buffer(pair.key_pem), ssl::context::pem);
+  }
+  if (max_version != 0) SSL_CTX_set_max_proto_version(ctx->native_handle(), max_version);
+  return ctx;
+}
+
+struct ProbeResult {
+  boost::system::error_code handshake;
+  boost::system::error_code read;
+  size_t read_bytes = 0;
+};
+
+// Handshakes with the server at 127.0.0.1:port, sends a Heartbeat frame and reads the answer. A
+// server that refuses the client fails the handshake or (TLS 1.3: the client finishes first) the
+// read, with the server's alert.
+ProbeResult Probe(ssl::context& ctx, uint16_t port) {
+  asio::io_context io;
+  ssl::stream<tcp::socket> s(io, ctx);
+  ProbeResult r;
+  s.next_layer().connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
+  SSL_set_tlsext_host_name(s.native_handle(), "localhost");
+  const std::vector<uint8_t> frame = EncodeOutbound(Heartbeat{1, 2}, {}, 1)->Flatten();
+  std::vector<uint8_t> buf(4096);
+  s.async_handshake(ssl::stream_base::client, [&](const boost::system::error_code& ec) {
+    r.handshake = ec;
+    if (ec) return;
+    asio::async_write(s, asio::buffer(frame), [&](const boost::system::error_code& wec, size_t) {
+      if (wec) {
+        r.read = wec;
+        return;
+      }
+      s.async_read_some(asio::buffer(buf), [&](const boost::system::error_code& rec, size_t n) {
+        r.read = rec;
+        r.read_bytes = n;
+      });
+    });
+  });
+  io.run_for(5s);
+  return r;
+}
+
+class TlsTransportTest : public ::testing::Test {
+ protected:
+  ~TlsTransportTest() override {
+    if (listener_) listener_->Stop();
+    io_.Stop();
+  }
+
+  void StartServer(TransportOptions options, std::shared_ptr<ssl::context> ctx = nullptr) {
+    if (!ctx) ctx = TestPki::Get().ServerContext();
+    server_ = std::move(*TlsTransport::Create(io_.io(), {options, ctx, nullptr}));
+    Result<std::shared_ptr<Listener>> l =
+        server_->Listen("127.0.0.1:0", [this](std::shared_ptr<Connection> c) {
+          auto inbox = std::make_shared<Inbox>();
+          std::weak_ptr<Connection> weak = c;
+          Connection::MessageHandler record = inbox->OnMessage();
+          c->Start(
+              [weak, record](Message m) {
+                if (auto self = weak.lock()) self->Send(m);
+                record(std::move(m));
+              },
+              inbox->OnClose());
+          std::lock_guard<std::mutex> lock(mu_);
+          accepted_.push_back(c);
+          inboxes_.push_back(inbox);
+        });
+    ASSERT_TRUE(l.ok()) << l.status();
+    listener_ = std::dynamic_pointer_cast<TlsListener>(*l);
+    ASSERT_NE(listener_, nullptr);
+    port_ = PortOf(listener_->address());
+  }
+
+  // Connects a client with a certificate for `id` to `host`:port and exchanges one Hello.
+  Result<std::shared_ptr<Connection>> ConnectAndExchange(const std::string& id,
+                                                         const std::string& host,
+                                                         TransportOptions options = {}) {
+    clients_.push_back(std::move(
+        *TlsTransport::Create(io_.io(), {options, nullptr, TestPki::Get().ClientContext(id)})));
+    Waiter<Result<std::shared_ptr<Connection>>> waiter;
+    clients_.back()->Connect(host + ":" + std::to_string(port_), waiter.Callback());
+    std::optional<Result<std::shared_ptr<Connection>>> c = waiter.Wait(20s);
+    if (!c) return Status::DeadlineExceeded("connect did not finish");
+    if (!c->ok()) return c->status();
+    auto inbox = std::make_shared<Inbox>();
+    client_inboxes_.push_back(inbox);
+    (**c)->Start(inbox->OnMessage(), inbox->OnClose());
+    Hello hello;
+    hello.software_version = id;
+    (**c)->Send(hello);
+    if (!inbox->WaitForMessages(1)) return Status::DeadlineExceeded("no echo");
+    if (inbox->messages()[0] != Message(hello)) return Status::Internal("wrong echo");
+    return *c;
+  }
+
+  // Probes with `ctx` and expects the server to refuse: no admitted connection, one more failed
+  // handshake, and an error on the client side.
+  void ExpectRefused(ssl::context& ctx, const char* what, const std::string& alert) {
+    const TlsListener::Stats before = listener_->stats();
+    const ProbeResult r = Probe(ctx, port_);
+    EXPECT_TRUE(r.handshake || r.read) << what << ": the server answered";
+    const std::string error = r.handshake ? r.handshake.message() : r.read.message();
+    EXPECT_NE(error.find(alert), std::string::npos) << what << ": " << error;
+    EXPECT_EQ(r.read_bytes, 0u) << what;
+    // The server counts the failure when its side of the handshake ends.
+    for (int i = 0; i < 500 && listener_->stats().handshakes_failed == before.handshakes_failed;
+         ++i) {
+      std::this_thread::sleep_for(10ms);
+    }
+    const TlsListener::Stats after = listener_->stats();
+    EXPECT_EQ(after.handshakes_failed, before.handshakes_failed + 1) << what;
+    EXPECT_EQ(after.admitted, before.admitted) << what;
+  }
+
+  // The server counts a handshake's end on its own strand, a moment after the client saw the
+  // close; poll (bounded) until the counter catches up.
+  TlsListener::Stats WaitForTimeouts(uint64_t n) {
+    for (int i = 0; i < 500 && listener_->stats().handshake_timeouts < n; ++i) {
+      std::this_thread::sleep_for(10ms);
+    }
+    return listener_->stats();
+  }
+
+  TransportOptions Options() {
+    TransportOptions o;
+    o.handshake_timeout = 5s;
+    o.shutdown_timeout = 500ms;
+    return o;
+  }
+
+  IoThreads io_{2};
+  std::unique_ptr<Transport> server_;
+  std::shared_ptr<TlsListener> listener_;
+  uint16_t port_ = 0;
+  std::vector<std::unique_ptr<Transport>> clients_;
+  std::vector<std::shared_ptr<Inbox>> client_inboxes_;
+  std::mutex mu_;
+  std::vector<std::shared_ptr<Connection>> accepted_;
+  std::vector<std::shared_ptr<Inbox>> inboxes_;
+};
+
+TEST_F(TlsTransportTest, HonestClientConnectsByNameAndByAddress) {
+  StartServer(Options());
+  Result<std::shared_ptr<Connection>> by_name = ConnectAndExchange("edge-1", "localhost");
+  ASSERT_TRUE(by_name.ok()) << by_name.status();
+  Result<std::shared_ptr<Connection>> by_ip = ConnectAndExchange("edge-2", "127.0.0.1");
+  ASSERT_TRUE(by_ip.ok()) << by_ip.status();
+  EXPECT_EQ(listener_->stats().admitted, 2u);
+  std::lock_guard<std::mutex> lock(mu_);
+  ASSERT_EQ(accepted_.size(), 2u);
+  EXPECT_EQ(accepted_[0]->peer().id, "edge-1");
+  EXPECT_EQ(accepted_[1]->peer().id, "edge-2");
+}
+
+TEST_F(TlsTransportTest, Tls12ClientIsRejected) {
+  StartServer(Options());
+  const TestPki& pki = TestPki::Get();
+  PemPair client = *MakeClientCertificate(pki.ca, "edge-old-tls");
+  ExpectRefused(*ProbeContext(client, TLS1_2_VERSION), "TLS 1.2 client", "protocol version");
+  ASSERT_TRUE(ConnectAndExchange("edge-1", "localhost").ok());  // others unaffected
+}
+
+TEST_F(TlsTransportTest, ClientWithoutCertificateIsRejected) {
+  StartServer(Options());
+  ExpectRefused(*ProbeContext(PemPair{}), "no client certificate", "certificate required");
+  ASSERT_TRUE(ConnectAndExchange("edge-1", "localhost").ok());
+}
+
+TEST_F(TlsTransportTest, CertificateFromAnotherCaIsRejected) {
+  StartServer(Options());
+  PemPair other_ca = *MakeCaCertificate("Some Other CA");
+  PemPair client = *MakeClientCertificate(other_ca, "edge-1");  // the same id, the wrong CA
+  ExpectRefused(*ProbeContext(client), "certificate from another CA", "unknown ca");
+  ASSERT_TRUE(ConnectAndExchange("edge-1", "localhost").ok());
+}
+
+TEST_F(TlsTransportTest, ExpiredCertificateIsRejected) {
+  StartServer(Options());
+  CertOptions expired;
+  expired.not_before_offset_s = -10 * 86400;
+  expired.valid_days = 1;
+  PemPair client = *MakeClientCertificate(TestPki::Get().ca, "edge-expired", expired);
+  ExpectRefused(*ProbeContext(client), "expired certificate", "certificate expired");
+  // The same id with a fresh certificate is fine.
+  ASSERT_TRUE(ConnectAndExchange("edge-expired", "localhost").ok());
+}
+
+TEST_F(TlsTransportTest, ClientRefusesServerWhoseNameDoesNotMatch) {
+  const TestPki& pki = TestPki::Get();
+  PemPair wrong = *MakeServerCertificate(pki.ca, {"coordinator.example"}, {});
+  StartServer(Options(),
+              *MakeServerTlsContext(TlsPem{pki.ca.cert_pem, wrong.cert_pem, wrong.key_pem}));
+  for (const std::string host : {"localhost", "127.0.0.1"}) {
+    Result<std::shared_ptr<Connection>> c = ConnectAndExchange("edge-1", host);
+    ASSERT_FALSE(c.ok()) << host;
+    EXPECT_EQ(c.status().code(), StatusCode::kPermissionDenied) << c.status();
+    EXPECT_NE(c.status().message().find("mismatch"), std::string::npos) << c.status();
+  }
+  EXPECT_EQ(listener_->stats().admitted, 0u);
+}
+
+TEST_F(TlsTransportTest, ClientIdentityCanBeMadeOptionalForTests) {
+  TransportOptions o = Options();
+  o.require_client_identity = false;
+  StartServer(o, TestPki::Get().ServerContext(/*require_client_cert=*/false));
+  const ProbeResult r = Probe(*ProbeContext(PemPair{}), port_);
+  EXPECT_FALSE(r.handshake) << r.handshake.message();
+  EXPECT_FALSE(r.read) << r.read.message();
+  EXPECT_EQ(r.read_bytes, kFrameHeaderBytes + 16);  // the echoed Heartbeat
+  std::lock_guard<std::mutex> lock(mu_);
+  ASSERT_EQ(accepted_.size(), 1u);
+  EXPECT_EQ(accepted_[0]->peer().id, "");
+}
+
+// Opens `n` TCP connections that never send a byte and records when the server closes each.
+class IdleSockets {
+ public:
+  IdleSockets(uint16_t port, int n) : closed_at_(n) {
+    const tcp::endpoint ep(asio::ip::make_address("127.0.0.1"), port);
+    start_ = std::chrono::steady_clock::now();
+    for (int i = 0; i < n; ++i) {
+      sockets_.emplace_back(io_);
+      sockets_.back().connect(ep);
+    }
+    for (int i = 0; i < n; ++i) {
+      sockets_[i].async_read_some(
+          asio::buffer(buf_), [this, i](const boost::system::error_code& ec, size_t) {
+            closed_at_[i] = ec ? std::chrono::steady_clock::now() - start_ : -1s;
+          });
+    }
+    thread_ = std::thread([this] { io_.run_for(30s); });
+  }
+  ~IdleSockets() {
+    io_.stop();
+    thread_.join();
+  }
+  // Waits for every socket to be closed by the server; returns the earliest and latest closes.
+  std::pair<std::chrono::nanoseconds, std::chrono::nanoseconds> WaitAllClosed() {
+    thread_.join();
+    thread_ = std::thread([] {});
+    auto lo = std::chrono::nanoseconds::max();
+    auto hi = std::chrono::nanoseconds::min();
+    for (auto t : closed_at_) {
+      lo = std::min(lo, t);
+      hi = std::max(hi, t);
+    }
+    return {lo, hi};
+  }
+
+ private:
+  asio::io_context io_;
+  std::vector<tcp::socket> sockets_;
+  std::vector<std::chrono::nanoseconds> closed_at_;  // 0: still open
+  std::array<char, 16> buf_{};
+  std::chrono::steady_clock::time_point start_;
+  std::thread thread_;
+};
+
+TEST_F(TlsTransportTest, IdleConnectionsAreClosedAfterHandshakeTimeoutWhileHonestClientWorks) {
+  TransportOptions o = Options();
+  o.handshake_timeout = 700ms;
+  o.max_concurrent_handshakes = 256;
+  StartServer(o);
+  IdleSockets idle(port_, 200);
+  Result<std::shared_ptr<Connection>> honest = ConnectAndExchange("edge-honest", "localhost");
+  ASSERT_TRUE(honest.ok()) << honest.status();
+  const auto [first, last] = idle.WaitAllClosed();
+  EXPECT_GE(first, 650ms) << "an idle connection was closed before the handshake timeout";
+  EXPECT_GT(first, 0ns);
+  EXPECT_LT(last, 20s);
+  const TlsListener::Stats s = WaitForTimeouts(200);
+  EXPECT_EQ(s.handshake_timeouts, 200u);
+  EXPECT_EQ(s.admitted, 1u);
+  EXPECT_GE(s.peak_handshakes, 200u);
+  // The honest session outlived all of them.
+  Hello again;
+  again.software_version = "still here";
+  (*honest)->Send(again);
+  ASSERT_TRUE(client_inboxes_.back()->WaitForMessages(2));
+  EXPECT_EQ(client_inboxes_.back()->messages()[1], Message(again));
+}
+
+TEST_F(TlsTransportTest, HandshakeCapMakesExtraConnectionsWaitInsteadOfFailing) {
+  TransportOptions o = Options();
+  o.handshake_timeout = 300ms;
+  o.max_concurrent_handshakes = 4;
+  StartServer(o);
+  IdleSockets idle(port_, 12);
+  TransportOptions patient = Options();
+  patient.handshake_timeout = 15s;  // waits in the backlog behind the idle connections
+  Result<std::shared_ptr<Connection>> honest =
+      ConnectAndExchange("edge-honest", "localhost", patient);
+  ASSERT_TRUE(honest.ok()) << honest.status();
+  idle.WaitAllClosed();
+  const TlsListener::Stats s = WaitForTimeouts(12);
+  EXPECT_EQ(s.peak_handshakes, 4u);
+  EXPECT_EQ(s.handshake_timeouts, 12u);
+  EXPECT_EQ(s.admitted, 1u);
+}
+
+}  // namespace
+}  // namespace tributary

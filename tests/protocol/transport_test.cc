@@ -1,0 +1,451 @@
+// One behaviour suite run over both transports (INSTANTIATE_TEST_SUITE_P over kInMemory and kTls):
+// message round trips, chunked transfers, graceful close, and each kind of bad input, which must
+// get an Error naming what was wrong, close that connection, and leave other sessions working.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "crypto/deny_list.h"
+#include "protocol/frame.h"
+#include "protocol/in_memory_transport.h"
+#include "protocol/message_codec.h"
+#include "protocol/message_reader.h"
+#include "protocol/tls_transport.h"
+#include "tests/protocol/transport_test_util.h"
+
+namespace tributary {
+namespace {
+
+using namespace tributary::testing;
+
+enum class Kind { kInMemory, kTls };
+
+TransportOptions TestOptions() {
+  TransportOptions o;
+  o.handshake_timeout = 5s;
+  o.frame_read_timeout = 5s;
+  o.write_timeout = 5s;
+  o.shutdown_timeout = 500ms;
+  return o;
+}
+
+// Decodes whatever a raw peer received (it should be well-formed frames from our side).
+std::vector<Message> ParseAll(const std::vector<uint8_t>& bytes) {
+  MessageReader reader(ProtocolLimits{});
+  std::vector<Message> out;
+  EXPECT_TRUE(reader.Feed(bytes, &out).ok());
+  EXPECT_FALSE(reader.mid_frame());
+  return out;
+}
+
+std::vector<uint8_t> HeaderBytes(uint16_t version, MessageType type, uint64_t length,
+                                 uint32_t magic = kFrameMagic) {
+  FrameHeader h;
+  h.magic = magic;
+  h.version = version;
+  h.type = type;
+  h.payload_length = length;
+  const FrameHeaderBytes b = EncodeFrameHeader(h);
+  return {b.begin(), b.end()};
+}
+
+class TransportTest : public ::testing::TestWithParam<Kind> {
+ protected:
+  struct Accepted {
+    std::shared_ptr<Connection> connection;
+    std::shared_ptr<Inbox> inbox;
+  };
+
+  ~TransportTest() override {
+    if (listener_) listener_->Stop();
+    io_.Stop();
+  }
+
+  bool is_tls() const { return GetParam() == Kind::kTls; }
+
+  // Starts a server that records every accepted connection and echoes each message back.
+  void StartServer(TransportOptions options = TestOptions()) {
+    if (is_tls()) {
+      TlsTransportOptions o{options, TestPki::Get().ServerContext(), nullptr};
+      server_ = std::move(*TlsTransport::Create(io_.io(), o));
+    } else {
+      server_ = std::move(*InMemoryTransport::Create(io_.io(), network_, {options, "", 1 << 20}));
+    }
+    Result<std::shared_ptr<Listener>> l = server_->Listen(
+        is_tls() ? "127.0.0.1:0" : "", [this](std::shared_ptr<Connection> c) { OnAccept(c); });
+    ASSERT_TRUE(l.ok()) << l.status();
+    listener_ = *l;
+  }
+
+  void OnAccept(std::shared_ptr<Connection> c) {
+    auto inbox = std::make_shared<Inbox>();
+    std::weak_ptr<Connection> weak = c;
+    Connection::MessageHandler record = inbox->OnMessage();
+    c->Start(
+        [weak, record](Message m) {
+          if (auto self = weak.lock()) self->Send(m);
+          record(std::move(m));
+        },
+        inbox->OnClose());
+    std::lock_guard<std::mutex> lock(mu_);
+    accepted_.push_back({c, inbox});
+    cv_.notify_all();
+  }
+
+  // The accepted connection whose authenticated id is `id` (waits for it).
+  std::optional<Accepted> AcceptedById(const std::string& id) {
+    std::unique_lock<std::mutex> lock(mu_);
+    std::optional<Accepted> found;
+    cv_.wait_for(lock, 10s, [&] {
+      for (const Accepted& a : accepted_) {
+        if (a.connection->peer().id == id) found = a;
+      }
+      return found.has_value();
+    });
+    return found;
+  }
+
+  size_t accepted_count() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return accepted_.size();
+  }
+
+  Transport& ClientTransport(const std::string& id, TransportOptions options) {
+    std::unique_ptr<Transport> t;
+    if (is_tls()) {
+      TlsTransportOptions o{options, nullptr, TestPki::Get().ClientContext(id)};
+      t = std::move(*TlsTransport::Create(io_.io(), o));
+    } else {
+      t = std::move(*InMemoryTransport::Create(io_.io(), network_, {options, id, 1 << 20}));
+    }
+    clients_.push_back(std::move(t));
+    return *clients_.back();
+  }
+
+  Result<std::shared_ptr<Connection>> Connect(const std::string& id, Inbox& inbox,
+                                              TransportOptions options = TestOptions()) {
+    Waiter<Result<std::shared_ptr<Connection>>> waiter;
+    ClientTransport(id, options).Connect(listener_->address(), waiter.Callback());
+    std::optional<Result<std::shared_ptr<Connection>>> c = waiter.Wait();
+    if (!c) return Status::DeadlineExceeded("connect did not finish");
+    if (c->ok()) (**c)->Start(inbox.OnMessage(), inbox.OnClose());
+    return std::move(*c);
+  }
+
+  std::unique_ptr<RawPeer> ConnectRaw(const std::string& id) {
+    Transport& t = ClientTransport(id, TestOptions());
+    Waiter<Result<std::unique_ptr<ByteStream>>> waiter;
+    if (is_tls()) {
+      static_cast<TlsTransport&>(t).ConnectRaw(listener_->address(), waiter.Callback());
+    } else {
+      static_cast<InMemoryTransport&>(t).ConnectRaw(listener_->address(), waiter.Callback());
+    }
+    std::optional<Result<std::unique_ptr<ByteStream>>> s = waiter.Wait();
+    if (!s || !s->ok()) {
+      ADD_FAILURE() << "raw connect failed: " << (s ? s->status() : Status::DeadlineExceeded(""));
+      return nullptr;
+    }
+    return std::make_unique<RawPeer>(std::move(**s));
+  }
+
+  // An honest session that says Hello and gets it echoed; used to show other sessions survive.
+  struct Honest {
+    std::shared_ptr<Connection> connection;
+    std::shared_ptr<Inbox> inbox = std::make_shared<Inbox>();
+  };
+  Honest ConnectHonest(const std::string& id = "edge-honest") {
+    Honest h;
+    Result<std::shared_ptr<Connection>> c = Connect(id, *h.inbox);
+    EXPECT_TRUE(c.ok()) << c.status();
+    if (c.ok()) h.connection = *c;
+    ExpectExchange(h);
+    return h;
+  }
+  void ExpectExchange(Honest& h) {
+    if (!h.connection) return;
+    const size_t before = h.inbox->messages().size();
+    Hello hello;
+    hello.software_version = "exchange-" + std::to_string(before);
+    h.connection->Send(hello);
+    ASSERT_TRUE(h.inbox->WaitForMessages(before + 1)) << "honest session got no echo";
+    EXPECT_EQ(h.inbox->messages()[before], Message(hello));
+    EXPECT_FALSE(h.inbox->WaitForClose(0ms).has_value());
+  }
+
+  // Sends `bytes` from a raw peer and returns what came back before the server closed.
+  std::vector<Message> SendRawExpectClose(const std::string& id, std::vector<uint8_t> bytes) {
+    std::unique_ptr<RawPeer> raw = ConnectRaw(id);
+    if (!raw) return {};
+    raw->StartReading();
+    EXPECT_TRUE(raw->Write(std::move(bytes)).ok());
+    EXPECT_TRUE(raw->WaitClosed()) << "server did not close the connection";
+    return ParseAll(raw->received());
+  }
+
+  Status ServerCloseStatus(const std::string& id) {
+    std::optional<Accepted> a = AcceptedById(id);
+    if (!a) return Status::NotFound("no accepted connection for " + id);
+    std::optional<Status> s = a->inbox->WaitForClose();
+    return s ? *s : Status::DeadlineExceeded("server connection did not close");
+  }
+
+  IoThreads io_{2};
+  std::shared_ptr<InMemoryNetwork> network_ = std::make_shared<InMemoryNetwork>();
+  std::unique_ptr<Transport> server_;
+  std::shared_ptr<Listener> listener_;
+  std::vector<std::unique_ptr<Transport>> clients_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<Accepted> accepted_;
+};
+
+std::vector<Message> AllMessageKinds() {
+  Hello hello;
+  hello.capabilities = {"cpu", {"dense", "topk"}, 600};
+  hello.software_version = "0.1.0";
+  TaskAssignment task;
+  task.round = 4;
+  task.model = {42, {1.0f, 2.0f, 3.0f}};
+  UpdateSubmission update;
+  update.round = 4;
+  update.metrics = {{"loss", 0.5}};
+  update.update = {"dense", 42, 3, {1, 2, 3}};
+  return {hello,
+          Welcome{1, "edge-1", "0.1.0", 1000},
+          task,
+          EvaluateTask{4, 3, 32, 10, 100, {42, {0.5f}}},
+          update,
+          EvaluateResult{4, 3, 10, 0.2, 0.9, {}},
+          Heartbeat{1, 2},
+          Error{static_cast<uint32_t>(ErrorCode::kProtocolViolation), "x"},
+          Goodbye{"bye"}};
+}
+
+TEST_P(TransportTest, EveryMessageTypeRoundTripsInOrderAndServerSeesClientId) {
+  StartServer();
+  Inbox inbox;
+  Result<std::shared_ptr<Connection>> c = Connect("edge-1", inbox);
+  ASSERT_TRUE(c.ok()) << c.status();
+  const std::vector<Message> sent = AllMessageKinds();
+  for (int rep = 0; rep < 20; ++rep) {
+    for (const Message& m : sent) (*c)->Send(m);
+  }
+  ASSERT_TRUE(inbox.WaitForMessages(sent.size() * 20));
+  const std::vector<Message> got = inbox.messages();
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], sent[i % sent.size()]) << i;
+  std::optional<Accepted> server_side = AcceptedById("edge-1");
+  ASSERT_TRUE(server_side.has_value());
+  EXPECT_EQ(server_side->connection->peer().id, "edge-1");
+  EXPECT_EQ((*c)->peer().id, is_tls() ? "127.0.0.1" : listener_->address());
+}
+
+TEST_P(TransportTest, LargeModelTravelsInChunksUnderSmallFrameCap) {
+  TransportOptions o = TestOptions();
+  o.limits.max_frame_payload = 64 << 10;
+  o.limits.chunk_data_bytes = 60 << 10;
+  o.limits.max_message_bytes = 64 << 20;
+  StartServer(o);
+  Inbox inbox;
+  Result<std::shared_ptr<Connection>> c = Connect("edge-1", inbox, o);
+  ASSERT_TRUE(c.ok()) << c.status();
+  TaskAssignment task;
+  task.model.layout_fingerprint = 7;
+  task.model.values.resize(2'000'000);  // 8 MB: 131 chunks of 60 KiB
+  for (size_t i = 0; i < task.model.values.size(); ++i) task.model.values[i] = float(i) * 0.5f;
+  Waiter<Status> sent;
+  (*c)->Send(task, sent.Callback());
+  std::optional<Status> s = sent.Wait();
+  ASSERT_TRUE(s.has_value());
+  EXPECT_TRUE(s->ok()) << *s;
+  ASSERT_TRUE(inbox.WaitForMessages(1, 20s));
+  EXPECT_EQ(inbox.messages()[0], Message(task));
+}
+
+TEST_P(TransportTest, CloseFlushesQueuedMessagesThenClosesCleanly) {
+  StartServer();
+  Inbox inbox;
+  Result<std::shared_ptr<Connection>> c = Connect("edge-1", inbox);
+  ASSERT_TRUE(c.ok()) << c.status();
+  for (uint64_t i = 0; i < 50; ++i) (*c)->Send(Heartbeat{i, 0});
+  (*c)->Close();
+  std::optional<Status> closed = inbox.WaitForClose();
+  ASSERT_TRUE(closed.has_value());
+  EXPECT_TRUE(closed->ok()) << *closed;
+  std::optional<Accepted> server_side = AcceptedById("edge-1");
+  ASSERT_TRUE(server_side.has_value());
+  ASSERT_TRUE(server_side->inbox->WaitForMessages(50));
+  EXPECT_EQ(server_side->inbox->messages()[49], Message(Heartbeat{49, 0}));
+  std::optional<Status> server_closed = server_side->inbox->WaitForClose();
+  ASSERT_TRUE(server_closed.has_value());
+  EXPECT_TRUE(server_closed->ok()) << *server_closed;
+
+  Waiter<Status> late;
+  (*c)->Send(Heartbeat{}, late.Callback());
+  std::optional<Status> s = late.Wait();
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->code(), StatusCode::kAborted);
+}
+
+TEST_P(TransportTest, LengthPrefixOfTwoToTheFortyIsFrameTooLargeWithoutAllocating) {
+  StartServer();
+  Honest honest = ConnectHonest();
+  const size_t rss_before = CurrentRssBytes();
+  std::vector<Message> got = SendRawExpectClose(
+      "edge-attacker", HeaderBytes(1, MessageType::kUpdateSubmission, 1ULL << 40));
+  const size_t rss_after = CurrentRssBytes();
+  EXPECT_LT(rss_after, rss_before + (10u << 20)) << "RSS grew by " << (rss_after - rss_before);
+  ASSERT_EQ(got.size(), 1u);
+  const Error& e = std::get<Error>(got[0]);
+  EXPECT_EQ(e.code, static_cast<uint32_t>(ErrorCode::kFrameTooLarge));
+  EXPECT_NE(e.message.find("1099511627776"), std::string::npos) << e.message;
+  const Status server = ServerCloseStatus("edge-attacker");
+  EXPECT_EQ(ProtocolErrorCodeOf(server), ErrorCode::kFrameTooLarge) << server;
+  ExpectExchange(honest);
+}
+
+TEST_P(TransportTest, WrongMagicGetsErrorThenClose) {
+  StartServer();
+  Honest honest = ConnectHonest();
+  const std::string http = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+  std::vector<Message> got = SendRawExpectClose("edge-http", {http.begin(), http.end()});
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(std::get<Error>(got[0]).code, static_cast<uint32_t>(ErrorCode::kBadMagic));
+  EXPECT_EQ(ProtocolErrorCodeOf(ServerCloseStatus("edge-http")), ErrorCode::kBadMagic);
+  ExpectExchange(honest);
+}
+
+TEST_P(TransportTest, WrongVersionGetsErrorNamingBothVersionsThenClose) {
+  StartServer();
+  Honest honest = ConnectHonest();
+  std::vector<uint8_t> bytes = HeaderBytes(9, MessageType::kHello, 4);
+  bytes.insert(bytes.end(), {0, 0, 0, 0});
+  std::vector<Message> got = SendRawExpectClose("edge-future", bytes);
+  ASSERT_EQ(got.size(), 1u);
+  const Error& e = std::get<Error>(got[0]);
+  EXPECT_EQ(e.code, static_cast<uint32_t>(ErrorCode::kUnsupportedVersion));
+  EXPECT_EQ(e.message,
+            "UNSUPPORTED_VERSION: peer speaks protocol version 9; this build speaks version 1");
+  ExpectExchange(honest);
+}
+
+TEST_P(TransportTest, VectorSizeTagBeyondBytesLeftGetsMalformedMessage) {
+  StartServer();
+  Honest honest = ConnectHonest();
+  EvaluateTask t;
+  t.model.values = {1, 2, 3};
+  std::vector<uint8_t> body = *EncodeMessageBody(t);
+  const uint64_t huge = 1ULL << 50;
+  std::memcpy(body.data() + body.size() - 12 - 8, &huge, 8);  // the float count
+  std::vector<uint8_t> bytes = HeaderBytes(1, MessageType::kEvaluateTask, body.size());
+  bytes.insert(bytes.end(), body.begin(), body.end());
+  std::vector<Message> got = SendRawExpectClose("edge-liar", bytes);
+  ASSERT_EQ(got.size(), 1u);
+  const Error& e = std::get<Error>(got[0]);
+  EXPECT_EQ(e.code, static_cast<uint32_t>(ErrorCode::kMalformedMessage));
+  EXPECT_NE(e.message.find("model.values: size 1125899906842624"), std::string::npos) << e.message;
+  ExpectExchange(honest);
+}
+
+TEST_P(TransportTest, HalfSentFrameTimesOut) {
+  TransportOptions o = TestOptions();
+  o.frame_read_timeout = 300ms;
+  StartServer(o);
+  Honest honest = ConnectHonest();
+  std::vector<uint8_t> frame = EncodeOutbound(Heartbeat{1, 2}, {}, 1)->Flatten();
+  frame.resize(10);  // not even the whole header
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<Message> got = SendRawExpectClose("edge-slow", frame);
+  const auto waited = std::chrono::steady_clock::now() - start;
+  EXPECT_GE(waited, 250ms);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(std::get<Error>(got[0]).code, static_cast<uint32_t>(ErrorCode::kTimeout));
+  const Status server = ServerCloseStatus("edge-slow");
+  EXPECT_EQ(server.code(), StatusCode::kDeadlineExceeded) << server;
+  ExpectExchange(honest);
+}
+
+TEST_P(TransportTest, PeerThatStopsReadingTimesOutTheWrite) {
+  TransportOptions o = TestOptions();
+  o.write_timeout = 300ms;
+  StartServer(o);
+  Honest honest = ConnectHonest();
+  std::unique_ptr<RawPeer> raw = ConnectRaw("edge-deaf");  // never reads
+  ASSERT_NE(raw, nullptr);
+  std::optional<Accepted> deaf = AcceptedById("edge-deaf");
+  ASSERT_TRUE(deaf.has_value());
+  UpdateSubmission big;
+  big.update.bytes.resize(32 << 20);  // more than loopback socket buffers hold
+  Waiter<Status> sent;
+  deaf->connection->Send(big, sent.Callback());
+  std::optional<Status> s = sent.Wait();
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->code(), StatusCode::kAborted) << *s;
+  std::optional<Status> closed = deaf->inbox->WaitForClose();
+  ASSERT_TRUE(closed.has_value());
+  EXPECT_EQ(ProtocolErrorCodeOf(*closed), ErrorCode::kTimeout) << *closed;
+  EXPECT_NE(closed->message().find("writing a frame"), std::string::npos) << *closed;
+  ExpectExchange(honest);
+}
+
+TEST_P(TransportTest, MessageOverReceiverCapIsRefused) {
+  TransportOptions o = TestOptions();
+  o.limits.max_message_bytes = 1 << 20;
+  StartServer(o);
+  Honest honest = ConnectHonest();
+  Inbox inbox;
+  TransportOptions client = TestOptions();  // the client would send up to 1 GiB
+  Result<std::shared_ptr<Connection>> c = Connect("edge-big", inbox, client);
+  ASSERT_TRUE(c.ok()) << c.status();
+  UpdateSubmission big;
+  big.update.bytes.resize(3 << 20);
+  (*c)->Send(big);
+  const Status server = ServerCloseStatus("edge-big");
+  EXPECT_EQ(ProtocolErrorCodeOf(server), ErrorCode::kMessageTooLarge) << server;
+  EXPECT_NE(server.message().find("the cap is 1048576"), std::string::npos) << server;
+  ASSERT_TRUE(inbox.WaitForClose().has_value());
+  for (const Message& m : inbox.messages()) {  // the Error, unless the close won the race
+    EXPECT_EQ(std::get<Error>(m).code, static_cast<uint32_t>(ErrorCode::kMessageTooLarge));
+  }
+  ExpectExchange(honest);
+}
+
+TEST_P(TransportTest, RevokedClientGetsErrorAndNeverReachesTheServer) {
+  auto deny = std::make_shared<DenyList>();
+  ASSERT_TRUE(deny->Add("edge-revoked").ok());
+  TransportOptions o = TestOptions();
+  o.deny_list = deny;
+  StartServer(o);
+  Honest honest = ConnectHonest();
+  Inbox inbox;
+  Result<std::shared_ptr<Connection>> c = Connect("edge-revoked", inbox);
+  ASSERT_TRUE(c.ok()) << c.status();
+  std::optional<Status> closed = inbox.WaitForClose();
+  ASSERT_TRUE(closed.has_value());
+  const std::vector<Message> got = inbox.messages();
+  ASSERT_EQ(got.size(), 1u);
+  const Error& e = std::get<Error>(got[0]);
+  EXPECT_EQ(e.code, static_cast<uint32_t>(ErrorCode::kRevoked));
+  EXPECT_EQ(e.message, "REVOKED: client id 'edge-revoked' is revoked");
+  EXPECT_EQ(accepted_count(), 1u);  // only the honest session
+  ExpectExchange(honest);
+}
+
+TEST_P(TransportTest, ConnectToNothingFails) {
+  StartServer();
+  Waiter<Result<std::shared_ptr<Connection>>> waiter;
+  const std::string nowhere = is_tls() ? "127.0.0.1:1" : "no-such-listener";
+  ClientTransport("edge-1", TestOptions()).Connect(nowhere, waiter.Callback());
+  std::optional<Result<std::shared_ptr<Connection>>> c = waiter.Wait();
+  ASSERT_TRUE(c.has_value());
+  ASSERT_FALSE(c->ok());
+  EXPECT_EQ(c->status().code(), StatusCode::kUnavailable) << c->status();
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, TransportTest, ::testing::Values(Kind::kInMemory, Kind::kTls),
+                         [](const ::testing::TestParamInfo<Kind>& p) {
+                           return p.param == Kind::kTls ? std::string("Tls")
+                                                        : std::string("InMemory");
+                         });
+
+}  // namespace
+}  // namespace tributary
