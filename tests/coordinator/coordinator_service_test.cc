@@ -1,0 +1,201 @@
+// CoordinatorService end to end over both transports, with scripted clients written here.
+#include "coordinator/coordinator_service.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+
+#include "aggregation/fedavg.h"
+#include "compression/dense_codec.h"
+#include "protocol/in_memory_transport.h"
+#include "protocol/tls_transport.h"
+#include "tests/protocol/transport_test_util.h"
+
+namespace tributary {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::Inbox;
+using testing::IoThreads;
+using testing::TestPki;
+using testing::Waiter;
+
+enum class Kind { kInMemory, kTls };
+
+// A client that answers every TaskAssignment with a constant delta `value` and records the rest.
+struct ScriptedClient {
+  std::string id;
+  float value = 1.0f;
+  std::vector<std::string> codecs{"dense"};
+  std::shared_ptr<Connection> conn;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<Message> received;
+  std::optional<Status> closed;
+  std::atomic<int> tasks{0};
+
+  void Start() {
+    conn->Start(
+        [this](Message m) {
+          if (auto* t = std::get_if<TaskAssignment>(&m)) {
+            ++tasks;
+            UpdateSubmission u;
+            u.round = t->round;
+            u.model_version = t->model_version;
+            u.num_examples = 100;
+            u.update.codec = "dense";
+            u.update.layout_fingerprint = t->model.layout_fingerprint;
+            u.update.num_floats = t->model.values.size();
+            u.update.bytes = *DenseCodec().Encode(std::vector<float>(t->model.values.size(), value));
+            conn->Send(std::move(u));
+          }
+          std::lock_guard<std::mutex> lock(mu);
+          received.push_back(std::move(m));
+          cv.notify_all();
+        },
+        [this](Status s) {
+          std::lock_guard<std::mutex> lock(mu);
+          closed = s;
+          cv.notify_all();
+        });
+    conn->Send(Hello{kProtocolVersion, ClientCapabilities{"cpu", codecs, 100}, "test"});
+  }
+  bool WaitClosed() {
+    std::unique_lock<std::mutex> lock(mu);
+    return cv.wait_for(lock, 20s, [&] { return closed.has_value(); });
+  }
+  template <class T>
+  std::vector<T> Received() {
+    std::lock_guard<std::mutex> lock(mu);
+    std::vector<T> out;
+    for (auto& m : received)
+      if (auto* x = std::get_if<T>(&m)) out.push_back(*x);
+    return out;
+  }
+};
+
+class CoordinatorServiceTest : public ::testing::TestWithParam<Kind> {
+ protected:
+  ~CoordinatorServiceTest() override { io_.Stop(); }
+
+  void StartCoordinator(RoundConfig cfg) {
+    TransportOptions options;
+    if (GetParam() == Kind::kTls) {
+      server_ = std::move(*TlsTransport::Create(io_.io(), {options, TestPki::Get().ServerContext(), nullptr}));
+    } else {
+      server_ = std::move(*InMemoryTransport::Create(io_.io(), network_, {options, "", 1 << 20}));
+    }
+    ModelWeights init = *ModelWeights::Create({{"w", {8}}});
+    RoundEngine::Hooks hooks;
+    hooks.on_round_complete = [this](const RoundSummary& s, const ModelWeights&) { rounds_.push_back(s); };
+    engine_ = *RoundEngine::Create(cfg, std::make_unique<FedAvg>(), init, 0, 0, hooks);
+    CoordinatorServiceOptions o;
+    o.listen_address = GetParam() == Kind::kTls ? "127.0.0.1:0" : "";
+    service_ = std::make_shared<CoordinatorService>(io_.io(), *server_, *engine_, o);
+    service_->set_on_finished([this](Status s) { finished_.Callback()(s); });
+    ASSERT_TRUE(service_->Start().ok());
+  }
+
+  std::unique_ptr<ScriptedClient> Connect(const std::string& id, float value) {
+    std::unique_ptr<Transport> t;
+    if (GetParam() == Kind::kTls) {
+      t = std::move(*TlsTransport::Create(io_.io(), {TransportOptions{}, nullptr, TestPki::Get().ClientContext(id)}));
+    } else {
+      t = std::move(*InMemoryTransport::Create(io_.io(), network_, {TransportOptions{}, id, 1 << 20}));
+    }
+    Waiter<Result<std::shared_ptr<Connection>>> w;
+    t->Connect(service_->address(), w.Callback());
+    auto c = w.Wait();
+    EXPECT_TRUE(c && c->ok());
+    auto client = std::make_unique<ScriptedClient>();
+    client->id = id;
+    client->value = value;
+    client->conn = **c;
+    transports_.push_back(std::move(t));
+    return client;
+  }
+
+  IoThreads io_{2};
+  std::shared_ptr<InMemoryNetwork> network_ = std::make_shared<InMemoryNetwork>();
+  std::unique_ptr<Transport> server_;
+  std::vector<std::unique_ptr<Transport>> transports_;
+  std::unique_ptr<RoundEngine> engine_;
+  std::shared_ptr<CoordinatorService> service_;
+  std::vector<RoundSummary> rounds_;  // written on the service strand, read after finish
+  Waiter<Status> finished_;
+};
+
+TEST_P(CoordinatorServiceTest, RunsRoundsToCompletionAndSaysGoodbye) {
+  RoundConfig cfg;
+  cfg.rounds = 3;
+  cfg.clients_per_round = 3;
+  cfg.min_available = 3;
+  cfg.round_timeout = 20s;
+  StartCoordinator(cfg);
+  std::vector<std::unique_ptr<ScriptedClient>> clients;
+  for (int i = 0; i < 3; ++i) {
+    clients.push_back(Connect("edge-" + std::to_string(i), static_cast<float>(i + 1)));
+    clients.back()->Start();
+  }
+  auto done = finished_.Wait(30s);
+  ASSERT_TRUE(done.has_value()) << "the run did not finish";
+  EXPECT_TRUE(done->ok()) << *done;
+  ASSERT_EQ(rounds_.size(), 3u);
+  for (const RoundSummary& r : rounds_) EXPECT_EQ(r.completed, 3);
+  // Each round adds the mean delta (1+2+3)/3 = 2 to every weight.
+  EXPECT_FLOAT_EQ(engine_->model().data()[0], 6.0f);
+  for (auto& c : clients) {
+    ASSERT_TRUE(c->WaitClosed());
+    EXPECT_EQ(c->tasks.load(), 3);
+    auto welcome = c->Received<Welcome>();
+    ASSERT_EQ(welcome.size(), 1u);
+    EXPECT_EQ(welcome[0].client_id, c->id);  // the id comes from the transport's authentication
+    ASSERT_EQ(c->Received<Goodbye>().size(), 1u);
+    EXPECT_EQ(c->Received<Goodbye>()[0].reason, "the run is complete");
+  }
+}
+
+TEST_P(CoordinatorServiceTest, RefusesAClientThatCannotSpeakTheRunsCodec) {
+  RoundConfig cfg;
+  cfg.rounds = 1;
+  cfg.clients_per_round = 1;
+  StartCoordinator(cfg);
+  auto c = Connect("old-client", 1.0f);
+  c->codecs = {"q8"};
+  c->Start();
+  ASSERT_TRUE(c->WaitClosed());
+  auto errors = c->Received<Error>();
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors[0].message.find("codec 'dense'"), std::string::npos) << errors[0].message;
+  EXPECT_NE(errors[0].message.find("offers: q8"), std::string::npos) << errors[0].message;
+  EXPECT_EQ(c->tasks.load(), 0);
+}
+
+TEST_P(CoordinatorServiceTest, ADisconnectMidRoundDoesNotStopTheRound) {
+  RoundConfig cfg;
+  cfg.rounds = 1;
+  cfg.clients_per_round = 3;
+  cfg.min_available = 3;
+  cfg.min_completed = 2;
+  cfg.round_timeout = 20s;
+  StartCoordinator(cfg);
+  auto a = Connect("a", 1.0f), b = Connect("b", 3.0f), quitter = Connect("q", 100.0f);
+  // The quitter says Hello and closes before answering its task.
+  quitter->conn->Start([&](Message m) { if (std::holds_alternative<TaskAssignment>(m)) quitter->conn->Close(); },
+                       [](Status) {});
+  quitter->conn->Send(Hello{kProtocolVersion, ClientCapabilities{"cpu", {"dense"}, 100}, "test"});
+  a->Start();
+  b->Start();
+  auto done = finished_.Wait(30s);
+  ASSERT_TRUE(done.has_value());
+  ASSERT_EQ(rounds_.size(), 1u);
+  EXPECT_EQ(rounds_[0].completed, 2);
+  EXPECT_EQ(rounds_[0].dropped, 1);
+  EXPECT_FLOAT_EQ(engine_->model().data()[3], 2.0f);  // the quitter's 100 is not in it
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, CoordinatorServiceTest, ::testing::Values(Kind::kInMemory, Kind::kTls),
+                         [](const auto& p) { return p.param == Kind::kTls ? "Tls" : "InMemory"; });
+
+}  // namespace
+}  // namespace tributary
