@@ -16,6 +16,7 @@
 #include "core/log.h"
 #include "core/rng.h"
 #include "train/data/fashion_mnist.h"
+#include "train/device.h"
 #include "train/native_trainer.h"
 #include "tributary/config.h"
 #include "tributary/safetensors.h"
@@ -68,19 +69,12 @@ Status ApplyConfigFile(const CLI::App& app, Options* o) {
   return st;
 }
 
-Result<EngineFactory> SelectDevice(const std::string& device) {
-  if (device == "cpu" || device == "auto") return EngineFactory(CreateCpuEngine);
-  if (device.rfind("cuda", 0) == 0)
-    return Status::Unimplemented("device '" + device + "': this build has no CUDA backend; use --device cpu");
-  return Status::InvalidArgument("unknown device '" + device + "'; use cpu, auto or cuda[:N]");
-}
-
 Status Run(const Options& o) {
   TRIB_RETURN_IF_ERROR(InitLogging(o.log_level));
   if (o.epochs < 1) return Status::InvalidArgument("--epochs must be >= 1");
   if (!(o.lr_decay > 0.0 && o.lr_decay <= 1.0)) return Status::InvalidArgument("--lr-decay must be in (0, 1]");
   TRIB_ASSIGN_OR_RETURN(ModelSpec spec, ModelSpecByName(o.model));
-  TRIB_ASSIGN_OR_RETURN(EngineFactory factory, SelectDevice(o.device));
+  TRIB_ASSIGN_OR_RETURN(EngineFactory factory, SelectEngineFactory(o.device));
 
   auto t0 = std::chrono::steady_clock::now();
   TRIB_ASSIGN_OR_RETURN(Dataset train, LoadFashionMnist(o.data_dir, FashionMnistSplit::kTrain, o.train_examples));

@@ -1,0 +1,234 @@
+// The CUDA backend's kernels, compiled as plain C++ and run on the CPU through
+// train/cuda/host_emulation.h (one std::thread per CUDA thread of a block, a barrier for
+// __syncthreads). Checks every kernel's indexing, reductions and launch geometry against the CPU
+// reference on any machine, GPU or not. Real-GPU parity is cuda_ops_test.cc's job; this test cannot
+// see device-only problems (memory model, occupancy, nvcc codegen).
+#include <gtest/gtest.h>
+
+#include <numeric>
+#include <vector>
+
+#include "core/rng.h"
+#include "train/cpu/conv2d.h"
+#include "train/cpu/pointwise.h"
+#include "train/cpu/softmax_xent.h"
+#include "train/sgd.h"
+
+// The kernels themselves. host_emulation.h must come before any CUDA header.
+#define TRIB_CUDA_HOST_EMULATION 1
+#include "train/cuda/host_emulation.h"
+// clang-format off
+#include "train/cuda/gather.cu"
+#include "train/cuda/im2col.cu"
+#include "train/cuda/maxpool.cu"
+#include "train/cuda/relu.cu"
+#include "train/cuda/bias.cu"
+#include "train/cuda/softmax_xent.cu"
+#include "train/cuda/sgd.cu"
+// clang-format on
+
+namespace tributary::cuda {
+namespace {
+
+constexpr cudaStream_t kStream = nullptr;
+
+std::vector<float> Random(size_t n, uint64_t seed, float scale = 1.0f) {
+  Rng rng(seed);
+  std::vector<float> v(n);
+  for (float& x : v) x = static_cast<float>(rng.Normal()) * scale;
+  return v;
+}
+
+void ExpectNear(const std::vector<float>& got, const std::vector<float>& want, float tol) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], tol) << "at " << i;
+}
+
+// Row-major y[m, n] = a[m, k] * b[n, k]^T (the GEMM cuBLAS does in the conv layer), in double.
+std::vector<float> MatMulBt(const std::vector<float>& a, const std::vector<float>& b, int64_t m,
+                            int64_t n, int64_t k) {
+  std::vector<float> y(static_cast<size_t>(m * n));
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double s = 0;
+      for (int64_t t = 0; t < k; ++t) s += static_cast<double>(a[i * k + t]) * b[j * k + t];
+      y[i * n + j] = static_cast<float>(s);
+    }
+  return y;
+}
+
+TEST(KernelEmulationTest, GatherCopiesTheIndexedSamples) {
+  const int64_t size = 300, ss = 7;
+  const auto images = Random(size * ss, 1);
+  std::vector<uint8_t> labels(size);
+  for (int64_t i = 0; i < size; ++i) labels[i] = static_cast<uint8_t>(i % 10);
+  const std::vector<uint32_t> idx = {299, 0, 17, 17, 150};
+  std::vector<float> x(idx.size() * ss);
+  std::vector<uint8_t> y(idx.size());
+  ASSERT_EQ(LaunchGatherBatch(images.data(), labels.data(), idx.data(), 5, ss, x.data(), y.data(),
+                              kStream),
+            cudaSuccess);
+  for (size_t i = 0; i < idx.size(); ++i) {
+    EXPECT_EQ(y[i], labels[idx[i]]);
+    for (int64_t j = 0; j < ss; ++j) EXPECT_EQ(x[i * ss + j], images[idx[i] * ss + j]);
+  }
+}
+
+struct ConvCase {
+  int64_t h, w, c, oc, k, p, n;
+};
+
+class KernelConvTest : public ::testing::TestWithParam<ConvCase> {};
+
+// im2col followed by the GEMM must give the CPU Conv2D's output, and the GEMM's adjoint followed by
+// col2im its input gradient: this pins the column layout to the OHWI weight matrix.
+TEST_P(KernelConvTest, Im2ColAndCol2ImReproduceTheCpuConvolution) {
+  const ConvCase cc = GetParam();
+  const ConvGeometry g{
+      cc.h, cc.w, cc.c, cc.k, cc.p, cc.h + 2 * cc.p - cc.k + 1, cc.w + 2 * cc.p - cc.k + 1};
+  const int64_t taps = g.taps(), pix = g.oh * g.ow, in_size = cc.h * cc.w * cc.c;
+  cpu::Conv2D ref(cc.h, cc.w, cc.c, cc.oc, cc.k, cc.p, cc.n);
+  auto params = Random(static_cast<size_t>(ref.num_params()), 3, 0.3f);
+  std::fill(params.begin() + cc.oc * taps, params.end(), 0.0f);  // zero bias: compare the GEMM part
+  std::vector<float> grads(params.size());
+  ref.Bind(params.data(), grads.data());
+  const auto x = Random(static_cast<size_t>(cc.n * in_size), 4);
+  const auto dy = Random(static_cast<size_t>(cc.n * pix * cc.oc), 5);
+  std::vector<float> want_y(dy.size()), want_dx(x.size());
+  ref.Forward(x.data(), want_y.data(), cc.n);
+  ref.Backward(x.data(), want_y.data(), dy.data(), want_dx.data(), cc.n);
+
+  std::vector<float> cols(static_cast<size_t>(cc.n * pix * taps), -1.0f);
+  ASSERT_EQ(LaunchIm2Col(x.data(), cc.n, g, cols.data(), kStream), cudaSuccess);
+  const std::vector<float> weight(params.begin(), params.begin() + cc.oc * taps);
+  ExpectNear(MatMulBt(cols, weight, cc.n * pix, cc.oc, taps), want_y, 1e-4f);
+
+  // dcols = dy * W, i.e. dy[m, oc] times weight[oc, taps]: MatMulBt with weight transposed.
+  std::vector<float> wt(static_cast<size_t>(taps * cc.oc));
+  for (int64_t o = 0; o < cc.oc; ++o)
+    for (int64_t t = 0; t < taps; ++t) wt[t * cc.oc + o] = weight[o * taps + t];
+  const auto dcols = MatMulBt(dy, wt, cc.n * pix, taps, cc.oc);
+  std::vector<float> dx(x.size(), -1.0f);
+  ASSERT_EQ(LaunchCol2Im(dcols.data(), cc.n, g, dx.data(), kStream), cudaSuccess);
+  ExpectNear(dx, want_dx, 1e-4f);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, KernelConvTest,
+                         ::testing::Values(ConvCase{8, 8, 1, 4, 5, 2, 2},
+                                           ConvCase{9, 7, 3, 4, 3, 0, 2},
+                                           ConvCase{6, 5, 4, 3, 3, 1, 3},
+                                           ConvCase{5, 5, 2, 2, 5, 2, 1}));
+
+struct PoolCase {
+  int64_t h, w, c, k, n;
+};
+
+class KernelPoolTest : public ::testing::TestWithParam<PoolCase> {};
+
+TEST_P(KernelPoolTest, MatchesCpuExactlyIncludingTies) {
+  const PoolCase pc = GetParam();
+  const PoolGeometry g{pc.h, pc.w, pc.c, pc.k, pc.h / pc.k, pc.w / pc.k};
+  const int64_t in_size = pc.h * pc.w * pc.c, out_size = g.oh * g.ow * pc.c;
+  cpu::MaxPool2D ref(pc.h, pc.w, pc.c, pc.k, pc.n);
+  auto x = Random(static_cast<size_t>(pc.n * in_size), 6);
+  for (float& v : x) v = std::round(v * 2.0f) / 2.0f;  // many ties
+  const auto dy = Random(static_cast<size_t>(pc.n * out_size), 7);
+  std::vector<float> want_y(dy.size()), want_dx(x.size());
+  ref.Forward(x.data(), want_y.data(), pc.n);
+  ref.Backward(x.data(), want_y.data(), dy.data(), want_dx.data(), pc.n);
+  std::vector<float> y(dy.size()), dx(x.size(), -1.0f);
+  std::vector<int32_t> argmax(dy.size());
+  ASSERT_EQ(LaunchMaxPoolForward(x.data(), pc.n, g, y.data(), argmax.data(), kStream), cudaSuccess);
+  ASSERT_EQ(LaunchMaxPoolBackward(dy.data(), argmax.data(), pc.n, g, dx.data(), kStream),
+            cudaSuccess);
+  EXPECT_EQ(y, want_y);
+  EXPECT_EQ(dx, want_dx);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, KernelPoolTest,
+                         ::testing::Values(PoolCase{8, 8, 3, 2, 2}, PoolCase{7, 8, 2, 2, 3},
+                                           PoolCase{10, 11, 2, 3, 2}));
+
+TEST(KernelEmulationTest, ReluMatchesCpu) {
+  const int64_t size = 333, n = 2;
+  cpu::ReLU ref(size);
+  auto x = Random(static_cast<size_t>(n * size), 8);
+  x[5] = 0.0f;
+  const auto dy = Random(x.size(), 9);
+  std::vector<float> want_y(x.size()), want_dx(x.size()), y(x.size()), dx(x.size());
+  ref.Forward(x.data(), want_y.data(), n);
+  ref.Backward(x.data(), want_y.data(), dy.data(), want_dx.data(), n);
+  ASSERT_EQ(LaunchReluForward(x.data(), y.data(), n * size, kStream), cudaSuccess);
+  ASSERT_EQ(LaunchReluBackward(y.data(), dy.data(), dx.data(), n * size, kStream), cudaSuccess);
+  EXPECT_EQ(y, want_y);
+  EXPECT_EQ(dx, want_dx);
+}
+
+TEST(KernelEmulationTest, BiasAddAndGradient) {
+  // One slab, several column blocks, and many slabs (rows > 512) with a ragged last slab.
+  for (auto [rows, cols] : {std::pair<int64_t, int64_t>{3, 70}, {1, 1}, {2000, 33}, {6272, 4}}) {
+    SCOPED_TRACE(::testing::Message() << rows << " x " << cols);
+    const auto m = Random(static_cast<size_t>(rows * cols), 10);
+    const auto b = Random(static_cast<size_t>(cols), 11);
+    std::vector<float> y = m;
+    ASSERT_EQ(LaunchBiasAdd(y.data(), b.data(), rows, cols, kStream), cudaSuccess);
+    std::vector<double> sums(static_cast<size_t>(cols), 0.0);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c) {
+        ASSERT_EQ(y[r * cols + c], m[r * cols + c] + b[c]);
+        sums[c] += m[r * cols + c];
+      }
+    std::vector<float> scratch(static_cast<size_t>(BiasGradScratchSize(rows, cols)), 0.0f);
+    std::vector<float> db(static_cast<size_t>(cols), -1.0f);
+    ASSERT_EQ(LaunchBiasGrad(m.data(), rows, cols, scratch.data(), db.data(), kStream),
+              cudaSuccess);
+    for (int64_t c = 0; c < cols; ++c)
+      EXPECT_NEAR(db[c], sums[c], 1e-4 * (1 + std::abs(sums[c]))) << "column " << c;
+  }
+}
+
+TEST(KernelEmulationTest, SoftmaxCrossEntropyMatchesCpu) {
+  for (int64_t n : {1, 37, 600}) {
+    SCOPED_TRACE(::testing::Message() << "n=" << n);
+    const int64_t k = 10;
+    const auto logits = Random(static_cast<size_t>(n * k), 12, 3.0f);
+    std::vector<uint8_t> labels(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) labels[i] = static_cast<uint8_t>((i * 7) % k);
+    std::vector<float> want_grad(logits.size()), grad(logits.size());
+    const StepStats want =
+        cpu::SoftmaxCrossEntropy(logits.data(), labels.data(), n, k, want_grad.data());
+    LossTotals totals{-1.0, -1};
+    ASSERT_EQ(LaunchSoftmaxXent(logits.data(), labels.data(), n, k, grad.data(), &totals, kStream),
+              cudaSuccess);
+    EXPECT_NEAR(totals.loss_sum, want.loss_sum, 1e-9 * want.loss_sum);
+    EXPECT_EQ(totals.correct, want.correct);
+    ExpectNear(grad, want_grad, 1e-7f);
+    LossTotals no_grad{-1.0, -1};
+    ASSERT_EQ(LaunchSoftmaxXent(logits.data(), labels.data(), n, k, nullptr, &no_grad, kStream),
+              cudaSuccess);
+    EXPECT_EQ(no_grad.loss_sum, totals.loss_sum);
+  }
+}
+
+TEST(KernelEmulationTest, SgdMatchesCpuInEveryConfiguration) {
+  const size_t n = 1000;
+  for (const SgdConfig& cfg :
+       {SgdConfig{0.1f, 0.0f, 0.0f, 0.0f}, SgdConfig{0.05f, 0.0f, 1e-3f, 0.0f},
+        SgdConfig{0.05f, 0.9f, 0.0f, 0.0f}, SgdConfig{0.02f, 0.9f, 1e-4f, 0.1f}}) {
+    std::vector<float> w = Random(n, 13), anchor = Random(n, 14), v(n, 0.0f);
+    std::vector<float> w2 = w, v2 = v;
+    for (int step = 0; step < 3; ++step) {
+      const auto grad = Random(n, 20 + static_cast<uint64_t>(step));
+      SgdUpdate(w.data(), grad.data(), v.data(), anchor.data(), n, cfg);
+      const SgdParams p{cfg.lr, cfg.momentum, cfg.weight_decay, cfg.proximal_mu};
+      ASSERT_EQ(LaunchSgdUpdate(w2.data(), grad.data(), v2.data(), anchor.data(),
+                                static_cast<int64_t>(n), p, kStream),
+                cudaSuccess);
+    }
+    ExpectNear(w2, w, 1e-6f);
+    ExpectNear(v2, v, 1e-6f);
+  }
+}
+
+}  // namespace
+}  // namespace tributary::cuda

@@ -1,0 +1,223 @@
+#include "train/cuda/cuda_engine.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
+#include "core/check.h"
+#include "train/cuda/cuda_api.h"
+
+namespace tributary {
+
+Result<std::unique_ptr<Engine>> CreateCudaEngine(const ModelSpec& spec, int64_t max_batch,
+                                                 int device_index) {
+  TRIB_ASSIGN_OR_RETURN(auto engine, cuda::CudaEngine::Create(spec, max_batch, device_index));
+  return std::unique_ptr<Engine>(std::move(engine));
+}
+
+namespace cuda {
+
+Result<std::unique_ptr<CudaEngine>> CudaEngine::Create(const ModelSpec& spec, int64_t max_batch,
+                                                       int device_index) {
+  if (max_batch <= 0 || max_batch > (1 << 20))
+    return Status::InvalidArgument("max_batch must be in [1, 2^20], got " +
+                                   std::to_string(max_batch));
+  TRIB_ASSIGN_OR_RETURN(std::vector<Shape3> shapes, LayerOutputShapes(spec));
+  TRIB_ASSIGN_OR_RETURN(ModelWeights::LayoutSpec layout, ParameterLayout(spec));
+  TRIB_ASSIGN_OR_RETURN(ModelWeights proto, ModelWeights::Create(layout));
+  if (spec.num_classes > 256)
+    return Status::InvalidArgument("labels are bytes: num_classes must be <= 256");
+  std::unique_ptr<CudaEngine> e(new CudaEngine());
+  e->spec_ = spec;
+  e->max_batch_ = max_batch;
+  e->fingerprint_ = proto.fingerprint();
+  e->num_params_ = proto.size();
+  TRIB_ASSIGN_OR_RETURN(e->ctx_, CudaContext::Create(device_index));
+  const CudaContext& ctx = *e->ctx_;
+
+  Shape3 in = spec.input;
+  int64_t max_act = in.numel();
+  for (size_t i = 0; i < spec.layers.size(); ++i) {
+    TRIB_ASSIGN_OR_RETURN(auto layer, MakeCudaLayer(spec.layers[i], in, max_batch, ctx));
+    e->layers_.push_back(std::move(layer));
+    e->out_sizes_.push_back(shapes[i].numel());
+    max_act = std::max(max_act, shapes[i].numel());
+    in = shapes[i];
+  }
+  const size_t n = e->num_params_;
+  for (DeviceBuffer<float>* b : {&e->params_, &e->grads_, &e->velocity_, &e->anchor_})
+    TRIB_RETURN_IF_ERROR(b->Allocate(n));
+  CUDA_CHECK(cudaMemsetAsync(e->velocity_.data(), 0, n * sizeof(float), ctx.stream()));
+  size_t offset = 0;
+  for (auto& layer : e->layers_) {
+    layer->Bind(e->params_.data() + offset, e->grads_.data() + offset);
+    offset += static_cast<size_t>(layer->num_params());
+  }
+  TRIB_CHECK_EQ(offset, n, "layer parameter counts disagree with ParameterLayout");
+
+  const size_t num_layers = spec.layers.size();
+  e->acts_.resize(num_layers + 1);
+  e->act_ptr_.resize(num_layers + 1);
+  TRIB_RETURN_IF_ERROR(e->acts_[0].Allocate(static_cast<size_t>(max_batch * spec.input.numel())));
+  e->act_ptr_[0] = e->acts_[0].data();
+  for (size_t i = 0; i < num_layers; ++i) {
+    if (e->layers_[i]->is_identity()) {
+      e->act_ptr_[i + 1] = e->act_ptr_[i];
+    } else {
+      TRIB_RETURN_IF_ERROR(
+          e->acts_[i + 1].Allocate(static_cast<size_t>(max_batch * e->out_sizes_[i])));
+      e->act_ptr_[i + 1] = e->acts_[i + 1].data();
+    }
+  }
+  while (e->first_layer_ + 1 < num_layers && e->layers_[e->first_layer_]->is_identity())
+    ++e->first_layer_;
+  TRIB_RETURN_IF_ERROR(e->grad_a_.Allocate(static_cast<size_t>(max_batch * max_act)));
+  TRIB_RETURN_IF_ERROR(e->grad_b_.Allocate(static_cast<size_t>(max_batch * max_act)));
+  TRIB_RETURN_IF_ERROR(e->batch_idx_.Allocate(static_cast<size_t>(max_batch)));
+  TRIB_RETURN_IF_ERROR(e->batch_labels_.Allocate(static_cast<size_t>(max_batch)));
+  TRIB_RETURN_IF_ERROR(e->totals_.Allocate(1));
+  TRIB_RETURN_IF_ERROR(e->idx_host_.Allocate(static_cast<size_t>(max_batch)));
+  TRIB_RETURN_IF_ERROR(e->totals_host_.Allocate(1));
+  TRIB_RETURN_IF_ERROR(ctx.Synchronize());
+  return e;
+}
+
+CudaEngine::~CudaEngine() {
+  // The buffers below are freed after this body runs; make their device current for them.
+  if (ctx_) (void)ctx_->Activate();
+}
+
+std::string CudaEngine::device_name() const {
+  return "cuda:" + std::to_string(ctx_->device_index()) + " (" + ctx_->device_name() + ")";
+}
+
+Status CudaEngine::LoadWeights(const ModelWeights& weights) {
+  TRIB_RETURN_IF_ERROR(status_);
+  if (weights.fingerprint() != fingerprint_ || weights.size() != num_params_)
+    return Status::InvalidArgument("weights do not match the layout of model " + spec_.name);
+  TRIB_RETURN_IF_ERROR(ctx_->Activate());
+  const size_t bytes = num_params_ * sizeof(float);
+  CUDA_CHECK(cudaMemcpyAsync(params_.data(), weights.data().data(), bytes, cudaMemcpyHostToDevice,
+                             ctx_->stream()));
+  CUDA_CHECK(cudaMemcpyAsync(anchor_.data(), params_.data(), bytes, cudaMemcpyDeviceToDevice,
+                             ctx_->stream()));
+  CUDA_CHECK(cudaMemsetAsync(velocity_.data(), 0, bytes, ctx_->stream()));
+  // The host buffer is pageable and belongs to the caller: finish before returning.
+  return ctx_->Synchronize();
+}
+
+Status CudaEngine::StoreWeights(ModelWeights* out) {
+  TRIB_RETURN_IF_ERROR(status_);
+  if (out->fingerprint() != fingerprint_ || out->size() != num_params_)
+    return Status::InvalidArgument("output weights do not match the layout of model " + spec_.name);
+  TRIB_RETURN_IF_ERROR(ctx_->Activate());
+  CUDA_CHECK(cudaMemcpyAsync(out->data().data(), params_.data(), num_params_ * sizeof(float),
+                             cudaMemcpyDeviceToHost, ctx_->stream()));
+  return ctx_->Synchronize();
+}
+
+Status CudaEngine::Forward(const Dataset& data, std::span<const uint32_t> batch, bool need_grad) {
+  const int64_t n = static_cast<int64_t>(batch.size());
+  TRIB_CHECK(n >= 1 && n <= max_batch_, "batch size out of range");
+  TRIB_CHECK_EQ(data.sample_size(), spec_.input.numel(),
+                "dataset sample shape does not match the model");
+  for (uint32_t i : batch) TRIB_CHECK(i < data.labels.size(), "sample index out of range");
+  TRIB_RETURN_IF_ERROR(ctx_->Activate());
+  TRIB_ASSIGN_OR_RETURN(DeviceDataset dev, datasets_.Get(data, ctx_->stream()));
+  cudaStream_t stream = ctx_->stream();
+  // Staged through pinned memory so the copy is truly asynchronous. The previous step synchronized
+  // before returning, so nothing still reads idx_host_.
+  std::memcpy(idx_host_.data(), batch.data(), batch.size_bytes());
+  CUDA_CHECK(cudaMemcpyAsync(batch_idx_.data(), idx_host_.data(), batch.size_bytes(),
+                             cudaMemcpyHostToDevice, stream));
+  CUDA_CHECK(LaunchGatherBatch(dev.images, dev.labels, batch_idx_.data(), n, data.sample_size(),
+                               act_ptr_[0], batch_labels_.data(), stream));
+  for (size_t i = 0; i < layers_.size(); ++i)
+    if (!layers_[i]->is_identity())
+      TRIB_RETURN_IF_ERROR(layers_[i]->Forward(act_ptr_[i], act_ptr_[i + 1], n));
+  CUDA_CHECK(LaunchSoftmaxXent(act_ptr_.back(), batch_labels_.data(), n, spec_.num_classes,
+                               need_grad ? grad_a_.data() : nullptr, totals_.data(), stream));
+  CUDA_CHECK(cudaMemcpyAsync(totals_host_.data(), totals_.data(), sizeof(LossTotals),
+                             cudaMemcpyDeviceToHost, stream));
+  return Status::Ok();
+}
+
+Status CudaEngine::Backward(int64_t n) {
+  float* g_out = grad_a_.data();
+  float* g_in = grad_b_.data();
+  for (size_t i = layers_.size(); i-- > 0;) {
+    CudaLayer& layer = *layers_[i];
+    if (layer.is_identity()) continue;
+    // Nothing upstream of the first computing layer needs a gradient (it would be the input's).
+    const bool first = (i == first_layer_);
+    TRIB_RETURN_IF_ERROR(
+        layer.Backward(act_ptr_[i], act_ptr_[i + 1], g_out, first ? nullptr : g_in, n));
+    std::swap(g_out, g_in);
+  }
+  return Status::Ok();
+}
+
+Status CudaEngine::Step(const Dataset& data, std::span<const uint32_t> batch, const SgdConfig* sgd,
+                        StepStats* out) {
+  TRIB_RETURN_IF_ERROR(status_);
+  const int64_t n = static_cast<int64_t>(batch.size());
+  TRIB_RETURN_IF_ERROR(Forward(data, batch, /*need_grad=*/sgd != nullptr));
+  if (sgd != nullptr) {
+    TRIB_RETURN_IF_ERROR(Backward(n));
+    const SgdParams p{sgd->lr, sgd->momentum, sgd->weight_decay, sgd->proximal_mu};
+    CUDA_CHECK(LaunchSgdUpdate(params_.data(), grads_.data(), velocity_.data(), anchor_.data(),
+                               static_cast<int64_t>(num_params_), p, ctx_->stream()));
+  }
+  TRIB_RETURN_IF_ERROR(ctx_->Synchronize());
+  out->loss_sum = totals_host_.data()->loss_sum;
+  out->correct = totals_host_.data()->correct;
+  out->count = n;
+  return Status::Ok();
+}
+
+StepStats CudaEngine::Failed(Status s, int64_t n) {
+  if (status_.ok()) {
+    spdlog::error("CUDA engine on {} failed: {}", device_name(), s.ToString());
+    status_ = std::move(s);
+  }
+  StepStats st;
+  st.loss_sum = std::numeric_limits<double>::quiet_NaN();
+  st.count = n;
+  return st;
+}
+
+StepStats CudaEngine::TrainStep(const Dataset& data, std::span<const uint32_t> batch,
+                                const SgdConfig& cfg) {
+  StepStats st;
+  Status s = Step(data, batch, &cfg, &st);
+  return s.ok() ? st : Failed(std::move(s), static_cast<int64_t>(batch.size()));
+}
+
+StepStats CudaEngine::EvalStep(const Dataset& data, std::span<const uint32_t> batch) {
+  StepStats st;
+  Status s = Step(data, batch, nullptr, &st);
+  return s.ok() ? st : Failed(std::move(s), static_cast<int64_t>(batch.size()));
+}
+
+Result<StepStats> CudaEngine::ComputeGradients(const Dataset& data,
+                                               std::span<const uint32_t> batch) {
+  TRIB_RETURN_IF_ERROR(status_);
+  TRIB_RETURN_IF_ERROR(Forward(data, batch, /*need_grad=*/true));
+  TRIB_RETURN_IF_ERROR(Backward(static_cast<int64_t>(batch.size())));
+  TRIB_RETURN_IF_ERROR(ctx_->Synchronize());
+  StepStats st;
+  st.loss_sum = totals_host_.data()->loss_sum;
+  st.correct = totals_host_.data()->correct;
+  st.count = static_cast<int64_t>(batch.size());
+  return st;
+}
+
+Status CudaEngine::DownloadGradients(std::vector<float>* out) const {
+  TRIB_RETURN_IF_ERROR(ctx_->Activate());
+  return grads_.Download(out, ctx_->stream());
+}
+
+}  // namespace cuda
+}  // namespace tributary

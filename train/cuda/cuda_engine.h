@@ -1,0 +1,85 @@
+// CudaEngine: the CUDA backend of Engine (train/engine.h). Same layers, loss and SGD as the CPU
+// reference, with GEMMs on cuBLAS (plain FP32) and kernels for the rest (train/cuda/*.cu).
+//
+// On the device it keeps the flat parameter, gradient, momentum and proximal-anchor buffers, one
+// activation buffer per layer output and two ping-pong gradient buffers (all sized for max_batch),
+// and the datasets it has seen (DatasetCache). Weights cross the bus only in LoadWeights and
+// StoreWeights; a step uploads only its batch's indices and reads back its loss and accuracy.
+//
+// Errors: Engine's TrainStep/EvalStep return StepStats, not Status. A CUDA failure inside them
+// (device lost, out of memory, kernel fault) is logged once (spdlog::error), kept as status(), and
+// makes this and every later step return a NaN loss; LoadWeights/StoreWeights then return the
+// kept Status, so the failure reaches the caller. Out-of-range batch sizes or sample indices are
+// programming errors and abort (TRIB_CHECK), as in the CPU engine.
+//
+// Not thread-safe: one thread at a time. Engines on the same GPU are independent (own stream).
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "train/cuda/cuda_context.h"
+#include "train/cuda/cuda_layer.h"
+#include "train/cuda/dataset_cache.h"
+#include "train/cuda/device_buffer.h"
+#include "train/cuda/kernels.h"
+#include "train/engine.h"
+
+namespace tributary::cuda {
+
+class CudaEngine final : public Engine {
+ public:
+  static Result<std::unique_ptr<CudaEngine>> Create(const ModelSpec& spec, int64_t max_batch,
+                                                    int device_index);
+  ~CudaEngine() override;
+
+  const ModelSpec& spec() const override { return spec_; }
+  std::string device_name() const override;
+  int64_t max_batch() const override { return max_batch_; }
+  Status LoadWeights(const ModelWeights& weights) override;
+  Status StoreWeights(ModelWeights* out) override;
+  StepStats TrainStep(const Dataset& data, std::span<const uint32_t> batch,
+                      const SgdConfig& cfg) override;
+  StepStats EvalStep(const Dataset& data, std::span<const uint32_t> batch) override;
+
+  // The first CUDA failure of a step, or OK.
+  const Status& status() const { return status_; }
+  // For tests: forward and backward without the optimizer step; then DownloadGradients() reads
+  // them.
+  Result<StepStats> ComputeGradients(const Dataset& data, std::span<const uint32_t> batch);
+  Status DownloadGradients(std::vector<float>* out) const;
+  int64_t dataset_uploads() const { return datasets_.uploads(); }
+
+ private:
+  CudaEngine() = default;
+  // Gathers the batch on the device and runs the forward pass and the loss (with its gradient when
+  // need_grad); the totals land in stats_host_ after the next synchronization.
+  Status Forward(const Dataset& data, std::span<const uint32_t> batch, bool need_grad);
+  Status Backward(int64_t n);
+  Status Step(const Dataset& data, std::span<const uint32_t> batch, const SgdConfig* sgd,
+              StepStats* out);
+  StepStats Failed(Status s, int64_t n);
+
+  ModelSpec spec_;
+  int64_t max_batch_ = 0;
+  uint64_t fingerprint_ = 0;
+  size_t num_params_ = 0;
+  std::unique_ptr<CudaContext> ctx_;  // declared first among device state: destroyed last
+  std::vector<std::unique_ptr<CudaLayer>> layers_;
+  std::vector<int64_t> out_sizes_;  // per-sample output size of each layer
+  std::vector<DeviceBuffer<float>>
+      acts_;                             // acts_[0] the gathered input; acts_[i+1] layer i's output
+  std::vector<float*> act_ptr_;          // aliases for identity layers
+  DeviceBuffer<float> grad_a_, grad_b_;  // ping-pong activation gradients
+  DeviceBuffer<float> params_, grads_, velocity_, anchor_;
+  DeviceBuffer<uint32_t> batch_idx_;
+  DeviceBuffer<uint8_t> batch_labels_;
+  DeviceBuffer<LossTotals> totals_;
+  PinnedBuffer<uint32_t> idx_host_;
+  PinnedBuffer<LossTotals> totals_host_;
+  DatasetCache datasets_;
+  size_t first_layer_ = 0;  // first non-identity layer
+  Status status_;
+};
+
+}  // namespace tributary::cuda

@@ -1,0 +1,41 @@
+#include "train/cuda/cuda_layer.h"
+
+#include "train/cuda/conv2d.h"
+#include "train/cuda/dense.h"
+#include "train/cuda/pointwise.h"
+
+namespace tributary::cuda {
+
+Result<std::unique_ptr<CudaLayer>> MakeCudaLayer(const LayerSpec& spec, const Shape3& in,
+                                                 int64_t max_batch, const CudaContext& ctx) {
+  switch (spec.kind) {
+    case LayerKind::kDense: {
+      TRIB_ASSIGN_OR_RETURN(auto layer,
+                            Dense::Create(in.numel(), spec.out_features, max_batch, ctx));
+      return std::unique_ptr<CudaLayer>(std::move(layer));
+    }
+    case LayerKind::kConv2D: {
+      const ConvGeometry g{in.h,
+                           in.w,
+                           in.c,
+                           spec.kernel,
+                           spec.padding,
+                           in.h + 2 * spec.padding - spec.kernel + 1,
+                           in.w + 2 * spec.padding - spec.kernel + 1};
+      TRIB_ASSIGN_OR_RETURN(auto layer, Conv2D::Create(g, spec.out_channels, max_batch, ctx));
+      return std::unique_ptr<CudaLayer>(std::move(layer));
+    }
+    case LayerKind::kMaxPool2D: {
+      const PoolGeometry g{in.h, in.w, in.c, spec.kernel, in.h / spec.kernel, in.w / spec.kernel};
+      TRIB_ASSIGN_OR_RETURN(auto layer, MaxPool2D::Create(g, max_batch, ctx));
+      return std::unique_ptr<CudaLayer>(std::move(layer));
+    }
+    case LayerKind::kReLU:
+      return std::unique_ptr<CudaLayer>(std::make_unique<ReLU>(in.numel(), ctx));
+    case LayerKind::kFlatten:
+      return std::unique_ptr<CudaLayer>(std::make_unique<Flatten>());
+  }
+  return Status::InvalidArgument("unknown layer kind");
+}
+
+}  // namespace tributary::cuda

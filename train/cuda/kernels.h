@@ -1,0 +1,85 @@
+// Launchers for the CUDA backend's kernels, one family per .cu file. Each launcher queues its
+// kernel(s) on `stream` and returns the launch status (cudaGetLastError()), which callers wrap in
+// CUDA_CHECK; faults inside a kernel surface at the next synchronization.
+//
+// Layouts match the CPU reference (train/cpu/): activations NHWC, row-major matrices, per-sample
+// indices as int32. Every kernel is deterministic: no atomics, fixed reduction orders, so the same
+// inputs give bitwise-identical outputs run to run on the same GPU.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace tributary::cuda {
+
+// gather.cu: x[i] = images[idx[i]] (sample_size floats each), y[i] = labels[idx[i]].
+cudaError_t LaunchGatherBatch(const float* images, const uint8_t* labels, const uint32_t* idx,
+                              int64_t n, int64_t sample_size, float* x, uint8_t* y,
+                              cudaStream_t stream);
+
+// Geometry of a stride-1, square-kernel, zero-padded convolution on NHWC input.
+struct ConvGeometry {
+  int64_t h, w, c;  // input
+  int64_t k, p;     // kernel size, padding
+  int64_t oh, ow;   // output (h + 2p - k + 1, w + 2p - k + 1)
+  constexpr int64_t taps() const {
+    return k * k * c;
+  }  // usable in kernels (--expt-relaxed-constexpr)
+};
+
+// im2col.cu: cols[(s*oh + oy)*ow + ox][(ky*k + kx)*c + ic] = in[s][oy+ky-p][ox+kx-p][ic] (0
+// outside).
+cudaError_t LaunchIm2Col(const float* in, int64_t n, const ConvGeometry& g, float* cols,
+                         cudaStream_t stream);
+// im2col.cu: the adjoint, grad_in = sum of every column entry that im2col copied from each input
+// element (overwrites grad_in).
+cudaError_t LaunchCol2Im(const float* cols, int64_t n, const ConvGeometry& g, float* grad_in,
+                         cudaStream_t stream);
+
+// Geometry of a max-pool with window = stride = k (trailing rows/columns that do not fill a window
+// are dropped, as in the CPU backend and PyTorch's default).
+struct PoolGeometry {
+  int64_t h, w, c, k, oh, ow;
+};
+
+// maxpool.cu: out = max over each window; argmax[i] = index within the sample's input of the first
+// maximum in (ky, kx) order.
+cudaError_t LaunchMaxPoolForward(const float* in, int64_t n, const PoolGeometry& g, float* out,
+                                 int32_t* argmax, cudaStream_t stream);
+// maxpool.cu: grad_in (overwritten) gets grad_out at each window's argmax and 0 elsewhere.
+cudaError_t LaunchMaxPoolBackward(const float* grad_out, const int32_t* argmax, int64_t n,
+                                  const PoolGeometry& g, float* grad_in, cudaStream_t stream);
+
+// relu.cu: out = max(in, 0); grad_in = out > 0 ? grad_out : 0.
+cudaError_t LaunchReluForward(const float* in, float* out, int64_t count, cudaStream_t stream);
+cudaError_t LaunchReluBackward(const float* out, const float* grad_out, float* grad_in,
+                               int64_t count, cudaStream_t stream);
+
+// bias.cu: y[r][c] += bias[c] for a row-major [rows, cols] matrix.
+cudaError_t LaunchBiasAdd(float* y, const float* bias, int64_t rows, int64_t cols,
+                          cudaStream_t stream);
+// bias.cu: db[c] = sum over r of dy[r][c], in two deterministic stages; `scratch` holds
+// BiasGradScratchSize(rows, cols) floats.
+int64_t BiasGradScratchSize(int64_t rows, int64_t cols);
+cudaError_t LaunchBiasGrad(const float* dy, int64_t rows, int64_t cols, float* scratch, float* db,
+                           cudaStream_t stream);
+
+// softmax_xent.cu: per-sample softmax cross-entropy of logits [n, k] against labels, summed into
+// totals (overwritten). When grad is not null it receives d(mean loss)/d(logits), [n, k].
+struct LossTotals {
+  double loss_sum;
+  long long correct;
+};
+cudaError_t LaunchSoftmaxXent(const float* logits, const uint8_t* labels, int64_t n, int64_t k,
+                              float* grad, LossTotals* totals, cudaStream_t stream);
+
+// sgd.cu: the update of train/sgd.h, elementwise over n parameters. velocity may be null when
+// momentum is 0; anchor may be null when mu is 0.
+struct SgdParams {
+  float lr, momentum, weight_decay, proximal_mu;
+};
+cudaError_t LaunchSgdUpdate(float* w, const float* grad, float* velocity, const float* anchor,
+                            int64_t n, const SgdParams& p, cudaStream_t stream);
+
+}  // namespace tributary::cuda

@@ -1,0 +1,36 @@
+#include "train/cuda/pointwise.h"
+
+namespace tributary::cuda {
+
+Result<std::unique_ptr<MaxPool2D>> MaxPool2D::Create(const PoolGeometry& g, int64_t max_batch,
+                                                     const CudaContext& ctx) {
+  std::unique_ptr<MaxPool2D> pool(new MaxPool2D(g, ctx));
+  TRIB_RETURN_IF_ERROR(pool->argmax_.Allocate(static_cast<size_t>(max_batch * g.oh * g.ow * g.c)));
+  return pool;
+}
+
+Status MaxPool2D::Forward(const float* in, float* out, int64_t n) {
+  CUDA_CHECK(LaunchMaxPoolForward(in, n, g_, out, argmax_.data(), ctx_.stream()));
+  return Status::Ok();
+}
+
+Status MaxPool2D::Backward(const float*, const float*, const float* grad_out, float* grad_in,
+                           int64_t n) {
+  if (grad_in == nullptr) return Status::Ok();
+  CUDA_CHECK(LaunchMaxPoolBackward(grad_out, argmax_.data(), n, g_, grad_in, ctx_.stream()));
+  return Status::Ok();
+}
+
+Status ReLU::Forward(const float* in, float* out, int64_t n) {
+  CUDA_CHECK(LaunchReluForward(in, out, n * size_, ctx_.stream()));
+  return Status::Ok();
+}
+
+Status ReLU::Backward(const float*, const float* out, const float* grad_out, float* grad_in,
+                      int64_t n) {
+  if (grad_in == nullptr) return Status::Ok();
+  CUDA_CHECK(LaunchReluBackward(out, grad_out, grad_in, n * size_, ctx_.stream()));
+  return Status::Ok();
+}
+
+}  // namespace tributary::cuda

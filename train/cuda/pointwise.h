@@ -1,0 +1,46 @@
+// The parameter-free layers of the CUDA backend: MaxPool2D (window = stride = k), ReLU, Flatten.
+#pragma once
+
+#include "train/cuda/cuda_layer.h"
+#include "train/cuda/device_buffer.h"
+#include "train/cuda/kernels.h"
+
+namespace tributary::cuda {
+
+class MaxPool2D final : public CudaLayer {
+ public:
+  static Result<std::unique_ptr<MaxPool2D>> Create(const PoolGeometry& g, int64_t max_batch,
+                                                   const CudaContext& ctx);
+  Status Forward(const float* in, float* out, int64_t n) override;
+  Status Backward(const float* in, const float* out, const float* grad_out, float* grad_in,
+                  int64_t n) override;
+
+ private:
+  MaxPool2D(const PoolGeometry& g, const CudaContext& ctx) : g_(g), ctx_(ctx) {}
+  PoolGeometry g_;
+  const CudaContext& ctx_;
+  DeviceBuffer<int32_t> argmax_;  // [max_batch * oh * ow * c], per-sample input index
+};
+
+class ReLU final : public CudaLayer {
+ public:
+  ReLU(int64_t size, const CudaContext& ctx) : size_(size), ctx_(ctx) {}
+  Status Forward(const float* in, float* out, int64_t n) override;
+  Status Backward(const float* in, const float* out, const float* grad_out, float* grad_in,
+                  int64_t n) override;
+
+ private:
+  int64_t size_;
+  const CudaContext& ctx_;
+};
+
+class Flatten final : public CudaLayer {
+ public:
+  bool is_identity() const override { return true; }
+  Status Forward(const float*, float*, int64_t) override { return Status::Ok(); }
+  Status Backward(const float*, const float*, const float*, float*, int64_t) override {
+    return Status::Ok();
+  }
+};
+
+}  // namespace tributary::cuda

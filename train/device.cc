@@ -1,0 +1,128 @@
+#include "train/device.h"
+
+#include <spdlog/spdlog.h>
+
+#include <charconv>
+
+#include "tributary/config.h"
+#if TRIBUTARY_HAVE_CUDA
+#include "train/cuda/cuda_api.h"
+#endif
+
+namespace tributary {
+namespace {
+
+constexpr int kMaxCudaIndex = 255;
+
+std::string CudaName(const CudaInfo& info, int index) {
+  return "cuda:" + std::to_string(index) + " (" + info.device_names[static_cast<size_t>(index)] +
+         ")";
+}
+
+}  // namespace
+
+const CudaInfo& QueryCuda() {
+  // A function-local static: initialized once, thread-safely, on first use. The set of GPUs does
+  // not change under a running process, and asking the driver costs milliseconds per device.
+  static const CudaInfo info = [] {
+#if TRIBUTARY_HAVE_CUDA
+    return cuda::QueryDevices();
+#else
+    CudaInfo i;
+    i.unavailable_reason =
+        "this build has no CUDA backend (it was configured without nvcc or with "
+        "-DTRIBUTARY_CUDA=OFF)";
+    return i;
+#endif
+  }();
+  return info;
+}
+
+Result<DeviceRequest> ParseDevice(std::string_view device) {
+  auto bad = [&] {
+    return Status::InvalidArgument("unknown device '" + std::string(device) +
+                                   "'; use cpu, auto, cuda or cuda:N (N = 0.." +
+                                   std::to_string(kMaxCudaIndex) + ")");
+  };
+  DeviceRequest r;
+  if (device == "cpu") {
+    r.kind = DeviceRequest::Kind::kCpu;
+  } else if (device == "auto") {
+    r.kind = DeviceRequest::Kind::kAuto;
+  } else if (device == "cuda") {
+    r.kind = DeviceRequest::Kind::kCuda;
+  } else if (device.starts_with("cuda:")) {
+    const std::string_view num = device.substr(5);
+    // Plain decimal digits only: no sign, no spaces, no leading zeros beyond "0" itself.
+    if (num.empty() || num.size() > 3 || (num.size() > 1 && num[0] == '0')) return bad();
+    int index = -1;
+    const auto [ptr, ec] = std::from_chars(num.data(), num.data() + num.size(), index);
+    if (ec != std::errc() || ptr != num.data() + num.size() || index < 0 || index > kMaxCudaIndex)
+      return bad();
+    r.kind = DeviceRequest::Kind::kCuda;
+    r.index = index;
+  } else {
+    return bad();
+  }
+  return r;
+}
+
+Result<DeviceChoice> ResolveDevice(std::string_view device, const CudaInfo& info) {
+  TRIB_ASSIGN_OR_RETURN(DeviceRequest req, ParseDevice(device));
+  DeviceChoice choice;
+  choice.name = "cpu";
+  switch (req.kind) {
+    case DeviceRequest::Kind::kCpu:
+      return choice;
+    case DeviceRequest::Kind::kAuto:
+      if (!info.compiled || !info.available()) {
+        choice.fallback_reason =
+            info.unavailable_reason.empty() ? "CUDA is unavailable" : info.unavailable_reason;
+        return choice;
+      }
+      choice.use_cuda = true;
+      choice.cuda_index = 0;
+      choice.name = CudaName(info, 0);
+      return choice;
+    case DeviceRequest::Kind::kCuda:
+      break;
+  }
+  const std::string what = "device '" + std::string(device) + "'";
+  if (!info.compiled)
+    return Status::Unimplemented(
+        what +
+        ": this build has no CUDA backend (rebuild with -DTRIBUTARY_CUDA=ON on a "
+        "machine with nvcc); use --device cpu or auto");
+  if (!info.available())
+    return Status::Unavailable(what + ": CUDA is unavailable: " + info.unavailable_reason +
+                               "; use --device cpu, or auto to fall back to the CPU");
+  if (req.index >= info.device_count)
+    return Status::InvalidArgument(
+        what + ": this machine has " + std::to_string(info.device_count) +
+        " CUDA device(s), cuda:0 to cuda:" + std::to_string(info.device_count - 1));
+  choice.use_cuda = true;
+  choice.cuda_index = req.index;
+  choice.name = CudaName(info, req.index);
+  return choice;
+}
+
+Result<EngineFactory> SelectEngineFactory(std::string_view device) {
+  TRIB_ASSIGN_OR_RETURN(DeviceChoice choice, ResolveDevice(device, QueryCuda()));
+  if (device == "auto") {
+    if (choice.use_cuda)
+      spdlog::info("device auto: using {}", choice.name);
+    else
+      spdlog::info("device auto: using the CPU engine because {}", choice.fallback_reason);
+  }
+  if (!choice.use_cuda) return EngineFactory(CreateCpuEngine);
+#if TRIBUTARY_HAVE_CUDA
+  const int index = choice.cuda_index;
+  return EngineFactory([index](const ModelSpec& spec, int64_t max_batch) {
+    return CreateCudaEngine(spec, max_batch, index);
+  });
+#else
+  return Status::Internal("ResolveDevice chose CUDA in a build without the CUDA backend");
+#endif
+}
+
+}  // namespace tributary
