@@ -12,7 +12,8 @@ Result<std::unique_ptr<NativeTrainer>> NativeTrainer::Create(const ModelSpec& sp
                                                              std::shared_ptr<const Dataset> train,
                                                              std::shared_ptr<const Dataset> eval,
                                                              uint64_t init_seed, EngineFactory factory) {
-  if (!train || train->size() == 0) return Status::InvalidArgument("NativeTrainer needs a non-empty training set");
+  if ((!train || train->size() == 0) && (!eval || eval->size() == 0))
+    return Status::InvalidArgument("NativeTrainer needs a non-empty training or evaluation set");
   for (const Dataset* d : {train.get(), eval.get()}) {
     if (!d) continue;
     if (d->sample_size() != spec.input.numel())
@@ -41,6 +42,7 @@ Status NativeTrainer::EnsureEngine(int64_t batch) {
 Result<ModelWeights> NativeTrainer::get_parameters() { return current_; }
 
 Result<FitResult> NativeTrainer::fit(const ModelWeights& global, const FitConfig& cfg) {
+  if (!train_ || train_->size() == 0) return Status::FailedPrecondition("fit: this trainer has no training set");
   if (cfg.epochs < 1) return Status::InvalidArgument("fit: epochs must be >= 1, got " + std::to_string(cfg.epochs));
   if (cfg.batch_size < 1 || cfg.batch_size > 65536)
     return Status::InvalidArgument("fit: batch_size must be in [1, 65536], got " + std::to_string(cfg.batch_size));

@@ -29,7 +29,8 @@ struct EpochReport {
 
 class NativeTrainer final : public Trainer {
  public:
-  // `train` is required; `eval` may be null (evaluate() then fails with FailedPrecondition).
+  // Either set may be null (but not both): fit() then fails with FailedPrecondition without a
+  // training set, evaluate() without an evaluation set (a coordinator evaluates only).
   // Initial parameters come from InitWeights(spec, init_seed). A null factory means the CPU engine.
   static Result<std::unique_ptr<NativeTrainer>> Create(const ModelSpec& spec,
                                                        std::shared_ptr<const Dataset> train,
