@@ -105,8 +105,9 @@ int Run(const Flags& flags) {
       model = std::move(ck->model);
       rounds_done = ck->rounds_done;
       version = ck->model_version;
-      std::printf("resuming from %s: %llu rounds done, model version %llu\n", CheckpointPath(cfg.checkpoint_dir).c_str(),
-                  static_cast<unsigned long long>(rounds_done), static_cast<unsigned long long>(version));
+      std::printf("resuming from %s: %llu rounds done, model version %llu, model hash %016llx\n",
+                  CheckpointPath(cfg.checkpoint_dir).c_str(), static_cast<unsigned long long>(rounds_done),
+                  static_cast<unsigned long long>(version), static_cast<unsigned long long>(model.content_hash()));
     } else if (ck.status().code() == StatusCode::kNotFound) {
       std::printf("--resume: no checkpoint in %s yet; starting a new run\n", cfg.checkpoint_dir.c_str());
     } else {
@@ -208,7 +209,9 @@ int Run(const Flags& flags) {
       Status saved = SaveSafetensors(e.model(), cfg.final_model,
                                      {{"model", cfg.model}, {"rounds", std::to_string(e.rounds_done())},
                                       {"producer", "tributary-coordinator"}});
-      if (saved.ok()) std::printf("final model: %s\n", cfg.final_model.c_str());
+      if (saved.ok())
+        std::printf("final model: %s (hash %016llx)\n", cfg.final_model.c_str(),
+                    static_cast<unsigned long long>(e.model().content_hash()));
       else spdlog::error("{}", saved.ToString());
     }
     log.Write("run_end", {{"rounds_done", e.rounds_done()}, {"status", s.ToString()}});
