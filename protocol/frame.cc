@@ -87,12 +87,18 @@ ChunkHeader ParseChunkHeader(const uint8_t* in) {
   return {GetLe(in, 8), GetLe(in + 8, 8), GetLe(in + 16, 8)};
 }
 
+std::vector<uint8_t> OutboundMessage::FrameBytes(size_t i) const {
+  const FrameRef& f = frames.at(i);
+  std::vector<uint8_t> out(f.header.begin(), f.header.begin() + f.header_length);
+  out.insert(out.end(), body.data() + f.body_offset, body.data() + f.body_offset + f.body_length);
+  return out;
+}
+
 std::vector<uint8_t> OutboundMessage::Flatten() const {
   std::vector<uint8_t> out;
-  for (const FrameRef& f : frames) {
-    out.insert(out.end(), f.header.begin(), f.header.begin() + f.header_length);
-    out.insert(out.end(), body.begin() + static_cast<std::ptrdiff_t>(f.body_offset),
-               body.begin() + static_cast<std::ptrdiff_t>(f.body_offset + f.body_length));
+  for (size_t i = 0; i < frames.size(); ++i) {
+    const std::vector<uint8_t> f = FrameBytes(i);
+    out.insert(out.end(), f.begin(), f.end());
   }
   return out;
 }
@@ -101,7 +107,7 @@ Result<OutboundMessage> EncodeOutbound(const Message& message, const ProtocolLim
                                        uint64_t transfer_id) {
   OutboundMessage out;
   out.type = TypeOf(message);
-  TRIB_ASSIGN_OR_RETURN(out.body, EncodeMessageBody(message));
+  TRIB_RETURN_IF_ERROR(EncodeMessageBodyTo(message, &out.body));
   const uint64_t total = out.body.size();
   if (total > limits.max_message_bytes) {
     return ProtocolError(ErrorCode::kMessageTooLarge,

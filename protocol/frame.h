@@ -21,6 +21,7 @@
 #include <span>
 #include <vector>
 
+#include "protocol/byte_buffer.h"
 #include "protocol/messages.h"
 #include "protocol/wire.h"
 #include "tributary/result.h"
@@ -76,10 +77,11 @@ struct OutboundMessage {
     uint64_t body_length = 0;
   };
   MessageType type = MessageType::kHeartbeat;
-  std::vector<uint8_t> body;
+  ByteBuffer body;
   std::vector<FrameRef> frames;
 
-  // All frames back to back (tests, fuzz seeds, the in-memory transport's raw mode).
+  // Frame i as bytes, and all frames back to back (tests, fuzz seeds).
+  std::vector<uint8_t> FrameBytes(size_t i) const;
   std::vector<uint8_t> Flatten() const;
 };
 

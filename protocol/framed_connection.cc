@@ -55,7 +55,7 @@ void FramedConnection::Start(MessageHandler on_message, CloseHandler on_close) {
   });
 }
 
-void FramedConnection::Send(Message message, SendHandler done) {
+void FramedConnection::Send(const Message& message, SendHandler done) {
   Result<OutboundMessage> encoded =
       EncodeOutbound(message, options_.limits, next_transfer_id_.fetch_add(1));
   asio::post(strand_, [self = shared_from_this(), encoded = std::move(encoded),

@@ -34,7 +34,7 @@ class FramedConnection final : public Connection,
   ~FramedConnection() override;
 
   void Start(MessageHandler on_message, CloseHandler on_close) override;
-  void Send(Message message, SendHandler done = nullptr) override;
+  void Send(const Message& message, SendHandler done = nullptr) override;
   void Close() override;
   const PeerInfo& peer() const override { return peer_; }
 

@@ -12,18 +12,17 @@ Status MessageAssembler::Fail(Status s) {
   return error_;
 }
 
-Result<std::optional<AssembledMessage>> MessageAssembler::Add(Frame&& frame) {
+Status MessageAssembler::OnFrame(const FrameHeader& header, std::span<const uint8_t> payload) {
   if (!error_.ok()) return error_;
-  if (!frame.header.is_chunk()) {
-    return std::optional<AssembledMessage>(
-        AssembledMessage{frame.header.type, std::move(frame.payload)});
-  }
-  if (frame.payload.size() < kChunkHeaderBytes) {  // ParseFrameHeader already refuses these
-    return Fail(ProtocolError(ErrorCode::kMalformedFrame, "chunk frame without a chunk header"));
-  }
-  const ChunkHeader c = ParseChunkHeader(frame.payload.data());
-  const uint64_t length = frame.payload.size() - kChunkHeaderBytes;
-  const std::string type_name = MessageTypeName(frame.header.type);
+  const Status s = on_body_(header.type, payload);
+  if (!s.ok()) return Fail(s);
+  return Status::Ok();
+}
+
+Status MessageAssembler::OnChunkBegin(const FrameHeader& header, const ChunkHeader& c) {
+  if (!error_.ok()) return error_;
+  const uint64_t length = header.payload_length - kChunkHeaderBytes;
+  const std::string type_name = MessageTypeName(header.type);
   if (length == 0) {
     return Fail(ProtocolError(
         ErrorCode::kMalformedFrame,
@@ -47,10 +46,13 @@ Result<std::optional<AssembledMessage>> MessageAssembler::Add(Frame&& frame) {
                                 type_name + " transfer of " + std::to_string(c.total_size) +
                                     " bytes fits in its first chunk; send it as a plain frame"));
     }
-    transfer_ = Transfer{frame.header.type, c.transfer_id, c.total_size, {}};
+    transfer_.emplace();
+    transfer_->type = header.type;
+    transfer_->id = c.transfer_id;
+    transfer_->total = c.total_size;
   } else {
     const Transfer& t = *transfer_;
-    if (c.transfer_id != t.id || frame.header.type != t.type || c.total_size != t.total) {
+    if (c.transfer_id != t.id || header.type != t.type || c.total_size != t.total) {
       return Fail(ProtocolError(ErrorCode::kMalformedFrame,
                                 type_name + " chunk of transfer " + std::to_string(c.transfer_id) +
                                     " (total " + std::to_string(c.total_size) + ") arrived while " +
@@ -70,17 +72,29 @@ Result<std::optional<AssembledMessage>> MessageAssembler::Add(Frame&& frame) {
                                   std::to_string(length) + " bytes runs past the total of " +
                                   std::to_string(t.total)));
   }
-  // Grow geometrically, but never beyond what has arrived times two or the announced total.
+  // Grow geometrically, but never past twice what has arrived or the announced total.
   const uint64_t needed = t.body.size() + length;
   if (needed > t.body.capacity()) {
-    t.body.reserve(static_cast<size_t>(
+    t.body.Reserve(static_cast<size_t>(
         std::min<uint64_t>(t.total, std::max<uint64_t>(needed, 2 * t.body.size()))));
   }
-  t.body.insert(t.body.end(), frame.payload.begin() + kChunkHeaderBytes, frame.payload.end());
-  if (t.body.size() < t.total) return std::optional<AssembledMessage>();
-  AssembledMessage done{t.type, std::move(t.body)};
+  chunk_left_ = length;
+  return Status::Ok();
+}
+
+Status MessageAssembler::OnChunkData(std::span<const uint8_t> data, bool last) {
+  if (!error_.ok()) return error_;
+  if (!transfer_ || data.size() > chunk_left_ || (last && data.size() != chunk_left_)) {
+    return Fail(Status::Internal("chunk data without a matching chunk header"));  // decoder bug
+  }
+  transfer_->body.Append(data.data(), data.size());
+  chunk_left_ -= data.size();
+  if (!last || transfer_->body.size() < transfer_->total) return Status::Ok();
+  Transfer done = std::move(*transfer_);
   transfer_.reset();
-  return std::optional<AssembledMessage>(std::move(done));
+  const Status s = on_body_(done.type, done.body.span());
+  if (!s.ok()) return Fail(s);
+  return Status::Ok();
 }
 
 }  // namespace tributary

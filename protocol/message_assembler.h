@@ -1,37 +1,42 @@
-// MessageAssembler: turns frames into whole message bodies, reassembling chunked transfers.
+// MessageAssembler: the FrameSink that turns frames into whole message bodies, reassembling
+// chunked transfers, and hands each body to a callback.
 //
 // Rules for chunks (frame.h), each broken one a MALFORMED_FRAME or MESSAGE_TOO_LARGE error:
 //   - a transfer starts with offset 0 and announces total_size, which must be at most
-//     ProtocolLimits::max_message_bytes (64-bit: no 2 GiB limit) and larger than one chunk;
+//     ProtocolLimits::max_message_bytes (64-bit: no 2 GiB limit) and larger than its first chunk;
 //   - only one chunked transfer is open at a time; its chunks arrive in order with the same
 //     transfer id, type and total_size; plain frames may arrive between them;
 //   - a chunk may not run past total_size, and may not be empty.
 // Memory for a transfer grows with the bytes that actually arrived (never reserved from the
-// announced total alone), so a peer that announces 1 GiB and sends 1 KiB costs about 1 KiB.
+// announced total alone), so a peer that announces 1 GiB and sends 1 KiB costs about 1 KiB. The
+// transfer's buffer is freed once its body has been handed over.
 //
-// After an error the assembler is failed and returns that error from every later Add. Not
+// After an error the assembler is failed and returns that error from every later call. Not
 // thread-safe; one per connection.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
-#include <vector>
+#include <span>
 
-#include "protocol/frame.h"
+#include "protocol/byte_buffer.h"
+#include "protocol/frame_decoder.h"
 
 namespace tributary {
 
-struct AssembledMessage {
-  MessageType type = MessageType::kHeartbeat;
-  std::vector<uint8_t> body;
-};
-
-class MessageAssembler {
+class MessageAssembler final : public FrameSink {
  public:
-  explicit MessageAssembler(const ProtocolLimits& limits) : limits_(limits) {}
+  // Receives each complete body, valid only during the call. An error it returns fails the
+  // assembler (and the connection).
+  using BodyHandler = std::function<Status(MessageType, std::span<const uint8_t>)>;
 
-  // A whole message when `frame` completes one; nullopt when a transfer needs more chunks.
-  Result<std::optional<AssembledMessage>> Add(Frame&& frame);
+  MessageAssembler(const ProtocolLimits& limits, BodyHandler on_body)
+      : limits_(limits), on_body_(std::move(on_body)) {}
+
+  Status OnFrame(const FrameHeader& header, std::span<const uint8_t> payload) override;
+  Status OnChunkBegin(const FrameHeader& header, const ChunkHeader& chunk) override;
+  Status OnChunkData(std::span<const uint8_t> data, bool last) override;
 
   bool in_transfer() const { return transfer_.has_value(); }
   // Bytes of the open transfer received so far (0 when none is open).
@@ -39,15 +44,17 @@ class MessageAssembler {
 
  private:
   struct Transfer {
-    MessageType type;
+    MessageType type = MessageType::kHeartbeat;
     uint64_t id = 0;
     uint64_t total = 0;
-    std::vector<uint8_t> body;
+    ByteBuffer body;
   };
   Status Fail(Status s);
 
   ProtocolLimits limits_;
+  BodyHandler on_body_;
   std::optional<Transfer> transfer_;
+  uint64_t chunk_left_ = 0;  // data bytes of the current chunk frame still to come
   Status error_;
 };
 

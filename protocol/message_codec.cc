@@ -14,46 +14,33 @@ namespace {
 static_assert(std::endian::native == std::endian::little,
               "the Tributary wire format is little-endian; big-endian hosts are not supported");
 
-// A streambuf that appends to a byte vector, so cereal writes straight into the body buffer.
-class VectorSink : public std::streambuf {
+// A streambuf that appends to a byte container, so cereal writes straight into the body buffer.
+template <class Append>
+class AppendSink : public std::streambuf {
  public:
-  explicit VectorSink(std::vector<uint8_t>& out) : out_(out) {}
+  explicit AppendSink(Append append) : append_(std::move(append)) {}
 
  protected:
   std::streamsize xsputn(const char* s, std::streamsize n) override {
-    out_.insert(out_.end(), reinterpret_cast<const uint8_t*>(s),
-                reinterpret_cast<const uint8_t*>(s) + n);
+    append_(s, static_cast<size_t>(n));
     return n;
   }
   int_type overflow(int_type c) override {
     if (!traits_type::eq_int_type(c, traits_type::eof())) {
-      out_.push_back(static_cast<uint8_t>(traits_type::to_char_type(c)));
+      const char ch = traits_type::to_char_type(c);
+      append_(&ch, 1);
     }
     return traits_type::not_eof(c);
   }
 
  private:
-  std::vector<uint8_t>& out_;
+  Append append_;
 };
 
-template <class T>
-Result<Message> DecodeAs(std::span<const uint8_t> body) {
-  T value;
-  wire::BoundedInputArchive ar(body);
-  ar(value);
-  if (ar.remaining() != 0) {
-    throw wire::WireException(ErrorCode::kMalformedMessage,
-                              std::to_string(ar.remaining()) + " trailing bytes after the message");
-  }
-  return Message(std::move(value));
-}
-
-}  // namespace
-
-Result<std::vector<uint8_t>> EncodeMessageBody(const Message& message) {
-  std::vector<uint8_t> out;
+template <class Append>
+Status Encode(const Message& message, Append append) {
   try {
-    VectorSink sink(out);
+    AppendSink<Append> sink(std::move(append));
     std::ostream os(&sink);
     cereal::BinaryOutputArchive ar(os);
     std::visit([&ar](const auto& m) { ar(m); }, message);
@@ -63,30 +50,74 @@ Result<std::vector<uint8_t>> EncodeMessageBody(const Message& message) {
   } catch (const std::exception& e) {
     return Status::Internal("encoding " + MessageTypeName(TypeOf(message)) + ": " + e.what());
   }
+  return Status::Ok();
+}
+
+template <class T>
+void DecodeAs(std::span<const uint8_t> body, Message* out) {
+  if (!std::holds_alternative<T>(*out)) out->emplace<T>();
+  wire::BoundedInputArchive ar(body);
+  ar(std::get<T>(*out));
+  if (ar.remaining() != 0) {
+    throw wire::WireException(ErrorCode::kMalformedMessage,
+                              std::to_string(ar.remaining()) + " trailing bytes after the message");
+  }
+}
+
+}  // namespace
+
+Status EncodeMessageBodyInto(const Message& message, std::vector<uint8_t>* out) {
+  out->clear();
+  return Encode(message, [out](const char* p, size_t n) {
+    const auto* b = reinterpret_cast<const uint8_t*>(p);
+    if (n >= (size_t{2} << 20) && out->size() + n > out->capacity()) {
+      out->reserve(out->size() + n);  // one allocation for a large field, on huge pages
+      AdviseHugePages(out->data() + out->size(), n);
+    }
+    out->insert(out->end(), b, b + n);
+  });
+}
+
+Status EncodeMessageBodyTo(const Message& message, ByteBuffer* out) {
+  return Encode(message, [out](const char* p, size_t n) { out->Append(p, n); });
+}
+
+Result<std::vector<uint8_t>> EncodeMessageBody(const Message& message) {
+  std::vector<uint8_t> out;
+  TRIB_RETURN_IF_ERROR(EncodeMessageBodyInto(message, &out));
   return out;
 }
 
-Result<Message> DecodeMessageBody(MessageType type, std::span<const uint8_t> body) {
+Status DecodeMessageBodyInto(MessageType type, std::span<const uint8_t> body, Message* out) {
   try {
     switch (type) {
       case MessageType::kHello:
-        return DecodeAs<Hello>(body);
+        DecodeAs<Hello>(body, out);
+        return Status::Ok();
       case MessageType::kWelcome:
-        return DecodeAs<Welcome>(body);
+        DecodeAs<Welcome>(body, out);
+        return Status::Ok();
       case MessageType::kTaskAssignment:
-        return DecodeAs<TaskAssignment>(body);
+        DecodeAs<TaskAssignment>(body, out);
+        return Status::Ok();
       case MessageType::kEvaluateTask:
-        return DecodeAs<EvaluateTask>(body);
+        DecodeAs<EvaluateTask>(body, out);
+        return Status::Ok();
       case MessageType::kUpdateSubmission:
-        return DecodeAs<UpdateSubmission>(body);
+        DecodeAs<UpdateSubmission>(body, out);
+        return Status::Ok();
       case MessageType::kEvaluateResult:
-        return DecodeAs<EvaluateResult>(body);
+        DecodeAs<EvaluateResult>(body, out);
+        return Status::Ok();
       case MessageType::kHeartbeat:
-        return DecodeAs<Heartbeat>(body);
+        DecodeAs<Heartbeat>(body, out);
+        return Status::Ok();
       case MessageType::kError:
-        return DecodeAs<Error>(body);
+        DecodeAs<Error>(body, out);
+        return Status::Ok();
       case MessageType::kGoodbye:
-        return DecodeAs<Goodbye>(body);
+        DecodeAs<Goodbye>(body, out);
+        return Status::Ok();
     }
   } catch (const wire::WireException& e) {
     return ProtocolError(e.code(), MessageTypeName(type) + ": " + e.what());
@@ -96,6 +127,12 @@ Result<Message> DecodeMessageBody(MessageType type, std::span<const uint8_t> bod
   }
   return ProtocolError(ErrorCode::kUnknownMessageType,
                        "no message has type " + std::to_string(static_cast<int>(type)));
+}
+
+Result<Message> DecodeMessageBody(MessageType type, std::span<const uint8_t> body) {
+  Message out;
+  TRIB_RETURN_IF_ERROR(DecodeMessageBodyInto(type, body, &out));
+  return out;
 }
 
 }  // namespace tributary

@@ -13,6 +13,7 @@
 #include <span>
 #include <vector>
 
+#include "protocol/byte_buffer.h"
 #include "protocol/messages.h"
 #include "tributary/result.h"
 
@@ -21,5 +22,15 @@ namespace tributary {
 Result<std::vector<uint8_t>> EncodeMessageBody(const Message& message);
 
 Result<Message> DecodeMessageBody(MessageType type, std::span<const uint8_t> body);
+
+// Steady-state variants that reuse memory: a process that encodes or decodes one large update after
+// another keeps its buffers' capacity instead of allocating (and page-faulting) 40 MB per message.
+// EncodeMessageBodyInto replaces *out's contents. DecodeMessageBodyInto decodes into *out in place
+// when it already holds a message of `type` (vectors and strings keep their capacity), otherwise
+// into a fresh one. On error *out holds an unspecified (but valid) message.
+Status EncodeMessageBodyInto(const Message& message, std::vector<uint8_t>* out);
+// Appends the body to *out (a ByteBuffer grows without copying and uses huge pages; frame.h).
+Status EncodeMessageBodyTo(const Message& message, ByteBuffer* out);
+Status DecodeMessageBodyInto(MessageType type, std::span<const uint8_t> body, Message* out);
 
 }  // namespace tributary

@@ -6,26 +6,19 @@
 
 namespace tributary {
 
+MessageReader::MessageReader(const ProtocolLimits& limits)
+    : frames_(limits), assembler_(limits, [this](MessageType type, std::span<const uint8_t> body) {
+        Message message;
+        TRIB_RETURN_IF_ERROR(DecodeMessageBodyInto(type, body, &message));
+        out_->push_back(std::move(message));
+        return Status::Ok();
+      }) {}
+
 Status MessageReader::Feed(std::span<const uint8_t> data, std::vector<Message>* messages) {
   if (!error_.ok()) return error_;
-  pending_.clear();
-  const Status framing = frames_.Feed(data, &pending_);
-  for (Frame& frame : pending_) {
-    Result<std::optional<AssembledMessage>> assembled = assembler_.Add(std::move(frame));
-    if (!assembled.ok()) {
-      error_ = assembled.status();
-      break;
-    }
-    if (!assembled->has_value()) continue;
-    Result<Message> message = DecodeMessageBody((*assembled)->type, (*assembled)->body);
-    if (!message.ok()) {
-      error_ = message.status();
-      break;
-    }
-    messages->push_back(std::move(*message));
-  }
-  pending_.clear();
-  if (error_.ok() && !framing.ok()) error_ = framing;
+  out_ = messages;
+  error_ = frames_.Feed(data, assembler_);
+  out_ = nullptr;
   return error_;
 }
 

@@ -18,7 +18,9 @@ namespace tributary {
 
 class MessageReader {
  public:
-  explicit MessageReader(const ProtocolLimits& limits) : frames_(limits), assembler_(limits) {}
+  explicit MessageReader(const ProtocolLimits& limits);
+  MessageReader(const MessageReader&) = delete;
+  MessageReader& operator=(const MessageReader&) = delete;
 
   // Consumes `data`, appending each message it completes to `messages` (also those completed
   // before an error).
@@ -34,7 +36,7 @@ class MessageReader {
  private:
   FrameDecoder frames_;
   MessageAssembler assembler_;
-  std::vector<Frame> pending_;  // reused between Feed calls
+  std::vector<Message>* out_ = nullptr;  // set during Feed
   Status error_;
 };
 

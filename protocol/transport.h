@@ -83,7 +83,7 @@ class Connection {
   virtual void Start(MessageHandler on_message, CloseHandler on_close) = 0;
   // Encodes `message` (on the calling thread) and queues it; messages go out in the order Send was
   // called, except that a Heartbeat may overtake a large message that is being sent in chunks.
-  virtual void Send(Message message, SendHandler done = nullptr) = 0;
+  virtual void Send(const Message& message, SendHandler done = nullptr) = 0;
   // Sends what is queued, then closes (TLS close_notify under shutdown_timeout). Idempotent.
   virtual void Close() = 0;
 

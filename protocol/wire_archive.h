@@ -23,6 +23,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <map>
 #include <span>
 #include <stdexcept>
@@ -30,6 +31,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "protocol/byte_buffer.h"
 #include "protocol/wire.h"
 
 namespace tributary::wire {
@@ -63,6 +65,14 @@ class BoundedInputArchive
     }
     if (size > 0) std::memcpy(data, pos_, size);
     pos_ += size;
+  }
+
+  // Returns the next `size` bytes in place and skips them; throws like loadBinary.
+  const uint8_t* Consume(size_t size) {
+    const uint8_t* at = pos_;
+    if (size > remaining()) loadBinary(nullptr, size);  // throws
+    pos_ += size;
+    return at;
   }
 
   // Reads a cereal size tag (uint64).
@@ -197,12 +207,77 @@ void CEREAL_SAVE_FUNCTION_NAME(Archive& ar, const CappedVector<T>& f) {
   ar(cereal::make_size_tag(static_cast<cereal::size_type>(f.value.size())));
   ar(cereal::binary_data(f.value.data(), f.value.size() * sizeof(T)));
 }
+namespace detail {
+
+// Reads T values from unaligned bytes (memcpy), so vector::assign can fill a vector in one pass
+// without zero-filling it first.
+template <class T>
+class UnalignedIterator {
+ public:
+  using iterator_category = std::random_access_iterator_tag;
+  using value_type = T;
+  using difference_type = std::ptrdiff_t;
+  using pointer = const T*;
+  using reference = T;
+
+  explicit UnalignedIterator(const uint8_t* p) : p_(p) {}
+  T operator*() const {
+    T v;
+    std::memcpy(&v, p_, sizeof(T));
+    return v;
+  }
+  UnalignedIterator& operator++() {
+    p_ += sizeof(T);
+    return *this;
+  }
+  UnalignedIterator operator++(int) {
+    UnalignedIterator old = *this;
+    p_ += sizeof(T);
+    return old;
+  }
+  UnalignedIterator& operator--() {
+    p_ -= sizeof(T);
+    return *this;
+  }
+  UnalignedIterator& operator+=(difference_type n) {
+    p_ += n * static_cast<difference_type>(sizeof(T));
+    return *this;
+  }
+  UnalignedIterator& operator-=(difference_type n) { return *this += -n; }
+  friend UnalignedIterator operator+(UnalignedIterator it, difference_type n) { return it += n; }
+  friend UnalignedIterator operator-(UnalignedIterator it, difference_type n) { return it -= n; }
+  friend bool operator<(const UnalignedIterator& a, const UnalignedIterator& b) {
+    return a.p_ < b.p_;
+  }
+  friend difference_type operator-(const UnalignedIterator& a, const UnalignedIterator& b) {
+    return (a.p_ - b.p_) / static_cast<difference_type>(sizeof(T));
+  }
+  friend bool operator==(const UnalignedIterator& a, const UnalignedIterator& b) {
+    return a.p_ == b.p_;
+  }
+
+ private:
+  const uint8_t* p_;
+};
+
+}  // namespace detail
+
 template <class T>
 void CEREAL_LOAD_FUNCTION_NAME(BoundedInputArchive& ar, CappedVector<T>& f) {
   const uint64_t n = ar.LoadSize();
   ar.CheckCount(f.field, n, f.max_count, sizeof(T));
-  f.value.resize(static_cast<size_t>(n));
-  ar.loadBinary(f.value.data(), static_cast<size_t>(n) * sizeof(T));
+  const size_t bytes = static_cast<size_t>(n) * sizeof(T);
+  const uint8_t* src = ar.Consume(bytes);
+  if (f.value.capacity() < n) {
+    f.value = std::vector<T>();  // drop old contents rather than copy them into the new block
+    f.value.reserve(static_cast<size_t>(n));
+    AdviseHugePages(f.value.data(), bytes);
+  }
+  if constexpr (sizeof(T) == 1) {
+    f.value.assign(reinterpret_cast<const T*>(src), reinterpret_cast<const T*>(src) + n);
+  } else {
+    f.value.assign(detail::UnalignedIterator<T>(src), detail::UnalignedIterator<T>(src + bytes));
+  }
 }
 
 template <class Archive>

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <fstream>
 #include <numeric>
 
 #include "protocol/frame.h"
@@ -13,6 +14,15 @@
 
 namespace tributary {
 namespace {
+
+size_t CurrentRss() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoul(line.substr(6)) * 1024;
+  }
+  return 0;
+}
 
 FrameHeaderBytes Header(uint64_t length, MessageType type = MessageType::kHeartbeat,
                         uint8_t flags = 0, uint16_t version = kProtocolVersion,
@@ -25,6 +35,35 @@ FrameHeaderBytes Header(uint64_t length, MessageType type = MessageType::kHeartb
   h.payload_length = length;
   return EncodeFrameHeader(h);
 }
+
+Message BigUpdate(size_t bytes) {
+  UpdateSubmission u;
+  u.round = 3;
+  u.update.bytes.resize(bytes);
+  std::iota(u.update.bytes.begin(), u.update.bytes.end(), uint8_t{0});
+  return u;
+}
+
+// Records what a FrameDecoder yields; chunk frames are rebuilt as chunk header + data.
+class CollectingSink : public FrameSink {
+ public:
+  Status OnFrame(const FrameHeader& h, std::span<const uint8_t> payload) override {
+    frames.push_back(Frame{h, {payload.begin(), payload.end()}});
+    return Status::Ok();
+  }
+  Status OnChunkBegin(const FrameHeader& h, const ChunkHeader& c) override {
+    current = Frame{h, std::vector<uint8_t>(kChunkHeaderBytes)};
+    EncodeChunkHeader(c, current.payload.data());
+    return Status::Ok();
+  }
+  Status OnChunkData(std::span<const uint8_t> data, bool last) override {
+    current.payload.insert(current.payload.end(), data.begin(), data.end());
+    if (last) frames.push_back(std::move(current));
+    return Status::Ok();
+  }
+  std::vector<Frame> frames;
+  Frame current;
+};
 
 TEST(FrameHeaderTest, LayoutIsLittleEndian) {
   const FrameHeaderBytes b = Header(0x0102030405060708ULL, MessageType::kError, kFrameFlagChunk);
@@ -92,10 +131,11 @@ TEST(FrameDecoderTest, YieldsFramesFedOneByteAtATime) {
     for (uint8_t i = 0; i < len; ++i) stream.push_back(static_cast<uint8_t>(len * 10 + i));
   }
   FrameDecoder d(ProtocolLimits{});
-  std::vector<Frame> frames;
+  CollectingSink sink;
+  std::vector<Frame>& frames = sink.frames;
   std::vector<bool> mid;
   for (uint8_t byte : stream) {
-    ASSERT_TRUE(d.Feed(std::span(&byte, 1), &frames).ok());
+    ASSERT_TRUE(d.Feed(std::span(&byte, 1), sink).ok());
     mid.push_back(d.mid_frame());
   }
   ASSERT_EQ(frames.size(), 3u);
@@ -115,21 +155,36 @@ TEST(FrameDecoderTest, ErrorIsStickyAndFramesBeforeItSurvive) {
   FrameHeaderBytes bad = Header(uint64_t{1} << 40);
   stream.insert(stream.end(), bad.begin(), bad.end());
   FrameDecoder d(ProtocolLimits{});
-  std::vector<Frame> frames;
-  Status s = d.Feed(stream, &frames);
+  CollectingSink sink;
+  Status s = d.Feed(stream, sink);
   EXPECT_EQ(ProtocolErrorCodeOf(s), ErrorCode::kFrameTooLarge);
-  ASSERT_EQ(frames.size(), 1u);
+  ASSERT_EQ(sink.frames.size(), 1u);
   EXPECT_TRUE(d.failed());
-  EXPECT_EQ(d.Feed(stream, &frames), s);
-  EXPECT_EQ(frames.size(), 1u);
+  EXPECT_EQ(d.Feed(stream, sink), s);
+  EXPECT_EQ(sink.frames.size(), 1u);
 }
 
-Message BigUpdate(size_t bytes) {
-  UpdateSubmission u;
-  u.round = 3;
-  u.update.bytes.resize(bytes);
-  std::iota(u.update.bytes.begin(), u.update.bytes.end(), uint8_t{0});
-  return u;
+TEST(FrameDecoderTest, ChunkFramesAreStreamedAndRebuildExactly) {
+  ProtocolLimits limits;
+  limits.max_frame_payload = 1024;
+  limits.chunk_data_bytes = 1000;
+  OutboundMessage out = *EncodeOutbound(BigUpdate(2500), limits, 3);
+  ASSERT_EQ(out.frames.size(), 3u);
+  const std::vector<uint8_t> wire = out.Flatten();
+  FrameDecoder d(limits);
+  CollectingSink sink;
+  for (size_t at = 0; at < wire.size(); at += 7) {
+    ASSERT_TRUE(
+        d.Feed(std::span(wire).subspan(at, std::min<size_t>(7, wire.size() - at)), sink).ok());
+  }
+  ASSERT_EQ(sink.frames.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    const std::vector<uint8_t> bytes = out.FrameBytes(i);
+    EXPECT_EQ(sink.frames[i].payload,
+              std::vector<uint8_t>(bytes.begin() + kFrameHeaderBytes, bytes.end()));
+    EXPECT_TRUE(sink.frames[i].header.is_chunk());
+  }
+  EXPECT_EQ(d.frames_decoded(), 3u);
 }
 
 TEST(ChunkingTest, SmallMessageIsOnePlainFrame) {
@@ -172,14 +227,12 @@ TEST(ChunkingTest, PlainFramesMayInterleaveWithChunks) {
   limits.max_frame_payload = 1024;
   limits.chunk_data_bytes = 1000;
   const Message big = BigUpdate(3000);
-  OutboundMessage out = *EncodeOutbound(big, limits, 1);
+  const OutboundMessage out = *EncodeOutbound(big, limits, 1);
   const std::vector<uint8_t> hb = EncodeOutbound(Heartbeat{4, 5}, limits, 2)->Flatten();
   MessageReader reader(limits);
   std::vector<Message> got;
   for (size_t i = 0; i < out.frames.size(); ++i) {
-    OutboundMessage one = out;
-    one.frames = {out.frames[i]};
-    ASSERT_TRUE(reader.Feed(one.Flatten(), &got).ok());
+    ASSERT_TRUE(reader.Feed(out.FrameBytes(i), &got).ok());
     if (i == 0) {
       ASSERT_TRUE(reader.Feed(hb, &got).ok());
     }
@@ -197,20 +250,31 @@ TEST(ChunkingTest, SenderRefusesMessagesOverTheCap) {
   EXPECT_EQ(ProtocolErrorCodeOf(out.status()), ErrorCode::kMessageTooLarge);
 }
 
-Frame Chunk(uint64_t id, uint64_t offset, uint64_t total, size_t data_len,
-            MessageType type = MessageType::kUpdateSubmission) {
-  Frame f;
-  f.header.type = type;
-  f.header.flags = kFrameFlagChunk;
-  f.payload.resize(kChunkHeaderBytes + data_len, 0xab);
-  EncodeChunkHeader({id, offset, total}, f.payload.data());
-  f.header.payload_length = f.payload.size();
-  return f;
+struct ChunkSpec {
+  uint64_t id, offset, total;
+  size_t data_len;
+  MessageType type = MessageType::kUpdateSubmission;
+};
+
+// Feeds one chunk frame to the assembler; the error code (kUnspecified when accepted).
+ErrorCode AddChunk(MessageAssembler& a, const ChunkSpec& c) {
+  FrameHeader h;
+  h.type = c.type;
+  h.flags = kFrameFlagChunk;
+  h.payload_length = kChunkHeaderBytes + c.data_len;
+  Status s = a.OnChunkBegin(h, {c.id, c.offset, c.total});
+  if (s.ok()) {
+    const std::vector<uint8_t> data(c.data_len, 0xab);
+    s = a.OnChunkData(data, true);
+  }
+  return s.ok() ? ErrorCode::kUnspecified : ProtocolErrorCodeOf(s);
 }
 
-ErrorCode AddError(MessageAssembler& a, Frame f) {
-  Result<std::optional<AssembledMessage>> r = a.Add(std::move(f));
-  return r.ok() ? ErrorCode::kUnspecified : ProtocolErrorCodeOf(r.status());
+MessageAssembler::BodyHandler CountBodies(int* n) {
+  return [n](MessageType, std::span<const uint8_t>) {
+    ++*n;
+    return Status::Ok();
+  };
 }
 
 // 64-bit totals: a 5 GiB transfer is accepted when the cap allows it, and memory follows the bytes
@@ -218,45 +282,68 @@ ErrorCode AddError(MessageAssembler& a, Frame f) {
 TEST(AssemblerTest, TotalsOverFourGiBAreFineAndMemoryFollowsArrivals) {
   ProtocolLimits limits;
   limits.max_message_bytes = uint64_t{8} << 30;
-  MessageAssembler a(limits);
+  int bodies = 0;
+  MessageAssembler a(limits, CountBodies(&bodies));
   const uint64_t total = uint64_t{5} << 30;
-  EXPECT_EQ(AddError(a, Chunk(1, 0, total, 1000)), ErrorCode::kUnspecified);
-  EXPECT_EQ(AddError(a, Chunk(1, 1000, total, 1000)), ErrorCode::kUnspecified);
+  const size_t rss_before = CurrentRss();
+  EXPECT_EQ(AddChunk(a, {1, 0, total, 1000}), ErrorCode::kUnspecified);
+  EXPECT_EQ(AddChunk(a, {1, 1000, total, 1000}), ErrorCode::kUnspecified);
   EXPECT_TRUE(a.in_transfer());
   EXPECT_EQ(a.transfer_received(), 2000u);
+  EXPECT_LT(CurrentRss(), rss_before + (1u << 20));
+  EXPECT_EQ(bodies, 0);
+}
+
+TEST(AssemblerTest, CompletesTransferAndHandsOverTheBody) {
+  ProtocolLimits limits;
+  std::vector<uint8_t> body;
+  MessageAssembler a(limits, [&](MessageType type, std::span<const uint8_t> b) {
+    EXPECT_EQ(type, MessageType::kUpdateSubmission);
+    body.assign(b.begin(), b.end());
+    return Status::Ok();
+  });
+  EXPECT_EQ(AddChunk(a, {1, 0, 250, 100}), ErrorCode::kUnspecified);
+  EXPECT_EQ(AddChunk(a, {1, 100, 250, 100}), ErrorCode::kUnspecified);
+  EXPECT_TRUE(body.empty());
+  EXPECT_EQ(AddChunk(a, {1, 200, 250, 50}), ErrorCode::kUnspecified);
+  EXPECT_EQ(body, std::vector<uint8_t>(250, 0xab));
+  EXPECT_FALSE(a.in_transfer());
 }
 
 TEST(AssemblerTest, AnnouncedTotalOverCapIsMessageTooLarge) {
   ProtocolLimits limits;
   limits.max_message_bytes = 1 << 20;
-  MessageAssembler a(limits);
-  EXPECT_EQ(AddError(a, Chunk(1, 0, (1 << 20) + 1, 100)), ErrorCode::kMessageTooLarge);
+  int bodies = 0;
+  MessageAssembler a(limits, CountBodies(&bodies));
+  EXPECT_EQ(AddChunk(a, {1, 0, (1 << 20) + 1, 100}), ErrorCode::kMessageTooLarge);
   // Failed for good.
-  EXPECT_EQ(AddError(a, Chunk(2, 0, 1000, 100)), ErrorCode::kMessageTooLarge);
+  EXPECT_EQ(AddChunk(a, {2, 0, 1000, 100}), ErrorCode::kMessageTooLarge);
 }
 
 TEST(AssemblerTest, RejectsBrokenChunkSequences) {
   const ProtocolLimits limits;
   struct Case {
     const char* what;
-    std::vector<Frame> frames;
+    std::vector<ChunkSpec> chunks;
   };
-  std::vector<Case> cases;
-  cases.push_back({"first chunk not at 0", {Chunk(1, 10, 1000, 100)}});
-  cases.push_back({"fits in one chunk", {Chunk(1, 0, 100, 100)}});
-  cases.push_back({"empty chunk", {Chunk(1, 0, 1000, 0)}});
-  cases.push_back({"gap", {Chunk(1, 0, 1000, 100), Chunk(1, 200, 1000, 100)}});
-  cases.push_back({"replay", {Chunk(1, 0, 1000, 100), Chunk(1, 0, 1000, 100)}});
-  cases.push_back({"other id", {Chunk(1, 0, 1000, 100), Chunk(2, 100, 1000, 100)}});
-  cases.push_back({"other total", {Chunk(1, 0, 1000, 100), Chunk(1, 100, 2000, 100)}});
-  cases.push_back(
-      {"other type", {Chunk(1, 0, 1000, 100), Chunk(1, 100, 1000, 100, MessageType::kHello)}});
-  cases.push_back({"past total", {Chunk(1, 0, 1000, 900), Chunk(1, 900, 1000, 101)}});
-  for (Case& c : cases) {
-    MessageAssembler a(limits);
+  const std::vector<Case> cases = {
+      {"first chunk not at 0", {{1, 10, 1000, 100}}},
+      {"fits in one chunk", {{1, 0, 100, 100}}},
+      {"empty chunk", {{1, 0, 1000, 0}}},
+      {"gap", {{1, 0, 1000, 100}, {1, 200, 1000, 100}}},
+      {"replay", {{1, 0, 1000, 100}, {1, 0, 1000, 100}}},
+      {"other id", {{1, 0, 1000, 100}, {2, 100, 1000, 100}}},
+      {"other total", {{1, 0, 1000, 100}, {1, 100, 2000, 100}}},
+      {"other type", {{1, 0, 1000, 100}, {1, 100, 1000, 100, MessageType::kHello}}},
+      {"past total", {{1, 0, 1000, 900}, {1, 900, 1000, 101}}},
+  };
+  for (const Case& c : cases) {
+    int bodies = 0;
+    MessageAssembler a(limits, CountBodies(&bodies));
     ErrorCode last = ErrorCode::kUnspecified;
-    for (Frame& f : c.frames) last = AddError(a, std::move(f));
+    for (const ChunkSpec& chunk : c.chunks) last = AddChunk(a, chunk);
     EXPECT_EQ(last, ErrorCode::kMalformedFrame) << c.what;
+    EXPECT_EQ(bodies, 0) << c.what;
   }
 }
 
