@@ -123,7 +123,11 @@ Status CudaEngine::Forward(const Dataset& data, std::span<const uint32_t> batch,
   TRIB_CHECK(n >= 1 && n <= max_batch_, "batch size out of range");
   TRIB_CHECK_EQ(data.sample_size(), spec_.input.numel(),
                 "dataset sample shape does not match the model");
-  for (uint32_t i : batch) TRIB_CHECK(i < data.labels.size(), "sample index out of range");
+  // Checked on the host because a bad index or label would make a kernel read out of bounds.
+  for (uint32_t i : batch) {
+    TRIB_CHECK(i < data.labels.size(), "sample index out of range");
+    TRIB_CHECK(data.labels[i] < spec_.num_classes, "label out of range for the model");
+  }
   TRIB_RETURN_IF_ERROR(ctx_->Activate());
   TRIB_ASSIGN_OR_RETURN(DeviceDataset dev, datasets_.Get(data, ctx_->stream()));
   cudaStream_t stream = ctx_->stream();

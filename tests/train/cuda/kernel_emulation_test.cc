@@ -111,6 +111,16 @@ TEST_P(KernelConvTest, Im2ColAndCol2ImReproduceTheCpuConvolution) {
   std::vector<float> dx(x.size(), -1.0f);
   ASSERT_EQ(LaunchCol2Im(dcols.data(), cc.n, g, dx.data(), kStream), cudaSuccess);
   ExpectNear(dx, want_dx, 1e-4f);
+
+  // The 64-bit-index instantiations (used only for batches past 2^31 elements) agree exactly.
+  const int64_t cols_total = cc.n * pix * taps, in_total = cc.n * in_size;
+  std::vector<float> cols64(cols.size()), dx64(dx.size());
+  emulation::Launch(Im2ColKernel<int64_t>, dim3(GridFor(cols_total)), dim3(kThreads))(
+      x.data(), cols_total, Geometry<int64_t>(g), cols64.data());
+  emulation::Launch(Col2ImKernel<int64_t>, dim3(GridFor(in_total)), dim3(kThreads))(
+      dcols.data(), in_total, Geometry<int64_t>(g), dx64.data());
+  EXPECT_EQ(cols64, cols);
+  EXPECT_EQ(dx64, dx);
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, KernelConvTest,
