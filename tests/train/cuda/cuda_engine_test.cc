@@ -140,6 +140,7 @@ TEST_F(CudaEngineTest, UploadsEachDatasetOnceAndReportsItsDevice) {
     EXPECT_TRUE(std::isfinite(gpu->TrainStep(train, batch, SgdConfig{}).loss_sum));
   }
   EXPECT_EQ(gpu->dataset_uploads(), 1);
+  std::iota(batch.begin(), batch.end(), 0u);  // indices valid in both datasets
   EXPECT_EQ(gpu->EvalStep(test, batch).count, 16);
   EXPECT_EQ(gpu->dataset_uploads(), 2);
   gpu->TrainStep(train, batch, SgdConfig{});
