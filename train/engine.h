@@ -54,6 +54,11 @@ class Engine {
   virtual StepStats TrainStep(const Dataset& data, std::span<const uint32_t> batch, const SgdConfig& cfg) = 0;
   // Loss and accuracy on the samples, without changing anything.
   virtual StepStats EvalStep(const Dataset& data, std::span<const uint32_t> batch) = 0;
+
+  // OK, or the first device failure (out of memory, device lost) since the engine was made. Steps
+  // return StepStats, so a backend that can fail mid-step keeps its error here; callers check it
+  // after each epoch. The CPU engine never fails mid-step.
+  virtual Status status() const { return Status::Ok(); }
 };
 
 // The Eigen reference backend (train/cpu/). Single-threaded per engine.

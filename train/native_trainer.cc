@@ -85,6 +85,7 @@ Result<FitResult> NativeTrainer::fit(const ModelWeights& global, const FitConfig
     total_seconds += secs;
     seen += ep.count;
     last_epoch = ep;
+    TRIB_RETURN_IF_ERROR(engine_->status().WithContext("fit on " + engine_->device_name()));
     if (!std::isfinite(ep.loss_sum))
       return Status::OutOfRange("fit: training diverged (loss is not finite) in epoch " + std::to_string(epoch) +
                                 "; lower the learning rate");
@@ -122,6 +123,7 @@ Result<EvalResult> NativeTrainer::evaluate(const ModelWeights& weights, const Ev
     total.correct += st.correct;
     total.count += st.count;
   }
+  TRIB_RETURN_IF_ERROR(engine_->status().WithContext("evaluate on " + engine_->device_name()));
   EvalResult r;
   r.num_examples = total.count;
   r.loss = total.loss_sum / std::max<int64_t>(1, total.count);

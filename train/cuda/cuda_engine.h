@@ -43,7 +43,7 @@ class CudaEngine final : public Engine {
   StepStats EvalStep(const Dataset& data, std::span<const uint32_t> batch) override;
 
   // The first CUDA failure of a step, or OK.
-  const Status& status() const { return status_; }
+  Status status() const override { return status_; }
   // For tests: forward and backward without the optimizer step; then DownloadGradients() reads
   // them.
   Result<StepStats> ComputeGradients(const Dataset& data, std::span<const uint32_t> batch);
