@@ -1,0 +1,46 @@
+#include "client/backoff.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+namespace tributary {
+
+Status BackoffOptions::Validate() const {
+  if (initial_delay.count() < 0)
+    return Status::InvalidArgument("backoff.initial_delay must be >= 0 ms, got " +
+                                   std::to_string(initial_delay.count()));
+  if (max_delay < initial_delay)
+    return Status::InvalidArgument("backoff.max_delay (" + std::to_string(max_delay.count()) +
+                                   " ms) must be >= backoff.initial_delay (" +
+                                   std::to_string(initial_delay.count()) + " ms)");
+  if (!(multiplier >= 1.0) || !std::isfinite(multiplier))
+    return Status::InvalidArgument("backoff.multiplier must be a finite number >= 1, got " +
+                                   std::to_string(multiplier));
+  if (!(jitter >= 0.0 && jitter <= 1.0))
+    return Status::InvalidArgument("backoff.jitter must be in [0, 1], got " +
+                                   std::to_string(jitter));
+  if (max_attempts < 0)
+    return Status::InvalidArgument("backoff.max_attempts must be >= 0 (0 = retry forever), got " +
+                                   std::to_string(max_attempts));
+  return Status::Ok();
+}
+
+Backoff::Backoff(const BackoffOptions& options) : options_(options), rng_(options.seed) {}
+
+std::chrono::milliseconds Backoff::NextDelay() {
+  // Computed in double and capped before converting, so a long run of failures cannot overflow.
+  const double cap = static_cast<double>(options_.max_delay.count());
+  const double grown = static_cast<double>(options_.initial_delay.count()) *
+                       std::pow(options_.multiplier, static_cast<double>(failures_));
+  const double d = std::min(cap, grown);
+  const double jittered = d * (1.0 - options_.jitter * rng_.Uniform());
+  ++failures_;
+  return std::chrono::milliseconds(static_cast<int64_t>(std::llround(jittered)));
+}
+
+bool Backoff::exhausted() const {
+  return options_.max_attempts > 0 && failures_ >= options_.max_attempts;
+}
+
+}  // namespace tributary

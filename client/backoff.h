@@ -1,0 +1,36 @@
+// Backoff: the delays between reconnect attempts (exponential, capped, with seeded jitter).
+//
+// The n-th consecutive failure (n = 0, 1, ...) gives d = min(max_delay, initial_delay *
+// multiplier^n), reduced by up to `jitter` of itself: the delay is uniform in
+// [d * (1 - jitter), d]. Reset() after a successful connection starts again at initial_delay.
+// Deterministic for BackoffOptions::seed. Not thread-safe.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+
+#include "core/rng.h"
+#include "tributary/client.h"
+
+namespace tributary {
+
+class Backoff {
+ public:
+  // `options` must have passed Validate().
+  explicit Backoff(const BackoffOptions& options);
+
+  // The delay before the next attempt; counts one more failure.
+  std::chrono::milliseconds NextDelay();
+  // Consecutive failures since construction or the last Reset().
+  int64_t failures() const { return failures_; }
+  // True when options.max_attempts > 0 and that many consecutive failures happened.
+  bool exhausted() const;
+  void Reset() { failures_ = 0; }
+
+ private:
+  BackoffOptions options_;
+  Rng rng_;
+  int64_t failures_ = 0;
+};
+
+}  // namespace tributary

@@ -1,0 +1,246 @@
+// The C API (include/tributary/c_api.h): a tributary::Client around a Trainer that calls the
+// app's C callbacks. Nothing may throw across the C boundary, so every entry point catches.
+#include "tributary/c_api.h"
+
+#include <algorithm>
+#include <cstring>
+#include <exception>
+#include <mutex>
+#include <string>
+
+#include "tributary/client.h"
+
+namespace tributary {
+namespace {
+
+constexpr size_t kCallbackErrorBytes = 1024;
+
+// A Trainer whose fit/evaluate are the app's C callbacks over flat float buffers.
+class CallbackTrainer final : public Trainer {
+ public:
+  CallbackTrainer(ModelWeights layout, tributary_fit_fn fit, tributary_evaluate_fn evaluate,
+                  void* user_data)
+      : layout_(std::move(layout)), fit_(fit), evaluate_(evaluate), user_data_(user_data) {}
+
+  Result<ModelWeights> get_parameters() override { return layout_; }
+
+  Result<FitResult> fit(const ModelWeights& global, const FitConfig& config) override {
+    tributary_fit_config c{config.epochs,    config.batch_size,   config.lr,
+                           config.momentum,  config.weight_decay, config.proximal_mu,
+                           config.max_steps, config.seed};
+    FitResult out;
+    out.weights = global;  // the callback overwrites it with the new weights
+    tributary_fit_result r{0, 0.0, 0.0};
+    char error[kCallbackErrorBytes] = {0};
+    const int rc = fit_(user_data_, &c, global.data().data(), out.weights.data().data(),
+                        global.size(), &r, error, sizeof(error));
+    if (rc != 0) return Failure("fit", rc, error);
+    if (r.num_examples < 0)
+      return Status::InvalidArgument("the fit callback returned num_examples " +
+                                     std::to_string(r.num_examples));
+    out.num_examples = r.num_examples;
+    out.metrics = {{"train_loss", r.loss}, {"train_accuracy", r.accuracy}};
+    return out;
+  }
+
+  Result<EvalResult> evaluate(const ModelWeights& weights, const EvalConfig& config) override {
+    if (!evaluate_) return Status::FailedPrecondition("this client has no evaluate callback");
+    tributary_eval_config c{config.batch_size, config.max_examples};
+    tributary_eval_result r{0, 0.0, 0.0};
+    char error[kCallbackErrorBytes] = {0};
+    const int rc =
+        evaluate_(user_data_, &c, weights.data().data(), weights.size(), &r, error, sizeof(error));
+    if (rc != 0) return Failure("evaluate", rc, error);
+    return EvalResult{r.loss, r.accuracy, r.num_examples, {}};
+  }
+
+ private:
+  static Status Failure(const char* which, int rc, char* error) {
+    error[kCallbackErrorBytes - 1] = '\0';  // whatever the callback wrote, stop at the buffer
+    std::string why = error[0] ? error : "no reason given";
+    return Status::Internal(std::string("the ") + which + " callback failed (returned " +
+                            std::to_string(rc) + "): " + why);
+  }
+
+  ModelWeights layout_;
+  tributary_fit_fn fit_;
+  tributary_evaluate_fn evaluate_;
+  void* user_data_;
+};
+
+std::string Str(const char* s) { return s ? std::string(s) : std::string(); }
+
+void CopyOut(const std::string& text, char* buffer, size_t size) {
+  if (!buffer || size == 0) return;
+  const size_t n = std::min(text.size(), size - 1);
+  std::memcpy(buffer, text.data(), n);
+  buffer[n] = '\0';
+}
+
+Result<ClientOptions> ToOptions(const tributary_client_options& o) {
+  ClientOptions out;
+  out.coordinator = Str(o.coordinator);
+  out.server_name = Str(o.server_name);
+  out.ca_cert_file = Str(o.ca_cert_file);
+  out.cert_file = Str(o.cert_file);
+  out.key_file = Str(o.key_file);
+  out.state_dir = Str(o.state_dir);
+  if (o.device && o.device[0]) out.device = o.device;
+  out.num_examples = o.num_examples;
+  out.backoff.initial_delay = std::chrono::milliseconds(o.backoff_initial_ms);
+  out.backoff.max_delay = std::chrono::milliseconds(o.backoff_max_ms);
+  out.backoff.multiplier = o.backoff_multiplier;
+  out.backoff.jitter = o.backoff_jitter;
+  out.backoff.max_attempts = o.max_attempts;
+  out.backoff.seed = o.backoff_seed;
+  out.heartbeat_interval = std::chrono::milliseconds(o.heartbeat_interval_ms);
+  out.connect_timeout = std::chrono::milliseconds(o.connect_timeout_ms);
+  return out;
+}
+
+Result<ModelWeights> ToLayout(const tributary_client_options& o) {
+  if (!o.tensors || o.num_tensors == 0)
+    return Status::InvalidArgument("tensors: the model layout is required (num_tensors >= 1)");
+  ModelWeights::LayoutSpec spec;
+  for (size_t i = 0; i < o.num_tensors; ++i) {
+    const tributary_tensor& t = o.tensors[i];
+    if (!t.name) return Status::InvalidArgument("tensors[" + std::to_string(i) + "].name is NULL");
+    if (t.rank > 0 && !t.shape)
+      return Status::InvalidArgument("tensors[" + std::to_string(i) + "].shape is NULL");
+    spec.emplace_back(t.name, std::vector<int64_t>(t.shape, t.shape + t.rank));
+  }
+  TRIB_ASSIGN_OR_RETURN(ModelWeights w, ModelWeights::Create(spec));
+  return w;
+}
+
+}  // namespace
+}  // namespace tributary
+
+struct tributary_client {
+  std::unique_ptr<tributary::Client> client;
+  std::mutex mu;
+  std::string last_error;  // GUARDED_BY(mu)
+
+  int Record(const tributary::Status& s) {
+    std::lock_guard<std::mutex> lock(mu);
+    last_error = s.ok() ? std::string() : s.ToString();
+    return static_cast<int>(s.code());
+  }
+};
+
+namespace {
+
+template <class F>
+int Guarded(tributary_client* c, F&& f) {
+  if (!c) return TRIBUTARY_INVALID_ARGUMENT;
+  try {
+    return c->Record(f());
+  } catch (const std::exception& e) {
+    return c->Record(tributary::Status::Internal(std::string("unexpected exception: ") + e.what()));
+  } catch (...) {
+    return c->Record(tributary::Status::Internal("unexpected exception"));
+  }
+}
+
+}  // namespace
+
+extern "C" {
+
+void tributary_client_options_init(tributary_client_options* o) {
+  if (!o) return;
+  std::memset(o, 0, sizeof(*o));
+  const tributary::ClientOptions d;
+  o->device = "cpu";
+  o->backoff_initial_ms = static_cast<uint32_t>(d.backoff.initial_delay.count());
+  o->backoff_max_ms = static_cast<uint32_t>(d.backoff.max_delay.count());
+  o->backoff_multiplier = d.backoff.multiplier;
+  o->backoff_jitter = d.backoff.jitter;
+  o->connect_timeout_ms = static_cast<uint32_t>(d.connect_timeout.count());
+}
+
+tributary_client* tributary_client_create(const tributary_client_options* options, char* error,
+                                          size_t error_size) {
+  using namespace tributary;
+  try {
+    if (!options) {
+      CopyOut("InvalidArgument: options is NULL", error, error_size);
+      return nullptr;
+    }
+    if (!options->fit) {
+      CopyOut("InvalidArgument: fit: the fit callback is required", error, error_size);
+      return nullptr;
+    }
+    Result<ModelWeights> layout = ToLayout(*options);
+    Result<ClientOptions> opts = layout.ok() ? ToOptions(*options) : layout.status();
+    if (!opts.ok()) {
+      CopyOut(opts.status().ToString(), error, error_size);
+      return nullptr;
+    }
+    auto trainer = std::make_shared<CallbackTrainer>(std::move(*layout), options->fit,
+                                                     options->evaluate, options->user_data);
+    Result<std::unique_ptr<Client>> client = Client::Create(std::move(*opts), std::move(trainer));
+    if (!client.ok()) {
+      CopyOut(client.status().ToString(), error, error_size);
+      return nullptr;
+    }
+    auto* handle = new tributary_client();
+    handle->client = std::move(*client);
+    CopyOut("", error, error_size);
+    return handle;
+  } catch (const std::exception& e) {
+    CopyOut(std::string("Internal: unexpected exception: ") + e.what(), error, error_size);
+    return nullptr;
+  } catch (...) {
+    CopyOut("Internal: unexpected exception", error, error_size);
+    return nullptr;
+  }
+}
+
+int tributary_client_run(tributary_client* c) {
+  return Guarded(c, [&] { return c->client->run(); });
+}
+
+int tributary_client_start(tributary_client* c) {
+  return Guarded(c, [&] { return c->client->start(); });
+}
+
+int tributary_client_wait(tributary_client* c) {
+  return Guarded(c, [&] { return c->client->wait(); });
+}
+
+void tributary_client_stop(tributary_client* c) {
+  if (c) c->client->stop();
+}
+
+const char* tributary_client_last_error(const tributary_client* c) {
+  if (!c) return "InvalidArgument: client is NULL";
+  auto* mc = const_cast<tributary_client*>(c);
+  std::lock_guard<std::mutex> lock(mc->mu);
+  return mc->last_error.c_str();
+}
+
+size_t tributary_client_id(const tributary_client* c, char* buffer, size_t size) {
+  if (!c) {
+    tributary::CopyOut("", buffer, size);
+    return 0;
+  }
+  const std::string id = c->client->client_id();
+  tributary::CopyOut(id, buffer, size);
+  return id.size();
+}
+
+void tributary_client_destroy(tributary_client* c) {
+  try {
+    delete c;
+  } catch (...) {
+    // A destructor that throws would terminate; nothing else can be done here.
+  }
+}
+
+const char* tributary_status_name(int code) {
+  if (code < 0 || code > TRIBUTARY_INTERNAL) return "Unknown";
+  // StatusCodeName returns views into string literals, so .data() is NUL-terminated.
+  return tributary::StatusCodeName(static_cast<tributary::StatusCode>(code)).data();
+}
+
+}  // extern "C"

@@ -1,0 +1,126 @@
+// tributary::Client: ClientRuntime over a TlsTransport, with its own I/O thread.
+#include "tributary/client.h"
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "client/client_runtime.h"
+#include "crypto/tls_context.h"
+#include "protocol/messages.h"
+#include "protocol/tls_transport.h"
+#include "protocol/transport_util.h"
+
+namespace tributary {
+
+namespace asio = boost::asio;
+
+Status ClientOptions::Validate() const {
+  if (coordinator.empty())
+    return Status::InvalidArgument("coordinator: no address given (expected host:port)");
+  Result<std::pair<std::string, std::string>> host_port = SplitHostPort(coordinator);
+  if (!host_port.ok()) return host_port.status().WithContext("coordinator");
+  if (!server_name.empty() && server_name != host_port->first)
+    return Status::InvalidArgument(
+        "server_name '" + server_name + "' differs from the coordinator host '" + host_port->first +
+        "': the client verifies the name it dials, and dialling one name while verifying another "
+        "is not supported yet; put '" +
+        server_name + "' in the coordinator address instead");
+  if (ca_cert_file.empty())
+    return Status::InvalidArgument("ca_cert_file: required (the CA that signed the coordinator)");
+  if (cert_file.empty())
+    return Status::InvalidArgument("cert_file: required (this client's certificate)");
+  if (key_file.empty()) return Status::InvalidArgument("key_file: required (this client's key)");
+  if (device.empty() || device.size() > kMaxNameBytes)
+    return Status::InvalidArgument("device: must be 1.." + std::to_string(kMaxNameBytes) +
+                                   " bytes");
+  TRIB_RETURN_IF_ERROR(backoff.Validate());
+  if (heartbeat_interval.count() < 0)
+    return Status::InvalidArgument("heartbeat_interval must be >= 0 ms (0 = the coordinator's)");
+  if (connect_timeout.count() <= 0)
+    return Status::InvalidArgument("connect_timeout must be > 0 ms");
+  return Status::Ok();
+}
+
+struct Client::Impl {
+  ~Impl() {
+    if (runtime) {
+      runtime->Stop();
+      (void)runtime->Wait();
+      runtime.reset();
+    }
+    work.reset();
+    io.stop();
+    if (io_thread.joinable()) io_thread.join();
+  }
+
+  asio::io_context io;
+  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work;
+  std::thread io_thread;
+  std::unique_ptr<TlsTransport> transport;
+  std::unique_ptr<ClientRuntime> runtime;
+  std::mutex mu;
+  bool started = false;  // GUARDED_BY(mu)
+};
+
+Client::Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Client::~Client() = default;
+
+Result<std::unique_ptr<Client>> Client::Create(ClientOptions options,
+                                               std::shared_ptr<Trainer> trainer) {
+  if (!trainer) return Status::InvalidArgument("Client::Create: the trainer is null");
+  TRIB_RETURN_IF_ERROR(options.Validate());
+  TRIB_ASSIGN_OR_RETURN(
+      SslContextPtr ctx,
+      MakeClientTlsContext(TlsConfig{options.ca_cert_file, options.cert_file, options.key_file}));
+  std::unique_ptr<ClientState> state;
+  if (!options.state_dir.empty()) {
+    TRIB_ASSIGN_OR_RETURN(state, ClientState::Open(options.state_dir));
+  }
+
+  auto impl = std::make_unique<Impl>();
+  TlsTransportOptions topts;
+  topts.transport.handshake_timeout = options.connect_timeout;
+  topts.client_context = std::move(ctx);
+  TRIB_ASSIGN_OR_RETURN(impl->transport, TlsTransport::Create(impl->io, std::move(topts)));
+
+  ClientRuntimeOptions ropts;
+  ropts.address = options.coordinator;
+  ropts.device = options.device;
+  ropts.num_examples = options.num_examples;
+  ropts.backoff = options.backoff;
+  ropts.heartbeat_interval = options.heartbeat_interval;
+  ropts.on_task = std::move(options.on_task);
+  TRIB_ASSIGN_OR_RETURN(impl->runtime,
+                        ClientRuntime::Create(impl->io, *impl->transport, std::move(trainer),
+                                              std::move(ropts), std::move(state)));
+  return std::unique_ptr<Client>(new Client(std::move(impl)));
+}
+
+Status Client::run() {
+  TRIB_RETURN_IF_ERROR(start());
+  return wait();
+}
+
+Status Client::start() {
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    if (impl_->started) return Status::FailedPrecondition("Client::start: already started");
+    impl_->started = true;
+  }
+  TRIB_RETURN_IF_ERROR(impl_->runtime->Start());
+  impl_->work.emplace(asio::make_work_guard(impl_->io));
+  impl_->io_thread = std::thread([io = &impl_->io] { io->run(); });
+  return Status::Ok();
+}
+
+void Client::stop() { impl_->runtime->Stop(); }
+
+Status Client::wait() { return impl_->runtime->Wait(); }
+
+std::string Client::client_id() const { return impl_->runtime->client_id(); }
+
+}  // namespace tributary

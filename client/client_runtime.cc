@@ -1,0 +1,47 @@
+#include "client/client_runtime.h"
+
+#include "client/runtime_core.h"
+#include "core/thread_pool.h"
+
+namespace tributary {
+
+Result<std::unique_ptr<ClientRuntime>> ClientRuntime::Create(boost::asio::io_context& io,
+                                                             Transport& transport,
+                                                             std::shared_ptr<Trainer> trainer,
+                                                             ClientRuntimeOptions options,
+                                                             std::unique_ptr<ClientState> state) {
+  if (!trainer) return Status::InvalidArgument("client runtime: the trainer is null");
+  if (options.address.empty())
+    return Status::InvalidArgument("client runtime: the coordinator address is empty");
+  TRIB_RETURN_IF_ERROR(options.backoff.Validate());
+  if (options.heartbeat_interval.count() < 0)
+    return Status::InvalidArgument("heartbeat_interval must be >= 0 ms");
+  std::unique_ptr<ClientRuntime> rt(new ClientRuntime());
+  rt->worker_ = std::make_unique<ThreadPool>(1);
+  rt->core_ = std::make_shared<RuntimeCore>(io, transport, std::move(trainer), std::move(options),
+                                            std::move(state), rt->worker_.get());
+  return rt;
+}
+
+ClientRuntime::~ClientRuntime() {
+  core_->Stop();
+  (void)core_->Wait();
+  // Joins the worker after the job in progress (queued ones see the stop and return at once).
+  // The core itself may live on in handlers still queued on the io_context; once finished it
+  // touches neither the worker nor the transport.
+  worker_.reset();
+}
+
+Status ClientRuntime::Start() { return core_->Start(); }
+void ClientRuntime::Stop() { core_->Stop(); }
+Status ClientRuntime::Wait() { return core_->Wait(); }
+
+Status ClientRuntime::Run() {
+  TRIB_RETURN_IF_ERROR(Start());
+  return Wait();
+}
+
+std::string ClientRuntime::client_id() const { return core_->client_id(); }
+int64_t ClientRuntime::sessions() const { return core_->sessions(); }
+
+}  // namespace tributary

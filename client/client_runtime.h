@@ -1,0 +1,86 @@
+// ClientRuntime: the client side of the protocol, over any Transport.
+//
+// The same code serves the TLS client (tributary::Client, tributary-client), the simulator and
+// the tests (InMemoryTransport). A session goes:
+//   connect -> Hello{capabilities: device, SupportedCodecs(), num_examples}
+//           <- Welcome{client_id, heartbeat_interval_ms}      (or Error, then the coordinator
+//           closes)
+//           <- TaskAssignment  -> fit on the worker thread -> UpdateSubmission (or Error)
+//           <- EvaluateTask    -> evaluate on the worker   -> EvaluateResult (or Error)
+//           -> Heartbeat every heartbeat interval while connected
+//           <- Goodbye: the run is over; Wait() returns OK
+// An Error from the coordinator is logged (a rejected update is not fatal), except REVOKED,
+// UNAUTHENTICATED and UNSUPPORTED_VERSION, which end the run: retrying cannot help. When the
+// connection is refused or lost the runtime reconnects after Backoff::NextDelay(); after
+// backoff.max_attempts consecutive attempts without a Welcome, Wait() returns Unavailable naming
+// the last error. A result computed for a connection that has since closed is dropped (the
+// coordinator has counted this client out of that round).
+//
+// Threading: network events run on a strand of the caller's io_context, which the caller must run
+// (on any number of threads) until Wait() has returned. Trainer calls run on one worker thread
+// owned by the runtime, so fit() never blocks the strand. Start/Stop/Wait may be called from any
+// thread except an io_context thread or the worker (Wait blocks). The destructor calls Stop() and
+// Wait(), then waits for a Trainer call in progress to return.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "client/client_state.h"
+#include "protocol/transport.h"
+#include "tributary/client.h"
+#include "tributary/trainer.h"
+
+namespace tributary {
+
+class ThreadPool;
+class RuntimeCore;
+
+struct ClientRuntimeOptions {
+  // What Transport::Connect is given.
+  std::string address;
+  std::string device = "cpu";
+  uint64_t num_examples = 0;
+  std::string software_version;  // empty: this build's version
+  BackoffOptions backoff;
+  // 0: the coordinator's Welcome::heartbeat_interval_ms (none when that is 0).
+  std::chrono::milliseconds heartbeat_interval{0};
+  // Runs on the worker thread after each task.
+  std::function<void(const TaskReport&)> on_task;
+};
+
+class ClientRuntime {
+ public:
+  // `transport` must outlive the runtime; `state` may be null (no local state). InvalidArgument
+  // for bad options or a null trainer.
+  static Result<std::unique_ptr<ClientRuntime>> Create(
+      boost::asio::io_context& io, Transport& transport, std::shared_ptr<Trainer> trainer,
+      ClientRuntimeOptions options, std::unique_ptr<ClientState> state = nullptr);
+  ~ClientRuntime();
+  ClientRuntime(const ClientRuntime&) = delete;
+  ClientRuntime& operator=(const ClientRuntime&) = delete;
+
+  // Begins connecting. FailedPrecondition when already started or stopped.
+  Status Start();
+  // Says Goodbye (when connected), closes, and ends the run with Aborted. Idempotent.
+  void Stop();
+  // Blocks until the run ends; see tributary::Client::wait() for the statuses.
+  Status Wait();
+  // Start() then Wait().
+  Status Run();
+
+  // From the last Welcome; empty before the first.
+  std::string client_id() const;
+  // Welcomes received so far (1 + successful reconnects).
+  int64_t sessions() const;
+
+ private:
+  ClientRuntime() = default;
+  std::unique_ptr<ThreadPool> worker_;
+  std::shared_ptr<RuntimeCore> core_;
+};
+
+}  // namespace tributary

@@ -1,0 +1,100 @@
+#include "client/client_state.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "core/file_util.h"
+
+namespace tributary {
+namespace {
+
+constexpr int kStateFormat = 1;
+
+Result<uint64_t> GetCount(const nlohmann::json& j, const char* key, const std::string& file) {
+  if (!j.contains(key)) return uint64_t{0};
+  const nlohmann::json& v = j.at(key);
+  if (!v.is_number_unsigned())
+    return Status::Corruption(file + ": \"" + key + "\" must be a non-negative integer");
+  return v.get<uint64_t>();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<ClientState>> ClientState::Open(const std::string& dir) {
+  if (dir.empty()) return Status::InvalidArgument("state dir: the path is empty");
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return Status::IoError("cannot create state dir " + dir + ": " + ec.message());
+  if (!std::filesystem::is_directory(dir, ec))
+    return Status::InvalidArgument("state dir " + dir + " exists but is not a directory");
+
+  const std::string lock_path = dir + "/" + kLockFileName;
+  const int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return Status::IoError("cannot open " + lock_path + ": " + std::strerror(errno));
+  // flock locks belong to the open file description, so a second Open() in this process is
+  // refused just like another process.
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    ::close(fd);
+    if (err == EWOULDBLOCK)
+      return Status::FailedPrecondition("state dir " + dir + " is in use by another client (" +
+                                        lock_path +
+                                        " is locked); give each client its own state dir");
+    return Status::IoError("cannot lock " + lock_path + ": " + std::strerror(err));
+  }
+  std::unique_ptr<ClientState> state(new ClientState(dir, fd));
+  TRIB_RETURN_IF_ERROR(state->Load());
+  return state;
+}
+
+ClientState::~ClientState() {
+  if (lock_fd_ >= 0) ::close(lock_fd_);  // releases the flock
+}
+
+Status ClientState::Load() {
+  const std::string file = state_file();
+  Result<std::vector<uint8_t>> bytes = ReadFileBytes(file, kMaxStateFileBytes);
+  if (!bytes.ok()) {
+    if (bytes.status().code() == StatusCode::kNotFound) return Status::Ok();  // a fresh dir
+    return bytes.status();
+  }
+  nlohmann::json j = nlohmann::json::parse(bytes->begin(), bytes->end(), nullptr,
+                                           /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object())
+    return Status::Corruption(file + " is not a JSON object; delete it to start afresh");
+  if (!j.contains("format") || !j["format"].is_number_integer() ||
+      j["format"].get<int64_t>() != kStateFormat)
+    return Status::Corruption(file + ": \"format\" must be " + std::to_string(kStateFormat));
+  ClientStateData d;
+  if (j.contains("client_id")) {
+    if (!j["client_id"].is_string())
+      return Status::Corruption(file + ": \"client_id\" must be a string");
+    d.client_id = j["client_id"].get<std::string>();
+  }
+  TRIB_ASSIGN_OR_RETURN(d.last_round, GetCount(j, "last_round", file));
+  TRIB_ASSIGN_OR_RETURN(d.last_model_version, GetCount(j, "last_model_version", file));
+  TRIB_ASSIGN_OR_RETURN(d.tasks_completed, GetCount(j, "tasks_completed", file));
+  data_ = std::move(d);
+  return Status::Ok();
+}
+
+Status ClientState::Save(const ClientStateData& data) {
+  nlohmann::json j = {{"format", kStateFormat},
+                      {"client_id", data.client_id},
+                      {"last_round", data.last_round},
+                      {"last_model_version", data.last_model_version},
+                      {"tasks_completed", data.tasks_completed}};
+  const std::string text = j.dump(2) + "\n";
+  TRIB_RETURN_IF_ERROR(
+      WriteFileAtomic(state_file(), {reinterpret_cast<const uint8_t*>(text.data()), text.size()}));
+  data_ = data;
+  return Status::Ok();
+}
+
+}  // namespace tributary

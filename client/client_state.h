@@ -1,0 +1,64 @@
+// ClientState: a client's local state directory.
+//
+// Open() creates the directory (and its parents) when missing and takes an exclusive lock on
+// <dir>/LOCK (flock), so two clients never share one state dir — it will hold error-feedback
+// residuals, which are per client. The small state file <dir>/client_state.json records who this
+// client is and how far it got:
+//   {"format": 1, "client_id": "edge-001", "last_round": 7, "last_model_version": 6,
+//    "tasks_completed": 7}
+// Save() replaces it atomically (core/file_util.h WriteFileAtomic), so after a crash it holds
+// either the old or the new contents in full.
+//
+// Errors: IoError when the directory cannot be created; FailedPrecondition when another process
+// (or another ClientState in this one) holds the lock; Corruption naming the file when the state
+// file does not parse or has fields of the wrong type. The lock is released by the destructor.
+// Not thread-safe: use it from one thread at a time.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "tributary/result.h"
+
+namespace tributary {
+
+struct ClientStateData {
+  std::string client_id;
+  uint64_t last_round = 0;
+  uint64_t last_model_version = 0;
+  uint64_t tasks_completed = 0;
+
+  friend bool operator==(const ClientStateData&, const ClientStateData&) = default;
+};
+
+class ClientState {
+ public:
+  static constexpr const char* kStateFileName = "client_state.json";
+  static constexpr const char* kLockFileName = "LOCK";
+  // The state file is tiny; anything larger is not ours.
+  static constexpr uint64_t kMaxStateFileBytes = 1 << 20;
+
+  static Result<std::unique_ptr<ClientState>> Open(const std::string& dir);
+  ~ClientState();
+  ClientState(const ClientState&) = delete;
+  ClientState& operator=(const ClientState&) = delete;
+
+  // What the state file held at Open() (defaults when there was none), or what was last saved.
+  const ClientStateData& data() const { return data_; }
+  Status Save(const ClientStateData& data);
+
+  const std::string& dir() const { return dir_; }
+  std::string state_file() const { return dir_ + "/" + kStateFileName; }
+
+ private:
+  ClientState(std::string dir, int lock_fd) : dir_(std::move(dir)), lock_fd_(lock_fd) {}
+  Status Load();
+
+  std::string dir_;
+  int lock_fd_ = -1;
+  ClientStateData data_;
+};
+
+}  // namespace tributary

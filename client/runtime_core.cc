@@ -1,0 +1,321 @@
+#include "client/runtime_core.h"
+
+#include <fmt/format.h>
+#include <boost/asio/post.hpp>
+
+#include "compression/codec.h"
+#include "core/log.h"
+#include "protocol/wire.h"
+#include "tributary/config.h"
+
+namespace tributary {
+
+namespace asio = boost::asio;
+
+namespace {
+
+uint64_t UnixMillis() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                   std::chrono::system_clock::now().time_since_epoch())
+                                   .count());
+}
+
+Error ErrorFromStatus(const Status& s) {
+  return Error{static_cast<uint32_t>(ProtocolErrorCodeOf(s)), s.message()};
+}
+
+void LogReport(const TaskReport& r) {
+  if (!r.status.ok()) {
+    spdlog::warn("round {}: {} failed, told the coordinator: {}", r.round,
+                 r.kind == TaskReport::Kind::kFit ? "fit" : "evaluate", r.status.message());
+  } else if (r.kind == TaskReport::Kind::kFit) {
+    spdlog::info("round {}: fit loss {:.4f} on {} examples in {:.2f}s, update {} bytes ({})",
+                 r.round, r.loss, r.num_examples, r.seconds, r.update_bytes, r.codec);
+  } else {
+    spdlog::info("round {}: evaluate loss {:.4f} accuracy {:.2f}% on {} examples in {:.2f}s",
+                 r.round, r.loss, 100.0 * r.accuracy, r.num_examples, r.seconds);
+  }
+}
+
+}  // namespace
+
+RuntimeCore::RuntimeCore(asio::io_context& io, Transport& transport,
+                         std::shared_ptr<Trainer> trainer, ClientRuntimeOptions options,
+                         std::unique_ptr<ClientState> state, ThreadPool* worker)
+    : transport_(transport),
+      options_(std::move(options)),
+      worker_(worker),
+      strand_(asio::make_strand(io)),
+      reconnect_timer_(strand_),
+      heartbeat_timer_(strand_),
+      backoff_(options_.backoff),
+      executor_(std::move(trainer)),
+      state_(std::move(state)) {
+  if (options_.software_version.empty())
+    options_.software_version = std::string("tributary-client/") + TRIBUTARY_VERSION;
+}
+
+Status RuntimeCore::Start() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (started_) return Status::FailedPrecondition("the client runtime was already started");
+    if (stop_requested_) return Status::FailedPrecondition("the client runtime was stopped");
+    started_ = true;
+  }
+  asio::post(strand_, [self = shared_from_this()] { self->DoConnect(); });
+  return Status::Ok();
+}
+
+void RuntimeCore::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stop_requested_) return;
+    stop_requested_ = true;
+    if (!started_) {
+      // Nothing runs on the strand yet (and the io_context may not be running): end right here.
+      stopping_ = true;
+      result_ = Status::Aborted("stopped before it was started");
+      cv_.notify_all();
+      return;
+    }
+  }
+  asio::post(strand_, [self = shared_from_this()] { self->DoStop(); });
+}
+
+Status RuntimeCore::Wait() {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!started_ && !stop_requested_)
+    return Status::FailedPrecondition("wait() before start(): the client is not running");
+  cv_.wait(lock, [&] { return result_.has_value(); });
+  return *result_;
+}
+
+std::string RuntimeCore::client_id() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return client_id_;
+}
+
+int64_t RuntimeCore::sessions() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return sessions_;
+}
+
+void RuntimeCore::DoConnect() {
+  if (finished_) return;
+  const uint64_t gen = ++generation_;
+  welcomed_ = false;
+  spdlog::debug("connecting to {}", options_.address);
+  transport_.Connect(options_.address, [self = shared_from_this(),
+                                        gen](Result<std::shared_ptr<Connection>> c) mutable {
+    asio::post(self->strand_,
+               [self, gen, c = std::move(c)]() mutable { self->OnConnected(gen, std::move(c)); });
+  });
+}
+
+void RuntimeCore::OnConnected(uint64_t gen, Result<std::shared_ptr<Connection>> connection) {
+  if (finished_ || gen != generation_) {
+    // The run ended (or moved on) while connecting: close what arrived.
+    if (connection.ok()) {
+      (*connection)->Start([](Message) {}, [](Status) {});
+      (*connection)->Close();
+    }
+    return;
+  }
+  if (!connection.ok()) {
+    RetryLater(connection.status().WithContext("cannot connect to " + options_.address));
+    return;
+  }
+  conn_ = std::move(*connection);
+  conn_->Start(
+      [self = shared_from_this(), gen](Message m) mutable {
+        asio::post(self->strand_,
+                   [self, gen, m = std::move(m)]() mutable { self->OnMessage(gen, std::move(m)); });
+      },
+      [self = shared_from_this(), gen](Status why) {
+        asio::post(self->strand_, [self, gen, why] { self->OnClosed(gen, why); });
+      });
+  Hello hello;
+  hello.capabilities.device = options_.device;
+  hello.capabilities.codecs = SupportedCodecs();
+  hello.capabilities.num_examples = options_.num_examples;
+  hello.software_version = options_.software_version;
+  conn_->Send(std::move(hello));
+}
+
+void RuntimeCore::OnMessage(uint64_t gen, Message message) {
+  if (finished_ || gen != generation_ || !conn_) return;
+  if (auto* welcome = std::get_if<Welcome>(&message)) {
+    OnWelcome(*welcome);
+  } else if (std::holds_alternative<TaskAssignment>(message) ||
+             std::holds_alternative<EvaluateTask>(message)) {
+    auto task = std::make_shared<Message>(std::move(message));
+    worker_->Submit([self = shared_from_this(), gen, task] { self->RunTask(gen, task); });
+  } else if (auto* goodbye = std::get_if<Goodbye>(&message)) {
+    spdlog::info("the coordinator ended the run: {}", goodbye->reason);
+    Finish(Status::Ok());
+  } else if (auto* error = std::get_if<Error>(&message)) {
+    OnCoordinatorError(*error);
+  } else if (std::holds_alternative<Heartbeat>(message)) {
+    // The coordinator's liveness signal (or an echo of ours); the transport's own timeouts and
+    // the coordinator's Goodbye cover everything else.
+  } else {
+    spdlog::warn("ignoring an unexpected {} from the coordinator",
+                 MessageTypeName(TypeOf(message)));
+  }
+}
+
+void RuntimeCore::OnWelcome(const Welcome& welcome) {
+  welcomed_ = true;
+  backoff_.Reset();
+  last_error_ = Status::Ok();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    client_id_ = welcome.client_id;
+    ++sessions_;
+  }
+  heartbeat_interval_ = options_.heartbeat_interval.count() > 0
+                            ? options_.heartbeat_interval
+                            : std::chrono::milliseconds(welcome.heartbeat_interval_ms);
+  spdlog::info("joined {} as '{}' (coordinator {}, heartbeat every {} ms)", options_.address,
+               welcome.client_id, welcome.software_version, heartbeat_interval_.count());
+  if (heartbeat_interval_.count() > 0) ScheduleHeartbeat(generation_);
+  if (state_) {
+    worker_->Submit([self = shared_from_this(), id = welcome.client_id] {
+      self->SaveState([&](ClientStateData& d) { d.client_id = id; });
+    });
+  }
+}
+
+void RuntimeCore::OnCoordinatorError(const Error& error) {
+  const std::string text = ErrorCodeName(error.code) + ": " + error.message;
+  switch (static_cast<ErrorCode>(error.code)) {
+    case ErrorCode::kRevoked:
+    case ErrorCode::kUnauthenticated:
+      spdlog::error("the coordinator refused this client: {}", text);
+      Finish(Status::PermissionDenied("the coordinator refused this client: " + text));
+      return;
+    case ErrorCode::kUnsupportedVersion:
+      spdlog::error("the coordinator speaks another protocol version: {}", text);
+      Finish(
+          Status::FailedPrecondition("the coordinator speaks another protocol version: " + text));
+      return;
+    default:
+      // Most often an update the coordinator rejected (late, duplicate, ...): not fatal.
+      spdlog::warn("the coordinator reported: {}", text);
+      last_error_ = Status::Unavailable("the coordinator reported " + text);
+  }
+}
+
+void RuntimeCore::OnClosed(uint64_t gen, Status why) {
+  if (finished_ || gen != generation_) return;
+  conn_.reset();
+  heartbeat_timer_.cancel();
+  ++generation_;  // results still being computed for this connection are dropped
+  if (why.ok()) why = Status::Unavailable("the coordinator closed the connection");
+  RetryLater(why.WithContext("connection to " + options_.address + " lost"));
+}
+
+void RuntimeCore::RetryLater(const Status& why) {
+  const bool was_welcomed = welcomed_;
+  welcomed_ = false;
+  last_error_ = why;
+  const std::chrono::milliseconds delay = backoff_.NextDelay();
+  if (was_welcomed) {
+    backoff_.Reset();  // a session that got as far as Welcome is not a failed attempt
+  } else if (backoff_.exhausted()) {
+    spdlog::error("giving up after {} failed attempts: {}", backoff_.failures(), why.ToString());
+    Finish(Status::Unavailable(fmt::format("gave up after {} consecutive failed attempts; last: {}",
+                                           backoff_.failures(), why.ToString())));
+    return;
+  }
+  spdlog::warn("{}; reconnecting in {} ms", why.ToString(), delay.count());
+  reconnect_timer_.expires_after(delay);
+  reconnect_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+    if (!ec) self->DoConnect();
+  });
+}
+
+void RuntimeCore::ScheduleHeartbeat(uint64_t gen) {
+  heartbeat_timer_.expires_after(heartbeat_interval_);
+  heartbeat_timer_.async_wait(
+      [self = shared_from_this(), gen](const boost::system::error_code& ec) {
+        if (ec || self->finished_ || gen != self->generation_ || !self->conn_) return;
+        self->conn_->Send(Heartbeat{++self->heartbeat_sequence_, UnixMillis()});
+        self->ScheduleHeartbeat(gen);
+      });
+}
+
+void RuntimeCore::Deliver(uint64_t gen, Message reply) {
+  if (finished_ || gen != generation_ || !conn_) {
+    spdlog::info("dropping a {} computed for a connection that has since closed",
+                 MessageTypeName(TypeOf(reply)));
+    return;
+  }
+  conn_->Send(std::move(reply));
+}
+
+void RuntimeCore::DoStop() {
+  if (finished_) return;
+  if (conn_ && welcomed_) conn_->Send(Goodbye{"client stopping"});
+  spdlog::info("stopping");
+  Finish(Status::Aborted("stopped by the application"));
+}
+
+void RuntimeCore::Finish(Status result) {
+  if (finished_) return;
+  finished_ = true;
+  stopping_ = true;
+  ++generation_;
+  reconnect_timer_.cancel();
+  heartbeat_timer_.cancel();
+  if (conn_) {
+    conn_->Close();  // sends what is queued (a Goodbye, a last result) first
+    conn_.reset();
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  result_ = std::move(result);
+  cv_.notify_all();
+}
+
+void RuntimeCore::RunTask(uint64_t gen, const std::shared_ptr<Message>& task) {
+  if (stopping_) return;
+  TaskReport report;
+  Message reply;
+  if (const auto* fit = std::get_if<TaskAssignment>(task.get())) {
+    Result<UpdateSubmission> r = executor_.Fit(*fit, &report);
+    if (r.ok())
+      reply = std::move(*r);
+    else
+      report.status = r.status();
+  } else {
+    Result<EvaluateResult> r = executor_.Evaluate(std::get<EvaluateTask>(*task), &report);
+    if (r.ok())
+      reply = std::move(*r);
+    else
+      report.status = r.status();
+  }
+  if (!report.status.ok()) reply = ErrorFromStatus(report.status);
+  LogReport(report);
+  if (report.status.ok() && report.kind == TaskReport::Kind::kFit) {
+    SaveState([&](ClientStateData& d) {
+      d.last_round = report.round;
+      d.last_model_version = report.model_version;
+      ++d.tasks_completed;
+    });
+  }
+  if (options_.on_task) options_.on_task(report);
+  asio::post(strand_, [self = shared_from_this(), gen, reply = std::move(reply)]() mutable {
+    self->Deliver(gen, std::move(reply));
+  });
+}
+
+void RuntimeCore::SaveState(const std::function<void(ClientStateData&)>& update) {
+  if (!state_) return;
+  ClientStateData d = state_->data();
+  update(d);
+  if (d == state_->data()) return;
+  if (Status s = state_->Save(d); !s.ok())
+    spdlog::warn("cannot save the client state: {}", s.ToString());
+}
+
+}  // namespace tributary

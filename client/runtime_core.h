@@ -1,0 +1,95 @@
+// RuntimeCore: the shared state behind ClientRuntime (client_runtime.h describes the behaviour).
+//
+// It lives in a shared_ptr because connection handlers, timers and worker jobs outlive any one
+// call: each captures shared_from_this(). Everything that touches the connection, the timers and
+// the backoff runs on strand_; Trainer calls and ClientState writes run on the worker (a one-thread
+// ThreadPool owned by ClientRuntime, which outlives every job it runs); result_, client_id_ and
+// sessions_ are shared with the caller's threads under mu_.
+//
+// Every connection attempt gets a new generation number. Events (messages, close, timer expiries,
+// worker results) carry the generation they belong to, and anything from an older generation is
+// ignored, so a late result never lands on a newer connection.
+#pragma once
+
+#include <atomic>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "client/backoff.h"
+#include "client/client_runtime.h"
+#include "client/task_executor.h"
+#include "core/thread_pool.h"
+
+namespace tributary {
+
+class RuntimeCore : public std::enable_shared_from_this<RuntimeCore> {
+ public:
+  RuntimeCore(boost::asio::io_context& io, Transport& transport, std::shared_ptr<Trainer> trainer,
+              ClientRuntimeOptions options, std::unique_ptr<ClientState> state, ThreadPool* worker);
+
+  Status Start();
+  void Stop();
+  Status Wait();
+  std::string client_id() const;
+  int64_t sessions() const;
+
+ private:
+  using Strand = boost::asio::strand<boost::asio::io_context::executor_type>;
+
+  // On strand_.
+  void DoConnect();
+  void OnConnected(uint64_t gen, Result<std::shared_ptr<Connection>> connection);
+  void OnMessage(uint64_t gen, Message message);
+  void OnClosed(uint64_t gen, Status why);
+  void OnWelcome(const Welcome& welcome);
+  void OnCoordinatorError(const Error& error);
+  void RetryLater(const Status& why);
+  void ScheduleHeartbeat(uint64_t gen);
+  void Deliver(uint64_t gen, Message reply);
+  void DoStop();
+  void Finish(Status result);
+
+  // On the worker.
+  void RunTask(uint64_t gen, const std::shared_ptr<Message>& task);
+  void SaveState(const std::function<void(ClientStateData&)>& update);
+
+  Transport& transport_;
+  ClientRuntimeOptions options_;
+  ThreadPool* worker_;
+  Strand strand_;
+
+  // strand_ only.
+  boost::asio::steady_timer reconnect_timer_;
+  boost::asio::steady_timer heartbeat_timer_;
+  Backoff backoff_;
+  std::shared_ptr<Connection> conn_;
+  uint64_t generation_ = 0;
+  bool welcomed_ = false;  // on the current connection
+  bool finished_ = false;
+  std::chrono::milliseconds heartbeat_interval_{0};
+  uint64_t heartbeat_sequence_ = 0;
+  Status last_error_;
+
+  // Worker only.
+  TaskExecutor executor_;
+  std::unique_ptr<ClientState> state_;
+
+  // Read by the worker to skip queued tasks once the run is over.
+  std::atomic<bool> stopping_{false};
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool started_ = false;          // GUARDED_BY(mu_)
+  bool stop_requested_ = false;   // GUARDED_BY(mu_)
+  std::optional<Status> result_;  // GUARDED_BY(mu_)
+  std::string client_id_;         // GUARDED_BY(mu_)
+  int64_t sessions_ = 0;          // GUARDED_BY(mu_)
+};
+
+}  // namespace tributary

@@ -1,0 +1,168 @@
+#include "client/task_executor.h"
+
+#include <fmt/format.h>
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "compression/codec.h"
+#include "protocol/wire.h"
+
+namespace tributary {
+namespace {
+
+double Seconds(std::chrono::steady_clock::time_point since) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
+}
+
+double MetricOr(const Metrics& m, const char* key, double def) {
+  auto it = m.find(key);
+  return it == m.end() ? def : it->second;
+}
+
+}  // namespace
+
+FitConfig FromWire(const WireFitConfig& w) {
+  FitConfig c;
+  c.epochs = w.epochs;
+  c.batch_size = w.batch_size;
+  c.lr = w.lr;
+  c.momentum = w.momentum;
+  c.weight_decay = w.weight_decay;
+  c.proximal_mu = w.proximal_mu;
+  c.max_steps = w.max_steps;
+  c.seed = w.seed;
+  return c;
+}
+
+WireMetrics SendableMetrics(const Metrics& metrics) {
+  WireMetrics out;
+  for (const auto& [name, value] : metrics) {
+    if (out.size() >= kMaxMetrics) break;
+    if (name.empty() || name.size() > kMaxNameBytes || !std::isfinite(value)) continue;
+    out.emplace(name, value);
+  }
+  return out;
+}
+
+TaskExecutor::TaskExecutor(std::shared_ptr<Trainer> trainer) : trainer_(std::move(trainer)) {}
+
+Result<ModelWeights> TaskExecutor::ToWeights(const ModelPayload& payload, const char* what) {
+  if (!layout_) {
+    Result<ModelWeights> params = trainer_->get_parameters();
+    if (!params.ok())
+      return ProtocolError(ErrorCode::kInternal,
+                           "trainer.get_parameters failed: " + params.status().ToString());
+    layout_ = params->ZerosLike();
+  }
+  if (payload.layout_fingerprint != layout_->fingerprint() ||
+      payload.values.size() != layout_->size())
+    return ProtocolError(
+        ErrorCode::kProtocolViolation,
+        fmt::format("{}: the model has layout fingerprint {:016x} and {} floats, but this "
+                    "client's trainer has layout {:016x} with {} floats (a different model?)",
+                    what, payload.layout_fingerprint, payload.values.size(), layout_->fingerprint(),
+                    layout_->size()));
+  ModelWeights w = layout_->ZerosLike();
+  std::copy(payload.values.begin(), payload.values.end(), w.data().begin());
+  return w;
+}
+
+Result<UpdateSubmission> TaskExecutor::Fit(const TaskAssignment& task, TaskReport* report) {
+  const auto t0 = std::chrono::steady_clock::now();
+  if (report) {
+    report->kind = TaskReport::Kind::kFit;
+    report->round = task.round;
+    report->model_version = task.model_version;
+    report->codec = task.codec.spec;
+  }
+  const std::string what = fmt::format("task for round {}", task.round);
+  Result<std::unique_ptr<Codec>> codec = MakeCodec(task.codec.spec);
+  if (!codec.ok())
+    return ProtocolError(ErrorCode::kProtocolViolation,
+                         fmt::format("{}: codec '{}' is not supported by this client ({})", what,
+                                     task.codec.spec, codec.status().message()));
+  TRIB_ASSIGN_OR_RETURN(ModelWeights global, ToWeights(task.model, what.c_str()));
+
+  Result<FitResult> fit = trainer_->fit(global, FromWire(task.fit));
+  if (!fit.ok())
+    return ProtocolError(ErrorCode::kInternal,
+                         fmt::format("{}: trainer.fit failed: {}", what, fit.status().ToString()));
+  if (!fit->weights.same_layout(global) || fit->weights.size() != global.size())
+    return ProtocolError(ErrorCode::kInternal,
+                         fmt::format("{}: trainer.fit returned weights of another layout", what));
+  if (fit->num_examples < 0)
+    return ProtocolError(
+        ErrorCode::kInternal,
+        fmt::format("{}: trainer.fit returned num_examples {}", what, fit->num_examples));
+  const double fit_seconds = Seconds(t0);
+
+  // delta = new - global, computed in place over the new weights.
+  std::span<float> delta = fit->weights.data();
+  std::span<const float> g = global.data();
+  for (size_t i = 0; i < delta.size(); ++i) delta[i] -= g[i];
+  Result<std::vector<uint8_t>> bytes = (*codec)->Encode(delta);
+  if (!bytes.ok())
+    return ProtocolError(ErrorCode::kInternal,
+                         fmt::format("{}: encoding the update with '{}' failed: {}", what,
+                                     task.codec.spec, bytes.status().ToString()));
+
+  UpdateSubmission out;
+  out.round = task.round;
+  out.model_version = task.model_version;
+  out.num_examples = static_cast<uint64_t>(fit->num_examples);
+  Metrics metrics = fit->metrics;
+  metrics["fit_seconds"] = fit_seconds;
+  out.metrics = SendableMetrics(metrics);
+  out.update.codec = task.codec.spec;
+  out.update.layout_fingerprint = global.fingerprint();
+  out.update.num_floats = global.size();
+  out.update.bytes = std::move(*bytes);
+  if (report) {
+    report->num_examples = fit->num_examples;
+    report->loss = MetricOr(fit->metrics, "train_loss", 0.0);
+    report->accuracy = MetricOr(fit->metrics, "train_accuracy", 0.0);
+    report->update_bytes = out.update.bytes.size();
+    report->seconds = Seconds(t0);
+  }
+  return out;
+}
+
+Result<EvaluateResult> TaskExecutor::Evaluate(const EvaluateTask& task, TaskReport* report) {
+  const auto t0 = std::chrono::steady_clock::now();
+  if (report) {
+    report->kind = TaskReport::Kind::kEvaluate;
+    report->round = task.round;
+    report->model_version = task.model_version;
+  }
+  const std::string what = fmt::format("evaluation for round {}", task.round);
+  TRIB_ASSIGN_OR_RETURN(ModelWeights weights, ToWeights(task.model, what.c_str()));
+  EvalConfig config;
+  config.batch_size = task.batch_size;
+  config.max_examples = task.max_examples;
+  Result<EvalResult> eval = trainer_->evaluate(weights, config);
+  if (!eval.ok())
+    return ProtocolError(ErrorCode::kInternal, fmt::format("{}: trainer.evaluate failed: {}", what,
+                                                           eval.status().ToString()));
+  if (eval->num_examples < 0 || !std::isfinite(eval->loss) || !std::isfinite(eval->accuracy))
+    return ProtocolError(ErrorCode::kInternal,
+                         fmt::format("{}: trainer.evaluate returned num_examples {}, loss {}, "
+                                     "accuracy {}",
+                                     what, eval->num_examples, eval->loss, eval->accuracy));
+  EvaluateResult out;
+  out.round = task.round;
+  out.model_version = task.model_version;
+  out.num_examples = static_cast<uint64_t>(eval->num_examples);
+  out.loss = eval->loss;
+  out.accuracy = eval->accuracy;
+  out.metrics = SendableMetrics(eval->metrics);
+  if (report) {
+    report->num_examples = eval->num_examples;
+    report->loss = eval->loss;
+    report->accuracy = eval->accuracy;
+    report->seconds = Seconds(t0);
+  }
+  return out;
+}
+
+}  // namespace tributary

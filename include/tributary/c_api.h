@@ -1,0 +1,166 @@
+/* The Tributary client as a C API, for apps written in C or reached through JNI, Swift, Python
+ * ctypes and the like.
+ *
+ * The app describes its model's layout (named tensors with shapes, in order: it must match the
+ * coordinator's model) and supplies two callbacks over flat float buffers. The client does the
+ * rest, exactly as tributary::Client (client.h) does: mutual TLS to the coordinator, rounds,
+ * encoding the delta, heartbeats, reconnecting with backoff.
+ *
+ *   tributary_client_options o;
+ *   tributary_client_options_init(&o);
+ *   o.coordinator = "coord.example.org:7070";
+ *   o.ca_cert_file = "ca.crt"; o.cert_file = "edge-001.crt"; o.key_file = "edge-001.key";
+ *   o.tensors = tensors; o.num_tensors = 2; o.fit = my_fit; o.evaluate = my_eval; o.user_data =
+ * app; char err[512]; tributary_client* c = tributary_client_create(&o, err, sizeof err); if (!c) {
+ * fprintf(stderr, "%s\n", err); return 1; } int rc = tributary_client_run(c);   // TRIBUTARY_OK
+ * once the coordinator ends the run if (rc != TRIBUTARY_OK) fprintf(stderr, "%s\n",
+ * tributary_client_last_error(c)); tributary_client_destroy(c);
+ *
+ * Threading: the callbacks run on the client's worker thread, one call at a time. The functions
+ * may be called from any thread, except from inside a callback; tributary_client_stop() may be
+ * called at any time (e.g. from another thread while tributary_client_run() blocks). No function
+ * throws or aborts on bad input: they return a status code and keep a message.
+ */
+#ifndef TRIBUTARY_C_API_H_
+#define TRIBUTARY_C_API_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The values of tributary::StatusCode (status.h). */
+typedef enum tributary_status {
+  TRIBUTARY_OK = 0,
+  TRIBUTARY_INVALID_ARGUMENT = 1,
+  TRIBUTARY_NOT_FOUND = 2,
+  TRIBUTARY_IO_ERROR = 3,
+  TRIBUTARY_CORRUPTION = 4,
+  TRIBUTARY_OUT_OF_RANGE = 5,
+  TRIBUTARY_FAILED_PRECONDITION = 6,
+  TRIBUTARY_RESOURCE_EXHAUSTED = 7,
+  TRIBUTARY_UNAVAILABLE = 8,
+  TRIBUTARY_DEADLINE_EXCEEDED = 9,
+  TRIBUTARY_PERMISSION_DENIED = 10,
+  TRIBUTARY_ABORTED = 11,
+  TRIBUTARY_UNIMPLEMENTED = 12,
+  TRIBUTARY_INTERNAL = 13
+} tributary_status;
+
+typedef struct tributary_client tributary_client;
+
+/* One tensor of the model: weights are laid out tensor after tensor, each row-major. */
+typedef struct tributary_tensor {
+  const char* name;
+  const int64_t* shape;
+  size_t rank;
+} tributary_tensor;
+
+/* Local training settings sent by the coordinator (tributary::FitConfig). */
+typedef struct tributary_fit_config {
+  int32_t epochs;
+  int32_t batch_size;
+  float lr;
+  float momentum;
+  float weight_decay;
+  float proximal_mu;
+  int64_t max_steps; /* 0: no cap */
+  uint64_t seed;     /* seeds the shuffling of local data */
+} tributary_fit_config;
+
+typedef struct tributary_fit_result {
+  int64_t num_examples; /* training examples used (the FedAvg weight); must be >= 0 */
+  double loss;          /* reported to the coordinator as the metric train_loss */
+  double accuracy;      /* reported as train_accuracy */
+} tributary_fit_result;
+
+typedef struct tributary_eval_config {
+  int32_t batch_size;
+  int64_t max_examples; /* 0: the whole evaluation set */
+} tributary_eval_config;
+
+typedef struct tributary_eval_result {
+  int64_t num_examples;
+  double loss;
+  double accuracy;
+} tributary_eval_result;
+
+/* Trains from `global` (num_floats values) and writes the NEW weights to `weights` (which starts
+ * as a copy of `global`; the client computes the delta). Returns 0 on success. On failure returns
+ * non-zero and may write a NUL-terminated reason of at most error_size bytes to `error`; the
+ * coordinator is told, and the client carries on. */
+typedef int (*tributary_fit_fn)(void* user_data, const tributary_fit_config* config,
+                                const float* global, float* weights, size_t num_floats,
+                                tributary_fit_result* result, char* error, size_t error_size);
+
+/* Evaluates `weights` on local evaluation data. Same return convention as tributary_fit_fn. */
+typedef int (*tributary_evaluate_fn)(void* user_data, const tributary_eval_config* config,
+                                     const float* weights, size_t num_floats,
+                                     tributary_eval_result* result, char* error, size_t error_size);
+
+/* Strings are copied by tributary_client_create; they need not outlive the call. Fields mirror
+ * tributary::ClientOptions (client.h). */
+typedef struct tributary_client_options {
+  const char* coordinator;  /* "host:port"; required */
+  const char* server_name;  /* NULL or "": the host of `coordinator` */
+  const char* ca_cert_file; /* PEM files; all three required */
+  const char* cert_file;
+  const char* key_file;
+  const char* state_dir; /* NULL or "": no local state */
+  const char* device;    /* reported to the coordinator; default "cpu" */
+  uint64_t num_examples; /* local training examples, reported to the coordinator */
+
+  const tributary_tensor* tensors; /* the model layout; required, num_tensors >= 1 */
+  size_t num_tensors;
+  tributary_fit_fn fit;           /* required */
+  tributary_evaluate_fn evaluate; /* NULL: evaluation requests are answered with an error */
+  void* user_data;                /* passed to both callbacks */
+
+  uint32_t backoff_initial_ms; /* default 500 */
+  uint32_t backoff_max_ms;     /* default 30000 */
+  double backoff_multiplier;   /* default 2 */
+  double backoff_jitter;       /* default 0.5 */
+  uint32_t max_attempts;       /* consecutive failed connects before giving up; 0 = never */
+  uint64_t backoff_seed;
+  uint32_t heartbeat_interval_ms; /* 0: the coordinator's */
+  uint32_t connect_timeout_ms;    /* default 10000 */
+} tributary_client_options;
+
+/* Fills `options` with the defaults (and NULL / 0 elsewhere). Call it before setting fields. */
+void tributary_client_options_init(tributary_client_options* options);
+
+/* Validates the options, reads the TLS files and opens the state dir. NULL on failure, with the
+ * reason (naming the field or file) written to `error` when error_size > 0. */
+tributary_client* tributary_client_create(const tributary_client_options* options, char* error,
+                                          size_t error_size);
+
+/* Blocks until the run is over: TRIBUTARY_OK when the coordinator ended it, TRIBUTARY_ABORTED
+ * after tributary_client_stop(), TRIBUTARY_UNAVAILABLE when max_attempts connects failed,
+ * TRIBUTARY_PERMISSION_DENIED when the coordinator refused this client. */
+int tributary_client_run(tributary_client* client);
+/* Starts in the background and returns; tributary_client_wait() collects the outcome. */
+int tributary_client_start(tributary_client* client);
+int tributary_client_wait(tributary_client* client);
+/* Asks the client to stop (Goodbye to the coordinator) and returns at once. Idempotent. */
+void tributary_client_stop(tributary_client* client);
+
+/* The message of the last non-OK status that run/start/wait returned on this handle, "" if none.
+ * Valid until the next run/start/wait/destroy call on the handle. */
+const char* tributary_client_last_error(const tributary_client* client);
+/* Copies the client id the coordinator assigned (from the certificate; "" before joining) into
+ * `buffer` (NUL-terminated, truncated to size - 1) and returns its full length. */
+size_t tributary_client_id(const tributary_client* client, char* buffer, size_t size);
+
+/* Stops the client, waits for a callback in progress to return, and frees it. NULL is fine. */
+void tributary_client_destroy(tributary_client* client);
+
+/* "OK", "InvalidArgument", ...; "Unknown" for other values. Static storage. */
+const char* tributary_status_name(int code);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* TRIBUTARY_C_API_H_ */

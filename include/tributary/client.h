@@ -1,0 +1,142 @@
+// Client: the federated-learning client an edge app embeds.
+//
+// The app supplies its own Trainer (trainer.h) — its model, its data, its framework — and a
+// ClientOptions naming the coordinator, the TLS files and a state directory. The Client connects
+// over mutual TLS 1.3, introduces itself (Hello), and then serves the coordinator until the run is
+// over: for each TaskAssignment it calls trainer.fit() on the global model, encodes the delta
+// (new - global) with the codec the coordinator asked for and submits it; for each EvaluateTask it
+// calls trainer.evaluate(). It sends heartbeats while connected, and when the connection is lost
+// or refused it reconnects with exponential backoff and jitter.
+//
+//   ClientOptions options;
+//   options.coordinator = "coord.example.org:7070";
+//   options.ca_cert_file = "ca.crt";  options.cert_file = "edge-001.crt";
+//   options.key_file = "edge-001.key";  options.state_dir = "/var/lib/myapp/tributary";
+//   TRIB_ASSIGN_OR_RETURN(auto client, Client::Create(options, std::make_shared<MyTrainer>()));
+//   Status s = client->run();  // returns when the coordinator says Goodbye, or on stop()
+//
+// Threading: the Client runs its network on its own I/O thread(s) and calls the Trainer on one
+// worker thread of its own (one call at a time, never concurrently), so fit() may take as long as
+// it needs without stalling heartbeats. start(), stop() and wait() may be called from any thread
+// except from inside a Trainer call or the on_task callback. Destroying a Client stops it and waits
+// for a fit() in progress to return.
+//
+// This header includes only tributary/* headers: no Boost, OpenSSL or protocol headers.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "tributary/result.h"
+#include "tributary/status.h"
+#include "tributary/trainer.h"
+
+namespace tributary {
+
+// Reconnect policy. The n-th consecutive failed attempt (n = 0, 1, ...) waits
+// d = min(max_delay, initial_delay * multiplier^n), reduced by a random fraction of up to
+// `jitter` (the wait is uniform in [d * (1 - jitter), d]), so clients that lost the coordinator
+// together do not all come back in the same instant. The random draws come from `seed`.
+struct BackoffOptions {
+  std::chrono::milliseconds initial_delay{500};
+  std::chrono::milliseconds max_delay{30'000};
+  double multiplier = 2.0;  // >= 1
+  double jitter = 0.5;      // in [0, 1]; 0 disables jitter
+  // Give up (run() returns Unavailable) after this many consecutive attempts that did not reach
+  // a Welcome. 0 retries until stop().
+  int64_t max_attempts = 0;
+  uint64_t seed = 0;
+
+  // InvalidArgument naming the field when a value is out of range.
+  Status Validate() const;
+};
+
+// What happened with one task, for progress output (the Client also logs one line per task).
+struct TaskReport {
+  enum class Kind { kFit, kEvaluate };
+  Kind kind = Kind::kFit;
+  uint64_t round = 0;
+  uint64_t model_version = 0;
+  int64_t num_examples = 0;
+  // Fit: the trainer's "train_loss" / "train_accuracy" metrics (0 when it reports none).
+  // Evaluate: EvalResult::loss / accuracy.
+  double loss = 0.0;
+  double accuracy = 0.0;
+  double seconds = 0.0;       // trainer time plus encoding
+  uint64_t update_bytes = 0;  // fit: encoded update size
+  std::string codec;          // fit: the codec spec used
+  // OK, or why the task failed (the coordinator was sent an Error saying the same).
+  Status status;
+};
+
+struct ClientOptions {
+  // The coordinator, "host:port" (host: a DNS name or an IP literal, "[v6]:port" for IPv6).
+  std::string coordinator;
+  // The name the coordinator's certificate must carry (SAN). Empty means the host of
+  // `coordinator`, which is also what is sent as SNI. Today it must equal that host when set:
+  // dialling one name and verifying another is not supported yet (Create says so).
+  std::string server_name;
+  // PEM files: the CA that signed the coordinator's certificate, and this client's certificate
+  // (which carries its client id) and private key. All three are required.
+  std::string ca_cert_file;
+  std::string cert_file;
+  std::string key_file;
+  // Local state: created if missing, locked against a second client using it, and holding a small
+  // state file (client id, last round seen). Error-feedback residuals will live here too. Empty
+  // means no local state.
+  std::string state_dir;
+  // Reported to the coordinator in Hello.
+  std::string device = "cpu";
+  uint64_t num_examples = 0;  // local training examples
+  BackoffOptions backoff;
+  // Heartbeat period. 0 uses the period the coordinator asks for in Welcome (and none if it asks
+  // for none).
+  std::chrono::milliseconds heartbeat_interval{0};
+  // TCP connect plus TLS handshake must finish within this.
+  std::chrono::milliseconds connect_timeout{10'000};
+  // Called on the worker thread after each task; must not block for long.
+  std::function<void(const TaskReport&)> on_task;
+
+  // InvalidArgument naming the field when a value is missing or out of range (files are checked
+  // by Client::Create, which reads them).
+  Status Validate() const;
+};
+
+class Client {
+ public:
+  // Validates the options, reads the TLS files (errors name the file) and opens the state dir.
+  // Connects to nothing yet. `trainer` must not be null.
+  static Result<std::unique_ptr<Client>> Create(ClientOptions options,
+                                                std::shared_ptr<Trainer> trainer);
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  // start() then wait(): blocks until the run is over.
+  Status run();
+  // Starts connecting in the background and returns. FailedPrecondition when called twice.
+  Status start();
+  // Asks the client to stop: it says Goodbye to the coordinator and closes. Returns at once;
+  // wait() (or run()) then returns Aborted. Idempotent; safe before start().
+  void stop();
+  // Blocks until the run is over and returns how it ended:
+  //   OK                 the coordinator ended the run (Goodbye)
+  //   Aborted            stop() was called
+  //   Unavailable        backoff.max_attempts consecutive connection attempts failed
+  //   PermissionDenied   the coordinator refused this client (revoked or unauthenticated)
+  //   FailedPrecondition start() was never called
+  Status wait();
+
+  // The id the coordinator read from this client's certificate (from Welcome); empty before.
+  std::string client_id() const;
+
+ private:
+  struct Impl;
+  explicit Client(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tributary

@@ -1,0 +1,32 @@
+/* Functions written in C (c_api_client.c) that the C API test calls. */
+#ifndef TRIBUTARY_TESTS_CLIENT_C_API_CLIENT_H_
+#define TRIBUTARY_TESTS_CLIENT_C_API_CLIENT_H_
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct trib_c_outcome {
+  char error[1024];
+  char client_id[64];
+  size_t id_length;
+  int fit_calls;
+} trib_c_outcome;
+
+/* Runs a client whose model is linear.weight [2,2] + linear.bias [2], with fit adding
+ * lr * (i + 1) to value i and reporting 17 examples per epoch. Returns tributary_client_run's
+ * status, or -1 when create failed (outcome->error says why). */
+int trib_c_run_client(const char* coordinator, const char* ca, const char* cert, const char* key,
+                      int fail_evaluate, trib_c_outcome* outcome);
+
+/* Creates a client with one thing wrong (0: no fit callback, 1: no tensors, 2: a repeated tensor
+ * name, 3: no coordinator, other: a missing CA file); returns 1 when create failed as it should. */
+int trib_c_create_error(int which, char* error, size_t error_size);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,123 @@
+// The C API: a client written in C (c_api_client.c) against a fake coordinator over mutual TLS.
+#include "tributary/c_api.h"
+
+#include <gtest/gtest.h>
+
+#include <future>
+
+#include "compression/codec.h"
+#include "tests/client/c_api_client.h"
+#include "tests/client/tls_fixture.h"
+#include "tributary/model_weights.h"
+
+namespace tributary {
+namespace {
+
+using namespace tributary::testing;
+using namespace std::chrono_literals;
+
+ModelWeights LinearModel() {
+  ModelWeights g = *ModelWeights::Create({{"linear.weight", {2, 2}}, {"linear.bias", {2}}});
+  for (size_t i = 0; i < g.size(); ++i) g.data()[i] = 0.5f * static_cast<float>(i) - 1.0f;
+  return g;
+}
+
+ModelPayload Payload(const ModelWeights& g) {
+  return ModelPayload{g.fingerprint(), std::vector<float>(g.data().begin(), g.data().end())};
+}
+
+TEST(CApiTest, ACClientTrainsEvaluatesAndFinishes) {
+  TlsCoordinatorFixture fx;
+  const auto f = fx.ClientFiles("c-edge");
+  trib_c_outcome outcome;
+  auto run = std::async(std::launch::async, [&] {
+    return trib_c_run_client(fx.address().c_str(), f.ca.c_str(), f.cert.c_str(), f.key.c_str(),
+                             /*fail_evaluate=*/1, &outcome);
+  });
+  auto session = fx.coordinator().WaitSession(0);
+  ASSERT_TRUE(session);
+  ASSERT_TRUE(session->hello());
+  EXPECT_EQ(session->hello()->capabilities.num_examples, 34u);
+
+  const ModelWeights g = LinearModel();
+  TaskAssignment task;
+  task.round = 1;
+  task.fit.epochs = 2;
+  task.fit.lr = 0.5f;
+  task.codec.spec = "dense";
+  task.model = Payload(g);
+  session->Send(task);
+  std::optional<UpdateSubmission> up = session->Next<UpdateSubmission>();
+  ASSERT_TRUE(up);
+  EXPECT_EQ(up->num_examples, 34u);
+  EXPECT_DOUBLE_EQ(up->metrics.at("train_loss"), 0.125);
+  EXPECT_DOUBLE_EQ(up->metrics.at("train_accuracy"), 0.875);
+  std::vector<float> delta(up->update.num_floats);
+  ASSERT_EQ(delta.size(), 6u);
+  auto codec = MakeCodec("dense");
+  ASSERT_TRUE((*codec)->Validate(up->update.bytes, delta.size()).ok());
+  BufferSink sink(delta);
+  (*codec)->DecodeInto(up->update.bytes, sink, 1.0f);
+  for (size_t i = 0; i < 6; ++i) {
+    const float gi = g.data()[i];
+    EXPECT_EQ(delta[i], (gi + 1.0f * 0.5f * static_cast<float>(i + 1)) - gi) << i;
+  }
+
+  // A failing callback becomes an Error carrying its message; the client carries on.
+  EvaluateTask eval;
+  eval.round = 1;
+  eval.model = Payload(g);
+  session->Send(eval);
+  std::optional<Error> e = session->Next<Error>();
+  ASSERT_TRUE(e);
+  EXPECT_NE(e->message.find("no evaluation data today"), std::string::npos) << e->message;
+  EXPECT_NE(e->message.find("returned 3"), std::string::npos) << e->message;
+
+  session->Send(Goodbye{"done"});
+  ASSERT_EQ(run.wait_for(20s), std::future_status::ready);
+  EXPECT_EQ(run.get(), TRIBUTARY_OK) << outcome.error;
+  EXPECT_STREQ(outcome.error, "");
+  EXPECT_STREQ(outcome.client_id, "c-edge");
+  EXPECT_EQ(outcome.id_length, 6u);
+  EXPECT_EQ(outcome.fit_calls, 1);
+}
+
+TEST(CApiTest, CreateFailuresExplainThemselves) {
+  const std::pair<int, const char*> cases[] = {
+      {0, "fit callback is required"},
+      {1, "tensors: the model layout is required"},
+      {2, "linear.weight"},
+      {3, "coordinator"},
+      {4, "/nonexistent/ca.crt"},
+  };
+  for (const auto& [which, expected] : cases) {
+    char error[512];
+    ASSERT_EQ(trib_c_create_error(which, error, sizeof(error)), 1) << which;
+    EXPECT_NE(std::string(error).find(expected), std::string::npos) << which << ": " << error;
+  }
+  // A tiny buffer gets a truncated, NUL-terminated message.
+  char small[8];
+  ASSERT_EQ(trib_c_create_error(0, small, sizeof(small)), 1);
+  EXPECT_EQ(std::string(small).size(), 7u);
+}
+
+TEST(CApiTest, NullHandlesAndStatusNames) {
+  EXPECT_EQ(tributary_client_run(nullptr), TRIBUTARY_INVALID_ARGUMENT);
+  EXPECT_EQ(tributary_client_wait(nullptr), TRIBUTARY_INVALID_ARGUMENT);
+  tributary_client_stop(nullptr);
+  tributary_client_destroy(nullptr);
+  char id[4] = "xyz";
+  EXPECT_EQ(tributary_client_id(nullptr, id, sizeof(id)), 0u);
+  EXPECT_STREQ(id, "");
+  EXPECT_STREQ(tributary_status_name(TRIBUTARY_OK), "OK");
+  EXPECT_STREQ(tributary_status_name(TRIBUTARY_UNAVAILABLE), "Unavailable");
+  EXPECT_STREQ(tributary_status_name(TRIBUTARY_INTERNAL), "Internal");
+  EXPECT_STREQ(tributary_status_name(99), "Unknown");
+  EXPECT_EQ(tributary_client_create(nullptr, nullptr, 0), nullptr);
+  // The C enum mirrors StatusCode.
+  EXPECT_EQ(static_cast<int>(StatusCode::kPermissionDenied), TRIBUTARY_PERMISSION_DENIED);
+  EXPECT_EQ(static_cast<int>(StatusCode::kAborted), TRIBUTARY_ABORTED);
+}
+
+}  // namespace
+}  // namespace tributary

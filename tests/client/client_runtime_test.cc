@@ -1,0 +1,384 @@
+// ClientRuntime over InMemoryTransport against a fake coordinator: the handshake, fit and
+// evaluate answers (checked value by value), the errors a client sends back and carries on after,
+// heartbeats, reconnecting, and each way a run ends.
+#include "client/client_runtime.h"
+
+#include <gtest/gtest.h>
+
+#include <mutex>
+
+#include "compression/codec.h"
+#include "protocol/in_memory_transport.h"
+#include "tests/client/fake_coordinator.h"
+#include "tests/client/fake_trainer.h"
+#include "tests/client/temp_dir.h"
+#include "tests/protocol/transport_test_util.h"
+
+namespace tributary {
+namespace {
+
+using namespace tributary::testing;
+using namespace std::chrono_literals;
+
+ModelWeights GlobalModel() {
+  ModelWeights g = FakeTrainer::Layout();
+  for (size_t i = 0; i < g.size(); ++i) g.data()[i] = 0.1f * static_cast<float>(i) - 0.3f;
+  return g;
+}
+
+TaskAssignment MakeTask(uint64_t round, const std::string& codec = "dense") {
+  const ModelWeights g = GlobalModel();
+  TaskAssignment t;
+  t.round = round;
+  t.model_version = round - 1;
+  t.fit.epochs = 2;
+  t.fit.lr = 0.25f;
+  t.fit.seed = 1000 + round;
+  t.codec.spec = codec;
+  t.deadline_ms = 60'000;
+  t.model.layout_fingerprint = g.fingerprint();
+  t.model.values.assign(g.data().begin(), g.data().end());
+  return t;
+}
+
+std::vector<float> DecodeDense(const EncodedUpdate& u) {
+  auto codec = MakeCodec(u.codec);
+  EXPECT_TRUE(codec.ok());
+  std::vector<float> out(u.num_floats, 0.0f);
+  EXPECT_TRUE((*codec)->Validate(u.bytes, u.num_floats).ok());
+  BufferSink sink(out);
+  (*codec)->DecodeInto(u.bytes, sink, 1.0f);
+  return out;
+}
+
+class ClientRuntimeTest : public ::testing::Test {
+ protected:
+  ClientRuntimeTest() {
+    server_ = std::move(*InMemoryTransport::Create(io_.io(), network_, {{}, "", 1 << 20}));
+    client_transport_ =
+        std::move(*InMemoryTransport::Create(io_.io(), network_, {{}, "edge-7", 1 << 20}));
+  }
+  ~ClientRuntimeTest() override {
+    runtime_.reset();
+    coordinator_.reset();
+    io_.Stop();
+  }
+
+  void StartCoordinator(FakeCoordinatorOptions o = {}) {
+    coordinator_ = FakeCoordinator::Start(*server_, "coord", o);
+  }
+
+  ClientRuntimeOptions Options() {
+    ClientRuntimeOptions o;
+    o.address = "coord";
+    o.device = "cpu-test";
+    o.num_examples = 321;
+    o.backoff.initial_delay = 1ms;
+    o.backoff.max_delay = 4ms;
+    o.backoff.seed = 5;
+    return o;
+  }
+
+  void StartRuntime(ClientRuntimeOptions o, std::unique_ptr<ClientState> state = nullptr) {
+    auto rt = ClientRuntime::Create(io_.io(), *client_transport_, trainer_, std::move(o),
+                                    std::move(state));
+    ASSERT_TRUE(rt.ok()) << rt.status();
+    runtime_ = std::move(*rt);
+    ASSERT_TRUE(runtime_->Start().ok());
+  }
+
+  IoThreads io_{2};
+  std::shared_ptr<InMemoryNetwork> network_ = std::make_shared<InMemoryNetwork>();
+  std::unique_ptr<InMemoryTransport> server_, client_transport_;
+  std::shared_ptr<FakeTrainer> trainer_ = std::make_shared<FakeTrainer>();
+  std::unique_ptr<FakeCoordinator> coordinator_;
+  std::unique_ptr<ClientRuntime> runtime_;
+};
+
+TEST_F(ClientRuntimeTest, HelloCarriesCapabilitiesAndWelcomeSetsTheId) {
+  StartCoordinator();
+  StartRuntime(Options());
+  auto session = coordinator_->WaitSession(0);
+  ASSERT_TRUE(session);
+  std::optional<Hello> hello = session->hello();
+  ASSERT_TRUE(hello);
+  EXPECT_EQ(hello->protocol_version, kProtocolVersion);
+  EXPECT_EQ(hello->capabilities.device, "cpu-test");
+  EXPECT_EQ(hello->capabilities.num_examples, 321u);
+  EXPECT_EQ(hello->capabilities.codecs, SupportedCodecs());
+  EXPECT_NE(hello->software_version.find("tributary-client/"), std::string::npos);
+  EXPECT_EQ(session->peer_id(), "edge-7");
+
+  // The Welcome has arrived once a task is answered.
+  session->Send(MakeTask(1));
+  ASSERT_TRUE(session->Next<UpdateSubmission>());
+  EXPECT_EQ(runtime_->client_id(), "edge-7");
+  EXPECT_EQ(runtime_->sessions(), 1);
+}
+
+TEST_F(ClientRuntimeTest, TaskIsAnsweredWithTheEncodedDeltaAndExampleCount) {
+  StartCoordinator();
+  StartRuntime(Options());
+  auto session = coordinator_->WaitSession(0);
+  ASSERT_TRUE(session);
+  const TaskAssignment task = MakeTask(3);
+  session->Send(task);
+  std::optional<UpdateSubmission> up = session->Next<UpdateSubmission>();
+  ASSERT_TRUE(up);
+  EXPECT_EQ(up->round, 3u);
+  EXPECT_EQ(up->model_version, 2u);
+  EXPECT_EQ(up->num_examples, 200u);  // 100 * epochs
+  EXPECT_EQ(up->update.codec, "dense");
+  EXPECT_EQ(up->update.layout_fingerprint, FakeTrainer::Layout().fingerprint());
+  ASSERT_EQ(up->update.num_floats, 9u);
+  EXPECT_EQ(up->update.bytes.size(), 9u * sizeof(float));
+  const std::vector<float> delta = DecodeDense(up->update);
+  for (size_t i = 0; i < 9; ++i) {
+    const float g = task.model.values[i];
+    const float expected = (g + 0.25f * static_cast<float>(i + 1)) - g;
+    EXPECT_EQ(delta[i], expected) << "index " << i;
+  }
+  EXPECT_DOUBLE_EQ(up->metrics.at("train_loss"), 0.5);
+  EXPECT_DOUBLE_EQ(up->metrics.at("train_accuracy"), 0.5);
+  EXPECT_GE(up->metrics.at("fit_seconds"), 0.0);
+  EXPECT_EQ(trainer_->last_seed.load(), 1003u);
+}
+
+TEST_F(ClientRuntimeTest, EvaluateTaskIsAnswered) {
+  StartCoordinator();
+  StartRuntime(Options());
+  auto session = coordinator_->WaitSession(0);
+  ASSERT_TRUE(session);
+  const ModelWeights g = GlobalModel();
+  EvaluateTask task;
+  task.round = 4;
+  task.model_version = 4;
+  task.model.layout_fingerprint = g.fingerprint();
+  task.model.values.assign(g.data().begin(), g.data().end());
+  session->Send(task);
+  std::optional<EvaluateResult> r = session->Next<EvaluateResult>();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->round, 4u);
+  EXPECT_EQ(r->model_version, 4u);
+  EXPECT_EQ(r->num_examples, 40u);
+  double sum = 0.0;
+  for (float v : g.data()) sum += v;
+  EXPECT_DOUBLE_EQ(r->loss, sum);
+  EXPECT_DOUBLE_EQ(r->accuracy, 0.75);
+}
+
+TEST_F(ClientRuntimeTest, MismatchedFingerprintIsAnErrorAndTheClientCarriesOn) {
+  StartCoordinator();
+  StartRuntime(Options());
+  auto session = coordinator_->WaitSession(0);
+  ASSERT_TRUE(session);
+  TaskAssignment bad = MakeTask(1);
+  bad.model.layout_fingerprint ^= 1;
+  session->Send(bad);
+  std::optional<Error> e = session->Next<Error>();
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->code, static_cast<uint32_t>(ErrorCode::kProtocolViolation));
+  EXPECT_NE(e->message.find("layout fingerprint"), std::string::npos) << e->message;
+
+  TaskAssignment short_model = MakeTask(2);
+  short_model.model.values.pop_back();
+  session->Send(short_model);
+  e = session->Next<Error>();
+  ASSERT_TRUE(e);
+  EXPECT_NE(e->message.find("8 floats"), std::string::npos) << e->message;
+  EXPECT_EQ(trainer_->fit_calls.load(), 0);
+
+  session->Send(MakeTask(3));
+  std::optional<UpdateSubmission> up = session->Next<UpdateSubmission>();
+  ASSERT_TRUE(up);
+  EXPECT_EQ(up->round, 3u);
+}
+
+TEST_F(ClientRuntimeTest, UnknownCodecIsAnErrorNamingIt) {
+  StartCoordinator();
+  StartRuntime(Options());
+  auto session = coordinator_->WaitSession(0);
+  ASSERT_TRUE(session);
+  session->Send(MakeTask(1, "nosuchcodec(3)"));
+  std::optional<Error> e = session->Next<Error>();
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->code, static_cast<uint32_t>(ErrorCode::kProtocolViolation));
+  EXPECT_NE(e->message.find("'nosuchcodec(3)'"), std::string::npos) << e->message;
+  EXPECT_EQ(trainer_->fit_calls.load(), 0);
+}
+
+TEST_F(ClientRuntimeTest, AnErrorFromTheCoordinatorIsNotFatal) {
+  StartCoordinator();
+  StartRuntime(Options());
+  auto session = coordinator_->WaitSession(0);
+  ASSERT_TRUE(session);
+  session->Send(Error{static_cast<uint32_t>(ErrorCode::kProtocolViolation), "update was late"});
+  session->Send(MakeTask(2));
+  ASSERT_TRUE(session->Next<UpdateSubmission>());
+  EXPECT_EQ(runtime_->sessions(), 1);
+}
+
+TEST_F(ClientRuntimeTest, HeartbeatsFollowTheWelcomeInterval) {
+  FakeCoordinatorOptions fo;
+  fo.heartbeat_interval_ms = 5;
+  StartCoordinator(fo);
+  StartRuntime(Options());
+  auto session = coordinator_->WaitSession(0);
+  ASSERT_TRUE(session);
+  EXPECT_TRUE(session->WaitForHeartbeats(3));
+}
+
+TEST_F(ClientRuntimeTest, NoHeartbeatsWhenTheCoordinatorAsksForNone) {
+  StartCoordinator();
+  StartRuntime(Options());
+  auto session = coordinator_->WaitSession(0);
+  ASSERT_TRUE(session);
+  // A task round trip after the Welcome; a heartbeat due at once would have come before it.
+  session->Send(MakeTask(1));
+  ASSERT_TRUE(session->Next<UpdateSubmission>());
+  EXPECT_EQ(session->heartbeats(), 0u);
+}
+
+TEST_F(ClientRuntimeTest, ReconnectsAfterTheCoordinatorDropsTheConnection) {
+  StartCoordinator();
+  StartRuntime(Options());
+  auto first = coordinator_->WaitSession(0);
+  ASSERT_TRUE(first);
+  first->Close();
+  auto second = coordinator_->WaitSession(1);
+  ASSERT_TRUE(second);
+  ASSERT_TRUE(second->hello());
+  second->Send(MakeTask(5));
+  std::optional<UpdateSubmission> up = second->Next<UpdateSubmission>();
+  ASSERT_TRUE(up);
+  EXPECT_EQ(up->round, 5u);
+  EXPECT_EQ(runtime_->sessions(), 2);
+}
+
+TEST_F(ClientRuntimeTest, KeepsRetryingUntilACoordinatorAppears) {
+  ClientRuntimeOptions o = Options();
+  o.backoff.max_attempts = 0;  // forever
+  StartRuntime(o);             // nobody listens on "coord" yet
+  StartCoordinator();
+  auto session = coordinator_->WaitSession(0);
+  ASSERT_TRUE(session);
+  EXPECT_TRUE(session->hello());
+}
+
+TEST_F(ClientRuntimeTest, GivesUpAfterMaxAttempts) {
+  ClientRuntimeOptions o = Options();
+  o.backoff.max_attempts = 3;
+  StartRuntime(o);
+  const Status s = runtime_->Wait();
+  EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s;
+  EXPECT_NE(s.message().find("3 consecutive failed attempts"), std::string::npos) << s;
+  EXPECT_NE(s.message().find("no in-memory listener named 'coord'"), std::string::npos) << s;
+}
+
+TEST_F(ClientRuntimeTest, GoodbyeEndsTheRunWithOk) {
+  StartCoordinator();
+  StartRuntime(Options());
+  auto session = coordinator_->WaitSession(0);
+  ASSERT_TRUE(session);
+  session->Send(Goodbye{"run complete"});
+  EXPECT_TRUE(runtime_->Wait().ok());
+  EXPECT_TRUE(session->WaitClosed());
+}
+
+TEST_F(ClientRuntimeTest, StopSaysGoodbyeAndEndsTheRunWithAborted) {
+  StartCoordinator();
+  StartRuntime(Options());
+  auto session = coordinator_->WaitSession(0);
+  ASSERT_TRUE(session);
+  session->Send(MakeTask(1));
+  ASSERT_TRUE(session->Next<UpdateSubmission>());
+  runtime_->Stop();
+  EXPECT_EQ(runtime_->Wait().code(), StatusCode::kAborted);
+  std::optional<Goodbye> bye = session->Next<Goodbye>();
+  ASSERT_TRUE(bye);
+  EXPECT_EQ(bye->reason, "client stopping");
+  EXPECT_EQ(runtime_->Start().code(), StatusCode::kFailedPrecondition);
+}
+
+TEST_F(ClientRuntimeTest, StopWhileRetryingEndsTheRun) {
+  ClientRuntimeOptions o = Options();
+  o.backoff.initial_delay = 50ms;
+  o.backoff.max_delay = 50ms;
+  StartRuntime(o);
+  runtime_->Stop();
+  EXPECT_EQ(runtime_->Wait().code(), StatusCode::kAborted);
+}
+
+TEST_F(ClientRuntimeTest, RevokedClientEndsWithPermissionDenied) {
+  FakeCoordinatorOptions fo;
+  fo.refuse_with = ErrorCode::kRevoked;
+  StartCoordinator(fo);
+  StartRuntime(Options());
+  const Status s = runtime_->Wait();
+  EXPECT_EQ(s.code(), StatusCode::kPermissionDenied) << s;
+  EXPECT_NE(s.message().find("REVOKED"), std::string::npos) << s;
+}
+
+TEST_F(ClientRuntimeTest, StopBeforeStartAndWaitWithoutStart) {
+  auto rt = ClientRuntime::Create(io_.io(), *client_transport_, trainer_, Options());
+  ASSERT_TRUE(rt.ok());
+  EXPECT_EQ((*rt)->Wait().code(), StatusCode::kFailedPrecondition);
+  (*rt)->Stop();
+  EXPECT_EQ((*rt)->Wait().code(), StatusCode::kAborted);
+  EXPECT_EQ((*rt)->Start().code(), StatusCode::kFailedPrecondition);
+}
+
+TEST_F(ClientRuntimeTest, CreateRejectsBadOptions) {
+  ClientRuntimeOptions o = Options();
+  o.backoff.jitter = 1.5;
+  auto rt = ClientRuntime::Create(io_.io(), *client_transport_, trainer_, o);
+  ASSERT_FALSE(rt.ok());
+  EXPECT_NE(rt.status().message().find("backoff.jitter"), std::string::npos);
+  EXPECT_FALSE(ClientRuntime::Create(io_.io(), *client_transport_, nullptr, Options()).ok());
+  o = Options();
+  o.address.clear();
+  EXPECT_FALSE(ClientRuntime::Create(io_.io(), *client_transport_, trainer_, o).ok());
+}
+
+TEST_F(ClientRuntimeTest, StateDirRecordsTheIdAndTheLastRound) {
+  TempDir tmp;
+  const std::string dir = tmp.file("state");
+  auto state = ClientState::Open(dir);
+  ASSERT_TRUE(state.ok()) << state.status();
+  std::vector<TaskReport> reports;
+  std::mutex mu;
+  ClientRuntimeOptions o = Options();
+  o.on_task = [&](const TaskReport& r) {
+    std::lock_guard<std::mutex> lock(mu);
+    reports.push_back(r);
+  };
+  StartCoordinator();
+  StartRuntime(o, std::move(*state));
+  auto session = coordinator_->WaitSession(0);
+  ASSERT_TRUE(session);
+  session->Send(MakeTask(6));
+  ASSERT_TRUE(session->Next<UpdateSubmission>());
+  session->Send(Goodbye{"done"});
+  ASSERT_TRUE(runtime_->Wait().ok());
+  runtime_.reset();  // joins the worker and releases the lock on the state dir
+
+  auto reopened = ClientState::Open(dir);
+  ASSERT_TRUE(reopened.ok()) << reopened.status();
+  EXPECT_EQ((*reopened)->data().client_id, "edge-7");
+  EXPECT_EQ((*reopened)->data().last_round, 6u);
+  EXPECT_EQ((*reopened)->data().last_model_version, 5u);
+  EXPECT_EQ((*reopened)->data().tasks_completed, 1u);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    ASSERT_EQ(reports.size(), 1u);
+    EXPECT_EQ(reports[0].kind, TaskReport::Kind::kFit);
+    EXPECT_EQ(reports[0].round, 6u);
+    EXPECT_EQ(reports[0].num_examples, 200);
+    EXPECT_DOUBLE_EQ(reports[0].loss, 0.5);
+    EXPECT_EQ(reports[0].update_bytes, 36u);
+    EXPECT_TRUE(reports[0].status.ok());
+  }
+}
+
+}  // namespace
+}  // namespace tributary
