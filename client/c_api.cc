@@ -209,7 +209,12 @@ int tributary_client_wait(tributary_client* c) {
 }
 
 void tributary_client_stop(tributary_client* c) {
-  if (c) c->client->stop();
+  if (!c) return;
+  try {
+    c->client->stop();
+  } catch (...) {
+    // Only allocation can fail here; there is nothing better to do than not stopping.
+  }
 }
 
 const char* tributary_client_last_error(const tributary_client* c) {
