@@ -58,18 +58,28 @@ void FramedConnection::Start(MessageHandler on_message, CloseHandler on_close) {
 void FramedConnection::Send(const Message& message, SendHandler done) {
   Result<OutboundMessage> encoded =
       EncodeOutbound(message, options_.limits, next_transfer_id_.fetch_add(1));
-  asio::post(strand_, [self = shared_from_this(), encoded = std::move(encoded),
+  if (!encoded.ok()) {
+    asio::post(strand_, [done = std::move(done), status = encoded.status()] {
+      if (done) done(status);
+    });
+    return;
+  }
+  SendEncoded(std::make_shared<const OutboundMessage>(std::move(*encoded)), std::move(done));
+}
+
+void FramedConnection::SendEncoded(std::shared_ptr<const OutboundMessage> message,
+                                   SendHandler done) {
+  asio::post(strand_, [self = shared_from_this(), message = std::move(message),
                        done = std::move(done)]() mutable {
-    if (!encoded.ok()) {
-      if (done) done(encoded.status());
+    if (!message || message->frames.empty()) {
+      if (done) done(Status::InvalidArgument("SendEncoded needs a message from EncodeOutbound"));
       return;
     }
     if (self->state_ != State::kOpen) {
       if (done) done(Status::Aborted("connection to " + self->peer_.address + " is closed"));
       return;
     }
-    self->enqueue(
-        Outgoing{std::make_shared<const OutboundMessage>(std::move(*encoded)), 0, std::move(done)});
+    self->enqueue(Outgoing{std::move(message), 0, std::move(done)});
   });
 }
 

@@ -35,6 +35,8 @@ class FramedConnection final : public Connection,
 
   void Start(MessageHandler on_message, CloseHandler on_close) override;
   void Send(const Message& message, SendHandler done = nullptr) override;
+  void SendEncoded(std::shared_ptr<const OutboundMessage> message,
+                   SendHandler done = nullptr) override;
   void Close() override;
   const PeerInfo& peer() const override { return peer_; }
 

@@ -43,14 +43,14 @@ class InMemoryListener final : public Listener,
   void Accept(std::unique_ptr<InMemoryStream> stream, const std::string& client_id) {
     PeerInfo peer{client_id,
                   "memory:" + (client_id.empty() ? std::string("anonymous") : client_id)};
+    const asio::any_io_executor strand = stream->executor();  // the connection's strand
     auto connection = std::make_shared<FramedConnection>(std::move(stream), peer, options_);
     const Status admitted = CheckClientIdentity(options_, client_id);
     if (!admitted.ok()) {
       connection->Reject(admitted);
       return;
     }
-    asio::post(asio::make_strand(io_),
-               [on_accept = on_accept_, connection] { on_accept(connection); });
+    asio::post(strand, [on_accept = on_accept_, connection] { on_accept(connection); });
   }
 
  private:

@@ -46,10 +46,7 @@ Status MessageAssembler::OnChunkBegin(const FrameHeader& header, const ChunkHead
                                 type_name + " transfer of " + std::to_string(c.total_size) +
                                     " bytes fits in its first chunk; send it as a plain frame"));
     }
-    transfer_.emplace();
-    transfer_->type = header.type;
-    transfer_->id = c.transfer_id;
-    transfer_->total = c.total_size;
+    transfer_.emplace(header.type, c.transfer_id, c.total_size);
   } else {
     const Transfer& t = *transfer_;
     if (c.transfer_id != t.id || header.type != t.type || c.total_size != t.total) {

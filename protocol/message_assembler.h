@@ -44,9 +44,10 @@ class MessageAssembler final : public FrameSink {
 
  private:
   struct Transfer {
-    MessageType type = MessageType::kHeartbeat;
-    uint64_t id = 0;
-    uint64_t total = 0;
+    Transfer(MessageType t, uint64_t i, uint64_t n) : type(t), id(i), total(n) {}
+    MessageType type;
+    uint64_t id;
+    uint64_t total;
     ByteBuffer body;
   };
   Status Fail(Status s);

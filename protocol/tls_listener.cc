@@ -84,7 +84,8 @@ class TlsServerHandshake : public std::enable_shared_from_this<TlsServerHandshak
       admitted = ProtocolError(ErrorCode::kUnauthenticated, id.status().message());
     }
     auto connection = std::make_shared<FramedConnection>(
-        std::make_unique<TlsStream>(std::move(stream_)), PeerInfo{client_id, remote_}, options);
+        std::make_unique<TlsStream>(std::move(stream_), listener_->ctx_),
+        PeerInfo{client_id, remote_}, options);
     if (!admitted.ok()) {
       ++listener_->rejected_;
       spdlog::info("refused client {} from {}: {}", client_id, remote_, admitted.message());

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/context.hpp>
 #include <boost/asio/ssl/stream.hpp>
 #include <memory>
 #include <vector>
@@ -18,7 +19,12 @@ using TlsSocketStream = boost::asio::ssl::stream<boost::asio::ip::tcp::socket>;
 
 class TlsStream final : public ByteStream {
  public:
-  explicit TlsStream(std::unique_ptr<TlsSocketStream> stream) : stream_(std::move(stream)) {}
+  // `context` is the ssl::context the stream was made with; the stream keeps it alive (asio's
+  // context owns callbacks that OpenSSL may still call for this connection).
+  TlsStream(std::unique_ptr<TlsSocketStream> stream,
+            std::shared_ptr<boost::asio::ssl::context> context)
+      : context_(std::move(context)), stream_(std::move(stream)) {}
+  ~TlsStream() override { stream_.reset(); }
 
   boost::asio::any_io_executor executor() override { return stream_->get_executor(); }
   void AsyncReadSome(boost::asio::mutable_buffer buffer, IoHandler handler) override;
@@ -30,6 +36,7 @@ class TlsStream final : public ByteStream {
  private:
   void Drain(Handler handler);
 
+  std::shared_ptr<boost::asio::ssl::context> context_;
   std::unique_ptr<TlsSocketStream> stream_;
   std::vector<uint8_t> drain_buffer_;
 };

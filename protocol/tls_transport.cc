@@ -34,7 +34,7 @@ class TlsClientConnect : public std::enable_shared_from_this<TlsClientConnect> {
                    std::string host, std::string port, Done done)
       : strand_(asio::make_strand(io)),
         resolver_(strand_),
-        stream_(std::make_unique<TlsSocketStream>(strand_, ctx)),
+        stream_(std::make_unique<TlsSocketStream>(strand_, ctx)),  // the caller keeps ctx alive
         timer_(strand_),
         options_(options),
         host_(std::move(host)),
@@ -178,10 +178,11 @@ void TlsTransport::ConnectRaw(const std::string& address, RawConnectHandler on_c
   }
   std::make_shared<TlsClientConnect>(
       io_, *options_.client_context, options_.transport, host_port->first, host_port->second,
-      [on_connect = std::move(on_connect)](Result<std::unique_ptr<TlsSocketStream>> stream,
-                                           const std::string&) {
+      [on_connect = std::move(on_connect), ctx = options_.client_context](
+          Result<std::unique_ptr<TlsSocketStream>> stream, const std::string&) {
         if (!stream.ok()) return on_connect(stream.status());
-        on_connect(std::unique_ptr<ByteStream>(std::make_unique<TlsStream>(std::move(*stream))));
+        on_connect(
+            std::unique_ptr<ByteStream>(std::make_unique<TlsStream>(std::move(*stream), ctx)));
       })
       ->Run();
 }
@@ -199,11 +200,13 @@ void TlsTransport::Connect(const std::string& address, ConnectHandler on_connect
   const TransportOptions& options = options_.transport;
   std::make_shared<TlsClientConnect>(
       io_, *options_.client_context, options, host_port->first, host_port->second,
-      [on_connect = std::move(on_connect), options, host = host_port->first](
-          Result<std::unique_ptr<TlsSocketStream>> stream, const std::string& remote) {
+      [on_connect = std::move(on_connect), options, host = host_port->first,
+       ctx = options_.client_context](Result<std::unique_ptr<TlsSocketStream>> stream,
+                                      const std::string& remote) {
         if (!stream.ok()) return on_connect(stream.status());
-        on_connect(std::shared_ptr<Connection>(std::make_shared<FramedConnection>(
-            std::make_unique<TlsStream>(std::move(*stream)), PeerInfo{host, remote}, options)));
+        on_connect(std::shared_ptr<Connection>(
+            std::make_shared<FramedConnection>(std::make_unique<TlsStream>(std::move(*stream), ctx),
+                                               PeerInfo{host, remote}, options)));
       })
       ->Run();
 }

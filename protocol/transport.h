@@ -22,6 +22,7 @@
 #include <memory>
 #include <string>
 
+#include "protocol/frame.h"
 #include "protocol/messages.h"
 #include "protocol/wire.h"
 #include "tributary/result.h"
@@ -84,6 +85,11 @@ class Connection {
   // Encodes `message` (on the calling thread) and queues it; messages go out in the order Send was
   // called, except that a Heartbeat may overtake a large message that is being sent in chunks.
   virtual void Send(const Message& message, SendHandler done = nullptr) = 0;
+  // Queues a message encoded once with EncodeOutbound (frame.h), e.g. the round's TaskAssignment
+  // sent to every selected client without encoding (or copying) the model per client. The
+  // encoding must respect this connection's limits; the buffer is shared, never modified.
+  virtual void SendEncoded(std::shared_ptr<const OutboundMessage> message,
+                           SendHandler done = nullptr) = 0;
   // Sends what is queued, then closes (TLS close_notify under shutdown_timeout). Idempotent.
   virtual void Close() = 0;
 

@@ -6,6 +6,7 @@
 #include <boost/asio/strand.hpp>
 #include <future>
 
+#include "protocol/framed_connection.h"
 #include "protocol/in_memory_stream.h"
 #include "protocol/in_memory_transport.h"
 #include "tests/protocol/transport_test_util.h"
@@ -104,6 +105,40 @@ TEST(InMemoryStreamTest, WriterWaitsForReaderWhenThePipeIsFull) {
                      [&](const boost::system::error_code& ec, size_t) { eof.set_value(ec); });
   });
   EXPECT_EQ(eof.get_future().get(), asio::error::eof);
+}
+
+// FramedConnection lets a Heartbeat go between the chunks of a large message it is sending, and
+// keeps every other message in order.
+TEST(FramedConnectionTest, HeartbeatOvertakesAChunkedMessageButNothingElseDoes) {
+  IoThreads io;
+  const asio::any_io_executor a_strand = asio::make_strand(io.io());
+  auto [a, b] = InMemoryStream::MakePair(a_strand, asio::make_strand(io.io()), 16 << 10);
+  TransportOptions options;
+  options.limits.max_frame_payload = 128 << 10;
+  options.limits.chunk_data_bytes = 64 << 10;
+  auto sender = std::make_shared<FramedConnection>(std::move(a), PeerInfo{"b", "b"}, options);
+  auto receiver = std::make_shared<FramedConnection>(std::move(b), PeerInfo{"a", "a"}, options);
+  Inbox inbox;
+  sender->Start([](Message) {}, [](Status) {});
+
+  UpdateSubmission big;
+  big.update.bytes.assign(1 << 20, 3);  // 16 chunks; the first blocks on the 16 KiB pipe
+  sender->Send(big);
+  sender->Send(Goodbye{"after the update"});
+  sender->Send(Heartbeat{1, 2});
+  // Every Send has been queued once this runs (the strand is FIFO); nobody has read a byte yet.
+  std::promise<void> queued;
+  asio::post(a_strand, [&] { queued.set_value(); });
+  queued.get_future().wait();
+  receiver->Start(inbox.OnMessage(), inbox.OnClose());
+
+  ASSERT_TRUE(inbox.WaitForMessages(3));
+  const std::vector<Message> got = inbox.messages();
+  EXPECT_EQ(got[0], Message(Heartbeat{1, 2}));
+  EXPECT_EQ(got[1], Message(big));
+  EXPECT_EQ(got[2], Message(Goodbye{"after the update"}));
+  sender->Close();
+  EXPECT_TRUE(inbox.WaitForClose().has_value());
 }
 
 }  // namespace

@@ -261,6 +261,35 @@ TEST_P(TransportTest, LargeModelTravelsInChunksUnderSmallFrameCap) {
   EXPECT_EQ(inbox.messages()[0], Message(task));
 }
 
+TEST_P(TransportTest, OneEncodedTaskGoesToManyClients) {
+  TransportOptions o = TestOptions();
+  o.limits.chunk_data_bytes = 256 << 10;  // the 2 MB model travels in chunks
+  StartServer(o);
+  Inbox a_inbox, b_inbox;
+  Result<std::shared_ptr<Connection>> a = Connect("edge-a", a_inbox, o);
+  Result<std::shared_ptr<Connection>> b = Connect("edge-b", b_inbox, o);
+  ASSERT_TRUE(a.ok() && b.ok());
+  TaskAssignment task;
+  task.round = 9;
+  task.model.values.assign(500'000, 1.25f);
+  Result<OutboundMessage> encoded = EncodeOutbound(task, o.limits, 1);
+  ASSERT_TRUE(encoded.ok()) << encoded.status();
+  ASSERT_GT(encoded->frames.size(), 1u);
+  auto shared = std::make_shared<const OutboundMessage>(std::move(*encoded));
+  for (const std::string id : {"edge-a", "edge-b"}) {
+    std::optional<Accepted> server_side = AcceptedById(id);
+    ASSERT_TRUE(server_side.has_value());
+    Waiter<Status> sent;
+    server_side->connection->SendEncoded(shared, sent.Callback());
+    std::optional<Status> s = sent.Wait();
+    ASSERT_TRUE(s.has_value() && s->ok());
+  }
+  ASSERT_TRUE(a_inbox.WaitForMessages(1));
+  ASSERT_TRUE(b_inbox.WaitForMessages(1));
+  EXPECT_EQ(a_inbox.messages()[0], Message(task));
+  EXPECT_EQ(b_inbox.messages()[0], Message(task));
+}
+
 TEST_P(TransportTest, CloseFlushesQueuedMessagesThenClosesCleanly) {
   StartServer();
   Inbox inbox;

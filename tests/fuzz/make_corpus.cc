@@ -1,0 +1,143 @@
+// Writes the seed corpus for protocol_fuzz into the directory given as argv[1]: valid streams of
+// every message type (plain and chunked), and the classic bad inputs (bad magic, unknown version,
+// 2^40 length, unknown type, bad flags, broken chunk sequences, lying size tags, truncations).
+// Run once by hand (protocol_fuzz_make_corpus tests/fuzz/corpus); the output is committed.
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "core/file_util.h"
+#include "protocol/frame.h"
+#include "protocol/message_codec.h"
+
+namespace {
+
+using namespace tributary;
+using Bytes = std::vector<uint8_t>;
+
+ProtocolLimits SmallChunks() {  // same caps as the fuzz target, with chunks small enough to seed
+  ProtocolLimits l;
+  l.max_frame_payload = 64 << 10;
+  l.max_message_bytes = 1 << 20;
+  l.chunk_data_bytes = 256;
+  return l;
+}
+
+Bytes Frames(const Message& m, const ProtocolLimits& limits = SmallChunks()) {
+  return EncodeOutbound(m, limits, 7)->Flatten();
+}
+
+Bytes Header(uint32_t magic, uint16_t version, uint8_t type, uint8_t flags, uint64_t length) {
+  Bytes b(kFrameHeaderBytes);
+  std::memcpy(b.data(), &magic, 4);
+  std::memcpy(b.data() + 4, &version, 2);
+  b[6] = type;
+  b[7] = flags;
+  std::memcpy(b.data() + 8, &length, 8);
+  return b;
+}
+
+Bytes Cat(std::initializer_list<Bytes> parts) {
+  Bytes out;
+  for (const Bytes& p : parts) out.insert(out.end(), p.begin(), p.end());
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: %s <corpus dir>\n", argv[0]);
+    return 2;
+  }
+  const std::string dir = argv[1];
+  int written = 0;
+  auto put = [&](const std::string& name, const Bytes& bytes) {
+    const Status s = WriteFileAtomic(dir + "/" + name, bytes);
+    if (!s.ok()) {
+      std::fprintf(stderr, "%s\n", s.ToString().c_str());
+      std::exit(1);
+    }
+    ++written;
+  };
+
+  Hello hello;
+  hello.capabilities = {"cpu", {"dense", "topk", "q8"}, 600};
+  hello.software_version = "0.1.0";
+  TaskAssignment task;
+  task.round = 3;
+  task.codec.spec = "topk(0.01)+q8";
+  task.model.layout_fingerprint = 0xabcdef;
+  task.model.values.assign(300, 0.25f);  // > 256 bytes: chunked
+  UpdateSubmission update;
+  update.round = 3;
+  update.num_examples = 600;
+  update.metrics = {{"train_loss", 0.4}, {"train_accuracy", 0.9}};
+  update.update = {"dense", 0xabcdef, 100, Bytes(400, 7)};
+  const std::vector<std::pair<std::string, Message>> valid = {
+      {"hello", hello},
+      {"welcome", Welcome{1, "edge-1", "0.1.0", 5000}},
+      {"task_chunked", task},
+      {"evaluate_task", EvaluateTask{3, 2, 64, 100, 1000, {0xabcdef, {1, 2, 3}}}},
+      {"update_chunked", update},
+      {"evaluate_result", EvaluateResult{3, 2, 100, 0.3, 0.8, {{"f1", 0.7}}}},
+      {"heartbeat", Heartbeat{1, 1700000000000}},
+      {"error", Error{3, "FRAME_TOO_LARGE: frame payload length 1099511627776 exceeds the cap"}},
+      {"goodbye", Goodbye{"done"}},
+  };
+  Bytes all;
+  for (const auto& [name, m] : valid) {
+    const Bytes frames = Frames(m);
+    put("valid_" + name, frames);
+    all.insert(all.end(), frames.begin(), frames.end());
+    put("body_" + name, *EncodeMessageBody(m));  // exercises the body decoders directly
+  }
+  put("valid_stream_all_types", all);
+
+  // A heartbeat between the chunks of a transfer.
+  const OutboundMessage chunked = *EncodeOutbound(task, SmallChunks(), 9);
+  Bytes interleaved;
+  for (size_t i = 0; i < chunked.frames.size(); ++i) {
+    const Bytes f = chunked.FrameBytes(i);
+    interleaved.insert(interleaved.end(), f.begin(), f.end());
+    if (i == 0) {
+      const Bytes hb = Frames(Heartbeat{2, 3});
+      interleaved.insert(interleaved.end(), hb.begin(), hb.end());
+    }
+  }
+  put("valid_interleaved_heartbeat", interleaved);
+
+  const std::string http = "GET / HTTP/1.1\r\nHost: coordinator\r\n\r\n";
+  put("bad_magic_http", Bytes(http.begin(), http.end()));
+  put("bad_version", Cat({Header(kFrameMagic, 2, 7, 0, 16), Bytes(16, 0)}));
+  put("length_2_pow_40", Header(kFrameMagic, 1, 5, 0, uint64_t{1} << 40));
+  put("length_max", Header(kFrameMagic, 1, 5, 0, ~uint64_t{0}));
+  put("unknown_type", Cat({Header(kFrameMagic, 1, 200, 0, 0)}));
+  put("bad_flags", Cat({Header(kFrameMagic, 1, 7, 0x80, 16), Bytes(16, 0)}));
+  Bytes chunk_hdr(kChunkHeaderBytes);
+  EncodeChunkHeader({1, 0, uint64_t{1} << 40}, chunk_hdr.data());
+  put("chunk_total_too_large",
+      Cat({Header(kFrameMagic, 1, 5, kFrameFlagChunk, kChunkHeaderBytes + 4), chunk_hdr,
+           Bytes(4, 1)}));
+  EncodeChunkHeader({1, 100, 1000}, chunk_hdr.data());
+  put("chunk_wrong_offset", Cat({Header(kFrameMagic, 1, 5, kFrameFlagChunk, kChunkHeaderBytes + 4),
+                                 chunk_hdr, Bytes(4, 1)}));
+
+  // A ModelPayload whose float count claims far more than the bytes present.
+  EvaluateTask small{1, 1, 1, 1, 1, {5, {1, 2, 3}}};
+  Bytes body = *EncodeMessageBody(small);
+  const uint64_t lie = uint64_t{1} << 50;
+  std::memcpy(body.data() + body.size() - 12 - 8, &lie, 8);
+  put("vector_size_tag_lie", Cat({Header(kFrameMagic, 1, 4, 0, body.size()), body}));
+  Bytes hello_body = *EncodeMessageBody(hello);
+  const uint64_t huge_string = uint64_t{1} << 62;
+  std::memcpy(hello_body.data() + 4, &huge_string, 8);  // capabilities.device length
+  put("string_size_tag_lie", Cat({Header(kFrameMagic, 1, 1, 0, hello_body.size()), hello_body}));
+
+  const Bytes task_frames = Frames(task);
+  put("truncated_mid_header", Bytes(task_frames.begin(), task_frames.begin() + 9));
+  put("truncated_mid_chunk", Bytes(task_frames.begin(), task_frames.begin() + 300));
+  std::printf("wrote %d seed inputs to %s\n", written, dir.c_str());
+  return 0;
+}
