@@ -1,0 +1,291 @@
+// Federated runs with real processes over real mutual TLS on loopback: tributary-coordinator and
+// tributary-client binaries, certificates from tributary-certs, Fashion-MNIST subsets.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
+
+#include "compression/dense_codec.h"
+#include "coordinator/checkpoint.h"
+#include "crypto/tls_context.h"
+#include "protocol/tls_transport.h"
+#include "tests/integration/process.h"
+#include "tests/protocol/transport_test_util.h"
+#include "train/data/fashion_mnist.h"
+
+namespace tributary {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::Process;
+using testing::WaitFor;
+namespace fs = std::filesystem;
+
+std::string ReadFile(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::vector<nlohmann::json> Events(const fs::path& log, const std::string& kind) {
+  std::vector<nlohmann::json> out;
+  std::ifstream in(log);
+  std::string line;
+  while (std::getline(in, line)) {
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    if (!j.is_discarded() && j.value("event", "") == kind) out.push_back(j);
+  }
+  return out;
+}
+
+class FederatedRunTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!fs::exists(fs::path(kDefaultFashionMnistDir) / "t10k-images-idx3-ubyte.gz"))
+      GTEST_SKIP() << "Fashion-MNIST is not installed (Debian package dataset-fashion-mnist; scripts/setup-deps)";
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = fs::temp_directory_path() / ("trib_it_" + std::string(info->name()) + "_" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    Certs({"init", "--dir", pki()});
+    Certs({"server", "--host", "localhost", "--ip", "127.0.0.1", "--dir", pki()});
+  }
+  void TearDown() override {
+    clients_.clear();
+    coordinator_.reset();
+    if (!HasFailure()) fs::remove_all(dir_);
+  }
+
+  std::string pki() const { return (dir_ / "pki").string(); }
+  std::string ckpt() const { return (dir_ / "ckpt").string(); }
+  fs::path events() const { return dir_ / "ckpt" / "events.jsonl"; }
+
+  void Certs(std::vector<std::string> args) {
+    args.insert(args.begin(), TRIBUTARY_CERTS_BIN);
+    Process p(args, (dir_ / "certs.log").string());
+    ASSERT_EQ(p.Wait(30s), 0) << p.Log();
+  }
+
+  // Writes the coordinator's config; `extra` is appended (TOML).
+  void WriteCoordinatorConfig(const std::string& run, const std::string& fit = "epochs = 1\nbatch_size = 32\nlr = 0.05\n") {
+    std::ofstream f(dir_ / "coordinator.toml");
+    f << "listen = \"127.0.0.1:0\"\nlog_level = \"warn\"\n"
+      << "[tls]\nca = \"" << pki() << "/ca.crt\"\ncert = \"" << pki() << "/server.crt\"\nkey = \"" << pki()
+      << "/server.key\"\n"
+      << "[run]\nmodel = \"mlp\"\nseed = 7\nheartbeat_interval_s = 1\nclient_timeout_s = 20\n" << run
+      << "[fit]\n" << fit << "[eval]\nevery = 1\nmax_examples = 2000\n"
+      << "[output]\ncheckpoint_dir = \"" << ckpt() << "\"\nready_file = \"" << (dir_ / "ready").string() << "\"\n";
+  }
+
+  // Starts the coordinator and waits until it listens; returns its address.
+  std::string StartCoordinator(bool resume = false) {
+    fs::remove(dir_ / "ready");
+    std::vector<std::string> args = {TRIBUTARY_COORDINATOR_BIN, "--config", (dir_ / "coordinator.toml").string()};
+    if (resume) args.push_back("--resume");
+    coordinator_ = std::make_unique<Process>(args, (dir_ / (resume ? "coordinator2.log" : "coordinator.log")).string());
+    EXPECT_TRUE(WaitFor([&] { return fs::exists(dir_ / "ready") || !coordinator_->running(); }, 30s));
+    std::string addr = ReadFile(dir_ / "ready");
+    while (!addr.empty() && addr.back() == '\n') addr.pop_back();
+    EXPECT_FALSE(addr.empty()) << coordinator_->Log();
+    return addr;
+  }
+
+  void StartClient(const std::string& addr, int index, int num_clients, int train_examples) {
+    const std::string id = "client-" + std::to_string(index);
+    if (!fs::exists(fs::path(pki()) / "clients" / (id + ".crt"))) Certs({"client", "--id", id, "--dir", pki()});
+    std::vector<std::string> args = {TRIBUTARY_CLIENT_BIN,
+                                     "--coordinator", addr,
+                                     "--ca", pki() + "/ca.crt",
+                                     "--cert", pki() + "/clients/" + id + ".crt",
+                                     "--key", pki() + "/clients/" + id + ".key",
+                                     "--partition", "iid",
+                                     "--num-clients", std::to_string(num_clients),
+                                     "--client-index", std::to_string(index),
+                                     "--train-examples", std::to_string(train_examples),
+                                     "--eval-examples", "500",
+                                     "--backoff-initial-ms", "100",
+                                     "--backoff-max-ms", "1000",
+                                     "--log-level", "warn"};
+    clients_.push_back(std::make_unique<Process>(args, (dir_ / (id + ".log")).string()));
+  }
+
+  // Waits until the event log holds at least n round_end events.
+  bool WaitForRounds(size_t n, std::chrono::milliseconds timeout) {
+    return WaitFor([&] { return Events(events(), "round_end").size() >= n || !coordinator_->running(); }, timeout);
+  }
+
+  std::string CoordinatorLogs() { return coordinator_ ? coordinator_->Log() : ""; }
+
+  fs::path dir_;
+  std::unique_ptr<Process> coordinator_;
+  std::vector<std::unique_ptr<Process>> clients_;
+};
+
+TEST_F(FederatedRunTest, FiveClientsFiveRoundsOfMlpRaiseTestAccuracy) {
+  WriteCoordinatorConfig("rounds = 5\nclients_per_round = 5\nmin_available = 5\nmin_completed = 5\nround_timeout_s = 60\n",
+                         "epochs = 2\nbatch_size = 32\nlr = 0.05\n");
+  const std::string addr = StartCoordinator();
+  for (int i = 0; i < 5; ++i) StartClient(addr, i, 5, 20000);  // 4,000 examples each
+  ASSERT_EQ(coordinator_->Wait(180s), 0) << CoordinatorLogs();
+  auto rounds = Events(events(), "round_end");
+  ASSERT_EQ(rounds.size(), 5u);
+  for (auto& r : rounds) EXPECT_EQ(r["completed"], 5);
+  const double first = rounds.front()["test_accuracy"], last = rounds.back()["test_accuracy"];
+  EXPECT_GT(last, 0.75) << "accuracy after 5 rounds";
+  EXPECT_GT(last, first);
+  // Every client ends cleanly when the coordinator says Goodbye.
+  for (auto& c : clients_) EXPECT_EQ(c->Wait(30s), 0) << c->Log();
+  EXPECT_TRUE(fs::exists(fs::path(ckpt()) / "final.safetensors"));
+}
+
+TEST_F(FederatedRunTest, TwoOfFiveClientsKilledMidRoundAndTheRoundCompletes) {
+  WriteCoordinatorConfig("rounds = 3\nclients_per_round = 5\nmin_available = 3\nmin_completed = 3\nround_timeout_s = 60\n",
+                         "epochs = 3\nbatch_size = 16\nlr = 0.05\n");
+  const std::string addr = StartCoordinator();
+  for (int i = 0; i < 5; ++i) StartClient(addr, i, 5, 30000);  // 6,000 examples x 3 epochs: seconds per round
+  ASSERT_TRUE(WaitForRounds(1, 120s)) << CoordinatorLogs();
+  // Round 2 has just been assigned to all five; two of them die while training.
+  clients_[3]->Signal(SIGKILL);
+  clients_[4]->Signal(SIGKILL);
+  ASSERT_EQ(coordinator_->Wait(180s), 0) << CoordinatorLogs();
+  auto rounds = Events(events(), "round_end");
+  ASSERT_EQ(rounds.size(), 3u);
+  EXPECT_EQ(rounds[1]["completed"], 3);
+  EXPECT_EQ(rounds[1]["dropped"], 2);
+  EXPECT_EQ(rounds[2]["completed"], 3);
+}
+
+TEST_F(FederatedRunTest, CoordinatorKilledAfterRoundThreeResumesExactly) {
+  const std::string run = "rounds = 5\nclients_per_round = 4\nmin_available = 4\nmin_completed = 4\nround_timeout_s = 60\n";
+  const std::string fit = "epochs = 3\nbatch_size = 16\nlr = 0.05\n";
+  // The reference: the same deterministic run, never interrupted.
+  WriteCoordinatorConfig(run, fit);
+  std::string addr = StartCoordinator();
+  for (int i = 0; i < 4; ++i) StartClient(addr, i, 4, 16000);
+  ASSERT_EQ(coordinator_->Wait(240s), 0) << CoordinatorLogs();
+  std::smatch m;
+  std::string log = CoordinatorLogs();
+  ASSERT_TRUE(std::regex_search(log, m, std::regex("final model: .* \\(hash ([0-9a-f]+)\\)"))) << log;
+  const std::string reference_hash = m[1];
+  for (auto& c : clients_) c->Wait(30s);
+  clients_.clear();
+
+  // The interrupted run.
+  fs::remove_all(ckpt());
+  addr = StartCoordinator();
+  for (int i = 0; i < 4; ++i) StartClient(addr, i, 4, 16000);
+  ASSERT_TRUE(WaitForRounds(3, 180s)) << CoordinatorLogs();
+  coordinator_->Signal(SIGKILL);
+  coordinator_->Wait(10s);
+  auto ck = LoadCheckpoint(ckpt());
+  ASSERT_TRUE(ck.ok()) << ck.status();
+  ASSERT_EQ(ck->rounds_done, 3u) << "the kill came too late";
+  char expect[32];
+  std::snprintf(expect, sizeof(expect), "%016llx", static_cast<unsigned long long>(ck->model.content_hash()));
+
+  // The restart listens on a new port; the clients keep their old address, so they are restarted
+  // too, as a deployment's would be by its supervisor pointing at a fixed port.
+  for (auto& c : clients_) c->Signal(SIGKILL);
+  clients_.clear();
+  addr = StartCoordinator(/*resume=*/true);
+  for (int i = 0; i < 4; ++i) StartClient(addr, i, 4, 16000);
+  ASSERT_EQ(coordinator_->Wait(180s), 0) << CoordinatorLogs();
+  log = CoordinatorLogs();
+  EXPECT_NE(log.find("3 rounds done, model version 3, model hash " + std::string(expect)), std::string::npos) << log;
+  auto rounds = Events(events(), "round_end");
+  ASSERT_GE(rounds.size(), 5u);
+  EXPECT_EQ(rounds[3]["round"], 4);  // continues at round 4
+  ASSERT_TRUE(std::regex_search(log, m, std::regex("final model: .* \\(hash ([0-9a-f]+)\\)"))) << log;
+  EXPECT_EQ(m[1], reference_hash) << "interrupted + resumed run differs from the uninterrupted one";
+}
+
+// A misbehaving client written here (the real client never sends these): NaN, wrong-size, late and
+// duplicate updates are rejected with reasons, and the honest client's rounds go on.
+TEST_F(FederatedRunTest, BadUpdatesAreRejectedAndRoundsGoOn) {
+  // Six rounds: mallory misbehaves in rounds 1, 2, 3 and 5 (NaN, wrong size, late, duplicate), so
+  // none of its bad updates lands after the run is over.
+  WriteCoordinatorConfig("rounds = 6\nclients_per_round = 2\nmin_available = 2\nmin_completed = 1\nround_timeout_s = 4\n",
+                         "epochs = 1\nbatch_size = 32\nlr = 0.05\nmax_steps = 200\n");
+  const std::string addr = StartCoordinator();
+  StartClient(addr, 0, 2, 20000);
+  Certs({"client", "--id", "mallory", "--dir", pki()});
+  testing::IoThreads io(2);
+  auto ctx = MakeClientTlsContext(TlsConfig{pki() + "/ca.crt", pki() + "/clients/mallory.crt", pki() + "/clients/mallory.key"});
+  ASSERT_TRUE(ctx.ok()) << ctx.status();
+  auto transport = *TlsTransport::Create(io.io(), {TransportOptions{}, nullptr, *ctx});
+  testing::Waiter<Result<std::shared_ptr<Connection>>> w;
+  transport->Connect(addr, w.Callback());
+  auto conn = w.Wait();
+  ASSERT_TRUE(conn && conn->ok());
+  std::shared_ptr<Connection> c = **conn;
+  std::mutex mu;
+  std::vector<std::string> errors;
+  std::atomic<int> tasks{0};
+  c->Start(
+      [&](Message msg) {
+        if (auto* e = std::get_if<Error>(&msg)) {
+          std::lock_guard<std::mutex> lock(mu);
+          errors.push_back(e->message);
+        }
+        auto* t = std::get_if<TaskAssignment>(&msg);
+        if (!t) return;
+        const int n = ++tasks;
+        UpdateSubmission u;
+        u.round = t->round;
+        u.model_version = t->model_version;
+        u.num_examples = 100;
+        u.update.codec = "dense";
+        u.update.layout_fingerprint = t->model.layout_fingerprint;
+        std::vector<float> delta(t->model.values.size(), 0.001f);
+        if (n == 1) delta[5] = std::numeric_limits<float>::quiet_NaN();
+        if (n == 2) delta.resize(delta.size() - 1);
+        u.update.num_floats = delta.size();
+        u.update.bytes = *DenseCodec().Encode(delta);
+        if (n == 3) {  // late: sent after round 3's 4 s deadline, while round 4 is open
+          std::thread([c, u]() mutable {
+            std::this_thread::sleep_for(4500ms);
+            c->Send(std::move(u));
+          }).detach();
+          return;
+        }
+        if (n == 4) {  // holds round 4 open until the late update has arrived
+          std::thread([c, u]() {
+            std::this_thread::sleep_for(1500ms);
+            c->Send(u);
+          }).detach();
+          return;
+        }
+        c->Send(u);
+        // Round 5: a duplicate, sent while the honest client (200 steps) is still training.
+        if (n == 5) c->Send(u);
+      },
+      [](Status) {});
+  c->Send(Hello{kProtocolVersion, ClientCapabilities{"cpu", {"dense"}, 100}, "mallory"});
+  ASSERT_EQ(coordinator_->Wait(120s), 0) << CoordinatorLogs();
+  auto rounds = Events(events(), "round_end");
+  ASSERT_EQ(rounds.size(), 6u);
+  auto rejected = Events(events(), "update_rejected");
+  std::vector<std::string> reasons;
+  for (auto& r : rejected) reasons.push_back(r["reason"]);
+  auto has = [&](const std::string& what) {
+    for (auto& r : reasons)
+      if (r.find(what) != std::string::npos) return true;
+    return false;
+  };
+  EXPECT_TRUE(has("non-finite")) << nlohmann::json(reasons).dump();
+  EXPECT_TRUE(has("199209 values, the model has 199210")) << nlohmann::json(reasons).dump();
+  EXPECT_TRUE(has("late")) << nlohmann::json(reasons).dump();
+  EXPECT_TRUE(has("duplicate")) << nlohmann::json(reasons).dump();
+  for (auto& r : rounds) EXPECT_GE(r["completed"], 1);  // the honest client's update always counts
+  std::lock_guard<std::mutex> lock(mu);
+  EXPECT_GE(errors.size(), 4u);  // each rejection reached mallory as an Error message
+  c->Close();
+}
+
+}  // namespace
+}  // namespace tributary
