@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# The installed package works for an app: installs this build into a fresh prefix, builds
+# examples/edge_app against it with find_package(Tributary CONFIG), and joins both example apps
+# (C++ and C API) to a real coordinator over mutual TLS (examples/edge_app/join_run.sh).
+#   install_example_test.sh BUILD_DIR SOURCE_DIR
+set -euo pipefail
+build=${1:?build dir}
+src=${2:?source dir}
+work=$(mktemp -d /tmp/trib_install.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+echo "[install-example] installing $build into $work/prefix"
+cmake --install "$build" --prefix "$work/prefix" > "$work/install.log"
+echo "[install-example] building examples/edge_app against the installed package"
+cmake -S "$src/examples/edge_app" -B "$work/edge-build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_PREFIX_PATH="$work/prefix" > "$work/configure.log" || { cat "$work/configure.log"; exit 1; }
+cmake --build "$work/edge-build" > "$work/build.log" || { cat "$work/build.log"; exit 1; }
+echo "[install-example] joining a 2-round run"
+if ! bash "$src/examples/edge_app/join_run.sh" "$work/prefix" "$work/edge-build" "$work/run"; then
+  for f in "$work"/run/*.log; do echo "== $f"; tail -20 "$f"; done
+  exit 1
+fi
+echo "[install-example] passed"
