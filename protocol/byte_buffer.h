@@ -23,6 +23,13 @@ void AdviseHugePages(void* data, size_t bytes);
 
 class ByteBuffer {
  public:
+  // Released large buffers are kept (up to this many bytes in total, process-wide, at most 8
+  // buffers) and handed to the next large ByteBuffer: a process that moves one big update after
+  // another then writes into warm pages instead of faulting in fresh ones.
+  static constexpr size_t kDefaultCacheBytes = size_t{256} << 20;
+  // Changes that cap (0 disables the cache); thread-safe.
+  static void SetCacheLimit(size_t bytes);
+
   ByteBuffer() = default;
   ~ByteBuffer();
   ByteBuffer(ByteBuffer&& other) noexcept;

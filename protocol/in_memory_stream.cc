@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <boost/asio/error.hpp>
+#include <boost/asio/execution_context.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/query.hpp>
 #include <cstring>
 #include <deque>
 #include <mutex>
@@ -110,6 +112,58 @@ namespace {
 
 using Channel = InMemoryStream::Channel;
 
+// Pending operations live in a Channel, not in the io_context, and their handlers usually hold
+// the FramedConnection that owns the stream, which owns the Channel: a cycle that only the
+// operation's completion breaks. Like asio's own I/O services, this service destroys every
+// pending handler when its io_context shuts down, so connections nobody closed are freed.
+class PipeService : public asio::execution_context::service {
+ public:
+  using key_type = PipeService;
+  static inline asio::execution_context::id id;
+
+  explicit PipeService(asio::execution_context& ctx) : asio::execution_context::service(ctx) {}
+
+  void Register(const std::shared_ptr<Channel>& channel) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (channels_.size() >= prune_at_) {  // amortized O(1) per registration
+      std::erase_if(channels_, [](const std::weak_ptr<Channel>& c) { return c.expired(); });
+      prune_at_ = std::max<size_t>(64, 2 * channels_.size());
+    }
+    channels_.push_back(channel);
+  }
+
+ private:
+  void shutdown() override {
+    std::vector<std::weak_ptr<Channel>> channels;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      channels.swap(channels_);
+    }
+    std::vector<ByteStream::IoHandler> doomed;  // destroyed outside every lock
+    for (const std::weak_ptr<Channel>& weak : channels) {
+      if (std::shared_ptr<Channel> c = weak.lock()) {
+        std::lock_guard<std::mutex> lock(c->mu);
+        if (c->read) doomed.push_back(std::move(c->read->handler));
+        if (c->write) doomed.push_back(std::move(c->write->handler));
+        c->read.reset();
+        c->write.reset();
+      }
+    }
+  }
+
+  std::mutex mu_;
+  std::vector<std::weak_ptr<Channel>> channels_;  // GUARDED_BY(mu_)
+  size_t prune_at_ = 64;                          // GUARDED_BY(mu_)
+};
+
+void RegisterWith(const asio::any_io_executor& executor, const std::shared_ptr<Channel>& a,
+                  const std::shared_ptr<Channel>& b) {
+  PipeService& service =
+      asio::use_service<PipeService>(asio::query(executor, asio::execution::context));
+  service.Register(a);
+  service.Register(b);
+}
+
 void PostAll(std::vector<Channel::Completion>& done) {
   for (Channel::Completion& c : done) {
     asio::post(c.executor, [h = std::move(c.handler), ec = c.ec, n = c.n] { h(ec, n); });
@@ -135,6 +189,8 @@ InMemoryStream::MakePair(asio::any_io_executor a_executor, asio::any_io_executor
   TRIB_CHECK(capacity > 0);
   auto a_to_b = std::make_shared<Channel>(capacity);
   auto b_to_a = std::make_shared<Channel>(capacity);
+  RegisterWith(a_executor, a_to_b, b_to_a);
+  RegisterWith(b_executor, a_to_b, b_to_a);
   return {std::make_unique<InMemoryStream>(std::move(a_executor), b_to_a, a_to_b),
           std::make_unique<InMemoryStream>(std::move(b_executor), a_to_b, b_to_a)};
 }

@@ -46,5 +46,25 @@ TEST(ByteBufferTest, ReserveThenAppendAndMove) {
   EXPECT_EQ(b.capacity(), 0u);
 }
 
+TEST(ByteBufferTest, ReleasedLargeBuffersAreReusedUntilTheCacheIsDisabled) {
+  uint8_t* first = nullptr;
+  {
+    ByteBuffer a;
+    a.Reserve(16 << 20);
+    a.Append("x", 1);
+    first = a.data();
+  }
+  ByteBuffer b;
+  b.Reserve(4 << 20);  // the cached 16 MiB mapping is big enough
+  EXPECT_EQ(b.data(), first);
+  EXPECT_GE(b.capacity(), size_t{16} << 20);
+  b.Release();
+  ByteBuffer::SetCacheLimit(0);  // drops what is cached
+  ByteBuffer c;
+  c.Reserve(4 << 20);
+  EXPECT_LT(c.capacity(), size_t{16} << 20);
+  ByteBuffer::SetCacheLimit(ByteBuffer::kDefaultCacheBytes);
+}
+
 }  // namespace
 }  // namespace tributary
