@@ -30,6 +30,9 @@ ClientRuntime::~ClientRuntime() {
   // The core itself may live on in handlers still queued on the io_context; once finished it
   // touches neither the worker nor the transport.
   worker_.reset();
+  // Handlers still queued on the io_context may keep the core alive for a while; the state dir's
+  // lock must not wait for them, or a client created next on the same dir would be refused.
+  core_->ReleaseState();
 }
 
 Status ClientRuntime::Start() { return core_->Start(); }
