@@ -14,6 +14,7 @@ Exits 2 with a message when PyTorch or its CUDA support is missing.
 """
 import argparse
 import json
+import os
 import sys
 
 try:
@@ -23,20 +24,9 @@ except ImportError as e:  # pragma: no cover - depends on the machine
     print(f"torch_cuda_reference: PyTorch is not importable: {e}", file=sys.stderr)
     sys.exit(2)
 
-
-def make_model(name):
-    if name == "mlp":
-        return nn.Sequential(nn.Flatten(), nn.Linear(784, 200), nn.ReLU(), nn.Linear(200, 200), nn.ReLU(),
-                             nn.Linear(200, 10))
-    if name == "cnn":
-        return nn.Sequential(nn.Conv2d(1, 32, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
-                             nn.Conv2d(32, 64, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
-                             nn.Linear(3136, 512), nn.ReLU(), nn.Linear(512, 10))
-    if name == "lenet":
-        return nn.Sequential(nn.Conv2d(1, 6, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
-                             nn.Conv2d(6, 16, 5), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
-                             nn.Linear(400, 120), nn.ReLU(), nn.Linear(120, 84), nn.ReLU(), nn.Linear(84, 10))
-    raise SystemExit(f"unknown model {name}")
+# The same model definitions as the CPU reference, so the two can never drift apart.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from torch_reference import make_model  # noqa: E402
 
 
 def bench(name, batch, seconds, mode):
