@@ -132,6 +132,8 @@ Status Run(const Options& o) {
 int main(int argc, char** argv) {
   tributary::Options o;
   CLI::App app{"tributary-train: centralized training on Fashion-MNIST (the baseline for federated runs)"};
+  // A flag given twice takes the last value, so wrappers such as scripts/demo can be overridden.
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.add_option("-c,--config", o.config, "TOML config file (flags override it)")->check(CLI::ExistingFile);
   app.add_option("-m,--model", o.model, "model: mlp, cnn or lenet")->capture_default_str();
   app.add_option("--epochs", o.epochs, "training epochs")->capture_default_str();
