@@ -12,10 +12,6 @@ namespace tributary {
 // and options.require_client_identity, REVOKED when options.deny_list holds it, else OK.
 Status CheckClientIdentity(const TransportOptions& options, const std::string& client_id);
 
-}  // namespace tributary
-
-namespace tributary {
-
 // Splits "host:port", "[v6]:port" or "v4:port" into host (brackets removed) and port; both must
 // be non-empty. InvalidArgument naming the address otherwise.
 Result<std::pair<std::string, std::string>> SplitHostPort(const std::string& address);
