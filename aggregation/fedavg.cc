@@ -31,7 +31,8 @@ Result<ModelWeights> FedAvg::Finalize() {
   const double scale = server_lr_ / (total_weight_ * FixedPointSink::kOne);
   float* w = next.data().data();
   const int64_t* s = sum_.data();
-  for (size_t i = 0; i < next.size(); ++i) w[i] = static_cast<float>(w[i] + static_cast<double>(s[i]) * scale);
+  for (size_t i = 0; i < next.size(); ++i)
+    w[i] = static_cast<float>(w[i] + static_cast<double>(s[i]) * scale);
   begun_ = false;
   return next;
 }

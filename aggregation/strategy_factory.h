@@ -15,7 +15,8 @@ struct StrategyOptions {
 };
 
 // InvalidArgument listing the known strategies when `name` is unknown, or naming the bad option.
-Result<std::unique_ptr<Strategy>> MakeStrategy(std::string_view name, const StrategyOptions& options = {});
+Result<std::unique_ptr<Strategy>> MakeStrategy(std::string_view name,
+                                               const StrategyOptions& options = {});
 std::vector<std::string> StrategyNames();
 
 }  // namespace tributary

@@ -20,8 +20,9 @@ Result<std::vector<uint8_t>> DenseCodec::Encode(std::span<const float> delta) co
 
 Result<UpdateStats> DenseCodec::Validate(std::span<const uint8_t> bytes, size_t num_floats) const {
   if (bytes.size() != num_floats * sizeof(float))
-    return Status::Corruption("dense update has " + std::to_string(bytes.size()) + " bytes; a model of " +
-                              std::to_string(num_floats) + " floats needs " + std::to_string(num_floats * 4));
+    return Status::Corruption("dense update has " + std::to_string(bytes.size()) +
+                              " bytes; a model of " + std::to_string(num_floats) +
+                              " floats needs " + std::to_string(num_floats * 4));
   UpdateStats st;
   st.values = num_floats;
   float block[kBlock];
@@ -37,8 +38,9 @@ Result<UpdateStats> DenseCodec::Validate(std::span<const uint8_t> bytes, size_t 
     if (!finite) {
       for (size_t j = 0; j < n; ++j)
         if (!std::isfinite(block[j]))
-          return Status::Corruption("dense update holds a non-finite value (" + std::to_string(block[j]) +
-                                    ") at index " + std::to_string(i + j));
+          return Status::Corruption("dense update holds a non-finite value (" +
+                                    std::to_string(block[j]) + ") at index " +
+                                    std::to_string(i + j));
     }
     st.max_abs = std::max<double>(st.max_abs, mx);
   }
@@ -56,8 +58,10 @@ void DenseCodec::DecodeInto(std::span<const uint8_t> bytes, UpdateSink& sink, fl
 }
 
 Result<std::unique_ptr<Codec>> MakeCodec(std::string_view spec) {
-  if (spec == "dense" || spec.empty()) return std::unique_ptr<Codec>(std::make_unique<DenseCodec>());
-  return Status::InvalidArgument("unknown codec '" + std::string(spec) + "'; this build supports: dense");
+  if (spec == "dense" || spec.empty())
+    return std::unique_ptr<Codec>(std::make_unique<DenseCodec>());
+  return Status::InvalidArgument("unknown codec '" + std::string(spec) +
+                                 "'; this build supports: dense");
 }
 
 std::vector<std::string> SupportedCodecs() { return {"dense"}; }

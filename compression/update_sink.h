@@ -22,7 +22,8 @@ class UpdateSink {
   // target[offset + i] += scale * values[i]; offset + values.size() <= size().
   virtual void AddDense(size_t offset, std::span<const float> values, float scale) = 0;
   // target[index[i]] += scale * values[i]; every index < size(), index.size() == values.size().
-  virtual void AddSparse(std::span<const uint32_t> index, std::span<const float> values, float scale) = 0;
+  virtual void AddSparse(std::span<const uint32_t> index, std::span<const float> values,
+                         float scale) = 0;
 };
 
 // A sink that writes into one float buffer (a dense decode target).
@@ -31,7 +32,8 @@ class BufferSink final : public UpdateSink {
   explicit BufferSink(std::span<float> target) : target_(target) {}
   size_t size() const override { return target_.size(); }
   void AddDense(size_t offset, std::span<const float> values, float scale) override;
-  void AddSparse(std::span<const uint32_t> index, std::span<const float> values, float scale) override;
+  void AddSparse(std::span<const uint32_t> index, std::span<const float> values,
+                 float scale) override;
 
  private:
   std::span<float> target_;
@@ -47,13 +49,14 @@ class BufferSink final : public UpdateSink {
 // terms cannot overflow.
 class FixedPointSink final : public UpdateSink {
  public:
-  static constexpr double kOne = 4294967296.0;  // 2^32
+  static constexpr double kOne = 4294967296.0;                // 2^32
   static constexpr double kMaxFixedPointTerm = 1073741824.0;  // 2^30
 
   explicit FixedPointSink(std::span<int64_t> target) : target_(target) {}
   size_t size() const override { return target_.size(); }
   void AddDense(size_t offset, std::span<const float> values, float scale) override;
-  void AddSparse(std::span<const uint32_t> index, std::span<const float> values, float scale) override;
+  void AddSparse(std::span<const uint32_t> index, std::span<const float> values,
+                 float scale) override;
 
  private:
   std::span<int64_t> target_;

@@ -12,9 +12,11 @@ namespace {
 constexpr const char* kModelPrefix = "model.";
 constexpr const char* kStrategyPrefix = "strategy.";
 
-Result<uint64_t> ParseU64(const SafetensorsMetadata& meta, const std::string& key, const std::string& path) {
+Result<uint64_t> ParseU64(const SafetensorsMetadata& meta, const std::string& key,
+                          const std::string& path) {
   auto it = meta.find(key);
-  if (it == meta.end()) return Status::Corruption(path + ": checkpoint metadata lacks '" + key + "'");
+  if (it == meta.end())
+    return Status::Corruption(path + ": checkpoint metadata lacks '" + key + "'");
   try {
     size_t used = 0;
     uint64_t v = std::stoull(it->second, &used);
@@ -37,13 +39,16 @@ Result<ModelWeights> Extract(const ModelWeights& all, const std::string& prefix)
   if (spec.empty()) return ModelWeights();
   TRIB_ASSIGN_OR_RETURN(ModelWeights out, ModelWeights::Create(spec));
   for (size_t i = 0; i < picked.size(); ++i)
-    std::memcpy(out.tensor(i).data(), all.data().data() + picked[i]->offset, picked[i]->numel * sizeof(float));
+    std::memcpy(out.tensor(i).data(), all.data().data() + picked[i]->offset,
+                picked[i]->numel * sizeof(float));
   return out;
 }
 
 }  // namespace
 
-std::string CheckpointPath(const std::string& dir) { return (std::filesystem::path(dir) / "checkpoint.safetensors").string(); }
+std::string CheckpointPath(const std::string& dir) {
+  return (std::filesystem::path(dir) / "checkpoint.safetensors").string();
+}
 
 Status SaveCheckpoint(const std::string& dir, const CheckpointState& st) {
   std::error_code ec;
@@ -51,11 +56,13 @@ Status SaveCheckpoint(const std::string& dir, const CheckpointState& st) {
   if (ec) return Status::IoError("cannot create checkpoint directory " + dir + ": " + ec.message());
   ModelWeights::LayoutSpec spec;
   for (const TensorInfo& t : st.model.tensors()) spec.emplace_back(kModelPrefix + t.name, t.shape);
-  for (const TensorInfo& t : st.strategy_state.tensors()) spec.emplace_back(kStrategyPrefix + t.name, t.shape);
+  for (const TensorInfo& t : st.strategy_state.tensors())
+    spec.emplace_back(kStrategyPrefix + t.name, t.shape);
   TRIB_ASSIGN_OR_RETURN(ModelWeights all, ModelWeights::Create(spec));
   std::memcpy(all.data().data(), st.model.data().data(), st.model.size_bytes());
   if (st.strategy_state.size())
-    std::memcpy(all.data().data() + st.model.size(), st.strategy_state.data().data(), st.strategy_state.size_bytes());
+    std::memcpy(all.data().data() + st.model.size(), st.strategy_state.data().data(),
+                st.strategy_state.size_bytes());
   SafetensorsMetadata meta{{"format", "tributary-checkpoint-1"},
                            {"rounds_done", std::to_string(st.rounds_done)},
                            {"model_version", std::to_string(st.model_version)},
@@ -71,7 +78,8 @@ Result<CheckpointState> LoadCheckpoint(const std::string& dir) {
   SafetensorsMetadata meta;
   TRIB_ASSIGN_OR_RETURN(ModelWeights all, LoadSafetensors(path, &meta));
   if (meta["format"] != "tributary-checkpoint-1")
-    return Status::Corruption(path + ": not a Tributary checkpoint (format '" + meta["format"] + "')");
+    return Status::Corruption(path + ": not a Tributary checkpoint (format '" + meta["format"] +
+                              "')");
   CheckpointState st;
   TRIB_ASSIGN_OR_RETURN(st.rounds_done, ParseU64(meta, "rounds_done", path));
   TRIB_ASSIGN_OR_RETURN(st.model_version, ParseU64(meta, "model_version", path));
@@ -81,7 +89,8 @@ Result<CheckpointState> LoadCheckpoint(const std::string& dir) {
   st.model_name = meta["model"];
   TRIB_ASSIGN_OR_RETURN(st.model, Extract(all, kModelPrefix));
   TRIB_ASSIGN_OR_RETURN(st.strategy_state, Extract(all, kStrategyPrefix));
-  if (st.model.fingerprint() != fp) return Status::Corruption(path + ": the model's layout fingerprint does not match");
+  if (st.model.fingerprint() != fp)
+    return Status::Corruption(path + ": the model's layout fingerprint does not match");
   return st;
 }
 

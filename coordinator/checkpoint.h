@@ -3,9 +3,9 @@
 // One safetensors file, <dir>/checkpoint.safetensors, holding the global model (tensors prefixed
 // "model."), the strategy's state (prefixed "strategy."), and metadata: rounds completed, model
 // version, run seed, strategy name and the model's layout fingerprint. Selection and per-client
-// training seeds are derived from (seed, round, attempt), so no RNG stream state is needed to resume
-// exactly. The file is replaced with write-temp, fsync, rename, fsync-dir (WriteFileAtomic): after a
-// crash it holds the previous round or the new one, never a mix.
+// training seeds are derived from (seed, round, attempt), so no RNG stream state is needed to
+// resume exactly. The file is replaced with write-temp, fsync, rename, fsync-dir (WriteFileAtomic):
+// after a crash it holds the previous round or the new one, never a mix.
 #pragma once
 
 #include <cstdint>

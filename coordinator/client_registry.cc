@@ -2,7 +2,8 @@
 
 namespace tributary {
 
-ClientRecord& ClientRegistry::Join(const std::string& id, const ClientCapabilities& caps, TimePoint now) {
+ClientRecord& ClientRegistry::Join(const std::string& id, const ClientCapabilities& caps,
+                                   TimePoint now) {
   ClientRecord& r = clients_[id];
   if (r.id.empty()) {
     r.id = id;

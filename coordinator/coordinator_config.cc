@@ -13,15 +13,20 @@ class Reader {
   void Int(const char* key, T* dst) {
     if (!st_.ok()) return;
     auto r = c_.GetInt(key, static_cast<int64_t>(*dst));
-    if (!r.ok()) st_ = r.status();
-    else if (*r < 0) st_ = Status::InvalidArgument(c_.source() + ": key '" + key + "' must be >= 0");
-    else *dst = static_cast<T>(*r);
+    if (!r.ok())
+      st_ = r.status();
+    else if (*r < 0)
+      st_ = Status::InvalidArgument(c_.source() + ": key '" + key + "' must be >= 0");
+    else
+      *dst = static_cast<T>(*r);
   }
   void Double(const char* key, double* dst) {
     if (!st_.ok()) return;
     auto r = c_.GetDouble(key, *dst);
-    if (!r.ok()) st_ = r.status();
-    else *dst = *r;
+    if (!r.ok())
+      st_ = r.status();
+    else
+      *dst = *r;
   }
   void Float(const char* key, float* dst) {
     double v = *dst;
@@ -31,8 +36,10 @@ class Reader {
   void String(const char* key, std::string* dst) {
     if (!st_.ok()) return;
     auto r = c_.GetString(key, *dst);
-    if (!r.ok()) st_ = r.status();
-    else *dst = *r;
+    if (!r.ok())
+      st_ = r.status();
+    else
+      *dst = *r;
   }
   Status status() const { return st_; }
 
@@ -44,14 +51,45 @@ class Reader {
 }  // namespace
 
 Status LoadCoordinatorConfig(const Config& cfg, CoordinatorConfig* o) {
-  TRIB_RETURN_IF_ERROR(cfg.CheckKnownKeys(
-      {"listen", "log_level", "tls.ca", "tls.cert", "tls.key", "tls.deny_list", "run.model", "run.init_seed",
-       "run.strategy", "run.server_lr", "run.rounds", "run.clients_per_round", "run.fraction", "run.min_available",
-       "run.over_selection", "run.min_completed", "run.round_timeout_s", "run.max_round_attempts", "run.seed",
-       "run.codec", "run.heartbeat_interval_s", "run.client_timeout_s", "run.min_num_examples",
-       "run.max_num_examples", "fit.epochs", "fit.batch_size", "fit.lr", "fit.momentum", "fit.weight_decay",
-       "fit.proximal_mu", "fit.max_steps", "eval.every", "eval.data_dir", "eval.max_examples", "eval.federated_every",
-       "output.checkpoint_dir", "output.event_log", "output.final_model", "output.ready_file"}));
+  TRIB_RETURN_IF_ERROR(cfg.CheckKnownKeys({"listen",
+                                           "log_level",
+                                           "tls.ca",
+                                           "tls.cert",
+                                           "tls.key",
+                                           "tls.deny_list",
+                                           "run.model",
+                                           "run.init_seed",
+                                           "run.strategy",
+                                           "run.server_lr",
+                                           "run.rounds",
+                                           "run.clients_per_round",
+                                           "run.fraction",
+                                           "run.min_available",
+                                           "run.over_selection",
+                                           "run.min_completed",
+                                           "run.round_timeout_s",
+                                           "run.max_round_attempts",
+                                           "run.seed",
+                                           "run.codec",
+                                           "run.heartbeat_interval_s",
+                                           "run.client_timeout_s",
+                                           "run.min_num_examples",
+                                           "run.max_num_examples",
+                                           "fit.epochs",
+                                           "fit.batch_size",
+                                           "fit.lr",
+                                           "fit.momentum",
+                                           "fit.weight_decay",
+                                           "fit.proximal_mu",
+                                           "fit.max_steps",
+                                           "eval.every",
+                                           "eval.data_dir",
+                                           "eval.max_examples",
+                                           "eval.federated_every",
+                                           "output.checkpoint_dir",
+                                           "output.event_log",
+                                           "output.final_model",
+                                           "output.ready_file"}));
   Reader r(cfg);
   RoundConfig& rc = o->round;
   r.String("listen", &o->listen);
@@ -99,9 +137,10 @@ Status LoadCoordinatorConfig(const Config& cfg, CoordinatorConfig* o) {
     return Status::InvalidArgument(cfg.source() + ": key 'run.round_timeout_s' must be positive");
   rc.round_timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));
   if (!(o->heartbeat_interval_s > 0) || !(o->client_timeout_s > o->heartbeat_interval_s))
-    return Status::InvalidArgument(cfg.source() +
-                                   ": keys 'run.heartbeat_interval_s' and 'run.client_timeout_s' need "
-                                   "0 < heartbeat interval < client timeout");
+    return Status::InvalidArgument(
+        cfg.source() +
+        ": keys 'run.heartbeat_interval_s' and 'run.client_timeout_s' need "
+        "0 < heartbeat interval < client timeout");
   return Status::Ok();
 }
 

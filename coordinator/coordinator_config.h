@@ -25,7 +25,7 @@ struct CoordinatorConfig {
   double client_timeout_s = 60.0;
   RoundConfig round;
   // [eval]
-  int64_t eval_every = 1;  // server-side evaluation every k rounds (0: never)
+  int64_t eval_every = 1;     // server-side evaluation every k rounds (0: never)
   std::string eval_data_dir;  // Fashion-MNIST directory; empty: the Debian package's
   int64_t eval_max_examples = 0;
   // [output]

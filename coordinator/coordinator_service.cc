@@ -8,8 +8,8 @@ namespace tributary {
 
 namespace asio = boost::asio;
 
-CoordinatorService::CoordinatorService(asio::io_context& io, Transport& transport, RoundEngine& engine,
-                                       CoordinatorServiceOptions options)
+CoordinatorService::CoordinatorService(asio::io_context& io, Transport& transport,
+                                       RoundEngine& engine, CoordinatorServiceOptions options)
     : io_(io),
       strand_(asio::make_strand(io)),
       transport_(transport),
@@ -20,10 +20,10 @@ CoordinatorService::CoordinatorService(asio::io_context& io, Transport& transpor
 
 Status CoordinatorService::Start() {
   std::weak_ptr<CoordinatorService> weak = weak_from_this();
-  TRIB_ASSIGN_OR_RETURN(listener_, transport_.Listen(options_.listen_address, [weak](std::shared_ptr<Connection> c) {
-                          if (auto self = weak.lock())
-                            asio::post(self->strand_, [self, c] { self->OnAccept(c); });
-                        }));
+  TRIB_ASSIGN_OR_RETURN(
+      listener_, transport_.Listen(options_.listen_address, [weak](std::shared_ptr<Connection> c) {
+        if (auto self = weak.lock()) asio::post(self->strand_, [self, c] { self->OnAccept(c); });
+      }));
   address_ = listener_->address();
   asio::post(strand_, [self = shared_from_this()] {
     self->engine_.OnTick(std::chrono::steady_clock::now());
@@ -50,15 +50,19 @@ void CoordinatorService::OnAccept(std::shared_ptr<Connection> conn) {
   conn->Start(
       [weak, key](Message m) {
         if (auto self = weak.lock())
-          asio::post(self->strand_, [self, key, m = std::move(m)]() mutable { self->OnMessage(key, std::move(m)); });
+          asio::post(self->strand_, [self, key, m = std::move(m)]() mutable {
+            self->OnMessage(key, std::move(m));
+          });
       },
       [weak, key](Status why) {
-        if (auto self = weak.lock()) asio::post(self->strand_, [self, key, why] { self->OnClosed(key, why); });
+        if (auto self = weak.lock())
+          asio::post(self->strand_, [self, key, why] { self->OnClosed(key, why); });
       });
 }
 
 void CoordinatorService::Refuse(Session& s, ErrorCode code, const std::string& why) {
-  spdlog::warn("refusing {} ({}): {}", s.id.empty() ? s.conn->peer().id : s.id, s.conn->peer().address, why);
+  spdlog::warn("refusing {} ({}): {}", s.id.empty() ? s.conn->peer().id : s.id,
+               s.conn->peer().address, why);
   s.conn->Send(Error{static_cast<uint32_t>(code), why});
   s.conn->Close();
 }
@@ -77,7 +81,8 @@ void CoordinatorService::OnHello(Session& s, const Hello& hello) {
   }
   if (!speaks)
     return Refuse(s, ErrorCode::kProtocolViolation,
-                  "this run uses codec '" + codec + "', which the client does not support (it offers: " +
+                  "this run uses codec '" + codec +
+                      "', which the client does not support (it offers: " +
                       (offered.empty() ? "none" : offered) + ")");
   const std::string id = s.conn->peer().id;
   if (id.empty()) return Refuse(s, ErrorCode::kUnauthenticated, "no authenticated client id");
@@ -110,14 +115,16 @@ void CoordinatorService::OnMessage(Connection* key, Message msg) {
     if (const Hello* hello = std::get_if<Hello>(&msg)) {
       OnHello(s, *hello);
     } else {
-      Refuse(s, ErrorCode::kProtocolViolation, "expected Hello, got " + MessageTypeName(TypeOf(msg)));
+      Refuse(s, ErrorCode::kProtocolViolation,
+             "expected Hello, got " + MessageTypeName(TypeOf(msg)));
     }
     Flush();
     return;
   }
   if (auto* u = std::get_if<UpdateSubmission>(&msg)) {
     Status st = engine_.OnUpdate(s.id, *u, now);
-    if (!st.ok()) spdlog::warn("update from {} for round {} rejected: {}", s.id, u->round, st.message());
+    if (!st.ok())
+      spdlog::warn("update from {} for round {} rejected: {}", s.id, u->round, st.message());
   } else if (auto* r = std::get_if<EvaluateResult>(&msg)) {
     Status st = engine_.OnEvaluateResult(s.id, *r, now);
     if (!st.ok()) spdlog::warn("{}", st.message());
@@ -128,7 +135,8 @@ void CoordinatorService::OnMessage(Connection* key, Message msg) {
   } else if (std::holds_alternative<Goodbye>(msg)) {
     s.conn->Close();
   } else {
-    Refuse(s, ErrorCode::kProtocolViolation, "unexpected " + MessageTypeName(TypeOf(msg)) + " from a client");
+    Refuse(s, ErrorCode::kProtocolViolation,
+           "unexpected " + MessageTypeName(TypeOf(msg)) + " from a client");
   }
   Flush();
 }
@@ -182,10 +190,12 @@ void CoordinatorService::Sweep() {
   const TimePoint now = std::chrono::steady_clock::now();
   for (auto& [key, s] : sessions_) {
     if (now - s.last_heard > options_.client_timeout) {
-      spdlog::warn("closing {} ({}): silent for over {} ms", s.id.empty() ? "an unjoined session" : s.id,
-                   s.conn->peer().address, options_.client_timeout.count());
+      spdlog::warn("closing {} ({}): silent for over {} ms",
+                   s.id.empty() ? "an unjoined session" : s.id, s.conn->peer().address,
+                   options_.client_timeout.count());
       s.last_heard = now;  // Close is asynchronous; do not repeat it
-      s.conn->Send(Error{static_cast<uint32_t>(ErrorCode::kTimeout), "no message within the client timeout"});
+      s.conn->Send(Error{static_cast<uint32_t>(ErrorCode::kTimeout),
+                         "no message within the client timeout"});
       s.conn->Close();
     }
   }

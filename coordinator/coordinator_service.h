@@ -45,7 +45,8 @@ class CoordinatorService : public std::enable_shared_from_this<CoordinatorServic
   // Ends the run: Goodbye(reason) to every client, close, stop listening, then on_finished(OK).
   // Thread-safe; idempotent.
   void Stop(const std::string& reason);
-  // Runs once on the strand when the run ends: OK after all rounds (or Stop), else the engine's failure.
+  // Runs once on the strand when the run ends: OK after all rounds (or Stop), else the engine's
+  // failure.
   void set_on_finished(std::function<void(Status)> cb) { on_finished_ = std::move(cb); }
   size_t connected_clients() const { return by_id_.size(); }
 
@@ -74,8 +75,8 @@ class CoordinatorService : public std::enable_shared_from_this<CoordinatorServic
   std::string address_;
   boost::asio::steady_timer deadline_timer_;
   boost::asio::steady_timer sweep_timer_;
-  std::map<Connection*, Session> sessions_;       // every open connection
-  std::map<std::string, Connection*> by_id_;      // joined clients
+  std::map<Connection*, Session> sessions_;   // every open connection
+  std::map<std::string, Connection*> by_id_;  // joined clients
   std::function<void(Status)> on_finished_;
   bool finished_ = false;
 };

@@ -10,7 +10,8 @@ Result<std::unique_ptr<EventLog>> EventLog::Open(const std::string& path) {
   std::unique_ptr<EventLog> log(new EventLog());
   if (path.empty()) return log;
   log->file_ = std::fopen(path.c_str(), "a");
-  if (!log->file_) return Status::IoError("cannot open event log " + path + ": " + std::strerror(errno));
+  if (!log->file_)
+    return Status::IoError("cannot open event log " + path + ": " + std::strerror(errno));
   return log;
 }
 

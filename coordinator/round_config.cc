@@ -5,12 +5,15 @@
 namespace tributary {
 
 Status RoundConfig::Validate() const {
-  auto bad = [](const std::string& what) { return Status::InvalidArgument("round config: " + what); };
+  auto bad = [](const std::string& what) {
+    return Status::InvalidArgument("round config: " + what);
+  };
   if (rounds < 1) return bad("rounds must be >= 1");
   if (fraction < 0.0 || fraction > 1.0) return bad("fraction must be in [0, 1]");
   if (fraction == 0.0 && clients_per_round < 1) return bad("clients_per_round must be >= 1");
   if (min_available < 1) return bad("min_available must be >= 1");
-  if (!(over_selection >= 1.0) || over_selection > 10.0) return bad("over_selection must be in [1, 10]");
+  if (!(over_selection >= 1.0) || over_selection > 10.0)
+    return bad("over_selection must be in [1, 10]");
   if (min_completed < 1) return bad("min_completed must be >= 1");
   if (fraction == 0.0 && min_completed > clients_per_round)
     return bad("min_completed (" + std::to_string(min_completed) + ") exceeds clients_per_round (" +

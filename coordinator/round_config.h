@@ -11,20 +11,21 @@
 namespace tributary {
 
 struct RoundConfig {
-  int64_t rounds = 10;              // rounds to run
-  int64_t clients_per_round = 10;   // target updates per round (K); ignored when fraction > 0
-  double fraction = 0.0;            // K = ceil(fraction * connected clients) when > 0
-  int64_t min_available = 1;        // a round starts only with at least this many idle clients
-  double over_selection = 1.0;      // select ceil(K * over_selection) clients to absorb dropouts
-  int64_t min_completed = 1;        // at the deadline, a round closes with at least this many updates
+  int64_t rounds = 10;             // rounds to run
+  int64_t clients_per_round = 10;  // target updates per round (K); ignored when fraction > 0
+  double fraction = 0.0;           // K = ceil(fraction * connected clients) when > 0
+  int64_t min_available = 1;       // a round starts only with at least this many idle clients
+  double over_selection = 1.0;     // select ceil(K * over_selection) clients to absorb dropouts
+  int64_t min_completed = 1;  // at the deadline, a round closes with at least this many updates
   std::chrono::milliseconds round_timeout{120'000};
-  int64_t max_round_attempts = 0;   // a round that fails is retried; 0 retries forever
-  FitConfig fit;                    // sent to clients (the engine derives fit.seed per client)
-  std::string codec = "dense";      // the update pipeline every client must use
-  uint64_t seed = 1;                // selection and per-client training seeds
-  uint64_t min_num_examples = 1;    // an update claiming fewer or more examples is rejected
+  int64_t max_round_attempts = 0;  // a round that fails is retried; 0 retries forever
+  FitConfig fit;                   // sent to clients (the engine derives fit.seed per client)
+  std::string codec = "dense";     // the update pipeline every client must use
+  uint64_t seed = 1;               // selection and per-client training seeds
+  uint64_t min_num_examples = 1;   // an update claiming fewer or more examples is rejected
   uint64_t max_num_examples = uint64_t{1} << 30;
-  int64_t federated_eval_every = 0; // ask the round's clients to evaluate every k rounds (0: never)
+  int64_t federated_eval_every =
+      0;  // ask the round's clients to evaluate every k rounds (0: never)
 
   // InvalidArgument naming the field when a value is out of range or inconsistent.
   Status Validate() const;

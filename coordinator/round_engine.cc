@@ -23,12 +23,14 @@ double Seconds(TimePoint a, TimePoint b) { return std::chrono::duration<double>(
 
 }  // namespace
 
-Result<std::unique_ptr<RoundEngine>> RoundEngine::Create(RoundConfig config, std::unique_ptr<Strategy> strategy,
+Result<std::unique_ptr<RoundEngine>> RoundEngine::Create(RoundConfig config,
+                                                         std::unique_ptr<Strategy> strategy,
                                                          ModelWeights initial, uint64_t rounds_done,
                                                          uint64_t model_version, Hooks hooks) {
   TRIB_RETURN_IF_ERROR(config.Validate());
   if (!strategy) return Status::InvalidArgument("round engine: no strategy");
-  if (initial.size() == 0) return Status::InvalidArgument("round engine: the initial model is empty");
+  if (initial.size() == 0)
+    return Status::InvalidArgument("round engine: the initial model is empty");
   TRIB_ASSIGN_OR_RETURN(std::unique_ptr<Codec> codec, MakeCodec(config.codec));
   std::unique_ptr<RoundEngine> e(new RoundEngine());
   e->config_ = std::move(config);
@@ -43,7 +45,8 @@ Result<std::unique_ptr<RoundEngine>> RoundEngine::Create(RoundConfig config, std
 
 int64_t RoundEngine::TargetUpdates() const {
   if (config_.fraction > 0.0)
-    return std::max<int64_t>(1, static_cast<int64_t>(std::ceil(config_.fraction * registry_.size())));
+    return std::max<int64_t>(1,
+                             static_cast<int64_t>(std::ceil(config_.fraction * registry_.size())));
   return config_.clients_per_round;
 }
 
@@ -54,7 +57,8 @@ void RoundEngine::OnJoined(const std::string& id, const ClientCapabilities& caps
     ++summary_.dropped;
   }
   registry_.Join(id, caps, now);
-  if (in_round_ && answered_.count(id)) registry_.Find(id)->busy = true;  // no second task this attempt
+  if (in_round_ && answered_.count(id))
+    registry_.Find(id)->busy = true;  // no second task this attempt
   MaybeFinishEarly(now);
   MaybeStartRound(now);
 }
@@ -83,42 +87,50 @@ Status RoundEngine::OnUpdate(const std::string& id, const UpdateSubmission& u, T
   registry_.Touch(id, now);
   const uint64_t round = rounds_done_ + 1;
   const std::string r = "round " + std::to_string(u.round);
-  if (!in_round_ || u.round < round) return Reject(id, ErrorCode::kProtocolViolation, "late: " + r + " is closed");
+  if (!in_round_ || u.round < round)
+    return Reject(id, ErrorCode::kProtocolViolation, "late: " + r + " is closed");
   if (u.round > round) return Reject(id, ErrorCode::kProtocolViolation, r + " has not started");
-  if (answered_.count(id)) return Reject(id, ErrorCode::kProtocolViolation, "duplicate update for " + r);
-  if (!assigned_.count(id)) return Reject(id, ErrorCode::kProtocolViolation, "client was not assigned " + r);
+  if (answered_.count(id))
+    return Reject(id, ErrorCode::kProtocolViolation, "duplicate update for " + r);
+  if (!assigned_.count(id))
+    return Reject(id, ErrorCode::kProtocolViolation, "client was not assigned " + r);
   // From here on the client's slot in this round is used up, whatever the verdict.
   assigned_.erase(id);
   answered_.insert(id);
   summary_.bytes_up += u.update.bytes.size();
   Status verdict = [&]() -> Status {
-    if (now > deadline_) return Reject(id, ErrorCode::kProtocolViolation, "late: the deadline of " + r + " passed");
+    if (now > deadline_)
+      return Reject(id, ErrorCode::kProtocolViolation, "late: the deadline of " + r + " passed");
     if (u.model_version != version_)
       return Reject(id, ErrorCode::kProtocolViolation,
-                    "trained on model version " + std::to_string(u.model_version) + ", current is " +
-                        std::to_string(version_));
+                    "trained on model version " + std::to_string(u.model_version) +
+                        ", current is " + std::to_string(version_));
     if (u.update.layout_fingerprint != model_.fingerprint())
-      return Reject(id, ErrorCode::kMalformedMessage, "layout fingerprint does not match the model");
+      return Reject(id, ErrorCode::kMalformedMessage,
+                    "layout fingerprint does not match the model");
     if (u.update.num_floats != model_.size())
       return Reject(id, ErrorCode::kMalformedMessage,
-                    "update has " + std::to_string(u.update.num_floats) + " values, the model has " +
-                        std::to_string(model_.size()));
+                    "update has " + std::to_string(u.update.num_floats) +
+                        " values, the model has " + std::to_string(model_.size()));
     if (u.update.codec != codec_->spec())
-      return Reject(id, ErrorCode::kMalformedMessage,
-                    "codec '" + u.update.codec + "' is not the run's '" + std::string(codec_->spec()) + "'");
+      return Reject(
+          id, ErrorCode::kMalformedMessage,
+          "codec '" + u.update.codec + "' is not the run's '" + std::string(codec_->spec()) + "'");
     if (u.num_examples < config_.min_num_examples || u.num_examples > config_.max_num_examples)
       return Reject(id, ErrorCode::kMalformedMessage,
                     "num_examples " + std::to_string(u.num_examples) + " is outside [" +
-                        std::to_string(config_.min_num_examples) + ", " + std::to_string(config_.max_num_examples) +
-                        "]");
+                        std::to_string(config_.min_num_examples) + ", " +
+                        std::to_string(config_.max_num_examples) + "]");
     Result<UpdateStats> stats = codec_->Validate(u.update.bytes, model_.size());
     if (!stats.ok()) return Reject(id, ErrorCode::kMalformedMessage, stats.status().message());
     if (stats->max_abs * static_cast<double>(u.num_examples) >= FixedPointSink::kMaxFixedPointTerm)
-      return Reject(id, ErrorCode::kMalformedMessage,
-                    "update values are out of range (max |value| " + std::to_string(stats->max_abs) + ")");
+      return Reject(
+          id, ErrorCode::kMalformedMessage,
+          "update values are out of range (max |value| " + std::to_string(stats->max_abs) + ")");
     const std::vector<uint8_t>& bytes = u.update.bytes;
-    Status s = strategy_->Accumulate(static_cast<double>(u.num_examples),
-                                     [&](UpdateSink& sink, float scale) { codec_->DecodeInto(bytes, sink, scale); });
+    Status s = strategy_->Accumulate(
+        static_cast<double>(u.num_examples),
+        [&](UpdateSink& sink, float scale) { codec_->DecodeInto(bytes, sink, scale); });
     if (!s.ok()) return Reject(id, ErrorCode::kInternal, s.message());
     return Status::Ok();
   }();
@@ -133,7 +145,8 @@ Status RoundEngine::OnUpdate(const std::string& id, const UpdateSubmission& u, T
   return verdict;
 }
 
-Status RoundEngine::OnEvaluateResult(const std::string& id, const EvaluateResult& res, TimePoint now) {
+Status RoundEngine::OnEvaluateResult(const std::string& id, const EvaluateResult& res,
+                                     TimePoint now) {
   registry_.Touch(id, now);
   if (!eval_pending_.erase(id) || res.round != eval_.round)
     return Status::FailedPrecondition("unexpected evaluation result from " + id);
@@ -176,7 +189,8 @@ void RoundEngine::OnTick(TimePoint now) {
 void RoundEngine::MaybeFinishEarly(TimePoint now) {
   if (!in_round_) return;
   const int64_t outstanding = static_cast<int64_t>(assigned_.size());
-  if (summary_.completed >= TargetUpdates() || (outstanding == 0 && summary_.completed >= config_.min_completed)) {
+  if (summary_.completed >= TargetUpdates() ||
+      (outstanding == 0 && summary_.completed >= config_.min_completed)) {
     CloseRound(now);
     MaybeStartRound(now);
   } else if (summary_.completed + outstanding < config_.min_completed) {
@@ -194,7 +208,8 @@ void RoundEngine::MaybeStartRound(TimePoint now) {
   if (static_cast<int64_t>(eligible.size()) < need) return;
   const uint64_t round = rounds_done_ + 1;
   const int64_t target = TargetUpdates();
-  const int64_t want = static_cast<int64_t>(std::ceil(static_cast<double>(target) * config_.over_selection));
+  const int64_t want =
+      static_cast<int64_t>(std::ceil(static_cast<double>(target) * config_.over_selection));
   const size_t m = std::min<size_t>(eligible.size(), static_cast<size_t>(want));
   Rng rng = Rng::Stream(config_.seed, {kSelectionStream, round, static_cast<uint64_t>(attempt_)});
   rng.Shuffle(std::span<std::string>(eligible));
@@ -216,8 +231,10 @@ void RoundEngine::MaybeStartRound(TimePoint now) {
   TaskAssignment task;
   task.round = round;
   task.model_version = version_;
-  task.fit = WireFitConfig{config_.fit.epochs, config_.fit.batch_size, config_.fit.lr, config_.fit.momentum,
-                           config_.fit.weight_decay, config_.fit.proximal_mu, config_.fit.max_steps, 0};
+  task.fit = WireFitConfig{config_.fit.epochs,       config_.fit.batch_size,
+                           config_.fit.lr,           config_.fit.momentum,
+                           config_.fit.weight_decay, config_.fit.proximal_mu,
+                           config_.fit.max_steps,    0};
   task.codec.spec = std::string(codec_->spec());
   task.deadline_ms = static_cast<uint64_t>(config_.round_timeout.count());
   task.model.layout_fingerprint = model_.fingerprint();
@@ -242,10 +259,13 @@ void RoundEngine::CloseRound(TimePoint now) {
   summary_.model_version = version_;
   summary_.duration_s = Seconds(round_start_, now);
   for (const auto& [k, v] : metric_sums_)
-    summary_.client_metrics[k] = v / static_cast<double>(std::max<uint64_t>(1, summary_.num_examples));
+    summary_.client_metrics[k] =
+        v / static_cast<double>(std::max<uint64_t>(1, summary_.num_examples));
   registry_.ReleaseAll();
-  if (config_.federated_eval_every > 0 && rounds_done_ % static_cast<uint64_t>(config_.federated_eval_every) == 0) {
-    if (eval_.round != 0) FinishFederatedEval();  // an older evaluation still waiting: report what came
+  if (config_.federated_eval_every > 0 &&
+      rounds_done_ % static_cast<uint64_t>(config_.federated_eval_every) == 0) {
+    if (eval_.round != 0)
+      FinishFederatedEval();  // an older evaluation still waiting: report what came
     eval_.round = summary_.round;
     EvaluateTask task;
     task.round = summary_.round;
@@ -271,8 +291,8 @@ void RoundEngine::FailAttempt(TimePoint, const std::string& reason) {
   if (hooks_.on_round_failed) hooks_.on_round_failed(round, attempt_, reason);
   if (config_.max_round_attempts > 0 && attempt_ >= config_.max_round_attempts) {
     failed_ = true;
-    failure_ = Status::Unavailable("round " + std::to_string(round) + " failed " + std::to_string(attempt_) +
-                                   " attempts; last: " + reason);
+    failure_ = Status::Unavailable("round " + std::to_string(round) + " failed " +
+                                   std::to_string(attempt_) + " attempts; last: " + reason);
   }
 }
 

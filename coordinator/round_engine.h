@@ -40,9 +40,9 @@ struct RoundSummary {
   uint64_t model_version = 0;  // the version produced by this round
   int64_t attempts = 0;        // 1 when the first attempt succeeded
   int64_t selected = 0;
-  int64_t completed = 0;  // updates folded in
-  int64_t rejected = 0;   // updates refused (late, duplicate, malformed, ...)
-  int64_t dropped = 0;    // selected clients that left or never answered
+  int64_t completed = 0;    // updates folded in
+  int64_t rejected = 0;     // updates refused (late, duplicate, malformed, ...)
+  int64_t dropped = 0;      // selected clients that left or never answered
   uint64_t bytes_down = 0;  // model payload bytes sent in this round's assignments
   uint64_t bytes_up = 0;    // encoded update bytes received
   uint64_t num_examples = 0;
@@ -66,7 +66,8 @@ class RoundEngine {
     Message message;
   };
   struct Hooks {
-    // After every closed round, with the new model. The driver checkpoints, evaluates and logs here.
+    // After every closed round, with the new model. The driver checkpoints, evaluates and logs
+    // here.
     std::function<void(const RoundSummary&, const ModelWeights&)> on_round_complete;
     // After a round attempt fails (too few updates); `reason` says why.
     std::function<void(uint64_t round, int64_t attempt, const std::string& reason)> on_round_failed;
@@ -77,7 +78,8 @@ class RoundEngine {
   };
 
   // `rounds_done` and `model_version` restore a checkpoint; a fresh run passes 0 and 0.
-  static Result<std::unique_ptr<RoundEngine>> Create(RoundConfig config, std::unique_ptr<Strategy> strategy,
+  static Result<std::unique_ptr<RoundEngine>> Create(RoundConfig config,
+                                                     std::unique_ptr<Strategy> strategy,
                                                      ModelWeights initial, uint64_t rounds_done = 0,
                                                      uint64_t model_version = 0, Hooks hooks = {});
 
@@ -131,8 +133,8 @@ class RoundEngine {
   bool in_round_ = false;
   int64_t attempt_ = 0;
   TimePoint round_start_{}, deadline_{};
-  std::set<std::string> assigned_;   // selected and not yet answered
-  std::set<std::string> answered_;   // submitted (accepted or rejected) or dropped
+  std::set<std::string> assigned_;  // selected and not yet answered
+  std::set<std::string> answered_;  // submitted (accepted or rejected) or dropped
   RoundSummary summary_;
   std::map<std::string, double> metric_sums_;
 

@@ -6,7 +6,8 @@
 #include <cstdlib>
 
 namespace tributary::internal {
-[[noreturn]] inline void CheckFailed(const char* cond, const char* file, int line, const char* msg) {
+[[noreturn]] inline void CheckFailed(const char* cond, const char* file, int line,
+                                     const char* msg) {
   std::fprintf(stderr, "%s:%d: check failed: %s%s%s\n", file, line, cond, msg[0] ? ": " : "", msg);
   std::fflush(stderr);
   std::abort();
@@ -14,10 +15,10 @@ namespace tributary::internal {
 }  // namespace tributary::internal
 
 // TRIB_CHECK(cond) or TRIB_CHECK(cond, "message"): abort with file:line when cond is false.
-#define TRIB_CHECK(cond, ...)                                                                \
-  do {                                                                                      \
-    if (!(cond)) [[unlikely]]                                                                \
-      ::tributary::internal::CheckFailed(#cond, __FILE__, __LINE__, "" __VA_ARGS__);          \
+#define TRIB_CHECK(cond, ...)                                                        \
+  do {                                                                               \
+    if (!(cond)) [[unlikely]]                                                        \
+      ::tributary::internal::CheckFailed(#cond, __FILE__, __LINE__, "" __VA_ARGS__); \
   } while (0)
 
 #define TRIB_CHECK_EQ(a, b, ...) TRIB_CHECK((a) == (b), __VA_ARGS__)
@@ -26,7 +27,7 @@ namespace tributary::internal {
 
 #ifdef NDEBUG
 #define TRIB_DCHECK(cond, ...) \
-  do {                        \
+  do {                         \
   } while (0)
 #else
 #define TRIB_DCHECK(cond, ...) TRIB_CHECK(cond, __VA_ARGS__)

@@ -41,7 +41,8 @@ Result<Config> Config::LoadFile(const std::string& path) {
 }
 
 Status Config::TypeError(std::string_view key, std::string_view expected) const {
-  return Status::InvalidArgument(source_ + ": key '" + std::string(key) + "' must be " + std::string(expected));
+  return Status::InvalidArgument(source_ + ": key '" + std::string(key) + "' must be " +
+                                 std::string(expected));
 }
 
 bool Config::Has(std::string_view key) const { return static_cast<bool>(table_.at_path(key)); }
@@ -79,7 +80,8 @@ Status Config::CheckKnownKeys(std::initializer_list<std::string_view> allowed) c
   std::function<Status(const toml::table&, const std::string&)> walk =
       [&](const toml::table& t, const std::string& prefix) -> Status {
     for (const auto& [k, node] : t) {
-      std::string path = prefix.empty() ? std::string(k.str()) : prefix + "." + std::string(k.str());
+      std::string path =
+          prefix.empty() ? std::string(k.str()) : prefix + "." + std::string(k.str());
       if (std::find(keys.begin(), keys.end(), path) != keys.end()) continue;
       if (const toml::table* sub = node.as_table()) {
         TRIB_RETURN_IF_ERROR(walk(*sub, path));

@@ -8,11 +8,11 @@
 // wrong type is an InvalidArgument naming the key, the source file, and the expected type.
 #pragma once
 
+#include <toml++/toml.h>
 #include <cstdint>
 #include <initializer_list>
 #include <string>
 #include <string_view>
-#include <toml++/toml.h>
 
 #include "tributary/result.h"
 

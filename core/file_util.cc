@@ -24,7 +24,11 @@ class Fd {
   Fd(const Fd&) = delete;
   Fd& operator=(const Fd&) = delete;
   int get() const { return fd_; }
-  int release() { int f = fd_; fd_ = -1; return f; }
+  int release() {
+    int f = fd_;
+    fd_ = -1;
+    return f;
+  }
 
  private:
   int fd_;
@@ -38,12 +42,12 @@ Result<std::vector<uint8_t>> ReadFileBytes(const std::string& path, uint64_t max
     if (errno == ENOENT) return Status::NotFound("no such file: " + path);
     return ErrnoStatus("cannot open", path);
   }
-  struct stat st{};
+  struct stat st {};
   if (::fstat(fd.get(), &st) != 0) return ErrnoStatus("cannot stat", path);
   if (!S_ISREG(st.st_mode)) return Status::InvalidArgument("not a regular file: " + path);
   if (static_cast<uint64_t>(st.st_size) > max_bytes)
-    return Status::OutOfRange(path + " is " + std::to_string(st.st_size) + " bytes, over the cap of " +
-                              std::to_string(max_bytes));
+    return Status::OutOfRange(path + " is " + std::to_string(st.st_size) +
+                              " bytes, over the cap of " + std::to_string(max_bytes));
   std::vector<uint8_t> out(static_cast<size_t>(st.st_size));
   size_t done = 0;
   while (done < out.size()) {
@@ -89,7 +93,8 @@ Status WriteFileAtomic(const std::string& path, std::span<const uint8_t> bytes) 
   std::filesystem::path dir = std::filesystem::path(path).parent_path();
   if (dir.empty()) dir = ".";
   Fd dfd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (dfd.get() < 0 || ::fsync(dfd.get()) != 0) return ErrnoStatus("cannot fsync directory", dir.string());
+  if (dfd.get() < 0 || ::fsync(dfd.get()) != 0)
+    return ErrnoStatus("cannot fsync directory", dir.string());
   return Status::Ok();
 }
 

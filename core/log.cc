@@ -9,8 +9,9 @@ namespace tributary {
 Status InitLogging(std::string_view level) {
   auto lvl = spdlog::level::from_str(std::string(level));
   if (lvl == spdlog::level::off && level != "off")
-    return Status::InvalidArgument("log level '" + std::string(level) +
-                                   "' is not one of trace, debug, info, warn, error, critical, off");
+    return Status::InvalidArgument(
+        "log level '" + std::string(level) +
+        "' is not one of trace, debug, info, warn, error, critical, off");
   auto logger = spdlog::get("tributary");
   if (!logger) logger = spdlog::stderr_color_mt("tributary");
   logger->set_pattern("[%H:%M:%S.%e] [%^%l%$] %v");

@@ -25,7 +25,8 @@ Result<ModelWeights> ModelWeights::Create(const LayoutSpec& spec, size_t max_flo
       numel *= static_cast<size_t>(d);
     }
     if (numel > max_floats - total)
-      return Status::OutOfRange("model exceeds the cap of " + std::to_string(max_floats) + " floats");
+      return Status::OutOfRange("model exceeds the cap of " + std::to_string(max_floats) +
+                                " floats");
     layout->tensors.push_back(TensorInfo{name, shape, total, numel});
     total += numel;
     fp.Add(name.data(), name.size() + 1);  // include the terminator so "ab","c" != "a","bc"

@@ -2,7 +2,8 @@
 //
 // Rng is xoshiro256** seeded through splitmix64. Results depend only on the seed, never on the
 // standard library (std:: distributions are implementation-defined, so we do not use them).
-// Independent streams are derived from a base seed and a path of ids, e.g. per client and per round:
+// Independent streams are derived from a base seed and a path of ids, e.g. per client and per
+// round:
 //   Rng rng = Rng::Stream(run_seed, {kStreamTraining, client_id, round});
 // Not thread-safe: give each thread its own stream.
 #pragma once
@@ -21,7 +22,9 @@ class Rng {
  public:
   using result_type = uint64_t;
   explicit Rng(uint64_t seed = 0);
-  static Rng Stream(uint64_t seed, std::initializer_list<uint64_t> path) { return Rng(DeriveSeed(seed, path)); }
+  static Rng Stream(uint64_t seed, std::initializer_list<uint64_t> path) {
+    return Rng(DeriveSeed(seed, path));
+  }
 
   static constexpr result_type min() { return 0; }
   static constexpr result_type max() { return ~result_type{0}; }

@@ -21,7 +21,8 @@ uint64_t GetU64Le(const uint8_t* p) {
 
 }  // namespace
 
-std::vector<uint8_t> SerializeSafetensors(const ModelWeights& weights, const SafetensorsMetadata& metadata) {
+std::vector<uint8_t> SerializeSafetensors(const ModelWeights& weights,
+                                          const SafetensorsMetadata& metadata) {
   nlohmann::ordered_json header = nlohmann::ordered_json::object();
   if (!metadata.empty()) {
     nlohmann::ordered_json meta = nlohmann::ordered_json::object();
@@ -29,9 +30,10 @@ std::vector<uint8_t> SerializeSafetensors(const ModelWeights& weights, const Saf
     header["__metadata__"] = std::move(meta);
   }
   for (const TensorInfo& t : weights.tensors()) {
-    header[t.name] = {{"dtype", "F32"},
-                      {"shape", t.shape},
-                      {"data_offsets", {t.offset * sizeof(float), (t.offset + t.numel) * sizeof(float)}}};
+    header[t.name] = {
+        {"dtype", "F32"},
+        {"shape", t.shape},
+        {"data_offsets", {t.offset * sizeof(float), (t.offset + t.numel) * sizeof(float)}}};
   }
   std::string text = header.dump();
   // Pad with spaces so the data starts 8-byte aligned, as the reference writer does.
@@ -45,7 +47,8 @@ std::vector<uint8_t> SerializeSafetensors(const ModelWeights& weights, const Saf
   return out;
 }
 
-Result<ModelWeights> ParseSafetensors(std::span<const uint8_t> bytes, SafetensorsMetadata* metadata) {
+Result<ModelWeights> ParseSafetensors(std::span<const uint8_t> bytes,
+                                      SafetensorsMetadata* metadata) {
   if (bytes.size() < 8)
     return Status::Corruption("safetensors: " + std::to_string(bytes.size()) +
                               " bytes is too short for the 8-byte header length");
@@ -54,10 +57,12 @@ Result<ModelWeights> ParseSafetensors(std::span<const uint8_t> bytes, Safetensor
     return Status::Corruption("safetensors: header length " + std::to_string(header_len) +
                               " exceeds the cap of " + std::to_string(kMaxSafetensorsHeaderBytes));
   if (header_len > bytes.size() - 8)
-    return Status::Corruption("safetensors: header length " + std::to_string(header_len) + " exceeds the " +
-                              std::to_string(bytes.size() - 8) + " bytes present");
+    return Status::Corruption("safetensors: header length " + std::to_string(header_len) +
+                              " exceeds the " + std::to_string(bytes.size() - 8) +
+                              " bytes present");
   const char* text = reinterpret_cast<const char*>(bytes.data() + 8);
-  nlohmann::json header = nlohmann::json::parse(text, text + header_len, nullptr, /*allow_exceptions=*/false);
+  nlohmann::json header =
+      nlohmann::json::parse(text, text + header_len, nullptr, /*allow_exceptions=*/false);
   if (header.is_discarded() || !header.is_object())
     return Status::Corruption("safetensors: header is not a JSON object");
   const uint64_t data_len = bytes.size() - 8 - header_len;
@@ -76,12 +81,15 @@ Result<ModelWeights> ParseSafetensors(std::span<const uint8_t> bytes, Safetensor
       if (!v.is_object()) return Status::Corruption("safetensors: __metadata__ is not an object");
       for (auto m = v.begin(); m != v.end(); ++m) {
         if (!m.value().is_string())
-          return Status::Corruption("safetensors: metadata value for '" + m.key() + "' is not a string");
+          return Status::Corruption("safetensors: metadata value for '" + m.key() +
+                                    "' is not a string");
         if (metadata) (*metadata)[m.key()] = m.value().get<std::string>();
       }
       continue;
     }
-    auto bad = [&](const std::string& what) { return Status::Corruption("safetensors: tensor '" + name + "' " + what); };
+    auto bad = [&](const std::string& what) {
+      return Status::Corruption("safetensors: tensor '" + name + "' " + what);
+    };
     if (!v.is_object()) return bad("is not an object");
     auto dtype = v.find("dtype");
     auto shape = v.find("shape");
@@ -89,7 +97,8 @@ Result<ModelWeights> ParseSafetensors(std::span<const uint8_t> bytes, Safetensor
     if (dtype == v.end() || shape == v.end() || offsets == v.end())
       return bad("lacks dtype, shape or data_offsets");
     if (!dtype->is_string()) return bad("has a non-string dtype");
-    if (*dtype != "F32") return bad("has dtype " + dtype->get<std::string>() + "; only F32 is supported");
+    if (*dtype != "F32")
+      return bad("has dtype " + dtype->get<std::string>() + "; only F32 is supported");
     if (!shape->is_array() || shape->size() > 16) return bad("has a malformed shape");
     if (!offsets->is_array() || offsets->size() != 2 || !(*offsets)[0].is_number_unsigned() ||
         !(*offsets)[1].is_number_unsigned())
@@ -115,8 +124,9 @@ Result<ModelWeights> ParseSafetensors(std::span<const uint8_t> bytes, Safetensor
   uint64_t cursor = 0;
   for (const Entry& e : entries) {
     if (e.begin != cursor)
-      return Status::Corruption("safetensors: tensor '" + e.name + "' " +
-                                (e.begin < cursor ? "overlaps the previous tensor" : "leaves a gap before it"));
+      return Status::Corruption(
+          "safetensors: tensor '" + e.name + "' " +
+          (e.begin < cursor ? "overlaps the previous tensor" : "leaves a gap before it"));
     cursor = e.end;
   }
   if (cursor != data_len)
@@ -131,7 +141,8 @@ Result<ModelWeights> ParseSafetensors(std::span<const uint8_t> bytes, Safetensor
   return w;
 }
 
-Status SaveSafetensors(const ModelWeights& weights, const std::string& path, const SafetensorsMetadata& metadata) {
+Status SaveSafetensors(const ModelWeights& weights, const std::string& path,
+                       const SafetensorsMetadata& metadata) {
   std::vector<uint8_t> bytes = SerializeSafetensors(weights, metadata);
   return WriteFileAtomic(path, bytes);
 }

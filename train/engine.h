@@ -51,7 +51,8 @@ class Engine {
   virtual Status StoreWeights(ModelWeights* out) = 0;
 
   // One SGD step on the samples data[batch[i]]. batch.size() must be in [1, max_batch()].
-  virtual StepStats TrainStep(const Dataset& data, std::span<const uint32_t> batch, const SgdConfig& cfg) = 0;
+  virtual StepStats TrainStep(const Dataset& data, std::span<const uint32_t> batch,
+                              const SgdConfig& cfg) = 0;
   // Loss and accuracy on the samples, without changing anything.
   virtual StepStats EvalStep(const Dataset& data, std::span<const uint32_t> batch) = 0;
 

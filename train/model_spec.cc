@@ -44,11 +44,16 @@ int64_t FanIn(const LayerSpec& l, const Shape3& in) {
 
 std::string_view LayerKindName(LayerKind kind) {
   switch (kind) {
-    case LayerKind::kDense: return "Dense";
-    case LayerKind::kConv2D: return "Conv2D";
-    case LayerKind::kMaxPool2D: return "MaxPool2D";
-    case LayerKind::kReLU: return "ReLU";
-    case LayerKind::kFlatten: return "Flatten";
+    case LayerKind::kDense:
+      return "Dense";
+    case LayerKind::kConv2D:
+      return "Conv2D";
+    case LayerKind::kMaxPool2D:
+      return "MaxPool2D";
+    case LayerKind::kReLU:
+      return "ReLU";
+    case LayerKind::kFlatten:
+      return "Flatten";
   }
   return "?";
 }
@@ -65,14 +70,32 @@ Result<ModelSpec> ModelSpecByName(std::string_view name, Shape3 input, int num_c
     s.layers = {Simple(LayerKind::kFlatten), Dense(200, "fc1"), relu, Dense(200, "fc2"), relu,
                 Dense(num_classes, "fc3")};
   } else if (name == "cnn") {
-    s.layers = {Conv(32, 5, 2, "conv1"), relu, Pool(2), Conv(64, 5, 2, "conv2"), relu, Pool(2),
-                Simple(LayerKind::kFlatten), Dense(512, "fc1"), relu, Dense(num_classes, "fc2")};
+    s.layers = {Conv(32, 5, 2, "conv1"),
+                relu,
+                Pool(2),
+                Conv(64, 5, 2, "conv2"),
+                relu,
+                Pool(2),
+                Simple(LayerKind::kFlatten),
+                Dense(512, "fc1"),
+                relu,
+                Dense(num_classes, "fc2")};
   } else if (name == "lenet") {
-    s.layers = {Conv(6, 5, 2, "conv1"), relu, Pool(2), Conv(16, 5, 0, "conv2"), relu, Pool(2),
-                Simple(LayerKind::kFlatten), Dense(120, "fc1"), relu, Dense(84, "fc2"), relu,
+    s.layers = {Conv(6, 5, 2, "conv1"),
+                relu,
+                Pool(2),
+                Conv(16, 5, 0, "conv2"),
+                relu,
+                Pool(2),
+                Simple(LayerKind::kFlatten),
+                Dense(120, "fc1"),
+                relu,
+                Dense(84, "fc2"),
+                relu,
                 Dense(num_classes, "fc3")};
   } else {
-    return Status::InvalidArgument("unknown model '" + std::string(name) + "'; known models: mlp, cnn, lenet");
+    return Status::InvalidArgument("unknown model '" + std::string(name) +
+                                   "'; known models: mlp, cnn, lenet");
   }
   TRIB_RETURN_IF_ERROR(LayerOutputShapes(s).status());
   return s;
@@ -81,7 +104,8 @@ Result<ModelSpec> ModelSpecByName(std::string_view name, Shape3 input, int num_c
 Result<std::vector<Shape3>> LayerOutputShapes(const ModelSpec& spec) {
   std::vector<Shape3> out;
   Shape3 cur = spec.input;
-  if (cur.numel() <= 0) return Status::InvalidArgument("model " + spec.name + ": input shape is empty");
+  if (cur.numel() <= 0)
+    return Status::InvalidArgument("model " + spec.name + ": input shape is empty");
   for (size_t i = 0; i < spec.layers.size(); ++i) {
     const LayerSpec& l = spec.layers[i];
     auto bad = [&](const std::string& why) {
@@ -94,14 +118,17 @@ Result<std::vector<Shape3>> LayerOutputShapes(const ModelSpec& spec) {
         cur = {1, 1, l.out_features};
         break;
       case LayerKind::kConv2D: {
-        if (l.out_channels <= 0 || l.kernel <= 0 || l.padding < 0) return bad("has a bad configuration");
-        const int64_t oh = cur.h + 2 * l.padding - l.kernel + 1, ow = cur.w + 2 * l.padding - l.kernel + 1;
+        if (l.out_channels <= 0 || l.kernel <= 0 || l.padding < 0)
+          return bad("has a bad configuration");
+        const int64_t oh = cur.h + 2 * l.padding - l.kernel + 1,
+                      ow = cur.w + 2 * l.padding - l.kernel + 1;
         if (oh <= 0 || ow <= 0) return bad("kernel is larger than its padded input");
         cur = {oh, ow, l.out_channels};
         break;
       }
       case LayerKind::kMaxPool2D:
-        if (l.kernel <= 0 || cur.h < l.kernel || cur.w < l.kernel) return bad("window does not fit its input");
+        if (l.kernel <= 0 || cur.h < l.kernel || cur.w < l.kernel)
+          return bad("window does not fit its input");
         cur = {cur.h / l.kernel, cur.w / l.kernel, cur.c};
         break;
       case LayerKind::kReLU:
@@ -128,7 +155,8 @@ Result<ModelWeights::LayoutSpec> ParameterLayout(const ModelSpec& spec) {
       layout.emplace_back(l.name + ".weight", std::vector<int64_t>{l.out_features, in.numel()});
       layout.emplace_back(l.name + ".bias", std::vector<int64_t>{l.out_features});
     } else if (l.kind == LayerKind::kConv2D) {
-      layout.emplace_back(l.name + ".weight", std::vector<int64_t>{l.out_channels, l.kernel, l.kernel, in.c});
+      layout.emplace_back(l.name + ".weight",
+                          std::vector<int64_t>{l.out_channels, l.kernel, l.kernel, in.c});
       layout.emplace_back(l.name + ".bias", std::vector<int64_t>{l.out_channels});
     }
     in = shapes[i];

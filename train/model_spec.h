@@ -52,7 +52,8 @@ struct ModelSpec {
 //   cnn:   conv 5x5x32 (same), pool 2, conv 5x5x64 (same), pool 2, dense 512, dense 10 (FedAvg CNN)
 //   lenet: conv 5x5x6 (pad 2), pool 2, conv 5x5x16, pool 2, dense 120, 84, 10
 // Fails with InvalidArgument listing the known names.
-Result<ModelSpec> ModelSpecByName(std::string_view name, Shape3 input = {28, 28, 1}, int num_classes = 10);
+Result<ModelSpec> ModelSpecByName(std::string_view name, Shape3 input = {28, 28, 1},
+                                  int num_classes = 10);
 std::vector<std::string> ModelNames();
 
 // Output shape of each layer (shapes[i] is layer i's output); fails naming the first layer whose

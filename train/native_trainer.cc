@@ -11,17 +11,19 @@ namespace tributary {
 Result<std::unique_ptr<NativeTrainer>> NativeTrainer::Create(const ModelSpec& spec,
                                                              std::shared_ptr<const Dataset> train,
                                                              std::shared_ptr<const Dataset> eval,
-                                                             uint64_t init_seed, EngineFactory factory) {
+                                                             uint64_t init_seed,
+                                                             EngineFactory factory) {
   if ((!train || train->size() == 0) && (!eval || eval->size() == 0))
     return Status::InvalidArgument("NativeTrainer needs a non-empty training or evaluation set");
   for (const Dataset* d : {train.get(), eval.get()}) {
     if (!d) continue;
     if (d->sample_size() != spec.input.numel())
-      return Status::InvalidArgument("dataset " + d->name + " has samples of " + std::to_string(d->sample_size()) +
-                                     " values but model " + spec.name + " expects " +
-                                     std::to_string(spec.input.numel()));
+      return Status::InvalidArgument("dataset " + d->name + " has samples of " +
+                                     std::to_string(d->sample_size()) + " values but model " +
+                                     spec.name + " expects " + std::to_string(spec.input.numel()));
     if (d->num_classes > spec.num_classes)
-      return Status::InvalidArgument("dataset " + d->name + " has more classes than model " + spec.name);
+      return Status::InvalidArgument("dataset " + d->name + " has more classes than model " +
+                                     spec.name);
   }
   std::unique_ptr<NativeTrainer> t(new NativeTrainer());
   t->spec_ = spec;
@@ -42,17 +44,22 @@ Status NativeTrainer::EnsureEngine(int64_t batch) {
 Result<ModelWeights> NativeTrainer::get_parameters() { return current_; }
 
 Result<FitResult> NativeTrainer::fit(const ModelWeights& global, const FitConfig& cfg) {
-  if (!train_ || train_->size() == 0) return Status::FailedPrecondition("fit: this trainer has no training set");
-  if (cfg.epochs < 1) return Status::InvalidArgument("fit: epochs must be >= 1, got " + std::to_string(cfg.epochs));
+  if (!train_ || train_->size() == 0)
+    return Status::FailedPrecondition("fit: this trainer has no training set");
+  if (cfg.epochs < 1)
+    return Status::InvalidArgument("fit: epochs must be >= 1, got " + std::to_string(cfg.epochs));
   if (cfg.batch_size < 1 || cfg.batch_size > 65536)
-    return Status::InvalidArgument("fit: batch_size must be in [1, 65536], got " + std::to_string(cfg.batch_size));
+    return Status::InvalidArgument("fit: batch_size must be in [1, 65536], got " +
+                                   std::to_string(cfg.batch_size));
   if (!(cfg.lr > 0.0f) || !std::isfinite(cfg.lr))
     return Status::InvalidArgument("fit: lr must be a positive number");
-  if (cfg.momentum < 0.0f || cfg.momentum >= 1.0f) return Status::InvalidArgument("fit: momentum must be in [0, 1)");
+  if (cfg.momentum < 0.0f || cfg.momentum >= 1.0f)
+    return Status::InvalidArgument("fit: momentum must be in [0, 1)");
   if (cfg.weight_decay < 0.0f || cfg.proximal_mu < 0.0f)
     return Status::InvalidArgument("fit: weight_decay and proximal_mu must be >= 0");
   if (!global.same_layout(current_))
-    return Status::InvalidArgument("fit: global weights do not match the layout of model " + spec_.name);
+    return Status::InvalidArgument("fit: global weights do not match the layout of model " +
+                                   spec_.name);
   const int64_t n = train_->size();
   const int64_t batch = std::min<int64_t>(cfg.batch_size, n);
   TRIB_RETURN_IF_ERROR(EnsureEngine(batch));
@@ -72,7 +79,8 @@ Result<FitResult> NativeTrainer::fit(const ModelWeights& global, const FitConfig
     auto t0 = std::chrono::steady_clock::now();
     for (int64_t i = 0; i < n; i += batch) {
       const int64_t len = std::min(batch, n - i);
-      StepStats st = engine_->TrainStep(*train_, std::span<const uint32_t>(order).subspan(i, len), sgd);
+      StepStats st =
+          engine_->TrainStep(*train_, std::span<const uint32_t>(order).subspan(i, len), sgd);
       ep.loss_sum += st.loss_sum;
       ep.correct += st.correct;
       ep.count += st.count;
@@ -81,16 +89,18 @@ Result<FitResult> NativeTrainer::fit(const ModelWeights& global, const FitConfig
         break;
       }
     }
-    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     total_seconds += secs;
     seen += ep.count;
     last_epoch = ep;
     TRIB_RETURN_IF_ERROR(engine_->status().WithContext("fit on " + engine_->device_name()));
     if (!std::isfinite(ep.loss_sum))
-      return Status::OutOfRange("fit: training diverged (loss is not finite) in epoch " + std::to_string(epoch) +
-                                "; lower the learning rate");
+      return Status::OutOfRange("fit: training diverged (loss is not finite) in epoch " +
+                                std::to_string(epoch) + "; lower the learning rate");
     if (on_epoch_)
-      on_epoch_(EpochReport{epoch, cfg.epochs, ep.loss_sum / ep.count, static_cast<double>(ep.correct) / ep.count,
+      on_epoch_(EpochReport{epoch, cfg.epochs, ep.loss_sum / ep.count,
+                            static_cast<double>(ep.correct) / ep.count,
                             secs > 0 ? ep.count / secs : 0.0, ep.count});
   }
   FitResult res;
@@ -99,18 +109,22 @@ Result<FitResult> NativeTrainer::fit(const ModelWeights& global, const FitConfig
   current_ = res.weights;
   res.num_examples = n;
   res.metrics["train_loss"] = last_epoch.loss_sum / std::max<int64_t>(1, last_epoch.count);
-  res.metrics["train_accuracy"] = static_cast<double>(last_epoch.correct) / std::max<int64_t>(1, last_epoch.count);
+  res.metrics["train_accuracy"] =
+      static_cast<double>(last_epoch.correct) / std::max<int64_t>(1, last_epoch.count);
   res.metrics["samples_per_second"] = total_seconds > 0 ? seen / total_seconds : 0.0;
   res.metrics["samples"] = static_cast<double>(seen);
   return res;
 }
 
 Result<EvalResult> NativeTrainer::evaluate(const ModelWeights& weights, const EvalConfig& cfg) {
-  if (!eval_ || eval_->size() == 0) return Status::FailedPrecondition("evaluate: this trainer has no evaluation set");
+  if (!eval_ || eval_->size() == 0)
+    return Status::FailedPrecondition("evaluate: this trainer has no evaluation set");
   if (!weights.same_layout(current_))
-    return Status::InvalidArgument("evaluate: weights do not match the layout of model " + spec_.name);
+    return Status::InvalidArgument("evaluate: weights do not match the layout of model " +
+                                   spec_.name);
   if (cfg.batch_size < 1) return Status::InvalidArgument("evaluate: batch_size must be >= 1");
-  const int64_t n = cfg.max_examples > 0 ? std::min(cfg.max_examples, eval_->size()) : eval_->size();
+  const int64_t n =
+      cfg.max_examples > 0 ? std::min(cfg.max_examples, eval_->size()) : eval_->size();
   TRIB_RETURN_IF_ERROR(EnsureEngine(std::min<int64_t>(cfg.batch_size, n)));
   TRIB_RETURN_IF_ERROR(engine_->LoadWeights(weights));
   const int64_t batch = std::min<int64_t>(engine_->max_batch(), cfg.batch_size);
@@ -118,7 +132,8 @@ Result<EvalResult> NativeTrainer::evaluate(const ModelWeights& weights, const Ev
   std::iota(idx.begin(), idx.end(), 0u);
   StepStats total;
   for (int64_t i = 0; i < n; i += batch) {
-    StepStats st = engine_->EvalStep(*eval_, std::span<const uint32_t>(idx).subspan(i, std::min(batch, n - i)));
+    StepStats st = engine_->EvalStep(
+        *eval_, std::span<const uint32_t>(idx).subspan(i, std::min(batch, n - i)));
     total.loss_sum += st.loss_sum;
     total.correct += st.correct;
     total.count += st.count;

@@ -16,7 +16,8 @@
 namespace tributary {
 
 // Makes an engine for a spec and a maximum batch; lets callers choose the backend.
-using EngineFactory = std::function<Result<std::unique_ptr<Engine>>(const ModelSpec&, int64_t max_batch)>;
+using EngineFactory =
+    std::function<Result<std::unique_ptr<Engine>>(const ModelSpec&, int64_t max_batch)>;
 
 struct EpochReport {
   int epoch = 0;  // 1-based
@@ -35,7 +36,8 @@ class NativeTrainer final : public Trainer {
   static Result<std::unique_ptr<NativeTrainer>> Create(const ModelSpec& spec,
                                                        std::shared_ptr<const Dataset> train,
                                                        std::shared_ptr<const Dataset> eval,
-                                                       uint64_t init_seed, EngineFactory factory = nullptr);
+                                                       uint64_t init_seed,
+                                                       EngineFactory factory = nullptr);
 
   Result<ModelWeights> get_parameters() override;
   Result<FitResult> fit(const ModelWeights& global, const FitConfig& config) override;

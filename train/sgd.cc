@@ -4,7 +4,8 @@
 
 namespace tributary {
 
-void SgdUpdate(float* w, const float* grad, float* velocity, const float* anchor, size_t n, const SgdConfig& cfg) {
+void SgdUpdate(float* w, const float* grad, float* velocity, const float* anchor, size_t n,
+               const SgdConfig& cfg) {
   const float lr = cfg.lr, wd = cfg.weight_decay, mu = cfg.proximal_mu, m = cfg.momentum;
   TRIB_CHECK(mu == 0.0f || anchor != nullptr, "proximal term needs an anchor");
   TRIB_CHECK(m == 0.0f || velocity != nullptr, "momentum needs a velocity buffer");

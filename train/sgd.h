@@ -10,6 +10,7 @@ namespace tributary {
 // In place: g = grad + wd * w + mu * (w - anchor); v = momentum * v + g (or v unused when
 // momentum is 0); w -= lr * (momentum ? v : g). `anchor` may be null when proximal_mu is 0;
 // `velocity` may be null when momentum is 0.
-void SgdUpdate(float* w, const float* grad, float* velocity, const float* anchor, size_t n, const SgdConfig& cfg);
+void SgdUpdate(float* w, const float* grad, float* velocity, const float* anchor, size_t n,
+               const SgdConfig& cfg);
 
 }  // namespace tributary

@@ -2,7 +2,8 @@
 // fixed-point accumulator, next to a plain float axpy over the same sizes (the memory-bandwidth
 // reference measured in the same run). Bytes/s counts the memory each loop must touch:
 //   axpy  y += a*x  (float):              4 read x + 4 read y + 4 write y = 12 bytes per element
-//   fold  acc += k*x (int64 accumulator):  4 read x + 8 read acc + 8 write acc = 20 bytes per element
+//   fold  acc += k*x (int64 accumulator):  4 read x + 8 read acc + 8 write acc = 20 bytes per
+//   element
 #include <benchmark/benchmark.h>
 
 #include <cmath>
@@ -58,7 +59,8 @@ void BM_ValidateDecodeFold(benchmark::State& state) {
   for (auto _ : state) {
     auto stats = codec.Validate(bytes, n);
     benchmark::DoNotOptimize(stats);
-    (void)avg.Accumulate(600.0, [&](UpdateSink& sink, float scale) { codec.DecodeInto(bytes, sink, scale); });
+    (void)avg.Accumulate(
+        600.0, [&](UpdateSink& sink, float scale) { codec.DecodeInto(bytes, sink, scale); });
   }
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations()));
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * n * 4));

@@ -46,12 +46,17 @@ void BM_Train(benchmark::State& state, const char* model) {
     pos += batch;
   }
   state.SetItemsProcessed(state.iterations() * batch);
-  state.counters["GFLOPS"] = benchmark::Counter(static_cast<double>(TrainFlopsPerSample(spec)) * batch * 1e-9,
-                                                benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GFLOPS"] =
+      benchmark::Counter(static_cast<double>(TrainFlopsPerSample(spec)) * batch * 1e-9,
+                         benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK_CAPTURE(BM_Train, mlp, "mlp")->Arg(10)->Arg(32)->Arg(64)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_Train, cnn, "cnn")->Arg(10)->Arg(32)->Arg(64)->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_Train, lenet, "lenet")->Arg(10)->Arg(32)->Arg(64)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_Train, lenet, "lenet")
+    ->Arg(10)
+    ->Arg(32)
+    ->Arg(64)
+    ->Unit(benchmark::kMicrosecond);
 
 // The ceiling: a large single-threaded Eigen SGEMM (n x n x n).
 void BM_EigenGemm(benchmark::State& state) {

@@ -34,7 +34,8 @@ namespace {
 struct Flags {
   std::string config;
   std::string listen, checkpoint_dir, ready_file, log_level;
-  int64_t rounds = -1, clients_per_round = -1, min_completed = -1, min_available = -1, eval_every = -1;
+  int64_t rounds = -1, clients_per_round = -1, min_completed = -1, min_available = -1,
+          eval_every = -1;
   bool resume = false;
 };
 
@@ -48,12 +49,14 @@ Status ApplyFlags(const Flags& f, CoordinatorConfig* c) {
   if (f.min_completed >= 0) c->round.min_completed = f.min_completed;
   if (f.min_available >= 0) c->round.min_available = f.min_available;
   if (f.eval_every >= 0) c->eval_every = f.eval_every;
-  if (c->event_log.empty()) c->event_log = (std::filesystem::path(c->checkpoint_dir) / "events.jsonl").string();
+  if (c->event_log.empty())
+    c->event_log = (std::filesystem::path(c->checkpoint_dir) / "events.jsonl").string();
   if (c->final_model.empty())
     c->final_model = (std::filesystem::path(c->checkpoint_dir) / "final.safetensors").string();
   if (c->tls_ca.empty() || c->tls_cert.empty() || c->tls_key.empty())
-    return Status::InvalidArgument("keys 'tls.ca', 'tls.cert' and 'tls.key' are required (mutual TLS is always on; "
-                                   "make the files with tributary-certs, see docs/operations.md)");
+    return Status::InvalidArgument(
+        "keys 'tls.ca', 'tls.cert' and 'tls.key' are required (mutual TLS is always on; "
+        "make the files with tributary-certs, see docs/operations.md)");
   return Status::Ok();
 }
 
@@ -96,20 +99,25 @@ int Run(const Flags& flags) {
     Result<CheckpointState> ck = LoadCheckpoint(cfg.checkpoint_dir);
     if (ck.ok()) {
       if (ck->model_name != cfg.model || !ck->model.same_layout(model))
-        return fail(Status::InvalidArgument("checkpoint in " + cfg.checkpoint_dir + " holds model '" + ck->model_name +
+        return fail(Status::InvalidArgument("checkpoint in " + cfg.checkpoint_dir +
+                                            " holds model '" + ck->model_name +
                                             "', but the config asks for '" + cfg.model + "'"));
       if (ck->strategy != cfg.strategy)
-        return fail(Status::InvalidArgument("checkpoint in " + cfg.checkpoint_dir + " was written by strategy '" +
-                                            ck->strategy + "', but the config asks for '" + cfg.strategy + "'"));
+        return fail(Status::InvalidArgument("checkpoint in " + cfg.checkpoint_dir +
+                                            " was written by strategy '" + ck->strategy +
+                                            "', but the config asks for '" + cfg.strategy + "'"));
       if (Status s = (*strategy)->LoadState(ck->strategy_state); !s.ok()) return fail(s);
       model = std::move(ck->model);
       rounds_done = ck->rounds_done;
       version = ck->model_version;
       std::printf("resuming from %s: %llu rounds done, model version %llu, model hash %016llx\n",
-                  CheckpointPath(cfg.checkpoint_dir).c_str(), static_cast<unsigned long long>(rounds_done),
-                  static_cast<unsigned long long>(version), static_cast<unsigned long long>(model.content_hash()));
+                  CheckpointPath(cfg.checkpoint_dir).c_str(),
+                  static_cast<unsigned long long>(rounds_done),
+                  static_cast<unsigned long long>(version),
+                  static_cast<unsigned long long>(model.content_hash()));
     } else if (ck.status().code() == StatusCode::kNotFound) {
-      std::printf("--resume: no checkpoint in %s yet; starting a new run\n", cfg.checkpoint_dir.c_str());
+      std::printf("--resume: no checkpoint in %s yet; starting a new run\n",
+                  cfg.checkpoint_dir.c_str());
     } else {
       return fail(ck.status());
     }
@@ -118,9 +126,12 @@ int Run(const Flags& flags) {
   // Server-side evaluation on the held-out set.
   std::unique_ptr<NativeTrainer> evaluator;
   if (cfg.eval_every > 0) {
-    Result<Dataset> test = LoadFashionMnist(cfg.eval_data_dir, FashionMnistSplit::kTest, cfg.eval_max_examples);
-    if (!test.ok()) return fail(test.status().WithContext("server-side evaluation (key 'eval.every')"));
-    auto trainer = NativeTrainer::Create(*spec, nullptr, std::make_shared<const Dataset>(std::move(*test)), 0);
+    Result<Dataset> test =
+        LoadFashionMnist(cfg.eval_data_dir, FashionMnistSplit::kTest, cfg.eval_max_examples);
+    if (!test.ok())
+      return fail(test.status().WithContext("server-side evaluation (key 'eval.every')"));
+    auto trainer =
+        NativeTrainer::Create(*spec, nullptr, std::make_shared<const Dataset>(std::move(*test)), 0);
     if (!trainer.ok()) return fail(trainer.status());
     evaluator = std::move(*trainer);
   }
@@ -135,7 +146,8 @@ int Run(const Flags& flags) {
   RoundEngine::Hooks hooks;
   Strategy* strategy_ptr = strategy->get();
   hooks.on_round_complete = [&](const RoundSummary& s, const ModelWeights& m) {
-    CheckpointState ck{s.round, s.model_version, cfg.round.seed, cfg.strategy, cfg.model, m, ModelWeights()};
+    CheckpointState ck{s.round, s.model_version, cfg.round.seed, cfg.strategy, cfg.model,
+                       m,       ModelWeights()};
     if (auto st = strategy_ptr->SaveState(); st.ok()) ck.strategy_state = std::move(*st);
     Status saved = SaveCheckpoint(cfg.checkpoint_dir, ck);
     if (!saved.ok()) spdlog::error("checkpoint failed: {}", saved.ToString());
@@ -152,16 +164,19 @@ int Run(const Flags& flags) {
         ev["test_accuracy"] = e->accuracy;
         ev["test_loss"] = e->loss;
         char buf[64];
-        std::snprintf(buf, sizeof(buf), "test-acc %5.2f%%  test-loss %.4f  ", 100 * e->accuracy, e->loss);
+        std::snprintf(buf, sizeof(buf), "test-acc %5.2f%%  test-loss %.4f  ", 100 * e->accuracy,
+                      e->loss);
         acc = buf;
       }
     }
     log.Write("round_end", ev);
-    std::printf("round %3llu/%lld  %supdates %lld/%lld (rejected %lld, dropped %lld)  up %s  down %s  %.1fs\n",
-                static_cast<unsigned long long>(s.round), static_cast<long long>(total_rounds), acc.c_str(),
-                static_cast<long long>(s.completed), static_cast<long long>(s.selected),
-                static_cast<long long>(s.rejected), static_cast<long long>(s.dropped), Megabytes(s.bytes_up).c_str(),
-                Megabytes(s.bytes_down).c_str(), s.duration_s);
+    std::printf(
+        "round %3llu/%lld  %supdates %lld/%lld (rejected %lld, dropped %lld)  up %s  down %s  "
+        "%.1fs\n",
+        static_cast<unsigned long long>(s.round), static_cast<long long>(total_rounds), acc.c_str(),
+        static_cast<long long>(s.completed), static_cast<long long>(s.selected),
+        static_cast<long long>(s.rejected), static_cast<long long>(s.dropped),
+        Megabytes(s.bytes_up).c_str(), Megabytes(s.bytes_down).c_str(), s.duration_s);
     std::fflush(stdout);
   };
   hooks.on_round_failed = [&](uint64_t round, int64_t attempt, const std::string& why) {
@@ -172,17 +187,21 @@ int Run(const Flags& flags) {
     log.Write("update_rejected", {{"client", id}, {"reason", why.message()}});
   };
   hooks.on_federated_eval = [&](const FederatedEvalSummary& e) {
-    log.Write("federated_eval", {{"round", e.round}, {"clients", e.clients}, {"num_examples", e.num_examples},
-                                 {"loss", e.loss}, {"accuracy", e.accuracy}});
-    spdlog::info("federated evaluation of round {}: accuracy {:.2f}% over {} clients", e.round, 100 * e.accuracy,
-                 e.clients);
+    log.Write("federated_eval", {{"round", e.round},
+                                 {"clients", e.clients},
+                                 {"num_examples", e.num_examples},
+                                 {"loss", e.loss},
+                                 {"accuracy", e.accuracy}});
+    spdlog::info("federated evaluation of round {}: accuracy {:.2f}% over {} clients", e.round,
+                 100 * e.accuracy, e.clients);
   };
   Result<std::unique_ptr<RoundEngine>> engine =
       RoundEngine::Create(cfg.round, std::move(*strategy), model, rounds_done, version, hooks);
   if (!engine.ok()) return fail(engine.status());
 
   // Transport: mutual TLS, with the optional deny list of revoked client ids.
-  Result<SslContextPtr> tls = MakeServerTlsContext(TlsConfig{cfg.tls_ca, cfg.tls_cert, cfg.tls_key});
+  Result<SslContextPtr> tls =
+      MakeServerTlsContext(TlsConfig{cfg.tls_ca, cfg.tls_cert, cfg.tls_key});
   if (!tls.ok()) return fail(tls.status());
   TlsTransportOptions topts;
   topts.server_context = *tls;
@@ -196,8 +215,10 @@ int Run(const Flags& flags) {
   if (!transport.ok()) return fail(transport.status());
   CoordinatorServiceOptions sopts;
   sopts.listen_address = cfg.listen;
-  sopts.heartbeat_interval = std::chrono::milliseconds(static_cast<int64_t>(cfg.heartbeat_interval_s * 1000));
-  sopts.client_timeout = std::chrono::milliseconds(static_cast<int64_t>(cfg.client_timeout_s * 1000));
+  sopts.heartbeat_interval =
+      std::chrono::milliseconds(static_cast<int64_t>(cfg.heartbeat_interval_s * 1000));
+  sopts.client_timeout =
+      std::chrono::milliseconds(static_cast<int64_t>(cfg.client_timeout_s * 1000));
   sopts.software_version = TRIBUTARY_VERSION;
   auto service = std::make_shared<CoordinatorService>(io, **transport, **engine, sopts);
   Status result = Status::Aborted("not finished");
@@ -207,12 +228,14 @@ int Run(const Flags& flags) {
     RoundEngine& e = **engine;
     if (s.ok() && e.finished()) {
       Status saved = SaveSafetensors(e.model(), cfg.final_model,
-                                     {{"model", cfg.model}, {"rounds", std::to_string(e.rounds_done())},
+                                     {{"model", cfg.model},
+                                      {"rounds", std::to_string(e.rounds_done())},
                                       {"producer", "tributary-coordinator"}});
       if (saved.ok())
         std::printf("final model: %s (hash %016llx)\n", cfg.final_model.c_str(),
                     static_cast<unsigned long long>(e.model().content_hash()));
-      else spdlog::error("{}", saved.ToString());
+      else
+        spdlog::error("{}", saved.ToString());
     }
     log.Write("run_end", {{"rounds_done", e.rounds_done()}, {"status", s.ToString()}});
     // Give the Goodbyes a moment to leave before stopping the io_context.
@@ -220,17 +243,24 @@ int Run(const Flags& flags) {
     timer->async_wait([&io, timer](const boost::system::error_code&) { io.stop(); });
   });
   if (Status s = service->Start(); !s.ok()) return fail(s.WithContext("listen on " + cfg.listen));
-  log.Write("run_start", {{"model", cfg.model}, {"rounds", total_rounds}, {"rounds_done", rounds_done},
-                          {"strategy", cfg.strategy}, {"codec", cfg.round.codec}, {"listen", service->address()}});
-  std::printf("tributary-coordinator %s: model %s (%zu parameters), strategy %s, %lld rounds of %lld clients; "
-              "listening on %s (mutual TLS)\n",
-              TRIBUTARY_VERSION, cfg.model.c_str(), model.size(), cfg.strategy.c_str(),
-              static_cast<long long>(total_rounds), static_cast<long long>(cfg.round.clients_per_round),
-              service->address().c_str());
+  log.Write("run_start", {{"model", cfg.model},
+                          {"rounds", total_rounds},
+                          {"rounds_done", rounds_done},
+                          {"strategy", cfg.strategy},
+                          {"codec", cfg.round.codec},
+                          {"listen", service->address()}});
+  std::printf(
+      "tributary-coordinator %s: model %s (%zu parameters), strategy %s, %lld rounds of %lld "
+      "clients; "
+      "listening on %s (mutual TLS)\n",
+      TRIBUTARY_VERSION, cfg.model.c_str(), model.size(), cfg.strategy.c_str(),
+      static_cast<long long>(total_rounds), static_cast<long long>(cfg.round.clients_per_round),
+      service->address().c_str());
   std::fflush(stdout);
   if (!cfg.ready_file.empty()) {
     const std::string addr = service->address() + "\n";
-    if (Status s = WriteFileAtomic(cfg.ready_file, std::span(reinterpret_cast<const uint8_t*>(addr.data()), addr.size()));
+    if (Status s = WriteFileAtomic(
+            cfg.ready_file, std::span(reinterpret_cast<const uint8_t*>(addr.data()), addr.size()));
         !s.ok())
       return fail(s);
   }
@@ -246,7 +276,9 @@ int Run(const Flags& flags) {
   io.run();
   second.join();
   if (!result.ok()) return fail(result);
-  if (!stopped_by_signal) std::printf("run complete: %llu rounds\n", static_cast<unsigned long long>((*engine)->rounds_done()));
+  if (!stopped_by_signal)
+    std::printf("run complete: %llu rounds\n",
+                static_cast<unsigned long long>((*engine)->rounds_done()));
   return 0;
 }
 
@@ -256,14 +288,17 @@ int Run(const Flags& flags) {
 int main(int argc, char** argv) {
   tributary::Flags f;
   CLI::App app{"tributary-coordinator: runs federated training rounds over mutual TLS"};
-  app.add_option("-c,--config", f.config, "TOML config (see docs/operations.md)")->check(CLI::ExistingFile);
+  app.add_option("-c,--config", f.config, "TOML config (see docs/operations.md)")
+      ->check(CLI::ExistingFile);
   app.add_option("--listen", f.listen, "host:port to listen on (port 0 picks a free port)");
   app.add_option("--rounds", f.rounds, "rounds to run");
   app.add_option("--clients-per-round", f.clients_per_round, "updates per round");
-  app.add_option("--min-completed", f.min_completed, "updates needed to close a round at its deadline");
+  app.add_option("--min-completed", f.min_completed,
+                 "updates needed to close a round at its deadline");
   app.add_option("--min-available", f.min_available, "idle clients needed to start a round");
   app.add_option("--eval-every", f.eval_every, "server-side evaluation every k rounds (0: never)");
-  app.add_option("--checkpoint-dir", f.checkpoint_dir, "where checkpoints, events and the final model go");
+  app.add_option("--checkpoint-dir", f.checkpoint_dir,
+                 "where checkpoints, events and the final model go");
   app.add_option("--ready-file", f.ready_file, "write the listening address here once ready");
   app.add_option("--log-level", f.log_level, "trace, debug, info, warn, error");
   app.add_flag("--resume", f.resume, "continue from the checkpoint in the checkpoint directory");

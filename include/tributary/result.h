@@ -19,7 +19,7 @@ namespace tributary {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Result(T value) : v_(std::move(value)) {}        // NOLINT(google-explicit-constructor)
   Result(Status status) : v_(std::move(status)) {  // NOLINT(google-explicit-constructor)
     if (std::get<Status>(v_).ok()) v_ = Status::Internal("Result constructed from an OK Status");
   }
@@ -28,9 +28,18 @@ class [[nodiscard]] Result {
   // OK when the Result holds a value.
   Status status() const { return ok() ? Status::Ok() : std::get<Status>(v_); }
 
-  T& value() & { Check(); return std::get<T>(v_); }
-  const T& value() const& { Check(); return std::get<T>(v_); }
-  T&& value() && { Check(); return std::get<T>(std::move(v_)); }
+  T& value() & {
+    Check();
+    return std::get<T>(v_);
+  }
+  const T& value() const& {
+    Check();
+    return std::get<T>(v_);
+  }
+  T&& value() && {
+    Check();
+    return std::get<T>(std::move(v_));
+  }
   T& operator*() & { return value(); }
   const T& operator*() const& { return value(); }
   T&& operator*() && { return std::move(*this).value(); }
@@ -40,7 +49,8 @@ class [[nodiscard]] Result {
  private:
   void Check() const {
     if (!ok()) {
-      std::fprintf(stderr, "Result::value() on error: %s\n", std::get<Status>(v_).ToString().c_str());
+      std::fprintf(stderr, "Result::value() on error: %s\n",
+                   std::get<Status>(v_).ToString().c_str());
       std::abort();
     }
   }
@@ -56,7 +66,8 @@ class [[nodiscard]] Result {
   if (!tmp.ok()) return tmp.status();               \
   lhs = std::move(tmp).value()
 
-// Evaluates `expr` (a Result<T>); on error returns its Status, otherwise assigns the value to `lhs`.
+// Evaluates `expr` (a Result<T>); on error returns its Status, otherwise assigns the value to
+// `lhs`.
 //   TRIB_ASSIGN_OR_RETURN(auto weights, LoadSafetensors(path));
 #define TRIB_ASSIGN_OR_RETURN(lhs, expr) \
   TRIB_ASSIGN_OR_RETURN_IMPL_(TRIB_CONCAT_(_trib_result_, __LINE__), lhs, expr)

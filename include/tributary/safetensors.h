@@ -1,5 +1,6 @@
-// Export and import of ModelWeights in the safetensors format (https://huggingface.co/docs/safetensors),
-// so Python and PyTorch users can load a Tributary model with `safetensors.torch.load_file`.
+// Export and import of ModelWeights in the safetensors format
+// (https://huggingface.co/docs/safetensors), so Python and PyTorch users can load a Tributary model
+// with `safetensors.torch.load_file`.
 //
 // Format: an 8-byte little-endian header length N, N bytes of JSON header, then the raw data.
 // Tributary writes only F32 tensors, in layout order, contiguous. The parser treats its input as
@@ -34,6 +35,7 @@ Result<ModelWeights> ParseSafetensors(std::span<const uint8_t> bytes,
 // Writes atomically: a temporary file in the same directory, fsync, rename, fsync of the directory.
 Status SaveSafetensors(const ModelWeights& weights, const std::string& path,
                        const SafetensorsMetadata& metadata = {});
-Result<ModelWeights> LoadSafetensors(const std::string& path, SafetensorsMetadata* metadata = nullptr);
+Result<ModelWeights> LoadSafetensors(const std::string& path,
+                                     SafetensorsMetadata* metadata = nullptr);
 
 }  // namespace tributary

@@ -29,7 +29,8 @@ TEST(FedAvgTest, WeightedMeanOfDeltasMatchesDoubleReference) {
   }
   FedAvg avg;
   ASSERT_TRUE(avg.BeginRound(global).ok());
-  for (size_t c = 0; c < deltas.size(); ++c) ASSERT_TRUE(avg.Accumulate(weights[c], Dense(deltas[c])).ok());
+  for (size_t c = 0; c < deltas.size(); ++c)
+    ASSERT_TRUE(avg.Accumulate(weights[c], Dense(deltas[c])).ok());
   EXPECT_EQ(avg.num_accumulated(), 12u);
   auto next = avg.Finalize();
   ASSERT_TRUE(next.ok()) << next.status();

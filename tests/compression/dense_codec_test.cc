@@ -33,7 +33,8 @@ TEST(DenseCodecTest, RejectsWrongSizeAndNonFinite) {
   EXPECT_NE(wrong.status().message().find("needs 20004"), std::string::npos) << wrong.status();
   std::span<const uint8_t> truncated(bytes.data(), bytes.size() - 3);
   EXPECT_EQ(codec->Validate(truncated, 5000).status().code(), StatusCode::kCorruption);
-  for (float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
+  for (float bad :
+       {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
     delta[4321] = bad;
     auto r = codec->Validate(*codec->Encode(delta), 5000);
     ASSERT_FALSE(r.ok());
@@ -46,7 +47,8 @@ TEST(FixedPointSinkTest, OrderIndependentAndAccurate) {
   const size_t n = 1000;
   std::vector<std::vector<float>> updates(7, std::vector<float>(n));
   for (size_t u = 0; u < updates.size(); ++u)
-    for (size_t i = 0; i < n; ++i) updates[u][i] = std::sin(0.37f * (i + 1) * (u + 1)) * std::pow(10.0f, -float(u % 4));
+    for (size_t i = 0; i < n; ++i)
+      updates[u][i] = std::sin(0.37f * (i + 1) * (u + 1)) * std::pow(10.0f, -float(u % 4));
   const float weights[] = {600, 13, 1, 2500, 77, 9, 310};
   auto run = [&](std::vector<size_t> order) {
     std::vector<int64_t> acc(n, 0);

@@ -11,7 +11,8 @@ namespace tributary {
 namespace {
 
 std::string TempDir(const std::string& name) {
-  auto p = std::filesystem::temp_directory_path() / ("trib_ckpt_" + name + "_" + std::to_string(::getpid()));
+  auto p = std::filesystem::temp_directory_path() /
+           ("trib_ckpt_" + name + "_" + std::to_string(::getpid()));
   std::filesystem::remove_all(p);
   return p.string();
 }

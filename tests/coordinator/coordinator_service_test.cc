@@ -46,7 +46,8 @@ struct ScriptedClient {
             u.update.codec = "dense";
             u.update.layout_fingerprint = t->model.layout_fingerprint;
             u.update.num_floats = t->model.values.size();
-            u.update.bytes = *DenseCodec().Encode(std::vector<float>(t->model.values.size(), value));
+            u.update.bytes =
+                *DenseCodec().Encode(std::vector<float>(t->model.values.size(), value));
             conn->Send(std::move(u));
           }
           std::lock_guard<std::mutex> lock(mu);
@@ -81,13 +82,16 @@ class CoordinatorServiceTest : public ::testing::TestWithParam<Kind> {
   void StartCoordinator(RoundConfig cfg) {
     TransportOptions options;
     if (GetParam() == Kind::kTls) {
-      server_ = std::move(*TlsTransport::Create(io_.io(), {options, TestPki::Get().ServerContext(), nullptr}));
+      server_ = std::move(
+          *TlsTransport::Create(io_.io(), {options, TestPki::Get().ServerContext(), nullptr}));
     } else {
       server_ = std::move(*InMemoryTransport::Create(io_.io(), network_, {options, "", 1 << 20}));
     }
     ModelWeights init = *ModelWeights::Create({{"w", {8}}});
     RoundEngine::Hooks hooks;
-    hooks.on_round_complete = [this](const RoundSummary& s, const ModelWeights&) { rounds_.push_back(s); };
+    hooks.on_round_complete = [this](const RoundSummary& s, const ModelWeights&) {
+      rounds_.push_back(s);
+    };
     engine_ = *RoundEngine::Create(cfg, std::make_unique<FedAvg>(), init, 0, 0, hooks);
     CoordinatorServiceOptions o;
     o.listen_address = GetParam() == Kind::kTls ? "127.0.0.1:0" : "";
@@ -99,9 +103,11 @@ class CoordinatorServiceTest : public ::testing::TestWithParam<Kind> {
   std::unique_ptr<ScriptedClient> Connect(const std::string& id, float value) {
     std::unique_ptr<Transport> t;
     if (GetParam() == Kind::kTls) {
-      t = std::move(*TlsTransport::Create(io_.io(), {TransportOptions{}, nullptr, TestPki::Get().ClientContext(id)}));
+      t = std::move(*TlsTransport::Create(
+          io_.io(), {TransportOptions{}, nullptr, TestPki::Get().ClientContext(id)}));
     } else {
-      t = std::move(*InMemoryTransport::Create(io_.io(), network_, {TransportOptions{}, id, 1 << 20}));
+      t = std::move(
+          *InMemoryTransport::Create(io_.io(), network_, {TransportOptions{}, id, 1 << 20}));
     }
     Waiter<Result<std::shared_ptr<Connection>>> w;
     t->Connect(service_->address(), w.Callback());
@@ -181,8 +187,11 @@ TEST_P(CoordinatorServiceTest, ADisconnectMidRoundDoesNotStopTheRound) {
   StartCoordinator(cfg);
   auto a = Connect("a", 1.0f), b = Connect("b", 3.0f), quitter = Connect("q", 100.0f);
   // The quitter says Hello and closes before answering its task.
-  quitter->conn->Start([&](Message m) { if (std::holds_alternative<TaskAssignment>(m)) quitter->conn->Close(); },
-                       [](Status) {});
+  quitter->conn->Start(
+      [&](Message m) {
+        if (std::holds_alternative<TaskAssignment>(m)) quitter->conn->Close();
+      },
+      [](Status) {});
   quitter->conn->Send(Hello{kProtocolVersion, ClientCapabilities{"cpu", {"dense"}, 100}, "test"});
   a->Start();
   b->Start();
@@ -194,7 +203,8 @@ TEST_P(CoordinatorServiceTest, ADisconnectMidRoundDoesNotStopTheRound) {
   EXPECT_FLOAT_EQ(engine_->model().data()[3], 2.0f);  // the quitter's 100 is not in it
 }
 
-INSTANTIATE_TEST_SUITE_P(Transports, CoordinatorServiceTest, ::testing::Values(Kind::kInMemory, Kind::kTls),
+INSTANTIATE_TEST_SUITE_P(Transports, CoordinatorServiceTest,
+                         ::testing::Values(Kind::kInMemory, Kind::kTls),
                          [](const auto& p) { return p.param == Kind::kTls ? "Tls" : "InMemory"; });
 
 }  // namespace

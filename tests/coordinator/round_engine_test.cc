@@ -23,11 +23,14 @@ class RoundEngineTest : public ::testing::Test {
       summaries_.push_back(s);
       models_.push_back(m);
     };
-    hooks.on_round_failed = [this](uint64_t, int64_t, const std::string& why) { failures_.push_back(why); };
+    hooks.on_round_failed = [this](uint64_t, int64_t, const std::string& why) {
+      failures_.push_back(why);
+    };
     engine_ = *RoundEngine::Create(cfg, std::make_unique<FedAvg>(), init, 0, 0, hooks);
   }
   void Join(int n) {
-    for (int i = 0; i < n; ++i) engine_->OnJoined("c" + std::to_string(i), ClientCapabilities{"cpu", {"dense"}, 100}, now_);
+    for (int i = 0; i < n; ++i)
+      engine_->OnJoined("c" + std::to_string(i), ClientCapabilities{"cpu", {"dense"}, 100}, now_);
   }
   // Tasks in the outbox, by client.
   std::map<std::string, TaskAssignment> Tasks() {
@@ -112,10 +115,14 @@ TEST_F(RoundEngineTest, RejectsBadUpdatesWithReasonsAndTheRoundIsUnaffected) {
   wrong_round.round = 7;
   // A rejected update uses up the client's slot; test each reason on its own engine below. Here:
   // an unassigned client, then a wrong size from `a`, then a duplicate from `a`.
-  EXPECT_NE(engine_->OnUpdate(out, Update(t, {1, 1, 1, 1}), now_).message().find("not assigned"), std::string::npos);
-  EXPECT_NE(engine_->OnUpdate(a, wrong_round, now_).message().find("has not started"), std::string::npos);
-  EXPECT_NE(engine_->OnUpdate(a, Update(t, {1, 1, 1}), now_).message().find("3 values"), std::string::npos);
-  EXPECT_NE(engine_->OnUpdate(a, Update(t, {1, 1, 1, 1}), now_).message().find("duplicate"), std::string::npos);
+  EXPECT_NE(engine_->OnUpdate(out, Update(t, {1, 1, 1, 1}), now_).message().find("not assigned"),
+            std::string::npos);
+  EXPECT_NE(engine_->OnUpdate(a, wrong_round, now_).message().find("has not started"),
+            std::string::npos);
+  EXPECT_NE(engine_->OnUpdate(a, Update(t, {1, 1, 1}), now_).message().find("3 values"),
+            std::string::npos);
+  EXPECT_NE(engine_->OnUpdate(a, Update(t, {1, 1, 1, 1}), now_).message().find("duplicate"),
+            std::string::npos);
   EXPECT_TRUE(engine_->OnUpdate(b, Update(tasks[b], {2, 2, 2, 2}), now_).ok());
   ASSERT_EQ(summaries_.size(), 1u);  // outstanding == 0 and min_completed == 1
   EXPECT_EQ(summaries_[0].completed, 1);
@@ -124,7 +131,8 @@ TEST_F(RoundEngineTest, RejectsBadUpdatesWithReasonsAndTheRoundIsUnaffected) {
   Tasks();
   EXPECT_EQ(errors_[out].size(), 1u);
   EXPECT_EQ(errors_[a].size(), 3u);
-  EXPECT_NE(errors_[a][1].find("update rejected: update has 3 values"), std::string::npos) << errors_[a][1];
+  EXPECT_NE(errors_[a][1].find("update rejected: update has 3 values"), std::string::npos)
+      << errors_[a][1];
 }
 
 TEST_F(RoundEngineTest, RejectsMalformedContent) {
@@ -134,14 +142,23 @@ TEST_F(RoundEngineTest, RejectsMalformedContent) {
     const char* reason;
   };
   std::vector<Case> cases = {
-      {[&](UpdateSubmission& u) { u.update.bytes = *DenseCodec().Encode(std::vector<float>{1, nan, 1, 1}); }, "non-finite"},
-      {[](UpdateSubmission& u) { u.update.bytes = *DenseCodec().Encode(std::vector<float>{1, INFINITY, 1, 1}); }, "non-finite"},
+      {[&](UpdateSubmission& u) {
+         u.update.bytes = *DenseCodec().Encode(std::vector<float>{1, nan, 1, 1});
+       },
+       "non-finite"},
+      {[](UpdateSubmission& u) {
+         u.update.bytes = *DenseCodec().Encode(std::vector<float>{1, INFINITY, 1, 1});
+       },
+       "non-finite"},
       {[](UpdateSubmission& u) { u.update.layout_fingerprint ^= 1; }, "fingerprint"},
       {[](UpdateSubmission& u) { u.num_examples = 0; }, "num_examples 0"},
       {[](UpdateSubmission& u) { u.update.codec = "q8"; }, "codec 'q8'"},
       {[](UpdateSubmission& u) { u.model_version = 5; }, "model version 5"},
       {[](UpdateSubmission& u) { u.update.bytes.pop_back(); }, "15 bytes"},
-      {[](UpdateSubmission& u) { u.update.bytes = *DenseCodec().Encode(std::vector<float>{1e9f, 0, 0, 0}); }, "out of range"},
+      {[](UpdateSubmission& u) {
+         u.update.bytes = *DenseCodec().Encode(std::vector<float>{1e9f, 0, 0, 0});
+       },
+       "out of range"},
   };
   for (const auto& c : cases) {
     summaries_.clear();
@@ -165,7 +182,8 @@ TEST_F(RoundEngineTest, LateUpdatesAreRejectedAndTheDeadlineClosesWithMinComplet
   Make(cfg);
   Join(5);
   auto tasks = Tasks();
-  for (const char* c : {"c0", "c1", "c2"}) EXPECT_TRUE(engine_->OnUpdate(c, Update(tasks[c], {1, 0, 0, 0}), now_ + 2s).ok());
+  for (const char* c : {"c0", "c1", "c2"})
+    EXPECT_TRUE(engine_->OnUpdate(c, Update(tasks[c], {1, 0, 0, 0}), now_ + 2s).ok());
   EXPECT_TRUE(summaries_.empty());
   Status late = engine_->OnUpdate("c3", Update(tasks["c3"], {1, 0, 0, 0}), now_ + 11s);
   EXPECT_NE(late.message().find("deadline"), std::string::npos) << late;
@@ -187,17 +205,20 @@ TEST_F(RoundEngineTest, TooFewUpdatesFailsTheAttemptAndRetriesWithAFreshSelectio
   Join(6);
   auto first = Tasks();
   ASSERT_EQ(first.size(), 3u);
-  EXPECT_TRUE(engine_->OnUpdate(first.begin()->first, Update(first.begin()->second, {1, 1, 1, 1}), now_).ok());
+  EXPECT_TRUE(
+      engine_->OnUpdate(first.begin()->first, Update(first.begin()->second, {1, 1, 1, 1}), now_)
+          .ok());
   engine_->OnTick(now_ + 10s);
   ASSERT_EQ(failures_.size(), 1u);
   EXPECT_NE(failures_[0].find("1 of the 2"), std::string::npos) << failures_[0];
   auto second = Tasks();
   ASSERT_EQ(second.size(), 3u);
   EXPECT_EQ(second.begin()->second.round, 1u);  // the same round, retried
-  EXPECT_NE(first, second);                      // with another selection
+  EXPECT_NE(first, second);                     // with another selection
   engine_->OnTick(now_ + 30s);
   EXPECT_TRUE(engine_->finished());
-  EXPECT_NE(engine_->failure().message().find("failed 2 attempts"), std::string::npos) << engine_->failure();
+  EXPECT_NE(engine_->failure().message().find("failed 2 attempts"), std::string::npos)
+      << engine_->failure();
 }
 
 TEST_F(RoundEngineTest, ClientsLeavingMidRoundAreDroppedAndTheRoundCompletes) {
@@ -208,7 +229,8 @@ TEST_F(RoundEngineTest, ClientsLeavingMidRoundAreDroppedAndTheRoundCompletes) {
   auto tasks = Tasks();
   engine_->OnLeft("c1", now_ + 1s);
   engine_->OnLeft("c3", now_ + 1s);
-  for (const char* c : {"c0", "c2"}) EXPECT_TRUE(engine_->OnUpdate(c, Update(tasks[c], {1, 1, 1, 1}), now_ + 2s).ok());
+  for (const char* c : {"c0", "c2"})
+    EXPECT_TRUE(engine_->OnUpdate(c, Update(tasks[c], {1, 1, 1, 1}), now_ + 2s).ok());
   EXPECT_TRUE(summaries_.empty());
   EXPECT_TRUE(engine_->OnUpdate("c4", Update(tasks["c4"], {1, 1, 1, 1}), now_ + 3s).ok());
   ASSERT_EQ(summaries_.size(), 1u);  // everyone answered or left: closes before the deadline
@@ -235,8 +257,9 @@ TEST_F(RoundEngineTest, OverSelectionClosesAtTheTarget) {
   ASSERT_EQ(summaries_.size(), 1u);
   EXPECT_EQ(summaries_[0].selected, 3);
   ++it;
-  EXPECT_NE(engine_->OnUpdate(it->first, Update(it->second, {1, 1, 1, 1}), now_).message().find("closed"),
-            std::string::npos);
+  EXPECT_NE(
+      engine_->OnUpdate(it->first, Update(it->second, {1, 1, 1, 1}), now_).message().find("closed"),
+      std::string::npos);
 }
 
 TEST_F(RoundEngineTest, SelectionIsDeterministicForASeed) {

@@ -6,7 +6,8 @@ namespace tributary {
 namespace {
 
 TEST(ConfigTest, TypedGettersWithDefaults) {
-  auto c = Config::Parse("rounds = 5\n[train]\nlr = 0.1\nmodel = \"mlp\"\nverbose = true\nepochs = 2\n", "t.toml");
+  auto c = Config::Parse(
+      "rounds = 5\n[train]\nlr = 0.1\nmodel = \"mlp\"\nverbose = true\nepochs = 2\n", "t.toml");
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(*c->GetInt("rounds", 1), 5);
   EXPECT_EQ(*c->GetInt("missing", 7), 7);

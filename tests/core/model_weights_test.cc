@@ -44,9 +44,11 @@ TEST(ModelWeightsTest, EqualityIsBitwise) {
 
 TEST(ModelWeightsTest, RejectsBadLayouts) {
   EXPECT_EQ(ModelWeights::Create({{"", {1}}}).status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(ModelWeights::Create({{"a", {1}}, {"a", {2}}}).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(ModelWeights::Create({{"a", {1}}, {"a", {2}}}).status().code(),
+            StatusCode::kInvalidArgument);
   EXPECT_EQ(ModelWeights::Create({{"a", {-1}}}).status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(ModelWeights::Create({{"a", {1 << 20, 1 << 20}}}, 1 << 30).status().code(), StatusCode::kOutOfRange);
+  EXPECT_EQ(ModelWeights::Create({{"a", {1 << 20, 1 << 20}}}, 1 << 30).status().code(),
+            StatusCode::kOutOfRange);
 }
 
 }  // namespace

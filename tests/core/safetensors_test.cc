@@ -38,7 +38,9 @@ TEST(SafetensorsTest, RoundTripsInMemory) {
 
 TEST(SafetensorsTest, RoundTripsThroughFile) {
   ModelWeights w = Sample();
-  auto path = (std::filesystem::temp_directory_path() / ("trib_st_" + std::to_string(::getpid()) + ".safetensors")).string();
+  auto path = (std::filesystem::temp_directory_path() /
+               ("trib_st_" + std::to_string(::getpid()) + ".safetensors"))
+                  .string();
   ASSERT_TRUE(SaveSafetensors(w, path).ok());
   auto back = LoadSafetensors(path);
   ASSERT_TRUE(back.ok()) << back.status();
@@ -50,7 +52,9 @@ TEST(SafetensorsTest, RoundTripsThroughFile) {
 }
 
 TEST(SafetensorsTest, OrdersTensorsByOffset) {
-  auto bytes = Raw(R"({"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]},"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", 8);
+  auto bytes = Raw(
+      R"({"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]},"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})",
+      8);
   auto w = ParseSafetensors(bytes);
   ASSERT_TRUE(w.ok()) << w.status();
   EXPECT_EQ(w->tensors()[0].name, "a");
@@ -71,14 +75,24 @@ TEST(SafetensorsTest, RejectsMalformedInput) {
       {"header length 2^40", huge_len, "exceeds the cap"},
       {"header past end", Raw("{}", 0), ""},
       {"not json", Raw("{not json", 0), "not a JSON object"},
-      {"wrong dtype", Raw(R"({"a":{"dtype":"F16","shape":[2],"data_offsets":[0,4]}})", 4), "only F32"},
-      {"shape/bytes mismatch", Raw(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", 8), "shape needs 12"},
-      {"offsets outside", Raw(R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})", 8), "outside the data"},
-      {"overlap", Raw(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", 8), "overlaps"},
+      {"wrong dtype", Raw(R"({"a":{"dtype":"F16","shape":[2],"data_offsets":[0,4]}})", 4),
+       "only F32"},
+      {"shape/bytes mismatch", Raw(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", 8),
+       "shape needs 12"},
+      {"offsets outside", Raw(R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})", 8),
+       "outside the data"},
+      {"overlap",
+       Raw(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+           8),
+       "overlaps"},
       {"gap", Raw(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", 8), "gap"},
-      {"trailing data", Raw(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", 8), "cover 4 of 8"},
-      {"negative dim", Raw(R"({"a":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})", 4), "negative"},
-      {"giant shape", Raw(R"({"a":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,4]}})", 4), "larger than the data"},
+      {"trailing data", Raw(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", 8),
+       "cover 4 of 8"},
+      {"negative dim", Raw(R"({"a":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})", 4),
+       "negative"},
+      {"giant shape",
+       Raw(R"({"a":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,4]}})", 4),
+       "larger than the data"},
       {"missing field", Raw(R"({"a":{"dtype":"F32","shape":[1]}})", 4), "lacks"},
   };
   // The header-past-end case: claim a longer header than present.
@@ -87,7 +101,8 @@ TEST(SafetensorsTest, RejectsMalformedInput) {
     auto r = ParseSafetensors(c.bytes);
     ASSERT_FALSE(r.ok()) << c.what;
     EXPECT_EQ(r.status().code(), StatusCode::kCorruption) << c.what;
-    EXPECT_NE(r.status().message().find(c.expect), std::string::npos) << c.what << ": " << r.status();
+    EXPECT_NE(r.status().message().find(c.expect), std::string::npos)
+        << c.what << ": " << r.status();
   }
 }
 

@@ -28,7 +28,10 @@ TEST(ThreadPoolTest, PropagatesExceptions) {
   ThreadPool pool(2);
   auto f = pool.Submit([]() -> int { throw std::runtime_error("boom"); });
   EXPECT_THROW(f.get(), std::runtime_error);
-  EXPECT_THROW(pool.ParallelFor(0, 10, [](size_t i) { if (i == 7) throw std::runtime_error("x"); }),
+  EXPECT_THROW(pool.ParallelFor(0, 10,
+                                [](size_t i) {
+                                  if (i == 7) throw std::runtime_error("x");
+                                }),
                std::runtime_error);
 }
 

@@ -47,9 +47,11 @@ class FederatedRunTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!fs::exists(fs::path(kDefaultFashionMnistDir) / "t10k-images-idx3-ubyte.gz"))
-      GTEST_SKIP() << "Fashion-MNIST is not installed (Debian package dataset-fashion-mnist; scripts/setup-deps)";
+      GTEST_SKIP() << "Fashion-MNIST is not installed (Debian package dataset-fashion-mnist; "
+                      "scripts/setup-deps)";
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() / ("trib_it_" + std::string(info->name()) + "_" + std::to_string(::getpid()));
+    dir_ = fs::temp_directory_path() /
+           ("trib_it_" + std::string(info->name()) + "_" + std::to_string(::getpid()));
     fs::remove_all(dir_);
     fs::create_directories(dir_);
     Certs({"init", "--dir", pki()});
@@ -72,23 +74,29 @@ class FederatedRunTest : public ::testing::Test {
   }
 
   // Writes the coordinator's config; `extra` is appended (TOML).
-  void WriteCoordinatorConfig(const std::string& run, const std::string& fit = "epochs = 1\nbatch_size = 32\nlr = 0.05\n") {
+  void WriteCoordinatorConfig(const std::string& run,
+                              const std::string& fit = "epochs = 1\nbatch_size = 32\nlr = 0.05\n") {
     std::ofstream f(dir_ / "coordinator.toml");
     f << "listen = \"127.0.0.1:0\"\nlog_level = \"warn\"\n"
-      << "[tls]\nca = \"" << pki() << "/ca.crt\"\ncert = \"" << pki() << "/server.crt\"\nkey = \"" << pki()
-      << "/server.key\"\n"
-      << "[run]\nmodel = \"mlp\"\nseed = 7\nheartbeat_interval_s = 1\nclient_timeout_s = 20\n" << run
-      << "[fit]\n" << fit << "[eval]\nevery = 1\nmax_examples = 2000\n"
-      << "[output]\ncheckpoint_dir = \"" << ckpt() << "\"\nready_file = \"" << (dir_ / "ready").string() << "\"\n";
+      << "[tls]\nca = \"" << pki() << "/ca.crt\"\ncert = \"" << pki() << "/server.crt\"\nkey = \""
+      << pki() << "/server.key\"\n"
+      << "[run]\nmodel = \"mlp\"\nseed = 7\nheartbeat_interval_s = 1\nclient_timeout_s = 20\n"
+      << run << "[fit]\n"
+      << fit << "[eval]\nevery = 1\nmax_examples = 2000\n"
+      << "[output]\ncheckpoint_dir = \"" << ckpt() << "\"\nready_file = \""
+      << (dir_ / "ready").string() << "\"\n";
   }
 
   // Starts the coordinator and waits until it listens; returns its address.
   std::string StartCoordinator(bool resume = false) {
     fs::remove(dir_ / "ready");
-    std::vector<std::string> args = {TRIBUTARY_COORDINATOR_BIN, "--config", (dir_ / "coordinator.toml").string()};
+    std::vector<std::string> args = {TRIBUTARY_COORDINATOR_BIN, "--config",
+                                     (dir_ / "coordinator.toml").string()};
     if (resume) args.push_back("--resume");
-    coordinator_ = std::make_unique<Process>(args, (dir_ / (resume ? "coordinator2.log" : "coordinator.log")).string());
-    EXPECT_TRUE(WaitFor([&] { return fs::exists(dir_ / "ready") || !coordinator_->running(); }, 30s));
+    coordinator_ = std::make_unique<Process>(
+        args, (dir_ / (resume ? "coordinator2.log" : "coordinator.log")).string());
+    EXPECT_TRUE(
+        WaitFor([&] { return fs::exists(dir_ / "ready") || !coordinator_->running(); }, 30s));
     std::string addr = ReadFile(dir_ / "ready");
     while (!addr.empty() && addr.back() == '\n') addr.pop_back();
     EXPECT_FALSE(addr.empty()) << coordinator_->Log();
@@ -97,26 +105,41 @@ class FederatedRunTest : public ::testing::Test {
 
   void StartClient(const std::string& addr, int index, int num_clients, int train_examples) {
     const std::string id = "client-" + std::to_string(index);
-    if (!fs::exists(fs::path(pki()) / "clients" / (id + ".crt"))) Certs({"client", "--id", id, "--dir", pki()});
+    if (!fs::exists(fs::path(pki()) / "clients" / (id + ".crt")))
+      Certs({"client", "--id", id, "--dir", pki()});
     std::vector<std::string> args = {TRIBUTARY_CLIENT_BIN,
-                                     "--coordinator", addr,
-                                     "--ca", pki() + "/ca.crt",
-                                     "--cert", pki() + "/clients/" + id + ".crt",
-                                     "--key", pki() + "/clients/" + id + ".key",
-                                     "--partition", "iid",
-                                     "--num-clients", std::to_string(num_clients),
-                                     "--client-index", std::to_string(index),
-                                     "--train-examples", std::to_string(train_examples),
-                                     "--eval-examples", "500",
-                                     "--backoff-initial-ms", "100",
-                                     "--backoff-max-ms", "1000",
-                                     "--log-level", "warn"};
+                                     "--coordinator",
+                                     addr,
+                                     "--ca",
+                                     pki() + "/ca.crt",
+                                     "--cert",
+                                     pki() + "/clients/" + id + ".crt",
+                                     "--key",
+                                     pki() + "/clients/" + id + ".key",
+                                     "--partition",
+                                     "iid",
+                                     "--num-clients",
+                                     std::to_string(num_clients),
+                                     "--client-index",
+                                     std::to_string(index),
+                                     "--train-examples",
+                                     std::to_string(train_examples),
+                                     "--eval-examples",
+                                     "500",
+                                     "--backoff-initial-ms",
+                                     "100",
+                                     "--backoff-max-ms",
+                                     "1000",
+                                     "--log-level",
+                                     "warn"};
     clients_.push_back(std::make_unique<Process>(args, (dir_ / (id + ".log")).string()));
   }
 
   // Waits until the event log holds at least n round_end events.
   bool WaitForRounds(size_t n, std::chrono::milliseconds timeout) {
-    return WaitFor([&] { return Events(events(), "round_end").size() >= n || !coordinator_->running(); }, timeout);
+    return WaitFor(
+        [&] { return Events(events(), "round_end").size() >= n || !coordinator_->running(); },
+        timeout);
   }
 
   std::string CoordinatorLogs() { return coordinator_ ? coordinator_->Log() : ""; }
@@ -127,8 +150,10 @@ class FederatedRunTest : public ::testing::Test {
 };
 
 TEST_F(FederatedRunTest, FiveClientsFiveRoundsOfMlpRaiseTestAccuracy) {
-  WriteCoordinatorConfig("rounds = 5\nclients_per_round = 5\nmin_available = 5\nmin_completed = 5\nround_timeout_s = 60\n",
-                         "epochs = 2\nbatch_size = 32\nlr = 0.05\n");
+  WriteCoordinatorConfig(
+      "rounds = 5\nclients_per_round = 5\nmin_available = 5\nmin_completed = 5\nround_timeout_s = "
+      "60\n",
+      "epochs = 2\nbatch_size = 32\nlr = 0.05\n");
   const std::string addr = StartCoordinator();
   for (int i = 0; i < 5; ++i) StartClient(addr, i, 5, 20000);  // 4,000 examples each
   ASSERT_EQ(coordinator_->Wait(180s), 0) << CoordinatorLogs();
@@ -144,10 +169,13 @@ TEST_F(FederatedRunTest, FiveClientsFiveRoundsOfMlpRaiseTestAccuracy) {
 }
 
 TEST_F(FederatedRunTest, TwoOfFiveClientsKilledMidRoundAndTheRoundCompletes) {
-  WriteCoordinatorConfig("rounds = 3\nclients_per_round = 5\nmin_available = 3\nmin_completed = 3\nround_timeout_s = 60\n",
-                         "epochs = 3\nbatch_size = 16\nlr = 0.05\n");
+  WriteCoordinatorConfig(
+      "rounds = 3\nclients_per_round = 5\nmin_available = 3\nmin_completed = 3\nround_timeout_s = "
+      "60\n",
+      "epochs = 3\nbatch_size = 16\nlr = 0.05\n");
   const std::string addr = StartCoordinator();
-  for (int i = 0; i < 5; ++i) StartClient(addr, i, 5, 30000);  // 6,000 examples x 3 epochs: seconds per round
+  for (int i = 0; i < 5; ++i)
+    StartClient(addr, i, 5, 30000);  // 6,000 examples x 3 epochs: seconds per round
   ASSERT_TRUE(WaitForRounds(1, 120s)) << CoordinatorLogs();
   // Round 2 has just been assigned to all five; two of them die while training.
   clients_[3]->Signal(SIGKILL);
@@ -161,7 +189,9 @@ TEST_F(FederatedRunTest, TwoOfFiveClientsKilledMidRoundAndTheRoundCompletes) {
 }
 
 TEST_F(FederatedRunTest, CoordinatorKilledAfterRoundThreeResumesExactly) {
-  const std::string run = "rounds = 5\nclients_per_round = 4\nmin_available = 4\nmin_completed = 4\nround_timeout_s = 60\n";
+  const std::string run =
+      "rounds = 5\nclients_per_round = 4\nmin_available = 4\nmin_completed = 4\nround_timeout_s = "
+      "60\n";
   const std::string fit = "epochs = 3\nbatch_size = 16\nlr = 0.05\n";
   // The reference: the same deterministic run, never interrupted.
   WriteCoordinatorConfig(run, fit);
@@ -170,7 +200,8 @@ TEST_F(FederatedRunTest, CoordinatorKilledAfterRoundThreeResumesExactly) {
   ASSERT_EQ(coordinator_->Wait(240s), 0) << CoordinatorLogs();
   std::smatch m;
   std::string log = CoordinatorLogs();
-  ASSERT_TRUE(std::regex_search(log, m, std::regex("final model: .* \\(hash ([0-9a-f]+)\\)"))) << log;
+  ASSERT_TRUE(std::regex_search(log, m, std::regex("final model: .* \\(hash ([0-9a-f]+)\\)")))
+      << log;
   const std::string reference_hash = m[1];
   for (auto& c : clients_) c->Wait(30s);
   clients_.clear();
@@ -186,7 +217,8 @@ TEST_F(FederatedRunTest, CoordinatorKilledAfterRoundThreeResumesExactly) {
   ASSERT_TRUE(ck.ok()) << ck.status();
   ASSERT_EQ(ck->rounds_done, 3u) << "the kill came too late";
   char expect[32];
-  std::snprintf(expect, sizeof(expect), "%016llx", static_cast<unsigned long long>(ck->model.content_hash()));
+  std::snprintf(expect, sizeof(expect), "%016llx",
+                static_cast<unsigned long long>(ck->model.content_hash()));
 
   // The restart listens on a new port; the clients keep their old address, so they are restarted
   // too, as a deployment's would be by its supervisor pointing at a fixed port.
@@ -196,11 +228,14 @@ TEST_F(FederatedRunTest, CoordinatorKilledAfterRoundThreeResumesExactly) {
   for (int i = 0; i < 4; ++i) StartClient(addr, i, 4, 16000);
   ASSERT_EQ(coordinator_->Wait(180s), 0) << CoordinatorLogs();
   log = CoordinatorLogs();
-  EXPECT_NE(log.find("3 rounds done, model version 3, model hash " + std::string(expect)), std::string::npos) << log;
+  EXPECT_NE(log.find("3 rounds done, model version 3, model hash " + std::string(expect)),
+            std::string::npos)
+      << log;
   auto rounds = Events(events(), "round_end");
   ASSERT_GE(rounds.size(), 5u);
   EXPECT_EQ(rounds[3]["round"], 4);  // continues at round 4
-  ASSERT_TRUE(std::regex_search(log, m, std::regex("final model: .* \\(hash ([0-9a-f]+)\\)"))) << log;
+  ASSERT_TRUE(std::regex_search(log, m, std::regex("final model: .* \\(hash ([0-9a-f]+)\\)")))
+      << log;
   EXPECT_EQ(m[1], reference_hash) << "interrupted + resumed run differs from the uninterrupted one";
 }
 
@@ -209,13 +244,16 @@ TEST_F(FederatedRunTest, CoordinatorKilledAfterRoundThreeResumesExactly) {
 TEST_F(FederatedRunTest, BadUpdatesAreRejectedAndRoundsGoOn) {
   // Six rounds: mallory misbehaves in rounds 1, 2, 3 and 5 (NaN, wrong size, late, duplicate), so
   // none of its bad updates lands after the run is over.
-  WriteCoordinatorConfig("rounds = 6\nclients_per_round = 2\nmin_available = 2\nmin_completed = 1\nround_timeout_s = 4\n",
-                         "epochs = 1\nbatch_size = 32\nlr = 0.05\nmax_steps = 200\n");
+  WriteCoordinatorConfig(
+      "rounds = 6\nclients_per_round = 2\nmin_available = 2\nmin_completed = 1\nround_timeout_s = "
+      "4\n",
+      "epochs = 1\nbatch_size = 32\nlr = 0.05\nmax_steps = 200\n");
   const std::string addr = StartCoordinator();
   StartClient(addr, 0, 2, 20000);
   Certs({"client", "--id", "mallory", "--dir", pki()});
   testing::IoThreads io(2);
-  auto ctx = MakeClientTlsContext(TlsConfig{pki() + "/ca.crt", pki() + "/clients/mallory.crt", pki() + "/clients/mallory.key"});
+  auto ctx = MakeClientTlsContext(
+      TlsConfig{pki() + "/ca.crt", pki() + "/clients/mallory.crt", pki() + "/clients/mallory.key"});
   ASSERT_TRUE(ctx.ok()) << ctx.status();
   auto transport = *TlsTransport::Create(io.io(), {TransportOptions{}, nullptr, *ctx});
   testing::Waiter<Result<std::shared_ptr<Connection>>> w;

@@ -151,7 +151,8 @@ TEST(ModelSpecTest, ZooShapesAndParameterCounts) {
   // conv1 32*25+32, conv2 64*25*32+64, fc1 3136*512+512, fc2 512*10+10 (FedAvg paper: 1,663,370)
   EXPECT_EQ(InitWeights(cnn, 0)->size(), 1663370u);
   auto lenet = *ModelSpecByName("lenet");
-  EXPECT_EQ(InitWeights(lenet, 0)->size(), 6u * 25 + 6 + 16 * 25 * 6 + 16 + 400 * 120 + 120 + 120 * 84 + 84 + 84 * 10 + 10);
+  EXPECT_EQ(InitWeights(lenet, 0)->size(),
+            6u * 25 + 6 + 16 * 25 * 6 + 16 + 400 * 120 + 120 + 120 * 84 + 84 + 84 * 10 + 10);
   EXPECT_EQ(ForwardFlopsPerSample(mlp), 2 * (784 * 200 + 200 * 200 + 200 * 10));
   auto w = *InitWeights(mlp, 0);
   const TensorInfo* fc1 = w.find("fc1.weight");

@@ -41,7 +41,8 @@ inline double WorstRelativeError(const std::function<double()>& f, std::vector<f
       ++skipped;
       continue;
     }
-    const double err = std::abs(num - analytic[i]) / std::max(1e-2, std::abs(num) + std::abs(analytic[i]));
+    const double err =
+        std::abs(num - analytic[i]) / std::max(1e-2, std::abs(num) + std::abs(analytic[i]));
     worst = std::max(worst, err);
   }
   EXPECT_LE(skipped * 10, count) << "too many coordinates on kinks: " << skipped << " of " << count;

@@ -22,10 +22,12 @@ std::vector<float> Random(size_t n, uint64_t seed, float scale = 1.0f) {
 }
 
 // Checks a layer: L = sum(out * r) for fixed random r, so dL/dout = r.
-void CheckLayer(CpuLayer& layer, int64_t n, int64_t in_size, int64_t out_size, double tol, uint64_t seed) {
+void CheckLayer(CpuLayer& layer, int64_t n, int64_t in_size, int64_t out_size, double tol,
+                uint64_t seed) {
   std::vector<float> params = Random(layer.num_params(), seed, 0.3f), grads(layer.num_params());
   layer.Bind(params.data(), grads.data());
-  std::vector<float> x = Random(n * in_size, seed + 1), out(n * out_size), r = Random(n * out_size, seed + 2);
+  std::vector<float> x = Random(n * in_size, seed + 1), out(n * out_size),
+                     r = Random(n * out_size, seed + 2);
   auto loss = [&]() {
     layer.Forward(x.data(), out.data(), n);
     double l = 0;
@@ -38,7 +40,8 @@ void CheckLayer(CpuLayer& layer, int64_t n, int64_t in_size, int64_t out_size, d
   std::vector<float> analytic_params = grads;
   EXPECT_LT(WorstRelativeError(loss, x, dx, 150, seed + 3), tol) << "input gradient";
   if (layer.num_params() > 0) {
-    EXPECT_LT(WorstRelativeError(loss, params, analytic_params, 150, seed + 4), tol) << "parameter gradient";
+    EXPECT_LT(WorstRelativeError(loss, params, analytic_params, 150, seed + 4), tol)
+        << "parameter gradient";
   }
 }
 
@@ -60,7 +63,8 @@ TEST(LayerGradTest, Conv2DValidAcrossChunks) {
 
 TEST(LayerGradTest, Conv2DLargePaddingMatchesDirectConvolution) {
   // Forward against a direct 7-loop convolution.
-  const int64_t h = 5, w = 4, c = 2, oc = 3, k = 3, p = 2, oh = h + 2 * p - k + 1, ow = w + 2 * p - k + 1;
+  const int64_t h = 5, w = 4, c = 2, oc = 3, k = 3, p = 2, oh = h + 2 * p - k + 1,
+                ow = w + 2 * p - k + 1;
   Conv2D conv(h, w, c, oc, k, p, 1);
   std::vector<float> params = Random(conv.num_params(), 5), grads(params.size());
   conv.Bind(params.data(), grads.data());
@@ -75,7 +79,8 @@ TEST(LayerGradTest, Conv2DLargePaddingMatchesDirectConvolution) {
             for (int64_t i = 0; i < c; ++i) {
               const int64_t iy = oy + ky - p, ix = ox + kx - p;
               if (iy < 0 || iy >= h || ix < 0 || ix >= w) continue;
-              acc += static_cast<double>(params[((o * k + ky) * k + kx) * c + i]) * x[(iy * w + ix) * c + i];
+              acc += static_cast<double>(params[((o * k + ky) * k + kx) * c + i]) *
+                     x[(iy * w + ix) * c + i];
             }
         EXPECT_NEAR(y[(oy * ow + ox) * oc + o], acc, 1e-4);
       }
@@ -102,7 +107,8 @@ TEST(LayerGradTest, SoftmaxCrossEntropy) {
   EXPECT_LT(WorstRelativeError(loss, z, g, 100, 61, 1e-3), 2e-3);
   // Uniform logits: loss is log(k) per sample.
   std::vector<float> flat(n * k, 0.5f);
-  EXPECT_NEAR(SoftmaxCrossEntropy(flat.data(), y.data(), n, k, nullptr).loss_sum / n, std::log(5.0), 1e-6);
+  EXPECT_NEAR(SoftmaxCrossEntropy(flat.data(), y.data(), n, k, nullptr).loss_sum / n, std::log(5.0),
+              1e-6);
 }
 
 }  // namespace

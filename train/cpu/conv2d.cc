@@ -5,11 +5,18 @@
 
 namespace tributary::cpu {
 
-Conv2D::Conv2D(int64_t in_h, int64_t in_w, int64_t in_c, int64_t out_c, int64_t kernel, int64_t padding,
-               int64_t max_batch)
-    : h_(in_h), w_(in_w), c_(in_c), oc_(out_c), k_(kernel), p_(padding),
-      oh_(in_h + 2 * padding - kernel + 1), ow_(in_w + 2 * padding - kernel + 1),
-      taps_(kernel * kernel * in_c), out_c_(out_c) {
+Conv2D::Conv2D(int64_t in_h, int64_t in_w, int64_t in_c, int64_t out_c, int64_t kernel,
+               int64_t padding, int64_t max_batch)
+    : h_(in_h),
+      w_(in_w),
+      c_(in_c),
+      oc_(out_c),
+      k_(kernel),
+      p_(padding),
+      oh_(in_h + 2 * padding - kernel + 1),
+      ow_(in_w + 2 * padding - kernel + 1),
+      taps_(kernel * kernel * in_c),
+      out_c_(out_c) {
   const int64_t per_sample = oh_ * ow_ * taps_ * static_cast<int64_t>(sizeof(float));
   chunk_ = std::clamp<int64_t>((int64_t{3} << 19) / per_sample, 1, max_batch);
   cols_.resize(static_cast<size_t>(chunk_ * oh_ * ow_ * taps_));
@@ -40,7 +47,8 @@ void Conv2D::Im2Col(const float* in, int64_t n) {
             continue;
           }
           if (kx0 > 0) std::memset(dst, 0, sizeof(float) * kx0 * c_);
-          std::memcpy(dst + kx0 * c_, img + (iy * w_ + ox + kx0 - p_) * c_, sizeof(float) * (kx1 - kx0) * c_);
+          std::memcpy(dst + kx0 * c_, img + (iy * w_ + ox + kx0 - p_) * c_,
+                      sizeof(float) * (kx1 - kx0) * c_);
           if (kx1 < k_) std::memset(dst + kx1 * c_, 0, sizeof(float) * (k_ - kx1) * c_);
         }
       }
@@ -85,7 +93,8 @@ void Conv2D::Forward(const float* in, float* out, int64_t n) {
   }
 }
 
-void Conv2D::Backward(const float* in, const float*, const float* grad_out, float* grad_in, int64_t n) {
+void Conv2D::Backward(const float* in, const float*, const float* grad_out, float* grad_in,
+                      int64_t n) {
   const int64_t in_size = h_ * w_ * c_, pix = oh_ * ow_;
   ConstMatrixMap wt(wt_, oc_, taps_);
   MatrixMap dwt(dwt_, oc_, taps_);

@@ -21,12 +21,13 @@ class Conv2D final : public CpuLayer {
   int64_t num_params() const override { return out_c_ * taps_ + out_c_; }
   void Bind(float* params, float* grads) override;
   void Forward(const float* in, float* out, int64_t n) override;
-  void Backward(const float* in, const float* out, const float* grad_out, float* grad_in, int64_t n) override;
+  void Backward(const float* in, const float* out, const float* grad_out, float* grad_in,
+                int64_t n) override;
 
  private:
   void Im2Col(const float* in, int64_t n);
   void Col2Im(const float* cols, float* grad_in, int64_t n) const;
-  int64_t chunk_ = 1;         // samples per chunk
+  int64_t chunk_ = 1;  // samples per chunk
 
   int64_t h_, w_, c_, oc_, k_, p_, oh_, ow_, taps_;
   AlignedVector cols_;   // [chunk * oh * ow, taps]

@@ -21,7 +21,8 @@ namespace cpu {
 
 Result<std::unique_ptr<CpuEngine>> CpuEngine::Create(const ModelSpec& spec, int64_t max_batch) {
   if (max_batch <= 0 || max_batch > (1 << 20))
-    return Status::InvalidArgument("max_batch must be in [1, 2^20], got " + std::to_string(max_batch));
+    return Status::InvalidArgument("max_batch must be in [1, 2^20], got " +
+                                   std::to_string(max_batch));
   TRIB_ASSIGN_OR_RETURN(std::vector<Shape3> shapes, LayerOutputShapes(spec));
   TRIB_ASSIGN_OR_RETURN(ModelWeights::LayoutSpec layout, ParameterLayout(spec));
   TRIB_ASSIGN_OR_RETURN(ModelWeights proto, ModelWeights::Create(layout));
@@ -35,13 +36,22 @@ Result<std::unique_ptr<CpuEngine>> CpuEngine::Create(const ModelSpec& spec, int6
     const LayerSpec& l = spec.layers[i];
     std::unique_ptr<CpuLayer> layer;
     switch (l.kind) {
-      case LayerKind::kDense: layer = std::make_unique<Dense>(in.numel(), l.out_features); break;
-      case LayerKind::kConv2D:
-        layer = std::make_unique<Conv2D>(in.h, in.w, in.c, l.out_channels, l.kernel, l.padding, max_batch);
+      case LayerKind::kDense:
+        layer = std::make_unique<Dense>(in.numel(), l.out_features);
         break;
-      case LayerKind::kMaxPool2D: layer = std::make_unique<MaxPool2D>(in.h, in.w, in.c, l.kernel, max_batch); break;
-      case LayerKind::kReLU: layer = std::make_unique<ReLU>(in.numel()); break;
-      case LayerKind::kFlatten: layer = std::make_unique<Flatten>(); break;
+      case LayerKind::kConv2D:
+        layer = std::make_unique<Conv2D>(in.h, in.w, in.c, l.out_channels, l.kernel, l.padding,
+                                         max_batch);
+        break;
+      case LayerKind::kMaxPool2D:
+        layer = std::make_unique<MaxPool2D>(in.h, in.w, in.c, l.kernel, max_batch);
+        break;
+      case LayerKind::kReLU:
+        layer = std::make_unique<ReLU>(in.numel());
+        break;
+      case LayerKind::kFlatten:
+        layer = std::make_unique<Flatten>();
+        break;
     }
     e->layers_.push_back(std::move(layer));
     e->out_sizes_.push_back(shapes[i].numel());
@@ -73,7 +83,8 @@ Result<std::unique_ptr<CpuEngine>> CpuEngine::Create(const ModelSpec& spec, int6
     }
   }
   e->first_layer_ = 0;
-  while (e->first_layer_ + 1 < e->layers_.size() && e->layers_[e->first_layer_]->is_identity()) ++e->first_layer_;
+  while (e->first_layer_ + 1 < e->layers_.size() && e->layers_[e->first_layer_]->is_identity())
+    ++e->first_layer_;
   e->grad_a_.resize(static_cast<size_t>(max_batch * max_act));
   e->grad_b_.resize(static_cast<size_t>(max_batch * max_act));
   return e;
@@ -98,7 +109,8 @@ Status CpuEngine::StoreWeights(ModelWeights* out) {
 StepStats CpuEngine::Forward(const Dataset& data, std::span<const uint32_t> batch, bool need_grad) {
   const int64_t n = static_cast<int64_t>(batch.size());
   TRIB_CHECK(n >= 1 && n <= max_batch_, "batch size out of range");
-  TRIB_CHECK_EQ(data.sample_size(), spec_.input.numel(), "dataset sample shape does not match the model");
+  TRIB_CHECK_EQ(data.sample_size(), spec_.input.numel(),
+                "dataset sample shape does not match the model");
   const int64_t ss = data.sample_size();
   float* x = act_ptr_[0];
   labels_.resize(batch.size());
@@ -130,7 +142,8 @@ StepStats CpuEngine::ComputeGradients(const Dataset& data, std::span<const uint3
   return st;
 }
 
-StepStats CpuEngine::TrainStep(const Dataset& data, std::span<const uint32_t> batch, const SgdConfig& cfg) {
+StepStats CpuEngine::TrainStep(const Dataset& data, std::span<const uint32_t> batch,
+                               const SgdConfig& cfg) {
   StepStats st = ComputeGradients(data, batch);
   SgdUpdate(params_.data(), grads_.data(), velocity_.data(), anchor_.data(), params_.size(), cfg);
   return st;

@@ -23,7 +23,8 @@ class CpuEngine final : public Engine {
   int64_t max_batch() const override { return max_batch_; }
   Status LoadWeights(const ModelWeights& weights) override;
   Status StoreWeights(ModelWeights* out) override;
-  StepStats TrainStep(const Dataset& data, std::span<const uint32_t> batch, const SgdConfig& cfg) override;
+  StepStats TrainStep(const Dataset& data, std::span<const uint32_t> batch,
+                      const SgdConfig& cfg) override;
   StepStats EvalStep(const Dataset& data, std::span<const uint32_t> batch) override;
 
   // For tests and benchmarks: the flat parameter and gradient buffers (layout order).
@@ -40,12 +41,12 @@ class CpuEngine final : public Engine {
   int64_t max_batch_ = 0;
   uint64_t fingerprint_ = 0;
   std::vector<std::unique_ptr<CpuLayer>> layers_;
-  std::vector<int64_t> out_sizes_;       // per-sample output size of each layer
-  std::vector<AlignedVector> acts_; // acts_[0] is the input batch; acts_[i+1] layer i's output
-  std::vector<float*> act_ptr_;          // aliases for identity layers
-  AlignedVector grad_a_, grad_b_;   // ping-pong activation gradients
-  std::vector<uint8_t> labels_;         // labels of the current batch
-  size_t first_layer_ = 0;               // first non-identity layer
+  std::vector<int64_t> out_sizes_;   // per-sample output size of each layer
+  std::vector<AlignedVector> acts_;  // acts_[0] is the input batch; acts_[i+1] layer i's output
+  std::vector<float*> act_ptr_;      // aliases for identity layers
+  AlignedVector grad_a_, grad_b_;    // ping-pong activation gradients
+  std::vector<uint8_t> labels_;      // labels of the current batch
+  size_t first_layer_ = 0;           // first non-identity layer
   AlignedVector params_, grads_, velocity_, anchor_;
 };
 

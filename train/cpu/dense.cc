@@ -17,7 +17,8 @@ void Dense::Forward(const float* in, float* out, int64_t n) {
   y.rowwise() += Eigen::Map<const Eigen::RowVectorXf>(b_, out_);
 }
 
-void Dense::Backward(const float* in, const float*, const float* grad_out, float* grad_in, int64_t n) {
+void Dense::Backward(const float* in, const float*, const float* grad_out, float* grad_in,
+                     int64_t n) {
   ConstMatrixMap x(in, n, in_);
   ConstMatrixMap dy(grad_out, n, out_);
   MatrixMap dw(dw_, out_, in_);

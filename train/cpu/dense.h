@@ -11,7 +11,8 @@ class Dense final : public CpuLayer {
   int64_t num_params() const override { return out_ * in_ + out_; }
   void Bind(float* params, float* grads) override;
   void Forward(const float* in, float* out, int64_t n) override;
-  void Backward(const float* in, const float* out, const float* grad_out, float* grad_in, int64_t n) override;
+  void Backward(const float* in, const float* out, const float* grad_out, float* grad_in,
+                int64_t n) override;
 
  private:
   int64_t in_, out_;

@@ -42,7 +42,8 @@ void MaxPool2D::Forward(const float* in, float* out, int64_t n) {
   }
 }
 
-void MaxPool2D::Backward(const float*, const float*, const float* grad_out, float* grad_in, int64_t n) {
+void MaxPool2D::Backward(const float*, const float*, const float* grad_out, float* grad_in,
+                         int64_t n) {
   if (!grad_in) return;
   const int64_t in_size = h_ * w_ * c_, out_size = oh_ * ow_ * c_;
   std::memset(grad_in, 0, sizeof(float) * n * in_size);
@@ -59,7 +60,8 @@ void ReLU::Forward(const float* in, float* out, int64_t n) {
   for (int64_t i = 0; i < len; ++i) out[i] = in[i] > 0.0f ? in[i] : 0.0f;
 }
 
-void ReLU::Backward(const float*, const float* out, const float* grad_out, float* grad_in, int64_t n) {
+void ReLU::Backward(const float*, const float* out, const float* grad_out, float* grad_in,
+                    int64_t n) {
   if (!grad_in) return;
   const int64_t len = n * size_;
   for (int64_t i = 0; i < len; ++i) grad_in[i] = out[i] > 0.0f ? grad_out[i] : 0.0f;

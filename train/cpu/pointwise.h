@@ -11,7 +11,8 @@ class MaxPool2D final : public CpuLayer {
  public:
   MaxPool2D(int64_t in_h, int64_t in_w, int64_t c, int64_t k, int64_t max_batch);
   void Forward(const float* in, float* out, int64_t n) override;
-  void Backward(const float* in, const float* out, const float* grad_out, float* grad_in, int64_t n) override;
+  void Backward(const float* in, const float* out, const float* grad_out, float* grad_in,
+                int64_t n) override;
 
  private:
   int64_t h_, w_, c_, k_, oh_, ow_;
@@ -22,7 +23,8 @@ class ReLU final : public CpuLayer {
  public:
   explicit ReLU(int64_t size) : size_(size) {}
   void Forward(const float* in, float* out, int64_t n) override;
-  void Backward(const float* in, const float* out, const float* grad_out, float* grad_in, int64_t n) override;
+  void Backward(const float* in, const float* out, const float* grad_out, float* grad_in,
+                int64_t n) override;
 
  private:
   int64_t size_;

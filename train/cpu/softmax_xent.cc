@@ -6,7 +6,8 @@
 
 namespace tributary::cpu {
 
-StepStats SoftmaxCrossEntropy(const float* logits, const uint8_t* labels, int64_t n, int64_t k, float* grad) {
+StepStats SoftmaxCrossEntropy(const float* logits, const uint8_t* labels, int64_t n, int64_t k,
+                              float* grad) {
   StepStats st;
   st.count = n;
   const float inv_n = 1.0f / static_cast<float>(n);
