@@ -7,6 +7,11 @@
 // so memory does not grow with the number of clients per round; a strategy that needs every update
 // (median, Krum) says so and enforces a configured bound.
 //
+// Before the first round the coordinator calls CheckRoundSize(clients_per_round) so that a rule
+// that cannot work with that many updates (Krum needs n > 2f + 2) is rejected at start-up. A round
+// that closes with fewer updates than the rule needs (a deadline with dropouts) makes Finalize
+// return FailedPrecondition; the round then fails and is retried, nothing crashes.
+//
 // State that must survive a crash (server-optimizer moments, momentum) is exported by SaveState as
 // named float tensors, which the coordinator stores in its checkpoint next to the model.
 //
@@ -37,8 +42,18 @@ class Strategy {
   virtual Status Accumulate(double weight, const UpdateWriter& writer) = 0;
   // Updates accumulated since BeginRound.
   virtual size_t num_accumulated() const = 0;
-  // The next global model. FailedPrecondition when nothing was accumulated.
+  // The next global model. FailedPrecondition when nothing was accumulated, or fewer updates than
+  // the rule needs (see CheckRoundSize); persistent state (moments) is then left unchanged.
   virtual Result<ModelWeights> Finalize() = 0;
+
+  // OK when a round of `n` updates satisfies the rule's requirements; else InvalidArgument naming
+  // the requirement and the rule's parameters.
+  virtual Status CheckRoundSize(int64_t n) const {
+    if (n < 1) return Status::InvalidArgument("a round needs at least 1 update");
+    return Status::Ok();
+  }
+  // The proximal coefficient clients should put in FitConfig::proximal_mu (FedProx); 0 otherwise.
+  virtual float client_proximal_mu() const { return 0.0f; }
 
   // Persistent state for checkpoints (empty for stateless strategies) and its restoration.
   virtual Result<ModelWeights> SaveState() const { return ModelWeights(); }

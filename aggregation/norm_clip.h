@@ -1,0 +1,47 @@
+// NormClip: a pre-aggregation stage ("clip(norm=C)+<rule>") that bounds each update's L2 norm.
+//
+// Every update u is first decoded (unscaled) into an O(model) scratch buffer; if ||u||_2 > C it is
+// scaled by C / ||u||_2 (so its norm becomes C), then handed to the wrapped rule with the same
+// aggregation weight. Norm bounding limits how far one client, honest or not, can move the model
+// (Sun et al. 2019, "Can You Really Backdoor Federated Learning?"). Streaming rules stay streaming:
+// the stage adds one model-sized float buffer, whatever the number of clients.
+//
+// Everything else (round-size checks, proximal mu, state) is the wrapped rule's. Not thread-safe.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "aggregation/strategy.h"
+
+namespace tributary {
+
+class NormClip final : public Strategy {
+ public:
+  // max_norm > 0 is validated by MakeStrategy.
+  NormClip(double max_norm, std::unique_ptr<Strategy> inner);
+
+  std::string_view name() const override { return name_; }
+  Status BeginRound(const ModelWeights& global) override;
+  Status Accumulate(double weight, const UpdateWriter& writer) override;
+  size_t num_accumulated() const override { return inner_->num_accumulated(); }
+  Result<ModelWeights> Finalize() override { return inner_->Finalize(); }
+  Status CheckRoundSize(int64_t n) const override { return inner_->CheckRoundSize(n); }
+  float client_proximal_mu() const override { return inner_->client_proximal_mu(); }
+  Result<ModelWeights> SaveState() const override { return inner_->SaveState(); }
+  Status LoadState(const ModelWeights& state) override { return inner_->LoadState(state); }
+
+  const Strategy& inner() const { return *inner_; }
+  // Updates clipped since BeginRound.
+  size_t num_clipped() const { return clipped_; }
+
+ private:
+  double max_norm_;
+  std::unique_ptr<Strategy> inner_;
+  std::string name_;
+  std::vector<float> scratch_;
+  size_t clipped_ = 0;
+};
+
+}  // namespace tributary
