@@ -11,10 +11,14 @@ NormClip::NormClip(double max_norm, std::unique_ptr<Strategy> inner)
 Status NormClip::BeginRound(const ModelWeights& global) {
   scratch_.assign(global.size(), 0.0f);
   clipped_ = 0;
-  return inner_->BeginRound(global);
+  TRIB_RETURN_IF_ERROR(inner_->BeginRound(global));
+  begun_ = true;
+  return Status::Ok();
 }
 
 Status NormClip::Accumulate(double weight, const UpdateWriter& writer) {
+  // The scratch buffer is sized by BeginRound; never let a writer run past it.
+  if (!begun_) return Status::FailedPrecondition(name_ + ": Accumulate before BeginRound");
   std::fill(scratch_.begin(), scratch_.end(), 0.0f);
   BufferSink sink(scratch_);
   writer(sink, 1.0f);

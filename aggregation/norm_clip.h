@@ -42,6 +42,7 @@ class NormClip final : public Strategy {
   std::string name_;
   std::vector<float> scratch_;
   size_t clipped_ = 0;
+  bool begun_ = false;
 };
 
 }  // namespace tributary

@@ -155,6 +155,7 @@ TEST(NormClipTest, ClipsLargeUpdatesBeforeTheRule) {
   ASSERT_NE(clip, nullptr);
   // [3, 4] has norm 5 -> [0.6, 0.8]; [0.3, 0.4] has norm 0.5 and passes unchanged.
   std::vector<float> big = {3.0f, 4.0f}, small = {0.3f, 0.4f};
+  EXPECT_EQ(s->Accumulate(1, Dense(big)).code(), StatusCode::kFailedPrecondition);
   ASSERT_TRUE(s->BeginRound(FlatModel(2)).ok());
   ASSERT_TRUE(s->Accumulate(1, Dense(big)).ok());
   ASSERT_TRUE(s->Accumulate(3, Dense(small)).ok());
