@@ -12,7 +12,10 @@ constexpr size_t kBlock = 4096;
 
 }  // namespace
 
-Result<std::vector<uint8_t>> DenseCodec::Encode(std::span<const float> delta) const {
+Result<std::vector<uint8_t>> DenseCodec::Encode(std::span<const float> delta, CodecState*,
+                                                uint64_t) const {
+  // Non-finite values are the coordinator's to reject (Validate names the index); a dense update
+  // is sent as it is.
   std::vector<uint8_t> out(delta.size() * sizeof(float));
   if (!delta.empty()) std::memcpy(out.data(), delta.data(), out.size());  // little-endian hosts
   return out;
@@ -56,14 +59,5 @@ void DenseCodec::DecodeInto(std::span<const uint8_t> bytes, UpdateSink& sink, fl
     sink.AddDense(i, std::span<const float>(block, n), scale);
   }
 }
-
-Result<std::unique_ptr<Codec>> MakeCodec(std::string_view spec) {
-  if (spec == "dense" || spec.empty())
-    return std::unique_ptr<Codec>(std::make_unique<DenseCodec>());
-  return Status::InvalidArgument("unknown codec '" + std::string(spec) +
-                                 "'; this build supports: dense");
-}
-
-std::vector<std::string> SupportedCodecs() { return {"dense"}; }
 
 }  // namespace tributary

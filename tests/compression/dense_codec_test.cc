@@ -40,7 +40,7 @@ TEST(DenseCodecTest, RejectsWrongSizeAndNonFinite) {
     ASSERT_FALSE(r.ok());
     EXPECT_NE(r.status().message().find("index 4321"), std::string::npos) << r.status();
   }
-  EXPECT_FALSE(MakeCodec("topk(0.5)").ok());
+  EXPECT_FALSE(MakeCodec("topk(0.5)+lz4").ok());
 }
 
 TEST(FixedPointSinkTest, OrderIndependentAndAccurate) {
