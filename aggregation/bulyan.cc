@@ -43,7 +43,7 @@ void Bulyan::Aggregate(std::span<float> out) {
   std::iota(left.begin(), left.end(), size_t{0});
   selected_.clear();
   while (selected_.size() < theta) {
-    const std::vector<double> scores = KrumScores(d, n, left, f_);
+    const std::vector<double> scores = KrumScores(d, n, left, f_, pool());
     const size_t best = static_cast<size_t>(std::min_element(scores.begin(), scores.end()) -
                                             scores.begin());  // first on ties
     selected_.push_back(left[best]);

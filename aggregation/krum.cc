@@ -8,16 +8,22 @@
 namespace tributary {
 
 std::vector<double> KrumScores(const std::vector<double>& d, size_t n,
-                               const std::vector<size_t>& subset, int64_t f) {
+                               const std::vector<size_t>& subset, int64_t f, ThreadPool* pool) {
   const int64_t r = static_cast<int64_t>(subset.size());
-  const size_t k = static_cast<size_t>(std::max<int64_t>(0, r - f - 2));
-  std::vector<double> scores(subset.size(), 0.0), others;
-  for (size_t a = 0; a < subset.size(); ++a) {
+  const auto k = static_cast<ptrdiff_t>(std::max<int64_t>(0, r - f - 2));
+  std::vector<double> scores(subset.size(), 0.0);
+  auto score = [&](size_t a) {
+    thread_local std::vector<double> others;
     others.clear();
     for (size_t b = 0; b < subset.size(); ++b)
       if (b != a) others.push_back(d[subset[a] * n + subset[b]]);
-    std::nth_element(others.begin(), others.begin() + static_cast<ptrdiff_t>(k), others.end());
-    scores[a] = std::accumulate(others.begin(), others.begin() + static_cast<ptrdiff_t>(k), 0.0);
+    std::nth_element(others.begin(), others.begin() + k, others.end());
+    scores[a] = std::accumulate(others.begin(), others.begin() + k, 0.0);
+  };
+  if (pool != nullptr && subset.size() >= 64) {
+    pool->ParallelFor(0, subset.size(), score);
+  } else {
+    for (size_t a = 0; a < subset.size(); ++a) score(a);
   }
   return scores;
 }
@@ -37,7 +43,7 @@ void Krum::Aggregate(std::span<float> out) {
   const std::vector<double> d = PairwiseSquaredDistances(buf, pool());
   std::vector<size_t> all(n);
   std::iota(all.begin(), all.end(), size_t{0});
-  const std::vector<double> scores = KrumScores(d, n, all, f_);
+  const std::vector<double> scores = KrumScores(d, n, all, f_, pool());
   std::stable_sort(all.begin(), all.end(),
                    [&](size_t a, size_t b) { return scores[a] < scores[b]; });
   const size_t m = m_ == 0 ? n - static_cast<size_t>(f_) : static_cast<size_t>(m_);

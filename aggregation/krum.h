@@ -18,9 +18,10 @@
 namespace tributary {
 
 // The Krum scores of the updates in `subset` (indices into an n x n squared-distance matrix `d`),
-// each over its max(|subset| - f - 2, 0) nearest neighbours within the subset.
+// each over its max(|subset| - f - 2, 0) nearest neighbours within the subset. Spread over `pool`
+// (may be null).
 std::vector<double> KrumScores(const std::vector<double>& d, size_t n,
-                               const std::vector<size_t>& subset, int64_t f);
+                               const std::vector<size_t>& subset, int64_t f, ThreadPool* pool);
 
 class Krum final : public RobustRule {
  public:
