@@ -91,18 +91,47 @@ void Pack(const uint8_t* codes, size_t len, int bits, uint8_t* dst) {
   }
 }
 
+// Codes of B bits at value positions [p, p + len) -> q * a + b. Whole bytes go through an unrolled
+// loop the compiler vectorizes; a ragged start or end goes one code at a time.
 template <int B>
 void DecodeQuantized(const uint8_t* codes, size_t p, size_t len, float a, float b, float* out) {
   if constexpr (B == 8) {
     for (size_t j = 0; j < len; ++j) out[j] = static_cast<float>(codes[p + j]) * a + b;
   } else {
     constexpr uint32_t kMask = (1u << B) - 1;
-    for (size_t j = 0; j < len; ++j) {
+    constexpr size_t kPer = 8 / B;
+    size_t j = 0;
+    if (p % kPer == 0) {
+      const uint8_t* c = codes + p / kPer;
+      for (; j + kPer <= len; j += kPer) {
+        const uint32_t byte = c[j / kPer];
+        for (size_t l = 0; l < kPer; ++l)
+          out[j + l] = static_cast<float>((byte >> (l * B)) & kMask) * a + b;
+      }
+    }
+    for (; j < len; ++j) {
       const size_t bit = (p + j) * B;
       const uint32_t q = (codes[bit >> 3] >> (bit & 7)) & kMask;
       out[j] = static_cast<float>(q) * a + b;
     }
   }
+}
+
+// Sign bits at positions [p, p + len) -> -s or +s, by setting the float's sign bit.
+void DecodeSigns(const uint8_t* codes, size_t p, size_t len, float s, float* out) {
+  uint32_t sbits;
+  std::memcpy(&sbits, &s, 4);
+  size_t j = 0;
+  if (p % 8 == 0) {
+    for (; j + 8 <= len; j += 8) {
+      const uint32_t byte = codes[(p + j) >> 3];
+      for (uint32_t l = 0; l < 8; ++l) {
+        const uint32_t v = sbits | (((byte >> l) & 1u) << 31);
+        std::memcpy(out + j + l, &v, 4);
+      }
+    }
+  }
+  for (; j < len; ++j) out[j] = ((codes[(p + j) >> 3] >> ((p + j) & 7)) & 1) ? -s : s;
 }
 
 }  // namespace
@@ -230,7 +259,7 @@ void DecodeValues(const ValueFormat& f, std::span<const uint8_t> section, size_t
     const float s = LoadF32(section.data() + c * 4);
     float* o = out + (p - first);
     if (f.coding == ValueCoding::kSign) {
-      for (size_t j = 0; j < len; ++j) o[j] = ((codes[(p + j) >> 3] >> ((p + j) & 7)) & 1) ? -s : s;
+      DecodeSigns(codes, p, len, s, o);
     } else {
       const float a = 2.0f * s / static_cast<float>((1u << f.bits) - 1), b = -s;
       switch (f.bits) {

@@ -2,6 +2,7 @@
 
 #include <boost/asio/post.hpp>
 
+#include "compression/codec_spec.h"
 #include "core/log.h"
 
 namespace tributary {
@@ -73,13 +74,11 @@ void CoordinatorService::OnHello(Session& s, const Hello& hello) {
                   "client speaks protocol version " + std::to_string(hello.protocol_version) +
                       ", this coordinator speaks version " + std::to_string(kProtocolVersion));
   const std::string& codec = engine_.config().codec;
-  bool speaks = false;
+  // Clients advertise stage names ("topk", "q8", "zstd", ...; SupportedCodecs()), so a client
+  // speaks the run's pipeline when it has every one of its stages.
   std::string offered;
-  for (const auto& c : hello.capabilities.codecs) {
-    speaks |= (c == codec);
-    offered += (offered.empty() ? "" : ", ") + c;
-  }
-  if (!speaks)
+  for (const auto& c : hello.capabilities.codecs) offered += (offered.empty() ? "" : ", ") + c;
+  if (!CanEncodeCodec(hello.capabilities.codecs, codec))
     return Refuse(s, ErrorCode::kProtocolViolation,
                   "this run uses codec '" + codec +
                       "', which the client does not support (it offers: " +

@@ -6,6 +6,7 @@
 
 #include "compression/index_coding.h"
 #include "compression/selection.h"
+#include "compression/value_coding.h"
 
 namespace tributary {
 namespace {
@@ -280,6 +281,34 @@ TEST(PipelineCodecTest, EmptyAndAllZeroUpdates) {
     auto empty = c->Encode(std::vector<float>{});
     ASSERT_TRUE(empty.ok()) << spec;
     EXPECT_TRUE(c->Validate(*empty, 0).ok()) << spec;
+  }
+}
+
+}  // namespace
+}  // namespace tributary
+
+namespace tributary {
+namespace {
+
+// Decoding any sub-range of a value section equals the same slice of a full decode (ragged starts
+// and ends take the code-at-a-time path).
+TEST(ValueCodingTest, SubRangesMatchTheFullDecode) {
+  const std::vector<float> x = Wave(1000, 1.0f);
+  for (const char* spec :
+       {"q8(chunk=16)", "q4(chunk=16)", "q2(chunk=16)", "q1(chunk=16)", "sign(chunk=16)"}) {
+    const ValueFormat f = ValueFormat::Of(*ParseCodecSpec(spec));
+    std::vector<uint8_t> section;
+    EncodeValues(f, x, 3, &section);
+    std::vector<float> full(x.size());
+    DecodeValues(f, section, x.size(), 0, x.size(), full.data());
+    for (size_t first : {0, 1, 3, 7, 8, 13, 31, 500}) {
+      for (size_t count : {1, 5, 8, 17, 64, 333}) {
+        std::vector<float> part(count);
+        DecodeValues(f, section, x.size(), first, count, part.data());
+        for (size_t j = 0; j < count; ++j)
+          ASSERT_EQ(part[j], full[first + j]) << spec << " " << first << "+" << j;
+      }
+    }
   }
 }
 
