@@ -21,6 +21,11 @@ uint64_t IdHash(const std::string& id) {
 
 double Seconds(TimePoint a, TimePoint b) { return std::chrono::duration<double>(b - a).count(); }
 
+ModelPayload ModelPayloadOf(const ModelWeights& model) {
+  return ModelPayload{model.fingerprint(),
+                      std::vector<float>(model.data().begin(), model.data().end())};
+}
+
 }  // namespace
 
 Result<std::unique_ptr<RoundEngine>> RoundEngine::Create(RoundConfig config,
@@ -237,11 +242,10 @@ void RoundEngine::MaybeStartRound(TimePoint now) {
                            config_.fit.max_steps,    0};
   task.codec.spec = std::string(codec_->spec());
   task.deadline_ms = static_cast<uint64_t>(config_.round_timeout.count());
-  task.model.layout_fingerprint = model_.fingerprint();
-  task.model.values.assign(model_.data().begin(), model_.data().end());
+  task.model = ModelPayloadOf(model_);  // one copy of the model, shared by every assignment
   for (const std::string& id : eligible) {
     registry_.Find(id)->busy = true;
-    TaskAssignment t = task;
+    TaskAssignment t = task;  // shares task.model's floats
     t.fit.seed = DeriveSeed(config_.seed, {kFitSeedStream, round, IdHash(id)});
     summary_.bytes_down += t.model.values.size() * sizeof(float);
     outbox_.push_back({id, std::move(t)});
@@ -271,8 +275,7 @@ void RoundEngine::CloseRound(TimePoint now) {
     task.round = summary_.round;
     task.model_version = version_;
     task.deadline_ms = static_cast<uint64_t>(config_.round_timeout.count());
-    task.model.layout_fingerprint = model_.fingerprint();
-    task.model.values.assign(model_.data().begin(), model_.data().end());
+    task.model = ModelPayloadOf(model_);  // shared by every client's EvaluateTask
     for (const std::string& id : registry_.Eligible()) {
       eval_pending_.insert(id);
       outbox_.push_back({id, task});

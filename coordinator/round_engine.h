@@ -15,6 +15,10 @@
 // the strategy, bumps the model version and calls on_round_complete (checkpoint, evaluation,
 // metrics) before the next round starts.
 //
+// Memory: a round copies the model once; every client's TaskAssignment (and every EvaluateTask of
+// a federated evaluation) shares that copy (ModelPayload holds SharedFloats), so the outbox costs
+// O(model + clients), not O(model x clients). Per-client fields (fit.seed) are per message.
+//
 // Not thread-safe: call every method from one strand. Time comes from the caller (`now`), so tests
 // and the simulator drive deadlines without sleeping.
 #pragma once

@@ -90,7 +90,8 @@ ChunkHeader ParseChunkHeader(const uint8_t* in) {
 std::vector<uint8_t> OutboundMessage::FrameBytes(size_t i) const {
   const FrameRef& f = frames.at(i);
   std::vector<uint8_t> out(f.header.begin(), f.header.begin() + f.header_length);
-  out.insert(out.end(), body.data() + f.body_offset, body.data() + f.body_offset + f.body_length);
+  ForEachBodyPiece(f.body_offset, f.body_length,
+                   [&out](const uint8_t* p, size_t n) { out.insert(out.end(), p, p + n); });
   return out;
 }
 
@@ -107,8 +108,8 @@ Result<OutboundMessage> EncodeOutbound(const Message& message, const ProtocolLim
                                        uint64_t transfer_id) {
   OutboundMessage out;
   out.type = TypeOf(message);
-  TRIB_RETURN_IF_ERROR(EncodeMessageBodyTo(message, &out.body));
-  const uint64_t total = out.body.size();
+  TRIB_RETURN_IF_ERROR(EncodeMessageBodySharingPayload(message, &out.body, &out.shared_tail));
+  const uint64_t total = out.body_size();
   if (total > limits.max_message_bytes) {
     return ProtocolError(ErrorCode::kMessageTooLarge,
                          MessageTypeName(out.type) + " body of " + std::to_string(total) +

@@ -16,8 +16,10 @@
 // All functions are thread-safe (no shared state).
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -68,7 +70,12 @@ void EncodeChunkHeader(const ChunkHeader& chunk, uint8_t* out);  // writes kChun
 ChunkHeader ParseChunkHeader(const uint8_t* in);                 // reads kChunkHeaderBytes
 
 // A message encoded for sending: its body and the frames that carry it. Frame i is
-// frames[i].header bytes followed by body[frames[i].body_offset, + frames[i].body_length).
+// frames[i].header bytes followed by body bytes [frames[i].body_offset, + frames[i].body_length).
+//
+// The body is `body` followed by the floats of `shared_tail`, when there is one: a TaskAssignment's
+// or EvaluateTask's model payload (the last field of both) is referenced, not copied, so a model
+// sent to 1,000 clients, each message encoded on its own (their fit.seed differs), is in memory
+// once. The tail is shared and never written; it stays alive as long as the message does.
 struct OutboundMessage {
   struct FrameRef {
     std::array<uint8_t, kFrameHeaderBytes + kChunkHeaderBytes> header{};
@@ -78,7 +85,27 @@ struct OutboundMessage {
   };
   MessageType type = MessageType::kHeartbeat;
   ByteBuffer body;
+  std::shared_ptr<const std::vector<float>> shared_tail;  // may be null
   std::vector<FrameRef> frames;
+
+  // The whole body's size: body plus the tail's bytes.
+  uint64_t body_size() const { return body.size() + tail_bytes(); }
+  uint64_t tail_bytes() const { return shared_tail ? shared_tail->size() * sizeof(float) : 0; }
+  // Calls fn(const uint8_t* data, size_t size) for each contiguous piece (one or two) of body bytes
+  // [offset, offset + length), which must lie within body_size().
+  template <class Fn>
+  void ForEachBodyPiece(uint64_t offset, uint64_t length, Fn&& fn) const {
+    if (offset < body.size() && length > 0) {
+      const uint64_t n = std::min<uint64_t>(length, body.size() - offset);
+      fn(body.data() + offset, static_cast<size_t>(n));
+      offset += n;
+      length -= n;
+    }
+    if (length > 0) {
+      const auto* tail = reinterpret_cast<const uint8_t*>(shared_tail->data());
+      fn(tail + (offset - body.size()), static_cast<size_t>(length));
+    }
+  }
 
   // Frame i as bytes, and all frames back to back (tests, fuzz seeds).
   std::vector<uint8_t> FrameBytes(size_t i) const;

@@ -187,9 +187,9 @@ void FramedConnection::do_write() {
   const Outgoing& out = queue_[pick];
   const OutboundMessage::FrameRef& f = out.message->frames[out.next_frame];
   std::vector<asio::const_buffer> buffers{asio::buffer(f.header.data(), f.header_length)};
-  if (f.body_length > 0) {
-    buffers.push_back(asio::buffer(out.message->body.data() + f.body_offset, f.body_length));
-  }
+  out.message->ForEachBodyPiece(f.body_offset, f.body_length, [&](const uint8_t* p, size_t n) {
+    buffers.push_back(asio::buffer(p, n));
+  });
   writing_ = true;
   writing_index_ = pick;
   in_flight_ = out.message;

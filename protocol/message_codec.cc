@@ -82,6 +82,39 @@ Status EncodeMessageBodyTo(const Message& message, ByteBuffer* out) {
   return Encode(message, [out](const char* p, size_t n) { out->Append(p, n); });
 }
 
+Status EncodeMessageBodySharingPayload(const Message& message, ByteBuffer* out,
+                                       std::shared_ptr<const std::vector<float>>* tail) {
+  tail->reset();
+  const SharedFloats* payload = nullptr;
+  if (const auto* t = std::get_if<TaskAssignment>(&message)) payload = &t->model.values;
+  if (const auto* e = std::get_if<EvaluateTask>(&message)) payload = &e->model.values;
+  if (payload == nullptr || payload->empty()) {
+    out->Clear();
+    return EncodeMessageBodyTo(message, out);
+  }
+  // cereal writes the floats with one sputn of exactly their bytes (CappedSharedFloats' save);
+  // that write is left out and becomes the tail. The payload is the message's last field, so
+  // nothing follows it; if a schema change ever made something follow, encode plainly instead.
+  out->Clear();
+  const auto* floats = reinterpret_cast<const char*>(payload->data());
+  const size_t float_bytes = payload->size() * sizeof(float);
+  bool skipped = false, wrote_after = false;
+  TRIB_RETURN_IF_ERROR(Encode(message, [&](const char* p, size_t n) {
+    if (!skipped && p == floats && n == float_bytes) {
+      skipped = true;
+      return;
+    }
+    if (skipped) wrote_after = true;
+    out->Append(p, n);
+  }));
+  if (skipped && !wrote_after) {
+    *tail = payload->shared();
+    return Status::Ok();
+  }
+  out->Clear();
+  return EncodeMessageBodyTo(message, out);
+}
+
 Result<std::vector<uint8_t>> EncodeMessageBody(const Message& message) {
   std::vector<uint8_t> out;
   TRIB_RETURN_IF_ERROR(EncodeMessageBodyInto(message, &out));

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -32,5 +33,12 @@ Status EncodeMessageBodyInto(const Message& message, std::vector<uint8_t>* out);
 // Appends the body to *out (a ByteBuffer grows without copying and uses huge pages; frame.h).
 Status EncodeMessageBodyTo(const Message& message, ByteBuffer* out);
 Status DecodeMessageBodyInto(MessageType type, std::span<const uint8_t> body, Message* out);
+
+// Replaces *out's contents with the body, except that a TaskAssignment's or EvaluateTask's model
+// floats (the body's last bytes) are not copied: *tail is set to the payload's shared vector, and
+// the body is *out followed by the tail's bytes. Other messages, and an empty payload, leave *tail
+// null and *out holding the whole body.
+Status EncodeMessageBodySharingPayload(const Message& message, ByteBuffer* out,
+                                       std::shared_ptr<const std::vector<float>>* tail);
 
 }  // namespace tributary

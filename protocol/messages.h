@@ -18,6 +18,7 @@
 #include <variant>
 #include <vector>
 
+#include "protocol/shared_floats.h"
 #include "protocol/wire.h"
 #include "protocol/wire_archive.h"
 
@@ -77,10 +78,12 @@ struct Welcome {
   friend bool operator==(const Welcome&, const Welcome&) = default;
 };
 
-// A flat float model: ModelWeights::data() plus ModelWeights::fingerprint().
+// A flat float model: ModelWeights::data() plus ModelWeights::fingerprint(). The floats are shared
+// (SharedFloats): copying a payload, or a message holding one, never copies the model, so one
+// round's assignments to 1,000 clients hold one model between them.
 struct ModelPayload {
   uint64_t layout_fingerprint = 0;
-  std::vector<float> values;
+  SharedFloats values;
 
   template <class Ar>
   void serialize(Ar& ar) {

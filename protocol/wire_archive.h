@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "protocol/byte_buffer.h"
+#include "protocol/shared_floats.h"
 #include "protocol/wire.h"
 
 namespace tributary::wire {
@@ -144,6 +145,13 @@ requires(std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) struct CappedVecto
   uint64_t max_count;
 };
 
+// A SharedFloats field: the same bytes on the wire as a CappedVector<float>.
+struct CappedSharedFloats {
+  const char* field;
+  SharedFloats& value;
+  uint64_t max_count;
+};
+
 struct CappedStringList {
   const char* field;
   std::vector<std::string>& value;
@@ -163,6 +171,9 @@ inline CappedString Capped(const char* field, std::string& v, uint64_t max_len) 
 }
 template <class T>
 CappedVector<T> Capped(const char* field, std::vector<T>& v, uint64_t max_count) {
+  return {field, v, max_count};
+}
+inline CappedSharedFloats Capped(const char* field, SharedFloats& v, uint64_t max_count) {
   return {field, v, max_count};
 }
 inline CappedStringList Capped(const char* field, std::vector<std::string>& v, uint64_t max_count,
@@ -278,6 +289,20 @@ void CEREAL_LOAD_FUNCTION_NAME(BoundedInputArchive& ar, CappedVector<T>& f) {
   } else {
     f.value.assign(detail::UnalignedIterator<T>(src), detail::UnalignedIterator<T>(src + bytes));
   }
+}
+
+template <class Archive>
+void CEREAL_SAVE_FUNCTION_NAME(Archive& ar, const CappedSharedFloats& f) {
+  CheckEncodeCap(f.field, f.value.size(), f.max_count);
+  ar(cereal::make_size_tag(static_cast<cereal::size_type>(f.value.size())));
+  ar(cereal::binary_data(f.value.data(), f.value.size() * sizeof(float)));
+}
+// Checks the size tag like CappedVector's loader, before allocating. Decodes into the payload's
+// own vector when it is the only holder (keeping its capacity), else into a fresh one: a vector
+// shared with another message is never written.
+inline void CEREAL_LOAD_FUNCTION_NAME(BoundedInputArchive& ar, CappedSharedFloats& f) {
+  CappedVector<float> inner{f.field, f.value.mutable_values_for_overwrite(), f.max_count};
+  CEREAL_LOAD_FUNCTION_NAME(ar, inner);
 }
 
 template <class Archive>

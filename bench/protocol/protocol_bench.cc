@@ -100,7 +100,7 @@ BENCHMARK(BM_FrameAndReassemble)->Unit(benchmark::kMillisecond)->UseRealTime();
 void BM_EncodeDecodeModel(benchmark::State& state) {
   TaskAssignment t;
   t.model.layout_fingerprint = 1;
-  t.model.values.assign(kUpdateFloats, 0.5f);
+  t.model.values.mutable_values().assign(kUpdateFloats, 0.5f);
   const Message m = t;
   std::vector<uint8_t> body;
   Message back;

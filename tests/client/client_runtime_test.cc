@@ -37,7 +37,7 @@ TaskAssignment MakeTask(uint64_t round, const std::string& codec = "dense") {
   t.codec.spec = codec;
   t.deadline_ms = 60'000;
   t.model.layout_fingerprint = g.fingerprint();
-  t.model.values.assign(g.data().begin(), g.data().end());
+  t.model.values.mutable_values().assign(g.data().begin(), g.data().end());
   return t;
 }
 
@@ -154,7 +154,7 @@ TEST_F(ClientRuntimeTest, EvaluateTaskIsAnswered) {
   task.round = 4;
   task.model_version = 4;
   task.model.layout_fingerprint = g.fingerprint();
-  task.model.values.assign(g.data().begin(), g.data().end());
+  task.model.values.mutable_values().assign(g.data().begin(), g.data().end());
   session->Send(task);
   std::optional<EvaluateResult> r = session->Next<EvaluateResult>();
   ASSERT_TRUE(r);
@@ -181,7 +181,7 @@ TEST_F(ClientRuntimeTest, MismatchedFingerprintIsAnErrorAndTheClientCarriesOn) {
   EXPECT_NE(e->message.find("layout fingerprint"), std::string::npos) << e->message;
 
   TaskAssignment short_model = MakeTask(2);
-  short_model.model.values.pop_back();
+  short_model.model.values.mutable_values().pop_back();
   session->Send(short_model);
   e = session->Next<Error>();
   ASSERT_TRUE(e);

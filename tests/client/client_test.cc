@@ -38,7 +38,7 @@ TaskAssignment Task(uint64_t round) {
   t.fit.lr = 0.5f;
   t.codec.spec = "dense";
   t.model.layout_fingerprint = g.fingerprint();
-  t.model.values.assign(g.data().begin(), g.data().end());
+  t.model.values.mutable_values().assign(g.data().begin(), g.data().end());
   return t;
 }
 

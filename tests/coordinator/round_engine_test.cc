@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <limits>
+#include <set>
 
 #include "aggregation/fedavg.h"
 #include "compression/dense_codec.h"
@@ -98,6 +99,51 @@ TEST_F(RoundEngineTest, RunsAWeightedRoundAndStartsTheNext) {
   ASSERT_EQ(next.size(), 3u);
   EXPECT_EQ(next["c0"].round, 2u);
   EXPECT_EQ(next["c0"].model.values[0], 2.6f);
+}
+
+// The round's model is copied once and shared by every client's assignment (coordinator memory
+// must not grow with clients per round); per-client fields still differ.
+TEST_F(RoundEngineTest, EveryAssignmentOfARoundSharesOneModelCopy) {
+  Make(Config(5));
+  Join(5);
+  std::vector<RoundEngine::Outgoing> out = engine_->TakeOutbox();
+  ASSERT_EQ(out.size(), 5u);
+  const ModelPayload& first = std::get<TaskAssignment>(out[0].message).model;
+  EXPECT_NE(first.values.data(), engine_->model().data().data());  // a copy, not the live model
+  EXPECT_EQ(first.values.shared().use_count(), 5);                 // held by the 5 messages only
+  std::set<uint64_t> seeds;
+  for (const RoundEngine::Outgoing& o : out) {
+    const TaskAssignment& t = std::get<TaskAssignment>(o.message);
+    EXPECT_EQ(t.model.values.data(), first.values.data()) << o.client_id;
+    EXPECT_EQ(t.model.layout_fingerprint, engine_->model().fingerprint());
+    seeds.insert(t.fit.seed);
+  }
+  EXPECT_EQ(seeds.size(), 5u);
+  EXPECT_EQ(std::vector<float>(first.values.begin(), first.values.end()),
+            std::vector<float>(engine_->model().data().begin(), engine_->model().data().end()));
+}
+
+TEST_F(RoundEngineTest, EveryEvaluateTaskOfAnEvaluationSharesOneModelCopy) {
+  RoundConfig cfg = Config(3);
+  cfg.federated_eval_every = 1;
+  Make(cfg);
+  Join(3);
+  auto tasks = Tasks();
+  ASSERT_EQ(tasks.size(), 3u);
+  for (auto& [id, t] : tasks)
+    ASSERT_TRUE(engine_->OnUpdate(id, Update(t, {1, 2, 3, 4}), now_).ok());
+  ASSERT_EQ(summaries_.size(), 1u);
+  std::vector<const float*> eval_blocks;
+  std::vector<RoundEngine::Outgoing> out = engine_->TakeOutbox();
+  for (const RoundEngine::Outgoing& o : out)
+    if (auto* e = std::get_if<EvaluateTask>(&o.message)) {
+      EXPECT_EQ(e->round, 1u);
+      EXPECT_EQ(e->model.values[0], 1.0f);
+      eval_blocks.push_back(e->model.values.data());
+    }
+  ASSERT_EQ(eval_blocks.size(), 3u);
+  EXPECT_EQ(eval_blocks[0], eval_blocks[1]);
+  EXPECT_EQ(eval_blocks[0], eval_blocks[2]);
 }
 
 TEST_F(RoundEngineTest, RejectsBadUpdatesWithReasonsAndTheRoundIsUnaffected) {

@@ -69,7 +69,7 @@ int main(int argc, char** argv) {
   task.round = 3;
   task.codec.spec = "topk(0.01)+q8";
   task.model.layout_fingerprint = 0xabcdef;
-  task.model.values.assign(300, 0.25f);  // > 256 bytes: chunked
+  task.model.values.mutable_values().assign(300, 0.25f);  // > 256 bytes: chunked
   UpdateSubmission update;
   update.round = 3;
   update.num_examples = 600;

@@ -195,6 +195,54 @@ TEST(ChunkingTest, SmallMessageIsOnePlainFrame) {
   EXPECT_EQ(out->Flatten().size(), kFrameHeaderBytes + 16);
 }
 
+// A model payload is referenced by the encoded message, not copied: two clients' assignments,
+// encoded on their own, share one copy of the floats, and the bytes on the wire are unchanged.
+TEST(ChunkingTest, ModelPayloadIsSharedNotCopiedIntoTheEncoding) {
+  ProtocolLimits limits;
+  limits.max_frame_payload = 1024;
+  limits.chunk_data_bytes = 1000;
+  TaskAssignment a;
+  a.round = 2;
+  std::vector<float> floats(700);
+  std::iota(floats.begin(), floats.end(), 0.0f);
+  a.model.layout_fingerprint = 42;
+  a.model.values = std::move(floats);
+  TaskAssignment b = a;
+  b.fit.seed = 99;
+  Result<OutboundMessage> ea = EncodeOutbound(a, limits, 1);
+  Result<OutboundMessage> eb = EncodeOutbound(b, limits, 2);
+  ASSERT_TRUE(ea.ok() && eb.ok());
+  ASSERT_NE(ea->shared_tail, nullptr);
+  EXPECT_EQ(ea->shared_tail.get(), a.model.values.shared().get());
+  EXPECT_EQ(eb->shared_tail.get(), ea->shared_tail.get());
+  EXPECT_EQ(ea->tail_bytes(), 700u * sizeof(float));
+  EXPECT_LT(ea->body.size(), 200u);  // only the fields before the floats were copied
+
+  // The frames carry exactly EncodeMessageBody's bytes; one chunk straddles body and tail.
+  const std::vector<uint8_t> plain = *EncodeMessageBody(a);
+  ASSERT_EQ(ea->body_size(), plain.size());
+  std::vector<uint8_t> rebuilt;
+  for (const OutboundMessage::FrameRef& f : ea->frames)
+    ea->ForEachBodyPiece(f.body_offset, f.body_length, [&](const uint8_t* p, size_t n) {
+      rebuilt.insert(rebuilt.end(), p, p + n);
+    });
+  EXPECT_EQ(rebuilt, plain);
+  EXPECT_EQ(ea->frames.size(), (plain.size() + 999) / 1000);
+
+  MessageReader reader(limits);
+  std::vector<Message> got;
+  ASSERT_TRUE(reader.Feed(ea->Flatten(), &got).ok());
+  ASSERT_TRUE(reader.Feed(eb->Flatten(), &got).ok());
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(std::get<TaskAssignment>(got[0]), a);
+  EXPECT_EQ(std::get<TaskAssignment>(got[1]), b);
+
+  // Small payloads and messages without one are encoded whole.
+  EvaluateTask empty;
+  EXPECT_EQ(EncodeOutbound(empty, limits, 3)->shared_tail, nullptr);
+  EXPECT_EQ(EncodeOutbound(Heartbeat{1, 2}, limits, 4)->shared_tail, nullptr);
+}
+
 TEST(ChunkingTest, LargeMessageIsChunkedAndReassembled) {
   ProtocolLimits limits;
   limits.max_frame_payload = 1024;
@@ -202,7 +250,7 @@ TEST(ChunkingTest, LargeMessageIsChunkedAndReassembled) {
   const Message m = BigUpdate(10'000);
   Result<OutboundMessage> out = EncodeOutbound(m, limits, 5);
   ASSERT_TRUE(out.ok()) << out.status();
-  const size_t body = out->body.size();
+  const size_t body = out->body_size();
   EXPECT_EQ(out->frames.size(), (body + 999) / 1000);
   for (const auto& f : out->frames) EXPECT_LE(f.body_length + kChunkHeaderBytes, 1024u);
 

@@ -113,7 +113,7 @@ TEST(MessagesTest, StringSizeTagLargerThanBytesLeftIsDecodeError) {
 // against the bytes left (and names the field) before the vector is resized.
 TEST(MessagesTest, VectorSizeTagLargerThanBytesLeftIsDecodeError) {
   EvaluateTask t;
-  t.model.values = {1, 2, 3};
+  t.model.values = std::vector<float>{1, 2, 3};
   std::vector<uint8_t> body = *EncodeMessageBody(t);
   // The body ends with the float count (8-byte size tag) and then the 3 floats.
   const size_t tag_at = body.size() - 3 * sizeof(float) - 8;

@@ -250,8 +250,9 @@ TEST_P(TransportTest, LargeModelTravelsInChunksUnderSmallFrameCap) {
   ASSERT_TRUE(c.ok()) << c.status();
   TaskAssignment task;
   task.model.layout_fingerprint = 7;
-  task.model.values.resize(2'000'000);  // 8 MB: 131 chunks of 60 KiB
-  for (size_t i = 0; i < task.model.values.size(); ++i) task.model.values[i] = float(i) * 0.5f;
+  std::vector<float>& values = task.model.values.mutable_values();
+  values.resize(2'000'000);  // 8 MB: 131 chunks of 60 KiB
+  for (size_t i = 0; i < values.size(); ++i) values[i] = float(i) * 0.5f;
   Waiter<Status> sent;
   (*c)->Send(task, sent.Callback());
   std::optional<Status> s = sent.Wait();
@@ -271,7 +272,7 @@ TEST_P(TransportTest, OneEncodedTaskGoesToManyClients) {
   ASSERT_TRUE(a.ok() && b.ok());
   TaskAssignment task;
   task.round = 9;
-  task.model.values.assign(500'000, 1.25f);
+  task.model.values.mutable_values().assign(500'000, 1.25f);
   Result<OutboundMessage> encoded = EncodeOutbound(task, o.limits, 1);
   ASSERT_TRUE(encoded.ok()) << encoded.status();
   ASSERT_GT(encoded->frames.size(), 1u);
@@ -361,7 +362,7 @@ TEST_P(TransportTest, VectorSizeTagBeyondBytesLeftGetsMalformedMessage) {
   StartServer();
   Honest honest = ConnectHonest();
   EvaluateTask t;
-  t.model.values = {1, 2, 3};
+  t.model.values = std::vector<float>{1, 2, 3};
   std::vector<uint8_t> body = *EncodeMessageBody(t);
   const uint64_t huge = 1ULL << 50;
   std::memcpy(body.data() + body.size() - 12 - 8, &huge, 8);  // the float count
