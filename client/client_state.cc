@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "compression/codec_state.h"
 #include "core/file_util.h"
 
 namespace tributary {
@@ -95,6 +96,23 @@ Status ClientState::Save(const ClientStateData& data) {
       WriteFileAtomic(state_file(), {reinterpret_cast<const uint8_t*>(text.data()), text.size()}));
   data_ = data;
   return Status::Ok();
+}
+
+Result<CodecState> ClientState::LoadCodecState(size_t max_floats) const {
+  const std::string file = dir_ + "/" + kCodecStateFileName;
+  // The file is a small header plus 4 bytes per value; the cap keeps a stray huge file out.
+  Result<std::vector<uint8_t>> bytes = ReadFileBytes(file, 4096 + uint64_t{max_floats} * 4);
+  if (!bytes.ok()) {
+    if (bytes.status().code() == StatusCode::kNotFound) return CodecState{};
+    return bytes.status();
+  }
+  Result<CodecState> state = ParseCodecState(*bytes, max_floats);
+  if (!state.ok()) return Status::Corruption(file + ": " + state.status().message());
+  return state;
+}
+
+Status ClientState::SaveCodecState(const CodecState& state) {
+  return WriteFileAtomic(dir_ + "/" + kCodecStateFileName, SerializeCodecState(state));
 }
 
 }  // namespace tributary

@@ -9,6 +9,9 @@
 // Save() replaces it atomically (core/file_util.h WriteFileAtomic), so after a crash it holds
 // either the old or the new contents in full.
 //
+// The error-feedback residual of the client's codec lives next to it in <dir>/codec_state.bin
+// (compression/codec_state.h format), also replaced atomically, so it survives a restart.
+//
 // Errors: IoError when the directory cannot be created; FailedPrecondition when another process
 // (or another ClientState in this one) holds the lock; Corruption naming the file when the state
 // file does not parse or has fields of the wrong type. The lock is released by the destructor.
@@ -20,6 +23,7 @@
 #include <string>
 #include <utility>
 
+#include "compression/codec.h"
 #include "tributary/result.h"
 
 namespace tributary {
@@ -48,6 +52,13 @@ class ClientState {
   // What the state file held at Open() (defaults when there was none), or what was last saved.
   const ClientStateData& data() const { return data_; }
   Status Save(const ClientStateData& data);
+
+  // The codec state last saved with SaveCodecState; an empty CodecState when there is none.
+  // Corruption naming the file when it is malformed or holds more than max_floats values (checked
+  // before reading them in).
+  static constexpr const char* kCodecStateFileName = "codec_state.bin";
+  Result<CodecState> LoadCodecState(size_t max_floats) const;
+  Status SaveCodecState(const CodecState& state);
 
   const std::string& dir() const { return dir_; }
   std::string state_file() const { return dir_ + "/" + kStateFileName; }

@@ -6,6 +6,8 @@
 #include <cmath>
 
 #include "compression/codec.h"
+#include "core/log.h"
+#include "core/rng.h"
 #include "protocol/wire.h"
 
 namespace tributary {
@@ -14,6 +16,9 @@ namespace {
 double Seconds(std::chrono::steady_clock::time_point since) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
 }
+
+// Seeds the codec's stochastic stages per round: DeriveSeed(fit seed, {round, kCodecStream}).
+constexpr uint64_t kCodecStream = 0x636f646563;  // "codec"
 
 double MetricOr(const Metrics& m, const char* key, double def) {
   auto it = m.find(key);
@@ -45,7 +50,27 @@ WireMetrics SendableMetrics(const Metrics& metrics) {
   return out;
 }
 
-TaskExecutor::TaskExecutor(std::shared_ptr<Trainer> trainer) : trainer_(std::move(trainer)) {}
+TaskExecutor::TaskExecutor(std::shared_ptr<Trainer> trainer, ClientState* state)
+    : trainer_(std::move(trainer)), state_(state) {}
+
+CodecState* TaskExecutor::PrepareCodecState(const Codec& codec, size_t n) {
+  if (!codec_state_loaded_ && state_) {
+    Result<CodecState> saved = state_->LoadCodecState(n);
+    if (saved.ok()) {
+      codec_state_ = std::move(*saved);
+    } else {
+      spdlog::warn("starting with an empty error-feedback residual: {}", saved.status().ToString());
+      codec_state_ = CodecState{};
+    }
+  }
+  codec_state_loaded_ = true;
+  if (codec_state_.spec != codec.spec() ||
+      (!codec_state_.residual.empty() && codec_state_.residual.size() != n)) {
+    codec_state_.spec = std::string(codec.spec());
+    codec_state_.residual.clear();
+  }
+  return &codec_state_;
+}
 
 Result<ModelWeights> TaskExecutor::ToWeights(const ModelPayload& payload, const char* what) {
   if (!layout_) {
@@ -101,11 +126,18 @@ Result<UpdateSubmission> TaskExecutor::Fit(const TaskAssignment& task, TaskRepor
   std::span<float> delta = fit->weights.data();
   std::span<const float> g = global.data();
   for (size_t i = 0; i < delta.size(); ++i) delta[i] -= g[i];
-  Result<std::vector<uint8_t>> bytes = (*codec)->Encode(delta);
+  CodecState* codec_state =
+      (*codec)->uses_error_feedback() ? PrepareCodecState(**codec, delta.size()) : nullptr;
+  const uint64_t seed = DeriveSeed(task.fit.seed, {task.round, kCodecStream});
+  Result<std::vector<uint8_t>> bytes = (*codec)->Encode(delta, codec_state, seed);
   if (!bytes.ok())
     return ProtocolError(ErrorCode::kInternal,
                          fmt::format("{}: encoding the update with '{}' failed: {}", what,
                                      task.codec.spec, bytes.status().ToString()));
+  if (codec_state && state_) {
+    if (Status s = state_->SaveCodecState(*codec_state); !s.ok())
+      spdlog::warn("{}: the error-feedback residual stays in memory only: {}", what, s.ToString());
+  }
 
   UpdateSubmission out;
   out.round = task.round;

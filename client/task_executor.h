@@ -15,12 +15,22 @@
 // Metrics with non-finite values, over-long names, or past the wire's cap are left out, so one odd
 // metric never makes the whole submission unsendable.
 //
+// Codecs with error feedback (e.g. "topk(0.01)+q8") keep a residual between rounds. The executor
+// holds it in memory and, when given the client's ClientState, saves it to the state dir after
+// every encode and loads it back on the first fit after a restart. A saved residual of another
+// pipeline or model size is dropped (the run changed), and so is an unreadable one (with a
+// warning): the residual only improves accuracy, it is never required. A residual that cannot be
+// saved is kept in memory, with a warning. The residual is saved when the update is encoded, so a
+// crash between encoding and sending loses that one update's contribution.
+//
 // Not thread-safe: call from one thread at a time (the Trainer contract).
 #pragma once
 
 #include <memory>
 #include <optional>
 
+#include "client/client_state.h"
+#include "compression/codec.h"
 #include "protocol/messages.h"
 #include "tributary/client.h"
 #include "tributary/trainer.h"
@@ -29,7 +39,12 @@ namespace tributary {
 
 class TaskExecutor {
  public:
-  explicit TaskExecutor(std::shared_ptr<Trainer> trainer);
+  // `state` (may be null: the residual then lives in memory only) is not owned and must outlive
+  // this executor, or be replaced with set_state(nullptr) before it goes away.
+  explicit TaskExecutor(std::shared_ptr<Trainer> trainer, ClientState* state = nullptr);
+  void set_state(ClientState* state) { state_ = state; }
+  // The error-feedback state as of the last fit (empty before one with such a codec).
+  const CodecState& codec_state() const { return codec_state_; }
 
   // `report` (may be null) receives what happened, for logging.
   Result<UpdateSubmission> Fit(const TaskAssignment& task, TaskReport* report = nullptr);
@@ -39,8 +54,15 @@ class TaskExecutor {
   // The payload as ModelWeights in the trainer's layout; PROTOCOL_VIOLATION on a mismatch.
   Result<ModelWeights> ToWeights(const ModelPayload& payload, const char* what);
 
+  // The residual for `codec` and a model of n floats: loaded from the state dir on first use,
+  // reset when it belongs to another pipeline or size.
+  CodecState* PrepareCodecState(const Codec& codec, size_t n);
+
   std::shared_ptr<Trainer> trainer_;
   std::optional<ModelWeights> layout_;  // zeros in the trainer's layout
+  ClientState* state_ = nullptr;
+  CodecState codec_state_;
+  bool codec_state_loaded_ = false;
 };
 
 // FitConfig from its wire form.
