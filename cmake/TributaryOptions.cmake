@@ -3,9 +3,11 @@
 add_library(tributary_options INTERFACE)
 target_compile_features(tributary_options INTERFACE cxx_std_20)
 # GCC 12 false positives: -Wmaybe-uninitialized inside Eigen's AVX-512 intrinsics, and -Wrestrict
-# in libstdc++'s std::string concatenation at -O3 (GCC bug 105329).
+# in libstdc++'s std::string concatenation at -O3 (GCC bug 105329). Clang has neither warning
+# (nor -Wshadow=local, which it reports as an unknown option), so those flags are GCC-only.
 target_compile_options(tributary_options INTERFACE
-  $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wshadow=local -Wnon-virtual-dtor -Wno-maybe-uninitialized -Wno-restrict>)
+  $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wnon-virtual-dtor>
+  $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<CXX_COMPILER_ID:GNU>>:-Wshadow=local -Wno-maybe-uninitialized -Wno-restrict>)
 if(TRIBUTARY_WERROR)
   target_compile_options(tributary_options INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-Werror>)
 endif()
