@@ -42,7 +42,8 @@ std::unique_ptr<CoordinateWise> CoordinateWise::TrimmedMean(double beta,
 
 int64_t CoordinateWise::TrimCount(int64_t n) const {
   if (beta_ < 0.0) return 0;
-  return static_cast<int64_t>(std::floor(beta_ * static_cast<double>(n)));
+  // The epsilon keeps a product that should be an integer (0.3 * 10) from flooring one too low.
+  return static_cast<int64_t>(std::floor(beta_ * static_cast<double>(n) + 1e-9));
 }
 
 void CoordinateWise::Aggregate(std::span<float> out) {

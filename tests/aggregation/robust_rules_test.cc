@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <tuple>
 
 #include "aggregation/bulyan.h"
 #include "aggregation/coordinate_wise.h"
@@ -146,6 +147,10 @@ TEST(RobustRulesTest, TrimmedMeanMatchesReference) {
   for (size_t j = 0; j < kDim; ++j)
     worst = std::max(worst, std::abs(out.data()[j] - RefTrimmedMean(Column(u, j), 3)));
   EXPECT_LT(worst, 5e-7);  // float rounding of a double mean
+  for (auto [beta, n, k] : {std::tuple{0.3, 10, 3}, {0.1, 30, 3}, {0.49, 9, 4}, {0.2, 4, 0}}) {
+    auto tm = CoordinateWise::TrimmedMean(beta, RobustOptions{});
+    EXPECT_EQ(tm->TrimCount(n), k) << beta << " * " << n;
+  }
   // beta = 0 is the plain mean.
   ModelWeights mean = Aggregate(*Make("trimmed_mean(beta=0)"), u);
   EXPECT_NEAR(mean.data()[5], RefTrimmedMean(Column(u, 5), 0), 5e-7);
