@@ -49,7 +49,7 @@ RuntimeCore::RuntimeCore(asio::io_context& io, Transport& transport,
       reconnect_timer_(strand_),
       heartbeat_timer_(strand_),
       backoff_(options_.backoff),
-      executor_(std::move(trainer)),
+      executor_(std::move(trainer), state.get()),
       state_(std::move(state)) {
   if (options_.software_version.empty())
     options_.software_version = std::string("tributary-client/") + TRIBUTARY_VERSION;

@@ -40,7 +40,10 @@ class RuntimeCore : public std::enable_shared_from_this<RuntimeCore> {
   int64_t sessions() const;
   // Closes the state dir (releasing its lock) now rather than when the last handler holding the
   // core lets go. Only after Wait() returned and the worker was joined: the state belongs to it.
-  void ReleaseState() { state_.reset(); }
+  void ReleaseState() {
+    executor_.set_state(nullptr);
+    state_.reset();
+  }
 
  private:
   using Strand = boost::asio::strand<boost::asio::io_context::executor_type>;

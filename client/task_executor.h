@@ -45,6 +45,13 @@ class TaskExecutor {
   void set_state(ClientState* state) { state_ = state; }
   // The error-feedback state as of the last fit (empty before one with such a codec).
   const CodecState& codec_state() const { return codec_state_; }
+  // In-memory error-feedback state for a host that keeps it itself (the simulator keeps one per
+  // virtual client): set before Fit (it then replaces anything in the state dir), take after.
+  void set_codec_state(CodecState state) {
+    codec_state_ = std::move(state);
+    codec_state_loaded_ = true;
+  }
+  CodecState take_codec_state() { return std::move(codec_state_); }
 
   // `report` (may be null) receives what happened, for logging.
   Result<UpdateSubmission> Fit(const TaskAssignment& task, TaskReport* report = nullptr);

@@ -11,11 +11,18 @@ ClientRecord& ClientRegistry::Join(const std::string& id, const ClientCapabiliti
   }
   r.capabilities = caps;
   r.last_seen = now;
+  if (r.busy) --num_busy_;
   r.busy = false;
   return r;
 }
 
-bool ClientRegistry::Leave(const std::string& id) { return clients_.erase(id) > 0; }
+bool ClientRegistry::Leave(const std::string& id) {
+  auto it = clients_.find(id);
+  if (it == clients_.end()) return false;
+  if (it->second.busy) --num_busy_;
+  clients_.erase(it);
+  return true;
+}
 
 ClientRecord* ClientRegistry::Find(const std::string& id) {
   auto it = clients_.find(id);
@@ -38,8 +45,18 @@ std::vector<std::string> ClientRegistry::Eligible() const {
   return out;
 }
 
+void ClientRegistry::MarkBusy(ClientRecord& record) {
+  if (record.busy) return;
+  record.busy = true;
+  ++num_busy_;
+  busy_ids_.push_back(record.id);
+}
+
 void ClientRegistry::ReleaseAll() {
-  for (auto& [id, r] : clients_) r.busy = false;
+  for (const std::string& id : busy_ids_)
+    if (ClientRecord* r = Find(id)) r->busy = false;
+  busy_ids_.clear();
+  num_busy_ = 0;
 }
 
 }  // namespace tributary

@@ -21,7 +21,7 @@ struct ClientRecord {
   ClientCapabilities capabilities;
   TimePoint joined{};
   TimePoint last_seen{};
-  bool busy = false;  // assigned a task in the current round attempt
+  bool busy = false;  // assigned a task in the current round attempt (set with MarkBusy)
   uint64_t rounds_completed = 0;
 };
 
@@ -36,13 +36,19 @@ class ClientRegistry {
   void Touch(const std::string& id, TimePoint now);
 
   size_t size() const { return clients_.size(); }
+  // Clients that are not busy; O(1), so a driver joining a million clients never scans them.
+  size_t num_idle() const { return clients_.size() - num_busy_; }
   // Ids of connected clients that are not busy, in id order (deterministic input to selection).
   std::vector<std::string> Eligible() const;
-  // Marks every client idle (between rounds).
+  // Marks a registered client busy for the current round attempt.
+  void MarkBusy(ClientRecord& record);
+  // Marks every client idle (between rounds); O(busy clients), not O(registered).
   void ReleaseAll();
 
  private:
   std::map<std::string, ClientRecord> clients_;
+  std::vector<std::string> busy_ids_;  // may name clients that left since (skipped on release)
+  size_t num_busy_ = 0;
 };
 
 }  // namespace tributary

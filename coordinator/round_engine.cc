@@ -63,7 +63,7 @@ void RoundEngine::OnJoined(const std::string& id, const ClientCapabilities& caps
   }
   registry_.Join(id, caps, now);
   if (in_round_ && answered_.count(id))
-    registry_.Find(id)->busy = true;  // no second task this attempt
+    registry_.MarkBusy(*registry_.Find(id));  // no second task this attempt
   MaybeFinishEarly(now);
   MaybeStartRound(now);
 }
@@ -208,9 +208,9 @@ void RoundEngine::MaybeFinishEarly(TimePoint now) {
 
 void RoundEngine::MaybeStartRound(TimePoint now) {
   if (in_round_ || finished()) return;
-  std::vector<std::string> eligible = registry_.Eligible();
   const int64_t need = std::max(config_.min_available, config_.min_completed);
-  if (static_cast<int64_t>(eligible.size()) < need) return;
+  if (static_cast<int64_t>(registry_.num_idle()) < need) return;
+  std::vector<std::string> eligible = registry_.Eligible();
   const uint64_t round = rounds_done_ + 1;
   const int64_t target = TargetUpdates();
   const int64_t want =
@@ -244,7 +244,7 @@ void RoundEngine::MaybeStartRound(TimePoint now) {
   task.deadline_ms = static_cast<uint64_t>(config_.round_timeout.count());
   task.model = ModelPayloadOf(model_);  // one copy of the model, shared by every assignment
   for (const std::string& id : eligible) {
-    registry_.Find(id)->busy = true;
+    registry_.MarkBusy(*registry_.Find(id));
     TaskAssignment t = task;  // shares task.model's floats
     t.fit.seed = DeriveSeed(config_.seed, {kFitSeedStream, round, IdHash(id)});
     summary_.bytes_down += t.model.values.size() * sizeof(float);
@@ -254,7 +254,11 @@ void RoundEngine::MaybeStartRound(TimePoint now) {
 
 void RoundEngine::CloseRound(TimePoint now) {
   Result<ModelWeights> next = strategy_->Finalize();
-  TRIB_CHECK(next.ok(), "strategy failed to finalize a round with updates");
+  if (!next.ok()) {
+    // E.g. a robust rule given fewer updates than it needs: the attempt fails and is retried.
+    FailAttempt(now, "the strategy could not aggregate: " + next.status().message());
+    return;
+  }
   model_ = std::move(next).value();
   ++version_;
   ++rounds_done_;

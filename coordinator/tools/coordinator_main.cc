@@ -89,6 +89,10 @@ int Run(const Flags& flags) {
   so.server_lr = static_cast<float>(cfg.server_lr);
   Result<std::unique_ptr<Strategy>> strategy = MakeStrategy(cfg.strategy, so);
   if (!strategy.ok()) return fail(strategy.status().WithContext("key 'run.strategy'"));
+  // A rule that needs n updates (Krum: n > 2f + 2, ...) must get them in every round that closes.
+  if (Status s = ValidateStrategyFor(**strategy, cfg.round.min_completed); !s.ok())
+    return fail(s.WithContext("keys 'run.strategy' and 'run.min_completed'"));
+  if (float mu = (*strategy)->client_proximal_mu(); mu > 0.0f) cfg.round.fit.proximal_mu = mu;
 
   // The starting point: a checkpoint when resuming, else fresh weights.
   Result<ModelWeights> init = InitWeights(*spec, cfg.init_seed);

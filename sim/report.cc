@@ -1,0 +1,262 @@
+#include "sim/report.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+
+#include "core/file_util.h"
+
+namespace tributary {
+namespace {
+
+std::string Escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+struct Point {
+  double x, y;
+};
+
+// An SVG line chart of `points` (y in [0, 1] shown as percent). log_x plots x on a log10 axis.
+std::string Chart(const std::string& title, const std::string& xlabel,
+                  const std::vector<Point>& points, bool log_x) {
+  const double W = 560, H = 320, L = 60, R = 20, T = 36, B = 48;
+  std::string svg = fmt::format(
+      "<svg xmlns='http://www.w3.org/2000/svg' width='{}' height='{}' viewBox='0 0 {} {}' "
+      "role='img' aria-label='{}'>\n<rect width='100%' height='100%' fill='white'/>\n"
+      "<text x='{}' y='22' font-size='15' text-anchor='middle' "
+      "font-family='sans-serif'>{}</text>\n",
+      W, H, W, H, Escape(title), W / 2, Escape(title));
+  if (points.empty())
+    return svg + "<text x='280' y='160' text-anchor='middle'>no evaluated rounds</text></svg>\n";
+  auto fx = [&](double x) { return log_x ? std::log10(std::max(x, 1.0)) : x; };
+  double x0 = fx(points.front().x), x1 = x0, y0 = 1.0, y1 = 0.0;
+  for (const Point& p : points) {
+    x0 = std::min(x0, fx(p.x));
+    x1 = std::max(x1, fx(p.x));
+    y0 = std::min(y0, p.y);
+    y1 = std::max(y1, p.y);
+  }
+  if (x1 <= x0) x1 = x0 + 1;
+  y0 = std::floor(y0 * 10) / 10;
+  y1 = std::min(1.0, std::ceil(y1 * 10 + 1e-9) / 10);
+  if (y1 <= y0) y1 = y0 + 0.1;
+  auto px = [&](double x) { return L + (fx(x) - x0) / (x1 - x0) * (W - L - R); };
+  auto py = [&](double y) { return T + (y1 - y) / (y1 - y0) * (H - T - B); };
+  // Axes, grid and tick labels.
+  for (int i = 0; i <= 5; ++i) {
+    const double y = y0 + (y1 - y0) * i / 5;
+    svg += fmt::format(
+        "<line x1='{:.1f}' y1='{:.1f}' x2='{:.1f}' y2='{:.1f}' stroke='#ddd'/>"
+        "<text x='{:.1f}' y='{:.1f}' font-size='11' text-anchor='end' "
+        "font-family='sans-serif'>{:.0f}%</text>\n",
+        L, py(y), W - R, py(y), L - 6, py(y) + 4, 100 * y);
+  }
+  for (int i = 0; i <= 5; ++i) {
+    const double v = x0 + (x1 - x0) * i / 5;
+    const double xv = log_x ? std::pow(10.0, v) : v;
+    const std::string label = log_x ? (xv >= 1e9   ? fmt::format("{:.1f} GB", xv / 1e9)
+                                       : xv >= 1e6 ? fmt::format("{:.1f} MB", xv / 1e6)
+                                                   : fmt::format("{:.0f} kB", xv / 1e3))
+                                    : fmt::format("{:.0f}", xv);
+    const double x = L + (v - x0) / (x1 - x0) * (W - L - R);
+    svg += fmt::format(
+        "<text x='{:.1f}' y='{:.1f}' font-size='11' text-anchor='middle' "
+        "font-family='sans-serif'>{}</text>\n",
+        x, H - B + 16, label);
+  }
+  svg += fmt::format(
+      "<line x1='{0}' y1='{1}' x2='{0}' y2='{2}' stroke='black'/>"
+      "<line x1='{0}' y1='{2}' x2='{3}' y2='{2}' stroke='black'/>\n"
+      "<text x='{4}' y='{5}' font-size='12' text-anchor='middle' font-family='sans-serif'>{6}"
+      "</text>\n<text x='14' y='{7}' font-size='12' text-anchor='middle' font-family='sans-serif' "
+      "transform='rotate(-90 14 {7})'>test accuracy</text>\n",
+      L, T, H - B, W - R, (L + W - R) / 2, H - 8, Escape(xlabel), (T + H - B) / 2);
+  std::string pts;
+  for (const Point& p : points) pts += fmt::format("{:.1f},{:.1f} ", px(p.x), py(p.y));
+  svg += "<polyline fill='none' stroke='#1f77b4' stroke-width='2' points='" + pts + "'/>\n";
+  for (const Point& p : points)
+    svg +=
+        fmt::format("<circle cx='{:.1f}' cy='{:.1f}' r='2.5' fill='#1f77b4'/>", px(p.x), py(p.y));
+  return svg + "\n</svg>\n";
+}
+
+Status WriteText(const std::string& path, const std::string& text) {
+  return WriteFileAtomic(
+      path, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(text.data()), text.size()));
+}
+
+}  // namespace
+
+nlohmann::json SimConfigJson(const SimConfig& c) {
+  const HeterogeneityConfig& h = c.hetero;
+  return {{"model", c.model},
+          {"dataset", c.dataset},
+          {"data_dir", c.data_dir},
+          {"train_examples", c.train_examples},
+          {"test_examples", c.test_examples},
+          {"partition", c.partition},
+          {"clients", c.clients},
+          {"per_round", c.per_round},
+          {"rounds", c.rounds},
+          {"over_selection", c.over_selection},
+          {"min_completed", c.min_completed},
+          {"round_timeout_s", c.round_timeout_s},
+          {"seed", c.seed},
+          {"init_seed", c.init_seed},
+          {"threads", c.threads},
+          {"strategy", c.strategy},
+          {"codec", c.codec},
+          {"trainer", c.trainer},
+          {"eval_every", c.eval_every},
+          {"target_accuracy", c.target_accuracy},
+          {"fit",
+           {{"epochs", c.fit.epochs},
+            {"batch_size", c.fit.batch_size},
+            {"lr", c.fit.lr},
+            {"momentum", c.fit.momentum},
+            {"weight_decay", c.fit.weight_decay},
+            {"proximal_mu", c.fit.proximal_mu},
+            {"max_steps", c.fit.max_steps}}},
+          {"hetero",
+           {{"speed_tiers", h.speed_tiers},
+            {"samples_per_s", h.samples_per_s},
+            {"speed_sigma", h.speed_sigma},
+            {"availability", h.availability},
+            {"dropout", h.dropout},
+            {"down_mbps", h.down_mbps},
+            {"up_mbps", h.up_mbps},
+            {"bandwidth_sigma", h.bandwidth_sigma},
+            {"latency_ms", h.latency_ms}}}};
+}
+
+std::string RoundsCsv(const SimResult& result) {
+  std::string out =
+      "round,attempts,selected,completed,rejected,unavailable,dropouts,stragglers,bytes_up,"
+      "bytes_down,cum_bytes_up,cum_bytes_down,sim_seconds,sim_clock,wall_seconds,wall_clock,"
+      "train_loss,test_accuracy,test_loss\n";
+  for (const SimRound& r : result.rounds) {
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},",
+                       r.round, r.attempts, r.selected, r.completed, r.rejected, r.unavailable,
+                       r.dropouts, r.stragglers, r.bytes_up, r.bytes_down, r.cum_bytes_up,
+                       r.cum_bytes_down, r.sim_seconds, r.sim_clock, r.wall_seconds, r.wall_clock,
+                       r.train_loss);
+    out += r.evaluated ? fmt::format("{:.6f},{:.6f}\n", r.test_accuracy, r.test_loss) : ",\n";
+  }
+  return out;
+}
+
+std::string ReportHtml(const SimConfig& config, const SimResult& result,
+                       const nlohmann::json& totals) {
+  std::vector<Point> by_round, by_bytes;
+  for (const SimRound& r : result.rounds) {
+    if (!r.evaluated) continue;
+    by_round.push_back({static_cast<double>(r.round), r.test_accuracy});
+    by_bytes.push_back({static_cast<double>(r.cum_bytes_up), r.test_accuracy});
+  }
+  std::string html =
+      "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
+      "<title>Tributary simulation report</title>\n<style>body{font-family:sans-serif;"
+      "margin:2em;max-width:1200px}table{border-collapse:collapse}td,th{border:1px solid #ccc;"
+      "padding:3px 8px;text-align:left}.charts{display:flex;flex-wrap:wrap;gap:16px}</style>"
+      "</head><body>\n";
+  html +=
+      fmt::format("<h1>Tributary simulation: {} on {}, {} clients, {} per round</h1>\n",
+                  Escape(config.model), Escape(config.dataset), config.clients, config.per_round);
+  html += "<div class='charts'>\n" + Chart("Test accuracy by round", "round", by_round, false) +
+          Chart("Test accuracy by cumulative upload", "upload bytes (log scale)", by_bytes, true) +
+          "</div>\n<h2>Totals</h2>\n<table>\n";
+  for (const auto& item : totals.items())
+    html += "<tr><th>" + Escape(item.key()) + "</th><td>" + Escape(item.value().dump()) +
+            "</td></tr>\n";
+  html += "</table>\n<h2>Configuration</h2>\n<table>\n";
+  const nlohmann::json cj = SimConfigJson(config);
+  for (const auto& item : cj.items())
+    html += "<tr><th>" + Escape(item.key()) + "</th><td>" + Escape(item.value().dump()) +
+            "</td></tr>\n";
+  html += "</table>\n</body></html>\n";
+  return html;
+}
+
+Status WriteReport(const std::string& dir, const SimConfig& config, const SimResult& result,
+                   const nlohmann::json& extra) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return Status::IoError("cannot create report_dir '" + dir + "': " + ec.message());
+  nlohmann::json rounds = nlohmann::json::array();
+  for (const SimRound& r : result.rounds) {
+    nlohmann::json j = {{"round", r.round},
+                        {"attempts", r.attempts},
+                        {"selected", r.selected},
+                        {"completed", r.completed},
+                        {"rejected", r.rejected},
+                        {"unavailable", r.unavailable},
+                        {"dropouts", r.dropouts},
+                        {"stragglers", r.stragglers},
+                        {"bytes_up", r.bytes_up},
+                        {"bytes_down", r.bytes_down},
+                        {"cum_bytes_up", r.cum_bytes_up},
+                        {"cum_bytes_down", r.cum_bytes_down},
+                        {"sim_seconds", r.sim_seconds},
+                        {"sim_clock", r.sim_clock},
+                        {"wall_seconds", r.wall_seconds},
+                        {"wall_clock", r.wall_clock},
+                        {"train_loss", r.train_loss}};
+    if (r.evaluated) {
+      j["test_accuracy"] = r.test_accuracy;
+      j["test_loss"] = r.test_loss;
+    }
+    rounds.push_back(std::move(j));
+  }
+  nlohmann::json totals = {
+      {"rounds", result.rounds.size()},
+      {"wall_seconds", result.wall_seconds},
+      {"sim_seconds", result.sim_seconds},
+      {"join_seconds", result.join_seconds},
+      {"model_hash", fmt::format("{:016x}", result.model_hash)},
+      {"bytes_up", result.rounds.empty() ? 0 : result.rounds.back().cum_bytes_up},
+      {"bytes_down", result.rounds.empty() ? 0 : result.rounds.back().cum_bytes_down}};
+  for (auto it = result.rounds.rbegin(); it != result.rounds.rend(); ++it) {
+    if (!it->evaluated) continue;
+    totals["final_test_accuracy"] = it->test_accuracy;
+    totals["final_test_loss"] = it->test_loss;
+    break;
+  }
+  if (config.target_accuracy > 0) {
+    totals["target_accuracy"] = config.target_accuracy;
+    totals["target_round"] = result.target_round;
+    totals["target_wall_seconds"] = result.target_wall_seconds;
+    totals["target_sim_seconds"] = result.target_sim_seconds;
+  }
+  totals.update(extra);
+  nlohmann::json report = {
+      {"config", SimConfigJson(config)}, {"rounds", rounds}, {"totals", totals}};
+  namespace fs = std::filesystem;
+  const std::string json = report.dump(2) + "\n";
+  TRIB_RETURN_IF_ERROR(WriteText((fs::path(dir) / "report.json").string(), json));
+  TRIB_RETURN_IF_ERROR(WriteText((fs::path(dir) / "rounds.csv").string(), RoundsCsv(result)));
+  return WriteText((fs::path(dir) / "report.html").string(), ReportHtml(config, result, totals));
+}
+
+}  // namespace tributary

@@ -1,0 +1,34 @@
+// The simulator's report directory.
+//
+//   rounds.csv   one row per round: round, attempts, selected, completed, rejected, unavailable,
+//                dropouts, stragglers, bytes_up, bytes_down, cum_bytes_up, cum_bytes_down,
+//                sim_seconds, sim_clock, wall_seconds, wall_clock, train_loss, test_accuracy,
+//                test_loss (empty when the round was not evaluated)
+//   report.json  {"config": {...}, "rounds": [...], "totals": {...}}
+//   report.html  self-contained (inline SVG, no scripts, no network): test accuracy against round
+//                and against cumulative upload bytes, the totals and the configuration.
+//
+// Files are written atomically (temp + rename), so a reader never sees half a report.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/simulator.h"
+
+namespace tributary {
+
+// The configuration as JSON (every key of SimConfigKeys, with its value).
+nlohmann::json SimConfigJson(const SimConfig& config);
+
+// `extra` is merged into report.json's "totals" (e.g. the mode, memory figures).
+Status WriteReport(const std::string& dir, const SimConfig& config, const SimResult& result,
+                   const nlohmann::json& extra = nlohmann::json::object());
+
+// The report pages, exposed for tests.
+std::string RoundsCsv(const SimResult& result);
+std::string ReportHtml(const SimConfig& config, const SimResult& result,
+                       const nlohmann::json& totals);
+
+}  // namespace tributary

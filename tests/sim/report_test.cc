@@ -1,0 +1,106 @@
+// The report directory: rounds.csv, report.json and report.html are well formed and agree.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "../client/temp_dir.h"
+#include "sim/report.h"
+
+namespace tributary {
+namespace {
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+SimResult ThreeRounds() {
+  SimResult r;
+  uint64_t up = 0;
+  for (int i = 1; i <= 3; ++i) {
+    SimRound x;
+    x.round = static_cast<uint64_t>(i);
+    x.attempts = 1;
+    x.selected = x.completed = 10;
+    x.bytes_up = x.bytes_down = 1000000;
+    up += x.bytes_up;
+    x.cum_bytes_up = x.cum_bytes_down = up;
+    x.sim_seconds = 2.5;
+    x.sim_clock = 2.5 * i;
+    x.wall_seconds = 0.5;
+    x.wall_clock = 0.5 * i;
+    x.evaluated = i != 2;  // round 2 not evaluated: an empty CSV cell, no JSON key
+    x.test_accuracy = 0.5 + 0.1 * i;
+    x.test_loss = 1.0 / i;
+    r.rounds.push_back(x);
+  }
+  r.wall_seconds = 1.5;
+  r.sim_seconds = 7.5;
+  r.model_hash = 0xabcdef;
+  return r;
+}
+
+TEST(ReportTest, FilesAreWellFormedAndAgree) {
+  testing::TempDir dir;
+  SimConfig cfg;
+  cfg.model = "mlp <&>";  // escaped in HTML
+  cfg.target_accuracy = 0.75;
+  SimResult result = ThreeRounds();
+  result.target_round = 3;
+  ASSERT_TRUE(WriteReport(dir.path(), cfg, result, {{"mode", "test"}}).ok());
+
+  // rounds.csv: a header and one row per round, every row with the header's column count.
+  std::istringstream csv(Slurp(dir.file("rounds.csv")));
+  std::string line;
+  std::vector<std::vector<std::string>> rows;
+  while (std::getline(csv, line)) {
+    std::vector<std::string> cells;
+    std::string cell;
+    std::istringstream ls(line);
+    while (std::getline(ls, cell, ',')) cells.push_back(cell);
+    if (!line.empty() && line.back() == ',') cells.push_back("");
+    rows.push_back(cells);
+  }
+  ASSERT_EQ(rows.size(), 4u);
+  EXPECT_EQ(rows[0].size(), 19u);
+  EXPECT_EQ(rows[0][0], "round");
+  EXPECT_EQ(rows[0][17], "test_accuracy");
+  for (size_t i = 1; i < rows.size(); ++i) EXPECT_EQ(rows[i].size(), rows[0].size()) << i;
+  EXPECT_EQ(rows[2][17], "");  // round 2 was not evaluated
+  EXPECT_NEAR(std::stod(rows[3][17]), 0.8, 1e-9);
+  EXPECT_EQ(rows[3][10], "3000000");  // cum_bytes_up
+
+  // report.json parses and holds the config, every round and the totals.
+  nlohmann::json j = nlohmann::json::parse(Slurp(dir.file("report.json")));
+  EXPECT_EQ(j["config"]["model"], "mlp <&>");
+  ASSERT_EQ(j["rounds"].size(), 3u);
+  EXPECT_FALSE(j["rounds"][1].contains("test_accuracy"));
+  EXPECT_NEAR(j["rounds"][2]["test_accuracy"].get<double>(), 0.8, 1e-12);
+  EXPECT_EQ(j["totals"]["mode"], "test");
+  EXPECT_EQ(j["totals"]["bytes_up"], 3000000);
+  EXPECT_EQ(j["totals"]["target_round"], 3);
+  EXPECT_NEAR(j["totals"]["final_test_accuracy"].get<double>(), 0.8, 1e-12);
+  EXPECT_EQ(j["totals"]["model_hash"], "0000000000abcdef");
+
+  // report.html: self-contained, two charts with a point per evaluated round, escaped text.
+  const std::string html = Slurp(dir.file("report.html"));
+  EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
+  EXPECT_NE(html.find("</html>"), std::string::npos);
+  size_t svgs = 0, circles = 0;
+  for (size_t p = 0; (p = html.find("<svg", p)) != std::string::npos; ++p) ++svgs;
+  for (size_t p = 0; (p = html.find("<circle", p)) != std::string::npos; ++p) ++circles;
+  EXPECT_EQ(svgs, 2u);
+  EXPECT_EQ(circles, 4u);  // 2 evaluated rounds x 2 charts
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_EQ(html.find("src="), std::string::npos);
+  EXPECT_NE(html.find("mlp &lt;&amp;&gt;"), std::string::npos);
+  EXPECT_EQ(html.find("mlp <&>"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tributary

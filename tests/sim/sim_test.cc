@@ -1,0 +1,249 @@
+// The in-process simulator: determinism across thread counts, heterogeneity (dropouts,
+// unreachable clients, stragglers judged in simulated time), population scale within the memory
+// budget, error-feedback residuals, and configuration errors. Synthetic data keeps it fast.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "core/process_stats.h"
+#include "sim/residual_store.h"
+#include "sim/sim_data.h"
+#include "sim/simulator.h"
+
+namespace tributary {
+namespace {
+
+SimConfig SmallSynthetic() {
+  SimConfig c;
+  c.dataset = "synthetic";
+  c.train_examples = 2000;
+  c.test_examples = 500;
+  c.partition = "dirichlet:0.5";
+  c.clients = 20;
+  c.per_round = 5;
+  c.rounds = 4;
+  c.fit.epochs = 3;
+  c.fit.lr = 0.1f;
+  c.fit.momentum = 0.5f;
+  c.fit.batch_size = 16;
+  c.seed = 7;
+  return c;
+}
+
+Result<SimResult> RunSim(const SimConfig& c) {
+  TRIB_ASSIGN_OR_RETURN(SimData data, LoadSimData(c));
+  TRIB_ASSIGN_OR_RETURN(std::unique_ptr<Simulator> sim, Simulator::Create(c, data));
+  return sim->Run();
+}
+
+std::vector<double> Accuracies(const SimResult& r) {
+  std::vector<double> out;
+  for (const SimRound& x : r.rounds) out.push_back(x.test_accuracy);
+  return out;
+}
+
+TEST(SimulatorTest, LearnsAndIsDeterministicAcrossThreadCounts) {
+  SimConfig c = SmallSynthetic();
+  c.threads = 1;
+  Result<SimResult> one = RunSim(c);
+  ASSERT_TRUE(one.ok()) << one.status().ToString();
+  c.threads = 3;
+  Result<SimResult> three = RunSim(c);
+  ASSERT_TRUE(three.ok()) << three.status().ToString();
+  ASSERT_EQ(one->rounds.size(), 4u);
+  EXPECT_EQ(one->model_hash, three->model_hash);
+  EXPECT_EQ(Accuracies(*one), Accuracies(*three));
+  for (size_t i = 0; i < one->rounds.size(); ++i) {
+    EXPECT_EQ(one->rounds[i].bytes_up, three->rounds[i].bytes_up);
+    EXPECT_DOUBLE_EQ(one->rounds[i].sim_clock, three->rounds[i].sim_clock);
+  }
+  // Synthetic classes are easy: 4 rounds of FedAvg lift accuracy far above chance (10%).
+  EXPECT_GT(one->rounds.back().test_accuracy, 0.6);
+  EXPECT_GT(one->rounds.back().test_accuracy, one->rounds.front().test_accuracy);
+  // Every round's 5 clients sent a dense update: at least 4 bytes per parameter, framed.
+  const uint64_t params = one->final_model.size();
+  EXPECT_GE(one->rounds[0].bytes_up, 5 * 4 * params);
+  EXPECT_LT(one->rounds[0].bytes_up, 5 * (4 * params + 4096));
+  EXPECT_GE(one->rounds[0].bytes_down, 5 * 4 * params);
+  EXPECT_LT(one->rounds[0].bytes_down, 5 * (4 * params + 4096));
+}
+
+TEST(SimulatorTest, SameSeedSameResultDifferentSeedDifferentResult) {
+  SimConfig c = SmallSynthetic();
+  c.rounds = 2;
+  Result<SimResult> a = RunSim(c), b = RunSim(c);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->model_hash, b->model_hash);
+  c.seed = 8;
+  Result<SimResult> d = RunSim(c);
+  ASSERT_TRUE(d.ok());
+  EXPECT_NE(a->model_hash, d->model_hash);
+}
+
+TEST(SimulatorTest, DropoutsUnreachableClientsAndStragglersAreHandled) {
+  SimConfig c = SmallSynthetic();
+  c.rounds = 6;
+  c.per_round = 6;
+  c.over_selection = 1.5;  // 9 selected per attempt
+  c.min_completed = 3;
+  // 30% of clients are so slow (10 samples/s, ~10 s for 100 examples) that they miss a 5 s
+  // deadline; the rest finish in well under a second.
+  c.hetero.speed_tiers = "fast:0.7:1000,slow:0.3:10";
+  c.round_timeout_s = 5.0;
+  c.hetero.availability = 0.8;
+  c.hetero.dropout = 0.15;
+  c.hetero.latency_ms = 20;
+  c.hetero.up_mbps = 50;
+  c.hetero.down_mbps = 100;
+  Result<SimResult> r = RunSim(c);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->rounds.size(), 6u);
+  int64_t unavailable = 0, dropouts = 0, late = 0;
+  for (const SimRound& x : r->rounds) {
+    unavailable += x.unavailable;
+    dropouts += x.dropouts;
+    late += x.stragglers;
+    EXPECT_GE(x.completed, 3);
+    EXPECT_LE(x.completed, 6);
+    // Judged in simulated time: a round never lasts longer than its deadline per attempt.
+    EXPECT_LE(x.sim_seconds, 5.0 * x.attempts + 1e-9);
+    EXPECT_GT(x.sim_seconds, 0.02);  // at least one latency
+  }
+  EXPECT_GT(unavailable, 0);
+  EXPECT_GT(dropouts, 0);
+  EXPECT_GT(late, 0);
+  // The simulated clock only moves forward and sums the rounds.
+  double clock = 0;
+  for (const SimRound& x : r->rounds) {
+    clock += x.sim_seconds;
+    EXPECT_NEAR(x.sim_clock, clock, 1e-6);
+  }
+  // Training still works with a third of the updates missing.
+  EXPECT_GT(r->rounds.back().test_accuracy, 0.5);
+  // And the same heterogeneous run is reproducible.
+  Result<SimResult> again = RunSim(c);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->model_hash, r->model_hash);
+}
+
+TEST(SimulatorTest, FailedAttemptsAreRetriedWithAFreshSelection) {
+  SimConfig c = SmallSynthetic();
+  c.rounds = 3;
+  c.per_round = 5;
+  c.min_completed = 5;
+  c.hetero.availability = 0.75;  // 5 of 5 reachable only ~24% of the time
+  Result<SimResult> r = RunSim(c);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  int64_t attempts = 0;
+  for (const SimRound& x : r->rounds) {
+    attempts += x.attempts;
+    EXPECT_EQ(x.completed, 5);
+  }
+  EXPECT_GT(attempts, 3);
+}
+
+TEST(SimulatorTest, HundredThousandClientsFitInAKibibyteEach) {
+  SimConfig c;
+  c.dataset = "synthetic";
+  c.train_examples = 5000;
+  c.test_examples = 100;
+  c.partition = "replacement:20";
+  c.clients = 100000;
+  c.per_round = 100;
+  c.rounds = 2;
+  c.trainer = "noop";
+  c.eval_every = 0;
+  Result<SimData> data = LoadSimData(c);
+  ASSERT_TRUE(data.ok());
+  Result<std::unique_ptr<Simulator>> sim = Simulator::Create(c, *data);
+  ASSERT_TRUE(sim.ok()) << sim.status().ToString();
+  const uint64_t before = CurrentRssBytes();
+  ASSERT_TRUE((*sim)->Join().ok());
+  const uint64_t after = CurrentRssBytes();
+  ASSERT_GT(before, 0u);
+  const double per_client = static_cast<double>(after - std::min(after, before)) / 1e5;
+  EXPECT_LE(per_client, 1024.0) << "RSS per idle client";
+  EXPECT_EQ((*sim)->engine().registry().size(), 100000u);
+  Result<SimResult> r = (*sim)->Run();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->rounds.size(), 2u);
+  EXPECT_EQ(r->rounds[0].completed, 100);
+  EXPECT_EQ(r->rounds[1].completed, 100);
+}
+
+TEST(SimulatorTest, ErrorFeedbackResidualsFollowEachClient) {
+  SimConfig c = SmallSynthetic();
+  c.codec = "topk(0.05)";
+  c.clients = 10;
+  c.per_round = 5;
+  c.rounds = 3;
+  Result<SimData> data = LoadSimData(c);
+  ASSERT_TRUE(data.ok());
+  Result<std::unique_ptr<Simulator>> sim = Simulator::Create(c, *data);
+  ASSERT_TRUE(sim.ok()) << sim.status().ToString();
+  Result<SimResult> r = (*sim)->Run();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  // Each client that trained keeps a dense residual of the model's size.
+  const size_t kept = (*sim)->residuals().size();
+  EXPECT_GE(kept, 5u);
+  EXPECT_LE(kept, 10u);
+  EXPECT_EQ((*sim)->residuals().bytes(), kept * r->final_model.size() * sizeof(float));
+  // A top-5% update is far smaller than a dense one.
+  EXPECT_LT(r->rounds[0].bytes_up, r->rounds[0].bytes_down / 5);
+}
+
+TEST(ResidualStoreTest, KeepsTheLargestEntriesAndExpiresOldOnes) {
+  ResidualStore store(/*max_age_rounds=*/2, /*keep_fraction=*/0.25);
+  CodecState s;
+  s.spec = "topk(0.1)";
+  s.residual = {0.1f, -4.0f, 0.2f, 3.0f, 0.0f, 0.3f, -0.05f, 1.0f};
+  store.Put(7, 1, s);
+  EXPECT_EQ(store.bytes(), 2 * (sizeof(uint32_t) + sizeof(float)));  // 25% of 8 = 2 entries
+  std::optional<CodecState> got = store.Get(7, 2);
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(got->spec, "topk(0.1)");
+  EXPECT_EQ(got->residual, (std::vector<float>{0, -4.0f, 0, 3.0f, 0, 0, 0, 0}));
+  EXPECT_FALSE(store.Get(8, 2).has_value());
+  EXPECT_TRUE(store.Get(7, 3).has_value());   // age 2: kept
+  EXPECT_FALSE(store.Get(7, 4).has_value());  // age 3: expired
+  store.Expire(4);
+  EXPECT_EQ(store.size(), 0u);
+  EXPECT_EQ(store.bytes(), 0u);
+}
+
+TEST(SimConfigTest, ErrorsNameTheKey) {
+  auto load = [](const std::string& text) {
+    SimConfig c;
+    Result<Config> doc = Config::Parse(text);
+    EXPECT_TRUE(doc.ok());
+    Status s = LoadSimConfig(*doc, &c);
+    return s.ok() ? c.Validate() : s;
+  };
+  EXPECT_NE(load("clientz = 3").message().find("clientz"), std::string::npos);
+  EXPECT_NE(load("[hetero]\ndropuot = 0.1").message().find("hetero.dropuot"), std::string::npos);
+  EXPECT_NE(load("per_round = 500").message().find("per_round"), std::string::npos);
+  EXPECT_NE(load("[fit]\nlr = -1.0").message().find("fit.lr"), std::string::npos);
+  EXPECT_NE(load("rounds = \"ten\"").message().find("rounds"), std::string::npos);
+  EXPECT_TRUE(load("clients = 50\nper_round = 5\n[hetero]\ndropout = 0.1").ok());
+
+  SimConfig c = SmallSynthetic();
+  c.hetero.speed_tiers = "fast:0.5:100,slow:0.4:10";
+  Result<SimData> data = LoadSimData(c);
+  ASSERT_TRUE(data.ok());
+  Result<std::unique_ptr<Simulator>> sim = Simulator::Create(c, *data);
+  ASSERT_FALSE(sim.ok());
+  EXPECT_NE(sim.status().message().find("hetero.speed_tiers"), std::string::npos);
+  c = SmallSynthetic();
+  c.partition = "shards:0";
+  sim = Simulator::Create(c, *data);
+  ASSERT_FALSE(sim.ok());
+  EXPECT_NE(sim.status().message().find("shards:0"), std::string::npos);
+  c = SmallSynthetic();
+  c.strategy = "krum(f=2)";  // needs n > 2f + 2 = 6 updates, but rounds close with 5
+  sim = Simulator::Create(c, *data);
+  ASSERT_FALSE(sim.ok());
+  EXPECT_NE(sim.status().message().find("min_completed"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tributary
