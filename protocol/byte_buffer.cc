@@ -178,6 +178,11 @@ void ByteBuffer::Append(const void* bytes, size_t n) {
   size_ += n;
 }
 
+void ByteBuffer::CommitAppended(size_t n) {
+  TRIB_CHECK(n <= capacity_ - size_, "ByteBuffer: committed past the reserved space");
+  size_ += n;
+}
+
 void ByteBuffer::Release() {
   if (mapped_) {
     MappingCache::Get().Give(data_, capacity_);

@@ -47,6 +47,9 @@ class ByteBuffer {
   // Makes room for at least `bytes` in total (aborts on allocation failure, like std::vector).
   void Reserve(size_t bytes);
   void Append(const void* bytes, size_t n);
+  // Counts n bytes that the caller wrote at data() + size() (n <= capacity() - size()) as part
+  // of the buffer, e.g. a socket read straight into reserved space.
+  void CommitAppended(size_t n);
   void Clear() { size_ = 0; }
   // Frees the memory.
   void Release();

@@ -4,6 +4,8 @@
 #include <cstring>
 #include <utility>
 
+#include "core/check.h"
+
 namespace tributary {
 
 namespace {
@@ -28,6 +30,14 @@ void FrameDecoder::EndFrame() {
   } else {
     payload_.clear();
   }
+}
+
+bool FrameDecoder::SkipChunkData(size_t n) {
+  TRIB_CHECK(n > 0 && n <= chunk_data_left(), "FrameDecoder: skipped past the chunk data");
+  remaining_ -= n;
+  if (remaining_ > 0) return false;
+  EndFrame();
+  return true;
 }
 
 Status FrameDecoder::Feed(std::span<const uint8_t> data, FrameSink& sink) {

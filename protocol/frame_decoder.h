@@ -46,6 +46,15 @@ class FrameDecoder {
   // Frames completed so far.
   uint64_t frames_decoded() const { return frames_decoded_; }
 
+  // Data bytes of the current chunk frame still to come; 0 unless the decoder is inside chunk data.
+  uint64_t chunk_data_left() const {
+    return error_.ok() && stage_ == Stage::kChunkData ? remaining_ : 0;
+  }
+  // Counts n (1 <= n <= chunk_data_left()) chunk data bytes that the caller handed to the sink
+  // itself (MessageAssembler::OnChunkDataInPlace) instead of feeding them; returns whether they
+  // ended the frame.
+  bool SkipChunkData(size_t n);
+
  private:
   enum class Stage { kHeader, kPayload, kChunkHeader, kChunkData };
   Status Fail(Status s);

@@ -15,6 +15,10 @@ namespace asio = boost::asio;
 using boost::system::error_code;
 
 constexpr size_t kReadBufferBytes = 64 * 1024;
+// While a chunk frame's data is expected, a read of at least this much goes straight into the
+// reassembly buffer (MessageReader::ReadSpace), skipping the copy out of read_buffer_; a smaller
+// tail is read with the next frame's header into read_buffer_.
+constexpr size_t kMinDirectReadBytes = 16 * 1024;
 
 // The peer ended the stream: a TLS close_notify or TCP FIN (eof), or a TCP FIN without
 // close_notify (stream_truncated), which Beast also treats as a normal end.
@@ -103,8 +107,10 @@ void FramedConnection::Reject(Status reason) {
 
 void FramedConnection::do_read() {
   reading_ = true;
+  const std::span<uint8_t> space = reader_.ReadSpace();
+  direct_read_ = space.size() >= kMinDirectReadBytes;
   stream_->AsyncReadSome(
-      asio::buffer(read_buffer_),
+      direct_read_ ? asio::buffer(space.data(), space.size()) : asio::buffer(read_buffer_),
       [self = shared_from_this()](const error_code& ec, size_t n) { self->on_read(ec, n); });
 }
 
@@ -127,7 +133,8 @@ void FramedConnection::on_read(const error_code& ec, size_t n) {
     return finish();
   }
   received_.clear();
-  const Status decoded = reader_.Feed(std::span(read_buffer_.data(), n), &received_);
+  const Status decoded = direct_read_ ? reader_.CommitRead(n, &received_)
+                                      : reader_.Feed(std::span(read_buffer_.data(), n), &received_);
   for (Message& m : received_) {
     if (state_ != State::kOpen) break;  // a handler closed the connection
     if (on_message_) on_message_(std::move(m));

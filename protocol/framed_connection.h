@@ -4,6 +4,7 @@
 // A session in the style of Beast's async examples: it lives in a shared_ptr, every step runs on
 // the stream's strand, and each step pairs do_x() with on_x(ec, n):
 //   read loop    do_read -> on_read -> MessageReader -> on_message handler -> do_read
+//                (chunk data is read straight into the reassembly buffer: MessageReader::ReadSpace)
 //   write queue  do_write -> on_write (one frame per write, under write_timeout)
 //   close        fail/Close -> flush queue -> cancel read -> do_shutdown (graceful close: TLS
 //                close_notify, FIN, drain; under shutdown_timeout) -> on_shutdown -> finish
@@ -88,6 +89,7 @@ class FramedConnection final : public Connection,
   uint64_t frames_at_deadline_ = 0;  // FrameDecoder count when the read deadline was armed
   bool started_ = false;
   bool reading_ = false;
+  bool direct_read_ = false;  // the read in flight goes to reader_.ReadSpace(), not read_buffer_
   bool writing_ = false;
   bool read_deadline_armed_ = false;
   bool shutdown_started_ = false;

@@ -6,7 +6,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/query.hpp>
 #include <cstring>
-#include <deque>
+#include <memory>
 #include <mutex>
 #include <optional>
 
@@ -17,7 +17,11 @@ namespace tributary {
 namespace asio = boost::asio;
 using boost::system::error_code;
 
-// One direction. Bytes sit in `chunks` (front chunk consumed from `front_offset`).
+// One direction. Bytes sit in a ring buffer (`ring`, `ring_size` bytes, the oldest at `head`),
+// allocated when bytes first arrive, grown as needed up to `capacity`, and freed again once it is
+// empty with no write pending, so an idle connection holds no buffer. Reusing one block instead of
+// allocating a fresh one per write keeps the copies in warm memory: fresh blocks page-fault on
+// every transfer, which made this transport slower than loopback TLS.
 struct InMemoryStream::Channel {
   struct PendingRead {
     asio::mutable_buffer buffer;
@@ -42,12 +46,52 @@ struct InMemoryStream::Channel {
 
   explicit Channel(size_t cap) : capacity(cap) {}
 
+  // Appends n bytes (buffered + n <= capacity). Call with `mu` held.
+  void RingPush(const uint8_t* p, size_t n) {
+    if (n == 0) return;
+    if (buffered + n > ring_size) {
+      constexpr size_t kMinRing = 64 * 1024;
+      const size_t grown = std::min(capacity, std::max({buffered + n, 2 * ring_size, kMinRing}));
+      std::unique_ptr<uint8_t[]> bigger(new uint8_t[grown]);  // not zero-filled
+      RingPop(bigger.get(), buffered, /*consume=*/false);
+      ring = std::move(bigger);
+      ring_size = grown;
+      head = 0;
+    }
+    const size_t tail = (head + buffered) % ring_size;
+    const size_t first = std::min(n, ring_size - tail);
+    std::memcpy(ring.get() + tail, p, first);
+    std::memcpy(ring.get(), p + first, n - first);
+    buffered += n;
+  }
+
+  // Copies min(n, buffered) of the oldest bytes to dst, removing them when `consume`; returns the
+  // count. Call with `mu` held.
+  size_t RingPop(uint8_t* dst, size_t n, bool consume = true) {
+    const size_t take = std::min(n, buffered);
+    if (take == 0) return 0;
+    const size_t first = std::min(take, ring_size - head);
+    std::memcpy(dst, ring.get() + head, first);
+    std::memcpy(dst + first, ring.get(), take - first);
+    if (consume) {
+      head = (head + take) % ring_size;
+      buffered -= take;
+      if (buffered == 0) head = 0;
+    }
+    return take;
+  }
+
+  void RingRelease() {
+    ring.reset();
+    ring_size = 0;
+    head = 0;
+    buffered = 0;
+  }
+
   // Moves bytes along and collects whatever completes. Call with `mu` held.
   void Pump(std::vector<Completion>& done) {
     if (reader_closed) {
-      chunks.clear();
-      front_offset = 0;
-      buffered = 0;
+      RingRelease();
       if (write) {
         done.push_back(
             {std::move(write->handler), write->executor, asio::error::broken_pipe, write->written});
@@ -59,9 +103,7 @@ struct InMemoryStream::Channel {
       while (w.index < w.buffers.size() && buffered < capacity) {
         const asio::const_buffer& b = w.buffers[w.index];
         const size_t take = std::min(b.size() - w.offset, capacity - buffered);
-        const auto* p = static_cast<const uint8_t*>(b.data()) + w.offset;
-        chunks.emplace_back(p, p + take);
-        buffered += take;
+        RingPush(static_cast<const uint8_t*>(b.data()) + w.offset, take);
         w.offset += take;
         w.written += take;
         if (w.offset == b.size()) {
@@ -76,36 +118,25 @@ struct InMemoryStream::Channel {
     }
     if (read && (buffered > 0 || writer_closed)) {
       PendingRead& r = *read;
-      size_t n = 0;
-      auto* dst = static_cast<uint8_t*>(r.buffer.data());
-      while (n < r.buffer.size() && !chunks.empty()) {
-        std::vector<uint8_t>& front = chunks.front();
-        const size_t take = std::min(r.buffer.size() - n, front.size() - front_offset);
-        std::memcpy(dst + n, front.data() + front_offset, take);
-        n += take;
-        front_offset += take;
-        if (front_offset == front.size()) {
-          chunks.pop_front();
-          front_offset = 0;
-        }
-      }
-      buffered -= n;
+      const size_t n = RingPop(static_cast<uint8_t*>(r.buffer.data()), r.buffer.size());
       done.push_back({std::move(r.handler), r.executor,
                       n == 0 ? error_code(asio::error::eof) : error_code(), n});
       read.reset();
       if (n > 0 && write) Pump(done);  // room freed for a blocked writer
     }
+    if (buffered == 0 && !write && ring) RingRelease();
   }
 
   std::mutex mu;
   const size_t capacity;
-  std::deque<std::vector<uint8_t>> chunks;  // GUARDED_BY(mu)
-  size_t front_offset = 0;                  // GUARDED_BY(mu)
-  size_t buffered = 0;                      // GUARDED_BY(mu)
-  bool writer_closed = false;               // GUARDED_BY(mu): eof after the buffered bytes
-  bool reader_closed = false;               // GUARDED_BY(mu): writes fail
-  std::optional<PendingRead> read;          // GUARDED_BY(mu)
-  std::optional<PendingWrite> write;        // GUARDED_BY(mu)
+  std::unique_ptr<uint8_t[]> ring;    // GUARDED_BY(mu)
+  size_t ring_size = 0;               // GUARDED_BY(mu)
+  size_t head = 0;                    // GUARDED_BY(mu)
+  size_t buffered = 0;                // GUARDED_BY(mu)
+  bool writer_closed = false;         // GUARDED_BY(mu): eof after the buffered bytes
+  bool reader_closed = false;         // GUARDED_BY(mu): writes fail
+  std::optional<PendingRead> read;    // GUARDED_BY(mu)
+  std::optional<PendingWrite> write;  // GUARDED_BY(mu)
 };
 
 namespace {

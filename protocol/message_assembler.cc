@@ -85,7 +85,27 @@ Status MessageAssembler::OnChunkData(std::span<const uint8_t> data, bool last) {
     return Fail(Status::Internal("chunk data without a matching chunk header"));  // decoder bug
   }
   transfer_->body.Append(data.data(), data.size());
-  chunk_left_ -= data.size();
+  return ChunkDataAdded(data.size(), last);
+}
+
+std::span<uint8_t> MessageAssembler::ChunkSpace() {
+  if (!error_.ok() || !transfer_ || chunk_left_ == 0) return {};
+  ByteBuffer& body = transfer_->body;
+  // OnChunkBegin reserved size() + chunk_left_.
+  return {body.data() + body.size(), static_cast<size_t>(chunk_left_)};
+}
+
+Status MessageAssembler::OnChunkDataInPlace(size_t n, bool last) {
+  if (!error_.ok()) return error_;
+  if (!transfer_ || n > chunk_left_ || (last && n != chunk_left_)) {
+    return Fail(Status::Internal("chunk data without a matching chunk header"));  // caller bug
+  }
+  transfer_->body.CommitAppended(n);
+  return ChunkDataAdded(n, last);
+}
+
+Status MessageAssembler::ChunkDataAdded(size_t n, bool last) {
+  chunk_left_ -= n;
   if (!last || transfer_->body.size() < transfer_->total) return Status::Ok();
   Transfer done = std::move(*transfer_);
   transfer_.reset();

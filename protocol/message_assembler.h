@@ -38,6 +38,13 @@ class MessageAssembler final : public FrameSink {
   Status OnChunkBegin(const FrameHeader& header, const ChunkHeader& chunk) override;
   Status OnChunkData(std::span<const uint8_t> data, bool last) override;
 
+  // Zero-copy receive: the reserved space where the current chunk frame's remaining data bytes
+  // belong (empty when no chunk data is expected). OnChunkBegin already reserved it, within the
+  // growth rule above, so reading into it allocates nothing. Valid until the next call.
+  std::span<uint8_t> ChunkSpace();
+  // Like OnChunkData for n bytes that were written at the start of ChunkSpace().
+  Status OnChunkDataInPlace(size_t n, bool last);
+
   bool in_transfer() const { return transfer_.has_value(); }
   // Bytes of the open transfer received so far (0 when none is open).
   uint64_t transfer_received() const { return transfer_ ? transfer_->body.size() : 0; }
@@ -51,6 +58,8 @@ class MessageAssembler final : public FrameSink {
     ByteBuffer body;
   };
   Status Fail(Status s);
+  // After n chunk data bytes were added to the body: hands over a finished transfer.
+  Status ChunkDataAdded(size_t n, bool last);
 
   ProtocolLimits limits_;
   BodyHandler on_body_;

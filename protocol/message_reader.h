@@ -26,6 +26,15 @@ class MessageReader {
   // before an error).
   Status Feed(std::span<const uint8_t> data, std::vector<Message>* messages);
 
+  // Zero-copy receive, for a connection that reads a stream: while a chunk frame's data is
+  // expected, the reassembly space it belongs in (else empty). A read may put bytes at its start
+  // and report them with CommitRead instead of Feed; that skips one copy of every chunked byte.
+  // Valid until the next Feed or CommitRead.
+  std::span<uint8_t> ReadSpace();
+  // Consumes n (1 <= n <= ReadSpace().size()) bytes that were written at ReadSpace().data(), like
+  // Feed would.
+  Status CommitRead(size_t n, std::vector<Message>* messages);
+
   // Some bytes of a frame have arrived, but not the whole frame.
   bool mid_frame() const { return frames_.mid_frame(); }
   // Frames completed so far; with mid_frame() this tells when a new frame has begun.
