@@ -148,7 +148,13 @@ nlohmann::json SimConfigJson(const SimConfig& c) {
             {"down_mbps", h.down_mbps},
             {"up_mbps", h.up_mbps},
             {"bandwidth_sigma", h.bandwidth_sigma},
-            {"latency_ms", h.latency_ms}}}};
+            {"latency_ms", h.latency_ms}}},
+          {"attack",
+           {{"kind", c.attack.kind},
+            {"fraction", c.attack.fraction},
+            {"scale", c.attack.scale},
+            {"noise_std", c.attack.noise_std},
+            {"alie_z", c.attack.alie_z}}}};
 }
 
 std::string RoundsCsv(const SimResult& result) {

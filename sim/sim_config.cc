@@ -62,6 +62,11 @@ std::vector<Key> Keys(SimConfig* c) {
       {"hetero.latency_ms", &h.latency_ms},
       {"residual.max_age_rounds", &c->residual_max_age_rounds},
       {"residual.keep_fraction", &c->residual_keep_fraction},
+      {"attack.kind", &c->attack.kind},
+      {"attack.fraction", &c->attack.fraction},
+      {"attack.scale", &c->attack.scale},
+      {"attack.noise_std", &c->attack.noise_std},
+      {"attack.alie_z", &c->attack.alie_z},
   };
 }
 
@@ -150,6 +155,9 @@ Status SimConfig::Validate() const {
   if (!(residual_keep_fraction > 0.0) || residual_keep_fraction > 1.0)
     return Bad("residual.keep_fraction", "must be in (0, 1]");
   if (report_dir.empty()) return Bad("report_dir", "must not be empty");
+  TRIB_RETURN_IF_ERROR(attack.Validate());
+  if (trainer == "noop" && attack.parsed_kind() == AttackKind::kLabelFlip)
+    return Bad("attack.kind", "= 'label_flip' needs trainer = 'native' (noop does not train)");
   if (synthetic_height < 1 || synthetic_width < 1 || synthetic_height * synthetic_width > 4096)
     return Bad("synthetic.height", "and synthetic.width must be >= 1 with at most 4096 pixels");
   return Status::Ok();

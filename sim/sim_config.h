@@ -13,6 +13,7 @@
 //   hetero.*        see HeterogeneityConfig (device_model.h)
 //   synthetic.*     height, width, noise (the synthetic data set's shape)
 //   residual.*      max_age_rounds, keep_fraction (error-feedback residuals; see below)
+//   attack.*        kind, fraction, scale, noise_std, alie_z (malicious clients; sim/attack.h)
 #pragma once
 
 #include <cstdint>
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "core/config.h"
+#include "sim/attack.h"
 #include "sim/device_model.h"
 #include "tributary/trainer.h"
 
@@ -58,6 +60,7 @@ struct SimConfig {
   // all of it, dense), so a million-client population fits in memory.
   int64_t residual_max_age_rounds = 0;
   double residual_keep_fraction = 1.0;
+  AttackConfig attack;  // malicious clients (sim/attack.h); kind "none" by default
 
   // InvalidArgument naming the key when a value is out of range.
   Status Validate() const;

@@ -11,6 +11,7 @@
 #include "client/task_executor.h"
 #include "protocol/frame.h"
 #include "protocol/message_codec.h"
+#include "sim/attack.h"
 #include "sim/noop_trainer.h"
 #include "train/native_trainer.h"
 
@@ -195,7 +196,10 @@ void Simulator::RunJob(Job& job, uint64_t bytes_down) const {
   if (config_.trainer == "noop") {
     trainer = std::make_shared<NoopTrainer>(layout_, static_cast<int64_t>(n));
   } else {
-    auto local = std::make_shared<const Dataset>(population_->Materialize(c));
+    Dataset examples = population_->Materialize(c);
+    if (config_.attack.parsed_kind() == AttackKind::kLabelFlip && Malicious(c))
+      FlipLabels(&examples);
+    auto local = std::make_shared<const Dataset>(std::move(examples));
     Result<std::unique_ptr<NativeTrainer>> t =
         NativeTrainer::Create(spec_, std::move(local), nullptr, config_.init_seed);
     if (!t.ok()) {
@@ -204,6 +208,7 @@ void Simulator::RunJob(Job& job, uint64_t bytes_down) const {
     }
     trainer = std::move(*t);
   }
+  trainer = WithAttack(std::move(trainer), c, static_cast<int64_t>(n));
   TaskExecutor executor(trainer);
   if (std::optional<CodecState> st = residuals_->Get(c, task.round))
     executor.set_codec_state(std::move(*st));
@@ -231,6 +236,84 @@ void Simulator::RunJob(Job& job, uint64_t bytes_down) const {
   job.timing = devices_->Time(c, task.round, attempt_, bytes_down, job.bytes_up, samples);
 }
 
+bool Simulator::Malicious(uint64_t client) const {
+  return IsMaliciousClient(config_.seed, client, config_.attack.fraction);
+}
+
+std::shared_ptr<Trainer> Simulator::WithAttack(std::shared_ptr<Trainer> honest, uint64_t client,
+                                               int64_t num_examples) const {
+  const AttackKind kind = config_.attack.parsed_kind();
+  if (kind == AttackKind::kNone || kind == AttackKind::kLabelFlip || !Malicious(client))
+    return honest;
+  if (kind == AttackKind::kAlie) {
+    auto it = alie_metrics_.find(client);
+    return std::make_shared<AttackTrainer>(std::move(honest), alie_delta_,
+                                           it != alie_metrics_.end() ? it->second : Metrics{},
+                                           num_examples);
+  }
+  return std::make_shared<AttackTrainer>(std::move(honest), config_.attack, num_examples);
+}
+
+Status Simulator::PrepareAttack(const std::vector<RoundEngine::Outgoing>& tasks) {
+  alie_delta_.reset();
+  alie_metrics_.clear();
+  pending_.malicious = 0;
+  if (config_.attack.parsed_kind() == AttackKind::kNone) return Status::Ok();
+  std::vector<std::pair<uint64_t, const TaskAssignment*>> attackers;  // in selection order
+  for (const RoundEngine::Outgoing& t : tasks) {
+    std::optional<uint64_t> c = Population::IndexOf(t.client_id);
+    if (c && *c < population_->size() && Malicious(*c))
+      attackers.emplace_back(*c, &std::get<TaskAssignment>(t.message));
+  }
+  pending_.malicious = static_cast<int64_t>(attackers.size());
+  if (config_.attack.parsed_kind() != AttackKind::kAlie || attackers.empty()) return Status::Ok();
+
+  // ALIE phase 1: every attacker's honest delta, through the client's own TaskExecutor (same data,
+  // decoded model and fit seed as its real fit), in parallel; then mu - z * sigma over them, in
+  // selection order.
+  struct Honest {
+    std::vector<float> delta;
+    Metrics metrics;
+  };
+  std::vector<std::future<Result<Honest>>> fits;
+  for (const auto& [client, task] : attackers) {
+    fits.push_back(pool_->Submit([this, c = client, task = task]() -> Result<Honest> {
+      const auto n = static_cast<int64_t>(population_->num_examples(c));
+      std::shared_ptr<Trainer> inner;
+      if (config_.trainer == "noop") {
+        inner = std::make_shared<NoopTrainer>(layout_, n);
+      } else {
+        auto local = std::make_shared<const Dataset>(population_->Materialize(c));
+        TRIB_ASSIGN_OR_RETURN(
+            std::unique_ptr<NativeTrainer> t,
+            NativeTrainer::Create(spec_, std::move(local), nullptr, config_.init_seed));
+        inner = std::move(t);
+      }
+      auto recorder = std::make_shared<RecordingTrainer>(std::move(inner));
+      TaskExecutor executor(recorder);
+      TRIB_RETURN_IF_ERROR(executor.Fit(*task).status());
+      return Honest{std::move(recorder->delta()), recorder->metrics()};
+    }));
+  }
+  std::vector<std::vector<float>> honest;
+  Status first_error;
+  for (size_t i = 0; i < fits.size(); ++i) {
+    Result<Honest> r = fits[i].get();
+    if (!r.ok()) {
+      if (first_error.ok()) first_error = r.status().WithContext("attack.kind 'alie' honest fit");
+      continue;
+    }
+    honest.push_back(std::move(r->delta));
+    alie_metrics_[attackers[i].first] = std::move(r->metrics);
+  }
+  TRIB_RETURN_IF_ERROR(first_error);
+  const double z = config_.attack.alie_z > 0.0 ? config_.attack.alie_z
+                                               : AlieZMax(static_cast<int64_t>(tasks.size()),
+                                                          static_cast<int64_t>(attackers.size()));
+  alie_delta_ = std::make_shared<const std::vector<float>>(AlieDelta(honest, z));
+  return Status::Ok();
+}
+
 Status Simulator::RunAttempt(std::vector<RoundEngine::Outgoing> tasks) {
   const uint64_t round = std::get<TaskAssignment>(tasks[0].message).round;
   if (round != attempt_round_) {
@@ -245,6 +328,7 @@ Status Simulator::RunAttempt(std::vector<RoundEngine::Outgoing> tasks) {
   round_closed_ = false;
   attempt_failed_ = false;
   residuals_->Expire(round);
+  TRIB_RETURN_IF_ERROR(PrepareAttack(tasks));
   const double t0 = now_;
   TRIB_ASSIGN_OR_RETURN(OutboundMessage down,
                         EncodeOutbound(tasks[0].message, ProtocolLimits{}, 1));

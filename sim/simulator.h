@@ -24,6 +24,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -62,6 +63,7 @@ struct SimRound {
   double train_loss = 0.0;  // clients' num_examples-weighted mean
   bool evaluated = false;
   double test_accuracy = 0.0, test_loss = 0.0;
+  int64_t malicious = 0;  // malicious clients selected in the attempt that closed the round
 };
 
 struct SimResult {
@@ -99,6 +101,13 @@ class Simulator {
   Simulator() = default;
   Status RunAttempt(std::vector<RoundEngine::Outgoing> tasks);
   void RunJob(Job& job, uint64_t bytes_down) const;
+  // Attacks (sim/attack.h): counts the attempt's malicious clients and, for ALIE, runs their honest
+  // fits on the pool and crafts the delta they all submit.
+  Status PrepareAttack(const std::vector<RoundEngine::Outgoing>& tasks);
+  bool Malicious(uint64_t client) const;
+  // `honest` wrapped in the attack's AttackTrainer when `client` is malicious.
+  std::shared_ptr<Trainer> WithAttack(std::shared_ptr<Trainer> honest, uint64_t client,
+                                      int64_t num_examples) const;
   void OnRoundComplete(const RoundSummary& s, const ModelWeights& model);
   Result<EvalResult> Evaluate(const ModelWeights& model);
   TimePoint At(double seconds) const;
@@ -125,6 +134,9 @@ class Simulator {
   int64_t attempt_ = 0;
   bool round_closed_ = false;  // set by the engine's hooks during an attempt
   bool attempt_failed_ = false;
+  // ALIE, per attempt: the crafted delta and each attacker's honest fit metrics.
+  std::shared_ptr<const std::vector<float>> alie_delta_;
+  std::map<uint64_t, Metrics> alie_metrics_;
   SimResult result_;
   const std::function<void(const SimRound&)>* on_round_ = nullptr;
 };
