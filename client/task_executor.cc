@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "compression/codec.h"
+#include "compression/update_sink.h"
 #include "core/log.h"
 #include "core/rng.h"
 #include "protocol/wire.h"
@@ -50,6 +51,63 @@ WireMetrics SendableMetrics(const Metrics& metrics) {
   return out;
 }
 
+namespace {
+
+// An encoded payload (a compressed download), validated completely before it is decoded.
+Result<ModelWeights> DecodeEncodedPayload(const ModelPayload& payload, const ModelWeights& layout,
+                                          std::string_view what) {
+  if (payload.layout_fingerprint != layout.fingerprint())
+    return ProtocolError(
+        ErrorCode::kProtocolViolation,
+        fmt::format("{}: the model has layout fingerprint {:016x}, but this client's trainer has "
+                    "layout {:016x} (a different model?)",
+                    what, payload.layout_fingerprint, layout.fingerprint()));
+  // Only the download codecs a run may configure (RoundConfig::download_codec); anything else is
+  // a coordinator this client does not understand.
+  if (payload.encoding != "q8")
+    return ProtocolError(
+        ErrorCode::kProtocolViolation,
+        fmt::format("{}: the model is encoded with '{}', which is not a download codec this "
+                    "client supports (q8)",
+                    what, payload.encoding));
+  Result<std::unique_ptr<Codec>> codec = MakeCodec(payload.encoding);
+  if (!codec.ok())
+    return ProtocolError(ErrorCode::kProtocolViolation,
+                         fmt::format("{}: the model's encoding '{}' is not supported here: {}",
+                                     what, payload.encoding, codec.status().message()));
+  // The bytes come from the network: validate them completely (section size for this layout,
+  // finite scales, zero padding) before decoding anything.
+  Result<UpdateStats> stats = (*codec)->Validate(payload.encoded.span(), layout.size());
+  if (!stats.ok())
+    return ProtocolError(
+        ErrorCode::kProtocolViolation,
+        fmt::format("{}: the {}-encoded model ({} bytes) is not a valid encoding of this client's "
+                    "{} floats: {}",
+                    what, payload.encoding, payload.encoded.size(), layout.size(),
+                    stats.status().message()));
+  ModelWeights w = layout.ZerosLike();
+  BufferSink sink(w.data());
+  (*codec)->DecodeInto(payload.encoded.span(), sink, 1.0f);
+  return w;
+}
+
+}  // namespace
+
+Result<ModelWeights> PayloadToWeights(const ModelPayload& payload, const ModelWeights& layout,
+                                      std::string_view what) {
+  if (payload.is_encoded()) return DecodeEncodedPayload(payload, layout, what);
+  if (payload.layout_fingerprint != layout.fingerprint() || payload.values.size() != layout.size())
+    return ProtocolError(
+        ErrorCode::kProtocolViolation,
+        fmt::format("{}: the model has layout fingerprint {:016x} and {} floats, but this "
+                    "client's trainer has layout {:016x} with {} floats (a different model?)",
+                    what, payload.layout_fingerprint, payload.values.size(), layout.fingerprint(),
+                    layout.size()));
+  ModelWeights w = layout.ZerosLike();
+  std::copy(payload.values.begin(), payload.values.end(), w.data().begin());
+  return w;
+}
+
 TaskExecutor::TaskExecutor(std::shared_ptr<Trainer> trainer, ClientState* state)
     : trainer_(std::move(trainer)), state_(state) {}
 
@@ -80,17 +138,7 @@ Result<ModelWeights> TaskExecutor::ToWeights(const ModelPayload& payload, const 
                            "trainer.get_parameters failed: " + params.status().ToString());
     layout_ = params->ZerosLike();
   }
-  if (payload.layout_fingerprint != layout_->fingerprint() ||
-      payload.values.size() != layout_->size())
-    return ProtocolError(
-        ErrorCode::kProtocolViolation,
-        fmt::format("{}: the model has layout fingerprint {:016x} and {} floats, but this "
-                    "client's trainer has layout {:016x} with {} floats (a different model?)",
-                    what, payload.layout_fingerprint, payload.values.size(), layout_->fingerprint(),
-                    layout_->size()));
-  ModelWeights w = layout_->ZerosLike();
-  std::copy(payload.values.begin(), payload.values.end(), w.data().begin());
-  return w;
+  return PayloadToWeights(payload, *layout_, what);
 }
 
 Result<UpdateSubmission> TaskExecutor::Fit(const TaskAssignment& task, TaskReport* report) {
@@ -122,7 +170,10 @@ Result<UpdateSubmission> TaskExecutor::Fit(const TaskAssignment& task, TaskRepor
         fmt::format("{}: trainer.fit returned num_examples {}", what, fit->num_examples));
   const double fit_seconds = Seconds(t0);
 
-  // delta = new - global, computed in place over the new weights.
+  // delta = new - global, computed in place over the new weights. With a compressed download
+  // (ModelPayload::is_encoded) `global` is the decoded model this client trained from, not the
+  // coordinator's exact one, which the coordinator applies the aggregate to: the standard
+  // approximation of quantized downloads (the quantization error stays out of the delta).
   std::span<float> delta = fit->weights.data();
   std::span<const float> g = global.data();
   for (size_t i = 0; i < delta.size(); ++i) delta[i] -= g[i];

@@ -1,15 +1,19 @@
 // TaskExecutor: turns the coordinator's tasks into answers by calling the app's Trainer.
 //
-//   Fit(TaskAssignment)    global = the task's model in the trainer's own layout; new = fit(global,
-//                          the wire FitConfig); delta = new - global, encoded with the codec the
-//                          task names -> UpdateSubmission{round, model_version, num_examples,
-//                          metrics (the trainer's, plus fit_seconds), update}.
+//   Fit(TaskAssignment)    global = the task's model in the trainer's own layout (decoded when it
+//                          came compressed, so the delta is against the decoded model); new =
+//                          fit(global, the wire FitConfig); delta = new - global, encoded with the
+//                          codec the task names -> UpdateSubmission{round, model_version,
+//                          num_examples, metrics (the trainer's, plus fit_seconds), update}.
 //   Evaluate(EvaluateTask) evaluate(the task's model) -> EvaluateResult.
 //
 // The layout comes from trainer.get_parameters(), asked once and cached. Errors are ProtocolError
 // statuses (protocol/wire.h), ready to be sent back as an Error message:
-//   PROTOCOL_VIOLATION  the task's layout fingerprint or size differs from the trainer's model, or
-//                       it names a codec this build does not have (the message names it)
+//   PROTOCOL_VIOLATION  the task's layout fingerprint or size differs from the trainer's model, it
+//                       names a codec this build does not have (the message names it), or its
+//                       model is encoded (a compressed download, e.g. "q8") with an encoding this
+//                       client does not support or bytes that are not a valid encoding of the
+//                       trainer's layout (validated before anything is decoded)
 //   INTERNAL            the trainer failed, or returned weights of another layout, a negative
 //                       num_examples, or an update the codec could not encode
 // Metrics with non-finite values, over-long names, or past the wire's cap are left out, so one odd
@@ -28,6 +32,7 @@
 
 #include <memory>
 #include <optional>
+#include <string_view>
 
 #include "client/client_state.h"
 #include "compression/codec.h"
@@ -58,7 +63,8 @@ class TaskExecutor {
   Result<EvaluateResult> Evaluate(const EvaluateTask& task, TaskReport* report = nullptr);
 
  private:
-  // The payload as ModelWeights in the trainer's layout; PROTOCOL_VIOLATION on a mismatch.
+  // The payload as ModelWeights in the trainer's layout, decoding an encoded one;
+  // PROTOCOL_VIOLATION on a mismatch or a malformed encoding.
   Result<ModelWeights> ToWeights(const ModelPayload& payload, const char* what);
 
   // The residual for `codec` and a model of n floats: loaded from the state dir on first use,
@@ -71,6 +77,14 @@ class TaskExecutor {
   CodecState codec_state_;
   bool codec_state_loaded_ = false;
 };
+
+// A task's model payload as ModelWeights in `layout`'s layout: the raw floats copied, or an
+// encoded payload (a compressed download, ModelPayload::encoding "q8") validated completely and
+// then decoded. PROTOCOL_VIOLATION (a ProtocolError whose message starts with `what`) when the
+// fingerprint or size differs from `layout`, the encoding is not one this client supports, or the
+// bytes are not a valid encoding of layout.size() floats. Thread-safe (pure).
+Result<ModelWeights> PayloadToWeights(const ModelPayload& payload, const ModelWeights& layout,
+                                      std::string_view what);
 
 // FitConfig from its wire form.
 FitConfig FromWire(const WireFitConfig& w);

@@ -71,6 +71,7 @@ Status LoadCoordinatorConfig(const Config& cfg, CoordinatorConfig* o) {
                                            "run.max_round_attempts",
                                            "run.seed",
                                            "run.codec",
+                                           "run.download_codec",
                                            "run.heartbeat_interval_s",
                                            "run.client_timeout_s",
                                            "run.min_num_examples",
@@ -113,6 +114,7 @@ Status LoadCoordinatorConfig(const Config& cfg, CoordinatorConfig* o) {
   r.Int("run.max_round_attempts", &rc.max_round_attempts);
   r.Int("run.seed", &rc.seed);
   r.String("run.codec", &rc.codec);
+  r.String("run.download_codec", &rc.download_codec);
   r.Double("run.heartbeat_interval_s", &o->heartbeat_interval_s);
   r.Double("run.client_timeout_s", &o->client_timeout_s);
   r.Int("run.min_num_examples", &rc.min_num_examples);
@@ -136,6 +138,10 @@ Status LoadCoordinatorConfig(const Config& cfg, CoordinatorConfig* o) {
   if (!(timeout_s > 0) || !std::isfinite(timeout_s))
     return Status::InvalidArgument(cfg.source() + ": key 'run.round_timeout_s' must be positive");
   rc.round_timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));
+  if (rc.download_codec != "dense" && rc.download_codec != "q8")
+    return Status::InvalidArgument(cfg.source() +
+                                   ": key 'run.download_codec' must be \"dense\" or " +
+                                   "\"q8\", not \"" + rc.download_codec + "\"");
   if (!(o->heartbeat_interval_s > 0) || !(o->client_timeout_s > o->heartbeat_interval_s))
     return Status::InvalidArgument(
         cfg.source() +

@@ -83,6 +83,13 @@ void CoordinatorService::OnHello(Session& s, const Hello& hello) {
                   "this run uses codec '" + codec +
                       "', which the client does not support (it offers: " +
                       (offered.empty() ? "none" : offered) + ")");
+  // The download codec too: the client must decode the model it is sent.
+  const std::string& download = engine_.config().download_codec;
+  if (download != "dense" && !CanEncodeCodec(hello.capabilities.codecs, download))
+    return Refuse(s, ErrorCode::kProtocolViolation,
+                  "this run sends the model with download codec '" + download +
+                      "', which the client does not support (it offers: " +
+                      (offered.empty() ? "none" : offered) + ")");
   const std::string id = s.conn->peer().id;
   if (id.empty()) return Refuse(s, ErrorCode::kUnauthenticated, "no authenticated client id");
   if (auto it = by_id_.find(id); it != by_id_.end() && it->second != s.conn.get()) {

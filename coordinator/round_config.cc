@@ -24,6 +24,8 @@ Status RoundConfig::Validate() const {
     return bad("fit needs epochs >= 1, batch_size >= 1 and lr > 0");
   if (min_num_examples < 1 || min_num_examples > max_num_examples)
     return bad("need 1 <= min_num_examples <= max_num_examples");
+  if (download_codec != "dense" && download_codec != "q8")
+    return bad("download_codec must be \"dense\" or \"q8\", not \"" + download_codec + "\"");
   if (federated_eval_every < 0) return bad("federated_eval_every must be >= 0");
   return Status::Ok();
 }

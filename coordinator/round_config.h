@@ -21,8 +21,13 @@ struct RoundConfig {
   int64_t max_round_attempts = 0;  // a round that fails is retried; 0 retries forever
   FitConfig fit;                   // sent to clients (the engine derives fit.seed per client)
   std::string codec = "dense";     // the update pipeline every client must use
-  uint64_t seed = 1;               // selection and per-client training seeds
-  uint64_t min_num_examples = 1;   // an update claiming fewer or more examples is rejected
+  // How the global model travels to clients (TaskAssignment, EvaluateTask): "dense" (raw float32)
+  // or "q8" (the q8 codec stage: 1 byte per float plus a float scale per 512; clients must
+  // advertise the stage). The client trains from, and computes its delta against, the decoded
+  // model.
+  std::string download_codec = "dense";
+  uint64_t seed = 1;              // selection and per-client training seeds
+  uint64_t min_num_examples = 1;  // an update claiming fewer or more examples is rejected
   uint64_t max_num_examples = uint64_t{1} << 30;
   int64_t federated_eval_every =
       0;  // ask the round's clients to evaluate every k rounds (0: never)

@@ -5,6 +5,7 @@
 
 #include "core/check.h"
 #include "core/hash.h"
+#include "core/log.h"
 #include "core/rng.h"
 
 namespace tributary {
@@ -12,6 +13,7 @@ namespace {
 
 constexpr uint64_t kSelectionStream = 0x5e1ec7;
 constexpr uint64_t kFitSeedStream = 0xf17;
+constexpr uint64_t kDownloadStream = 0xd0;
 
 uint64_t IdHash(const std::string& id) {
   Fnv1a64 h;
@@ -37,7 +39,12 @@ Result<std::unique_ptr<RoundEngine>> RoundEngine::Create(RoundConfig config,
   if (initial.size() == 0)
     return Status::InvalidArgument("round engine: the initial model is empty");
   TRIB_ASSIGN_OR_RETURN(std::unique_ptr<Codec> codec, MakeCodec(config.codec));
+  std::unique_ptr<Codec> download_codec;
+  if (config.download_codec != "dense") {
+    TRIB_ASSIGN_OR_RETURN(download_codec, MakeCodec(config.download_codec));
+  }
   std::unique_ptr<RoundEngine> e(new RoundEngine());
+  e->download_codec_ = std::move(download_codec);
   e->config_ = std::move(config);
   e->strategy_ = std::move(strategy);
   e->codec_ = std::move(codec);
@@ -242,14 +249,30 @@ void RoundEngine::MaybeStartRound(TimePoint now) {
                            config_.fit.max_steps,    0};
   task.codec.spec = std::string(codec_->spec());
   task.deadline_ms = static_cast<uint64_t>(config_.round_timeout.count());
-  task.model = ModelPayloadOf(model_);  // one copy of the model, shared by every assignment
+  task.model = DownloadPayload(round);  // one copy of the model, shared by every assignment
   for (const std::string& id : eligible) {
     registry_.MarkBusy(*registry_.Find(id));
     TaskAssignment t = task;  // shares task.model's floats
     t.fit.seed = DeriveSeed(config_.seed, {kFitSeedStream, round, IdHash(id)});
-    summary_.bytes_down += t.model.values.size() * sizeof(float);
+    summary_.bytes_down += t.model.data_bytes();
     outbox_.push_back({id, std::move(t)});
   }
+}
+
+ModelPayload RoundEngine::DownloadPayload(uint64_t round) const {
+  if (!download_codec_) return ModelPayloadOf(model_);
+  const uint64_t seed = DeriveSeed(config_.seed, {kDownloadStream, round, version_});
+  Result<std::vector<uint8_t>> bytes = download_codec_->Encode(model_.data(), nullptr, seed);
+  if (!bytes.ok()) {
+    spdlog::warn("round {}: sending the model raw: download codec '{}' refused it: {}", round,
+                 download_codec_->spec(), bytes.status().ToString());
+    return ModelPayloadOf(model_);
+  }
+  ModelPayload p;
+  p.layout_fingerprint = model_.fingerprint();
+  p.encoding = std::string(download_codec_->spec());
+  p.encoded = SharedBytes(std::move(bytes).value());
+  return p;
 }
 
 void RoundEngine::CloseRound(TimePoint now) {
@@ -279,7 +302,7 @@ void RoundEngine::CloseRound(TimePoint now) {
     task.round = summary_.round;
     task.model_version = version_;
     task.deadline_ms = static_cast<uint64_t>(config_.round_timeout.count());
-    task.model = ModelPayloadOf(model_);  // shared by every client's EvaluateTask
+    task.model = DownloadPayload(summary_.round);  // shared by every client's EvaluateTask
     for (const std::string& id : registry_.Eligible()) {
       eval_pending_.insert(id);
       outbox_.push_back({id, task});

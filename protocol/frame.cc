@@ -108,7 +108,8 @@ Result<OutboundMessage> EncodeOutbound(const Message& message, const ProtocolLim
                                        uint64_t transfer_id) {
   OutboundMessage out;
   out.type = TypeOf(message);
-  TRIB_RETURN_IF_ERROR(EncodeMessageBodySharingPayload(message, &out.body, &out.shared_tail));
+  TRIB_RETURN_IF_ERROR(
+      EncodeMessageBodySharingPayload(message, &out.body, &out.shared_tail, &out.tail));
   const uint64_t total = out.body_size();
   if (total > limits.max_message_bytes) {
     return ProtocolError(ErrorCode::kMessageTooLarge,

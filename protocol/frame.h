@@ -72,8 +72,9 @@ ChunkHeader ParseChunkHeader(const uint8_t* in);                 // reads kChunk
 // A message encoded for sending: its body and the frames that carry it. Frame i is
 // frames[i].header bytes followed by body bytes [frames[i].body_offset, + frames[i].body_length).
 //
-// The body is `body` followed by the floats of `shared_tail`, when there is one: a TaskAssignment's
-// or EvaluateTask's model payload (the last field of both) is referenced, not copied, so a model
+// The body is `body` followed by the bytes of `tail`, owned by `shared_tail`, when there is one: a
+// TaskAssignment's or EvaluateTask's model data (raw floats or encoded bytes, the last bytes of
+// both messages) is referenced, not copied, so a model
 // sent to 1,000 clients, each message encoded on its own (their fit.seed differs), is in memory
 // once. The tail is shared and never written; it stays alive as long as the message does.
 struct OutboundMessage {
@@ -85,12 +86,13 @@ struct OutboundMessage {
   };
   MessageType type = MessageType::kHeartbeat;
   ByteBuffer body;
-  std::shared_ptr<const std::vector<float>> shared_tail;  // may be null
+  std::shared_ptr<const void> shared_tail;  // owns `tail`'s bytes; may be null
+  std::span<const uint8_t> tail;            // empty when shared_tail is null
   std::vector<FrameRef> frames;
 
   // The whole body's size: body plus the tail's bytes.
   uint64_t body_size() const { return body.size() + tail_bytes(); }
-  uint64_t tail_bytes() const { return shared_tail ? shared_tail->size() * sizeof(float) : 0; }
+  uint64_t tail_bytes() const { return tail.size(); }
   // Calls fn(const uint8_t* data, size_t size) for each contiguous piece (one or two) of body bytes
   // [offset, offset + length), which must lie within body_size().
   template <class Fn>
@@ -102,8 +104,7 @@ struct OutboundMessage {
       length -= n;
     }
     if (length > 0) {
-      const auto* tail = reinterpret_cast<const uint8_t*>(shared_tail->data());
-      fn(tail + (offset - body.size()), static_cast<size_t>(length));
+      fn(tail.data() + (offset - body.size()), static_cast<size_t>(length));
     }
   }
 

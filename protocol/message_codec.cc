@@ -83,24 +83,36 @@ Status EncodeMessageBodyTo(const Message& message, ByteBuffer* out) {
 }
 
 Status EncodeMessageBodySharingPayload(const Message& message, ByteBuffer* out,
-                                       std::shared_ptr<const std::vector<float>>* tail) {
-  tail->reset();
-  const SharedFloats* payload = nullptr;
-  if (const auto* t = std::get_if<TaskAssignment>(&message)) payload = &t->model.values;
-  if (const auto* e = std::get_if<EvaluateTask>(&message)) payload = &e->model.values;
-  if (payload == nullptr || payload->empty()) {
+                                       std::shared_ptr<const void>* tail_owner,
+                                       std::span<const uint8_t>* tail) {
+  tail_owner->reset();
+  *tail = {};
+  const ModelPayload* payload = nullptr;
+  if (const auto* t = std::get_if<TaskAssignment>(&message)) payload = &t->model;
+  if (const auto* e = std::get_if<EvaluateTask>(&message)) payload = &e->model;
+  std::shared_ptr<const void> owner;
+  std::span<const uint8_t> data;
+  if (payload != nullptr && payload->is_encoded()) {
+    owner = payload->encoded.shared();
+    data = payload->encoded.span();
+  } else if (payload != nullptr) {
+    owner = payload->values.shared();
+    data = std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(payload->values.data()),
+                                    payload->values.size() * sizeof(float));
+  }
+  if (data.empty()) {
     out->Clear();
     return EncodeMessageBodyTo(message, out);
   }
-  // cereal writes the floats with one sputn of exactly their bytes (CappedSharedFloats' save);
-  // that write is left out and becomes the tail. The payload is the message's last field, so
-  // nothing follows it; if a schema change ever made something follow, encode plainly instead.
+  // cereal writes the payload's data (floats or encoded bytes) with one sputn of exactly their
+  // bytes (CappedSharedFloats' / CappedSharedBytes' save); that write is left out and becomes the
+  // tail. The payload is the message's last field and its data the payload's last bytes, so
+  // nothing follows; if a schema change ever made something follow, encode plainly instead.
   out->Clear();
-  const auto* floats = reinterpret_cast<const char*>(payload->data());
-  const size_t float_bytes = payload->size() * sizeof(float);
+  const auto* first = reinterpret_cast<const char*>(data.data());
   bool skipped = false, wrote_after = false;
   TRIB_RETURN_IF_ERROR(Encode(message, [&](const char* p, size_t n) {
-    if (!skipped && p == floats && n == float_bytes) {
+    if (!skipped && p == first && n == data.size()) {
       skipped = true;
       return;
     }
@@ -108,7 +120,8 @@ Status EncodeMessageBodySharingPayload(const Message& message, ByteBuffer* out,
     out->Append(p, n);
   }));
   if (skipped && !wrote_after) {
-    *tail = payload->shared();
+    *tail_owner = std::move(owner);
+    *tail = data;
     return Status::Ok();
   }
   out->Clear();

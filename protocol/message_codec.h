@@ -35,10 +35,12 @@ Status EncodeMessageBodyTo(const Message& message, ByteBuffer* out);
 Status DecodeMessageBodyInto(MessageType type, std::span<const uint8_t> body, Message* out);
 
 // Replaces *out's contents with the body, except that a TaskAssignment's or EvaluateTask's model
-// floats (the body's last bytes) are not copied: *tail is set to the payload's shared vector, and
-// the body is *out followed by the tail's bytes. Other messages, and an empty payload, leave *tail
-// null and *out holding the whole body.
+// data (the raw floats or the encoded bytes: the body's last bytes) are not copied: *tail is set to
+// them and *tail_owner to the payload's shared buffer that keeps them alive, and the body is *out
+// followed by *tail. Other messages, and an empty payload, leave *tail empty, *tail_owner null and
+// *out holding the whole body.
 Status EncodeMessageBodySharingPayload(const Message& message, ByteBuffer* out,
-                                       std::shared_ptr<const std::vector<float>>* tail);
+                                       std::shared_ptr<const void>* tail_owner,
+                                       std::span<const uint8_t>* tail);
 
 }  // namespace tributary

@@ -7,17 +7,20 @@
 // and map goes through a Capped() wrapper with the cap named here (wire_archive.h), so decoding
 // never allocates more than the schema allows or the bytes that arrived.
 //
-// Model payloads are ModelWeights-compatible: a flat float buffer (ModelWeights::data()) plus the
-// layout fingerprint (ModelWeights::fingerprint()) that the receiver checks against its own layout.
+// Model payloads are ModelWeights-compatible: a flat float buffer (ModelWeights::data()), or that
+// buffer encoded with a codec pipeline, plus the layout fingerprint (ModelWeights::fingerprint())
+// that the receiver checks against its own layout.
 // Large messages travel in chunks (frame.h); a struct never has to fit in one frame.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
+#include "protocol/shared_bytes.h"
 #include "protocol/shared_floats.h"
 #include "protocol/wire.h"
 #include "protocol/wire_archive.h"
@@ -78,16 +81,46 @@ struct Welcome {
   friend bool operator==(const Welcome&, const Welcome&) = default;
 };
 
-// A flat float model: ModelWeights::data() plus ModelWeights::fingerprint(). The floats are shared
-// (SharedFloats): copying a payload, or a message holding one, never copies the model, so one
-// round's assignments to 1,000 clients hold one model between them.
+// A flat float model: ModelWeights::data() plus ModelWeights::fingerprint(), sent either raw or
+// encoded.
+//   encoding == "":  `values` holds the floats; `encoded` is empty.
+//   otherwise:       `encoded` holds the model encoded with the codec pipeline `encoding` names
+//                    (compression/codec.h, e.g. "q8": the run's download codec), which decodes to
+//                    as many floats as the receiver's layout has; `values` is empty.
+// On the wire: fingerprint, encoding, then the floats or the encoded bytes (whichever the encoding
+// says; the payload's data is always the last bytes of the message, see message_codec.h). Both
+// buffers are shared (SharedFloats, SharedBytes): copying a payload, or a message holding one,
+// never copies the model, so one round's assignments to 1,000 clients hold one model between them.
 struct ModelPayload {
+  ModelPayload() = default;
+  // A raw payload: ModelPayload{fingerprint, std::move(floats)}.
+  ModelPayload(uint64_t fingerprint, SharedFloats floats)
+      : layout_fingerprint(fingerprint), values(std::move(floats)) {}
+
   uint64_t layout_fingerprint = 0;
   SharedFloats values;
+  std::string encoding;  // "" = raw float32 values
+  SharedBytes encoded;
+
+  bool is_encoded() const { return !encoding.empty(); }
+  // The bytes of model data this payload carries (floats or encoded bytes), for traffic counts.
+  uint64_t data_bytes() const { return values.size() * sizeof(float) + encoded.size(); }
 
   template <class Ar>
   void serialize(Ar& ar) {
-    ar(layout_fingerprint, wire::Capped("model.values", values, kMaxPayloadFloats));
+    ar(layout_fingerprint, wire::Capped("model.encoding", encoding, kMaxNameBytes));
+    if constexpr (Ar::is_saving::value) {
+      if (encoding.empty() ? !encoded.empty() : !values.empty())
+        throw wire::WireException(ErrorCode::kMalformedMessage,
+                                  "model: a payload carries both raw values and encoded bytes");
+    }
+    if (encoding.empty()) {
+      ar(wire::Capped("model.values", values, kMaxPayloadFloats));
+      if constexpr (Ar::is_loading::value) encoded = SharedBytes();
+    } else {
+      ar(wire::Capped("model.encoded", encoded, kMaxPayloadBytes));
+      if constexpr (Ar::is_loading::value) values = SharedFloats();
+    }
   }
   friend bool operator==(const ModelPayload&, const ModelPayload&) = default;
 };

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "protocol/byte_buffer.h"
+#include "protocol/shared_bytes.h"
 #include "protocol/shared_floats.h"
 #include "protocol/wire.h"
 
@@ -152,6 +153,13 @@ struct CappedSharedFloats {
   uint64_t max_count;
 };
 
+// A SharedBytes field: the same bytes on the wire as a CappedVector<uint8_t>.
+struct CappedSharedBytes {
+  const char* field;
+  SharedBytes& value;
+  uint64_t max_count;
+};
+
 struct CappedStringList {
   const char* field;
   std::vector<std::string>& value;
@@ -174,6 +182,9 @@ CappedVector<T> Capped(const char* field, std::vector<T>& v, uint64_t max_count)
   return {field, v, max_count};
 }
 inline CappedSharedFloats Capped(const char* field, SharedFloats& v, uint64_t max_count) {
+  return {field, v, max_count};
+}
+inline CappedSharedBytes Capped(const char* field, SharedBytes& v, uint64_t max_count) {
   return {field, v, max_count};
 }
 inline CappedStringList Capped(const char* field, std::vector<std::string>& v, uint64_t max_count,
@@ -303,6 +314,21 @@ void CEREAL_SAVE_FUNCTION_NAME(Archive& ar, const CappedSharedFloats& f) {
 inline void CEREAL_LOAD_FUNCTION_NAME(BoundedInputArchive& ar, CappedSharedFloats& f) {
   CappedVector<float> inner{f.field, f.value.mutable_values_for_overwrite(), f.max_count};
   CEREAL_LOAD_FUNCTION_NAME(ar, inner);
+}
+
+template <class Archive>
+void CEREAL_SAVE_FUNCTION_NAME(Archive& ar, const CappedSharedBytes& f) {
+  CheckEncodeCap(f.field, f.value.size(), f.max_count);
+  ar(cereal::make_size_tag(static_cast<cereal::size_type>(f.value.size())));
+  ar(cereal::binary_data(f.value.data(), f.value.size()));
+}
+// Checks the size tag like CappedVector's loader, before allocating; always loads into a fresh
+// vector (a SharedBytes is never written through).
+inline void CEREAL_LOAD_FUNCTION_NAME(BoundedInputArchive& ar, CappedSharedBytes& f) {
+  std::vector<uint8_t> bytes;
+  CappedVector<uint8_t> inner{f.field, bytes, f.max_count};
+  CEREAL_LOAD_FUNCTION_NAME(ar, inner);
+  f.value = SharedBytes(std::move(bytes));
 }
 
 template <class Archive>

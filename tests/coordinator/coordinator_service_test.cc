@@ -177,6 +177,24 @@ TEST_P(CoordinatorServiceTest, RefusesAClientThatCannotSpeakTheRunsCodec) {
   EXPECT_EQ(c->tasks.load(), 0);
 }
 
+TEST_P(CoordinatorServiceTest, RefusesAClientThatCannotDecodeTheDownloadCodec) {
+  RoundConfig cfg;
+  cfg.rounds = 1;
+  cfg.clients_per_round = 1;
+  cfg.download_codec = "q8";
+  StartCoordinator(cfg);
+  auto c = Connect("dense-only", 1.0f);
+  c->codecs = {"dense"};
+  c->Start();
+  ASSERT_TRUE(c->WaitClosed());
+  auto errors = c->Received<Error>();
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].code, static_cast<uint32_t>(ErrorCode::kProtocolViolation));
+  EXPECT_NE(errors[0].message.find("download codec 'q8'"), std::string::npos) << errors[0].message;
+  EXPECT_NE(errors[0].message.find("offers: dense"), std::string::npos) << errors[0].message;
+  EXPECT_EQ(c->tasks.load(), 0);
+}
+
 TEST_P(CoordinatorServiceTest, ADisconnectMidRoundDoesNotStopTheRound) {
   RoundConfig cfg;
   cfg.rounds = 1;

@@ -8,7 +8,9 @@
 #include <set>
 
 #include "aggregation/fedavg.h"
+#include "compression/codec.h"
 #include "compression/dense_codec.h"
+#include "compression/update_sink.h"
 
 namespace tributary {
 namespace {
@@ -323,6 +325,70 @@ TEST_F(RoundEngineTest, SelectionIsDeterministicForASeed) {
   EXPECT_NE(pick(5), pick(6));
 }
 
+// download_codec = "q8": the round's model is encoded once (n bytes + one float scale per 512
+// values), every assignment shares that one buffer, bytes_down counts the encoded bytes, and the
+// aggregate still lands on the coordinator's exact model.
+TEST_F(RoundEngineTest, Q8DownloadEncodesTheModelOnceAndCountsItsBytes) {
+  constexpr size_t kN = 2000;
+  ModelWeights init = *ModelWeights::Create({{"w", {kN}}});
+  for (size_t i = 0; i < kN; ++i)
+    init.data()[i] = std::sin(static_cast<float>(i)) * (1.0f + static_cast<float>(i % 7));
+  RoundConfig cfg = Config(3);
+  cfg.download_codec = "q8";
+  cfg.federated_eval_every = 1;
+  RoundEngine::Hooks hooks;
+  hooks.on_round_complete = [this](const RoundSummary& s, const ModelWeights& m) {
+    summaries_.push_back(s);
+    models_.push_back(m);
+  };
+  engine_ = *RoundEngine::Create(cfg, std::make_unique<FedAvg>(), init, 0, 0, hooks);
+  for (int i = 0; i < 3; ++i)
+    engine_->OnJoined("c" + std::to_string(i), ClientCapabilities{"cpu", {"dense", "q8"}, 100},
+                      now_);
+  std::map<std::string, TaskAssignment> tasks = Tasks();
+  ASSERT_EQ(tasks.size(), 3u);
+  const ModelPayload& first = tasks.begin()->second.model;
+  const size_t encoded_bytes = kN + 4 * ((kN + 511) / 512);  // 2016
+  EXPECT_EQ(first.encoding, "q8");
+  EXPECT_TRUE(first.values.empty());
+  ASSERT_EQ(first.encoded.size(), encoded_bytes);
+  EXPECT_EQ(first.layout_fingerprint, init.fingerprint());
+  EXPECT_EQ(first.encoded.shared().use_count(), 3);  // held by the 3 assignments only
+  for (const auto& [id, t] : tasks) EXPECT_EQ(t.model.encoded.data(), first.encoded.data()) << id;
+
+  // It decodes to the model within one q8 step (2 * scale / 255 per 512-value chunk).
+  std::unique_ptr<Codec> q8 = *MakeCodec("q8");
+  ASSERT_TRUE(q8->Validate(first.encoded.span(), kN).ok());
+  std::vector<float> decoded(kN, 0.0f);
+  BufferSink sink(decoded);
+  q8->DecodeInto(first.encoded.span(), sink, 1.0f);
+  for (size_t c = 0; c < kN; c += 512) {
+    float scale = 0;
+    for (size_t i = c; i < std::min(kN, c + 512); ++i)
+      scale = std::max(scale, std::fabs(init.data()[i]));
+    for (size_t i = c; i < std::min(kN, c + 512); ++i)
+      ASSERT_LE(std::fabs(decoded[i] - init.data()[i]), 2 * scale / 255 * 1.0001f) << i;
+  }
+
+  std::vector<float> delta(kN, 0.25f);
+  for (auto& [id, t] : tasks) ASSERT_TRUE(engine_->OnUpdate(id, Update(t, delta), now_).ok());
+  ASSERT_EQ(summaries_.size(), 1u);
+  EXPECT_EQ(summaries_[0].bytes_down, 3 * encoded_bytes);  // dense would be 3 * 8000
+  // FedAvg of equal deltas applied to the exact global, not to the quantized copy (whose error is
+  // up to 2 * 7 / 255 = 0.055 here).
+  for (size_t i = 0; i < kN; ++i)
+    ASSERT_NEAR(models_[0].data()[i], init.data()[i] + 0.25f, 1e-5) << i;
+  // The federated evaluation's tasks travel encoded too.
+  size_t evals = 0;
+  for (const RoundEngine::Outgoing& o : engine_->TakeOutbox())
+    if (auto* e = std::get_if<EvaluateTask>(&o.message)) {
+      ++evals;
+      EXPECT_EQ(e->model.encoding, "q8");
+      EXPECT_EQ(e->model.encoded.size(), encoded_bytes);
+    }
+  EXPECT_EQ(evals, 3u);
+}
+
 TEST(RoundConfigTest, RejectsInconsistentSettings) {
   RoundConfig c;
   c.clients_per_round = 2;
@@ -334,6 +400,13 @@ TEST(RoundConfigTest, RejectsInconsistentSettings) {
   c = RoundConfig{};
   c.fit.lr = 0;
   EXPECT_FALSE(c.Validate().ok());
+  c = RoundConfig{};
+  c.download_codec = "q4";
+  EXPECT_NE(c.Validate().message().find("download_codec must be \"dense\" or \"q8\", not \"q4\""),
+            std::string::npos)
+      << c.Validate().message();
+  c.download_codec = "q8";
+  EXPECT_TRUE(c.Validate().ok());
 }
 
 }  // namespace

@@ -237,6 +237,20 @@ TEST(ChunkingTest, ModelPayloadIsSharedNotCopiedIntoTheEncoding) {
   EXPECT_EQ(std::get<TaskAssignment>(got[0]), a);
   EXPECT_EQ(std::get<TaskAssignment>(got[1]), b);
 
+  // An encoded (compressed-download) payload is shared the same way: the tail is its bytes.
+  TaskAssignment c = a;
+  c.model.values = SharedFloats();
+  c.model.encoding = "q8";
+  c.model.encoded = SharedBytes(std::vector<uint8_t>(900, 0x33));
+  Result<OutboundMessage> ec = EncodeOutbound(c, limits, 5);
+  ASSERT_TRUE(ec.ok()) << ec.status();
+  EXPECT_EQ(ec->shared_tail.get(), c.model.encoded.shared().get());
+  EXPECT_EQ(ec->tail_bytes(), 900u);
+  EXPECT_EQ(ec->tail.data(), c.model.encoded.data());
+  ASSERT_TRUE(reader.Feed(ec->Flatten(), &got).ok());
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_EQ(std::get<TaskAssignment>(got[2]), c);
+
   // Small payloads and messages without one are encoded whole.
   EvaluateTask empty;
   EXPECT_EQ(EncodeOutbound(empty, limits, 3)->shared_tail, nullptr);

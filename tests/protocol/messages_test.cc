@@ -205,6 +205,75 @@ TEST(MessagesTest, DuplicateMetricKeyIsAnError) {
   EXPECT_NE(m.status().message().find("metrics: duplicate key"), std::string::npos) << m.status();
 }
 
+// An encoded model payload: fingerprint, encoding, then the encoded bytes in place of the floats
+// (and nothing of the other form).
+TEST(MessagesTest, EncodedModelPayloadRoundTripsAndCarriesOnlyItsBytes) {
+  EvaluateTask t;
+  t.model.layout_fingerprint = 7;
+  t.model.encoding = "q8";
+  t.model.encoded = SharedBytes({10, 20, 30, 40, 50});
+  std::vector<uint8_t> body = *EncodeMessageBody(t);
+  // The body ends with: fingerprint, encoding "q8" (tag + 2), bytes (tag + 5).
+  ASSERT_GE(body.size(), 8u + 10u + 13u);
+  std::vector<uint8_t> tail(body.end() - 13, body.end());
+  EXPECT_EQ(tail, (std::vector<uint8_t>{5, 0, 0, 0, 0, 0, 0, 0, 10, 20, 30, 40, 50}));
+  EXPECT_EQ(t.model.data_bytes(), 5u);
+  Result<Message> back = DecodeMessageBody(MessageType::kEvaluateTask, body);
+  ASSERT_TRUE(back.ok()) << back.status();
+  const ModelPayload& m = std::get<EvaluateTask>(*back).model;
+  EXPECT_EQ(m, t.model);
+  EXPECT_TRUE(m.is_encoded());
+  EXPECT_TRUE(m.values.empty());
+
+  // Sending both forms at once is refused when encoding.
+  t.model.values = {1.0f};
+  Result<std::vector<uint8_t>> both = EncodeMessageBody(t);
+  ASSERT_FALSE(both.ok());
+  EXPECT_NE(both.status().message().find("both raw values and encoded bytes"), std::string::npos)
+      << both.status();
+}
+
+// An encoded payload whose byte count claims more than arrived (or more than the cap) is refused
+// from the size tag, before anything is allocated; a truncated one likewise.
+TEST(MessagesTest, EncodedPayloadSizeTagIsCheckedBeforeAllocating) {
+  TaskAssignment t;
+  t.model.layout_fingerprint = 7;
+  t.model.encoding = "q8";
+  t.model.encoded = SharedBytes(std::vector<uint8_t>(100, 0x5a));
+  std::vector<uint8_t> body = *EncodeMessageBody(t);
+  const size_t tag_at = body.size() - 100 - 8;
+  uint64_t count = 0;
+  std::memcpy(&count, body.data() + tag_at, 8);
+  ASSERT_EQ(count, 100u);
+  for (uint64_t bad : {uint64_t{101}, uint64_t{1} << 40, kMaxPayloadBytes + 1,
+                       std::numeric_limits<uint64_t>::max()}) {
+    std::vector<uint8_t> b = body;
+    std::memcpy(b.data() + tag_at, &bad, 8);
+    Result<Message> m = DecodeMessageBody(MessageType::kTaskAssignment, b);
+    ASSERT_FALSE(m.ok()) << bad;
+    EXPECT_EQ(ProtocolErrorCodeOf(m.status()), ErrorCode::kMalformedMessage);
+    EXPECT_NE(m.status().message().find("model.encoded: size " + std::to_string(bad)),
+              std::string::npos)
+        << m.status();
+  }
+  // Over the cap says so even though the count alone is checked.
+  std::vector<uint8_t> b = body;
+  const uint64_t over = kMaxPayloadBytes + 1;
+  std::memcpy(b.data() + tag_at, &over, 8);
+  EXPECT_NE(DecodeMessageBody(MessageType::kTaskAssignment, b)
+                .status()
+                .message()
+                .find("exceeds the cap of " + std::to_string(kMaxPayloadBytes)),
+            std::string::npos);
+  // Truncated anywhere in the encoded bytes.
+  for (size_t cut : {size_t{1}, size_t{50}, size_t{100}}) {
+    Result<Message> m = DecodeMessageBody(MessageType::kTaskAssignment,
+                                          std::span<const uint8_t>(body.data(), body.size() - cut));
+    ASSERT_FALSE(m.ok()) << cut;
+    EXPECT_NE(m.status().message().find("model.encoded"), std::string::npos) << m.status();
+  }
+}
+
 TEST(MessagesTest, LargeFloatPayloadRoundTripsBitExact) {
   UpdateSubmission u;
   u.update.num_floats = 1 << 20;
