@@ -128,6 +128,7 @@ nlohmann::json SimConfigJson(const SimConfig& c) {
           {"threads", c.threads},
           {"strategy", c.strategy},
           {"codec", c.codec},
+          {"download_codec", c.download_codec},
           {"trainer", c.trainer},
           {"eval_every", c.eval_every},
           {"target_accuracy", c.target_accuracy},

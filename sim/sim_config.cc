@@ -36,6 +36,7 @@ std::vector<Key> Keys(SimConfig* c) {
       {"threads", &c->threads},
       {"strategy", &c->strategy},
       {"codec", &c->codec},
+      {"download_codec", &c->download_codec},
       {"trainer", &c->trainer},
       {"eval_every", &c->eval_every},
       {"eval_batch", &c->eval_batch},
@@ -155,6 +156,8 @@ Status SimConfig::Validate() const {
   if (!(residual_keep_fraction > 0.0) || residual_keep_fraction > 1.0)
     return Bad("residual.keep_fraction", "must be in (0, 1]");
   if (report_dir.empty()) return Bad("report_dir", "must not be empty");
+  if (download_codec != "dense" && download_codec != "q8")
+    return Bad("download_codec", "must be 'dense' or 'q8', not '" + download_codec + "'");
   TRIB_RETURN_IF_ERROR(attack.Validate());
   if (trainer == "noop" && attack.parsed_kind() == AttackKind::kLabelFlip)
     return Bad("attack.kind", "= 'label_flip' needs trainer = 'native' (noop does not train)");

@@ -8,7 +8,8 @@
 //   clients, per_round, rounds, over_selection, min_completed, round_timeout_s, seed, threads
 //   fit.epochs, fit.batch_size, fit.lr, fit.momentum, fit.weight_decay, fit.proximal_mu,
 //   fit.max_steps
-//   strategy, codec, trainer ("native" | "noop": returns the global model untouched, to measure
+//   strategy, codec, download_codec ("dense" | "q8": how the model travels to clients),
+//   trainer ("native" | "noop": returns the global model untouched, to measure
 //   the framework's own overhead), eval_every, target_accuracy, report_dir
 //   hetero.*        see HeterogeneityConfig (device_model.h)
 //   synthetic.*     height, width, noise (the synthetic data set's shape)
@@ -46,6 +47,7 @@ struct SimConfig {
   FitConfig fit;
   std::string strategy = "fedavg";
   std::string codec = "dense";
+  std::string download_codec = "dense";  // RoundConfig::download_codec
   std::string trainer = "native";
   int64_t eval_every = 1;
   int64_t eval_batch = 256;

@@ -81,6 +81,7 @@ Result<std::unique_ptr<Simulator>> Simulator::Create(const SimConfig& config, Si
   rc.max_round_attempts = kMaxAttempts;
   rc.fit = config.fit;
   rc.codec = config.codec;
+  rc.download_codec = config.download_codec;
   rc.seed = config.seed;
   Result<std::unique_ptr<Strategy>> strategy = MakeStrategy(config.strategy);
   if (!strategy.ok()) return strategy.status().WithContext("key 'strategy'");

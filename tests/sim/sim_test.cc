@@ -192,6 +192,32 @@ TEST(SimulatorTest, ErrorFeedbackResidualsFollowEachClient) {
   EXPECT_LT(r->rounds[0].bytes_up, r->rounds[0].bytes_down / 5);
 }
 
+// download_codec = "q8": each client downloads n one-byte codes plus a float scale per 512 values
+// (about a quarter of dense), trains from the decoded model, and the run learns as well as dense.
+TEST(SimulatorTest, Q8DownloadCutsBytesDownAndStillLearns) {
+  SimConfig c = SmallSynthetic();
+  c.rounds = 5;
+  Result<SimResult> dense = RunSim(c);
+  ASSERT_TRUE(dense.ok()) << dense.status().ToString();
+  c.download_codec = "q8";
+  Result<SimResult> q8 = RunSim(c);
+  ASSERT_TRUE(q8.ok()) << q8.status().ToString();
+  const uint64_t n = q8->final_model.size();
+  const uint64_t encoded = n + 4 * ((n + 511) / 512);
+  for (size_t i = 0; i < q8->rounds.size(); ++i) {
+    // 5 clients a round, each one framed TaskAssignment (fields and frame headers < 4 KiB).
+    EXPECT_GE(q8->rounds[i].bytes_down, 5 * encoded) << i;
+    EXPECT_LT(q8->rounds[i].bytes_down, 5 * (encoded + 4096)) << i;
+    EXPECT_LT(static_cast<double>(q8->rounds[i].bytes_down),
+              0.27 * static_cast<double>(dense->rounds[i].bytes_down))
+        << i;
+  }
+  EXPECT_GT(q8->rounds.back().test_accuracy, 0.6);
+  EXPECT_NEAR(q8->rounds.back().test_accuracy, dense->rounds.back().test_accuracy, 0.05);
+  // Uploads are unchanged in size (the dense update codec).
+  EXPECT_EQ(q8->rounds[0].bytes_up, dense->rounds[0].bytes_up);
+}
+
 TEST(ResidualStoreTest, KeepsTheLargestEntriesAndExpiresOldOnes) {
   ResidualStore store(/*max_age_rounds=*/2, /*keep_fraction=*/0.25);
   CodecState s;
@@ -225,6 +251,9 @@ TEST(SimConfigTest, ErrorsNameTheKey) {
   EXPECT_NE(load("[fit]\nlr = -1.0").message().find("fit.lr"), std::string::npos);
   EXPECT_NE(load("rounds = \"ten\"").message().find("rounds"), std::string::npos);
   EXPECT_TRUE(load("clients = 50\nper_round = 5\n[hetero]\ndropout = 0.1").ok());
+  EXPECT_NE(load("download_codec = \"q2\"").message().find("key 'download_codec' must be"),
+            std::string::npos);
+  EXPECT_TRUE(load("download_codec = \"q8\"").ok());
 
   SimConfig c = SmallSynthetic();
   c.hetero.speed_tiers = "fast:0.5:100,slow:0.4:10";
