@@ -7,8 +7,8 @@
 #   2 local epochs, batch 32, lr 0.05, momentum 0.5, seed 1, evaluated once at the end; 20%
 #   malicious clients (attack.fraction 0.2, the same clients in every row) with each attack's
 #   defaults: sign_flip scale 4, gaussian noise_std 1, scale boost 10, label_flip, alie with the
-#   paper's z_max for n = 20 and f the attackers selected that round. Rules: fedavg, median, trimmed_mean(beta=0.2), krum(f=4),
-#   multikrum(f=4,m=10), bulyan(f=4) (Bulyan needs n >= 4f + 3 = 19).
+#   paper's z_max for n = 20 and f the attackers selected that round. Rules: fedavg, median,
+#   trimmed_mean(beta=0.2), krum(f=4), multikrum(f=4,m=10), bulyan(f=4) (n >= 4f + 3 = 19).
 #
 #   bench/sim/attack_table.sh [ROUNDS] [RULES...]
 #
