@@ -16,9 +16,9 @@ Result<std::vector<uint8_t>> DenseCodec::Encode(std::span<const float> delta, Co
                                                 uint64_t) const {
   // Non-finite values are the coordinator's to reject (Validate names the index); a dense update
   // is sent as it is.
-  std::vector<uint8_t> out(delta.size() * sizeof(float));
-  if (!delta.empty()) std::memcpy(out.data(), delta.data(), out.size());  // little-endian hosts
-  return out;
+  // Constructed from the bytes (little-endian hosts), not zero-filled first and then copied.
+  const auto* bytes = reinterpret_cast<const uint8_t*>(delta.data());
+  return std::vector<uint8_t>(bytes, bytes + delta.size() * sizeof(float));
 }
 
 Result<UpdateStats> DenseCodec::Validate(std::span<const uint8_t> bytes, size_t num_floats) const {

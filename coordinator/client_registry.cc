@@ -45,6 +45,14 @@ std::vector<std::string> ClientRegistry::Eligible() const {
   return out;
 }
 
+std::vector<const std::string*> ClientRegistry::EligibleIds() const {
+  std::vector<const std::string*> out;
+  out.reserve(num_idle());
+  for (const auto& [id, r] : clients_)
+    if (!r.busy) out.push_back(&id);
+  return out;
+}
+
 void ClientRegistry::MarkBusy(ClientRecord& record) {
   if (record.busy) return;
   record.busy = true;

@@ -40,6 +40,9 @@ class ClientRegistry {
   size_t num_idle() const { return clients_.size() - num_busy_; }
   // Ids of connected clients that are not busy, in id order (deterministic input to selection).
   std::vector<std::string> Eligible() const;
+  // The same ids as pointers to the registry's keys (no string copies; for selection over a large
+  // population). Valid until the next Join or Leave.
+  std::vector<const std::string*> EligibleIds() const;
   // Marks a registered client busy for the current round attempt.
   void MarkBusy(ClientRecord& record);
   // Marks every client idle (between rounds); O(busy clients), not O(registered).

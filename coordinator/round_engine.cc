@@ -217,15 +217,19 @@ void RoundEngine::MaybeStartRound(TimePoint now) {
   if (in_round_ || finished()) return;
   const int64_t need = std::max(config_.min_available, config_.min_completed);
   if (static_cast<int64_t>(registry_.num_idle()) < need) return;
-  std::vector<std::string> eligible = registry_.Eligible();
+  // Shuffle pointers to the ids, not the strings: the same permutation (Shuffle draws the same
+  // numbers for any element type) at a fraction of the cost over a million-client registry.
+  std::vector<const std::string*> pool = registry_.EligibleIds();
   const uint64_t round = rounds_done_ + 1;
   const int64_t target = TargetUpdates();
   const int64_t want =
       static_cast<int64_t>(std::ceil(static_cast<double>(target) * config_.over_selection));
-  const size_t m = std::min<size_t>(eligible.size(), static_cast<size_t>(want));
+  const size_t m = std::min<size_t>(pool.size(), static_cast<size_t>(want));
   Rng rng = Rng::Stream(config_.seed, {kSelectionStream, round, static_cast<uint64_t>(attempt_)});
-  rng.Shuffle(std::span<std::string>(eligible));
-  eligible.resize(m);
+  rng.Shuffle(std::span<const std::string*>(pool));
+  std::vector<std::string> eligible;
+  eligible.reserve(m);
+  for (size_t i = 0; i < m; ++i) eligible.push_back(*pool[i]);
   std::sort(eligible.begin(), eligible.end());
 
   TRIB_CHECK(strategy_->BeginRound(model_).ok(), "strategy refused to begin a round");

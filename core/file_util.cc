@@ -98,4 +98,9 @@ Status WriteFileAtomic(const std::string& path, std::span<const uint8_t> bytes) 
   return Status::Ok();
 }
 
+Status WriteFileAtomic(const std::string& path, std::string_view text) {
+  return WriteFileAtomic(
+      path, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(text.data()), text.size()));
+}
+
 }  // namespace tributary

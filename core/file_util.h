@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tributary/result.h"
@@ -17,5 +18,7 @@ Result<std::vector<uint8_t>> ReadFileBytes(const std::string& path, uint64_t max
 // Replaces `path` atomically: writes `path.tmp.<pid>`, fsyncs it, renames it over `path`, then
 // fsyncs the directory. After a crash, `path` holds either the old or the new contents in full.
 Status WriteFileAtomic(const std::string& path, std::span<const uint8_t> bytes);
+// The same for text (reports, configs).
+Status WriteFileAtomic(const std::string& path, std::string_view text);
 
 }  // namespace tributary

@@ -97,11 +97,6 @@ std::string FindBinary(const std::string& given, const std::string& name,
 
 std::string Quote(const std::string& s) { return nlohmann::json(s).dump(); }
 
-Status WriteText(const std::string& path, const std::string& text) {
-  return WriteFileAtomic(
-      path, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(text.data()), text.size()));
-}
-
 }  // namespace
 
 Result<SimResult> RunDeployment(const SimConfig& c, const DeployOptions& options,
@@ -165,7 +160,7 @@ Result<SimResult> RunDeployment(const SimConfig& c, const DeployOptions& options
       c.fit.max_steps, c.eval_every, Quote(c.data_dir), c.test_examples, Quote(out.string()),
       Quote(ready));
   const std::string toml_path = (fs::path(work) / "coordinator.toml").string();
-  TRIB_RETURN_IF_ERROR(WriteText(toml_path, toml));
+  TRIB_RETURN_IF_ERROR(WriteFileAtomic(toml_path, toml));
 
   const auto start = Clock::now();
   Child coordinator;
@@ -259,17 +254,8 @@ Result<SimResult> RunDeployment(const SimConfig& c, const DeployOptions& options
         r.test_accuracy = ev["test_accuracy"].get<double>();
         r.test_loss = ev.value("test_loss", 0.0);
       }
-      r.cum_bytes_up = (result.rounds.empty() ? 0 : result.rounds.back().cum_bytes_up) + r.bytes_up;
-      r.cum_bytes_down =
-          (result.rounds.empty() ? 0 : result.rounds.back().cum_bytes_down) + r.bytes_down;
-      if (c.target_accuracy > 0 && result.target_round == 0 && r.evaluated &&
-          r.test_accuracy >= c.target_accuracy) {
-        result.target_round = r.round;
-        result.target_wall_seconds = r.wall_clock;
-        result.target_sim_seconds = r.wall_clock;
-      }
-      result.rounds.push_back(r);
-      if (on_round) on_round(r);
+      const SimRound& stored = result.Append(std::move(r), c.target_accuracy);
+      if (on_round) on_round(stored);
     }
   };
   int code = -1;

@@ -102,11 +102,6 @@ std::string Chart(const std::string& title, const std::string& xlabel,
   return svg + "\n</svg>\n";
 }
 
-Status WriteText(const std::string& path, const std::string& text) {
-  return WriteFileAtomic(
-      path, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(text.data()), text.size()));
-}
-
 }  // namespace
 
 nlohmann::json SimConfigJson(const SimConfig& c) {
@@ -261,9 +256,10 @@ Status WriteReport(const std::string& dir, const SimConfig& config, const SimRes
       {"config", SimConfigJson(config)}, {"rounds", rounds}, {"totals", totals}};
   namespace fs = std::filesystem;
   const std::string json = report.dump(2) + "\n";
-  TRIB_RETURN_IF_ERROR(WriteText((fs::path(dir) / "report.json").string(), json));
-  TRIB_RETURN_IF_ERROR(WriteText((fs::path(dir) / "rounds.csv").string(), RoundsCsv(result)));
-  return WriteText((fs::path(dir) / "report.html").string(), ReportHtml(config, result, totals));
+  TRIB_RETURN_IF_ERROR(WriteFileAtomic((fs::path(dir) / "report.json").string(), json));
+  TRIB_RETURN_IF_ERROR(WriteFileAtomic((fs::path(dir) / "rounds.csv").string(), RoundsCsv(result)));
+  return WriteFileAtomic((fs::path(dir) / "report.html").string(),
+                         ReportHtml(config, result, totals));
 }
 
 }  // namespace tributary

@@ -43,6 +43,19 @@ struct Simulator::Job {
   Status error;
 };
 
+const SimRound& SimResult::Append(SimRound r, double target_accuracy) {
+  r.cum_bytes_up = (rounds.empty() ? 0 : rounds.back().cum_bytes_up) + r.bytes_up;
+  r.cum_bytes_down = (rounds.empty() ? 0 : rounds.back().cum_bytes_down) + r.bytes_down;
+  if (target_accuracy > 0 && target_round == 0 && r.evaluated &&
+      r.test_accuracy >= target_accuracy) {
+    target_round = r.round;
+    target_wall_seconds = r.wall_clock;
+    target_sim_seconds = r.sim_clock;
+  }
+  rounds.push_back(std::move(r));
+  return rounds.back();
+}
+
 Simulator::~Simulator() = default;
 
 TimePoint Simulator::At(double seconds) const {
@@ -411,17 +424,8 @@ Status Simulator::RunAttempt(std::vector<RoundEngine::Outgoing> tasks) {
     SimRound r = pending_;
     r.wall_seconds = WallNow() - round_start_wall_;
     r.wall_clock = WallNow() - wall_start_;
-    r.cum_bytes_up = (result_.rounds.empty() ? 0 : result_.rounds.back().cum_bytes_up) + r.bytes_up;
-    r.cum_bytes_down =
-        (result_.rounds.empty() ? 0 : result_.rounds.back().cum_bytes_down) + r.bytes_down;
-    if (config_.target_accuracy > 0 && result_.target_round == 0 && r.evaluated &&
-        r.test_accuracy >= config_.target_accuracy) {
-      result_.target_round = r.round;
-      result_.target_wall_seconds = r.wall_clock;
-      result_.target_sim_seconds = r.sim_clock;
-    }
-    result_.rounds.push_back(r);
-    if (on_round_ && *on_round_) (*on_round_)(r);
+    const SimRound& stored = result_.Append(std::move(r), config_.target_accuracy);
+    if (on_round_ && *on_round_) (*on_round_)(stored);
   }
   return Status::Ok();
 }

@@ -76,6 +76,10 @@ struct SimResult {
   uint64_t target_round = 0;
   double target_wall_seconds = 0.0, target_sim_seconds = 0.0;
   double join_seconds = 0.0;  // registering the population with the engine
+
+  // Appends a closed round: fills its cumulative byte counts from the previous round and notes
+  // the first round whose test accuracy reaches `target_accuracy` (> 0). Returns the stored round.
+  const SimRound& Append(SimRound round, double target_accuracy);
 };
 
 class Simulator {

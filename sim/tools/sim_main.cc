@@ -6,6 +6,8 @@
 // Prints one line per round and ends with the report's path. See docs/simulation.md.
 #include <CLI/CLI.hpp>
 
+#include <malloc.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <string>
@@ -170,6 +172,10 @@ int Run(const std::string& config_path, const std::vector<std::string>& sets,
 }  // namespace tributary
 
 int main(int argc, char** argv) {
+  // Keep large buffers (models, encoded updates) in the heap: glibc's default hands each one a
+  // fresh mmap and unmaps it on free, so every client-round would fault in its pages again.
+  mallopt(M_MMAP_THRESHOLD, 256 << 20);
+  mallopt(M_TRIM_THRESHOLD, 512 << 20);
   CLI::App app{"tributary-sim: simulate federated training with many virtual clients"};
   std::string config, log_level = "warn";
   std::vector<std::string> sets;
