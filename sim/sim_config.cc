@@ -128,6 +128,24 @@ Status LoadSimConfig(const Config& cfg, SimConfig* out) {
   return Status::Ok();
 }
 
+Status ApplySimOverride(const std::string& kv, SimConfig* out) {
+  const size_t eq = kv.find('=');
+  if (eq == std::string::npos || eq == 0)
+    return Status::InvalidArgument("--set '" + kv + "' is not key=value");
+  const std::string key = kv.substr(0, eq), value = kv.substr(eq + 1);
+  Result<Config> doc = Config::Parse(key + " = " + value, "--set " + key);
+  if (!doc.ok()) {
+    std::string quoted;
+    for (char c : value) {
+      if (c == '"' || c == '\\') quoted += '\\';
+      quoted += c;
+    }
+    doc = Config::Parse(key + " = \"" + quoted + "\"", "--set " + key);
+  }
+  if (!doc.ok()) return doc.status();
+  return LoadSimConfig(*doc, out);
+}
+
 Status SimConfig::Validate() const {
   if (clients < 1) return Bad("clients", fmt::format("= {} must be >= 1", clients));
   if (per_round < 1 || per_round > clients)

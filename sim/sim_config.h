@@ -70,6 +70,9 @@ struct SimConfig {
 
 // Reads `cfg` over the defaults already in `out`; errors name the key (unknown keys too).
 Status LoadSimConfig(const Config& cfg, SimConfig* out);
+// Applies one "key=value" override (tributary-sim's --set): the value is read as TOML, or as a
+// string when it is not valid TOML (--set codec=topk(0.01) needs no quotes). Errors name the key.
+Status ApplySimOverride(const std::string& key_value, SimConfig* out);
 // Every key LoadSimConfig accepts (dotted), in documentation order.
 const std::vector<std::string>& SimConfigKeys();
 

@@ -33,23 +33,6 @@
 namespace tributary {
 namespace {
 
-// "key=value" -> a one-line TOML document; a value that is not valid TOML is taken as a string
-// (the same rule as tributary-sim's --set).
-Result<Config> OverrideDoc(const std::string& kv) {
-  const size_t eq = kv.find('=');
-  if (eq == std::string::npos || eq == 0)
-    return Status::InvalidArgument("--set '" + kv + "' is not key=value");
-  const std::string key = kv.substr(0, eq), value = kv.substr(eq + 1);
-  Result<Config> doc = Config::Parse(key + " = " + value, "--set " + key);
-  if (doc.ok()) return doc;
-  std::string quoted;
-  for (char c : value) {
-    if (c == '"' || c == '\\') quoted += '\\';
-    quoted += c;
-  }
-  return Config::Parse(key + " = \"" + quoted + "\"", "--set " + key);
-}
-
 // The clients the engine has marked busy: the selection of the attempt that just started.
 std::vector<uint64_t> BusyClients(const Simulator& sim) {
   std::vector<uint64_t> out;
@@ -69,8 +52,7 @@ Status Export(const std::string& config_path, const std::vector<std::string>& se
     TRIB_RETURN_IF_ERROR(LoadSimConfig(file, &cfg));
   }
   for (const std::string& kv : sets) {
-    TRIB_ASSIGN_OR_RETURN(Config doc, OverrideDoc(kv));
-    TRIB_RETURN_IF_ERROR(LoadSimConfig(doc, &cfg));
+    TRIB_RETURN_IF_ERROR(ApplySimOverride(kv, &cfg));
   }
   TRIB_RETURN_IF_ERROR(cfg.Validate());
   const nlohmann::json config_json = SimConfigJson(cfg);  // as the user gave it (trainer, eval)

@@ -24,22 +24,6 @@
 namespace tributary {
 namespace {
 
-// "key=value" -> a one-line TOML document; a value that is not valid TOML is taken as a string.
-Result<Config> OverrideDoc(const std::string& kv) {
-  const size_t eq = kv.find('=');
-  if (eq == std::string::npos || eq == 0)
-    return Status::InvalidArgument("--set '" + kv + "' is not key=value");
-  const std::string key = kv.substr(0, eq), value = kv.substr(eq + 1);
-  Result<Config> doc = Config::Parse(key + " = " + value, "--set " + key);
-  if (doc.ok()) return doc;
-  std::string quoted;
-  for (char c : value) {
-    if (c == '"' || c == '\\') quoted += '\\';
-    quoted += c;
-  }
-  return Config::Parse(key + " = \"" + quoted + "\"", "--set " + key);
-}
-
 std::string Bytes(double b) {
   if (b >= 1e9) return fmt::format("{:.2f} GB", b / 1e9);
   if (b >= 1e6) return fmt::format("{:.1f} MB", b / 1e6);
@@ -109,9 +93,7 @@ int Run(const std::string& config_path, const std::vector<std::string>& sets,
     if (Status s = LoadSimConfig(*file, &cfg); !s.ok()) return fail(s);
   }
   for (const std::string& kv : sets) {
-    Result<Config> doc = OverrideDoc(kv);
-    if (!doc.ok()) return fail(doc.status());
-    if (Status s = LoadSimConfig(*doc, &cfg); !s.ok()) return fail(s);
+    if (Status s = ApplySimOverride(kv, &cfg); !s.ok()) return fail(s);
   }
   if (Status s = cfg.Validate(); !s.ok()) return fail(s);
 

@@ -237,6 +237,22 @@ TEST(ResidualStoreTest, KeepsTheLargestEntriesAndExpiresOldOnes) {
   EXPECT_EQ(store.bytes(), 0u);
 }
 
+TEST(SimConfigTest, CommandLineOverridesTakeTomlOrPlainStrings) {
+  SimConfig c;
+  ASSERT_TRUE(ApplySimOverride("rounds=7", &c).ok());
+  ASSERT_TRUE(ApplySimOverride("codec=topk(0.01)+q8", &c).ok());  // not TOML: taken as a string
+  ASSERT_TRUE(ApplySimOverride("hetero.dropout=0.25", &c).ok());
+  ASSERT_TRUE(ApplySimOverride("partition=\"shards:2\"", &c).ok());
+  EXPECT_EQ(c.rounds, 7);
+  EXPECT_EQ(c.codec, "topk(0.01)+q8");
+  EXPECT_DOUBLE_EQ(c.hetero.dropout, 0.25);
+  EXPECT_EQ(c.partition, "shards:2");
+  EXPECT_NE(ApplySimOverride("rounds", &c).message().find("key=value"), std::string::npos);
+  EXPECT_NE(ApplySimOverride("roundz=3", &c).message().find("roundz"), std::string::npos);
+  EXPECT_NE(ApplySimOverride("rounds=many", &c).message().find("rounds"), std::string::npos);
+  EXPECT_EQ(c.rounds, 7);  // a failed override changes nothing it could not parse
+}
+
 TEST(SimConfigTest, ErrorsNameTheKey) {
   auto load = [](const std::string& text) {
     SimConfig c;
