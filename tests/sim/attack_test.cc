@@ -11,25 +11,16 @@
 #include "sim/attack.h"
 #include "sim/sim_data.h"
 #include "sim/simulator.h"
+#include "sim_test_util.h"
 #include "train/model_spec.h"
 
 namespace tributary {
 namespace {
 
 SimConfig Small() {
-  SimConfig c;
-  c.dataset = "synthetic";
-  c.train_examples = 2000;
-  c.test_examples = 500;
-  c.partition = "dirichlet:0.5";
-  c.clients = 20;
-  c.per_round = 5;
+  SimConfig c = testing::SmallSyntheticConfig();
   c.rounds = 1;
   c.fit.epochs = 2;
-  c.fit.lr = 0.1f;
-  c.fit.momentum = 0.5f;
-  c.fit.batch_size = 16;
-  c.seed = 7;
   return c;
 }
 

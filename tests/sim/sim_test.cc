@@ -9,32 +9,14 @@
 #include "sim/residual_store.h"
 #include "sim/sim_data.h"
 #include "sim/simulator.h"
+#include "sim_test_util.h"
 
 namespace tributary {
 namespace {
 
-SimConfig SmallSynthetic() {
-  SimConfig c;
-  c.dataset = "synthetic";
-  c.train_examples = 2000;
-  c.test_examples = 500;
-  c.partition = "dirichlet:0.5";
-  c.clients = 20;
-  c.per_round = 5;
-  c.rounds = 4;
-  c.fit.epochs = 3;
-  c.fit.lr = 0.1f;
-  c.fit.momentum = 0.5f;
-  c.fit.batch_size = 16;
-  c.seed = 7;
-  return c;
-}
+SimConfig SmallSynthetic() { return testing::SmallSyntheticConfig(); }
 
-Result<SimResult> RunSim(const SimConfig& c) {
-  TRIB_ASSIGN_OR_RETURN(SimData data, LoadSimData(c));
-  TRIB_ASSIGN_OR_RETURN(std::unique_ptr<Simulator> sim, Simulator::Create(c, data));
-  return sim->Run();
-}
+Result<SimResult> RunSim(const SimConfig& c) { return testing::RunSimulation(c); }
 
 std::vector<double> Accuracies(const SimResult& r) {
   std::vector<double> out;
