@@ -32,17 +32,15 @@ std::string EndpointString(const tcp::endpoint& ep) {
 // The server side of one TLS handshake. Holds the listener's handshake slot until it ends.
 class TlsServerHandshake : public std::enable_shared_from_this<TlsServerHandshake> {
  public:
-  TlsServerHandshake(tcp::socket socket, std::shared_ptr<TlsListener> listener)
+  TlsServerHandshake(std::unique_ptr<TlsStream> stream, std::string remote,
+                     std::shared_ptr<TlsListener> listener)
       : listener_(std::move(listener)),
-        stream_(std::make_unique<TlsSocketStream>(std::move(socket), *listener_->ctx_)),
-        timer_(stream_->get_executor()) {
-    error_code ec;
-    const tcp::endpoint remote = stream_->lowest_layer().remote_endpoint(ec);
-    remote_ = ec ? std::string("unknown") : EndpointString(remote);
-  }
+        stream_(std::move(stream)),
+        timer_(stream_->executor()),
+        remote_(std::move(remote)) {}
 
   void Run() {
-    asio::dispatch(stream_->get_executor(), [self = shared_from_this()] { self->do_handshake(); });
+    asio::dispatch(stream_->executor(), [self = shared_from_this()] { self->do_handshake(); });
   }
 
  private:
@@ -60,10 +58,10 @@ class TlsServerHandshake : public std::enable_shared_from_this<TlsServerHandshak
       if (ec == asio::error::operation_aborted || self->done_) return;
       self->timed_out_ = true;
       error_code ignored;
-      self->stream_->lowest_layer().close(ignored);  // ends the handshake with an error
+      self->stream_->socket().close(ignored);  // ends the handshake with an error
     });
-    stream_->async_handshake(
-        ssl::stream_base::server,
+    stream_->AsyncHandshake(
+        TlsStream::Role::kServer,
         [self = shared_from_this()](const error_code& ec) { self->on_handshake(ec); });
   }
 
@@ -83,9 +81,8 @@ class TlsServerHandshake : public std::enable_shared_from_this<TlsServerHandshak
     } else if (options.require_client_identity) {
       admitted = ProtocolError(ErrorCode::kUnauthenticated, id.status().message());
     }
-    auto connection = std::make_shared<FramedConnection>(
-        std::make_unique<TlsStream>(std::move(stream_), listener_->ctx_),
-        PeerInfo{client_id, remote_}, options);
+    auto connection = std::make_shared<FramedConnection>(std::move(stream_),
+                                                         PeerInfo{client_id, remote_}, options);
     if (!admitted.ok()) {
       ++listener_->rejected_;
       spdlog::info("refused client {} from {}: {}", client_id, remote_, admitted.message());
@@ -106,12 +103,11 @@ class TlsServerHandshake : public std::enable_shared_from_this<TlsServerHandshak
         why += std::string(" (") + X509_verify_cert_error_string(verify) + ")";
     }
     spdlog::debug("TLS handshake with {} failed: {}", remote_, why);
-    error_code ignored;
-    stream_->lowest_layer().close(ignored);
+    stream_->Close();
   }
 
   std::shared_ptr<TlsListener> listener_;
-  std::unique_ptr<TlsSocketStream> stream_;
+  std::unique_ptr<TlsStream> stream_;
   asio::steady_timer timer_;
   std::string remote_;
   bool done_ = false;
@@ -200,7 +196,17 @@ void TlsListener::on_accept(const error_code& ec, tcp::socket socket) {
   uint64_t peak = peak_.load();
   while (active > peak && !peak_.compare_exchange_weak(peak, active)) {
   }
-  std::make_shared<TlsServerHandshake>(std::move(socket), shared_from_this())->Run();
+  error_code remote_ec;
+  const tcp::endpoint remote_endpoint = socket.remote_endpoint(remote_ec);
+  std::string remote = remote_ec ? std::string("unknown") : EndpointString(remote_endpoint);
+  Result<std::unique_ptr<TlsStream>> stream = TlsStream::Create(std::move(socket), ctx_);
+  if (!stream.ok()) {
+    spdlog::warn("connection from {} dropped: {}", remote, stream.status().ToString());
+    HandshakeEnded();
+  } else {
+    std::make_shared<TlsServerHandshake>(std::move(*stream), std::move(remote), shared_from_this())
+        ->Run();
+  }
   do_accept();
 }
 

@@ -28,13 +28,14 @@ namespace {
 // under one deadline (handshake_timeout).
 class TlsClientConnect : public std::enable_shared_from_this<TlsClientConnect> {
  public:
-  using Done = std::function<void(Result<std::unique_ptr<TlsSocketStream>>, std::string remote)>;
+  using Done = std::function<void(Result<std::unique_ptr<TlsStream>>, std::string remote)>;
 
-  TlsClientConnect(asio::io_context& io, ssl::context& ctx, const TransportOptions& options,
-                   std::string host, std::string port, Done done)
+  TlsClientConnect(asio::io_context& io, std::shared_ptr<ssl::context> ctx,
+                   const TransportOptions& options, std::string host, std::string port, Done done)
       : strand_(asio::make_strand(io)),
         resolver_(strand_),
-        stream_(std::make_unique<TlsSocketStream>(strand_, ctx)),  // the caller keeps ctx alive
+        ctx_(std::move(ctx)),
+        socket_(strand_),
         timer_(strand_),
         options_(options),
         host_(std::move(host)),
@@ -55,7 +56,8 @@ class TlsClientConnect : public std::enable_shared_from_this<TlsClientConnect> {
       self->timed_out_ = true;
       self->resolver_.cancel();
       error_code ignored;
-      self->stream_->lowest_layer().close(ignored);
+      self->socket_.close(ignored);
+      if (self->stream_) self->stream_->Close();
     });
     resolver_.async_resolve(
         host_, port_,
@@ -66,7 +68,7 @@ class TlsClientConnect : public std::enable_shared_from_this<TlsClientConnect> {
 
   void on_resolve(const error_code& ec, tcp::resolver::results_type results) {
     if (ec) return fail(ec, "resolving");
-    asio::async_connect(stream_->lowest_layer(), results,
+    asio::async_connect(socket_, results,
                         [self = shared_from_this()](const error_code& e, const tcp::endpoint& ep) {
                           self->on_connect(e, ep);
                         });
@@ -75,12 +77,15 @@ class TlsClientConnect : public std::enable_shared_from_this<TlsClientConnect> {
   void on_connect(const error_code& ec, const tcp::endpoint& endpoint) {
     if (ec) return fail(ec, "connecting to");
     remote_ = endpoint.address().to_string() + ":" + std::to_string(endpoint.port());
+    Result<std::unique_ptr<TlsStream>> stream = TlsStream::Create(std::move(socket_), ctx_);
+    if (!stream.ok()) return finish(stream.status());
+    stream_ = std::move(*stream);
     SSL* ssl = stream_->native_handle();
     SSL_set_min_proto_version(ssl, TLS1_3_VERSION);
     const Status configured = ConfigureClientSsl(ssl, host_);
     if (!configured.ok()) return finish(configured);
-    stream_->async_handshake(
-        ssl::stream_base::client,
+    stream_->AsyncHandshake(
+        TlsStream::Role::kClient,
         [self = shared_from_this()](const error_code& e) { self->on_handshake(e); });
   }
 
@@ -96,7 +101,7 @@ class TlsClientConnect : public std::enable_shared_from_this<TlsClientConnect> {
                                    std::to_string(options_.handshake_timeout.count()) + " ms"));
     }
     std::string message = std::string(step) + " " + what() + ": " + ec.message();
-    const long verify = SSL_get_verify_result(stream_->native_handle());
+    const long verify = stream_ ? SSL_get_verify_result(stream_->native_handle()) : X509_V_OK;
     if (verify != X509_V_OK) {
       message +=
           std::string(" (certificate verify: ") + X509_verify_cert_error_string(verify) + ")";
@@ -105,13 +110,14 @@ class TlsClientConnect : public std::enable_shared_from_this<TlsClientConnect> {
     finish(Status::Unavailable(std::move(message)));
   }
 
-  void finish(Result<std::unique_ptr<TlsSocketStream>> result) {
+  void finish(Result<std::unique_ptr<TlsStream>> result) {
     if (finished_) return;
     finished_ = true;
     timer_.cancel();
     if (!result.ok()) {
       error_code ignored;
-      stream_->lowest_layer().close(ignored);
+      socket_.close(ignored);
+      if (stream_) stream_->Close();
     }
     Done done = std::move(done_);
     done(std::move(result), remote_);
@@ -119,7 +125,9 @@ class TlsClientConnect : public std::enable_shared_from_this<TlsClientConnect> {
 
   asio::any_io_executor strand_;
   tcp::resolver resolver_;
-  std::unique_ptr<TlsSocketStream> stream_;
+  std::shared_ptr<ssl::context> ctx_;
+  tcp::socket socket_;  // until connected; then inside stream_
+  std::unique_ptr<TlsStream> stream_;
   asio::steady_timer timer_;
   const TransportOptions options_;
   const std::string host_;
@@ -177,12 +185,11 @@ void TlsTransport::ConnectRaw(const std::string& address, RawConnectHandler on_c
     return;
   }
   std::make_shared<TlsClientConnect>(
-      io_, *options_.client_context, options_.transport, host_port->first, host_port->second,
-      [on_connect = std::move(on_connect), ctx = options_.client_context](
-          Result<std::unique_ptr<TlsSocketStream>> stream, const std::string&) {
+      io_, options_.client_context, options_.transport, host_port->first, host_port->second,
+      [on_connect = std::move(on_connect)](Result<std::unique_ptr<TlsStream>> stream,
+                                           const std::string&) {
         if (!stream.ok()) return on_connect(stream.status());
-        on_connect(
-            std::unique_ptr<ByteStream>(std::make_unique<TlsStream>(std::move(*stream), ctx)));
+        on_connect(std::unique_ptr<ByteStream>(std::move(*stream)));
       })
       ->Run();
 }
@@ -199,14 +206,12 @@ void TlsTransport::Connect(const std::string& address, ConnectHandler on_connect
   }
   const TransportOptions& options = options_.transport;
   std::make_shared<TlsClientConnect>(
-      io_, *options_.client_context, options, host_port->first, host_port->second,
-      [on_connect = std::move(on_connect), options, host = host_port->first,
-       ctx = options_.client_context](Result<std::unique_ptr<TlsSocketStream>> stream,
-                                      const std::string& remote) {
+      io_, options_.client_context, options, host_port->first, host_port->second,
+      [on_connect = std::move(on_connect), options, host = host_port->first](
+          Result<std::unique_ptr<TlsStream>> stream, const std::string& remote) {
         if (!stream.ok()) return on_connect(stream.status());
-        on_connect(std::shared_ptr<Connection>(
-            std::make_shared<FramedConnection>(std::make_unique<TlsStream>(std::move(*stream), ctx),
-                                               PeerInfo{host, remote}, options)));
+        on_connect(std::shared_ptr<Connection>(std::make_shared<FramedConnection>(
+            std::move(*stream), PeerInfo{host, remote}, options)));
       })
       ->Run();
 }
