@@ -133,13 +133,13 @@ Status RoundEngine::OnUpdate(const std::string& id, const UpdateSubmission& u, T
                     "num_examples " + std::to_string(u.num_examples) + " is outside [" +
                         std::to_string(config_.min_num_examples) + ", " +
                         std::to_string(config_.max_num_examples) + "]");
-    Result<UpdateStats> stats = codec_->Validate(u.update.bytes, model_.size());
+    Result<UpdateStats> stats = codec_->Validate(u.update.bytes.span(), model_.size());
     if (!stats.ok()) return Reject(id, ErrorCode::kMalformedMessage, stats.status().message());
     if (stats->max_abs * static_cast<double>(u.num_examples) >= FixedPointSink::kMaxFixedPointTerm)
       return Reject(
           id, ErrorCode::kMalformedMessage,
           "update values are out of range (max |value| " + std::to_string(stats->max_abs) + ")");
-    const std::vector<uint8_t>& bytes = u.update.bytes;
+    const std::span<const uint8_t> bytes = u.update.bytes.span();
     Status s = strategy_->Accumulate(
         static_cast<double>(u.num_examples),
         [&](UpdateSink& sink, float scale) { codec_->DecodeInto(bytes, sink, scale); });

@@ -95,6 +95,14 @@ std::vector<uint8_t> OutboundMessage::FrameBytes(size_t i) const {
   return out;
 }
 
+std::vector<uint8_t> OutboundMessage::BodyBytes() const {
+  std::vector<uint8_t> out;
+  out.reserve(static_cast<size_t>(body_size()));
+  ForEachBodyPiece(0, body_size(),
+                   [&out](const uint8_t* p, size_t n) { out.insert(out.end(), p, p + n); });
+  return out;
+}
+
 std::vector<uint8_t> OutboundMessage::Flatten() const {
   std::vector<uint8_t> out;
   for (size_t i = 0; i < frames.size(); ++i) {

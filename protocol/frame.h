@@ -110,6 +110,8 @@ struct OutboundMessage {
 
   // Frame i as bytes, and all frames back to back (tests, fuzz seeds).
   std::vector<uint8_t> FrameBytes(size_t i) const;
+  // The whole body, body then tail, in one vector (what the receiver reassembles).
+  std::vector<uint8_t> BodyBytes() const;
   std::vector<uint8_t> Flatten() const;
 };
 

@@ -14,7 +14,7 @@ Status MessageAssembler::Fail(Status s) {
 
 Status MessageAssembler::OnFrame(const FrameHeader& header, std::span<const uint8_t> payload) {
   if (!error_.ok()) return error_;
-  const Status s = on_body_(header.type, payload);
+  const Status s = on_body_(header.type, payload, nullptr);
   if (!s.ok()) return Fail(s);
   return Status::Ok();
 }
@@ -107,9 +107,10 @@ Status MessageAssembler::OnChunkDataInPlace(size_t n, bool last) {
 Status MessageAssembler::ChunkDataAdded(size_t n, bool last) {
   chunk_left_ -= n;
   if (!last || transfer_->body.size() < transfer_->total) return Status::Ok();
-  Transfer done = std::move(*transfer_);
+  const MessageType type = transfer_->type;
+  auto body = std::make_shared<const ByteBuffer>(std::move(transfer_->body));
   transfer_.reset();
-  const Status s = on_body_(done.type, done.body.span());
+  const Status s = on_body_(type, body->span(), body);
   if (!s.ok()) return Fail(s);
   return Status::Ok();
 }

@@ -9,7 +9,7 @@
 //   - a chunk may not run past total_size, and may not be empty.
 // Memory for a transfer grows with the bytes that actually arrived (never reserved from the
 // announced total alone), so a peer that announces 1 GiB and sends 1 KiB costs about 1 KiB. The
-// transfer's buffer is freed once its body has been handed over.
+// transfer's buffer is handed over with its body (BodyHandler) and freed with its last owner.
 //
 // After an error the assembler is failed and returns that error from every later call. Not
 // thread-safe; one per connection.
@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <span>
 
@@ -27,9 +28,12 @@ namespace tributary {
 
 class MessageAssembler final : public FrameSink {
  public:
-  // Receives each complete body, valid only during the call. An error it returns fails the
-  // assembler (and the connection).
-  using BodyHandler = std::function<Status(MessageType, std::span<const uint8_t>)>;
+  // Receives each complete body. `owner` is null for a plain frame's body, which is valid only
+  // during the call; a reassembled body is handed over instead: `owner` holds its buffer, which
+  // nobody writes again, so the handler may keep pointers into it by keeping `owner`. An error it
+  // returns fails the assembler (and the connection).
+  using BodyHandler = std::function<Status(MessageType, std::span<const uint8_t>,
+                                           const std::shared_ptr<const void>& owner)>;
 
   MessageAssembler(const ProtocolLimits& limits, BodyHandler on_body)
       : limits_(limits), on_body_(std::move(on_body)) {}

@@ -54,9 +54,11 @@ Status Encode(const Message& message, Append append) {
 }
 
 template <class T>
-void DecodeAs(std::span<const uint8_t> body, Message* out) {
+void DecodeAs(std::span<const uint8_t> body, const std::shared_ptr<const void>& owner,
+              Message* out) {
   if (!std::holds_alternative<T>(*out)) out->emplace<T>();
   wire::BoundedInputArchive ar(body);
+  if (owner) ar.set_owner(owner);
   ar(std::get<T>(*out));
   if (ar.remaining() != 0) {
     throw wire::WireException(ErrorCode::kMalformedMessage,
@@ -92,7 +94,10 @@ Status EncodeMessageBodySharingPayload(const Message& message, ByteBuffer* out,
   if (const auto* e = std::get_if<EvaluateTask>(&message)) payload = &e->model;
   std::shared_ptr<const void> owner;
   std::span<const uint8_t> data;
-  if (payload != nullptr && payload->is_encoded()) {
+  if (const auto* u = std::get_if<UpdateSubmission>(&message)) {
+    owner = u->update.bytes.shared();
+    data = u->update.bytes.span();
+  } else if (payload != nullptr && payload->is_encoded()) {
     owner = payload->encoded.shared();
     data = payload->encoded.span();
   } else if (payload != nullptr) {
@@ -104,10 +109,11 @@ Status EncodeMessageBodySharingPayload(const Message& message, ByteBuffer* out,
     out->Clear();
     return EncodeMessageBodyTo(message, out);
   }
-  // cereal writes the payload's data (floats or encoded bytes) with one sputn of exactly their
-  // bytes (CappedSharedFloats' / CappedSharedBytes' save); that write is left out and becomes the
-  // tail. The payload is the message's last field and its data the payload's last bytes, so
-  // nothing follows; if a schema change ever made something follow, encode plainly instead.
+  // cereal writes the payload's data (floats or encoded bytes, or an update's bytes) with one sputn
+  // of exactly their bytes (CappedSharedFloats' / CappedSharedBytes' save); that write is left out
+  // and becomes the tail. The payload (the update) is the message's last field and its data the
+  // last bytes, so nothing follows; if a schema change ever made something follow, encode
+  // plainly instead.
   out->Clear();
   const auto* first = reinterpret_cast<const char*>(data.data());
   bool skipped = false, wrote_after = false;
@@ -135,34 +141,39 @@ Result<std::vector<uint8_t>> EncodeMessageBody(const Message& message) {
 }
 
 Status DecodeMessageBodyInto(MessageType type, std::span<const uint8_t> body, Message* out) {
+  return DecodeMessageBodySharing(type, nullptr, body, out);
+}
+
+Status DecodeMessageBodySharing(MessageType type, const std::shared_ptr<const void>& owner,
+                                std::span<const uint8_t> body, Message* out) {
   try {
     switch (type) {
       case MessageType::kHello:
-        DecodeAs<Hello>(body, out);
+        DecodeAs<Hello>(body, owner, out);
         return Status::Ok();
       case MessageType::kWelcome:
-        DecodeAs<Welcome>(body, out);
+        DecodeAs<Welcome>(body, owner, out);
         return Status::Ok();
       case MessageType::kTaskAssignment:
-        DecodeAs<TaskAssignment>(body, out);
+        DecodeAs<TaskAssignment>(body, owner, out);
         return Status::Ok();
       case MessageType::kEvaluateTask:
-        DecodeAs<EvaluateTask>(body, out);
+        DecodeAs<EvaluateTask>(body, owner, out);
         return Status::Ok();
       case MessageType::kUpdateSubmission:
-        DecodeAs<UpdateSubmission>(body, out);
+        DecodeAs<UpdateSubmission>(body, owner, out);
         return Status::Ok();
       case MessageType::kEvaluateResult:
-        DecodeAs<EvaluateResult>(body, out);
+        DecodeAs<EvaluateResult>(body, owner, out);
         return Status::Ok();
       case MessageType::kHeartbeat:
-        DecodeAs<Heartbeat>(body, out);
+        DecodeAs<Heartbeat>(body, owner, out);
         return Status::Ok();
       case MessageType::kError:
-        DecodeAs<Error>(body, out);
+        DecodeAs<Error>(body, owner, out);
         return Status::Ok();
       case MessageType::kGoodbye:
-        DecodeAs<Goodbye>(body, out);
+        DecodeAs<Goodbye>(body, owner, out);
         return Status::Ok();
     }
   } catch (const wire::WireException& e) {

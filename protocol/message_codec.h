@@ -33,9 +33,15 @@ Status EncodeMessageBodyInto(const Message& message, std::vector<uint8_t>* out);
 // Appends the body to *out (a ByteBuffer grows without copying and uses huge pages; frame.h).
 Status EncodeMessageBodyTo(const Message& message, ByteBuffer* out);
 Status DecodeMessageBodyInto(MessageType type, std::span<const uint8_t> body, Message* out);
+// Like DecodeMessageBodyInto, for a body inside memory that `owner` keeps alive and nobody writes
+// (a reassembled message buffer): SharedBytes fields (an update's bytes, an encoded model) then
+// point into the body instead of being copied. A null owner copies, as DecodeMessageBodyInto.
+Status DecodeMessageBodySharing(MessageType type, const std::shared_ptr<const void>& owner,
+                                std::span<const uint8_t> body, Message* out);
 
 // Replaces *out's contents with the body, except that a TaskAssignment's or EvaluateTask's model
-// data (the raw floats or the encoded bytes: the body's last bytes) are not copied: *tail is set to
+// data (the raw floats or the encoded bytes: the body's last bytes), or an UpdateSubmission's
+// update bytes (also its last bytes), are not copied: *tail is set to
 // them and *tail_owner to the payload's shared buffer that keeps them alive, and the body is *out
 // followed by *tail. Other messages, and an empty payload, leave *tail empty, *tail_owner null and
 // *out holding the whole body.

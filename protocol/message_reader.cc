@@ -8,9 +8,12 @@
 namespace tributary {
 
 MessageReader::MessageReader(const ProtocolLimits& limits)
-    : frames_(limits), assembler_(limits, [this](MessageType type, std::span<const uint8_t> body) {
+    : frames_(limits),
+      assembler_(limits, [this](MessageType type, std::span<const uint8_t> body,
+                                const std::shared_ptr<const void>& owner) {
+        // A reassembled body is shared: a large update is not copied out of it.
         Message message;
-        TRIB_RETURN_IF_ERROR(DecodeMessageBodyInto(type, body, &message));
+        TRIB_RETURN_IF_ERROR(DecodeMessageBodySharing(type, owner, body, &message));
         out_->push_back(std::move(message));
         return Status::Ok();
       }) {}

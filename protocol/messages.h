@@ -191,7 +191,9 @@ struct EncodedUpdate {
   std::string codec;  // the CodecSpec::spec it was encoded with
   uint64_t layout_fingerprint = 0;
   uint64_t num_floats = 0;  // the dense size the update decodes to
-  std::vector<uint8_t> bytes;
+  // Shared, not copied: a received update points into the receive buffer, and a sent one is
+  // framed without copying it (EncodeMessageBodySharingPayload).
+  SharedBytes bytes;
 
   template <class Ar>
   void serialize(Ar& ar) {

@@ -4,9 +4,10 @@
 // encoded (ModelPayload::encoded, e.g. a q8-quantized global model): the coordinator encodes the
 // model once per round and every client's message points at that one buffer.
 //
-// Ownership: the vector is owned jointly by every SharedBytes that points at it and freed with the
-// last. It is never written after construction (there is no mutable access), so a decoder that
-// loads a new buffer replaces the pointer rather than writing through it.
+// Ownership: the bytes' owner (a vector, or a received message buffer) is owned jointly by every
+// SharedBytes that points into it and freed with the last. It is never written after construction
+// (there is no mutable access), so a decoder that loads a new buffer replaces the pointer rather
+// than writing through it.
 //
 // Thread safety: like std::shared_ptr<const std::vector<uint8_t>>.
 #pragma once
@@ -27,31 +28,39 @@ class SharedBytes {
   SharedBytes() = default;
   // Takes the vector over without copying it.
   SharedBytes(std::vector<uint8_t>&& bytes)  // NOLINT(google-explicit-constructor)
-      : bytes_(std::make_shared<const std::vector<uint8_t>>(std::move(bytes))) {}
+      : SharedBytes(std::make_shared<const std::vector<uint8_t>>(std::move(bytes))) {}
   SharedBytes(std::initializer_list<uint8_t> bytes)  // NOLINT(google-explicit-constructor)
       : SharedBytes(std::vector<uint8_t>(bytes)) {}
   // Shares `bytes` (null means empty).
   explicit SharedBytes(std::shared_ptr<const std::vector<uint8_t>> bytes)
-      : bytes_(std::move(bytes)) {}
+      : span_(bytes ? std::span<const uint8_t>(*bytes) : std::span<const uint8_t>()),
+        owner_(std::move(bytes)) {}
+  // Bytes that live inside memory `owner` keeps alive (and nobody writes): e.g. the part of a
+  // received message body that holds an update, without copying it out of the receive buffer.
+  SharedBytes(std::shared_ptr<const void> owner, std::span<const uint8_t> bytes)
+      : span_(bytes), owner_(std::move(owner)) {}
 
-  std::span<const uint8_t> span() const {
-    return bytes_ ? std::span<const uint8_t>(*bytes_) : std::span<const uint8_t>();
-  }
-  size_t size() const { return bytes_ ? bytes_->size() : 0; }
-  bool empty() const { return size() == 0; }
-  const uint8_t* data() const { return span().data(); }
-  // The shared vector itself (null when empty).
-  const std::shared_ptr<const std::vector<uint8_t>>& shared() const { return bytes_; }
+  std::span<const uint8_t> span() const { return span_; }
+  size_t size() const { return span_.size(); }
+  bool empty() const { return span_.empty(); }
+  const uint8_t* data() const { return span_.data(); }
+  const uint8_t* begin() const { return span_.data(); }
+  const uint8_t* end() const { return span_.data() + span_.size(); }
+  uint8_t operator[](size_t i) const { return span_[i]; }
+  // What keeps the bytes alive (null when empty).
+  const std::shared_ptr<const void>& shared() const { return owner_; }
+  // A copy of the bytes.
+  std::vector<uint8_t> ToVector() const { return {span_.begin(), span_.end()}; }
 
   // Compares the bytes, not the pointers.
   friend bool operator==(const SharedBytes& a, const SharedBytes& b) {
-    if (a.bytes_ == b.bytes_) return true;
-    const std::span<const uint8_t> x = a.span(), y = b.span();
-    return std::equal(x.begin(), x.end(), y.begin(), y.end());
+    if (a.span_.data() == b.span_.data() && a.span_.size() == b.span_.size()) return true;
+    return std::equal(a.span_.begin(), a.span_.end(), b.span_.begin(), b.span_.end());
   }
 
  private:
-  std::shared_ptr<const std::vector<uint8_t>> bytes_;
+  std::span<const uint8_t> span_;
+  std::shared_ptr<const void> owner_;
 };
 
 }  // namespace tributary

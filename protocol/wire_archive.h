@@ -25,6 +25,7 @@
 #include <cstring>
 #include <iterator>
 #include <map>
+#include <memory>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -57,6 +58,12 @@ class BoundedInputArchive
         end_(bytes.data() + bytes.size()) {}
 
   size_t remaining() const { return static_cast<size_t>(end_ - pos_); }
+
+  // What keeps the input bytes alive beyond the decode, when something does (a received message
+  // buffer handed over by MessageAssembler). With one, SharedBytes fields point into the input
+  // instead of copying it.
+  void set_owner(std::shared_ptr<const void> owner) { owner_ = std::move(owner); }
+  const std::shared_ptr<const void>& owner() const { return owner_; }
 
   // Copies `size` bytes out; throws MALFORMED_MESSAGE when fewer remain.
   void loadBinary(void* data, size_t size) {
@@ -104,6 +111,7 @@ class BoundedInputArchive
  private:
   const uint8_t* pos_;
   const uint8_t* end_;
+  std::shared_ptr<const void> owner_;
 };
 
 // Arithmetic fields (not bool: see the header comment).
@@ -322,9 +330,17 @@ void CEREAL_SAVE_FUNCTION_NAME(Archive& ar, const CappedSharedBytes& f) {
   ar(cereal::make_size_tag(static_cast<cereal::size_type>(f.value.size())));
   ar(cereal::binary_data(f.value.data(), f.value.size()));
 }
-// Checks the size tag like CappedVector's loader, before allocating; always loads into a fresh
-// vector (a SharedBytes is never written through).
+// Checks the size tag like CappedVector's loader, before allocating. When the archive's input has
+// an owner the bytes are shared in place; otherwise they are copied into a fresh vector (a
+// SharedBytes is never written through).
 inline void CEREAL_LOAD_FUNCTION_NAME(BoundedInputArchive& ar, CappedSharedBytes& f) {
+  if (ar.owner()) {
+    const uint64_t n = ar.LoadSize();
+    ar.CheckCount(f.field, n, f.max_count, 1);
+    const uint8_t* src = ar.Consume(static_cast<size_t>(n));
+    f.value = SharedBytes(ar.owner(), std::span<const uint8_t>(src, static_cast<size_t>(n)));
+    return;
+  }
   std::vector<uint8_t> bytes;
   CappedVector<uint8_t> inner{f.field, bytes, f.max_count};
   CEREAL_LOAD_FUNCTION_NAME(ar, inner);

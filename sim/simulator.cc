@@ -241,12 +241,18 @@ void Simulator::RunJob(Job& job, uint64_t bytes_down) const {
     return;
   }
   job.bytes_up = FramedBytes(*wire);
-  Result<Message> got = DecodeMessageBody(MessageType::kUpdateSubmission, wire->body.span());
-  if (!got.ok()) {
-    job.error = got.status().WithContext(job.out->client_id);
+  // The body as the coordinator reassembles it, handed to the decoder the way MessageReader does
+  // (the update's bytes then point into it).
+  auto body = std::make_shared<const std::vector<uint8_t>>(wire->BodyBytes());
+  *wire = OutboundMessage{};
+  Message got;
+  const Status decoded =
+      DecodeMessageBodySharing(MessageType::kUpdateSubmission, body, *body, &got);
+  if (!decoded.ok()) {
+    job.error = decoded.WithContext(job.out->client_id);
     return;
   }
-  job.submission = std::get<UpdateSubmission>(std::move(*got));
+  job.submission = std::get<UpdateSubmission>(std::move(got));
   job.timing = devices_->Time(c, task.round, attempt_, bytes_down, job.bytes_up, samples);
 }
 

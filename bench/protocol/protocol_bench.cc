@@ -10,6 +10,9 @@
 //                             chunks, timed until the server's acknowledgement arrives (both ends
 //                             share this machine's cores); bytes/s over the update bytes
 //   BM_TransferLoopback/mem   the same over InMemoryTransport
+//   BM_TcpLoopback            the kernel's share: 64 MiB over a plain loopback TCP connection in
+//                             1 MiB writes, acknowledged with one byte (no TLS, no framing); the
+//                             ceiling any transport over loopback TCP on this machine can reach
 // bench/protocol/run.sh runs this next to `openssl speed -evp aes-128-gcm` on one core and prints
 // the TLS transfer rate as a fraction of it.
 #include <benchmark/benchmark.h>
@@ -17,7 +20,11 @@
 #include <time.h>
 
 #include <algorithm>
+#include <atomic>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/write.hpp>
 #include <condition_variable>
 #include <mutex>
 #include <optional>
@@ -44,8 +51,9 @@ UpdateSubmission MakeUpdate(size_t bytes) {
   u.metrics = {{"train_loss", 0.3}};
   u.update.codec = "dense";
   u.update.num_floats = bytes / 4;
-  u.update.bytes.resize(bytes);
-  for (size_t i = 0; i < bytes; ++i) u.update.bytes[i] = static_cast<uint8_t>(i * 131);
+  std::vector<uint8_t> data(bytes);
+  for (size_t i = 0; i < bytes; ++i) data[i] = static_cast<uint8_t>(i * 131);
+  u.update.bytes = std::move(data);
   return u;
 }
 
@@ -224,6 +232,51 @@ void BM_TransferLoopback(benchmark::State& state, bool tls) {
   state.counters["cpu_bytes_per_second"] =
       static_cast<double>(state.iterations() * bytes) / std::max(cpu, 1e-9);
 }
+// Plain TCP over loopback, blocking sockets, one thread per end.
+void BM_TcpLoopback(benchmark::State& state) {
+  namespace asio = boost::asio;
+  using asio::ip::tcp;
+  const size_t bytes = size_t{64} << 20;
+  const size_t write_bytes = size_t{1} << 20;
+  asio::io_context io;
+  tcp::acceptor acceptor(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+  tcp::socket sender(io);
+  sender.connect(acceptor.local_endpoint());
+  tcp::socket receiver = acceptor.accept();
+  std::vector<uint8_t> out(bytes, 0x5a);
+  std::vector<uint8_t> in(bytes);
+  std::atomic<bool> stop{false};
+  std::thread sink([&] {
+    uint8_t ack = 1;
+    while (!stop.load()) {
+      boost::system::error_code ec;
+      asio::read(receiver, asio::buffer(in), ec);
+      if (ec) return;
+      asio::write(receiver, asio::buffer(&ack, 1), ec);
+      if (ec) return;
+    }
+  });
+  auto round_trip = [&] {
+    for (size_t off = 0; off < bytes; off += write_bytes) {
+      asio::write(sender, asio::buffer(out.data() + off, std::min(write_bytes, bytes - off)));
+    }
+    uint8_t ack = 0;
+    asio::read(sender, asio::buffer(&ack, 1));
+  };
+  round_trip();  // warm up
+  const double cpu_start = ProcessCpuSeconds();
+  for (auto _ : state) round_trip();
+  const double cpu = ProcessCpuSeconds() - cpu_start;
+  stop.store(true);
+  sender.shutdown(tcp::socket::shutdown_both);
+  sender.close();
+  sink.join();
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * bytes));
+  state.counters["cpu_bytes_per_second"] =
+      static_cast<double>(state.iterations() * bytes) / std::max(cpu, 1e-9);
+}
+BENCHMARK(BM_TcpLoopback)->Unit(benchmark::kMillisecond)->UseRealTime();
+
 BENCHMARK_CAPTURE(BM_TransferLoopback, tls, true)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_TransferLoopback, mem, false)->Unit(benchmark::kMillisecond)->UseRealTime();
 

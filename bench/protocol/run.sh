@@ -7,6 +7,8 @@
 #     Two ratios: wall clock against `openssl speed -elapsed` (both see the same machine load),
 #     and bytes per CPU-second of the whole transfer (both ends, all threads) against openssl's
 #     default CPU-time figure, which does not depend on how loaded the machine is.
+#   - plain loopback TCP (no TLS, no framing) in the same run: the kernel's share, and the TLS
+#     transfer as a fraction of it.
 # Usage: bench/protocol/run.sh [build dir]   (default build/release; needs protocol_bench built)
 set -euo pipefail
 build="${1:-build/release}"
@@ -43,13 +45,17 @@ model = rate("BM_EncodeDecodeModel")
 tls = rate("BM_TransferLoopback/tls")
 tls_cpu = rate("BM_TransferLoopback/tls", "cpu_bytes_per_second")
 mem = rate("BM_TransferLoopback/mem")
+tcp = rate("BM_TcpLoopback")
+tcp_cpu = rate("BM_TcpLoopback", "cpu_bytes_per_second")
 print(f"encode+decode 10M-float update:   {codec/1e9:6.2f} GB/s  (target >= 2)")
 print(f"  framed + reassembled (1 MiB):   {framed/1e9:6.2f} GB/s")
 print(f"  10M-float model payload:        {model/1e9:6.2f} GB/s")
 print(f"loopback mTLS 64 MiB transfer:    {tls/1e6:8.1f} MB/s")
 print(f"  in-memory transport:            {mem/1e6:8.1f} MB/s")
 print(f"  per CPU-second (both ends):     {tls_cpu/1e6:8.1f} MB/s")
+print(f"plain loopback TCP (no TLS):      {tcp/1e6:8.1f} MB/s, {tcp_cpu/1e6:.1f} MB/s per CPU-second")
 print(f"openssl aes-128-gcm, 1 core, 16K: {aes/1e6:8.1f} MB/s wall, {aes_cpu/1e6:.1f} MB/s per CPU-second")
 print(f"TLS transfer / AES-GCM one core:  {tls/aes:8.2f}x wall clock (target >= 0.4)")
 print(f"                                  {tls_cpu/aes_cpu:8.2f}x per CPU-second")
+print(f"TLS transfer / plain TCP:         {tls/tcp:8.2f}x wall clock")
 PY

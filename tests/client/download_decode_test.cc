@@ -53,7 +53,7 @@ TEST(DownloadDecodeTest, TrainsFromTheDecodedModelAndSendsTheDeltaAgainstIt) {
   ASSERT_TRUE(u.ok()) << u.status();
   // The fake trainer adds 0.1 * (i + 1) to the model it was given (the decoded one), so the delta
   // is exactly that, with no quantization error in it.
-  const std::vector<float> delta = Decode("dense", u->update.bytes);
+  const std::vector<float> delta = Decode("dense", u->update.bytes.span());
   for (size_t i = 0; i < 9; ++i) {
     const float trained = decoded[i] + 0.1f * static_cast<float>(i + 1);
     EXPECT_FLOAT_EQ(delta[i], trained - decoded[i]) << i;

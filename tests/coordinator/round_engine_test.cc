@@ -202,7 +202,12 @@ TEST_F(RoundEngineTest, RejectsMalformedContent) {
       {[](UpdateSubmission& u) { u.num_examples = 0; }, "num_examples 0"},
       {[](UpdateSubmission& u) { u.update.codec = "q8"; }, "codec 'q8'"},
       {[](UpdateSubmission& u) { u.model_version = 5; }, "model version 5"},
-      {[](UpdateSubmission& u) { u.update.bytes.pop_back(); }, "15 bytes"},
+      {[](UpdateSubmission& u) {
+         std::vector<uint8_t> shorter = u.update.bytes.ToVector();
+         shorter.pop_back();
+         u.update.bytes = std::move(shorter);
+       },
+       "15 bytes"},
       {[](UpdateSubmission& u) {
          u.update.bytes = *DenseCodec().Encode(std::vector<float>{1e9f, 0, 0, 0});
        },

@@ -39,8 +39,9 @@ FrameHeaderBytes Header(uint64_t length, MessageType type = MessageType::kHeartb
 Message BigUpdate(size_t bytes) {
   UpdateSubmission u;
   u.round = 3;
-  u.update.bytes.resize(bytes);
-  std::iota(u.update.bytes.begin(), u.update.bytes.end(), uint8_t{0});
+  std::vector<uint8_t> data(bytes);
+  std::iota(data.begin(), data.end(), uint8_t{0});
+  u.update.bytes = std::move(data);
   return u;
 }
 
@@ -257,6 +258,48 @@ TEST(ChunkingTest, ModelPayloadIsSharedNotCopiedIntoTheEncoding) {
   EXPECT_EQ(EncodeOutbound(Heartbeat{1, 2}, limits, 4)->shared_tail, nullptr);
 }
 
+// An update travels without copies: the sender frames UpdateSubmission's bytes in place (the
+// tail), and the receiver's decoded update points into the reassembled buffer, which it keeps
+// alive alone; a plain (unchunked) frame's update is copied out, since its frame buffer is reused.
+TEST(ChunkingTest, UpdateBytesAreSharedOnBothEnds) {
+  ProtocolLimits limits;
+  limits.max_frame_payload = 1024;
+  limits.chunk_data_bytes = 1000;
+  const Message sent = BigUpdate(5000);
+  const UpdateSubmission& u = std::get<UpdateSubmission>(sent);
+  Result<OutboundMessage> out = EncodeOutbound(sent, limits, 1);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(out->shared_tail.get(), u.update.bytes.shared().get());
+  EXPECT_EQ(out->tail.data(), u.update.bytes.data());
+  EXPECT_EQ(out->tail_bytes(), 5000u);
+  EXPECT_LT(out->body.size(), 100u);
+  EXPECT_EQ(out->BodyBytes(), *EncodeMessageBody(sent));
+
+  MessageReader reader(limits);
+  std::vector<Message> got;
+  ASSERT_TRUE(reader.Feed(out->Flatten(), &got).ok());
+  ASSERT_EQ(got.size(), 1u);
+  const SharedBytes& received = std::get<UpdateSubmission>(got[0]).update.bytes;
+  EXPECT_EQ(received, u.update.bytes);
+  ASSERT_NE(received.shared(), nullptr);
+  EXPECT_NE(received.shared().get(), u.update.bytes.shared().get());
+  EXPECT_EQ(received.shared().use_count(), 1);  // only the message holds the receive buffer
+  const auto* buffer = static_cast<const ByteBuffer*>(received.shared().get());
+  EXPECT_GE(received.data(), buffer->data());
+  EXPECT_EQ(received.data() + received.size(), buffer->data() + buffer->size());
+
+  // Unchunked: the update is a vector of its own.
+  Result<OutboundMessage> small = EncodeOutbound(BigUpdate(100), limits, 2);
+  ASSERT_TRUE(small.ok());
+  ASSERT_EQ(small->frames.size(), 1u);
+  got.clear();
+  ASSERT_TRUE(reader.Feed(small->Flatten(), &got).ok());
+  ASSERT_EQ(got.size(), 1u);
+  const SharedBytes& copied = std::get<UpdateSubmission>(got[0]).update.bytes;
+  EXPECT_EQ(copied, std::get<UpdateSubmission>(BigUpdate(100)).update.bytes);
+  EXPECT_EQ(copied.shared().use_count(), 1);
+}
+
 TEST(ChunkingTest, LargeMessageIsChunkedAndReassembled) {
   ProtocolLimits limits;
   limits.max_frame_payload = 1024;
@@ -333,7 +376,7 @@ ErrorCode AddChunk(MessageAssembler& a, const ChunkSpec& c) {
 }
 
 MessageAssembler::BodyHandler CountBodies(int* n) {
-  return [n](MessageType, std::span<const uint8_t>) {
+  return [n](MessageType, std::span<const uint8_t>, const std::shared_ptr<const void>&) {
     ++*n;
     return Status::Ok();
   };
@@ -359,9 +402,14 @@ TEST(AssemblerTest, TotalsOverFourGiBAreFineAndMemoryFollowsArrivals) {
 TEST(AssemblerTest, CompletesTransferAndHandsOverTheBody) {
   ProtocolLimits limits;
   std::vector<uint8_t> body;
-  MessageAssembler a(limits, [&](MessageType type, std::span<const uint8_t> b) {
+  std::shared_ptr<const void> owner;
+  std::span<const uint8_t> kept;
+  MessageAssembler a(limits, [&](MessageType type, std::span<const uint8_t> b,
+                                 const std::shared_ptr<const void>& o) {
     EXPECT_EQ(type, MessageType::kUpdateSubmission);
     body.assign(b.begin(), b.end());
+    owner = o;  // a reassembled body is handed over: it stays valid while its owner lives
+    kept = b;
     return Status::Ok();
   });
   EXPECT_EQ(AddChunk(a, {1, 0, 250, 100}), ErrorCode::kUnspecified);
@@ -370,6 +418,9 @@ TEST(AssemblerTest, CompletesTransferAndHandsOverTheBody) {
   EXPECT_EQ(AddChunk(a, {1, 200, 250, 50}), ErrorCode::kUnspecified);
   EXPECT_EQ(body, std::vector<uint8_t>(250, 0xab));
   EXPECT_FALSE(a.in_transfer());
+  ASSERT_NE(owner, nullptr);
+  EXPECT_EQ(owner.use_count(), 1);  // the assembler let go of it
+  EXPECT_EQ(std::vector<uint8_t>(kept.begin(), kept.end()), body);
 }
 
 TEST(AssemblerTest, AnnouncedTotalOverCapIsMessageTooLarge) {

@@ -80,7 +80,7 @@ TEST(MessagesTest, BodyIsCerealBinaryFormat) {
   {
     cereal::BinaryOutputArchive ar(os);
     ar(u.round, u.model_version, u.num_examples, u.metrics, u.update.codec,
-       u.update.layout_fingerprint, u.update.num_floats, u.update.bytes);
+       u.update.layout_fingerprint, u.update.num_floats, u.update.bytes.ToVector());
   }
   const std::string stock = os.str();
   Result<std::vector<uint8_t>> ours = EncodeMessageBody(u);
@@ -277,9 +277,9 @@ TEST(MessagesTest, EncodedPayloadSizeTagIsCheckedBeforeAllocating) {
 TEST(MessagesTest, LargeFloatPayloadRoundTripsBitExact) {
   UpdateSubmission u;
   u.update.num_floats = 1 << 20;
-  u.update.bytes.resize(u.update.num_floats * 4);
-  for (size_t i = 0; i < u.update.bytes.size(); ++i)
-    u.update.bytes[i] = static_cast<uint8_t>(i * 31);
+  std::vector<uint8_t> data(u.update.num_floats * 4);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>(i * 31);
+  u.update.bytes = std::move(data);
   Result<std::vector<uint8_t>> body = EncodeMessageBody(u);
   ASSERT_TRUE(body.ok());
   EXPECT_GT(body->size(), size_t{4} << 20);

@@ -26,8 +26,9 @@ UpdateSubmission Update(size_t bytes) {
   u.num_examples = 17;
   u.update.codec = "dense";
   u.update.num_floats = bytes / 4;
-  u.update.bytes.resize(bytes);
-  for (size_t i = 0; i < bytes; ++i) u.update.bytes[i] = static_cast<uint8_t>(i * 7 + 1);
+  std::vector<uint8_t> data(bytes);
+  for (size_t i = 0; i < bytes; ++i) data[i] = static_cast<uint8_t>(i * 7 + 1);
+  u.update.bytes = std::move(data);
   return u;
 }
 

@@ -404,7 +404,7 @@ TEST_P(TransportTest, PeerThatStopsReadingTimesOutTheWrite) {
   std::optional<Accepted> deaf = AcceptedById("edge-deaf");
   ASSERT_TRUE(deaf.has_value());
   UpdateSubmission big;
-  big.update.bytes.resize(32 << 20);  // more than loopback socket buffers hold
+  big.update.bytes = std::vector<uint8_t>(32 << 20);  // more than loopback socket buffers hold
   Waiter<Status> sent;
   deaf->connection->Send(big, sent.Callback());
   std::optional<Status> s = sent.Wait();
@@ -427,7 +427,7 @@ TEST_P(TransportTest, MessageOverReceiverCapIsRefused) {
   Result<std::shared_ptr<Connection>> c = Connect("edge-big", inbox, client);
   ASSERT_TRUE(c.ok()) << c.status();
   UpdateSubmission big;
-  big.update.bytes.resize(3 << 20);
+  big.update.bytes = std::vector<uint8_t>(3 << 20);
   (*c)->Send(big);
   const Status server = ServerCloseStatus("edge-big");
   EXPECT_EQ(ProtocolErrorCodeOf(server), ErrorCode::kMessageTooLarge) << server;
