@@ -8,6 +8,8 @@
 //           also checks the client certificate's EKU (clientAuth) and validity period.
 //   Client: verify_peer; call ConfigureClientSsl on each connection's SSL* before the handshake to
 //           send SNI and check the server's name (EKU serverAuth, SAN match).
+// Cipher suites, in order: TLS_AES_128_GCM_SHA256, TLS_AES_256_GCM_SHA384 and
+// TLS_CHACHA20_POLY1305_SHA256; the server's order decides.
 // After the handshake the server reads the client's identity with PeerClientId; a client id never
 // comes from a message field.
 //

@@ -58,9 +58,12 @@ error_code TlsStream::SslError(int ssl_error) {
 void TlsStream::ReadSocket(Handler then) {
   // While the peer streams (the last read filled the buffer) read in large blocks; when it stops,
   // give the large buffer back.
+  // A few short reads in a row mean it stopped (one short read happens mid-stream too, and
+  // flapping would reallocate the large buffer again and again).
+  small_reads_ = last_read_ < kSmallReadBytes ? small_reads_ + 1 : 0;
   size_t want = in_capacity_;
   if (last_read_ == in_capacity_ && in_capacity_ > 0) want = kLargeReadBytes;
-  if (last_read_ < kSmallReadBytes) want = kSmallReadBytes;
+  if (small_reads_ >= kSmallReadsToShrink || in_capacity_ == 0) want = kSmallReadBytes;
   if (want != in_capacity_ || !in_buf_) {
     in_buf_ = std::make_unique_for_overwrite<uint8_t[]>(want);
     in_capacity_ = want;
@@ -168,8 +171,13 @@ void TlsStream::AsyncWrite(std::vector<asio::const_buffer> buffers, IoHandler ha
 }
 
 void TlsStream::WriteStep(IoHandler handler) {
-  // Encrypt the next slice into out_ (behind any output a read left there).
+  // Encrypt the next slice into out_ (behind any output a read left there). While large writes
+  // stream, out_ keeps room for a whole slice, so encrypting never reallocates.
   size_t budget = kWriteSliceBytes;
+  if (write_total_ == 0 && write_index_ < write_buffers_.size() &&
+      write_buffers_[write_index_].size() >= kRecordBytes && out_.capacity() < kOutReserveBytes) {
+    out_.reserve(kOutReserveBytes);
+  }
   error_code failed;
   ERR_clear_error();
   while (budget > 0 && write_index_ < write_buffers_.size() && !failed) {
@@ -209,9 +217,12 @@ void TlsStream::WriteStep(IoHandler handler) {
   }
   if (failed || out_.empty()) {
     write_buffers_.clear();
-    // Large ciphertext buffers go back between writes (idle connections stay small).
-    if (writing_.capacity() > kSmallReadBytes) writing_ = {};
-    if (out_.capacity() > kSmallReadBytes) out_ = {};
+    // Large ciphertext buffers go back after a small write (the stream has gone quiet); a
+    // connection that streams large frames keeps them.
+    if (write_total_ < kRecordBytes) {
+      if (writing_.capacity() > kSmallReadBytes) writing_ = {};
+      if (out_.capacity() > kSmallReadBytes) out_ = {};
+    }
     return Complete(socket_.get_executor(), [handler = std::move(handler), failed,
                                              total = write_total_] { handler(failed, total); });
   }

@@ -18,7 +18,8 @@
 // TLS output behind (a KeyUpdate reply or an alert): it goes out with the next write or close.
 //
 // Memory per connection: a 16 KiB read buffer, grown to kLargeReadBytes while the peer streams
-// and released when it stops; the ciphertext of one write slice while a write is in flight.
+// (a read filled the buffer) and shrunk after kSmallReadsToShrink short reads in a row; while
+// large frames are written, room for two slices of ciphertext, given back after a short write.
 #pragma once
 
 #include <openssl/ssl.h>
@@ -42,6 +43,9 @@ class TlsStream final : public ByteStream {
   static constexpr size_t kWriteSliceBytes = 1024 * 1024;
   static constexpr size_t kSmallReadBytes = 16 * 1024;
   static constexpr size_t kLargeReadBytes = 1024 * 1024;
+  static constexpr size_t kSmallReadsToShrink = 4;
+  // Room for one slice's ciphertext (records add 22 bytes per 16 KiB).
+  static constexpr size_t kOutReserveBytes = kWriteSliceBytes + kWriteSliceBytes / 64 + 4096;
   // Consecutive pieces smaller than this are gathered into one TLS record.
   static constexpr size_t kRecordBytes = 16 * 1024;
 
@@ -97,6 +101,7 @@ class TlsStream final : public ByteStream {
   std::unique_ptr<uint8_t[]> in_buf_;  // socket input, of in_capacity_ bytes
   size_t in_capacity_ = 0;
   size_t last_read_ = 0;          // bytes the last socket read returned
+  size_t small_reads_ = 0;        // consecutive socket reads shorter than kSmallReadBytes
   std::vector<uint8_t> out_;      // ciphertext not yet handed to the socket
   std::vector<uint8_t> writing_;  // ciphertext of the socket write in flight
   std::vector<uint8_t> stage_;    // small plaintext pieces gathered into one record

@@ -34,6 +34,7 @@ struct HandshakeOutcome {
   long server_verify = X509_V_OK;  // SSL_get_verify_result on each side after its handshake
   long client_verify = X509_V_OK;
   int server_version = 0;  // SSL_version after a successful handshake
+  std::string cipher;      // the negotiated cipher suite (server side)
   Result<std::string> peer_id = Status::Internal("server handshake did not complete");
   Status configure_status;
 
@@ -76,6 +77,7 @@ inline HandshakeOutcome RunLoopbackHandshake(
         return;
       }
       out.server_version = SSL_version(server.native_handle());
+      out.cipher = SSL_get_cipher_name(server.native_handle());
       out.peer_id = PeerClientId(server.native_handle());
       asio::async_write(
           server, asio::buffer(&kByte, 1),

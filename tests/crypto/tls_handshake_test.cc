@@ -52,6 +52,7 @@ TEST_F(TlsHandshakeTest, MutualTlsSucceedsAndYieldsTheClientId) {
   ASSERT_TRUE(out.Accepted()) << "server: " << out.server_ec.message()
                               << " client: " << out.client_ec.message();
   EXPECT_EQ(out.server_version, TLS1_3_VERSION);
+  EXPECT_EQ(out.cipher, "TLS_AES_128_GCM_SHA256");  // the contexts' first choice
   EXPECT_EQ(out.server_verify, X509_V_OK);
   EXPECT_EQ(out.client_verify, X509_V_OK);
   ASSERT_TRUE(out.peer_id.ok()) << out.peer_id.status();
