@@ -157,14 +157,15 @@ std::string RoundsCsv(const SimResult& result) {
   std::string out =
       "round,attempts,selected,completed,rejected,unavailable,dropouts,stragglers,bytes_up,"
       "bytes_down,cum_bytes_up,cum_bytes_down,sim_seconds,sim_clock,wall_seconds,wall_clock,"
-      "train_loss,test_accuracy,test_loss\n";
+      "train_loss,test_accuracy,test_loss,malicious\n";
   for (const SimRound& r : result.rounds) {
     out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},",
                        r.round, r.attempts, r.selected, r.completed, r.rejected, r.unavailable,
                        r.dropouts, r.stragglers, r.bytes_up, r.bytes_down, r.cum_bytes_up,
                        r.cum_bytes_down, r.sim_seconds, r.sim_clock, r.wall_seconds, r.wall_clock,
                        r.train_loss);
-    out += r.evaluated ? fmt::format("{:.6f},{:.6f}\n", r.test_accuracy, r.test_loss) : ",\n";
+    out += r.evaluated ? fmt::format("{:.6f},{:.6f},", r.test_accuracy, r.test_loss) : ",,";
+    out += fmt::format("{}\n", r.malicious);
   }
   return out;
 }
@@ -224,7 +225,8 @@ Status WriteReport(const std::string& dir, const SimConfig& config, const SimRes
                         {"sim_clock", r.sim_clock},
                         {"wall_seconds", r.wall_seconds},
                         {"wall_clock", r.wall_clock},
-                        {"train_loss", r.train_loss}};
+                        {"train_loss", r.train_loss},
+                        {"malicious", r.malicious}};
     if (r.evaluated) {
       j["test_accuracy"] = r.test_accuracy;
       j["test_loss"] = r.test_loss;

@@ -41,6 +41,7 @@ void PrintRound(const SimRound& r, int64_t total) {
     extra = fmt::format("  (unavail {}, dropped {}, late {}, rejected {})", r.unavailable,
                         r.dropouts, r.stragglers, r.rejected);
   if (r.attempts > 1) extra += fmt::format("  attempts {}", r.attempts);
+  if (r.malicious > 0) extra += fmt::format("  malicious {}", r.malicious);
   std::printf("round %3llu/%lld  %sup %s  down %s  %.2fs (sim %.1fs)  ETA %.0fs%s\n",
               static_cast<unsigned long long>(r.round), static_cast<long long>(total), acc.c_str(),
               Bytes(static_cast<double>(r.bytes_up)).c_str(),

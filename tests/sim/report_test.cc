@@ -37,6 +37,7 @@ SimResult ThreeRounds() {
     x.evaluated = i != 2;  // round 2 not evaluated: an empty CSV cell, no JSON key
     x.test_accuracy = 0.5 + 0.1 * i;
     x.test_loss = 1.0 / i;
+    x.malicious = i - 1;
     r.rounds.push_back(x);
   }
   r.wall_seconds = 1.5;
@@ -67,13 +68,16 @@ TEST(ReportTest, FilesAreWellFormedAndAgree) {
     rows.push_back(cells);
   }
   ASSERT_EQ(rows.size(), 4u);
-  EXPECT_EQ(rows[0].size(), 19u);
+  EXPECT_EQ(rows[0].size(), 20u);
+  EXPECT_EQ(rows[0][19], "malicious");
   EXPECT_EQ(rows[0][0], "round");
   EXPECT_EQ(rows[0][17], "test_accuracy");
   for (size_t i = 1; i < rows.size(); ++i) EXPECT_EQ(rows[i].size(), rows[0].size()) << i;
   EXPECT_EQ(rows[2][17], "");  // round 2 was not evaluated
   EXPECT_NEAR(std::stod(rows[3][17]), 0.8, 1e-9);
   EXPECT_EQ(rows[3][10], "3000000");  // cum_bytes_up
+  EXPECT_EQ(rows[2][19], "1");        // malicious clients selected in round 2
+  EXPECT_EQ(rows[3][19], "2");
 
   // report.json parses and holds the config, every round and the totals.
   nlohmann::json j = nlohmann::json::parse(Slurp(dir.file("report.json")));
@@ -81,6 +85,7 @@ TEST(ReportTest, FilesAreWellFormedAndAgree) {
   ASSERT_EQ(j["rounds"].size(), 3u);
   EXPECT_FALSE(j["rounds"][1].contains("test_accuracy"));
   EXPECT_NEAR(j["rounds"][2]["test_accuracy"].get<double>(), 0.8, 1e-12);
+  EXPECT_EQ(j["rounds"][2]["malicious"], 2);
   EXPECT_EQ(j["totals"]["mode"], "test");
   EXPECT_EQ(j["totals"]["bytes_up"], 3000000);
   EXPECT_EQ(j["totals"]["target_round"], 3);
