@@ -70,6 +70,10 @@ int main(int argc, char** argv) {
   task.codec.spec = "topk(0.01)+q8";
   task.model.layout_fingerprint = 0xabcdef;
   task.model.values.mutable_values().assign(300, 0.25f);  // > 256 bytes: chunked
+  TaskAssignment task_q8 = task;  // a quantized download: the payload travels encoded
+  task_q8.model.values = SharedFloats();
+  task_q8.model.encoding = "q8";
+  task_q8.model.encoded = SharedBytes(Bytes(400, 9));
   UpdateSubmission update;
   update.round = 3;
   update.num_examples = 600;
@@ -79,6 +83,7 @@ int main(int argc, char** argv) {
       {"hello", hello},
       {"welcome", Welcome{1, "edge-1", "0.1.0", 5000}},
       {"task_chunked", task},
+      {"task_q8_chunked", task_q8},
       {"evaluate_task", EvaluateTask{3, 2, 64, 100, 1000, {0xabcdef, {1, 2, 3}}}},
       {"update_chunked", update},
       {"evaluate_result", EvaluateResult{3, 2, 100, 0.3, 0.8, {{"f1", 0.7}}}},
