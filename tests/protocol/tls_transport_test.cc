@@ -1,6 +1,7 @@
 // TLS-only behaviour: what the handshake refuses (TLS 1.2, no certificate, another CA, an expired
-// certificate, a server name mismatch), the handshake timeout against idle TCP connections, and the
-// cap on concurrent handshakes. The shared behaviour of both transports is in transport_test.cc.
+// certificate, a server name mismatch), the handshake timeout against idle TCP connections, the
+// cap on concurrent handshakes, and bulk transfer against another TLS implementation. The shared
+// behaviour of both transports is in transport_test.cc.
 #include <gtest/gtest.h>
 #include <openssl/ssl.h>
 
@@ -12,6 +13,7 @@
 #include "crypto/cert_authority.h"
 #include "crypto/tls_context.h"
 #include "protocol/frame.h"
+#include "protocol/message_reader.h"
 #include "protocol/tls_listener.h"
 #include "protocol/tls_transport.h"
 #include "protocol/transport_util.h"
@@ -201,6 +203,43 @@ TEST_F(TlsTransportTest, HonestClientConnectsByNameAndByAddress) {
   ASSERT_EQ(accepted_.size(), 2u);
   EXPECT_EQ(accepted_[0]->peer().id, "edge-1");
   EXPECT_EQ(accepted_[1]->peer().id, "edge-2");
+}
+
+// TlsStream against another TLS implementation (asio's ssl::stream, record by record): a 3 MiB
+// update in 1 MiB chunks goes up, the server echoes it, and it comes back intact. Both directions
+// cross many TLS records, gathered frame headers and large socket reads.
+TEST_F(TlsTransportTest, BulkTransferInteroperatesWithAsioSslStream) {
+  StartServer(Options());
+  asio::io_context io;
+  ssl::stream<tcp::socket> s(io, *TestPki::Get().ClientContext("bulk-client"));
+  s.next_layer().connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port_));
+  ASSERT_TRUE(ConfigureClientSsl(s.native_handle(), "localhost").ok());
+  s.handshake(ssl::stream_base::client);
+
+  UpdateSubmission big;
+  big.round = 5;
+  big.num_examples = 100;
+  std::vector<uint8_t> data(3 << 20);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>(i * 131 + (i >> 16));
+  big.update.bytes = std::move(data);
+  const ProtocolLimits limits;
+  const std::vector<uint8_t> wire = EncodeOutbound(big, limits, 1)->Flatten();
+  ASSERT_GT(wire.size(), size_t{3} << 20);
+  asio::write(s, asio::buffer(wire));
+
+  MessageReader reader(limits);
+  std::vector<Message> got;
+  std::vector<uint8_t> buf(64 * 1024);
+  size_t received = 0;
+  while (got.empty()) {
+    const size_t n = s.read_some(asio::buffer(buf));
+    received += n;
+    ASSERT_TRUE(reader.Feed(std::span(buf.data(), n), &got).ok());
+  }
+  EXPECT_EQ(received, wire.size());
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(std::get<UpdateSubmission>(got[0]), big);
+  EXPECT_EQ(listener_->stats().admitted, 1u);
 }
 
 TEST_F(TlsTransportTest, Tls12ClientIsRejected) {
