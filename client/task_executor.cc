@@ -180,7 +180,17 @@ Result<UpdateSubmission> TaskExecutor::Fit(const TaskAssignment& task, TaskRepor
   CodecState* codec_state =
       (*codec)->uses_error_feedback() ? PrepareCodecState(**codec, delta.size()) : nullptr;
   const uint64_t seed = DeriveSeed(task.fit.seed, {task.round, kCodecStream});
-  Result<std::vector<uint8_t>> bytes = (*codec)->Encode(delta, codec_state, seed);
+  SharedBytes update_bytes;
+  if ((*codec)->spec() == "dense") {
+    // A dense update is the delta's own bytes (little-endian floats, exactly what DenseCodec
+    // writes): share the trained weights' buffer that now holds the delta instead of copying it.
+    auto owner = std::make_shared<const ModelWeights>(std::move(fit->weights));
+    const std::span<const float> d = owner->data();
+    update_bytes = SharedBytes(
+        owner, std::span(reinterpret_cast<const uint8_t*>(d.data()), d.size() * sizeof(float)));
+  }
+  Result<std::vector<uint8_t>> bytes = std::vector<uint8_t>();
+  if (update_bytes.empty()) bytes = (*codec)->Encode(delta, codec_state, seed);
   if (!bytes.ok())
     return ProtocolError(ErrorCode::kInternal,
                          fmt::format("{}: encoding the update with '{}' failed: {}", what,
@@ -200,7 +210,7 @@ Result<UpdateSubmission> TaskExecutor::Fit(const TaskAssignment& task, TaskRepor
   out.update.codec = task.codec.spec;
   out.update.layout_fingerprint = global.fingerprint();
   out.update.num_floats = global.size();
-  out.update.bytes = std::move(*bytes);
+  out.update.bytes = update_bytes.empty() ? SharedBytes(std::move(*bytes)) : update_bytes;
   if (report) {
     report->num_examples = fit->num_examples;
     report->loss = MetricOr(fit->metrics, "train_loss", 0.0);
