@@ -81,7 +81,13 @@ Result<SslContextPtr> BuildContext(Role role, const TlsPem& pem, const Sources& 
   // choice, AES-256-GCM); the server's order decides, so both ends agree on it.
   if (SSL_CTX_set_ciphersuites(native, kTls13Ciphersuites) != 1)
     return OpenSslStatus(StatusCode::kInternal, "setting the TLS 1.3 cipher suites");
-  if (role == Role::kServer) SSL_CTX_set_options(native, SSL_OP_CIPHER_SERVER_PREFERENCE);
+  if (role == Role::kServer) {
+    SSL_CTX_set_options(native, SSL_OP_CIPHER_SERVER_PREFERENCE);
+    // No session tickets: clients do not resume (each connection is a full mutual-TLS handshake,
+    // so a revoked client cannot ride an old session), and each ticket costs the client memory
+    // and both ends bytes.
+    SSL_CTX_set_num_tickets(native, 0);
+  }
 
   // Trust exactly the given CAs.
   X509_STORE* store = SSL_CTX_get_cert_store(native);

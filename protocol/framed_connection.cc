@@ -14,7 +14,9 @@ namespace {
 namespace asio = boost::asio;
 using boost::system::error_code;
 
-constexpr size_t kReadBufferBytes = 64 * 1024;
+// Frame headers and small messages are read here; chunk data mostly goes straight into the
+// reassembly buffer. Not zero-filled, so an idle connection's untouched pages cost no memory.
+constexpr size_t kReadBufferBytes = 16 * 1024;
 // While a chunk frame's data is expected, a read of at least this much goes straight into the
 // reassembly buffer (MessageReader::ReadSpace), skipping the copy out of read_buffer_; a smaller
 // tail is read with the next frame's header into read_buffer_.
@@ -37,7 +39,7 @@ FramedConnection::FramedConnection(std::unique_ptr<ByteStream> stream, PeerInfo 
       peer_(std::move(peer)),
       options_(options),
       reader_(options.limits),
-      read_buffer_(kReadBufferBytes),
+      read_buffer_(std::make_unique_for_overwrite<uint8_t[]>(kReadBufferBytes)),
       read_timer_(strand_),
       write_timer_(strand_),
       shutdown_timer_(strand_) {}
@@ -110,7 +112,8 @@ void FramedConnection::do_read() {
   const std::span<uint8_t> space = reader_.ReadSpace();
   direct_read_ = space.size() >= kMinDirectReadBytes;
   stream_->AsyncReadSome(
-      direct_read_ ? asio::buffer(space.data(), space.size()) : asio::buffer(read_buffer_),
+      direct_read_ ? asio::buffer(space.data(), space.size())
+                   : asio::buffer(read_buffer_.get(), kReadBufferBytes),
       [self = shared_from_this()](const error_code& ec, size_t n) { self->on_read(ec, n); });
 }
 
@@ -134,7 +137,7 @@ void FramedConnection::on_read(const error_code& ec, size_t n) {
   }
   received_.clear();
   const Status decoded = direct_read_ ? reader_.CommitRead(n, &received_)
-                                      : reader_.Feed(std::span(read_buffer_.data(), n), &received_);
+                                      : reader_.Feed(std::span(read_buffer_.get(), n), &received_);
   for (Message& m : received_) {
     if (state_ != State::kOpen) break;  // a handler closed the connection
     if (on_message_) on_message_(std::move(m));

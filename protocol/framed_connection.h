@@ -76,7 +76,7 @@ class FramedConnection final : public Connection,
   PeerInfo peer_;
   TransportOptions options_;
   MessageReader reader_;
-  std::vector<uint8_t> read_buffer_;
+  std::unique_ptr<uint8_t[]> read_buffer_;
   std::vector<Message> received_;
   boost::asio::steady_timer read_timer_;
   boost::asio::steady_timer write_timer_;

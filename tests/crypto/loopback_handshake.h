@@ -33,8 +33,9 @@ struct HandshakeOutcome {
   bool client_got_byte = false;
   long server_verify = X509_V_OK;  // SSL_get_verify_result on each side after its handshake
   long client_verify = X509_V_OK;
-  int server_version = 0;  // SSL_version after a successful handshake
-  std::string cipher;      // the negotiated cipher suite (server side)
+  int server_version = 0;     // SSL_version after a successful handshake
+  std::string cipher;         // the negotiated cipher suite (server side)
+  int client_resumable = -1;  // SSL_SESSION_is_resumable on the client after reading the byte
   Result<std::string> peer_id = Status::Internal("server handshake did not complete");
   Status configure_status;
 
@@ -106,6 +107,9 @@ inline HandshakeOutcome RunLoopbackHandshake(
                            [&](const boost::system::error_code& rec, size_t n) {
                              out.client_read_ec = rec;
                              out.client_got_byte = (n == 1 && received == kByte);
+                             // Any session ticket came before the byte.
+                             out.client_resumable =
+                                 SSL_SESSION_is_resumable(SSL_get_session(client.native_handle()));
                              client.next_layer().close(ignored);
                            });
         });

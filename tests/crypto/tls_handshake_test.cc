@@ -53,6 +53,7 @@ TEST_F(TlsHandshakeTest, MutualTlsSucceedsAndYieldsTheClientId) {
                               << " client: " << out.client_ec.message();
   EXPECT_EQ(out.server_version, TLS1_3_VERSION);
   EXPECT_EQ(out.cipher, "TLS_AES_128_GCM_SHA256");  // the contexts' first choice
+  EXPECT_EQ(out.client_resumable, 0);  // no session tickets: every connection is a full handshake
   EXPECT_EQ(out.server_verify, X509_V_OK);
   EXPECT_EQ(out.client_verify, X509_V_OK);
   ASSERT_TRUE(out.peer_id.ok()) << out.peer_id.status();
