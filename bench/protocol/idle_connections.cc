@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/protocol/connect_wait.h"
 #include "core/check.h"
 #include "core/process_stats.h"
 #include "crypto/cert_authority.h"
@@ -79,18 +80,7 @@ int Run(int n) {
 
   Echoes echoes;
   auto connect_one = [&] {
-    std::mutex m;
-    std::condition_variable cv;
-    std::optional<Result<std::shared_ptr<Connection>>> got;
-    client->Connect(listener->address(), [&](Result<std::shared_ptr<Connection>> c) {
-      std::lock_guard<std::mutex> l(m);
-      got.emplace(std::move(c));
-      cv.notify_all();
-    });
-    std::unique_lock<std::mutex> l(m);
-    cv.wait(l, [&] { return got.has_value(); });
-    TRIB_CHECK(got->ok(), "connect");
-    std::shared_ptr<Connection> c = **got;
+    std::shared_ptr<Connection> c = ConnectAndWait(*client, listener->address());
     c->Start([&echoes](Message) { echoes.Add(); }, [](Status) {});
     Hello hello;
     hello.software_version = "idle";

@@ -35,6 +35,7 @@
 #include <optional>
 #include <thread>
 
+#include "bench/protocol/connect_wait.h"
 #include "core/check.h"
 #include "crypto/cert_authority.h"
 #include "crypto/tls_context.h"
@@ -147,13 +148,14 @@ class Loopback {
           {options, *MakeServerTlsContext(TlsPem{ca.cert_pem, server.cert_pem, server.key_pem}),
            nullptr}));
       client_ = std::move(*TlsTransport::Create(
-          client_io_, {options, nullptr,
-                *MakeClientTlsContext(TlsPem{ca.cert_pem, client.cert_pem, client.key_pem})}));
+          client_io_,
+          {options, nullptr,
+           *MakeClientTlsContext(TlsPem{ca.cert_pem, client.cert_pem, client.key_pem})}));
     } else {
       auto net = std::make_shared<InMemoryNetwork>();
       server_ = std::move(*InMemoryTransport::Create(server_io_, net, {options, "", 4 << 20}));
-      client_ =
-          std::move(*InMemoryTransport::Create(client_io_, net, {options, "bench-client", 4 << 20}));
+      client_ = std::move(
+          *InMemoryTransport::Create(client_io_, net, {options, "bench-client", 4 << 20}));
     }
     listener_ = *server_->Listen(tls ? "127.0.0.1:0" : "", [](std::shared_ptr<Connection> c) {
       std::weak_ptr<Connection> weak = c;
@@ -168,18 +170,7 @@ class Loopback {
     // One I/O thread per end, as in two processes (a client and the coordinator).
     threads_.emplace_back([this] { server_io_.run(); });
     threads_.emplace_back([this] { client_io_.run(); });
-    std::mutex mu;
-    std::condition_variable cv;
-    std::optional<Result<std::shared_ptr<Connection>>> connected;
-    client_->Connect(listener_->address(), [&](Result<std::shared_ptr<Connection>> c) {
-      std::lock_guard<std::mutex> lock(mu);
-      connected.emplace(std::move(c));
-      cv.notify_all();
-    });
-    std::unique_lock<std::mutex> lock(mu);
-    cv.wait(lock, [&] { return connected.has_value(); });
-    TRIB_CHECK(connected->ok(), "loopback connect");
-    connection_ = **connected;
+    connection_ = ConnectAndWait(*client_, listener_->address());
     connection_->Start(
         [this](Message m) {
           if (std::holds_alternative<Heartbeat>(m)) {
