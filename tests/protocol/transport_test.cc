@@ -394,6 +394,26 @@ TEST_P(TransportTest, HalfSentFrameTimesOut) {
   ExpectExchange(honest);
 }
 
+// A peer that vanishes after the first chunk of a 3 MiB update (over TLS: a TCP close with no
+// close_notify) ends only its own session, with a status that says so.
+TEST_P(TransportTest, PeerThatDropsMidMessageEndsOnlyItsSession) {
+  StartServer(TestOptions());
+  Honest honest = ConnectHonest();
+  UpdateSubmission big;
+  big.update.bytes = std::vector<uint8_t>(3 << 20, 5);
+  const OutboundMessage out = *EncodeOutbound(big, ProtocolLimits{}, 1);
+  ASSERT_GT(out.frames.size(), 2u);
+  {
+    std::unique_ptr<RawPeer> raw = ConnectRaw("edge-dropper");
+    ASSERT_NE(raw, nullptr);
+    ASSERT_TRUE(raw->Write(out.FrameBytes(0)).ok());
+  }  // ~RawPeer closes the stream abruptly
+  const Status server = ServerCloseStatus("edge-dropper");
+  EXPECT_EQ(server.code(), StatusCode::kUnavailable) << server;
+  EXPECT_NE(server.message().find("in the middle of a message"), std::string::npos) << server;
+  ExpectExchange(honest);
+}
+
 TEST_P(TransportTest, PeerThatStopsReadingTimesOutTheWrite) {
   TransportOptions o = TestOptions();
   o.write_timeout = 300ms;
