@@ -3,8 +3,9 @@
 # attack, printed as markdown. Every cell is one tributary-sim run with these settings:
 #
 #   Fashion-MNIST (60k train / 10k test), model mlp, 100 clients, partition dirichlet:0.5,
-#   20 clients per round, ROUNDS rounds (default 15: the recorded table, ~12 min on 2 cores),
-#   2 local epochs, batch 32, lr 0.05, momentum 0.5, seed 1, evaluated once at the end; 20%
+#   20 clients per round, ROUNDS rounds (default 15; docs/results.md records 15 and 40, the 40-round
+#   table with SEED=1, 2 and 3, ~5 min each on 2 idle cores),
+#   2 local epochs, batch 32, lr 0.05, momentum 0.5, seed SEED, evaluated once at the end; 20%
 #   malicious clients (attack.fraction 0.2, the same clients in every row) with each attack's
 #   defaults: sign_flip scale 4, gaussian noise_std 1, scale boost 10, label_flip, alie with the
 #   paper's z_max for n = 20 and f the attackers selected that round. Rules: fedavg, median,
@@ -12,12 +13,14 @@
 #
 #   bench/sim/attack_table.sh [ROUNDS] [RULES...]
 #
-# Reports go to runs/attack/<attack>-<rule>/. Environment: SIM (default
-# build/release/sim/tributary-sim), THREADS (default 0: every core), ATTACKS (default all).
+# Reports go to runs/attack/<attack>-<rule>-s<SEED>/. Environment: SIM (default
+# build/release/sim/tributary-sim), THREADS (default 0: every core), ATTACKS (default all), SEED
+# (default 1: the run's seed, which also picks the malicious clients and the partition).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 SIM=${SIM:-build/release/sim/tributary-sim}
 THREADS=${THREADS:-0}
+SEED=${SEED:-1}
 rounds=${1:-15}
 shift || true
 rules=("$@")
@@ -37,11 +40,11 @@ echo "$sep"
 for attack in "${attacks[@]}"; do
   row="| $attack |"
   for rule in "${rules[@]}"; do
-    name="$attack-$(echo "$rule" | tr -c 'a-z0-9\n' '_')"
+    name="$attack-$(echo "$rule" | tr -c 'a-z0-9\n' '_')-s$SEED"
     args=(--set model=mlp --set dataset=fashion-mnist --set clients=100
           --set partition=dirichlet:0.5 --set per_round=20 --set "rounds=$rounds"
           --set fit.epochs=2 --set fit.batch_size=32 --set fit.lr=0.05 --set fit.momentum=0.5
-          --set seed=1 --set "eval_every=$rounds" --set "threads=$THREADS"
+          --set "seed=$SEED" --set "eval_every=$rounds" --set "threads=$THREADS"
           --set "strategy=$rule" --set "report_dir=runs/attack/$name")
     [ "$attack" != none ] && args+=(--set "attack.kind=$attack" --set attack.fraction=0.2)
     if "$SIM" "${args[@]}" > "runs/attack/$name.log" 2>&1; then
