@@ -44,9 +44,9 @@ class SharedBytes {
   size_t size() const { return span_.size(); }
   bool empty() const { return span_.empty(); }
   const uint8_t* data() const { return span_.data(); }
+  // A contiguous range: converts to std::span<const uint8_t>.
   const uint8_t* begin() const { return span_.data(); }
   const uint8_t* end() const { return span_.data() + span_.size(); }
-  uint8_t operator[](size_t i) const { return span_[i]; }
   // What keeps the bytes alive (null when empty).
   const std::shared_ptr<const void>& shared() const { return owner_; }
   // A copy of the bytes.

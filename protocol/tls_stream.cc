@@ -12,16 +12,6 @@ namespace tributary {
 namespace asio = boost::asio;
 using boost::system::error_code;
 
-namespace {
-
-// Completes `handler` later on `executor` (never inside the initiating call).
-template <typename Executor, typename Fn>
-void Complete(const Executor& executor, Fn fn) {
-  asio::post(executor, std::move(fn));
-}
-
-}  // namespace
-
 Result<std::unique_ptr<TlsStream>> TlsStream::Create(asio::ip::tcp::socket socket,
                                                      std::shared_ptr<asio::ssl::context> context) {
   SSL* ssl = SSL_new(context->native_handle());
@@ -117,7 +107,7 @@ void TlsStream::HandshakeStep(Handler handler) {
   };
   if (!out_.empty()) return Flush(std::move(next));
   if (failed || done) {
-    return Complete(socket_.get_executor(), [next = std::move(next)]() mutable { next({}); });
+    return asio::post(socket_.get_executor(), [next = std::move(next)]() mutable { next({}); });
   }
   next(error_code());  // wants input: read (asynchronous)
 }
@@ -147,7 +137,7 @@ void TlsStream::ReadStep(asio::mutable_buffer buffer, IoHandler handler) {
   }
   // An error after some data shows again on the next read (OpenSSL keeps its failed state).
   if (total > 0 || failed || buffer.size() == 0) {
-    return Complete(socket_.get_executor(), [handler = std::move(handler), total, failed] {
+    return asio::post(socket_.get_executor(), [handler = std::move(handler), total, failed] {
       handler(total > 0 ? error_code() : failed, total);
     });
   }
@@ -223,8 +213,8 @@ void TlsStream::WriteStep(IoHandler handler) {
       if (writing_.capacity() > kSmallReadBytes) writing_ = {};
       if (out_.capacity() > kSmallReadBytes) out_ = {};
     }
-    return Complete(socket_.get_executor(), [handler = std::move(handler), failed,
-                                             total = write_total_] { handler(failed, total); });
+    return asio::post(socket_.get_executor(), [handler = std::move(handler), failed,
+                                               total = write_total_] { handler(failed, total); });
   }
   Flush([this, handler = std::move(handler)](const error_code& ec) mutable {
     if (ec) {
@@ -249,7 +239,7 @@ void TlsStream::AsyncGracefulClose(Handler handler) {
     Drain(std::move(handler));
   };
   if (!out_.empty()) return Flush(std::move(after));
-  Complete(socket_.get_executor(), [after = std::move(after)]() mutable { after({}); });
+  asio::post(socket_.get_executor(), [after = std::move(after)]() mutable { after({}); });
 }
 
 void TlsStream::Drain(Handler handler) {

@@ -122,7 +122,8 @@ TEST(FramedConnectionTest, HeartbeatOvertakesAChunkedMessageButNothingElseDoes) 
   sender->Start([](Message) {}, [](Status) {});
 
   UpdateSubmission big;
-  big.update.bytes = std::vector<uint8_t>(1 << 20, 3);  // 16 chunks; the first blocks on the 16 KiB pipe
+  big.update.bytes =
+      std::vector<uint8_t>(1 << 20, 3);  // 16 chunks; the first blocks on the 16 KiB pipe
   sender->Send(big);
   sender->Send(Goodbye{"after the update"});
   sender->Send(Heartbeat{1, 2});
