@@ -16,6 +16,8 @@ Result<std::unique_ptr<ClientRuntime>> ClientRuntime::Create(boost::asio::io_con
   TRIB_RETURN_IF_ERROR(options.backoff.Validate());
   if (options.heartbeat_interval.count() < 0)
     return Status::InvalidArgument("heartbeat_interval must be >= 0 ms");
+  if (options.heartbeat_timeout.count() < 0)
+    return Status::InvalidArgument("heartbeat_timeout must be >= 0 ms");
   std::unique_ptr<ClientRuntime> rt(new ClientRuntime());
   rt->worker_ = std::make_unique<ThreadPool>(1);
   rt->core_ = std::make_shared<RuntimeCore>(io, transport, std::move(trainer), std::move(options),

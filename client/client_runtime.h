@@ -7,14 +7,19 @@
 //           closes)
 //           <- TaskAssignment  -> fit on the worker thread -> UpdateSubmission (or Error)
 //           <- EvaluateTask    -> evaluate on the worker   -> EvaluateResult (or Error)
-//           -> Heartbeat every heartbeat interval while connected
+//           -> Heartbeat every heartbeat interval while connected (the coordinator echoes it)
 //           <- Goodbye: the run is over; Wait() returns OK
 // An Error from the coordinator is logged (a rejected update is not fatal), except REVOKED,
 // UNAUTHENTICATED and UNSUPPORTED_VERSION, which end the run: retrying cannot help. When the
 // connection is refused or lost the runtime reconnects after Backoff::NextDelay(); after
 // backoff.max_attempts consecutive attempts without a Welcome, Wait() returns Unavailable naming
-// the last error. A result computed for a connection that has since closed is dropped (the
-// coordinator has counted this client out of that round).
+// the last error. A connection on which nothing (not even a heartbeat echo) arrived for
+// heartbeat_timeout is taken as lost: the coordinator vanished without closing it (a crash, a
+// network partition, a NAT that forgot the flow). A result computed for a connection that has since
+// closed is dropped (the coordinator has counted this client out of that round).
+//
+// Time (heartbeats, the silence check, backoff delays) comes from `clock`, so tests drive it with
+// a ManualClock.
 //
 // Threading: network events run on a strand of the caller's io_context, which the caller must run
 // (on any number of threads) until Wait() has returned. Trainer calls run on one worker thread
@@ -30,6 +35,7 @@
 #include <string>
 
 #include "client/client_state.h"
+#include "core/clock.h"
 #include "protocol/transport.h"
 #include "tributary/client.h"
 #include "tributary/trainer.h"
@@ -48,6 +54,10 @@ struct ClientRuntimeOptions {
   BackoffOptions backoff;
   // 0: the coordinator's Welcome::heartbeat_interval_ms (none when that is 0).
   std::chrono::milliseconds heartbeat_interval{0};
+  // A connection silent this long is lost. 0: 3 heartbeat intervals (never, without heartbeats).
+  std::chrono::milliseconds heartbeat_timeout{0};
+  // Null: Clock::Real(). Must outlive the runtime.
+  Clock* clock = nullptr;
   // Runs on the worker thread after each task.
   std::function<void(const TaskReport&)> on_task;
 };

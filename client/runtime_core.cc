@@ -45,9 +45,10 @@ RuntimeCore::RuntimeCore(asio::io_context& io, Transport& transport,
     : transport_(transport),
       options_(std::move(options)),
       worker_(worker),
+      clock_(options_.clock ? options_.clock : Clock::Real()),
       strand_(asio::make_strand(io)),
-      reconnect_timer_(strand_),
-      heartbeat_timer_(strand_),
+      reconnect_timer_(clock_->MakeTimer(strand_)),
+      heartbeat_timer_(clock_->MakeTimer(strand_)),
       backoff_(options_.backoff),
       executor_(std::move(trainer), state.get()),
       state_(std::move(state)) {
@@ -126,6 +127,7 @@ void RuntimeCore::OnConnected(uint64_t gen, Result<std::shared_ptr<Connection>> 
     return;
   }
   conn_ = std::move(*connection);
+  last_heard_ = clock_->Now();
   conn_->Start(
       [self = shared_from_this(), gen](Message m) mutable {
         asio::post(self->strand_,
@@ -144,6 +146,7 @@ void RuntimeCore::OnConnected(uint64_t gen, Result<std::shared_ptr<Connection>> 
 
 void RuntimeCore::OnMessage(uint64_t gen, Message message) {
   if (finished_ || gen != generation_ || !conn_) return;
+  last_heard_ = clock_->Now();
   if (auto* welcome = std::get_if<Welcome>(&message)) {
     OnWelcome(*welcome);
   } else if (std::holds_alternative<TaskAssignment>(message) ||
@@ -156,8 +159,7 @@ void RuntimeCore::OnMessage(uint64_t gen, Message message) {
   } else if (auto* error = std::get_if<Error>(&message)) {
     OnCoordinatorError(*error);
   } else if (std::holds_alternative<Heartbeat>(message)) {
-    // The coordinator's liveness signal (or an echo of ours); the transport's own timeouts and
-    // the coordinator's Goodbye cover everything else.
+    // The coordinator's echo of ours: liveness, noted above.
   } else {
     spdlog::warn("ignoring an unexpected {} from the coordinator",
                  MessageTypeName(TypeOf(message)));
@@ -176,6 +178,8 @@ void RuntimeCore::OnWelcome(const Welcome& welcome) {
   heartbeat_interval_ = options_.heartbeat_interval.count() > 0
                             ? options_.heartbeat_interval
                             : std::chrono::milliseconds(welcome.heartbeat_interval_ms);
+  heartbeat_timeout_ =
+      options_.heartbeat_timeout.count() > 0 ? options_.heartbeat_timeout : 3 * heartbeat_interval_;
   spdlog::info("joined {} as '{}' (coordinator {}, heartbeat every {} ms)", options_.address,
                welcome.client_id, welcome.software_version, heartbeat_interval_.count());
   if (heartbeat_interval_.count() > 0) ScheduleHeartbeat(generation_);
@@ -208,10 +212,17 @@ void RuntimeCore::OnCoordinatorError(const Error& error) {
 
 void RuntimeCore::OnClosed(uint64_t gen, Status why) {
   if (finished_ || gen != generation_) return;
-  conn_.reset();
-  heartbeat_timer_.cancel();
-  ++generation_;  // results still being computed for this connection are dropped
   if (why.ok()) why = Status::Unavailable("the coordinator closed the connection");
+  LoseConnection(std::move(why));
+}
+
+void RuntimeCore::LoseConnection(Status why) {
+  if (conn_) {
+    conn_->Close();  // a no-op when the peer closed it; its close callback is now stale
+    conn_.reset();
+  }
+  heartbeat_timer_->Cancel();
+  ++generation_;  // results still being computed for this connection are dropped
   RetryLater(why.WithContext("connection to " + options_.address + " lost"));
 }
 
@@ -229,20 +240,23 @@ void RuntimeCore::RetryLater(const Status& why) {
     return;
   }
   spdlog::warn("{}; reconnecting in {} ms", why.ToString(), delay.count());
-  reconnect_timer_.expires_after(delay);
-  reconnect_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
-    if (!ec) self->DoConnect();
-  });
+  reconnect_timer_->ExpiresAfter(delay, [self = shared_from_this()] { self->DoConnect(); });
 }
 
 void RuntimeCore::ScheduleHeartbeat(uint64_t gen) {
-  heartbeat_timer_.expires_after(heartbeat_interval_);
-  heartbeat_timer_.async_wait(
-      [self = shared_from_this(), gen](const boost::system::error_code& ec) {
-        if (ec || self->finished_ || gen != self->generation_ || !self->conn_) return;
-        self->conn_->Send(Heartbeat{++self->heartbeat_sequence_, UnixMillis()});
-        self->ScheduleHeartbeat(gen);
-      });
+  heartbeat_timer_->ExpiresAfter(heartbeat_interval_, [self = shared_from_this(), gen] {
+    if (self->finished_ || gen != self->generation_ || !self->conn_) return;
+    const Duration silent = self->clock_->Now() - self->last_heard_;
+    if (silent > self->heartbeat_timeout_) {
+      self->LoseConnection(Status::DeadlineExceeded(
+          fmt::format("nothing from the coordinator for {} ms (the limit is {} ms)",
+                      std::chrono::duration_cast<std::chrono::milliseconds>(silent).count(),
+                      self->heartbeat_timeout_.count())));
+      return;
+    }
+    self->conn_->Send(Heartbeat{++self->heartbeat_sequence_, UnixMillis()});
+    self->ScheduleHeartbeat(gen);
+  });
 }
 
 void RuntimeCore::Deliver(uint64_t gen, Message reply) {
@@ -266,8 +280,8 @@ void RuntimeCore::Finish(Status result) {
   finished_ = true;
   stopping_ = true;
   ++generation_;
-  reconnect_timer_.cancel();
-  heartbeat_timer_.cancel();
+  reconnect_timer_->Cancel();
+  heartbeat_timer_->Cancel();
   if (conn_) {
     conn_->Close();  // sends what is queued (a Goodbye, a last result) first
     conn_.reset();

@@ -13,7 +13,6 @@
 
 #include <atomic>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <condition_variable>
 #include <memory>
@@ -57,6 +56,8 @@ class RuntimeCore : public std::enable_shared_from_this<RuntimeCore> {
   void OnCoordinatorError(const Error& error);
   void RetryLater(const Status& why);
   void ScheduleHeartbeat(uint64_t gen);
+  // The current connection is gone (closed by the peer, or silent too long): drop it and retry.
+  void LoseConnection(Status why);
   void Deliver(uint64_t gen, Message reply);
   void DoStop();
   void Finish(Status result);
@@ -68,17 +69,20 @@ class RuntimeCore : public std::enable_shared_from_this<RuntimeCore> {
   Transport& transport_;
   ClientRuntimeOptions options_;
   ThreadPool* worker_;
+  Clock* clock_;
   Strand strand_;
 
   // strand_ only.
-  boost::asio::steady_timer reconnect_timer_;
-  boost::asio::steady_timer heartbeat_timer_;
+  std::unique_ptr<Timer> reconnect_timer_;
+  std::unique_ptr<Timer> heartbeat_timer_;
+  TimePoint last_heard_{};  // the last message from the coordinator on the current connection
   Backoff backoff_;
   std::shared_ptr<Connection> conn_;
   uint64_t generation_ = 0;
   bool welcomed_ = false;  // on the current connection
   bool finished_ = false;
   std::chrono::milliseconds heartbeat_interval_{0};
+  std::chrono::milliseconds heartbeat_timeout_{0};
   uint64_t heartbeat_sequence_ = 0;
   Status last_error_;
 

@@ -10,11 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "core/clock.h"
 #include "protocol/messages.h"
 
 namespace tributary {
-
-using TimePoint = std::chrono::steady_clock::time_point;
 
 struct ClientRecord {
   std::string id;

@@ -16,8 +16,9 @@ CoordinatorService::CoordinatorService(asio::io_context& io, Transport& transpor
       transport_(transport),
       engine_(engine),
       options_(std::move(options)),
-      deadline_timer_(strand_),
-      sweep_timer_(strand_) {}
+      clock_(options_.clock ? options_.clock : Clock::Real()),
+      deadline_timer_(clock_->MakeTimer(strand_)),
+      sweep_timer_(clock_->MakeTimer(strand_)) {}
 
 Status CoordinatorService::Start() {
   std::weak_ptr<CoordinatorService> weak = weak_from_this();
@@ -27,7 +28,7 @@ Status CoordinatorService::Start() {
       }));
   address_ = listener_->address();
   asio::post(strand_, [self = shared_from_this()] {
-    self->engine_.OnTick(std::chrono::steady_clock::now());
+    self->engine_.OnTick(self->clock_->Now());
     self->Flush();
     self->Sweep();
   });
@@ -46,7 +47,7 @@ void CoordinatorService::OnAccept(std::shared_ptr<Connection> conn) {
     return;
   }
   Connection* key = conn.get();
-  sessions_[key] = Session{conn, "", std::chrono::steady_clock::now()};
+  sessions_[key] = Session{conn, "", clock_->Now()};
   std::weak_ptr<CoordinatorService> weak = weak_from_this();
   conn->Start(
       [weak, key](Message m) {
@@ -108,14 +109,14 @@ void CoordinatorService::OnHello(Session& s, const Hello& hello) {
                        static_cast<uint32_t>(options_.heartbeat_interval.count())});
   spdlog::info("client {} joined from {} ({}, {} examples)", id, s.conn->peer().address,
                hello.capabilities.device, hello.capabilities.num_examples);
-  engine_.OnJoined(id, hello.capabilities, std::chrono::steady_clock::now());
+  engine_.OnJoined(id, hello.capabilities, clock_->Now());
 }
 
 void CoordinatorService::OnMessage(Connection* key, Message msg) {
   auto it = sessions_.find(key);
   if (it == sessions_.end() || finished_) return;
   Session& s = it->second;
-  const TimePoint now = std::chrono::steady_clock::now();
+  const TimePoint now = clock_->Now();
   s.last_heard = now;
   if (s.id.empty()) {
     if (const Hello* hello = std::get_if<Hello>(&msg)) {
@@ -134,8 +135,8 @@ void CoordinatorService::OnMessage(Connection* key, Message msg) {
   } else if (auto* r = std::get_if<EvaluateResult>(&msg)) {
     Status st = engine_.OnEvaluateResult(s.id, *r, now);
     if (!st.ok()) spdlog::warn("{}", st.message());
-  } else if (std::holds_alternative<Heartbeat>(msg)) {
-    engine_.OnHeartbeat(s.id, now);
+  } else if (auto* hb = std::get_if<Heartbeat>(&msg)) {
+    s.conn->Send(*hb);  // the echo: the client's liveness check and round-trip measurement
   } else if (auto* e = std::get_if<Error>(&msg)) {
     spdlog::warn("client {} reports {}: {}", s.id, ErrorCodeName(e->code), e->message);
   } else if (std::holds_alternative<Goodbye>(msg)) {
@@ -158,7 +159,7 @@ void CoordinatorService::OnClosed(Connection* key, const Status& why) {
       by_id_.erase(b);
       if (!finished_) {
         spdlog::info("client {} left{}", id, why.ok() ? "" : ": " + why.message());
-        engine_.OnLeft(id, std::chrono::steady_clock::now());
+        engine_.OnLeft(id, clock_->Now());
       }
     }
   }
@@ -183,17 +184,16 @@ void CoordinatorService::Flush() {
 void CoordinatorService::ArmTimer() {
   std::optional<TimePoint> wake = engine_.next_wakeup();
   if (!wake) return;
-  deadline_timer_.expires_at(*wake);
-  deadline_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
-    if (ec || self->finished_) return;
-    self->engine_.OnTick(std::chrono::steady_clock::now());
+  deadline_timer_->ExpiresAt(*wake, [self = shared_from_this()] {
+    if (self->finished_) return;
+    self->engine_.OnTick(self->clock_->Now());
     self->Flush();
   });
 }
 
 void CoordinatorService::Sweep() {
   if (finished_) return;
-  const TimePoint now = std::chrono::steady_clock::now();
+  const TimePoint now = clock_->Now();
   for (auto& [key, s] : sessions_) {
     if (now - s.last_heard > options_.client_timeout) {
       spdlog::warn("closing {} ({}): silent for over {} ms",
@@ -205,17 +205,16 @@ void CoordinatorService::Sweep() {
       s.conn->Close();
     }
   }
-  sweep_timer_.expires_after(std::max(options_.heartbeat_interval, std::chrono::milliseconds(100)));
-  sweep_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
-    if (!ec) self->Sweep();
-  });
+  sweep_timer_->ExpiresAfter(
+      std::max<Duration>(options_.heartbeat_interval, std::chrono::milliseconds(100)),
+      [self = shared_from_this()] { self->Sweep(); });
 }
 
 void CoordinatorService::Finish(Status result, const std::string& reason) {
   if (finished_) return;
   finished_ = true;
-  deadline_timer_.cancel();
-  sweep_timer_.cancel();
+  deadline_timer_->Cancel();
+  sweep_timer_->Cancel();
   if (listener_) listener_->Stop();
   for (auto& [key, s] : sessions_) {
     s.conn->Send(Goodbye{reason});

@@ -4,16 +4,18 @@
 // support are checked; a mismatch gets an Error naming both sides and the connection closes),
 // registers the client under the id the transport authenticated (its certificate), feeds messages
 // to the engine, delivers the engine's outbox, and wakes the engine at its deadlines. A client that
-// reconnects replaces its old session. A connection silent for longer than client_timeout is
-// closed (clients send heartbeats). When the engine finishes, or Stop() is called, every client
-// gets a Goodbye, connections close, the listener stops, and on_finished runs.
+// reconnects replaces its old session. Heartbeats are echoed at once (clients measure the round
+// trip and detect a vanished coordinator by it). A connection silent for longer than
+// client_timeout is closed. When the engine finishes, or Stop() is called, every client gets a
+// Goodbye, connections close, the listener stops, and on_finished runs.
+//
+// Time (the engine's `now`, its deadlines, the silence sweep) comes from options.clock.
 //
 // Threading: all engine calls and session bookkeeping run on one strand of the io_context; the
 // io_context may be run by several threads.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <functional>
 #include <map>
@@ -30,6 +32,7 @@ struct CoordinatorServiceOptions {
   std::chrono::milliseconds heartbeat_interval{5'000};  // announced to clients in Welcome
   std::chrono::milliseconds client_timeout{30'000};     // close a session silent this long
   std::string software_version;
+  Clock* clock = nullptr;  // null: Clock::Real(); must outlive the service
 };
 
 class CoordinatorService : public std::enable_shared_from_this<CoordinatorService> {
@@ -71,10 +74,11 @@ class CoordinatorService : public std::enable_shared_from_this<CoordinatorServic
   Transport& transport_;
   RoundEngine& engine_;
   CoordinatorServiceOptions options_;
+  Clock* clock_;
   std::shared_ptr<Listener> listener_;
   std::string address_;
-  boost::asio::steady_timer deadline_timer_;
-  boost::asio::steady_timer sweep_timer_;
+  std::unique_ptr<Timer> deadline_timer_;
+  std::unique_ptr<Timer> sweep_timer_;
   std::map<Connection*, Session> sessions_;   // every open connection
   std::map<std::string, Connection*> by_id_;  // joined clients
   std::function<void(Status)> on_finished_;

@@ -25,7 +25,7 @@ namespace tributary {
 namespace {
 
 namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
+using WallClock = std::chrono::steady_clock;
 
 // A child process with stdout and stderr in a log file; killed when destroyed if still running.
 class Child {
@@ -162,7 +162,7 @@ Result<SimResult> RunDeployment(const SimConfig& c, const DeployOptions& options
   const std::string toml_path = (fs::path(work) / "coordinator.toml").string();
   TRIB_RETURN_IF_ERROR(WriteFileAtomic(toml_path, toml));
 
-  const auto start = Clock::now();
+  const auto start = WallClock::now();
   Child coordinator;
   TRIB_RETURN_IF_ERROR(coordinator.Start({coordinator_bin, "--config", toml_path},
                                          (fs::path(work) / "logs" / "coordinator.log").string()));
@@ -171,7 +171,7 @@ Result<SimResult> RunDeployment(const SimConfig& c, const DeployOptions& options
     if (coordinator.Poll() >= 0)
       return Status::Unavailable("tributary-coordinator exited before listening; see " +
                                  coordinator.log());
-    if (Clock::now() - start > std::chrono::seconds(60))
+    if (WallClock::now() - start > std::chrono::seconds(60))
       return Status::Unavailable("tributary-coordinator did not start listening within 60 s; see " +
                                  coordinator.log());
     std::ifstream in(ready);
@@ -245,7 +245,7 @@ Result<SimResult> RunDeployment(const SimConfig& c, const DeployOptions& options
       r.bytes_down = ev.value("bytes_down", uint64_t{0});
       r.wall_seconds = ev.value("duration_s", 0.0);
       r.sim_seconds = r.wall_seconds;
-      r.wall_clock = std::chrono::duration<double>(Clock::now() - start).count();
+      r.wall_clock = std::chrono::duration<double>(WallClock::now() - start).count();
       r.sim_clock = r.wall_clock;
       if (ev.contains("client_metrics") && ev["client_metrics"].contains("train_loss"))
         r.train_loss = ev["client_metrics"]["train_loss"].get<double>();
@@ -261,7 +261,7 @@ Result<SimResult> RunDeployment(const SimConfig& c, const DeployOptions& options
   int code = -1;
   while ((code = coordinator.Poll()) < 0) {
     read_events();
-    if (std::chrono::duration<double>(Clock::now() - start).count() > timeout_s) {
+    if (std::chrono::duration<double>(WallClock::now() - start).count() > timeout_s) {
       coordinator.Terminate();
       return Status::DeadlineExceeded(fmt::format(
           "the deployment did not finish within {:.0f} s; see {}", timeout_s, coordinator.log()));
@@ -273,11 +273,11 @@ Result<SimResult> RunDeployment(const SimConfig& c, const DeployOptions& options
     return Status::Unavailable(fmt::format("tributary-coordinator exited with status {}; see {}",
                                            code, coordinator.log()));
   // Clients leave on the coordinator's Goodbye; give them a moment, then stop any straggler.
-  const auto grace = Clock::now() + std::chrono::seconds(10);
+  const auto grace = WallClock::now() + std::chrono::seconds(10);
   for (auto& ch : clients)
-    while (ch->Poll() < 0 && Clock::now() < grace)
+    while (ch->Poll() < 0 && WallClock::now() < grace)
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  result.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  result.wall_seconds = std::chrono::duration<double>(WallClock::now() - start).count();
   result.sim_seconds = result.wall_seconds;
   // The final model's hash, from the coordinator's log line.
   std::ifstream log(coordinator.log());

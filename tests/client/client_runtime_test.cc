@@ -7,7 +7,9 @@
 
 #include <mutex>
 
+#include "client/backoff.h"
 #include "compression/codec.h"
+#include "core/manual_clock.h"
 #include "protocol/in_memory_transport.h"
 #include "tests/client/fake_coordinator.h"
 #include "tests/client/fake_trainer.h"
@@ -88,6 +90,7 @@ class ClientRuntimeTest : public ::testing::Test {
   }
 
   IoThreads io_{2};
+  ManualClock clock_;  // after io_: releases its armed callbacks while io_ still exists
   std::shared_ptr<InMemoryNetwork> network_ = std::make_shared<InMemoryNetwork>();
   std::unique_ptr<InMemoryTransport> server_, client_transport_;
   std::shared_ptr<FakeTrainer> trainer_ = std::make_shared<FakeTrainer>();
@@ -302,11 +305,90 @@ TEST_F(ClientRuntimeTest, StopSaysGoodbyeAndEndsTheRunWithAborted) {
 
 TEST_F(ClientRuntimeTest, StopWhileRetryingEndsTheRun) {
   ClientRuntimeOptions o = Options();
-  o.backoff.initial_delay = 50ms;
-  o.backoff.max_delay = 50ms;
+  o.clock = &clock_;
   StartRuntime(o);
+  // The first connect fails (nobody listens): the runtime is waiting out its backoff delay.
+  ASSERT_TRUE(clock_.WaitForTimers(1));
   runtime_->Stop();
   EXPECT_EQ(runtime_->Wait().code(), StatusCode::kAborted);
+  EXPECT_TRUE(clock_.ArmedTimers().empty()) << "the reconnect timer must be cancelled";
+}
+
+TEST_F(ClientRuntimeTest, ReconnectDelaysFollowTheBackoffScheduleAndThenItGivesUp) {
+  ClientRuntimeOptions o = Options();
+  o.clock = &clock_;
+  o.backoff.initial_delay = 500ms;
+  o.backoff.max_delay = 4s;
+  o.backoff.multiplier = 2.0;
+  o.backoff.jitter = 0.5;
+  o.backoff.max_attempts = 6;
+  Backoff expected(o.backoff);  // the schedule the runtime must follow, draw for draw
+  StartRuntime(o);
+  for (int failure = 1; failure < 6; ++failure) {
+    ASSERT_TRUE(clock_.WaitForTimers(1)) << "no reconnect timer after failure " << failure;
+    const std::vector<TimePoint> armed = clock_.ArmedTimers();
+    ASSERT_EQ(armed.size(), 1u);
+    const std::chrono::milliseconds want = expected.NextDelay();
+    EXPECT_EQ(armed[0] - clock_.Now(), want) << "delay after failure " << failure;
+    EXPECT_GE(want, std::min(4000ms, 500ms * (1 << (failure - 1))) / 2);
+    clock_.AdvanceToNextTimer();
+  }
+  // The sixth consecutive failure exhausts max_attempts.
+  const Status s = runtime_->Wait();
+  EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s;
+  EXPECT_NE(s.message().find("6 consecutive failed attempts"), std::string::npos) << s;
+  EXPECT_TRUE(clock_.ArmedTimers().empty());
+}
+
+TEST_F(ClientRuntimeTest, ASilentCoordinatorIsDetectedByItsMissingEchoesAndTheClientReconnects) {
+  FakeCoordinatorOptions fo;
+  fo.heartbeat_interval_ms = 1000;
+  fo.echo_heartbeats = false;  // a coordinator that vanished without closing the connection
+  StartCoordinator(fo);
+  ClientRuntimeOptions o = Options();
+  o.clock = &clock_;
+  StartRuntime(o);
+  auto first = coordinator_->WaitSession(0);
+  ASSERT_TRUE(first);
+  // Heartbeats at 1, 2 and 3 s; at 4 s the connection has been silent for 4 s > 3 intervals.
+  for (size_t beat = 1; beat <= 4; ++beat) {
+    ASSERT_TRUE(clock_.WaitForTimers(1));
+    clock_.Advance(1s);
+    if (beat < 4) {
+      ASSERT_TRUE(first->WaitForHeartbeats(beat));
+    }
+  }
+  ASSERT_TRUE(first->WaitClosed().has_value());
+  EXPECT_EQ(first->heartbeats(), 3u);
+  // It reconnects after its backoff delay.
+  ASSERT_TRUE(clock_.WaitForTimers(1));
+  clock_.AdvanceToNextTimer();
+  auto second = coordinator_->WaitSession(1);
+  ASSERT_TRUE(second);
+  second->Send(MakeTask(2));  // a round trip, so the runtime has taken the Welcome too
+  ASSERT_TRUE(second->Next<UpdateSubmission>());
+  EXPECT_EQ(runtime_->sessions(), 2);
+}
+
+TEST_F(ClientRuntimeTest, EchoedHeartbeatsKeepTheConnection) {
+  FakeCoordinatorOptions fo;
+  fo.heartbeat_interval_ms = 1000;
+  StartCoordinator(fo);
+  ClientRuntimeOptions o = Options();
+  o.clock = &clock_;
+  StartRuntime(o);
+  auto session = coordinator_->WaitSession(0);
+  ASSERT_TRUE(session);
+  for (size_t beat = 1; beat <= 10; ++beat) {
+    ASSERT_TRUE(clock_.WaitForTimers(1));
+    clock_.Advance(1s);
+    ASSERT_TRUE(session->WaitForHeartbeats(beat));
+  }
+  // A task round trip: the connection is the first and still up.
+  session->Send(MakeTask(1));
+  ASSERT_TRUE(session->Next<UpdateSubmission>());
+  EXPECT_EQ(coordinator_->session_count(), 1u);
+  EXPECT_EQ(runtime_->sessions(), 1);
 }
 
 TEST_F(ClientRuntimeTest, RevokedClientEndsWithPermissionDenied) {

@@ -37,6 +37,7 @@ void FakeSession::OnMessage(Message m) {
     cv_.notify_all();
     return;
   }
+  if (auto* hb = std::get_if<Heartbeat>(&m); hb && options_.echo_heartbeats) connection_->Send(*hb);
   std::lock_guard<std::mutex> lock(mu_);
   if (std::holds_alternative<Heartbeat>(m)) {
     ++heartbeats_;

@@ -3,7 +3,8 @@
 // Each accepted connection becomes a FakeSession. On Hello it answers Welcome{client_id = the
 // peer's authenticated id, heartbeat_interval_ms} — or, when told to refuse, an Error with the
 // given code, then closes. Everything else the client sends is queued for the test to take with
-// Next<T>(); heartbeats are only counted. Tests send tasks with FakeSession::Send.
+// Next<T>(); heartbeats are counted and echoed (unless echo_heartbeats is false, which is how a
+// coordinator that vanished looks). Tests send tasks with FakeSession::Send.
 // Thread-safe: handlers run on connection strands, the test reads from its own thread.
 #pragma once
 
@@ -24,6 +25,7 @@ struct FakeCoordinatorOptions {
   uint32_t heartbeat_interval_ms = 0;
   // When set, Hello is answered with Error{*refuse_with, "refused by the test"} and a close.
   std::optional<ErrorCode> refuse_with;
+  bool echo_heartbeats = true;
 };
 
 class FakeSession {

@@ -7,6 +7,7 @@
 
 #include "aggregation/fedavg.h"
 #include "compression/dense_codec.h"
+#include "core/manual_clock.h"
 #include "protocol/in_memory_transport.h"
 #include "protocol/tls_transport.h"
 #include "tests/protocol/transport_test_util.h"
@@ -22,10 +23,20 @@ using testing::Waiter;
 
 enum class Kind { kInMemory, kTls };
 
-// A client that answers every TaskAssignment with a constant delta `value` and records the rest.
+// A client that answers every TaskAssignment with a constant delta `value` (or, when `mute`,
+// never answers, or when `quit_on_task`, closes on its first task) and records the rest. It closes
+// its connection and waits for the close before it goes away, so no handler outlives it.
 struct ScriptedClient {
+  ~ScriptedClient() {
+    if (!started) return;
+    conn->Close();
+    WaitClosed();
+  }
   std::string id;
   float value = 1.0f;
+  bool mute = false;
+  bool quit_on_task = false;
+  bool started = false;
   std::vector<std::string> codecs{"dense"};
   std::shared_ptr<Connection> conn;
   std::mutex mu;
@@ -35,9 +46,12 @@ struct ScriptedClient {
   std::atomic<int> tasks{0};
 
   void Start() {
+    started = true;
     conn->Start(
         [this](Message m) {
-          if (auto* t = std::get_if<TaskAssignment>(&m)) {
+          if (auto* t = std::get_if<TaskAssignment>(&m); t && quit_on_task) {
+            conn->Close();
+          } else if (t && !mute) {
             ++tasks;
             UpdateSubmission u;
             u.round = t->round;
@@ -61,6 +75,22 @@ struct ScriptedClient {
         });
     conn->Send(Hello{kProtocolVersion, ClientCapabilities{"cpu", codecs, 100}, "test"});
   }
+  // Waits until at least n messages of type T arrived.
+  template <class T>
+  bool WaitFor(size_t n) {
+    std::unique_lock<std::mutex> lock(mu);
+    return cv.wait_for(lock, 20s, [&] {
+      size_t k = 0;
+      for (auto& m : received) k += std::holds_alternative<T>(m);
+      return k >= n;
+    });
+  }
+  // A heartbeat and its echo: the service has handled everything this client sent before it.
+  bool Sync() {
+    const size_t n = Received<Heartbeat>().size();
+    conn->Send(Heartbeat{n + 1, 0});
+    return WaitFor<Heartbeat>(n + 1);
+  }
   bool WaitClosed() {
     std::unique_lock<std::mutex> lock(mu);
     return cv.wait_for(lock, 20s, [&] { return closed.has_value(); });
@@ -79,7 +109,7 @@ class CoordinatorServiceTest : public ::testing::TestWithParam<Kind> {
  protected:
   ~CoordinatorServiceTest() override { io_.Stop(); }
 
-  void StartCoordinator(RoundConfig cfg) {
+  void StartCoordinator(RoundConfig cfg, CoordinatorServiceOptions o = {}) {
     TransportOptions options;
     if (GetParam() == Kind::kTls) {
       server_ = std::move(
@@ -93,7 +123,6 @@ class CoordinatorServiceTest : public ::testing::TestWithParam<Kind> {
       rounds_.push_back(s);
     };
     engine_ = *RoundEngine::Create(cfg, std::make_unique<FedAvg>(), init, 0, 0, hooks);
-    CoordinatorServiceOptions o;
     o.listen_address = GetParam() == Kind::kTls ? "127.0.0.1:0" : "";
     service_ = std::make_shared<CoordinatorService>(io_.io(), *server_, *engine_, o);
     service_->set_on_finished([this](Status s) { finished_.Callback()(s); });
@@ -122,6 +151,7 @@ class CoordinatorServiceTest : public ::testing::TestWithParam<Kind> {
   }
 
   IoThreads io_{2};
+  ManualClock clock_;  // after io_: releases its armed callbacks while io_ still exists
   std::shared_ptr<InMemoryNetwork> network_ = std::make_shared<InMemoryNetwork>();
   std::unique_ptr<Transport> server_;
   std::vector<std::unique_ptr<Transport>> transports_;
@@ -205,12 +235,8 @@ TEST_P(CoordinatorServiceTest, ADisconnectMidRoundDoesNotStopTheRound) {
   StartCoordinator(cfg);
   auto a = Connect("a", 1.0f), b = Connect("b", 3.0f), quitter = Connect("q", 100.0f);
   // The quitter says Hello and closes before answering its task.
-  quitter->conn->Start(
-      [&](Message m) {
-        if (std::holds_alternative<TaskAssignment>(m)) quitter->conn->Close();
-      },
-      [](Status) {});
-  quitter->conn->Send(Hello{kProtocolVersion, ClientCapabilities{"cpu", {"dense"}, 100}, "test"});
+  quitter->quit_on_task = true;
+  quitter->Start();
   a->Start();
   b->Start();
   auto done = finished_.Wait(30s);
@@ -219,6 +245,76 @@ TEST_P(CoordinatorServiceTest, ADisconnectMidRoundDoesNotStopTheRound) {
   EXPECT_EQ(rounds_[0].completed, 2);
   EXPECT_EQ(rounds_[0].dropped, 1);
   EXPECT_FLOAT_EQ(engine_->model().data()[3], 2.0f);  // the quitter's 100 is not in it
+}
+
+TEST_P(CoordinatorServiceTest, HeartbeatsAreEchoedAndASilentClientIsClosedAtTheClientTimeout) {
+  RoundConfig cfg;
+  cfg.min_available = 3;  // no round starts: only the sweep and the heartbeats are at work
+  CoordinatorServiceOptions o;
+  o.clock = &clock_;
+  o.heartbeat_interval = 1s;  // the sweep runs every heartbeat interval
+  o.client_timeout = 3s;
+  StartCoordinator(cfg, o);
+  auto talker = Connect("talker", 1.0f), silent = Connect("silent", 1.0f);
+  talker->Start();
+  silent->Start();
+  ASSERT_TRUE(talker->WaitFor<Welcome>(1));
+  ASSERT_TRUE(silent->WaitFor<Welcome>(1));
+  const TimePoint t0 = clock_.Now();
+  for (uint64_t step = 1; step <= 4; ++step) {
+    // The talker's heartbeat, echoed once the service has seen it (so the sweep below sees it).
+    talker->conn->Send(Heartbeat{step, 1000 + step});
+    ASSERT_TRUE(talker->WaitFor<Heartbeat>(step));
+    ASSERT_TRUE(clock_.WaitForTimers(1));
+    ASSERT_EQ(clock_.ArmedTimers()[0], t0 + step * 1s) << "the sweep runs every second";
+    // The sweeps so far ran before this heartbeat's echo: none of them closed the silent client.
+    EXPECT_TRUE(silent->Received<Error>().empty()) << "closed early, before step " << step;
+    clock_.Advance(1s);
+  }
+  // Silent for 4 s > 3 s: closed with a timeout error. The talker stays.
+  ASSERT_TRUE(silent->WaitClosed());
+  auto errors = silent->Received<Error>();
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].code, static_cast<uint32_t>(ErrorCode::kTimeout));
+  EXPECT_NE(errors[0].message.find("client timeout"), std::string::npos) << errors[0].message;
+  auto echoes = talker->Received<Heartbeat>();
+  ASSERT_EQ(echoes.size(), 4u);
+  for (uint64_t i = 0; i < 4; ++i) EXPECT_EQ(echoes[i], (Heartbeat{i + 1, 1001 + i}));
+  EXPECT_TRUE(talker->Received<Error>().empty());
+}
+
+TEST_P(CoordinatorServiceTest, TheRoundDeadlineRunsOnTheServicesClock) {
+  RoundConfig cfg;
+  cfg.rounds = 1;
+  cfg.clients_per_round = 2;
+  cfg.min_available = 2;
+  cfg.min_completed = 1;
+  cfg.round_timeout = 60s;
+  CoordinatorServiceOptions o;
+  o.clock = &clock_;
+  o.heartbeat_interval = 10min;
+  o.client_timeout = 20min;
+  StartCoordinator(cfg, o);
+  const TimePoint t0 = clock_.Now();
+  auto worker = Connect("worker", 2.0f), mute = Connect("mute", 50.0f);
+  // The mute client joins and takes its task, but never answers it.
+  mute->mute = true;
+  mute->Start();
+  worker->Start();
+  ASSERT_TRUE(worker->WaitFor<TaskAssignment>(1));
+  ASSERT_TRUE(worker->Sync());  // its update is in
+  // The deadline timer is armed for the round's start + 60 s; nothing closes before it.
+  ASSERT_TRUE(clock_.WaitForTimers(2));
+  EXPECT_EQ(clock_.ArmedTimers()[0], t0 + 60s);
+  clock_.Advance(60s);
+  auto done = finished_.Wait(30s);
+  ASSERT_TRUE(done.has_value());
+  EXPECT_TRUE(done->ok()) << *done;
+  ASSERT_EQ(rounds_.size(), 1u);
+  EXPECT_EQ(rounds_[0].completed, 1);
+  EXPECT_EQ(rounds_[0].dropped, 1);
+  EXPECT_DOUBLE_EQ(rounds_[0].duration_s, 60.0);
+  EXPECT_FLOAT_EQ(engine_->model().data()[0], 2.0f);
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, CoordinatorServiceTest,
