@@ -50,10 +50,8 @@ std::string CheckpointPath(const std::string& dir) {
   return (std::filesystem::path(dir) / "checkpoint.safetensors").string();
 }
 
-Status SaveCheckpoint(const std::string& dir, const CheckpointState& st) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return Status::IoError("cannot create checkpoint directory " + dir + ": " + ec.message());
+Status SaveCheckpoint(Env* env, const std::string& dir, const CheckpointState& st) {
+  TRIB_RETURN_IF_ERROR(env->CreateDirs(dir));
   ModelWeights::LayoutSpec spec;
   for (const TensorInfo& t : st.model.tensors()) spec.emplace_back(kModelPrefix + t.name, t.shape);
   for (const TensorInfo& t : st.strategy_state.tensors())
@@ -70,13 +68,16 @@ Status SaveCheckpoint(const std::string& dir, const CheckpointState& st) {
                            {"strategy", st.strategy},
                            {"model", st.model_name},
                            {"model_fingerprint", std::to_string(st.model.fingerprint())}};
-  return SaveSafetensors(all, CheckpointPath(dir), meta);
+  return WriteFileAtomic(env, CheckpointPath(dir), SerializeSafetensors(all, meta));
 }
 
-Result<CheckpointState> LoadCheckpoint(const std::string& dir) {
+Result<CheckpointState> LoadCheckpoint(Env* env, const std::string& dir) {
   const std::string path = CheckpointPath(dir);
   SafetensorsMetadata meta;
-  TRIB_ASSIGN_OR_RETURN(ModelWeights all, LoadSafetensors(path, &meta));
+  TRIB_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, env->ReadFile(path, kMaxCheckpointBytes));
+  Result<ModelWeights> parsed = ParseSafetensors(bytes, &meta);
+  if (!parsed.ok()) return parsed.status().WithContext(path);
+  ModelWeights all = std::move(parsed).value();
   if (meta["format"] != "tributary-checkpoint-1")
     return Status::Corruption(path + ": not a Tributary checkpoint (format '" + meta["format"] +
                               "')");

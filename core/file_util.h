@@ -1,4 +1,5 @@
-// File helpers with explicit bounds and crash safety.
+// File helpers with explicit bounds and crash safety, over an Env (core/env.h). The overloads
+// without an Env use Env::Default().
 #pragma once
 
 #include <cstdint>
@@ -7,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/env.h"
 #include "tributary/result.h"
 
 namespace tributary {
@@ -15,10 +17,14 @@ namespace tributary {
 // before reading it.
 Result<std::vector<uint8_t>> ReadFileBytes(const std::string& path, uint64_t max_bytes);
 
-// Replaces `path` atomically: writes `path.tmp.<pid>`, fsyncs it, renames it over `path`, then
-// fsyncs the directory. After a crash, `path` holds either the old or the new contents in full.
+// Replaces `path` atomically: writes `path.tmp`, syncs it, renames it over `path`, then syncs the
+// directory. After a crash at any point, `path` holds either the old or the new contents in full
+// (a stale `path.tmp` may be left behind; the next write replaces it). On an error the temporary
+// file is removed (best effort). Two writers of one path must not run at once.
+Status WriteFileAtomic(Env* env, const std::string& path, std::span<const uint8_t> bytes);
 Status WriteFileAtomic(const std::string& path, std::span<const uint8_t> bytes);
 // The same for text (reports, configs).
+Status WriteFileAtomic(Env* env, const std::string& path, std::string_view text);
 Status WriteFileAtomic(const std::string& path, std::string_view text);
 
 }  // namespace tributary

@@ -101,7 +101,7 @@ int Run(const Flags& flags) {
   ModelWeights model = std::move(*init);
   uint64_t rounds_done = 0, version = 0;
   if (flags.resume) {
-    Result<CheckpointState> ck = LoadCheckpoint(cfg.checkpoint_dir);
+    Result<CheckpointState> ck = LoadCheckpoint(Env::Default(), cfg.checkpoint_dir);
     if (ck.ok()) {
       if (ck->model_name != cfg.model || !ck->model.same_layout(model))
         return fail(Status::InvalidArgument("checkpoint in " + cfg.checkpoint_dir +
@@ -154,7 +154,7 @@ int Run(const Flags& flags) {
     CheckpointState ck{s.round, s.model_version, cfg.round.seed, cfg.strategy, cfg.model,
                        m,       ModelWeights()};
     if (auto st = strategy_ptr->SaveState(); st.ok()) ck.strategy_state = std::move(*st);
-    Status saved = SaveCheckpoint(cfg.checkpoint_dir, ck);
+    Status saved = SaveCheckpoint(Env::Default(), cfg.checkpoint_dir, ck);
     if (!saved.ok()) spdlog::error("checkpoint failed: {}", saved.ToString());
     nlohmann::json ev = {{"round", s.round},           {"model_version", s.model_version},
                          {"attempts", s.attempts},     {"selected", s.selected},

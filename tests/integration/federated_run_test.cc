@@ -213,7 +213,7 @@ TEST_F(FederatedRunTest, CoordinatorKilledAfterRoundThreeResumesExactly) {
   ASSERT_TRUE(WaitForRounds(3, 180s)) << CoordinatorLogs();
   coordinator_->Signal(SIGKILL);
   coordinator_->Wait(10s);
-  auto ck = LoadCheckpoint(ckpt());
+  auto ck = LoadCheckpoint(Env::Default(), ckpt());
   ASSERT_TRUE(ck.ok()) << ck.status();
   ASSERT_EQ(ck->rounds_done, 3u) << "the kill came too late";
   char expect[32];
