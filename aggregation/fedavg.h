@@ -25,6 +25,9 @@ class FedAvg final : public Strategy {
   std::string_view name() const override { return fedprox_ ? "fedprox" : "fedavg"; }
   Status BeginRound(const ModelWeights& global) override;
   Status Accumulate(double weight, const UpdateWriter& writer) override;
+  Status CheckUpdate(const UpdateStats& stats, double weight) const override {
+    return mean_.CheckUpdate(stats, weight);
+  }
   size_t num_accumulated() const override { return mean_.count(); }
   Result<ModelWeights> Finalize() override;
   float client_proximal_mu() const override { return proximal_mu_; }

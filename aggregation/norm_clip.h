@@ -9,6 +9,7 @@
 // Everything else (round-size checks, proximal mu, state) is the wrapped rule's. Not thread-safe.
 #pragma once
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -30,7 +31,15 @@ class NormClip final : public Strategy {
   Status CheckRoundSize(int64_t n) const override { return inner_->CheckRoundSize(n); }
   float client_proximal_mu() const override { return inner_->client_proximal_mu(); }
   Result<ModelWeights> SaveState() const override { return inner_->SaveState(); }
-  Status LoadState(const ModelWeights& state) override { return inner_->LoadState(state); }
+  Status LoadState(const ModelWeights& state, size_t model_size) override {
+    return inner_->LoadState(state, model_size);
+  }
+  // Clipping bounds every value by max_norm, so the wrapped rule sees at most that.
+  Status CheckUpdate(const UpdateStats& stats, double weight) const override {
+    UpdateStats clipped = stats;
+    clipped.max_abs = std::min(stats.max_abs, max_norm_);
+    return inner_->CheckUpdate(clipped, weight);
+  }
 
   const Strategy& inner() const { return *inner_; }
   // Updates clipped since BeginRound.

@@ -100,7 +100,7 @@ Result<ModelWeights> ServerOptimizer::SaveState() const {
   return state;
 }
 
-Status ServerOptimizer::LoadState(const ModelWeights& state) {
+Status ServerOptimizer::LoadState(const ModelWeights& state, size_t model_size) {
   if (state.num_tensors() == 0) {
     m_.clear();
     v_.clear();
@@ -115,6 +115,10 @@ Status ServerOptimizer::LoadState(const ModelWeights& state) {
                                    (adaptive() ? "tensors 'm' and 'v'" : "tensor 'm'"));
   if (v != nullptr && v->numel != m->numel)
     return Status::InvalidArgument(who + ": checkpointed 'm' and 'v' differ in size");
+  if (m->numel != model_size)
+    return Status::InvalidArgument(who + ": checkpointed state has " + std::to_string(m->numel) +
+                                   " values per tensor, the model has " +
+                                   std::to_string(model_size));
   auto all = state.data();
   for (float f : all)
     if (!std::isfinite(f)) return Status::InvalidArgument(who + ": checkpointed state not finite");

@@ -47,10 +47,13 @@ class ServerOptimizer final : public Strategy {
   std::string_view name() const override;
   Status BeginRound(const ModelWeights& global) override;
   Status Accumulate(double weight, const UpdateWriter& writer) override;
+  Status CheckUpdate(const UpdateStats& stats, double weight) const override {
+    return mean_.CheckUpdate(stats, weight);
+  }
   size_t num_accumulated() const override { return mean_.count(); }
   Result<ModelWeights> Finalize() override;
   Result<ModelWeights> SaveState() const override;
-  Status LoadState(const ModelWeights& state) override;
+  Status LoadState(const ModelWeights& state, size_t model_size) override;
 
  private:
   bool adaptive() const { return kind_ != Kind::kAvgM; }

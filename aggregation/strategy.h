@@ -7,13 +7,19 @@
 // so memory does not grow with the number of clients per round; a strategy that needs every update
 // (median, Krum) says so and enforces a configured bound.
 //
+// Each update is checked with CheckUpdate (what validation learned about it, and its weight) before
+// it is folded, so a rule with a limited range (FedAvg's fixed-point sum) refuses an update it
+// cannot hold instead of corrupting the aggregate.
+//
 // Before the first round the coordinator calls CheckRoundSize(clients_per_round) so that a rule
 // that cannot work with that many updates (Krum needs n > 2f + 2) is rejected at start-up. A round
 // that closes with fewer updates than the rule needs (a deadline with dropouts) makes Finalize
 // return FailedPrecondition; the round then fails and is retried, nothing crashes.
 //
 // State that must survive a crash (server-optimizer moments, momentum) is exported by SaveState as
-// named float tensors, which the coordinator stores in its checkpoint next to the model.
+// named float tensors, which the coordinator stores in its checkpoint next to the model. LoadState
+// checks the tensors against the rule and the model's size, so a checkpoint of another model or
+// rule is refused when it is loaded, not when a round begins.
 //
 // Not thread-safe: the round engine calls a strategy from one strand.
 #pragma once
@@ -23,6 +29,7 @@
 #include <string>
 #include <string_view>
 
+#include "compression/codec.h"
 #include "compression/update_sink.h"
 #include "tributary/model_weights.h"
 
@@ -46,6 +53,12 @@ class Strategy {
   // the rule needs (see CheckRoundSize); persistent state (moments) is then left unchanged.
   virtual Result<ModelWeights> Finalize() = 0;
 
+  // OK when the rule can fold an update whose decoded values are described by `stats`, with
+  // aggregation weight `weight`; else InvalidArgument saying why.
+  virtual Status CheckUpdate(const UpdateStats& /*stats*/, double /*weight*/) const {
+    return Status::Ok();
+  }
+
   // OK when a round of `n` updates satisfies the rule's requirements; else InvalidArgument naming
   // the requirement and the rule's parameters.
   virtual Status CheckRoundSize(int64_t n) const {
@@ -55,9 +68,16 @@ class Strategy {
   // The proximal coefficient clients should put in FitConfig::proximal_mu (FedProx); 0 otherwise.
   virtual float client_proximal_mu() const { return 0.0f; }
 
-  // Persistent state for checkpoints (empty for stateless strategies) and its restoration.
+  // Persistent state for checkpoints (empty for stateless strategies) and its restoration for a
+  // model of `model_size` floats; InvalidArgument naming what does not fit.
   virtual Result<ModelWeights> SaveState() const { return ModelWeights(); }
-  virtual Status LoadState(const ModelWeights& /*state*/) { return Status::Ok(); }
+  virtual Status LoadState(const ModelWeights& state, size_t /*model_size*/) {
+    if (state.num_tensors() != 0)
+      return Status::InvalidArgument(std::string(name()) +
+                                     " keeps no state, but the checkpoint holds " +
+                                     std::to_string(state.num_tensors()) + " strategy tensors");
+    return Status::Ok();
+  }
 };
 
 }  // namespace tributary

@@ -24,6 +24,15 @@ Status WeightedMean::Add(double weight, const UpdateWriter& writer) {
   return Status::Ok();
 }
 
+Status WeightedMean::CheckUpdate(const UpdateStats& stats, double weight) const {
+  if (stats.max_abs * weight >= FixedPointSink::kMaxFixedPointTerm)
+    return Status::InvalidArgument("update values are out of range for " + std::string(owner_) +
+                                   "'s fixed-point sum: max |value| " +
+                                   std::to_string(stats.max_abs) + " times weight " +
+                                   std::to_string(weight) + " reaches 2^30");
+  return Status::Ok();
+}
+
 Status WeightedMean::MeanInto(std::span<float> out) const {
   if (count_ == 0)
     return Status::FailedPrecondition(std::string(owner_) + ": no updates to aggregate");

@@ -25,6 +25,9 @@ class WeightedMean {
   void Reset(size_t dim);
   // InvalidArgument when `weight` is not a positive finite number; nothing is folded then.
   Status Add(double weight, const UpdateWriter& writer);
+  // OK when an update with largest |value| max_abs fits the fixed-point sum at `weight`
+  // (|weight * value| < 2^30); else InvalidArgument naming the owner and the numbers.
+  Status CheckUpdate(const UpdateStats& stats, double weight) const;
   size_t count() const { return count_; }
   double total_weight() const { return total_weight_; }
   size_t dim() const { return sum_.size(); }

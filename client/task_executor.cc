@@ -62,18 +62,13 @@ Result<ModelWeights> DecodeEncodedPayload(const ModelPayload& payload, const Mod
         fmt::format("{}: the model has layout fingerprint {:016x}, but this client's trainer has "
                     "layout {:016x} (a different model?)",
                     what, payload.layout_fingerprint, layout.fingerprint()));
-  // Only the download codecs a run may configure (RoundConfig::download_codec); anything else is
-  // a coordinator this client does not understand.
-  if (payload.encoding != "q8")
-    return ProtocolError(
-        ErrorCode::kProtocolViolation,
-        fmt::format("{}: the model is encoded with '{}', which is not a download codec this "
-                    "client supports (q8)",
-                    what, payload.encoding));
-  Result<std::unique_ptr<Codec>> codec = MakeCodec(payload.encoding);
+  // Only codecs that can carry a model (RoundConfig::download_codec); anything else is a
+  // coordinator this client does not understand.
+  Result<std::unique_ptr<Codec>> codec = MakeDownloadCodec(payload.encoding);
   if (!codec.ok())
     return ProtocolError(ErrorCode::kProtocolViolation,
-                         fmt::format("{}: the model's encoding '{}' is not supported here: {}",
+                         fmt::format("{}: the model's encoding '{}' is not a download codec this "
+                                     "client supports: {}",
                                      what, payload.encoding, codec.status().message()));
   // The bytes come from the network: validate them completely (section size for this layout,
   // finite scales, zero padding) before decoding anything.
@@ -180,17 +175,10 @@ Result<UpdateSubmission> TaskExecutor::Fit(const TaskAssignment& task, TaskRepor
   CodecState* codec_state =
       (*codec)->uses_error_feedback() ? PrepareCodecState(**codec, delta.size()) : nullptr;
   const uint64_t seed = DeriveSeed(task.fit.seed, {task.round, kCodecStream});
-  SharedBytes update_bytes;
-  if ((*codec)->spec() == "dense") {
-    // A dense update is the delta's own bytes (little-endian floats, exactly what DenseCodec
-    // writes): share the trained weights' buffer that now holds the delta instead of copying it.
-    auto owner = std::make_shared<const ModelWeights>(std::move(fit->weights));
-    const std::span<const float> d = owner->data();
-    update_bytes = SharedBytes(
-        owner, std::span(reinterpret_cast<const uint8_t*>(d.data()), d.size() * sizeof(float)));
-  }
-  Result<std::vector<uint8_t>> bytes = std::vector<uint8_t>();
-  if (update_bytes.empty()) bytes = (*codec)->Encode(delta, codec_state, seed);
+  // The trained weights' buffer now holds the delta; the codec may hand it over as the update's
+  // bytes (dense does) instead of copying it.
+  auto owner = std::make_shared<const ModelWeights>(std::move(fit->weights));
+  Result<SharedBytes> bytes = (*codec)->EncodeShared(owner, owner->data(), codec_state, seed);
   if (!bytes.ok())
     return ProtocolError(ErrorCode::kInternal,
                          fmt::format("{}: encoding the update with '{}' failed: {}", what,
@@ -210,7 +198,7 @@ Result<UpdateSubmission> TaskExecutor::Fit(const TaskAssignment& task, TaskRepor
   out.update.codec = task.codec.spec;
   out.update.layout_fingerprint = global.fingerprint();
   out.update.num_floats = global.size();
-  out.update.bytes = update_bytes.empty() ? SharedBytes(std::move(*bytes)) : update_bytes;
+  out.update.bytes = std::move(*bytes);
   if (report) {
     report->num_examples = fit->num_examples;
     report->loss = MetricOr(fit->metrics, "train_loss", 0.0);

@@ -7,9 +7,17 @@
 // update never half-lands in an aggregate.
 //
 // A codec is a pipeline named by a spec string (compression/codec_spec.h), e.g. "dense", "q8",
-// "topk(0.01)+q8+zstd". A codec object holds only its configuration; per-client state (the
-// error-feedback residual) is passed in to Encode. Encode/Validate/DecodeInto are const and
-// thread-safe (a CodecState is not: one client's state is used by one thread at a time).
+// "topk(0.01)+q8+zstd"; "dense" is a codec like any other. A codec object holds only its
+// configuration; per-client state (the error-feedback residual) is passed in to Encode.
+// Encode/Validate/DecodeInto are const and thread-safe (a CodecState is not: one client's state is
+// used by one thread at a time).
+//
+// Properties callers ask instead of comparing spec strings:
+//   raw_floats()           the encoding is the values' own little-endian float32 bytes, so a
+//                          message may carry them as floats, and EncodeShared hands the caller's
+//                          buffer over instead of copying it
+//   usable_for_download()  the codec can carry a whole global model to clients: nothing is dropped
+//                          (no sparsifier), no residual is kept, and values keep at least 8 bits
 #pragma once
 
 #include <cstdint>
@@ -20,6 +28,7 @@
 #include <vector>
 
 #include "compression/update_sink.h"
+#include "core/shared_bytes.h"
 #include "tributary/result.h"
 
 namespace tributary {
@@ -45,6 +54,8 @@ class Codec {
   virtual std::string_view spec() const = 0;
   // Whether Encode reads and writes CodecState::residual.
   virtual bool uses_error_feedback() const { return false; }
+  virtual bool raw_floats() const { return false; }
+  virtual bool usable_for_download() const { return false; }
 
   // Encodes `delta`. With error feedback and a non-null `state`, encodes delta + state->residual
   // and leaves in state->residual what that sum minus the decoded payload is (so residual +
@@ -60,6 +71,10 @@ class Codec {
   Result<std::vector<uint8_t>> Encode(std::span<const float> delta) const {
     return Encode(delta, nullptr, 0);
   }
+  // Encode() for a delta whose buffer the caller gives up: `owner` keeps `delta` alive. A
+  // raw_floats() codec returns a view of `delta` sharing `owner` (no copy); the others encode.
+  Result<SharedBytes> EncodeShared(std::shared_ptr<const void> owner, std::span<const float> delta,
+                                   CodecState* state, uint64_t seed) const;
 
   // Corruption (naming the problem) when `bytes` is not a valid encoding of num_floats values, or
   // decodes to a NaN or Inf.
@@ -73,6 +88,9 @@ class Codec {
 // The codec for `spec` (see codec_spec.h for the grammar); InvalidArgument naming the unknown
 // stage or parameter. spec() of the result is the canonical form, which may differ from `spec`.
 Result<std::unique_ptr<Codec>> MakeCodec(std::string_view spec);
+// MakeCodec for carrying a global model: InvalidArgument saying why when the codec is not
+// usable_for_download().
+Result<std::unique_ptr<Codec>> MakeDownloadCodec(std::string_view spec);
 // The stage names this build can encode, for Hello's capabilities (compare with CanEncodeCodec).
 std::vector<std::string> SupportedCodecs();
 

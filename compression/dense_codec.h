@@ -10,6 +10,8 @@ class DenseCodec final : public Codec {
  public:
   using Codec::Encode;
   std::string_view spec() const override { return "dense"; }
+  bool raw_floats() const override { return true; }
+  bool usable_for_download() const override { return true; }
   Result<std::vector<uint8_t>> Encode(std::span<const float> delta, CodecState* state,
                                       uint64_t seed) const override;
   Result<UpdateStats> Validate(std::span<const uint8_t> bytes, size_t num_floats) const override;

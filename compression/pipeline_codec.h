@@ -28,6 +28,11 @@ class PipelineCodec final : public Codec {
 
   std::string_view spec() const override { return canonical_; }
   bool uses_error_feedback() const override { return spec_.error_feedback; }
+  bool usable_for_download() const override {
+    return spec_.sparsifier == Sparsifier::kNone && !spec_.error_feedback &&
+           (spec_.values == ValueCoding::kF32 ||
+            (spec_.values == ValueCoding::kQuantized && spec_.bits >= 8));
+  }
   Result<std::vector<uint8_t>> Encode(std::span<const float> delta, CodecState* state,
                                       uint64_t seed) const override;
   Result<UpdateStats> Validate(std::span<const uint8_t> bytes, size_t num_floats) const override;

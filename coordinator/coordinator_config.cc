@@ -138,10 +138,7 @@ Status LoadCoordinatorConfig(const Config& cfg, CoordinatorConfig* o) {
   if (!(timeout_s > 0) || !std::isfinite(timeout_s))
     return Status::InvalidArgument(cfg.source() + ": key 'run.round_timeout_s' must be positive");
   rc.round_timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));
-  if (rc.download_codec != "dense" && rc.download_codec != "q8")
-    return Status::InvalidArgument(cfg.source() +
-                                   ": key 'run.download_codec' must be \"dense\" or " +
-                                   "\"q8\", not \"" + rc.download_codec + "\"");
+  if (Status v = rc.Validate(); !v.ok()) return v.WithContext(cfg.source());
   if (!(o->heartbeat_interval_s > 0) || !(o->client_timeout_s > o->heartbeat_interval_s))
     return Status::InvalidArgument(
         cfg.source() +

@@ -86,7 +86,7 @@ void CoordinatorService::OnHello(Session& s, const Hello& hello) {
                       (offered.empty() ? "none" : offered) + ")");
   // The download codec too: the client must decode the model it is sent.
   const std::string& download = engine_.config().download_codec;
-  if (download != "dense" && !CanEncodeCodec(hello.capabilities.codecs, download))
+  if (!CanEncodeCodec(hello.capabilities.codecs, download))
     return Refuse(s, ErrorCode::kProtocolViolation,
                   "this run sends the model with download codec '" + download +
                       "', which the client does not support (it offers: " +

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "compression/codec.h"
+
 namespace tributary {
 
 Status RoundConfig::Validate() const {
@@ -24,8 +26,8 @@ Status RoundConfig::Validate() const {
     return bad("fit needs epochs >= 1, batch_size >= 1 and lr > 0");
   if (min_num_examples < 1 || min_num_examples > max_num_examples)
     return bad("need 1 <= min_num_examples <= max_num_examples");
-  if (download_codec != "dense" && download_codec != "q8")
-    return bad("download_codec must be \"dense\" or \"q8\", not \"" + download_codec + "\"");
+  if (Result<std::unique_ptr<Codec>> c = MakeDownloadCodec(download_codec); !c.ok())
+    return bad("download_codec: " + c.status().message());
   if (federated_eval_every < 0) return bad("federated_eval_every must be >= 0");
   return Status::Ok();
 }

@@ -21,10 +21,10 @@ struct RoundConfig {
   int64_t max_round_attempts = 0;  // a round that fails is retried; 0 retries forever
   FitConfig fit;                   // sent to clients (the engine derives fit.seed per client)
   std::string codec = "dense";     // the update pipeline every client must use
-  // How the global model travels to clients (TaskAssignment, EvaluateTask): "dense" (raw float32)
-  // or "q8" (the q8 codec stage: 1 byte per float plus a float scale per 512; clients must
-  // advertise the stage). The client trains from, and computes its delta against, the decoded
-  // model.
+  // How the global model travels to clients (TaskAssignment, EvaluateTask): a codec that is
+  // usable_for_download(), e.g. "dense" (raw float32) or "q8" (1 byte per float plus a float scale
+  // per 512); clients must advertise its stages. The client trains from, and computes its delta
+  // against, the decoded model.
   std::string download_codec = "dense";
   uint64_t seed = 1;              // selection and per-client training seeds
   uint64_t min_num_examples = 1;  // an update claiming fewer or more examples is rejected

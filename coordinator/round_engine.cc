@@ -39,10 +39,8 @@ Result<std::unique_ptr<RoundEngine>> RoundEngine::Create(RoundConfig config,
   if (initial.size() == 0)
     return Status::InvalidArgument("round engine: the initial model is empty");
   TRIB_ASSIGN_OR_RETURN(std::unique_ptr<Codec> codec, MakeCodec(config.codec));
-  std::unique_ptr<Codec> download_codec;
-  if (config.download_codec != "dense") {
-    TRIB_ASSIGN_OR_RETURN(download_codec, MakeCodec(config.download_codec));
-  }
+  TRIB_ASSIGN_OR_RETURN(std::unique_ptr<Codec> download_codec,
+                        MakeDownloadCodec(config.download_codec));
   std::unique_ptr<RoundEngine> e(new RoundEngine());
   e->download_codec_ = std::move(download_codec);
   e->config_ = std::move(config);
@@ -135,10 +133,9 @@ Status RoundEngine::OnUpdate(const std::string& id, const UpdateSubmission& u, T
                         std::to_string(config_.max_num_examples) + "]");
     Result<UpdateStats> stats = codec_->Validate(u.update.bytes.span(), model_.size());
     if (!stats.ok()) return Reject(id, ErrorCode::kMalformedMessage, stats.status().message());
-    if (stats->max_abs * static_cast<double>(u.num_examples) >= FixedPointSink::kMaxFixedPointTerm)
-      return Reject(
-          id, ErrorCode::kMalformedMessage,
-          "update values are out of range (max |value| " + std::to_string(stats->max_abs) + ")");
+    if (Status fits = strategy_->CheckUpdate(*stats, static_cast<double>(u.num_examples));
+        !fits.ok())
+      return Reject(id, ErrorCode::kMalformedMessage, fits.message());
     const std::span<const uint8_t> bytes = u.update.bytes.span();
     Status s = strategy_->Accumulate(
         static_cast<double>(u.num_examples),
@@ -232,7 +229,13 @@ void RoundEngine::MaybeStartRound(TimePoint now) {
   for (size_t i = 0; i < m; ++i) eligible.push_back(*pool[i]);
   std::sort(eligible.begin(), eligible.end());
 
-  TRIB_CHECK(strategy_->BeginRound(model_).ok(), "strategy refused to begin a round");
+  if (Status begun = strategy_->BeginRound(model_); !begun.ok()) {
+    // Nothing a retry could change (the strategy's state does not fit the model): end the run.
+    failed_ = true;
+    failure_ = begun.WithContext("round " + std::to_string(round) + ": the strategy cannot begin");
+    spdlog::error("{}", failure_.ToString());
+    return;
+  }
   in_round_ = true;
   round_start_ = now;
   deadline_ = now + config_.round_timeout;
@@ -264,7 +267,7 @@ void RoundEngine::MaybeStartRound(TimePoint now) {
 }
 
 ModelPayload RoundEngine::DownloadPayload(uint64_t round) const {
-  if (!download_codec_) return ModelPayloadOf(model_);
+  if (download_codec_->raw_floats()) return ModelPayloadOf(model_);
   const uint64_t seed = DeriveSeed(config_.seed, {kDownloadStream, round, version_});
   Result<std::vector<uint8_t>> bytes = download_codec_->Encode(model_.data(), nullptr, seed);
   if (!bytes.ok()) {

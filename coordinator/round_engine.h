@@ -17,10 +17,11 @@
 //
 // Memory: a round copies the model once; every client's TaskAssignment (and every EvaluateTask of
 // a federated evaluation) shares that copy (ModelPayload holds SharedFloats), so the outbox costs
-// O(model + clients), not O(model x clients). Per-client fields (fit.seed) are per message. With
-// download_codec "q8" the one copy is the encoded model (SharedBytes), encoded once per round with
-// the q8 stage's stochastic rounding seeded by (seed, round, model version); a model the codec
-// refuses (a non-finite weight) is sent raw instead, with a warning.
+// O(model + clients), not O(model x clients). Per-client fields (fit.seed) are per message. With a
+// download codec that is not raw floats (e.g. "q8") the one copy is the encoded model
+// (SharedBytes), encoded once per round with the codec's stochastic rounding seeded by (seed,
+// round, model version); a model the codec refuses (a non-finite weight) is sent raw instead, with
+// a warning.
 //
 // Not thread-safe: call every method from one strand. Time comes from the caller (`now`), so tests
 // and the simulator drive deadlines without sleeping.
@@ -130,7 +131,7 @@ class RoundEngine {
   RoundConfig config_;
   std::unique_ptr<Strategy> strategy_;
   std::unique_ptr<Codec> codec_;
-  std::unique_ptr<Codec> download_codec_;  // null for "dense"
+  std::unique_ptr<Codec> download_codec_;
   ModelWeights model_;
   Hooks hooks_;
   ClientRegistry registry_;

@@ -20,7 +20,7 @@
 #include <variant>
 #include <vector>
 
-#include "protocol/shared_bytes.h"
+#include "core/shared_bytes.h"
 #include "protocol/shared_floats.h"
 #include "protocol/wire.h"
 #include "protocol/wire_archive.h"

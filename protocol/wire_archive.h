@@ -33,7 +33,7 @@
 #include <vector>
 
 #include "protocol/byte_buffer.h"
-#include "protocol/shared_bytes.h"
+#include "core/shared_bytes.h"
 #include "protocol/shared_floats.h"
 #include "protocol/wire.h"
 

@@ -1,5 +1,7 @@
 #include "sim/sim_config.h"
 
+#include "compression/codec.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -174,8 +176,8 @@ Status SimConfig::Validate() const {
   if (!(residual_keep_fraction > 0.0) || residual_keep_fraction > 1.0)
     return Bad("residual.keep_fraction", "must be in (0, 1]");
   if (report_dir.empty()) return Bad("report_dir", "must not be empty");
-  if (download_codec != "dense" && download_codec != "q8")
-    return Bad("download_codec", "must be 'dense' or 'q8', not '" + download_codec + "'");
+  if (Result<std::unique_ptr<Codec>> c = MakeDownloadCodec(download_codec); !c.ok())
+    return Bad("download_codec", c.status().message());
   TRIB_RETURN_IF_ERROR(attack.Validate());
   if (trainer == "noop" && attack.parsed_kind() == AttackKind::kLabelFlip)
     return Bad("attack.kind", "= 'label_flip' needs trainer = 'native' (noop does not train)");

@@ -111,7 +111,8 @@ int Run(const Flags& flags) {
         return fail(Status::InvalidArgument("checkpoint in " + cfg.checkpoint_dir +
                                             " was written by strategy '" + ck->strategy +
                                             "', but the config asks for '" + cfg.strategy + "'"));
-      if (Status s = (*strategy)->LoadState(ck->strategy_state); !s.ok()) return fail(s);
+      if (Status s = (*strategy)->LoadState(ck->strategy_state, ck->model.size()); !s.ok())
+        return fail(s);
       model = std::move(ck->model);
       rounds_done = ck->rounds_done;
       version = ck->model_version;

@@ -166,7 +166,7 @@ TEST(ServerOptimizerTest, StateRoundTripContinuesIdentically) {
     }
     ModelWeights saved = *a->SaveState();
     auto b = *MakeStrategy(spec);
-    ASSERT_TRUE(b->LoadState(saved).ok());
+    ASSERT_TRUE(b->LoadState(saved, n).ok());
     ModelWeights xa = x, xb = x;
     for (int r = 2; r < 4; ++r) {
       ASSERT_TRUE(a->BeginRound(xa).ok());
@@ -211,18 +211,26 @@ TEST(ServerOptimizerTest, RejectsBadStateAndMisuse) {
   EXPECT_EQ(adam->Accumulate(-1, Dense(d)).code(), StatusCode::kInvalidArgument);
 
   ModelWeights only_m = *ModelWeights::Create({{"m", {3}}});
-  Status s = adam->LoadState(only_m);
+  Status s = adam->LoadState(only_m, 3);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("'m' and 'v'"), std::string::npos) << s;
   ModelWeights neg = *ModelWeights::Create({{"m", {3}}, {"v", {3}}});
   neg.data()[4] = -1.0f;
-  EXPECT_NE(adam->LoadState(neg).message().find("negative"), std::string::npos);
-  // A state saved for another model size is refused when the round begins.
+  EXPECT_NE(adam->LoadState(neg, 3).message().find("negative"), std::string::npos);
+  // A state saved for another model size is refused when it is loaded...
   ModelWeights small = *ModelWeights::Create({{"m", {2}}, {"v", {2}}});
-  ASSERT_TRUE(adam->LoadState(small).ok());
+  Status l = adam->LoadState(small, 3);
+  EXPECT_EQ(l.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(l.message().find("2 values per tensor, the model has 3"), std::string::npos) << l;
+  // ...and, should one get in anyway, when a round begins.
+  ASSERT_TRUE(adam->LoadState(small, 2).ok());
   Status b = adam->BeginRound(FlatModel(3));
   EXPECT_EQ(b.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(b.message().find("2 values, the model has 3"), std::string::npos) << b;
+  // A stateless rule refuses a checkpoint that holds state.
+  auto fedavg = *MakeStrategy("fedavg");
+  EXPECT_EQ(fedavg->LoadState(small, 2).code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(fedavg->LoadState(ModelWeights(), 2).ok());
 }
 
 }  // namespace

@@ -182,7 +182,8 @@ TEST(NormClipTest, WorksInFrontOfRobustRulesAndKeepsState) {
   ASSERT_TRUE(adam->Finalize().ok());
   ModelWeights st = *adam->SaveState();
   EXPECT_NEAR(st.data()[st.find("m")->offset + 1], 0.1 * 1.6, 1e-6);  // m = (1 - beta1) * clipped
-  EXPECT_TRUE(adam->LoadState(st).ok());
+  EXPECT_TRUE(adam->LoadState(st, 2).ok());
+  EXPECT_FALSE(adam->LoadState(st, 3).ok()) << "the size check passes through the clip stage";
 }
 
 }  // namespace

@@ -78,6 +78,22 @@ void ExpectViolation(const TaskAssignment& t, const std::string& needle) {
   EXPECT_NE(u.status().message().find(needle), std::string::npos) << u.status();
 }
 
+TEST(DownloadDecodeTest, AnyDownloadCodecIsDecodedNotOnlyQ8) {
+  for (const char* spec : {"q8+zstd", "zstd"}) {
+    const std::vector<uint8_t> bytes = *(*MakeCodec(spec))->Encode(kGlobal);
+    const std::vector<float> decoded = Decode(spec, bytes);
+    TaskExecutor exec(std::make_shared<FakeTrainer>());
+    Result<UpdateSubmission> u = exec.Fit(Task(bytes, spec));
+    ASSERT_TRUE(u.ok()) << spec << ": " << u.status();
+    const std::vector<float> delta = Decode("dense", u->update.bytes.span());
+    for (size_t i = 0; i < 9; ++i)
+      EXPECT_NEAR(delta[i], 0.1f * static_cast<float>(i + 1), 1e-6) << spec << " " << i;
+    if (std::string(spec) == "zstd") {
+      EXPECT_EQ(decoded, kGlobal) << "zstd alone is lossless";
+    }
+  }
+}
+
 TEST(DownloadDecodeTest, MalformedEncodedModelsAreProtocolViolations) {
   std::vector<uint8_t> bytes = Q8(kGlobal);
   // Too short and too long for this client's 9 floats.
@@ -95,7 +111,7 @@ TEST(DownloadDecodeTest, MalformedEncodedModelsAreProtocolViolations) {
     ExpectViolation(Task(bad), "is not a valid encoding");
   }
   // An encoding that is not a download codec, and a layout mismatch.
-  ExpectViolation(Task(bytes, "topk(0.5)"), "encoded with 'topk(0.5)'");
+  ExpectViolation(Task(bytes, "topk(0.5)"), "encoding 'topk(0.5)' is not a download codec");
   TaskAssignment other = Task(bytes);
   other.model.layout_fingerprint ^= 1;
   ExpectViolation(other, "layout fingerprint");

@@ -29,8 +29,8 @@ TEST(CoordinatorConfigTest, UnknownDownloadCodecIsAnErrorNamingTheKey) {
   Status s = Load("[run]\ndownload_codec = \"topk(0.1)\"\n", &c);
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(s.message().find("coordinator.toml: key 'run.download_codec' must be \"dense\" or "
-                             "\"q8\", not \"topk(0.1)\""),
+  EXPECT_NE(s.message().find("coordinator.toml: round config: download_codec: codec 'topk(0.1)' "
+                             "cannot carry a global model"),
             std::string::npos)
       << s.ToString();
 }

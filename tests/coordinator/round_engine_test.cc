@@ -8,6 +8,7 @@
 #include <set>
 
 #include "aggregation/fedavg.h"
+#include "aggregation/strategy_factory.h"
 #include "compression/codec.h"
 #include "compression/dense_codec.h"
 #include "compression/update_sink.h"
@@ -394,6 +395,50 @@ TEST_F(RoundEngineTest, Q8DownloadEncodesTheModelOnceAndCountsItsBytes) {
   EXPECT_EQ(evals, 3u);
 }
 
+// A strategy whose BeginRound fails (as one with checkpointed state of the wrong size would).
+class CannotBegin final : public Strategy {
+ public:
+  std::string_view name() const override { return "cannot_begin"; }
+  Status BeginRound(const ModelWeights&) override {
+    return Status::InvalidArgument("saved state has 2 values, the model has 4");
+  }
+  Status Accumulate(double, const UpdateWriter&) override { return Status::Ok(); }
+  size_t num_accumulated() const override { return 0; }
+  Result<ModelWeights> Finalize() override { return Status::FailedPrecondition("never begun"); }
+};
+
+TEST_F(RoundEngineTest, AStrategyThatCannotBeginEndsTheRunWithItsErrorInsteadOfAborting) {
+  ModelWeights init = *ModelWeights::Create({{"w", {4}}});
+  engine_ = *RoundEngine::Create(Config(2), std::make_unique<CannotBegin>(), init);
+  Join(2);
+  EXPECT_TRUE(Tasks().empty());
+  EXPECT_TRUE(engine_->finished());
+  EXPECT_FALSE(engine_->round_in_progress());
+  EXPECT_EQ(engine_->failure().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(engine_->failure().message().find(
+                "round 1: the strategy cannot begin: saved state has 2 values, the model has 4"),
+            std::string::npos)
+      << engine_->failure();
+}
+
+TEST_F(RoundEngineTest, TheStrategyJudgesAnUpdatesRangeAClipStageBoundsIt) {
+  // 1e8 * 100 examples is past FedAvg's fixed-point range; clipped to norm 1 it is not.
+  for (const char* spec : {"fedavg", "clip(norm=1)+fedavg", "median"}) {
+    ModelWeights init = *ModelWeights::Create({{"w", {4}}});
+    engine_ = *RoundEngine::Create(Config(1), *MakeStrategy(spec), init);
+    Join(1);
+    auto tasks = Tasks();
+    Status s = engine_->OnUpdate("c0", Update(tasks["c0"], {1e8f, 0, 0, 0}), now_);
+    if (std::string(spec) == "fedavg") {
+      EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << spec;
+      EXPECT_NE(s.message().find("out of range for fedavg's fixed-point sum"), std::string::npos)
+          << s;
+    } else {
+      EXPECT_TRUE(s.ok()) << spec << ": " << s;
+    }
+  }
+}
+
 TEST(RoundConfigTest, RejectsInconsistentSettings) {
   RoundConfig c;
   c.clients_per_round = 2;
@@ -407,7 +452,7 @@ TEST(RoundConfigTest, RejectsInconsistentSettings) {
   EXPECT_FALSE(c.Validate().ok());
   c = RoundConfig{};
   c.download_codec = "q4";
-  EXPECT_NE(c.Validate().message().find("download_codec must be \"dense\" or \"q8\", not \"q4\""),
+  EXPECT_NE(c.Validate().message().find("download_codec: codec 'q4' cannot carry a global model"),
             std::string::npos)
       << c.Validate().message();
   c.download_codec = "q8";
