@@ -28,19 +28,6 @@ double MetricOr(const Metrics& m, const char* key, double def) {
 
 }  // namespace
 
-FitConfig FromWire(const WireFitConfig& w) {
-  FitConfig c;
-  c.epochs = w.epochs;
-  c.batch_size = w.batch_size;
-  c.lr = w.lr;
-  c.momentum = w.momentum;
-  c.weight_decay = w.weight_decay;
-  c.proximal_mu = w.proximal_mu;
-  c.max_steps = w.max_steps;
-  c.seed = w.seed;
-  return c;
-}
-
 WireMetrics SendableMetrics(const Metrics& metrics) {
   WireMetrics out;
   for (const auto& [name, value] : metrics) {
@@ -152,7 +139,7 @@ Result<UpdateSubmission> TaskExecutor::Fit(const TaskAssignment& task, TaskRepor
                                      task.codec.spec, codec.status().message()));
   TRIB_ASSIGN_OR_RETURN(ModelWeights global, ToWeights(task.model, what.c_str()));
 
-  Result<FitResult> fit = trainer_->fit(global, FromWire(task.fit));
+  Result<FitResult> fit = trainer_->fit(global, task.fit);
   if (!fit.ok())
     return ProtocolError(ErrorCode::kInternal,
                          fmt::format("{}: trainer.fit failed: {}", what, fit.status().ToString()));

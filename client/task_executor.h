@@ -2,8 +2,8 @@
 //
 //   Fit(TaskAssignment)    global = the task's model in the trainer's own layout (decoded when it
 //                          came compressed, so the delta is against the decoded model); new =
-//                          fit(global, the wire FitConfig); delta = new - global, encoded with the
-//                          codec the task names -> UpdateSubmission{round, model_version,
+//                          fit(global, the task's FitConfig); delta = new - global, encoded with
+//                          the codec the task names -> UpdateSubmission{round, model_version,
 //                          num_examples, metrics (the trainer's, plus fit_seconds), update}.
 //   Evaluate(EvaluateTask) evaluate(the task's model) -> EvaluateResult.
 //
@@ -86,8 +86,6 @@ class TaskExecutor {
 Result<ModelWeights> PayloadToWeights(const ModelPayload& payload, const ModelWeights& layout,
                                       std::string_view what);
 
-// FitConfig from its wire form.
-FitConfig FromWire(const WireFitConfig& w);
 // The metrics that can travel: finite values, names of 1..kMaxNameBytes bytes, at most kMaxMetrics.
 WireMetrics SendableMetrics(const Metrics& metrics);
 

@@ -250,10 +250,7 @@ void RoundEngine::MaybeStartRound(TimePoint now) {
   TaskAssignment task;
   task.round = round;
   task.model_version = version_;
-  task.fit = WireFitConfig{config_.fit.epochs,       config_.fit.batch_size,
-                           config_.fit.lr,           config_.fit.momentum,
-                           config_.fit.weight_decay, config_.fit.proximal_mu,
-                           config_.fit.max_steps,    0};
+  task.fit = config_.fit;  // fit.seed is set per client below
   task.codec.spec = std::string(codec_->spec());
   task.deadline_ms = static_cast<uint64_t>(config_.round_timeout.count());
   task.model = DownloadPayload(round);  // one copy of the model, shared by every assignment

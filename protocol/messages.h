@@ -24,6 +24,7 @@
 #include "protocol/shared_floats.h"
 #include "protocol/wire.h"
 #include "protocol/wire_archive.h"
+#include "tributary/trainer.h"
 
 namespace tributary {
 
@@ -125,23 +126,13 @@ struct ModelPayload {
   friend bool operator==(const ModelPayload&, const ModelPayload&) = default;
 };
 
-// The wire form of tributary::FitConfig (trainer.h), with fixed-width fields.
-struct WireFitConfig {
-  int32_t epochs = 1;
-  int32_t batch_size = 32;
-  float lr = 0.05f;
-  float momentum = 0.0f;
-  float weight_decay = 0.0f;
-  float proximal_mu = 0.0f;
-  int64_t max_steps = 0;
-  uint64_t seed = 0;
-
-  template <class Ar>
-  void serialize(Ar& ar) {
-    ar(epochs, batch_size, lr, momentum, weight_decay, proximal_mu, max_steps, seed);
-  }
-  friend bool operator==(const WireFitConfig&, const WireFitConfig&) = default;
-};
+// tributary::FitConfig (trainer.h) travels as it is: epochs i32, batch_size i32, lr f32, momentum
+// f32, weight_decay f32, proximal_mu f32, max_steps i64, seed u64 (cereal's fixed-width binary).
+static_assert(sizeof(int) == 4, "FitConfig's int fields are 32-bit on the wire");
+template <class Ar>
+void serialize(Ar& ar, FitConfig& c) {
+  ar(c.epochs, c.batch_size, c.lr, c.momentum, c.weight_decay, c.proximal_mu, c.max_steps, c.seed);
+}
 
 // How the client must encode its update, e.g. "topk(0.01)+q8+zstd"; compression/ parses it.
 struct CodecSpec {
@@ -158,7 +149,7 @@ struct CodecSpec {
 struct TaskAssignment {
   uint64_t round = 0;
   uint64_t model_version = 0;
-  WireFitConfig fit;
+  FitConfig fit;
   CodecSpec codec;
   uint64_t deadline_ms = 0;  // the update must arrive within this many ms of the assignment
   ModelPayload model;

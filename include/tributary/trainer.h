@@ -33,6 +33,8 @@ struct FitConfig {
   int64_t max_steps = 0;
   // Seeds the shuffling of local data; the round engine derives it per client and round.
   uint64_t seed = 0;
+
+  friend bool operator==(const FitConfig&, const FitConfig&) = default;
 };
 
 struct FitResult {

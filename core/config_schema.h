@@ -1,0 +1,127 @@
+// ConfigSchema: a program's configuration keys as one table, bound to the fields of its settings.
+//
+//   RunConfig run;                       // its fields' values are the defaults
+//   ConfigSchema schema("tributary-coordinator");
+//   schema.Bind("run.rounds", &run.round.rounds, "rounds to run").Flag("--rounds");
+//   TRIB_RETURN_IF_ERROR(schema.Load(file));            // a TOML document (core/config.h)
+//   TRIB_RETURN_IF_ERROR(schema.Assign("run.rounds=5"));  // a --set override
+//   std::cout << schema.DefaultsToml();                  // --print-config
+//
+// Every program (coordinator, client, simulator) builds its schema from the same binding functions
+// (BindFitConfig, BindRoundConfig, ...), so one setting has one name everywhere. The schema checks
+// names and types; ranges and relations between settings are checked once, by the settings' own
+// Validate(), whose messages name the keys.
+//
+// Keys are dotted paths ("run.rounds" is `rounds` in the `[run]` table). Loading a document fails,
+// naming the source and the key, on a key no binding knows (or one that was renamed: the error
+// names the new key), on a key this program refuses (a key other programs use that has no meaning
+// here: the error says why), and on a value of the wrong type. Durations are numbers of seconds
+// (keys ending in _s) bound to std::chrono::milliseconds.
+//
+// DefaultsToml() and ValuesToml() write TOML that Load() reads back: `key = value  # help` lines
+// with dotted keys, the defaults or the current values. Deployment mode hands a configuration to
+// real processes this way.
+//
+// Not thread-safe; the bound fields must outlive the schema.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/config.h"
+#include "tributary/result.h"
+
+namespace tributary {
+
+class ConfigSchema {
+ public:
+  enum class Type { kString, kInteger, kNumber, kBool, kSeconds };
+
+  class Key {
+   public:
+    // The command-line flag that sets this key too, e.g. "--rounds".
+    Key& Flag(std::string flag) {
+      flag_ = std::move(flag);
+      return *this;
+    }
+    const std::string& name() const { return name_; }
+    Type type() const { return type_; }
+    const std::string& help() const { return help_; }
+    const std::string& flag() const { return flag_; }
+    // The default and the current value, as TOML values ("mlp" with its quotes, 10, 0.05, true).
+    const std::string& default_text() const { return default_text_; }
+    std::string value_text() const { return get_(); }
+    // Non-empty when this program refuses the key: why.
+    const std::string& refusal() const { return refusal_; }
+
+   private:
+    friend class ConfigSchema;
+    std::string name_;
+    Type type_ = Type::kString;
+    std::string help_, flag_, default_text_, refusal_;
+    std::function<Status(const toml::node&, const std::string& where)> from_toml_;
+    std::function<Status(std::string_view, const std::string& where)> from_text_;
+    std::function<std::string()> get_;
+  };
+
+  explicit ConfigSchema(std::string program) : program_(std::move(program)) {}
+  ConfigSchema(const ConfigSchema&) = delete;
+  ConfigSchema& operator=(const ConfigSchema&) = delete;
+
+  // Binds `name` to `*field`; the field's current value is the key's default. A name is bound
+  // once (a second binding of it aborts: that is a bug, not bad input).
+  Key& Bind(std::string name, std::string* field, std::string help);
+  Key& Bind(std::string name, int64_t* field, std::string help);
+  Key& Bind(std::string name, int* field, std::string help);
+  Key& Bind(std::string name, uint64_t* field, std::string help);  // refuses negative values
+  Key& Bind(std::string name, double* field, std::string help);    // finite numbers
+  Key& Bind(std::string name, float* field, std::string help);
+  Key& Bind(std::string name, bool* field, std::string help);
+  Key& Bind(std::string name, std::chrono::milliseconds* field, std::string help);  // seconds
+
+  // `name` (bound) is known but refused in this program, with the reason given.
+  void Refuse(std::string_view name, std::string why);
+  // `old_name` is no longer a key; using it is an error that names `new_name`.
+  void Rename(std::string old_name, std::string new_name);
+
+  // Applies every key of the document. InvalidArgument naming cfg.source() and the key.
+  Status Load(const Config& cfg);
+  // Applies `text` to key `name` as a value of the key's type (a string key takes it as it is).
+  // `origin` says where it came from in errors ("--rounds", "--set").
+  Status Set(std::string_view name, std::string_view text, std::string_view origin);
+  // Applies one "key=value" assignment (tributary-sim's --set).
+  Status Assign(std::string_view key_value);
+
+  const Key* Find(std::string_view name) const;
+  // Every key, in binding order (refused ones included).
+  std::vector<const Key*> keys() const;
+  // True when the key's current value is its default.
+  bool IsDefault(std::string_view name) const;
+
+  // Every key this program uses, with its default and its help as a comment.
+  std::string DefaultsToml() const;
+  // Every key this program uses, with its current value.
+  std::string ValuesToml() const;
+
+  const std::string& program() const { return program_; }
+
+ private:
+  Key& Add(std::string name, Type type, std::string help);
+  Status Reject(const Key& key, const std::string& where) const;
+
+  std::string program_;
+  std::vector<std::unique_ptr<Key>> keys_;
+  std::map<std::string, Key*, std::less<>> by_name_;
+  std::map<std::string, std::string, std::less<>> renamed_;
+};
+
+// The TOML text of a string value: quoted and escaped.
+std::string TomlString(std::string_view s);
+
+}  // namespace tributary
