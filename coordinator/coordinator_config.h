@@ -1,42 +1,42 @@
-// CoordinatorConfig: everything tributary-coordinator reads from its TOML file (and flags).
-// See docs/operations.md for the file format; LoadCoordinatorConfig names the offending key on
-// any error, and unknown keys are errors (a typo must not silently fall back to a default).
+// CoordinatorConfig: everything tributary-coordinator reads from its TOML file and flags, as one
+// ConfigSchema (BindCoordinatorConfig). `tributary-coordinator --print-config` lists every key with
+// its default; docs/operations.md has the same table (a test compares them).
+//
+//   log_level, net.listen, net.heartbeat_interval_s, net.client_timeout_s, net.workers,
+//   tls.ca, tls.cert, tls.key, tls.deny_list, output.ready_file,
+//   the run (coordinator/run_config.h: run.*, fit.*, eval.*, output.*),
+//   the evaluation data (train/data/data_config.h: data.*, without the partition keys)
 #pragma once
 
+#include <chrono>
 #include <string>
 
-#include "coordinator/round_config.h"
-#include "core/config.h"
+#include "coordinator/run_config.h"
+#include "core/config_schema.h"
+#include "train/data/data_config.h"
 
 namespace tributary {
 
 struct CoordinatorConfig {
-  std::string listen = "0.0.0.0:7700";
+  CoordinatorConfig();
+
   std::string log_level = "info";
-  // [tls]
+  std::string listen = "0.0.0.0:7700";
+  std::chrono::milliseconds heartbeat_interval{5'000};
+  std::chrono::milliseconds client_timeout{60'000};
+  int64_t workers = 0;  // threads for the run's CPU work; 0: one per core
   std::string tls_ca, tls_cert, tls_key;
-  std::string deny_list;  // optional file of revoked client ids
-  // [run]
-  std::string model = "mlp";
-  uint64_t init_seed = 1;
-  std::string strategy = "fedavg";
-  double server_lr = 1.0;
-  double heartbeat_interval_s = 5.0;
-  double client_timeout_s = 60.0;
-  RoundConfig round;
-  // [eval]
-  int64_t eval_every = 1;     // server-side evaluation every k rounds (0: never)
-  std::string eval_data_dir;  // Fashion-MNIST directory; empty: the Debian package's
-  int64_t eval_max_examples = 0;
-  // [output]
-  std::string checkpoint_dir = "runs/coordinator";
-  std::string event_log;    // default <checkpoint_dir>/events.jsonl
-  std::string final_model;  // default <checkpoint_dir>/final.safetensors
-  std::string ready_file;   // written with the listening address once accepting
+  std::string deny_list;   // optional file of revoked client ids
+  std::string ready_file;  // written with the listening address once accepting
+  RunConfig run;           // output.checkpoint_dir defaults to runs/coordinator
+  DataConfig data;         // what server-side evaluation runs on
+
+  // Fills the output paths left empty: <checkpoint_dir>/events.jsonl and final.safetensors.
+  void ResolveOutputs();
+  // InvalidArgument naming the key.
+  Status Validate() const;
 };
 
-// Reads `cfg` over the defaults in `out`. InvalidArgument naming the key on a type error, an
-// unknown key, or an invalid round configuration.
-Status LoadCoordinatorConfig(const Config& cfg, CoordinatorConfig* out);
+void BindCoordinatorConfig(ConfigSchema& schema, CoordinatorConfig* config);
 
 }  // namespace tributary

@@ -10,37 +10,49 @@ namespace tributary {
 namespace asio = boost::asio;
 
 CoordinatorService::CoordinatorService(asio::io_context& io, Transport& transport,
-                                       RoundEngine& engine, CoordinatorServiceOptions options)
-    : io_(io),
-      strand_(asio::make_strand(io)),
-      transport_(transport),
-      engine_(engine),
+                                       RunDriver& driver, CoordinatorServiceOptions options)
+    : transport_(transport),
+      driver_(driver),
       options_(std::move(options)),
       clock_(options_.clock ? options_.clock : Clock::Real()),
-      deadline_timer_(clock_->MakeTimer(strand_)),
-      sweep_timer_(clock_->MakeTimer(strand_)) {}
+      io_strand_(asio::make_strand(asio::any_io_executor(io.get_executor()))),
+      engine_strand_(asio::make_strand(options_.engine_executor
+                                           ? options_.engine_executor
+                                           : asio::any_io_executor(io.get_executor()))),
+      sweep_timer_(clock_->MakeTimer(io_strand_)),
+      deadline_timer_(clock_->MakeTimer(engine_strand_)) {}
+
+template <class F>
+void CoordinatorService::OnEngine(F&& fn) {
+  asio::post(engine_strand_, [self = shared_from_this(), fn = std::forward<F>(fn)]() mutable {
+    if (self->run_over_) return;
+    fn(self->driver_.engine());
+    self->AfterEngine();
+  });
+}
 
 Status CoordinatorService::Start() {
   std::weak_ptr<CoordinatorService> weak = weak_from_this();
   TRIB_ASSIGN_OR_RETURN(
       listener_, transport_.Listen(options_.listen_address, [weak](std::shared_ptr<Connection> c) {
-        if (auto self = weak.lock()) asio::post(self->strand_, [self, c] { self->OnAccept(c); });
+        if (auto self = weak.lock()) asio::post(self->io_strand_, [self, c] { self->OnAccept(c); });
       }));
   address_ = listener_->address();
-  asio::post(strand_, [self = shared_from_this()] {
-    self->engine_.OnTick(self->clock_->Now());
-    self->Flush();
-    self->Sweep();
-  });
+  const TimePoint now = clock_->Now();
+  OnEngine([now](RoundEngine& e) { e.OnTick(now); });
+  asio::post(io_strand_, [self = shared_from_this()] { self->Sweep(); });
   return Status::Ok();
 }
 
 void CoordinatorService::Stop(const std::string& reason) {
-  asio::post(strand_, [self = shared_from_this(), reason] { self->Finish(Status::Ok(), reason); });
+  asio::post(engine_strand_,
+             [self = shared_from_this(), reason] { self->FinishRun(Status::Ok(), reason); });
 }
 
+// ---- I/O strand ----
+
 void CoordinatorService::OnAccept(std::shared_ptr<Connection> conn) {
-  if (finished_) {
+  if (closed_) {
     conn->Start([](Message) {}, [](Status) {});
     conn->Send(Goodbye{"the run is over"});
     conn->Close();
@@ -52,13 +64,13 @@ void CoordinatorService::OnAccept(std::shared_ptr<Connection> conn) {
   conn->Start(
       [weak, key](Message m) {
         if (auto self = weak.lock())
-          asio::post(self->strand_, [self, key, m = std::move(m)]() mutable {
+          asio::post(self->io_strand_, [self, key, m = std::move(m)]() mutable {
             self->OnMessage(key, std::move(m));
           });
       },
       [weak, key](Status why) {
         if (auto self = weak.lock())
-          asio::post(self->strand_, [self, key, why] { self->OnClosed(key, why); });
+          asio::post(self->io_strand_, [self, key, why] { self->OnClosed(key, why); });
       });
 }
 
@@ -74,21 +86,21 @@ void CoordinatorService::OnHello(Session& s, const Hello& hello) {
     return Refuse(s, ErrorCode::kUnsupportedVersion,
                   "client speaks protocol version " + std::to_string(hello.protocol_version) +
                       ", this coordinator speaks version " + std::to_string(kProtocolVersion));
-  const std::string& codec = engine_.config().codec;
+  // The run's config is fixed once the driver exists, so reading it here is safe.
+  const RoundConfig& run = driver_.config().round;
   // Clients advertise stage names ("topk", "q8", "zstd", ...; SupportedCodecs()), so a client
-  // speaks the run's pipeline when it has every one of its stages.
+  // speaks a pipeline when it has every one of its stages: the update codec, and the download
+  // codec (it must decode the model it is sent).
   std::string offered;
   for (const auto& c : hello.capabilities.codecs) offered += (offered.empty() ? "" : ", ") + c;
-  if (!CanEncodeCodec(hello.capabilities.codecs, codec))
+  if (!CanEncodeCodec(hello.capabilities.codecs, run.codec))
     return Refuse(s, ErrorCode::kProtocolViolation,
-                  "this run uses codec '" + codec +
+                  "this run uses codec '" + run.codec +
                       "', which the client does not support (it offers: " +
                       (offered.empty() ? "none" : offered) + ")");
-  // The download codec too: the client must decode the model it is sent.
-  const std::string& download = engine_.config().download_codec;
-  if (!CanEncodeCodec(hello.capabilities.codecs, download))
+  if (!CanEncodeCodec(hello.capabilities.codecs, run.download_codec))
     return Refuse(s, ErrorCode::kProtocolViolation,
-                  "this run sends the model with download codec '" + download +
+                  "this run sends the model with download codec '" + run.download_codec +
                       "', which the client does not support (it offers: " +
                       (offered.empty() ? "none" : offered) + ")");
   const std::string id = s.conn->peer().id;
@@ -109,12 +121,13 @@ void CoordinatorService::OnHello(Session& s, const Hello& hello) {
                        static_cast<uint32_t>(options_.heartbeat_interval.count())});
   spdlog::info("client {} joined from {} ({}, {} examples)", id, s.conn->peer().address,
                hello.capabilities.device, hello.capabilities.num_examples);
-  engine_.OnJoined(id, hello.capabilities, clock_->Now());
+  const TimePoint now = clock_->Now();
+  OnEngine([id, caps = hello.capabilities, now](RoundEngine& e) { e.OnJoined(id, caps, now); });
 }
 
 void CoordinatorService::OnMessage(Connection* key, Message msg) {
   auto it = sessions_.find(key);
-  if (it == sessions_.end() || finished_) return;
+  if (it == sessions_.end() || closed_) return;
   Session& s = it->second;
   const TimePoint now = clock_->Now();
   s.last_heard = now;
@@ -125,16 +138,15 @@ void CoordinatorService::OnMessage(Connection* key, Message msg) {
       Refuse(s, ErrorCode::kProtocolViolation,
              "expected Hello, got " + MessageTypeName(TypeOf(msg)));
     }
-    Flush();
     return;
   }
   if (auto* u = std::get_if<UpdateSubmission>(&msg)) {
-    Status st = engine_.OnUpdate(s.id, *u, now);
-    if (!st.ok())
-      spdlog::warn("update from {} for round {} rejected: {}", s.id, u->round, st.message());
+    // Refusals reach the log through the driver's UpdateRefused event.
+    OnEngine([id = s.id, u = std::move(*u), now](RoundEngine& e) { (void)e.OnUpdate(id, u, now); });
   } else if (auto* r = std::get_if<EvaluateResult>(&msg)) {
-    Status st = engine_.OnEvaluateResult(s.id, *r, now);
-    if (!st.ok()) spdlog::warn("{}", st.message());
+    OnEngine([id = s.id, r = std::move(*r), now](RoundEngine& e) {
+      if (Status st = e.OnEvaluateResult(id, r, now); !st.ok()) spdlog::warn("{}", st.message());
+    });
   } else if (auto* hb = std::get_if<Heartbeat>(&msg)) {
     s.conn->Send(*hb);  // the echo: the client's liveness check and round-trip measurement
   } else if (auto* e = std::get_if<Error>(&msg)) {
@@ -145,7 +157,6 @@ void CoordinatorService::OnMessage(Connection* key, Message msg) {
     Refuse(s, ErrorCode::kProtocolViolation,
            "unexpected " + MessageTypeName(TypeOf(msg)) + " from a client");
   }
-  Flush();
 }
 
 void CoordinatorService::OnClosed(Connection* key, const Status& why) {
@@ -153,46 +164,26 @@ void CoordinatorService::OnClosed(Connection* key, const Status& why) {
   if (it == sessions_.end()) return;
   const std::string id = it->second.id;
   sessions_.erase(it);
-  if (!id.empty()) {
-    auto b = by_id_.find(id);
-    if (b != by_id_.end() && b->second == key) {
-      by_id_.erase(b);
-      if (!finished_) {
-        spdlog::info("client {} left{}", id, why.ok() ? "" : ": " + why.message());
-        engine_.OnLeft(id, clock_->Now());
-      }
-    }
-  }
-  Flush();
+  if (id.empty()) return;
+  auto b = by_id_.find(id);
+  if (b == by_id_.end() || b->second != key || closed_) return;
+  by_id_.erase(b);
+  spdlog::info("client {} left{}", id, why.ok() ? "" : ": " + why.message());
+  const TimePoint now = clock_->Now();
+  OnEngine([id, now](RoundEngine& e) { e.OnLeft(id, now); });
 }
 
-void CoordinatorService::Flush() {
-  if (finished_) return;
-  for (RoundEngine::Outgoing& out : engine_.TakeOutbox()) {
+void CoordinatorService::Deliver(Outbox outbox) {
+  if (closed_) return;
+  for (RoundEngine::Outgoing& out : outbox) {
     auto it = by_id_.find(out.client_id);
     if (it == by_id_.end()) continue;  // left meanwhile; the engine learns through OnLeft
     sessions_.at(it->second).conn->Send(std::move(out.message));
   }
-  if (engine_.finished()) {
-    Status result = engine_.failure();
-    Finish(result, result.ok() ? "the run is complete" : "the run failed: " + result.message());
-    return;
-  }
-  ArmTimer();
-}
-
-void CoordinatorService::ArmTimer() {
-  std::optional<TimePoint> wake = engine_.next_wakeup();
-  if (!wake) return;
-  deadline_timer_->ExpiresAt(*wake, [self = shared_from_this()] {
-    if (self->finished_) return;
-    self->engine_.OnTick(self->clock_->Now());
-    self->Flush();
-  });
 }
 
 void CoordinatorService::Sweep() {
-  if (finished_) return;
+  if (closed_) return;
   const TimePoint now = clock_->Now();
   for (auto& [key, s] : sessions_) {
     if (now - s.last_heard > options_.client_timeout) {
@@ -210,10 +201,9 @@ void CoordinatorService::Sweep() {
       [self = shared_from_this()] { self->Sweep(); });
 }
 
-void CoordinatorService::Finish(Status result, const std::string& reason) {
-  if (finished_) return;
-  finished_ = true;
-  deadline_timer_->Cancel();
+void CoordinatorService::CloseAll(Status result, const std::string& reason) {
+  if (closed_) return;
+  closed_ = true;
   sweep_timer_->Cancel();
   if (listener_) listener_->Stop();
   for (auto& [key, s] : sessions_) {
@@ -221,6 +211,39 @@ void CoordinatorService::Finish(Status result, const std::string& reason) {
     s.conn->Close();
   }
   if (on_finished_) on_finished_(result);
+}
+
+// ---- engine strand ----
+
+void CoordinatorService::AfterEngine() {
+  RoundEngine& engine = driver_.engine();
+  Outbox outbox = engine.TakeOutbox();
+  if (!outbox.empty())
+    asio::post(io_strand_, [self = shared_from_this(), outbox = std::move(outbox)]() mutable {
+      self->Deliver(std::move(outbox));
+    });
+  if (engine.finished()) {
+    const Status failure = engine.failure();
+    FinishRun(failure,
+              failure.ok() ? "the run is complete" : "the run failed: " + failure.message());
+    return;
+  }
+  if (std::optional<TimePoint> wake = engine.next_wakeup()) {
+    deadline_timer_->ExpiresAt(*wake, [self = shared_from_this()] {
+      if (self->run_over_) return;
+      self->driver_.engine().OnTick(self->clock_->Now());
+      self->AfterEngine();
+    });
+  }
+}
+
+void CoordinatorService::FinishRun(Status outcome, const std::string& reason) {
+  if (run_over_) return;
+  run_over_ = true;
+  deadline_timer_->Cancel();
+  const Status result = driver_.Finish(std::move(outcome));
+  asio::post(io_strand_,
+             [self = shared_from_this(), result, reason] { self->CloseAll(result, reason); });
 }
 
 }  // namespace tributary

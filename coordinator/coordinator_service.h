@@ -1,28 +1,35 @@
-// CoordinatorService: runs a RoundEngine over a Transport (TLS in deployment, in-memory in tests).
+// CoordinatorService: runs a RunDriver over a Transport (TLS in deployment, in-memory in tests).
 //
 // It accepts connections, expects Hello as each one's first message (protocol version and codec
 // support are checked; a mismatch gets an Error naming both sides and the connection closes),
 // registers the client under the id the transport authenticated (its certificate), feeds messages
-// to the engine, delivers the engine's outbox, and wakes the engine at its deadlines. A client that
-// reconnects replaces its old session. Heartbeats are echoed at once (clients measure the round
-// trip and detect a vanished coordinator by it). A connection silent for longer than
-// client_timeout is closed. When the engine finishes, or Stop() is called, every client gets a
-// Goodbye, connections close, the listener stops, and on_finished runs.
+// to the run's engine, delivers the engine's outbox, and wakes the engine at its deadlines. A
+// client that reconnects replaces its old session. Heartbeats are echoed at once (clients measure
+// the round trip and detect a vanished coordinator by it). A connection silent for longer than
+// client_timeout is closed. When the engine finishes, or Stop() is called, the driver finishes the
+// run (final model, RunFinished), every client gets a Goodbye, connections close, the listener
+// stops, and on_finished runs.
+//
+// Threading: two strands. The I/O strand (on the io_context) owns the sessions: Hello, heartbeat
+// echoes, the silence sweep, sending. The engine strand (on options.engine_executor: a worker pool)
+// owns the driver and its engine: validating, decoding and folding updates, checkpoints and
+// evaluation run there, so a slow fold or a full test-set evaluation never delays a heartbeat's
+// echo. Events cross between the strands by posting, in order; an update is judged by the time it
+// arrived, not the time the engine strand got to it. The io_context may be run by several threads.
 //
 // Time (the engine's `now`, its deadlines, the silence sweep) comes from options.clock.
-//
-// Threading: all engine calls and session bookkeeping run on one strand of the io_context; the
-// io_context may be run by several threads.
 #pragma once
 
+#include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/strand.hpp>
 #include <functional>
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
-#include "coordinator/round_engine.h"
+#include "coordinator/run_driver.h"
 #include "protocol/transport.h"
 
 namespace tributary {
@@ -33,56 +40,73 @@ struct CoordinatorServiceOptions {
   std::chrono::milliseconds client_timeout{30'000};     // close a session silent this long
   std::string software_version;
   Clock* clock = nullptr;  // null: Clock::Real(); must outlive the service
+  // Where the engine strand runs (e.g. a boost::asio::thread_pool's executor); none: the
+  // io_context. Must outlive the service.
+  boost::asio::any_io_executor engine_executor;
 };
 
 class CoordinatorService : public std::enable_shared_from_this<CoordinatorService> {
  public:
-  // `transport` and `engine` must outlive the service.
-  CoordinatorService(boost::asio::io_context& io, Transport& transport, RoundEngine& engine,
+  // `transport` and `driver` must outlive the service. The driver's observers run on the engine
+  // strand; call driver.Start() before Start().
+  CoordinatorService(boost::asio::io_context& io, Transport& transport, RunDriver& driver,
                      CoordinatorServiceOptions options);
 
   // Starts listening and, if the engine can, the first round.
   Status Start();
   // The bound address (with the real port when port 0 was asked for). Valid after Start().
   std::string address() const { return address_; }
-  // Ends the run: Goodbye(reason) to every client, close, stop listening, then on_finished(OK).
-  // Thread-safe; idempotent.
+  // Ends the run: the driver finishes it (OK), every client gets Goodbye(reason), connections
+  // close, listening stops, then on_finished(OK). Thread-safe; idempotent.
   void Stop(const std::string& reason);
-  // Runs once on the strand when the run ends: OK after all rounds (or Stop), else the engine's
-  // failure.
+  // Runs once, on the I/O strand, when the run has ended: with the driver's outcome (OK after all
+  // rounds or Stop, else why the run failed).
   void set_on_finished(std::function<void(Status)> cb) { on_finished_ = std::move(cb); }
-  size_t connected_clients() const { return by_id_.size(); }
 
  private:
+  using Strand = boost::asio::strand<boost::asio::any_io_executor>;
   struct Session {
     std::shared_ptr<Connection> conn;
     std::string id;  // empty until Hello
     TimePoint last_heard{};
   };
+  using Outbox = std::vector<RoundEngine::Outgoing>;
+
+  // I/O strand.
   void OnAccept(std::shared_ptr<Connection> conn);
   void OnMessage(Connection* conn, Message msg);
   void OnClosed(Connection* conn, const Status& why);
   void OnHello(Session& s, const Hello& hello);
   void Refuse(Session& s, ErrorCode code, const std::string& why);
-  void Flush();
-  void ArmTimer();
+  void Deliver(Outbox outbox);
   void Sweep();
-  void Finish(Status result, const std::string& reason);
+  void CloseAll(Status result, const std::string& reason);
 
-  boost::asio::io_context& io_;
-  boost::asio::strand<boost::asio::io_context::executor_type> strand_;
+  // Engine strand.
+  template <class F>
+  void OnEngine(F&& fn);
+  void AfterEngine();
+  void FinishRun(Status outcome, const std::string& reason);
+
   Transport& transport_;
-  RoundEngine& engine_;
+  RunDriver& driver_;
   CoordinatorServiceOptions options_;
   Clock* clock_;
+  Strand io_strand_;
+  Strand engine_strand_;
   std::shared_ptr<Listener> listener_;
   std::string address_;
-  std::unique_ptr<Timer> deadline_timer_;
+
+  // I/O strand only.
   std::unique_ptr<Timer> sweep_timer_;
   std::map<Connection*, Session> sessions_;   // every open connection
   std::map<std::string, Connection*> by_id_;  // joined clients
   std::function<void(Status)> on_finished_;
-  bool finished_ = false;
+  bool closed_ = false;
+
+  // Engine strand only.
+  std::unique_ptr<Timer> deadline_timer_;
+  bool run_over_ = false;
 };
 
 }  // namespace tributary

@@ -1,36 +1,37 @@
 #include "coordinator/event_log.h"
 
-#include <cerrno>
 #include <chrono>
-#include <cstring>
+#include <filesystem>
+
+#include "core/log.h"
 
 namespace tributary {
 
-Result<std::unique_ptr<EventLog>> EventLog::Open(const std::string& path) {
+Result<std::unique_ptr<EventLog>> EventLog::Open(Env* env, const std::string& path) {
+  const std::string dir = std::filesystem::path(path).parent_path().string();
+  if (!dir.empty()) TRIB_RETURN_IF_ERROR(env->CreateDirs(dir));
   std::unique_ptr<EventLog> log(new EventLog());
-  if (path.empty()) return log;
-  log->file_ = std::fopen(path.c_str(), "a");
-  if (!log->file_)
-    return Status::IoError("cannot open event log " + path + ": " + std::strerror(errno));
+  log->path_ = path;
+  TRIB_ASSIGN_OR_RETURN(log->file_, env->NewAppendableFile(path));
   return log;
 }
 
-EventLog::~EventLog() {
-  if (file_) std::fclose(file_);
-}
-
-void EventLog::Write(const std::string& event, nlohmann::json fields) {
-  if (!file_) return;
-  nlohmann::json line = nlohmann::json::object();
+void EventLog::OnEvent(const RunEvent& event) {
+  // The time and the event's name first, for people reading the file.
+  nlohmann::ordered_json line;
   line["ts_ms"] = std::chrono::duration_cast<std::chrono::milliseconds>(
                       std::chrono::system_clock::now().time_since_epoch())
                       .count();
-  line["event"] = event;
-  for (auto it = fields.begin(); it != fields.end(); ++it) line[it.key()] = it.value();
+  line["event"] = RunEventName(event);
+  const nlohmann::json fields = ToJson(event);
+  for (const auto& [key, value] : fields.items())
+    if (key != "event") line[key] = value;
   const std::string text = line.dump() + "\n";
-  std::lock_guard<std::mutex> lock(mu_);
-  std::fwrite(text.data(), 1, text.size(), file_);
-  std::fflush(file_);
+  Status s = file_->Append(std::span(reinterpret_cast<const uint8_t*>(text.data()), text.size()));
+  if (!s.ok() && !warned_) {
+    warned_ = true;
+    spdlog::warn("event log {}: {} (further write errors are not reported)", path_, s.ToString());
+  }
 }
 
 }  // namespace tributary

@@ -1,34 +1,30 @@
-// EventLog: the coordinator's metrics as JSON lines, one event per line, flushed as written.
+// EventLog: a RunObserver that appends every run event to a file, one JSON line each (the event's
+// JSON form, run_events.h, plus the wall-clock time), flushed as written:
 //
-//   {"ts_ms":1764424331123,"event":"round_end","round":3,"completed":10,...}
+//   {"ts_ms":1764424331123,"event":"round_closed","round":3,"completed":10,...}
 //
-// Events: run_start, round_start... (see docs/operations.md). A null/empty path disables logging.
-// Thread-safe.
+// The file is opened for appending (created with its directory when missing), so a resumed run
+// continues the same log. A write that fails is reported once as a warning and the run goes on.
 #pragma once
 
-#include <cstdio>
 #include <memory>
-#include <mutex>
-#include <nlohmann/json.hpp>
 #include <string>
 
-#include "tributary/result.h"
+#include "coordinator/run_events.h"
+#include "core/env.h"
 
 namespace tributary {
 
-class EventLog {
+class EventLog final : public RunObserver {
  public:
-  // Appends to `path` (created if missing). An empty path gives a log that drops everything.
-  static Result<std::unique_ptr<EventLog>> Open(const std::string& path);
-  ~EventLog();
-
-  // Writes {"ts_ms": now, "event": name, ...fields}.
-  void Write(const std::string& event, nlohmann::json fields = nlohmann::json::object());
+  static Result<std::unique_ptr<EventLog>> Open(Env* env, const std::string& path);
+  void OnEvent(const RunEvent& event) override;
 
  private:
   EventLog() = default;
-  std::mutex mu_;
-  std::FILE* file_ = nullptr;  // guarded by mu_
+  std::string path_;
+  std::unique_ptr<WritableFile> file_;
+  bool warned_ = false;
 };
 
 }  // namespace tributary

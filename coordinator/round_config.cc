@@ -1,34 +1,76 @@
 #include "coordinator/round_config.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
 
 #include "compression/codec.h"
+#include "core/fit_config.h"
 
 namespace tributary {
 
+void BindRoundConfig(ConfigSchema& s, RoundConfig* r) {
+  s.Bind("run.rounds", &r->rounds, "rounds to run").Flag("--rounds");
+  s.Bind("run.clients_per_round", &r->clients_per_round,
+         "updates each round waits for (K); ignored when run.fraction > 0")
+      .Flag("--clients-per-round");
+  s.Bind("run.fraction", &r->fraction,
+         "when > 0, K = ceil(fraction * connected clients) instead of clients_per_round");
+  s.Bind("run.min_available", &r->min_available, "idle clients needed to start a round")
+      .Flag("--min-available");
+  s.Bind("run.over_selection", &r->over_selection,
+         "select ceil(K * this) clients to absorb dropouts, in [1, 10]");
+  s.Bind("run.min_completed", &r->min_completed,
+         "updates that close a round at its deadline (0: all K)")
+      .Flag("--min-completed");
+  s.Bind("run.round_timeout_s", &r->round_timeout, "a round's deadline, in seconds");
+  s.Bind("run.max_round_attempts", &r->max_round_attempts,
+         "a failed round is retried; the run fails after this many attempts (0: never)");
+  s.Bind("run.seed", &r->seed, "seeds client selection and the clients' training").Flag("--seed");
+  s.Bind("run.codec", &r->codec, "the update codec every client uses (docs/compression.md)")
+      .Flag("--codec");
+  s.Bind("run.download_codec", &r->download_codec,
+         "how the global model travels to clients: dense, q8, q8+zstd, ...");
+  s.Bind("run.min_num_examples", &r->min_num_examples,
+         "an update claiming fewer examples is refused");
+  s.Bind("run.max_num_examples", &r->max_num_examples,
+         "an update claiming more examples is refused");
+  s.Bind("eval.federated_every", &r->federated_eval_every,
+         "ask clients to evaluate the new model every k rounds (0: never)");
+  BindFitConfig(s, &r->fit);
+}
+
 Status RoundConfig::Validate() const {
-  auto bad = [](const std::string& what) {
-    return Status::InvalidArgument("round config: " + what);
-  };
-  if (rounds < 1) return bad("rounds must be >= 1");
-  if (fraction < 0.0 || fraction > 1.0) return bad("fraction must be in [0, 1]");
-  if (fraction == 0.0 && clients_per_round < 1) return bad("clients_per_round must be >= 1");
-  if (min_available < 1) return bad("min_available must be >= 1");
+  auto bad = [](const std::string& what) { return Status::InvalidArgument("key " + what); };
+  if (rounds < 1) return bad(fmt::format("'run.rounds' = {} must be >= 1", rounds));
+  if (!(fraction >= 0.0 && fraction <= 1.0))
+    return bad(fmt::format("'run.fraction' = {} must be in [0, 1]", fraction));
+  if (fraction == 0.0 && clients_per_round < 1)
+    return bad(fmt::format("'run.clients_per_round' = {} must be >= 1", clients_per_round));
+  if (min_available < 1)
+    return bad(fmt::format("'run.min_available' = {} must be >= 1", min_available));
   if (!(over_selection >= 1.0) || over_selection > 10.0)
-    return bad("over_selection must be in [1, 10]");
-  if (min_completed < 1) return bad("min_completed must be >= 1");
+    return bad(fmt::format("'run.over_selection' = {} must be in [1, 10]", over_selection));
+  if (min_completed < 0)
+    return bad(fmt::format("'run.min_completed' = {} must be >= 0 (0: all K)", min_completed));
   if (fraction == 0.0 && min_completed > clients_per_round)
-    return bad("min_completed (" + std::to_string(min_completed) + ") exceeds clients_per_round (" +
-               std::to_string(clients_per_round) + ")");
-  if (round_timeout.count() <= 0) return bad("round_timeout must be positive");
-  if (max_round_attempts < 0) return bad("max_round_attempts must be >= 0");
-  if (fit.epochs < 1 || fit.batch_size < 1 || !(fit.lr > 0.0f) || !std::isfinite(fit.lr))
-    return bad("fit needs epochs >= 1, batch_size >= 1 and lr > 0");
-  if (min_num_examples < 1 || min_num_examples > max_num_examples)
-    return bad("need 1 <= min_num_examples <= max_num_examples");
+    return bad(fmt::format("'run.min_completed' = {} exceeds run.clients_per_round = {}",
+                           min_completed, clients_per_round));
+  if (round_timeout.count() <= 0) return bad("'run.round_timeout_s' must be > 0");
+  if (max_round_attempts < 0)
+    return bad(fmt::format("'run.max_round_attempts' = {} must be >= 0 (0: retry forever)",
+                           max_round_attempts));
+  TRIB_RETURN_IF_ERROR(ValidateFitConfig(fit));
+  if (Result<std::unique_ptr<Codec>> c = MakeCodec(codec); !c.ok())
+    return bad("'run.codec': " + c.status().message());
   if (Result<std::unique_ptr<Codec>> c = MakeDownloadCodec(download_codec); !c.ok())
-    return bad("download_codec: " + c.status().message());
-  if (federated_eval_every < 0) return bad("federated_eval_every must be >= 0");
+    return bad("'run.download_codec': " + c.status().message());
+  if (min_num_examples < 1 || min_num_examples > max_num_examples)
+    return bad(fmt::format("'run.min_num_examples' = {} must be in [1, run.max_num_examples = {}]",
+                           min_num_examples, max_num_examples));
+  if (federated_eval_every < 0)
+    return bad(
+        fmt::format("'eval.federated_every' = {} must be >= 0 (0: never)", federated_eval_every));
   return Status::Ok();
 }
 

@@ -1,10 +1,12 @@
-// RoundConfig: how the coordinator runs rounds (selection, deadlines, local training settings).
+// RoundConfig: how the coordinator runs rounds (selection, deadlines, local training settings),
+// and its configuration keys (run.rounds, run.clients_per_round, ..., fit.*; BindRoundConfig).
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <string>
 
+#include "core/config_schema.h"
 #include "tributary/status.h"
 #include "tributary/trainer.h"
 
@@ -16,7 +18,8 @@ struct RoundConfig {
   double fraction = 0.0;           // K = ceil(fraction * connected clients) when > 0
   int64_t min_available = 1;       // a round starts only with at least this many idle clients
   double over_selection = 1.0;     // select ceil(K * over_selection) clients to absorb dropouts
-  int64_t min_completed = 1;  // at the deadline, a round closes with at least this many updates
+  // At the deadline a round closes with at least this many updates; 0 means all K of them.
+  int64_t min_completed = 1;
   std::chrono::milliseconds round_timeout{120'000};
   int64_t max_round_attempts = 0;  // a round that fails is retried; 0 retries forever
   FitConfig fit;                   // sent to clients (the engine derives fit.seed per client)
@@ -32,8 +35,14 @@ struct RoundConfig {
   int64_t federated_eval_every =
       0;  // ask the round's clients to evaluate every k rounds (0: never)
 
-  // InvalidArgument naming the field when a value is out of range or inconsistent.
+  // InvalidArgument naming the key when a value is out of range or inconsistent.
   Status Validate() const;
 };
+
+// The keys: run.rounds, run.clients_per_round, run.fraction, run.min_available,
+// run.over_selection, run.min_completed, run.round_timeout_s, run.max_round_attempts, run.seed,
+// run.codec, run.download_codec, run.min_num_examples, run.max_num_examples,
+// eval.federated_every, and fit.* (core/fit_config.h).
+void BindRoundConfig(ConfigSchema& schema, RoundConfig* round);
 
 }  // namespace tributary

@@ -53,6 +53,10 @@ Result<std::unique_ptr<RoundEngine>> RoundEngine::Create(RoundConfig config,
   return e;
 }
 
+int64_t RoundEngine::MinCompleted() const {
+  return config_.min_completed > 0 ? config_.min_completed : TargetUpdates();
+}
+
 int64_t RoundEngine::TargetUpdates() const {
   if (config_.fraction > 0.0)
     return std::max<int64_t>(1,
@@ -89,7 +93,7 @@ Status RoundEngine::Reject(const std::string& id, ErrorCode code, const std::str
                                                     : Status::FailedPrecondition(reason);
   outbox_.push_back({id, Error{static_cast<uint32_t>(code), "update rejected: " + reason}});
   if (in_round_) ++summary_.rejected;
-  if (hooks_.on_rejected) hooks_.on_rejected(id, why);
+  if (hooks_.on_rejected) hooks_.on_rejected(id, rounds_done_ + 1, why);
   return why;
 }
 
@@ -144,6 +148,7 @@ Status RoundEngine::OnUpdate(const std::string& id, const UpdateSubmission& u, T
     return Status::Ok();
   }();
   if (verdict.ok()) {
+    if (hooks_.on_accepted) hooks_.on_accepted(id, u.round, u.num_examples, u.update.bytes.size());
     ++summary_.completed;
     summary_.num_examples += u.num_examples;
     for (const auto& [k, v] : u.metrics)
@@ -185,11 +190,11 @@ void RoundEngine::OnTick(TimePoint now) {
     summary_.dropped += static_cast<int64_t>(assigned_.size());
     answered_.insert(assigned_.begin(), assigned_.end());
     assigned_.clear();
-    if (summary_.completed >= config_.min_completed) {
+    if (summary_.completed >= MinCompleted()) {
       CloseRound(now);
     } else {
       FailAttempt(now, "deadline passed with " + std::to_string(summary_.completed) + " of the " +
-                           std::to_string(config_.min_completed) + " updates needed");
+                           std::to_string(MinCompleted()) + " updates needed");
     }
   }
   MaybeStartRound(now);
@@ -199,20 +204,20 @@ void RoundEngine::MaybeFinishEarly(TimePoint now) {
   if (!in_round_) return;
   const int64_t outstanding = static_cast<int64_t>(assigned_.size());
   if (summary_.completed >= TargetUpdates() ||
-      (outstanding == 0 && summary_.completed >= config_.min_completed)) {
+      (outstanding == 0 && summary_.completed >= MinCompleted())) {
     CloseRound(now);
     MaybeStartRound(now);
-  } else if (summary_.completed + outstanding < config_.min_completed) {
+  } else if (summary_.completed + outstanding < MinCompleted()) {
     FailAttempt(now, "only " + std::to_string(summary_.completed + outstanding) +
                          " selected clients remain, fewer than min_completed " +
-                         std::to_string(config_.min_completed));
+                         std::to_string(MinCompleted()));
     MaybeStartRound(now);
   }
 }
 
 void RoundEngine::MaybeStartRound(TimePoint now) {
   if (in_round_ || finished()) return;
-  const int64_t need = std::max(config_.min_available, config_.min_completed);
+  const int64_t need = std::max(config_.min_available, MinCompleted());
   if (static_cast<int64_t>(registry_.num_idle()) < need) return;
   // Shuffle pointers to the ids, not the strings: the same permutation (Shuffle draws the same
   // numbers for any element type) at a fraction of the cost over a million-client registry.
@@ -261,6 +266,7 @@ void RoundEngine::MaybeStartRound(TimePoint now) {
     summary_.bytes_down += t.model.data_bytes();
     outbox_.push_back({id, std::move(t)});
   }
+  if (hooks_.on_round_opened) hooks_.on_round_opened(round, attempt_ + 1, summary_.selected);
 }
 
 ModelPayload RoundEngine::DownloadPayload(uint64_t round) const {

@@ -81,8 +81,16 @@ class RoundEngine {
     std::function<void(uint64_t round, int64_t attempt, const std::string& reason)> on_round_failed;
     // When all results of a federated evaluation are in (or its round's deadline passed).
     std::function<void(const FederatedEvalSummary&)> on_federated_eval;
-    // When an update is rejected: who and why (already sent to the client as an Error).
-    std::function<void(const std::string& client_id, const Status& why)> on_rejected;
+    // When a round attempt starts: its selection has been sent its tasks.
+    std::function<void(uint64_t round, int64_t attempt, int64_t selected)> on_round_opened;
+    // When an update is folded in.
+    std::function<void(const std::string& client_id, uint64_t round, uint64_t num_examples,
+                       uint64_t bytes)>
+        on_accepted;
+    // When an update is rejected: who, for which round (the current one), and why (already sent
+    // to the client as an Error).
+    std::function<void(const std::string& client_id, uint64_t round, const Status& why)>
+        on_rejected;
   };
 
   // `rounds_done` and `model_version` restore a checkpoint; a fresh run passes 0 and 0.
@@ -124,6 +132,7 @@ class RoundEngine {
   void MaybeFinishEarly(TimePoint now);
   Status Reject(const std::string& id, ErrorCode code, const std::string& reason);
   int64_t TargetUpdates() const;
+  int64_t MinCompleted() const;  // config.min_completed, or every target update when it is 0
   void FinishFederatedEval();
   // The current model as clients receive it: raw, or encoded with the download codec.
   ModelPayload DownloadPayload(uint64_t round) const;

@@ -3,8 +3,9 @@
 // A client is malicious iff a uniform draw from (seed, client index) is below attack.fraction, so
 // nothing is stored per client and the same clients are malicious in every round and whatever the
 // thread count. A malicious client still runs the real client path (TaskExecutor -> codec -> wire):
-// AttackTrainer wraps its honest Trainer and rewrites the weights fit() returns to
-// global + crafted delta, so the executor computes and sends the crafted delta.
+// an Attack changes its data (WrapData) or wraps its honest Trainer (WrapTrainer) so that fit()
+// returns global + crafted delta, which the executor computes and sends. MakeAttack builds the
+// attack attack.kind names, from a table; the simulator knows only the interface.
 //
 //   attack.kind       what a malicious client submits, with h its honest delta this round:
 //     "none"          nothing (the default)
@@ -30,19 +31,19 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "core/thread_pool.h"
 #include "train/data/dataset.h"
 #include "tributary/status.h"
 #include "tributary/trainer.h"
 
 namespace tributary {
-
-enum class AttackKind { kNone, kSignFlip, kGaussian, kScale, kLabelFlip, kAlie };
 
 struct AttackConfig {
   std::string kind = "none";
@@ -54,12 +55,49 @@ struct AttackConfig {
   // InvalidArgument naming the key: an unknown kind, a value out of range, a kind without a
   // fraction (or a fraction without a kind), or a parameter set for a kind that does not use it.
   Status Validate() const;
-  // The parsed kind; kNone when the kind is unknown (Validate reports that).
-  AttackKind parsed_kind() const;
-  // scale / noise_std with the defaults applied.
-  double effective_scale() const;
-  double effective_noise_std() const;
 };
+
+// What a malicious client does. The simulator calls, for each round attempt: Prepare (once, before
+// anyone trains), then for each malicious selected client WrapData on its examples (when it has
+// any) and WrapTrainer on its honest trainer. Prepare runs on the simulator's thread; WrapData and
+// WrapTrainer may run concurrently on pool threads (they are const).
+class Attack {
+ public:
+  virtual ~Attack() = default;
+
+  // The attempt's malicious clients, in selection order, and its selection size.
+  struct Attempt {
+    int64_t selected = 0;
+    std::vector<uint64_t> malicious;
+  };
+  // A malicious client's honest update this attempt (through the real client path): the delta
+  // it would have sent and its metrics.
+  struct HonestFit {
+    std::vector<float> delta;
+    Metrics metrics;
+  };
+  using FitHonestly = std::function<Result<HonestFit>(uint64_t client)>;
+
+  virtual Status Prepare(const Attempt& /*attempt*/, ThreadPool& /*pool*/,
+                         const FitHonestly& /*fit*/) {
+    return Status::Ok();
+  }
+  // Whether WrapData changes the data (an attack that needs a training trainer).
+  virtual bool changes_data() const { return false; }
+  virtual void WrapData(Dataset& /*data*/) const {}
+  // `num_examples` is what the client reports when the attack does not train.
+  virtual std::shared_ptr<Trainer> WrapTrainer(std::shared_ptr<Trainer> honest, uint64_t client,
+                                               int64_t num_examples) const {
+    (void)client;
+    (void)num_examples;
+    return honest;
+  }
+};
+
+// The attack `config.kind` names (after Validate); null for "none".
+Result<std::unique_ptr<Attack>> MakeAttack(const AttackConfig& config);
+// The kinds MakeAttack knows, "none" first.
+std::vector<std::string> AttackKinds();
 
 // Whether `client` is malicious: Uniform(seed, client) < fraction.
 bool IsMaliciousClient(uint64_t seed, uint64_t client, double fraction);
@@ -73,36 +111,6 @@ double AlieZMax(int64_t n, int64_t f);
 // mu - z * sigma over the coordinates of `honest` (each of the same length, at least one);
 // computed in double, in the order given.
 std::vector<float> AlieDelta(std::span<const std::vector<float>> honest, double z);
-
-// A Trainer decorator that makes an honest trainer's fit() submit an attack's delta.
-//   sign_flip, scale   calls the inner fit, returns global + factor * (fit - global)
-//   gaussian           does not train; returns global + N(0, std^2) noise seeded from the fit seed
-//   alie               does not train; returns global + the crafted delta given at construction,
-//                      with the honest metrics given
-//   none, label_flip   the inner trainer unchanged (label_flip changes the data, not the fit)
-// num_examples is what the client reports when it does not train (its honest count).
-// Thread-compatible, like every Trainer.
-class AttackTrainer final : public Trainer {
- public:
-  AttackTrainer(std::shared_ptr<Trainer> inner, const AttackConfig& config, int64_t num_examples);
-  // The ALIE form: submits `delta` (the model's size) with `metrics`.
-  AttackTrainer(std::shared_ptr<Trainer> inner, std::shared_ptr<const std::vector<float>> delta,
-                Metrics metrics, int64_t num_examples);
-
-  Result<ModelWeights> get_parameters() override { return inner_->get_parameters(); }
-  Result<FitResult> fit(const ModelWeights& global, const FitConfig& config) override;
-  Result<EvalResult> evaluate(const ModelWeights& weights, const EvalConfig& config) override {
-    return inner_->evaluate(weights, config);
-  }
-
- private:
-  std::shared_ptr<Trainer> inner_;
-  AttackKind kind_ = AttackKind::kNone;
-  double scale_ = 1.0, noise_std_ = 1.0;
-  std::shared_ptr<const std::vector<float>> delta_;
-  Metrics metrics_;
-  int64_t num_examples_ = 0;
-};
 
 // A Trainer decorator that passes fit() through and keeps the delta (fit - global) and metrics, so
 // the simulator can learn an attacker's honest update from the real client path (TaskExecutor

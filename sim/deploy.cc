@@ -13,8 +13,11 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <thread>
 
+#include "client/tools/client_config.h"
+#include "coordinator/coordinator_config.h"
 #include "core/file_util.h"
 #include "crypto/cert_authority.h"
 #include "crypto/pem.h"
@@ -95,24 +98,43 @@ std::string FindBinary(const std::string& given, const std::string& name,
   return (self.parent_path() / folder / name).string();
 }
 
-std::string Quote(const std::string& s) { return nlohmann::json(s).dump(); }
+// Why a changed in-process-only key has no meaning with real processes; null for the others.
+const char* InProcessOnly(const std::string& key) {
+  if (key == "sim.threads") return "real clients are processes, one per client";
+  if (key.rfind("hetero.", 0) == 0) return "real clients have real devices and networks";
+  if (key.rfind("residual.", 0) == 0)
+    return "a real client keeps its whole error-feedback residual in its state directory";
+  if (key.rfind("attack.", 0) == 0) return "the real client binary does not attack";
+  return nullptr;
+}
 
 }  // namespace
 
+Status CheckDeployable(const SimConfig& c) {
+  TRIB_RETURN_IF_ERROR(c.Validate());
+  for (const std::string& key : ChangedSimKeys(c)) {
+    if (const char* why = InProcessOnly(key))
+      return Status::InvalidArgument("key '" + key + "' has no effect in deployment mode (" + why +
+                                     "); remove it or run in-process");
+  }
+  if (c.trainer != "native")
+    return Status::InvalidArgument("key 'sim.trainer' = '" + c.trainer +
+                                   "': deployment mode trains for real (native)");
+  if (c.data.partition.rfind("replacement:", 0) == 0)
+    return Status::InvalidArgument(
+        "key 'data.partition' = '" + c.data.partition +
+        "': deployment mode needs a partition real clients can compute (iid, dirichlet:A, "
+        "shards:K)");
+  if (c.data.num_clients > 64)
+    return Status::InvalidArgument(
+        "key 'data.num_clients' = " + std::to_string(c.data.num_clients) +
+        ": deployment mode starts one process per client, at most 64");
+  return Status::Ok();
+}
+
 Result<SimResult> RunDeployment(const SimConfig& c, const DeployOptions& options,
                                 const std::function<void(const SimRound&)>& on_round) {
-  TRIB_RETURN_IF_ERROR(c.Validate());
-  if (c.dataset != "fashion-mnist")
-    return Status::InvalidArgument("deployment mode needs dataset 'fashion-mnist' (key dataset)");
-  if (c.partition.rfind("replacement:", 0) == 0)
-    return Status::InvalidArgument(
-        "deployment mode needs a partition (iid, dirichlet:A, shards:K), not '" + c.partition +
-        "' (key partition)");
-  if (c.trainer != "native")
-    return Status::InvalidArgument("deployment mode trains for real (key trainer = 'native')");
-  if (c.clients > 64)
-    return Status::InvalidArgument("deployment mode starts one process per client; clients = " +
-                                   std::to_string(c.clients) + " is over its limit of 64");
+  TRIB_RETURN_IF_ERROR(CheckDeployable(c));
   const std::string coordinator_bin =
       FindBinary(options.coordinator_bin, "tributary-coordinator", "coordinator");
   const std::string client_bin = FindBinary(options.client_bin, "tributary-client", "client");
@@ -132,35 +154,36 @@ Result<SimResult> RunDeployment(const SimConfig& c, const DeployOptions& options
   TRIB_ASSIGN_OR_RETURN(PemPair server, MakeServerCertificate(ca, {"localhost"}, {"127.0.0.1"}));
   TRIB_RETURN_IF_ERROR(
       WritePemPair(server, (pki / "server.crt").string(), (pki / "server.key").string(), true));
-  for (int64_t i = 0; i < c.clients; ++i) {
+  for (int64_t i = 0; i < c.data.num_clients; ++i) {
     const std::string id = Population::ClientId(static_cast<uint64_t>(i));
     TRIB_ASSIGN_OR_RETURN(PemPair cert, MakeClientCertificate(ca, id));
     TRIB_RETURN_IF_ERROR(
         WritePemPair(cert, (pki / (id + ".crt")).string(), (pki / (id + ".key")).string(), true));
   }
 
-  // The coordinator's config: the simulation's settings, in real seconds.
+  // The coordinator's config: the run the in-process simulator runs, through the coordinator's
+  // own schema. Its outputs go to out/.
   const fs::path out = fs::path(work) / "out";
   const std::string ready = (fs::path(work) / "ready").string();
-  std::string toml = fmt::format(
-      "listen = \"127.0.0.1:0\"\nlog_level = \"info\"\n[tls]\nca = {}\ncert = {}\nkey = {}\n"
-      "[run]\nmodel = {}\ninit_seed = {}\nstrategy = {}\nrounds = {}\nclients_per_round = {}\n"
-      "min_available = {}\nover_selection = {}\nmin_completed = {}\nround_timeout_s = {}\n"
-      "seed = {}\ncodec = {}\nheartbeat_interval_s = 2\nclient_timeout_s = {}\n"
-      "[fit]\nepochs = {}\nbatch_size = {}\nlr = {}\nmomentum = {}\nweight_decay = {}\n"
-      "proximal_mu = {}\nmax_steps = {}\n[eval]\nevery = {}\ndata_dir = {}\nmax_examples = {}\n"
-      "[output]\ncheckpoint_dir = {}\nready_file = {}\n",
-      Quote((pki / "ca.crt").string()), Quote((pki / "server.crt").string()),
-      Quote((pki / "server.key").string()), Quote(c.model), c.init_seed, Quote(c.strategy),
-      c.rounds, c.per_round, c.clients, c.over_selection,
-      c.min_completed > 0 ? c.min_completed : c.per_round, c.round_timeout_s, c.seed,
-      Quote(c.codec), std::max(60.0, c.round_timeout_s), c.fit.epochs, c.fit.batch_size,
-      static_cast<double>(c.fit.lr), static_cast<double>(c.fit.momentum),
-      static_cast<double>(c.fit.weight_decay), static_cast<double>(c.fit.proximal_mu),
-      c.fit.max_steps, c.eval_every, Quote(c.data_dir), c.test_examples, Quote(out.string()),
-      Quote(ready));
+  CoordinatorConfig cc;
+  cc.listen = "127.0.0.1:0";
+  cc.log_level = "info";
+  cc.tls_ca = (pki / "ca.crt").string();
+  cc.tls_cert = (pki / "server.crt").string();
+  cc.tls_key = (pki / "server.key").string();
+  cc.ready_file = ready;
+  cc.heartbeat_interval = std::chrono::seconds(2);
+  cc.client_timeout =
+      std::max<std::chrono::milliseconds>(std::chrono::seconds(60), c.run.round.round_timeout);
+  cc.run = c.EffectiveRun();
+  cc.run.checkpoint_dir = out.string();
+  cc.run.event_log = (out / "events.jsonl").string();
+  cc.run.final_model = (out / "final.safetensors").string();
+  cc.data = c.data;
+  ConfigSchema coordinator_schema("tributary-coordinator");
+  BindCoordinatorConfig(coordinator_schema, &cc);
   const std::string toml_path = (fs::path(work) / "coordinator.toml").string();
-  TRIB_RETURN_IF_ERROR(WriteFileAtomic(toml_path, toml));
+  TRIB_RETURN_IF_ERROR(WriteFileAtomic(toml_path, coordinator_schema.ValuesToml()));
 
   const auto start = WallClock::now();
   Child coordinator;
@@ -180,50 +203,39 @@ Result<SimResult> RunDeployment(const SimConfig& c, const DeployOptions& options
   }
   const std::string port = address.substr(address.rfind(':') + 1);
   std::vector<std::unique_ptr<Child>> clients;
-  for (int64_t i = 0; i < c.clients; ++i) {
+  for (int64_t i = 0; i < c.data.num_clients; ++i) {
     const std::string id = Population::ClientId(static_cast<uint64_t>(i));
-    std::vector<std::string> argv = {client_bin,
-                                     "--coordinator",
-                                     "localhost:" + port,
-                                     "--ca",
-                                     (pki / "ca.crt").string(),
-                                     "--cert",
-                                     (pki / (id + ".crt")).string(),
-                                     "--key",
-                                     (pki / (id + ".key")).string(),
-                                     "--state-dir",
-                                     (fs::path(work) / "state" / id).string(),
-                                     "--model",
-                                     c.model,
-                                     "--device",
-                                     "cpu",
-                                     "--partition",
-                                     c.partition,
-                                     "--num-clients",
-                                     std::to_string(c.clients),
-                                     "--client-index",
-                                     std::to_string(i),
-                                     "--partition-seed",
-                                     std::to_string(c.seed),
-                                     "--train-examples",
-                                     std::to_string(c.train_examples),
-                                     "--log-level",
-                                     "warn"};
-    if (!c.data_dir.empty()) {
-      argv.push_back("--data");
-      argv.push_back(c.data_dir);
-    }
+    // Each client's config: the same data keys and model, through the client's own schema.
+    ClientConfig cl;
+    cl.log_level = "warn";
+    cl.coordinator = "localhost:" + port;
+    cl.ca = (pki / "ca.crt").string();
+    cl.cert = (pki / (id + ".crt")).string();
+    cl.key = (pki / (id + ".key")).string();
+    cl.state_dir = (fs::path(work) / "state" / id).string();
+    cl.device = "cpu";
+    cl.model = c.run.model;
+    cl.init_seed = c.run.init_seed;
+    cl.data = c.data;
+    cl.client_index = i;
+    ConfigSchema client_schema("tributary-client");
+    BindClientConfig(client_schema, &cl);
+    const std::string client_toml = (fs::path(work) / "state" / (id + ".toml")).string();
+    TRIB_RETURN_IF_ERROR(WriteFileAtomic(client_toml, client_schema.ValuesToml()));
     clients.push_back(std::make_unique<Child>());
-    TRIB_RETURN_IF_ERROR(
-        clients.back()->Start(argv, (fs::path(work) / "logs" / (id + ".log")).string()));
+    TRIB_RETURN_IF_ERROR(clients.back()->Start({client_bin, "--config", client_toml},
+                                               (fs::path(work) / "logs" / (id + ".log")).string()));
   }
 
-  // Follow the event log while the coordinator runs.
-  const double timeout_s = options.timeout_s > 0
-                               ? options.timeout_s
-                               : static_cast<double>(c.rounds) * (c.round_timeout_s + 60.0);
-  const std::string events_path = (out / "events.jsonl").string();
+  // Follow the event log while the coordinator runs: the run's events, read back.
+  const double timeout_s =
+      options.timeout_s > 0
+          ? options.timeout_s
+          : static_cast<double>(c.run.round.rounds) *
+                (std::chrono::duration<double>(c.run.round.round_timeout).count() + 60.0);
+  const std::string events_path = cc.run.event_log;
   SimResult result;
+  std::optional<RunFinished> finished;
   size_t lines_seen = 0;
   auto read_events = [&] {
     std::ifstream in(events_path);
@@ -232,28 +244,14 @@ Result<SimResult> RunDeployment(const SimConfig& c, const DeployOptions& options
     while (std::getline(in, line)) {
       if (n++ < lines_seen) continue;
       lines_seen = n;
-      nlohmann::json ev = nlohmann::json::parse(line, nullptr, false);
-      if (ev.is_discarded() || ev.value("event", "") != "round_end") continue;
-      SimRound r;
-      r.round = ev.value("round", uint64_t{0});
-      r.attempts = ev.value("attempts", int64_t{1});
-      r.selected = ev.value("selected", int64_t{0});
-      r.completed = ev.value("completed", int64_t{0});
-      r.rejected = ev.value("rejected", int64_t{0});
-      r.dropouts = ev.value("dropped", int64_t{0});
-      r.bytes_up = ev.value("bytes_up", uint64_t{0});
-      r.bytes_down = ev.value("bytes_down", uint64_t{0});
-      r.wall_seconds = ev.value("duration_s", 0.0);
-      r.sim_seconds = r.wall_seconds;
-      r.wall_clock = std::chrono::duration<double>(WallClock::now() - start).count();
-      r.sim_clock = r.wall_clock;
-      if (ev.contains("client_metrics") && ev["client_metrics"].contains("train_loss"))
-        r.train_loss = ev["client_metrics"]["train_loss"].get<double>();
-      if (ev.contains("test_accuracy")) {
-        r.evaluated = true;
-        r.test_accuracy = ev["test_accuracy"].get<double>();
-        r.test_loss = ev.value("test_loss", 0.0);
-      }
+      Result<RunEvent> ev = RunEventFromJson(nlohmann::json::parse(line, nullptr, false));
+      if (!ev.ok()) continue;  // a line being written, or one from a newer coordinator
+      if (const auto* f = std::get_if<RunFinished>(&*ev)) finished = *f;
+      const auto* closed = std::get_if<RoundClosed>(&*ev);
+      if (!closed) continue;
+      SimRound r = SimRoundOf(*closed);
+      r.wall_seconds = r.sim_seconds = closed->summary.duration_s;
+      r.wall_clock = r.sim_clock = std::chrono::duration<double>(WallClock::now() - start).count();
       const SimRound& stored = result.Append(std::move(r), c.target_accuracy);
       if (on_round) on_round(stored);
     }
@@ -279,14 +277,11 @@ Result<SimResult> RunDeployment(const SimConfig& c, const DeployOptions& options
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
   result.wall_seconds = std::chrono::duration<double>(WallClock::now() - start).count();
   result.sim_seconds = result.wall_seconds;
-  // The final model's hash, from the coordinator's log line.
-  std::ifstream log(coordinator.log());
-  std::string line;
-  while (std::getline(log, line)) {
-    const size_t at = line.find("(hash ");
-    if (line.rfind("final model:", 0) == 0 && at != std::string::npos)
-      result.model_hash = std::stoull(line.substr(at + 6, 16), nullptr, 16);
-  }
+  if (!finished || !finished->ok)
+    return Status::Unavailable("the coordinator's event log " + events_path +
+                               " does not record a finished run" +
+                               (finished ? ": " + finished->status : std::string()));
+  result.model_hash = finished->model_hash;
   return result;
 }
 

@@ -104,66 +104,31 @@ std::string Chart(const std::string& title, const std::string& xlabel,
 
 }  // namespace
 
-nlohmann::json SimConfigJson(const SimConfig& c) {
-  const HeterogeneityConfig& h = c.hetero;
-  return {{"model", c.model},
-          {"dataset", c.dataset},
-          {"data_dir", c.data_dir},
-          {"train_examples", c.train_examples},
-          {"test_examples", c.test_examples},
-          {"partition", c.partition},
-          {"clients", c.clients},
-          {"per_round", c.per_round},
-          {"rounds", c.rounds},
-          {"over_selection", c.over_selection},
-          {"min_completed", c.min_completed},
-          {"round_timeout_s", c.round_timeout_s},
-          {"seed", c.seed},
-          {"init_seed", c.init_seed},
-          {"threads", c.threads},
-          {"strategy", c.strategy},
-          {"codec", c.codec},
-          {"download_codec", c.download_codec},
-          {"trainer", c.trainer},
-          {"eval_every", c.eval_every},
-          {"target_accuracy", c.target_accuracy},
-          {"fit",
-           {{"epochs", c.fit.epochs},
-            {"batch_size", c.fit.batch_size},
-            {"lr", c.fit.lr},
-            {"momentum", c.fit.momentum},
-            {"weight_decay", c.fit.weight_decay},
-            {"proximal_mu", c.fit.proximal_mu},
-            {"max_steps", c.fit.max_steps}}},
-          {"hetero",
-           {{"speed_tiers", h.speed_tiers},
-            {"samples_per_s", h.samples_per_s},
-            {"speed_sigma", h.speed_sigma},
-            {"availability", h.availability},
-            {"dropout", h.dropout},
-            {"down_mbps", h.down_mbps},
-            {"up_mbps", h.up_mbps},
-            {"bandwidth_sigma", h.bandwidth_sigma},
-            {"latency_ms", h.latency_ms}}},
-          {"attack",
-           {{"kind", c.attack.kind},
-            {"fraction", c.attack.fraction},
-            {"scale", c.attack.scale},
-            {"noise_std", c.attack.noise_std},
-            {"alie_z", c.attack.alie_z}}}};
+nlohmann::json SimConfigJson(const SimConfig& config) {
+  // Every key through the simulator's schema: one list of keys, whatever is added to it.
+  SimConfig copy = config;
+  ConfigSchema schema("tributary-sim");
+  BindSimConfig(schema, &copy);
+  nlohmann::json out = nlohmann::json::object();
+  for (const ConfigSchema::Key* k : schema.keys()) {
+    if (!k->refusal().empty()) continue;
+    // A key's TOML value text (a quoted string, a number, true or false) is valid JSON too.
+    out[k->name()] = nlohmann::json::parse(k->value_text());
+  }
+  return out;
 }
 
 std::string RoundsCsv(const SimResult& result) {
   std::string out =
-      "round,attempts,selected,completed,rejected,unavailable,dropouts,stragglers,bytes_up,"
+      "round,attempts,selected,completed,rejected,dropped,unavailable,dropouts,stragglers,bytes_up,"
       "bytes_down,cum_bytes_up,cum_bytes_down,sim_seconds,sim_clock,wall_seconds,wall_clock,"
       "train_loss,test_accuracy,test_loss,malicious\n";
   for (const SimRound& r : result.rounds) {
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},",
-                       r.round, r.attempts, r.selected, r.completed, r.rejected, r.unavailable,
-                       r.dropouts, r.stragglers, r.bytes_up, r.bytes_down, r.cum_bytes_up,
-                       r.cum_bytes_down, r.sim_seconds, r.sim_clock, r.wall_seconds, r.wall_clock,
-                       r.train_loss);
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},",
+                       r.round, r.attempts, r.selected, r.completed, r.rejected, r.dropped,
+                       r.unavailable, r.dropouts, r.stragglers, r.bytes_up, r.bytes_down,
+                       r.cum_bytes_up, r.cum_bytes_down, r.sim_seconds, r.sim_clock, r.wall_seconds,
+                       r.wall_clock, r.train_loss);
     out += r.evaluated ? fmt::format("{:.6f},{:.6f},", r.test_accuracy, r.test_loss) : ",,";
     out += fmt::format("{}\n", r.malicious);
   }
@@ -184,9 +149,9 @@ std::string ReportHtml(const SimConfig& config, const SimResult& result,
       "margin:2em;max-width:1200px}table{border-collapse:collapse}td,th{border:1px solid #ccc;"
       "padding:3px 8px;text-align:left}.charts{display:flex;flex-wrap:wrap;gap:16px}</style>"
       "</head><body>\n";
-  html +=
-      fmt::format("<h1>Tributary simulation: {} on {}, {} clients, {} per round</h1>\n",
-                  Escape(config.model), Escape(config.dataset), config.clients, config.per_round);
+  html += fmt::format("<h1>Tributary simulation: {} on {}, {} clients, {} per round</h1>\n",
+                      Escape(config.run.model), Escape(config.data.dataset),
+                      config.data.num_clients, config.run.round.clients_per_round);
   html += "<div class='charts'>\n" + Chart("Test accuracy by round", "round", by_round, false) +
           Chart("Test accuracy by cumulative upload", "upload bytes (log scale)", by_bytes, true) +
           "</div>\n<h2>Totals</h2>\n<table>\n";
@@ -214,6 +179,7 @@ Status WriteReport(const std::string& dir, const SimConfig& config, const SimRes
                         {"selected", r.selected},
                         {"completed", r.completed},
                         {"rejected", r.rejected},
+                        {"dropped", r.dropped},
                         {"unavailable", r.unavailable},
                         {"dropouts", r.dropouts},
                         {"stragglers", r.stragglers},

@@ -1,9 +1,10 @@
 // The simulator's report directory.
 //
-//   rounds.csv   one row per round: round, attempts, selected, completed, rejected, unavailable,
-//                dropouts, stragglers, bytes_up, bytes_down, cum_bytes_up, cum_bytes_down,
-//                sim_seconds, sim_clock, wall_seconds, wall_clock, train_loss, test_accuracy,
-//                test_loss (empty when the round was not evaluated)
+//   rounds.csv   one row per round: round, attempts, selected, completed, rejected, dropped,
+//                unavailable, dropouts, stragglers, bytes_up, bytes_down, cum_bytes_up,
+//                cum_bytes_down, sim_seconds, sim_clock, wall_seconds, wall_clock, train_loss,
+//                test_accuracy, test_loss (empty when the round was not evaluated), malicious
+//                (sim/sim_result.h says what each counts, and which are in-process only)
 //   report.json  {"config": {...}, "rounds": [...], "totals": {...}}
 //   report.html  self-contained (inline SVG, no scripts, no network): test accuracy against round
 //                and against cumulative upload bytes, the totals and the configuration.
@@ -15,11 +16,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sim/simulator.h"
+#include "sim/sim_config.h"
+#include "sim/sim_result.h"
 
 namespace tributary {
 
-// The configuration as JSON (every key of SimConfigKeys, with its value).
+// The configuration as JSON: every key tributary-sim uses (BindSimConfig), with its value.
 nlohmann::json SimConfigJson(const SimConfig& config);
 
 // `extra` is merged into report.json's "totals" (e.g. the mode, memory figures).

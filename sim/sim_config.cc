@@ -1,77 +1,12 @@
 #include "sim/sim_config.h"
 
-#include "compression/codec.h"
-
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <cmath>
-#include <type_traits>
-#include <variant>
-#include <vector>
+#include <filesystem>
 
 namespace tributary {
 namespace {
-
-struct Key {
-  const char* name;
-  std::variant<std::string*, int64_t*, uint64_t*, double*, int*, float*> target;
-};
-
-std::vector<Key> Keys(SimConfig* c) {
-  HeterogeneityConfig& h = c->hetero;
-  return {
-      {"model", &c->model},
-      {"dataset", &c->dataset},
-      {"data_dir", &c->data_dir},
-      {"train_examples", &c->train_examples},
-      {"test_examples", &c->test_examples},
-      {"partition", &c->partition},
-      {"clients", &c->clients},
-      {"per_round", &c->per_round},
-      {"rounds", &c->rounds},
-      {"over_selection", &c->over_selection},
-      {"min_completed", &c->min_completed},
-      {"round_timeout_s", &c->round_timeout_s},
-      {"seed", &c->seed},
-      {"init_seed", &c->init_seed},
-      {"threads", &c->threads},
-      {"strategy", &c->strategy},
-      {"codec", &c->codec},
-      {"download_codec", &c->download_codec},
-      {"trainer", &c->trainer},
-      {"eval_every", &c->eval_every},
-      {"eval_batch", &c->eval_batch},
-      {"target_accuracy", &c->target_accuracy},
-      {"report_dir", &c->report_dir},
-      {"fit.epochs", &c->fit.epochs},
-      {"fit.batch_size", &c->fit.batch_size},
-      {"fit.lr", &c->fit.lr},
-      {"fit.momentum", &c->fit.momentum},
-      {"fit.weight_decay", &c->fit.weight_decay},
-      {"fit.proximal_mu", &c->fit.proximal_mu},
-      {"fit.max_steps", &c->fit.max_steps},
-      {"synthetic.height", &c->synthetic_height},
-      {"synthetic.width", &c->synthetic_width},
-      {"synthetic.noise", &c->synthetic_noise},
-      {"hetero.speed_tiers", &h.speed_tiers},
-      {"hetero.samples_per_s", &h.samples_per_s},
-      {"hetero.speed_sigma", &h.speed_sigma},
-      {"hetero.availability", &h.availability},
-      {"hetero.dropout", &h.dropout},
-      {"hetero.down_mbps", &h.down_mbps},
-      {"hetero.up_mbps", &h.up_mbps},
-      {"hetero.bandwidth_sigma", &h.bandwidth_sigma},
-      {"hetero.latency_ms", &h.latency_ms},
-      {"residual.max_age_rounds", &c->residual_max_age_rounds},
-      {"residual.keep_fraction", &c->residual_keep_fraction},
-      {"attack.kind", &c->attack.kind},
-      {"attack.fraction", &c->attack.fraction},
-      {"attack.scale", &c->attack.scale},
-      {"attack.noise_std", &c->attack.noise_std},
-      {"attack.alie_z", &c->attack.alie_z},
-  };
-}
 
 Status Bad(const char* key, const std::string& why) {
   return Status::InvalidArgument(fmt::format("key '{}' {}", key, why));
@@ -79,111 +14,126 @@ Status Bad(const char* key, const std::string& why) {
 
 }  // namespace
 
-const std::vector<std::string>& SimConfigKeys() {
-  static const std::vector<std::string> names = [] {
-    SimConfig c;
-    std::vector<std::string> out;
-    for (const Key& k : Keys(&c)) out.emplace_back(k.name);
-    return out;
-  }();
-  return names;
+SimConfig::SimConfig() {
+  run.round.rounds = 20;
+  run.round.round_timeout = std::chrono::seconds(600);  // simulated seconds
+  run.round.min_completed = 0;                          // every selected update
+  run.round.max_round_attempts = 50;
+  data.partition = "dirichlet:0.5";
+  data.num_clients = 100;
 }
 
-Status LoadSimConfig(const Config& cfg, SimConfig* out) {
-  // Every key must be known: walk the document and compare against the table.
-  for (const auto& [k, v] : cfg.table()) {
-    const std::string key(k.str());
-    if (v.is_table()) {
-      for (const auto& [k2, v2] : *v.as_table()) {
-        (void)v2;
-        const std::string dotted = key + "." + std::string(k2.str());
-        const auto& names = SimConfigKeys();
-        if (std::find(names.begin(), names.end(), dotted) == names.end())
-          return Status::InvalidArgument(cfg.source() + ": unknown key '" + dotted + "'");
-      }
-      continue;
-    }
-    const auto& names = SimConfigKeys();
-    if (std::find(names.begin(), names.end(), key) == names.end())
-      return Status::InvalidArgument(cfg.source() + ": unknown key '" + key + "'");
-  }
-  for (const Key& k : Keys(out)) {
-    Status st = std::visit(
-        [&](auto* dst) -> Status {
-          using T = std::remove_pointer_t<decltype(dst)>;
-          if constexpr (std::is_same_v<T, std::string>) {
-            TRIB_ASSIGN_OR_RETURN(*dst, cfg.GetString(k.name, *dst));
-          } else if constexpr (std::is_same_v<T, double> || std::is_same_v<T, float>) {
-            TRIB_ASSIGN_OR_RETURN(double v, cfg.GetDouble(k.name, static_cast<double>(*dst)));
-            *dst = static_cast<T>(v);
-          } else {
-            TRIB_ASSIGN_OR_RETURN(int64_t v, cfg.GetInt(k.name, static_cast<int64_t>(*dst)));
-            if (std::is_unsigned_v<T> && v < 0)
-              return Status::InvalidArgument(cfg.source() + ": key '" + k.name + "' must be >= 0");
-            *dst = static_cast<T>(v);
-          }
-          return Status::Ok();
-        },
-        k.target);
-    TRIB_RETURN_IF_ERROR(st);
-  }
-  return Status::Ok();
+void BindSimConfig(ConfigSchema& s, SimConfig* c) {
+  BindRunConfig(s, &c->run);
+  BindDataConfig(s, &c->data, /*partitioned=*/true);
+  s.Bind("log_level", &c->log_level, "trace, debug, info, warn or error").Flag("--log-level");
+  s.Bind("sim.threads", &c->threads, "worker threads (0: every core)").Flag("--threads");
+  s.Bind("sim.trainer", &c->trainer,
+         "\"native\" trains; \"noop\" returns the model untouched (the framework's own cost)")
+      .Flag("--trainer");
+  s.Bind("sim.target_accuracy", &c->target_accuracy,
+         "report the first round reaching this test accuracy, a fraction (0: none)");
+  s.Bind("sim.report_dir", &c->report_dir,
+         "where report.html, report.json, rounds.csv, events.jsonl and the final model go")
+      .Flag("--report-dir");
+  HeterogeneityConfig& h = c->hetero;
+  s.Bind("hetero.speed_tiers", &h.speed_tiers,
+         "compute tiers \"name:fraction:samples_per_s,...\" (\"\": one at hetero.samples_per_s)")
+      .Flag("--speed-tiers");
+  s.Bind("hetero.samples_per_s", &h.samples_per_s, "training speed of a device, samples/s");
+  s.Bind("hetero.speed_sigma", &h.speed_sigma, "log-normal spread of a client's speed");
+  s.Bind("hetero.availability", &h.availability, "chance a selected client is reachable")
+      .Flag("--availability");
+  s.Bind("hetero.dropout", &h.dropout, "chance a client leaves in the middle of its task")
+      .Flag("--dropout");
+  s.Bind("hetero.down_mbps", &h.down_mbps, "download bandwidth, Mbit/s (0: unlimited)");
+  s.Bind("hetero.up_mbps", &h.up_mbps, "upload bandwidth, Mbit/s (0: unlimited)");
+  s.Bind("hetero.bandwidth_sigma", &h.bandwidth_sigma, "log-normal spread of the bandwidths");
+  s.Bind("hetero.latency_ms", &h.latency_ms, "network latency per transfer, ms");
+  s.Bind("residual.max_age_rounds", &c->residual_max_age_rounds,
+         "drop a residual its client has not used for this many rounds (0: never)");
+  s.Bind("residual.keep_fraction", &c->residual_keep_fraction,
+         "keep only this fraction of a residual's largest entries, in (0, 1]");
+  s.Bind("attack.kind", &c->attack.kind,
+         "what malicious clients do: none, sign_flip, gaussian, scale, label_flip, alie");
+  s.Bind("attack.fraction", &c->attack.fraction, "expected share of malicious clients, in [0, 1)");
+  s.Bind("attack.scale", &c->attack.scale, "sign_flip and scale: the factor (0: 4 and 10)");
+  s.Bind("attack.noise_std", &c->attack.noise_std, "gaussian: the noise's std. dev. (0: 1)");
+  s.Bind("attack.alie_z", &c->attack.alie_z, "alie: z (0: the paper's z_max)");
+
+  s.Refuse("run.min_available",
+           "every virtual client is available between rounds, so a round starts with all of them");
+  s.Refuse("eval.federated_every", "virtual clients do not run federated evaluation");
+  for (const char* key : {"output.checkpoint_dir", "output.event_log", "output.final_model"})
+    s.Refuse(key, "the simulator writes its outputs to sim.report_dir");
+  // The flat keys of earlier versions.
+  const std::pair<const char*, const char*> renamed[] = {
+      {"model", "run.model"},
+      {"dataset", "data.dataset"},
+      {"data_dir", "data.dir"},
+      {"train_examples", "data.train_examples"},
+      {"test_examples", "data.test_examples"},
+      {"partition", "data.partition"},
+      {"clients", "data.num_clients"},
+      {"per_round", "run.clients_per_round"},
+      {"rounds", "run.rounds"},
+      {"over_selection", "run.over_selection"},
+      {"min_completed", "run.min_completed"},
+      {"round_timeout_s", "run.round_timeout_s"},
+      {"seed", "run.seed"},
+      {"init_seed", "run.init_seed"},
+      {"threads", "sim.threads"},
+      {"strategy", "run.strategy"},
+      {"codec", "run.codec"},
+      {"download_codec", "run.download_codec"},
+      {"trainer", "sim.trainer"},
+      {"eval_every", "eval.every"},
+      {"eval_batch", "eval.batch_size"},
+      {"target_accuracy", "sim.target_accuracy"},
+      {"report_dir", "sim.report_dir"},
+      {"synthetic.height", "data.synthetic.height"},
+      {"synthetic.width", "data.synthetic.width"},
+      {"synthetic.noise", "data.synthetic.noise"},
+  };
+  for (const auto& [from, to] : renamed) s.Rename(from, to);
 }
 
-Status ApplySimOverride(const std::string& kv, SimConfig* out) {
-  const size_t eq = kv.find('=');
-  if (eq == std::string::npos || eq == 0)
-    return Status::InvalidArgument("--set '" + kv + "' is not key=value");
-  const std::string key = kv.substr(0, eq), value = kv.substr(eq + 1);
-  Result<Config> doc = Config::Parse(key + " = " + value, "--set " + key);
-  if (!doc.ok()) {
-    std::string quoted;
-    for (char c : value) {
-      if (c == '"' || c == '\\') quoted += '\\';
-      quoted += c;
-    }
-    doc = Config::Parse(key + " = \"" + quoted + "\"", "--set " + key);
-  }
-  if (!doc.ok()) return doc.status();
-  return LoadSimConfig(*doc, out);
+RunConfig SimConfig::EffectiveRun() const {
+  RunConfig r = run;
+  r.round.min_available = data.num_clients;
+  r.checkpoint_dir.clear();
+  r.event_log.clear();
+  r.final_model.clear();
+  return r;
 }
 
 Status SimConfig::Validate() const {
-  if (clients < 1) return Bad("clients", fmt::format("= {} must be >= 1", clients));
-  if (per_round < 1 || per_round > clients)
-    return Bad("per_round", fmt::format("= {} must be in [1, clients = {}]", per_round, clients));
-  if (rounds < 1) return Bad("rounds", fmt::format("= {} must be >= 1", rounds));
-  if (!(over_selection >= 1.0) || !std::isfinite(over_selection))
-    return Bad("over_selection", fmt::format("= {} must be >= 1", over_selection));
-  if (min_completed < 0 || min_completed > per_round)
-    return Bad("min_completed", fmt::format("= {} must be in [0, per_round = {}] (0: per_round)",
-                                            min_completed, per_round));
-  if (!(round_timeout_s > 0.0) || !std::isfinite(round_timeout_s))
-    return Bad("round_timeout_s", "must be > 0 (simulated seconds)");
-  if (threads < 0 || threads > 1024) return Bad("threads", "must be in [0, 1024] (0: every core)");
-  if (fit.epochs < 1) return Bad("fit.epochs", "must be >= 1");
-  if (fit.batch_size < 1) return Bad("fit.batch_size", "must be >= 1");
-  if (!(fit.lr > 0.0f) || !std::isfinite(fit.lr)) return Bad("fit.lr", "must be > 0");
-  if (fit.momentum < 0.0f || fit.momentum >= 1.0f) return Bad("fit.momentum", "must be in [0, 1)");
-  if (fit.max_steps < 0) return Bad("fit.max_steps", "must be >= 0");
-  if (trainer != "native" && trainer != "noop")
-    return Bad("trainer", "= '" + trainer + "' must be 'native' or 'noop'");
-  if (eval_every < 0) return Bad("eval_every", "must be >= 0 (0: never)");
-  if (eval_batch < 1) return Bad("eval_batch", "must be >= 1");
+  TRIB_RETURN_IF_ERROR(data.Validate());
+  TRIB_RETURN_IF_ERROR(EffectiveRun().Validate());
+  const int64_t per_round = run.round.clients_per_round;
+  if (run.round.fraction == 0.0 && per_round > data.num_clients)
+    return Bad("run.clients_per_round",
+               fmt::format("= {} must be <= data.num_clients = {}", per_round, data.num_clients));
+  if (threads < 0 || threads > 1024)
+    return Bad("sim.threads", "must be in [0, 1024] (0: every core)");
   if (target_accuracy < 0.0 || target_accuracy > 1.0)
-    return Bad("target_accuracy", "must be in [0, 1] (a fraction, 0: none)");
+    return Bad("sim.target_accuracy", "must be in [0, 1] (a fraction, 0: none)");
   if (residual_max_age_rounds < 0) return Bad("residual.max_age_rounds", "must be >= 0 (0: never)");
   if (!(residual_keep_fraction > 0.0) || residual_keep_fraction > 1.0)
     return Bad("residual.keep_fraction", "must be in (0, 1]");
-  if (report_dir.empty()) return Bad("report_dir", "must not be empty");
-  if (Result<std::unique_ptr<Codec>> c = MakeDownloadCodec(download_codec); !c.ok())
-    return Bad("download_codec", c.status().message());
-  TRIB_RETURN_IF_ERROR(attack.Validate());
-  if (trainer == "noop" && attack.parsed_kind() == AttackKind::kLabelFlip)
-    return Bad("attack.kind", "= 'label_flip' needs trainer = 'native' (noop does not train)");
-  if (synthetic_height < 1 || synthetic_width < 1 || synthetic_height * synthetic_width > 4096)
-    return Bad("synthetic.height", "and synthetic.width must be >= 1 with at most 4096 pixels");
-  return Status::Ok();
+  if (report_dir.empty()) return Bad("sim.report_dir", "must not be empty");
+  return attack.Validate();
+}
+
+std::vector<std::string> ChangedSimKeys(const SimConfig& config) {
+  SimConfig defaults, copy = config;
+  ConfigSchema a("tributary-sim"), b("tributary-sim");
+  BindSimConfig(a, &defaults);
+  BindSimConfig(b, &copy);
+  std::vector<std::string> out;
+  for (const ConfigSchema::Key* k : b.keys())
+    if (k->value_text() != a.Find(k->name())->value_text()) out.push_back(k->name());
+  return out;
 }
 
 }  // namespace tributary

@@ -2,9 +2,9 @@
 // JSON, so a reference implementation (bench/sim/torch_fedavg.py) can train the very same clients
 // on the very same examples.
 //
-//   export_plan --config examples/configs/sim.toml --set rounds=40 --out plan.json
+//   export_plan --config examples/configs/sim.toml --set run.rounds=40 --out plan.json
 //
-// Output: {"config": {...every SimConfig key...}, "partition": [[example indices] per client],
+// Output: {"config": {...every tributary-sim key...}, "partition": [[example indices] per client],
 //          "selection": [[client indices] per round], "attempts": [attempts per round]}
 //
 // How: it runs the real Simulator on the config with the "noop" trainer and no evaluation (both
@@ -24,9 +24,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/config_cli.h"
 #include "core/file_util.h"
 #include "sim/report.h"
-#include "sim/sim_data.h"
 #include "sim/simulator.h"
 #include "tributary/config.h"
 
@@ -44,23 +44,14 @@ std::vector<uint64_t> BusyClients(const Simulator& sim) {
   return out;
 }
 
-Status Export(const std::string& config_path, const std::vector<std::string>& sets,
-              const std::string& out_path) {
-  SimConfig cfg;
-  if (!config_path.empty()) {
-    TRIB_ASSIGN_OR_RETURN(Config file, Config::LoadFile(config_path));
-    TRIB_RETURN_IF_ERROR(LoadSimConfig(file, &cfg));
-  }
-  for (const std::string& kv : sets) {
-    TRIB_RETURN_IF_ERROR(ApplySimOverride(kv, &cfg));
-  }
+Status Export(const SimConfig& cfg, const std::string& out_path) {
   TRIB_RETURN_IF_ERROR(cfg.Validate());
   const nlohmann::json config_json = SimConfigJson(cfg);  // as the user gave it (trainer, eval)
 
   SimConfig plan_cfg = cfg;
   plan_cfg.trainer = "noop";
-  plan_cfg.eval_every = 0;
-  TRIB_ASSIGN_OR_RETURN(SimData data, LoadSimData(plan_cfg));
+  plan_cfg.run.eval_every = 0;
+  TRIB_ASSIGN_OR_RETURN(DataSplits data, LoadDataSplits(plan_cfg.data, true, true));
   TRIB_ASSIGN_OR_RETURN(std::unique_ptr<Simulator> sim, Simulator::Create(plan_cfg, data));
   TRIB_RETURN_IF_ERROR(sim->Join());
 
@@ -102,14 +93,17 @@ Status Export(const std::string& config_path, const std::vector<std::string>& se
 }  // namespace tributary
 
 int main(int argc, char** argv) {
+  tributary::SimConfig cfg;
+  tributary::ConfigSchema schema("tributary-sim");
+  tributary::BindSimConfig(schema, &cfg);
   CLI::App app{"export_plan: a tributary-sim config's partition and per-round selection as JSON"};
-  std::string config, out;
-  std::vector<std::string> sets;
-  app.add_option("--config", config, "tributary-sim TOML file");
-  app.add_option("--set", sets, "override a config key: --set key=value (repeatable)");
+  tributary::ConfigCommandLine cli(app, schema);
+  std::string out;
   app.add_option("--out", out, "where to write the JSON")->required();
   CLI11_PARSE(app, argc, argv);
-  if (tributary::Status s = tributary::Export(config, sets, out); !s.ok()) {
+  tributary::Status s = cli.Apply();
+  if (s.ok()) s = tributary::Export(cfg, out);
+  if (!s.ok()) {
     std::fprintf(stderr, "export_plan: %s\n", s.ToString().c_str());
     return 1;
   }

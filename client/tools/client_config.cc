@@ -6,53 +6,10 @@
 #include <cerrno>
 #include <cstring>
 
-#include <type_traits>
-#include <variant>
-#include <vector>
-
 #include "core/rng.h"
 
 namespace tributary {
 namespace {
-
-// A setting: its config key, its flag, and where it goes.
-struct Setting {
-  const char* key;
-  const char* flag;
-  std::variant<std::string*, int64_t*, double*> target;
-};
-
-std::vector<Setting> Settings(ClientCliOptions* o) {
-  return {
-      {"coordinator", "--coordinator", &o->coordinator},
-      {"server_name", "--server-name", &o->server_name},
-      {"state_dir", "--state-dir", &o->state_dir},
-      {"model", "--model", &o->model},
-      {"device", "--device", &o->device},
-      {"seed", "--seed", &o->seed},
-      {"heartbeat_ms", "--heartbeat-ms", &o->heartbeat_ms},
-      {"log_level", "--log-level", &o->log_level},
-      {"tls.ca", "--ca", &o->ca},
-      {"tls.cert", "--cert", &o->cert},
-      {"tls.key", "--key", &o->key},
-      {"data.dir", "--data", &o->data_dir},
-      {"data.train_images", "--train-images", &o->train_images},
-      {"data.train_labels", "--train-labels", &o->train_labels},
-      {"data.test_images", "--test-images", &o->test_images},
-      {"data.test_labels", "--test-labels", &o->test_labels},
-      {"data.partition", "--partition", &o->partition},
-      {"data.num_clients", "--num-clients", &o->num_clients},
-      {"data.client_index", "--client-index", &o->client_index},
-      {"data.partition_seed", "--partition-seed", &o->partition_seed},
-      {"data.train_examples", "--train-examples", &o->train_examples},
-      {"data.eval_examples", "--eval-examples", &o->eval_examples},
-      {"backoff.initial_ms", "--backoff-initial-ms", &o->backoff_initial_ms},
-      {"backoff.max_ms", "--backoff-max-ms", &o->backoff_max_ms},
-      {"backoff.jitter", "--backoff-jitter", &o->backoff_jitter},
-      {"backoff.max_attempts", "--max-attempts", &o->max_attempts},
-      {"backoff.seed", "--backoff-seed", &o->backoff_seed},
-  };
-}
 
 Status Bad(const char* key, const char* flag, const std::string& what) {
   return Status::InvalidArgument(fmt::format("{} ({}) {}", key, flag, what));
@@ -60,77 +17,76 @@ Status Bad(const char* key, const char* flag, const std::string& what) {
 
 }  // namespace
 
-const std::initializer_list<std::string_view>& ClientConfigKeys() {
-  static const std::initializer_list<std::string_view> keys = {"coordinator",
-                                                               "server_name",
-                                                               "state_dir",
-                                                               "model",
-                                                               "device",
-                                                               "seed",
-                                                               "heartbeat_ms",
-                                                               "log_level",
-                                                               "tls.ca",
-                                                               "tls.cert",
-                                                               "tls.key",
-                                                               "data.dir",
-                                                               "data.train_images",
-                                                               "data.train_labels",
-                                                               "data.test_images",
-                                                               "data.test_labels",
-                                                               "data.partition",
-                                                               "data.num_clients",
-                                                               "data.client_index",
-                                                               "data.partition_seed",
-                                                               "data.train_examples",
-                                                               "data.eval_examples",
-                                                               "backoff.initial_ms",
-                                                               "backoff.max_ms",
-                                                               "backoff.jitter",
-                                                               "backoff.max_attempts",
-                                                               "backoff.seed"};
-  return keys;
+void BindClientConfig(ConfigSchema& s, ClientConfig* c) {
+  s.Bind("log_level", &c->log_level, "trace, debug, info, warn or error").Flag("--log-level");
+  s.Bind("net.coordinator", &c->coordinator, "the coordinator's host:port; required")
+      .Flag("--coordinator");
+  s.Bind("net.server_name", &c->server_name,
+         "the name the coordinator's certificate must carry (\"\": the host of net.coordinator)")
+      .Flag("--server-name");
+  s.Bind("net.heartbeat_interval_s", &c->heartbeat_interval,
+         "heartbeat period (0: the coordinator's)")
+      .Flag("--heartbeat-interval-s");
+  s.Bind("net.connect_timeout_s", &c->connect_timeout,
+         "TCP connect plus TLS handshake must finish within this");
+  s.Bind("tls.ca", &c->ca, "CA certificate (PEM); required").Flag("--ca");
+  s.Bind("tls.cert", &c->cert, "this client's certificate (PEM); required").Flag("--cert");
+  s.Bind("tls.key", &c->key, "this client's private key (PEM); required").Flag("--key");
+  s.Bind("state_dir", &c->state_dir, "local state directory, created if missing (\"\": none)")
+      .Flag("--state-dir");
+  s.Bind("device", &c->device, "cpu, auto or cuda[:N]").Flag("--device");
+  s.Bind("run.model", &c->model, "the model: mlp, cnn or lenet (the coordinator's)")
+      .Flag("--model");
+  s.Bind("run.init_seed", &c->init_seed,
+         "seeds the initial weights (the coordinator sends its own)")
+      .Flag("--init-seed");
+  BindDataConfig(s, &c->data, /*partitioned=*/true);
+  s.Bind("data.client_index", &c->client_index, "this client's share, in [0, data.num_clients)")
+      .Flag("--client-index");
+  s.Bind("data.eval_examples", &c->eval_examples,
+         "cap on this client's share of the test set (0: all of it)")
+      .Flag("--eval-examples");
+  s.Bind("data.train_images", &c->train_images, "training images (IDX) instead of data.dataset")
+      .Flag("--train-images");
+  s.Bind("data.train_labels", &c->train_labels, "training labels (IDX)").Flag("--train-labels");
+  s.Bind("data.test_images", &c->test_images, "evaluation images (IDX)").Flag("--test-images");
+  s.Bind("data.test_labels", &c->test_labels, "evaluation labels (IDX)").Flag("--test-labels");
+  s.Bind("backoff.initial_s", &c->backoff_initial, "first reconnect delay")
+      .Flag("--backoff-initial-s");
+  s.Bind("backoff.max_s", &c->backoff_max, "longest reconnect delay").Flag("--backoff-max-s");
+  s.Bind("backoff.multiplier", &c->backoff_multiplier, "each delay is this times the last, >= 1");
+  s.Bind("backoff.jitter", &c->backoff_jitter, "random fraction taken off each delay, in [0, 1]")
+      .Flag("--backoff-jitter");
+  s.Bind("backoff.max_attempts", &c->max_attempts,
+         "give up after this many failed connection attempts in a row (0: never)")
+      .Flag("--max-attempts");
+  s.Bind("backoff.seed", &c->backoff_seed, "seed of the reconnect jitter (mixed with the index)")
+      .Flag("--backoff-seed");
+  s.Rename("coordinator", "net.coordinator");
+  s.Rename("server_name", "net.server_name");
+  s.Rename("heartbeat_ms", "net.heartbeat_interval_s");
+  s.Rename("model", "run.model");
+  s.Rename("seed", "run.init_seed");
+  s.Rename("data.partition_seed", "data.seed");
+  s.Rename("backoff.initial_ms", "backoff.initial_s");
+  s.Rename("backoff.max_ms", "backoff.max_s");
 }
 
-Status ApplyClientConfig(const Config& cfg, const std::function<bool(const char*)>& flag_given,
-                         ClientCliOptions* o) {
-  TRIB_RETURN_IF_ERROR(cfg.CheckKnownKeys(ClientConfigKeys()));
-  for (const Setting& s : Settings(o)) {
-    if (flag_given(s.flag)) continue;
-    Status st = std::visit(
-        [&](auto* dst) -> Status {
-          using T = std::remove_pointer_t<decltype(dst)>;
-          if constexpr (std::is_same_v<T, std::string>) {
-            TRIB_ASSIGN_OR_RETURN(*dst, cfg.GetString(s.key, *dst));
-          } else if constexpr (std::is_same_v<T, int64_t>) {
-            TRIB_ASSIGN_OR_RETURN(*dst, cfg.GetInt(s.key, *dst));
-          } else {
-            TRIB_ASSIGN_OR_RETURN(*dst, cfg.GetDouble(s.key, *dst));
-          }
-          return Status::Ok();
-        },
-        s.target);
-    TRIB_RETURN_IF_ERROR(st);
-  }
-  return Status::Ok();
-}
-
-Status ValidateClientCliOptions(const ClientCliOptions& o) {
+Status ValidateClientConfig(const ClientConfig& o) {
   if (o.coordinator.empty())
-    return Bad("coordinator", "--coordinator", "is required: the coordinator's host:port");
+    return Bad("net.coordinator", "--coordinator", "is required: the coordinator's host:port");
   if (o.ca.empty()) return Bad("tls.ca", "--ca", "is required: the CA certificate (PEM)");
   if (o.cert.empty())
     return Bad("tls.cert", "--cert", "is required: this client's certificate (PEM)");
   if (o.key.empty()) return Bad("tls.key", "--key", "is required: this client's private key");
-  if (o.num_clients < 1 || o.num_clients > 1'000'000)
+  TRIB_RETURN_IF_ERROR(o.data.Validate());
+  if (o.data.num_clients > 1'000'000)
     return Bad("data.num_clients", "--num-clients",
-               fmt::format("= {} must be in [1, 1000000]", o.num_clients));
-  if (o.client_index < 0 || o.client_index >= o.num_clients)
-    return Bad(
-        "data.client_index", "--client-index",
-        fmt::format("= {} must be in [0, data.num_clients = {})", o.client_index, o.num_clients));
-  if (o.train_examples < 0)
-    return Bad("data.train_examples", "--train-examples",
-               fmt::format("= {} must be >= 0 (0 = all)", o.train_examples));
+               fmt::format("= {} must be in [1, 1000000]", o.data.num_clients));
+  if (o.client_index < 0 || o.client_index >= o.data.num_clients)
+    return Bad("data.client_index", "--client-index",
+               fmt::format("= {} must be in [0, data.num_clients = {})", o.client_index,
+                           o.data.num_clients));
   if (o.eval_examples < 0)
     return Bad("data.eval_examples", "--eval-examples",
                fmt::format("= {} must be >= 0 (0 = all)", o.eval_examples));
@@ -145,16 +101,15 @@ Status ValidateClientCliOptions(const ClientCliOptions& o) {
   if (!o.test_images.empty() && o.train_images.empty())
     return Bad("data.test_images", "--test-images",
                "needs data.train_images and data.train_labels as well");
-  if (o.heartbeat_ms < 0 || o.heartbeat_ms > 3'600'000)
-    return Bad("heartbeat_ms", "--heartbeat-ms",
-               fmt::format("= {} must be in [0, 3600000] (0 = the coordinator's)", o.heartbeat_ms));
-  if (o.backoff_initial_ms < 0 || o.backoff_initial_ms > 86'400'000)
-    return Bad("backoff.initial_ms", "--backoff-initial-ms",
-               fmt::format("= {} must be in [0, 86400000]", o.backoff_initial_ms));
-  if (o.backoff_max_ms < o.backoff_initial_ms || o.backoff_max_ms > 86'400'000)
-    return Bad("backoff.max_ms", "--backoff-max-ms",
-               fmt::format("= {} must be in [backoff.initial_ms = {}, 86400000]", o.backoff_max_ms,
-                           o.backoff_initial_ms));
+  if (o.heartbeat_interval > std::chrono::hours(1))
+    return Bad("net.heartbeat_interval_s", "--heartbeat-interval-s",
+               "must be in [0, 3600] (0 = the coordinator's)");
+  if (o.backoff_initial > std::chrono::hours(24))
+    return Bad("backoff.initial_s", "--backoff-initial-s", "must be in [0, 86400]");
+  if (o.backoff_max < o.backoff_initial || o.backoff_max > std::chrono::hours(24))
+    return Bad("backoff.max_s", "--backoff-max-s",
+               fmt::format("= {} must be in [backoff.initial_s = {}, 86400]",
+                           o.backoff_max.count() / 1000.0, o.backoff_initial.count() / 1000.0));
   if (!(o.backoff_jitter >= 0.0 && o.backoff_jitter <= 1.0))
     return Bad("backoff.jitter", "--backoff-jitter",
                fmt::format("= {} must be in [0, 1]", o.backoff_jitter));
@@ -164,7 +119,7 @@ Status ValidateClientCliOptions(const ClientCliOptions& o) {
   return ToClientOptions(o, 0).Validate();
 }
 
-Status CheckClientFiles(const ClientCliOptions& o) {
+Status CheckClientFiles(const ClientConfig& o) {
   const struct {
     const char* key;
     const char* flag;
@@ -179,7 +134,7 @@ Status CheckClientFiles(const ClientCliOptions& o) {
   return Status::Ok();
 }
 
-ClientOptions ToClientOptions(const ClientCliOptions& o, uint64_t num_examples) {
+ClientOptions ToClientOptions(const ClientConfig& o, uint64_t num_examples) {
   ClientOptions c;
   c.coordinator = o.coordinator;
   c.server_name = o.server_name;
@@ -189,14 +144,15 @@ ClientOptions ToClientOptions(const ClientCliOptions& o, uint64_t num_examples) 
   c.state_dir = o.state_dir;
   c.device = o.device;
   c.num_examples = num_examples;
-  c.backoff.initial_delay = std::chrono::milliseconds(o.backoff_initial_ms);
-  c.backoff.max_delay = std::chrono::milliseconds(o.backoff_max_ms);
+  c.backoff.initial_delay = o.backoff_initial;
+  c.backoff.max_delay = o.backoff_max;
+  c.backoff.multiplier = o.backoff_multiplier;
   c.backoff.jitter = o.backoff_jitter;
   c.backoff.max_attempts = o.max_attempts;
   // Clients that share a config must not retry in lockstep.
-  c.backoff.seed =
-      DeriveSeed(static_cast<uint64_t>(o.backoff_seed), {static_cast<uint64_t>(o.client_index)});
-  c.heartbeat_interval = std::chrono::milliseconds(o.heartbeat_ms);
+  c.backoff.seed = DeriveSeed(o.backoff_seed, {static_cast<uint64_t>(o.client_index)});
+  c.heartbeat_interval = o.heartbeat_interval;
+  c.connect_timeout = o.connect_timeout;
   return c;
 }
 

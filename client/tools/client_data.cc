@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "train/data/data_config.h"
 #include "train/data/fashion_mnist.h"
 #include "train/data/idx.h"
 #include "train/data/partition.h"
@@ -39,63 +40,67 @@ Result<Dataset> LoadIdxDataset(const std::string& images_path, const std::string
   return ds;
 }
 
-Result<ClientData> LoadClientData(const ClientCliOptions& o) {
-  const int k = static_cast<int>(o.num_clients);
+Result<ClientData> LoadClientData(const ClientConfig& o) {
+  const int k = static_cast<int>(o.data.num_clients);
   const size_t me = static_cast<size_t>(o.client_index);
-  const uint64_t seed = static_cast<uint64_t>(o.partition_seed);
+  const uint64_t seed = o.data.seed;
   const bool idx = !o.train_images.empty();
 
-  Dataset train, test;
-  bool have_test = true;
+  std::shared_ptr<const Dataset> train, test;  // test may stay null
   if (idx) {
-    TRIB_ASSIGN_OR_RETURN(train, LoadIdxDataset(o.train_images, o.train_labels, o.train_examples,
-                                                kFashionMnistClasses, "idx-train"));
-    if (o.test_images.empty()) {
-      have_test = false;
-    } else {
-      TRIB_ASSIGN_OR_RETURN(
-          test, LoadIdxDataset(o.test_images, o.test_labels, 0, kFashionMnistClasses, "idx-test"));
-      if (test.height != train.height || test.width != train.width)
+    TRIB_ASSIGN_OR_RETURN(Dataset t,
+                          LoadIdxDataset(o.train_images, o.train_labels, o.data.train_examples,
+                                         kFashionMnistClasses, "idx-train"));
+    train = std::make_shared<const Dataset>(std::move(t));
+    if (!o.test_images.empty()) {
+      TRIB_ASSIGN_OR_RETURN(Dataset e,
+                            LoadIdxDataset(o.test_images, o.test_labels, o.data.test_examples,
+                                           kFashionMnistClasses, "idx-test"));
+      if (e.height != train->height || e.width != train->width)
         return Status::InvalidArgument(fmt::format(
             "data.test_images {} are {}x{} but data.train_images {} are {}x{}", o.test_images,
-            test.height, test.width, o.train_images, train.height, train.width));
+            e.height, e.width, o.train_images, train->height, train->width));
+      test = std::make_shared<const Dataset>(std::move(e));
     }
   } else {
-    TRIB_ASSIGN_OR_RETURN(
-        train, LoadFashionMnist(o.data_dir, FashionMnistSplit::kTrain, o.train_examples));
-    TRIB_ASSIGN_OR_RETURN(test, LoadFashionMnist(o.data_dir, FashionMnistSplit::kTest));
+    TRIB_ASSIGN_OR_RETURN(DataSplits splits, LoadDataSplits(o.data, true, true));
+    train = std::move(splits.train);
+    test = std::move(splits.test);
   }
 
-  Result<Partition> parts = MakePartition(o.partition, train.labels, train.num_classes, k, seed);
+  Result<Partition> parts =
+      MakePartition(o.data.partition, train->labels, train->num_classes, k, seed);
   if (!parts.ok())
     return parts.status().WithContext(
         fmt::format("data.partition '{}' over {} training examples for data.num_clients = {}",
-                    o.partition, train.size(), k));
+                    o.data.partition, train->size(), k));
   ClientData out;
-  out.train = std::make_shared<const Dataset>(train.Subset((*parts)[me]));
+  out.train = std::make_shared<const Dataset>(train->Subset((*parts)[me]));
   if (out.train->size() == 0)
     return Status::InvalidArgument(
         fmt::format("data.client_index {} gets no training examples under data.partition '{}'", me,
-                    o.partition));
+                    o.data.partition));
 
   std::string eval_text = "no evaluation data";
-  if (have_test) {
-    if (test.size() < k)
+  if (test) {
+    if (test->size() < k)
       return Status::InvalidArgument(fmt::format(
-          "the test set has {} examples, fewer than data.num_clients = {}", test.size(), k));
+          "the test set has {} examples, fewer than data.num_clients = {}", test->size(), k));
     TRIB_ASSIGN_OR_RETURN(Partition eval_parts,
-                          PartitionIid(static_cast<size_t>(test.size()), k, seed));
+                          PartitionIid(static_cast<size_t>(test->size()), k, seed));
     std::vector<uint32_t> mine = std::move(eval_parts[me]);
     if (o.eval_examples > 0 && static_cast<int64_t>(mine.size()) > o.eval_examples)
       mine.resize(static_cast<size_t>(o.eval_examples));
-    out.eval = std::make_shared<const Dataset>(test.Subset(mine));
+    out.eval = std::make_shared<const Dataset>(test->Subset(mine));
     eval_text = fmt::format("{} eval", out.eval->size());
   }
-  out.description =
-      fmt::format("client {} of {} ({}), {} train / {} examples from {}", me, k, o.partition,
-                  out.train->size(), eval_text,
-                  idx ? o.train_images
-                      : (o.data_dir.empty() ? std::string(kDefaultFashionMnistDir) : o.data_dir));
+  const std::string source =
+      idx ? o.train_images
+      : o.data.dataset == "synthetic"
+          ? std::string("the synthetic data set")
+          : (o.data.dir.empty() ? std::string(kDefaultFashionMnistDir) : o.data.dir);
+  out.description = fmt::format("client {} of {} ({}), {} train / {} examples from {}", me, k,
+                                o.data.partition, out.train->size(), eval_text, source);
   return out;
 }
 

@@ -20,6 +20,7 @@ certs="$prefix/bin/tributary-certs"
 "$certs" client --dir pki --id c-app --force >/dev/null
 
 cat > coordinator.toml <<TOML
+[net]
 listen = "127.0.0.1:0"
 [tls]
 ca = "pki/ca.crt"

@@ -2,6 +2,7 @@
 // coordinator round engine and client task code, simulated time, and a report.
 //
 //   tributary-sim --config sim.toml [--rounds 50] [--set hetero.dropout=0.1] ...
+//   tributary-sim --print-config              every key with its default
 //
 // Prints one line per round and ends with the report's path. See docs/simulation.md.
 #include <CLI/CLI.hpp>
@@ -13,11 +14,12 @@
 #include <string>
 #include <vector>
 
+#include "coordinator/event_log.h"
+#include "core/config_cli.h"
 #include "core/log.h"
 #include "core/process_stats.h"
 #include "sim/deploy.h"
 #include "sim/report.h"
-#include "sim/sim_data.h"
 #include "sim/simulator.h"
 #include "tributary/config.h"
 
@@ -80,31 +82,21 @@ int Finish(const SimConfig& cfg, const SimResult& result, nlohmann::json extra) 
   return 0;
 }
 
-int Run(const std::string& config_path, const std::vector<std::string>& sets,
-        const std::string& log_level, bool deploy) {
+int Run(SimConfig& cfg, bool deploy) {
   auto fail = [](const Status& s) {
     std::fprintf(stderr, "tributary-sim: %s\n", s.ToString().c_str());
     return 2;
   };
-  if (Status s = InitLogging(log_level); !s.ok()) return fail(s);
-  SimConfig cfg;
-  if (!config_path.empty()) {
-    Result<Config> file = Config::LoadFile(config_path);
-    if (!file.ok()) return fail(file.status());
-    if (Status s = LoadSimConfig(*file, &cfg); !s.ok()) return fail(s);
-  }
-  for (const std::string& kv : sets) {
-    if (Status s = ApplySimOverride(kv, &cfg); !s.ok()) return fail(s);
-  }
+  if (Status s = InitLogging(cfg.log_level); !s.ok()) return fail(s.WithContext("log_level"));
   if (Status s = cfg.Validate(); !s.ok()) return fail(s);
 
-  const int64_t total = cfg.rounds;
+  const int64_t total = cfg.run.round.rounds;
   if (deploy) {
     std::printf(
         "tributary-sim --deploy: tributary-coordinator + %lld tributary-client processes "
         "over mutual TLS on loopback; %s, %lld rounds, %lld per round\n",
-        static_cast<long long>(cfg.clients), cfg.model.c_str(), static_cast<long long>(total),
-        static_cast<long long>(cfg.per_round));
+        static_cast<long long>(cfg.data.num_clients), cfg.run.model.c_str(),
+        static_cast<long long>(total), static_cast<long long>(cfg.run.round.clients_per_round));
     std::fflush(stdout);
     Result<SimResult> result =
         RunDeployment(cfg, DeployOptions{}, [&](const SimRound& r) { PrintRound(r, total); });
@@ -112,18 +104,25 @@ int Run(const std::string& config_path, const std::vector<std::string>& sets,
     return Finish(cfg, *result, {{"mode", "deploy"}});
   }
 
-  Result<SimData> data = LoadSimData(cfg);
+  Result<DataSplits> data = LoadDataSplits(cfg.data, true, true);
   if (!data.ok()) return fail(data.status());
-  Result<std::unique_ptr<Simulator>> sim = Simulator::Create(cfg, *data);
+  const std::filesystem::path report(cfg.report_dir);
+  Result<std::unique_ptr<Simulator>> sim =
+      Simulator::Create(cfg, *data, (report / "final.safetensors").string());
   if (!sim.ok()) return fail(sim.status());
   Simulator& s = **sim;
+  // The run's events, as the coordinator writes them, in the report directory.
+  Result<std::unique_ptr<EventLog>> events =
+      EventLog::Open(Env::Default(), (report / "events.jsonl").string());
+  if (!events.ok()) return fail(events.status());
+  s.AddObserver(events->get());
   std::printf(
       "tributary-sim: %s on %s (%lld train / %lld test), %lld clients (%s), %lld per round, "
       "%lld rounds, %d threads\n",
-      cfg.model.c_str(), cfg.dataset.c_str(), static_cast<long long>(data->train->size()),
-      static_cast<long long>(data->test->size()), static_cast<long long>(cfg.clients),
-      cfg.partition.c_str(), static_cast<long long>(cfg.per_round),
-      static_cast<long long>(cfg.rounds),
+      cfg.run.model.c_str(), cfg.data.dataset.c_str(), static_cast<long long>(data->train->size()),
+      static_cast<long long>(data->test->size()), static_cast<long long>(cfg.data.num_clients),
+      cfg.data.partition.c_str(), static_cast<long long>(cfg.run.round.clients_per_round),
+      static_cast<long long>(total),
       cfg.threads > 0 ? static_cast<int>(cfg.threads)
                       : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
   std::fflush(stdout);
@@ -133,13 +132,13 @@ int Run(const std::string& config_path, const std::vector<std::string>& sets,
   if (Status st = s.Join(); !st.ok()) return fail(st);
   const uint64_t rss_after = CurrentRssBytes();
   const double per_client = static_cast<double>(rss_after - std::min(rss_after, rss_before)) /
-                            static_cast<double>(cfg.clients);
+                            static_cast<double>(cfg.data.num_clients);
   // Below ~10k clients the growth is lost in allocator noise; say so rather than print noise.
-  if (cfg.clients >= 10000)
+  if (cfg.data.num_clients >= 10000)
     std::printf("registered %lld clients in %.2f s: %.0f bytes of RSS per idle client\n",
-                static_cast<long long>(cfg.clients), s.join_seconds(), per_client);
+                static_cast<long long>(cfg.data.num_clients), s.join_seconds(), per_client);
   else
-    std::printf("registered %lld clients in %.2f s\n", static_cast<long long>(cfg.clients),
+    std::printf("registered %lld clients in %.2f s\n", static_cast<long long>(cfg.data.num_clients),
                 s.join_seconds());
   std::fflush(stdout);
   Result<SimResult> result = s.Run([&](const SimRound& r) { PrintRound(r, total); });
@@ -159,50 +158,23 @@ int main(int argc, char** argv) {
   // fresh mmap and unmaps it on free, so every client-round would fault in its pages again.
   mallopt(M_MMAP_THRESHOLD, 256 << 20);
   mallopt(M_TRIM_THRESHOLD, 512 << 20);
+  tributary::SimConfig cfg;
+  tributary::ConfigSchema schema("tributary-sim");
+  tributary::BindSimConfig(schema, &cfg);
   CLI::App app{"tributary-sim: simulate federated training with many virtual clients"};
-  std::string config, log_level = "warn";
-  std::vector<std::string> sets;
-  app.add_option("--config", config, "TOML file (see docs/simulation.md)");
-  app.add_option("--set", sets, "override any config key: --set key=value (repeatable)");
-  app.add_option("--log-level", log_level, "trace, debug, info, warn, error")
-      ->capture_default_str();
-  // Named shortcuts for the common keys; each becomes a --set applied before the explicit ones.
-  struct Shortcut {
-    const char* flag;
-    const char* key;
-    std::string value;
-  };
-  std::vector<Shortcut> shortcuts = {
-      {"--model", "model", ""},
-      {"--dataset", "dataset", ""},
-      {"--data-dir", "data_dir", ""},
-      {"--partition", "partition", ""},
-      {"--clients", "clients", ""},
-      {"--per-round", "per_round", ""},
-      {"--rounds", "rounds", ""},
-      {"--epochs", "fit.epochs", ""},
-      {"--batch", "fit.batch_size", ""},
-      {"--lr", "fit.lr", ""},
-      {"--strategy", "strategy", ""},
-      {"--codec", "codec", ""},
-      {"--seed", "seed", ""},
-      {"--threads", "threads", ""},
-      {"--trainer", "trainer", ""},
-      {"--report-dir", "report_dir", ""},
-      {"--speed-tiers", "hetero.speed_tiers", ""},
-      {"--dropout", "hetero.dropout", ""},
-      {"--availability", "hetero.availability", ""},
-  };
-  for (Shortcut& s : shortcuts)
-    app.add_option(s.flag, s.value, std::string("sets key '") + s.key + "'");
+  tributary::ConfigCommandLine cli(app, schema);
   bool deploy = false;
   app.add_flag("--deploy", deploy,
                "run the real tributary-coordinator and tributary-client processes over mutual "
                "TLS on loopback instead of the in-process simulation");
   CLI11_PARSE(app, argc, argv);
-  std::vector<std::string> all;
-  for (const Shortcut& s : shortcuts)
-    if (!s.value.empty()) all.push_back(std::string(s.key) + "=" + s.value);
-  all.insert(all.end(), sets.begin(), sets.end());
-  return tributary::Run(config, all, log_level, deploy);
+  if (cli.print_config()) {
+    std::fputs(schema.DefaultsToml().c_str(), stdout);
+    return 0;
+  }
+  if (tributary::Status s = cli.Apply(); !s.ok()) {
+    std::fprintf(stderr, "tributary-sim: %s\n", s.ToString().c_str());
+    return 2;
+  }
+  return tributary::Run(cfg, deploy);
 }

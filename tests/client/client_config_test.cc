@@ -8,7 +8,9 @@
 #include "client/tools/client_data.h"
 #include "core/file_util.h"
 #include "tests/client/temp_dir.h"
+#include "train/data/data_config.h"
 #include "train/data/idx.h"
+#include "train/data/partition.h"
 
 namespace tributary {
 namespace {
@@ -16,10 +18,12 @@ namespace {
 using tributary::testing::TempDir;
 
 constexpr const char* kGood = R"(
-coordinator = "coord.example.org:7070"
 state_dir = "/tmp/state"
+[net]
+coordinator = "coord.example.org:7070"
+heartbeat_interval_s = 0.25
+[run]
 model = "cnn"
-heartbeat_ms = 250
 [tls]
 ca = "ca.crt"
 cert = "edge.crt"
@@ -28,20 +32,27 @@ key = "edge.key"
 partition = "dirichlet:0.5"
 num_clients = 10
 client_index = 3
-partition_seed = 9
+seed = 9
 [backoff]
-initial_ms = 100
-max_ms = 2000
+initial_s = 0.1
+max_s = 2
 jitter = 0.25
 max_attempts = 7
 )";
 
-Result<ClientCliOptions> Parse(const std::string& text, std::set<std::string> flags = {},
-                               ClientCliOptions start = {}) {
+// Loads `text` over `start`, then applies `flags` ({flag, value}) as the command line does.
+Result<ClientConfig> Parse(const std::string& text,
+                           std::vector<std::pair<std::string, std::string>> flags = {},
+                           ClientConfig start = {}) {
+  ClientConfig o = start;
+  ConfigSchema schema("tributary-client");
+  BindClientConfig(schema, &o);
   TRIB_ASSIGN_OR_RETURN(Config cfg, Config::Parse(text, "client.toml"));
-  ClientCliOptions o = start;
-  TRIB_RETURN_IF_ERROR(ApplyClientConfig(
-      cfg, [&](const char* f) { return flags.count(f) > 0; }, &o));
+  TRIB_RETURN_IF_ERROR(schema.Load(cfg));
+  for (const auto& [flag, value] : flags) {
+    for (const ConfigSchema::Key* k : schema.keys())
+      if (k->flag() == flag) TRIB_RETURN_IF_ERROR(schema.Set(k->name(), value, flag));
+  }
   return o;
 }
 
@@ -52,13 +63,13 @@ TEST(ClientConfigTest, ReadsEveryTableAndValidates) {
   EXPECT_EQ(o->model, "cnn");
   EXPECT_EQ(o->ca, "ca.crt");
   EXPECT_EQ(o->key, "edge.key");
-  EXPECT_EQ(o->partition, "dirichlet:0.5");
-  EXPECT_EQ(o->num_clients, 10);
+  EXPECT_EQ(o->data.partition, "dirichlet:0.5");
+  EXPECT_EQ(o->data.num_clients, 10);
   EXPECT_EQ(o->client_index, 3);
-  EXPECT_EQ(o->partition_seed, 9);
+  EXPECT_EQ(o->data.seed, 9u);
   EXPECT_EQ(o->max_attempts, 7);
   EXPECT_DOUBLE_EQ(o->backoff_jitter, 0.25);
-  ASSERT_TRUE(ValidateClientCliOptions(*o).ok()) << ValidateClientCliOptions(*o);
+  ASSERT_TRUE(ValidateClientConfig(*o).ok()) << ValidateClientConfig(*o);
 
   const ClientOptions c = ToClientOptions(*o, 1234);
   EXPECT_EQ(c.num_examples, 1234u);
@@ -68,66 +79,79 @@ TEST(ClientConfigTest, ReadsEveryTableAndValidates) {
   EXPECT_EQ(c.heartbeat_interval.count(), 250);
   EXPECT_EQ(c.state_dir, "/tmp/state");
   // Clients differing only in their index jitter differently.
-  ClientCliOptions other = *o;
+  ClientConfig other = *o;
   other.client_index = 4;
   EXPECT_NE(ToClientOptions(other, 0).backoff.seed, c.backoff.seed);
 }
 
 TEST(ClientConfigTest, FlagsWin) {
-  ClientCliOptions start;
-  start.client_index = 8;
-  start.model = "lenet";
-  auto o = Parse(kGood, {"--client-index", "--model"}, start);
-  ASSERT_TRUE(o.ok());
+  auto o = Parse(kGood, {{"--client-index", "8"}, {"--model", "lenet"}});
+  ASSERT_TRUE(o.ok()) << o.status();
   EXPECT_EQ(o->client_index, 8);
   EXPECT_EQ(o->model, "lenet");
-  EXPECT_EQ(o->num_clients, 10);  // from the file
+  EXPECT_EQ(o->data.num_clients, 10);  // from the file
+  auto bad = Parse(kGood, {{"--client-index", "eight"}});
+  EXPECT_NE(bad.status().message().find(
+                "--client-index: key 'data.client_index' must be an integer, not 'eight'"),
+            std::string::npos)
+      << bad.status();
 }
 
-TEST(ClientConfigTest, UnknownKeysAndWrongTypesAreNamed) {
-  auto o = Parse("coordinator = \"a:1\"\n[data]\nclient_idx = 3\n");
+TEST(ClientConfigTest, UnknownRenamedKeysAndWrongTypesAreNamed) {
+  auto o = Parse("[net]\ncoordinator = \"a:1\"\n[data]\nclient_idx = 3\n");
   ASSERT_FALSE(o.ok());
   EXPECT_NE(o.status().message().find("data.client_idx"), std::string::npos) << o.status();
   o = Parse("[data]\nnum_clients = \"ten\"\n");
   ASSERT_FALSE(o.ok());
   EXPECT_NE(o.status().message().find("data.num_clients"), std::string::npos) << o.status();
+  o = Parse("heartbeat_ms = 250\n");
+  EXPECT_NE(o.status().message().find("'heartbeat_ms' was renamed 'net.heartbeat_interval_s'"),
+            std::string::npos)
+      << o.status();
+  o = Parse("[data]\npartition_seed = 3\n");
+  EXPECT_NE(o.status().message().find("'data.partition_seed' was renamed 'data.seed'"),
+            std::string::npos)
+      << o.status();
 }
 
 TEST(ClientConfigTest, ValidationNamesKeyAndFlag) {
   auto base = [] { return *Parse(kGood); };
 
-  ClientCliOptions o = base();
+  ClientConfig o = base();
   o.client_index = 10;
-  EXPECT_NE(ValidateClientCliOptions(o).message().find(
+  EXPECT_NE(ValidateClientConfig(o).message().find(
                 "data.client_index (--client-index) = 10 must be in [0, data.num_clients = 10)"),
             std::string::npos)
-      << ValidateClientCliOptions(o);
+      << ValidateClientConfig(o);
   o = base();
   o.coordinator.clear();
-  EXPECT_NE(ValidateClientCliOptions(o).message().find("coordinator (--coordinator) is required"),
+  EXPECT_NE(ValidateClientConfig(o).message().find("net.coordinator (--coordinator) is required"),
             std::string::npos);
   o = base();
   o.cert.clear();
-  EXPECT_NE(ValidateClientCliOptions(o).message().find("tls.cert (--cert)"), std::string::npos);
+  EXPECT_NE(ValidateClientConfig(o).message().find("tls.cert (--cert)"), std::string::npos);
   o = base();
   o.train_images = "x.idx";
-  EXPECT_NE(ValidateClientCliOptions(o).message().find("data.train_labels (--train-labels)"),
+  EXPECT_NE(ValidateClientConfig(o).message().find("data.train_labels (--train-labels)"),
             std::string::npos);
   o = base();
-  o.backoff_max_ms = 50;
-  EXPECT_NE(ValidateClientCliOptions(o).message().find("backoff.max_ms"), std::string::npos);
+  o.backoff_max = std::chrono::milliseconds(50);
+  EXPECT_NE(ValidateClientConfig(o).message().find("backoff.max_s"), std::string::npos);
   o = base();
   o.backoff_jitter = 2;
-  EXPECT_NE(ValidateClientCliOptions(o).message().find("backoff.jitter"), std::string::npos);
+  EXPECT_NE(ValidateClientConfig(o).message().find("backoff.jitter"), std::string::npos);
   o = base();
   o.coordinator = "no-port";
-  EXPECT_NE(ValidateClientCliOptions(o).message().find("coordinator"), std::string::npos);
+  EXPECT_NE(ValidateClientConfig(o).message().find("coordinator"), std::string::npos);
+  o = base();
+  o.data.dataset = "mnist";
+  EXPECT_NE(ValidateClientConfig(o).message().find("data.dataset"), std::string::npos);
 }
 
 TEST(ClientConfigTest, MissingTlsFilesNameTheKey) {
   TempDir tmp;
   ASSERT_TRUE(WriteFileAtomic(tmp.file("ca.crt"), std::vector<uint8_t>{'x'}).ok());
-  ClientCliOptions o;
+  ClientConfig o;
   o.ca = tmp.file("ca.crt");
   o.cert = o.ca;
   o.key = tmp.file("missing.key");
@@ -154,11 +178,11 @@ void WriteIdx(const TempDir& tmp, int n) {
 TEST(ClientDataTest, IdxSharesAreDisjointAndCoverTheSet) {
   TempDir tmp;
   WriteIdx(tmp, 100);
-  ClientCliOptions o;
+  ClientConfig o;
   o.train_images = o.test_images = tmp.file("img.idx");
   o.train_labels = o.test_labels = tmp.file("lbl.idx");
-  o.num_clients = 4;
-  o.partition = "iid";
+  o.data.num_clients = 4;
+  o.data.partition = "iid";
   int64_t train_total = 0, eval_total = 0;
   for (int c = 0; c < 4; ++c) {
     o.client_index = c;
@@ -188,7 +212,7 @@ TEST(ClientDataTest, IdxSharesAreDisjointAndCoverTheSet) {
 TEST(ClientDataTest, BadFilesAndPartitionsAreNamed) {
   TempDir tmp;
   WriteIdx(tmp, 20);
-  ClientCliOptions o;
+  ClientConfig o;
   o.train_images = tmp.file("img.idx");
   o.train_labels = tmp.file("missing.idx");
   auto d = LoadClientData(o);
@@ -196,11 +220,39 @@ TEST(ClientDataTest, BadFilesAndPartitionsAreNamed) {
   EXPECT_NE(d.status().message().find("missing.idx"), std::string::npos) << d.status();
 
   o.train_labels = tmp.file("lbl.idx");
-  o.partition = "zipf:2";
-  o.num_clients = 2;
+  o.data.partition = "zipf:2";
+  o.data.num_clients = 2;
   d = LoadClientData(o);
   ASSERT_FALSE(d.ok());
   EXPECT_NE(d.status().message().find("data.partition 'zipf:2'"), std::string::npos) << d.status();
+}
+
+TEST(ClientDataTest, SyntheticSharesAreTheSimulatorsAndCoverTheSet) {
+  // The same data keys give every client the same synthetic draw and the partition the
+  // simulator's Population computes; the shares cover the training set exactly once.
+  ClientConfig o;
+  o.data.dataset = "synthetic";
+  o.data.train_examples = 300;
+  o.data.test_examples = 60;
+  o.data.num_clients = 3;
+  o.data.partition = "dirichlet:0.5";
+  o.data.seed = 5;
+  Result<DataSplits> all = LoadDataSplits(o.data, true, true);
+  ASSERT_TRUE(all.ok()) << all.status();
+  Result<Partition> parts = MakePartition("dirichlet:0.5", all.value().train->labels, 10, 3, 5);
+  ASSERT_TRUE(parts.ok());
+  int64_t total = 0;
+  for (int c = 0; c < 3; ++c) {
+    o.client_index = c;
+    auto d = LoadClientData(o);
+    ASSERT_TRUE(d.ok()) << d.status();
+    ASSERT_EQ(d->train->size(), static_cast<int64_t>((*parts)[c].size()));
+    for (int64_t i = 0; i < d->train->size(); ++i)
+      ASSERT_EQ(d->train->labels[i], all.value().train->labels[(*parts)[c][i]]);
+    EXPECT_EQ(d->train->height, 8);
+    total += d->train->size();
+  }
+  EXPECT_EQ(total, 300);
 }
 
 }  // namespace

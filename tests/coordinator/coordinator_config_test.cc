@@ -1,4 +1,5 @@
-// Coordinator config loading: the download codec key (run.download_codec).
+// tributary-coordinator's settings through its schema: the keys other programs share, validation
+// written once (momentum is checked here as in the simulator), renamed keys, output defaults.
 #include "coordinator/coordinator_config.h"
 
 #include <gtest/gtest.h>
@@ -8,20 +9,30 @@
 namespace tributary {
 namespace {
 
+// Loads `toml` over the defaults and validates, as the binary does.
 Status Load(const std::string& toml, CoordinatorConfig* out) {
-  Result<Config> cfg = Config::Parse(toml, "coordinator.toml");
+  ConfigSchema schema("tributary-coordinator");
+  BindCoordinatorConfig(schema, out);
+  Result<Config> cfg = Config::Parse(
+      toml + "\n[tls]\nca = \"ca.crt\"\ncert = \"s.crt\"\nkey = \"s.key\"\n", "coordinator.toml");
   if (!cfg.ok()) return cfg.status();
-  return LoadCoordinatorConfig(*cfg, out);
+  TRIB_RETURN_IF_ERROR(schema.Load(*cfg));
+  out->ResolveOutputs();
+  return out->Validate();
 }
 
-TEST(CoordinatorConfigTest, DownloadCodecDefaultsToDenseAndAcceptsQ8) {
+TEST(CoordinatorConfigTest, DownloadCodecDefaultsToDenseAndAcceptsAnyThatCarriesAModel) {
   CoordinatorConfig c;
-  ASSERT_TRUE(Load("[run]\nrounds = 2\n", &c).ok());
-  EXPECT_EQ(c.round.download_codec, "dense");
-  CoordinatorConfig q;
-  Status s = Load("[run]\ndownload_codec = \"q8\"\n", &q);
-  ASSERT_TRUE(s.ok()) << s.ToString();
-  EXPECT_EQ(q.round.download_codec, "q8");
+  Status s = Load("[run]\nrounds = 2\n", &c);
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(c.run.round.download_codec, "dense");
+  EXPECT_EQ(c.run.round.rounds, 2);
+  for (const char* codec : {"q8", "q8+zstd"}) {
+    CoordinatorConfig q;
+    s = Load(std::string("[run]\ndownload_codec = \"") + codec + "\"\n", &q);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    EXPECT_EQ(q.run.round.download_codec, codec);
+  }
 }
 
 TEST(CoordinatorConfigTest, UnknownDownloadCodecIsAnErrorNamingTheKey) {
@@ -29,10 +40,45 @@ TEST(CoordinatorConfigTest, UnknownDownloadCodecIsAnErrorNamingTheKey) {
   Status s = Load("[run]\ndownload_codec = \"topk(0.1)\"\n", &c);
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(s.message().find("coordinator.toml: round config: download_codec: codec 'topk(0.1)' "
-                             "cannot carry a global model"),
+  EXPECT_NE(s.message().find("key 'run.download_codec': codec 'topk(0.1)' cannot carry a global "
+                             "model"),
             std::string::npos)
       << s.ToString();
+}
+
+TEST(CoordinatorConfigTest, FitSettingsAreValidatedAsInTheSimulator) {
+  CoordinatorConfig c;
+  Status s = Load("[fit]\nmomentum = 1.5\n", &c);
+  EXPECT_NE(s.message().find("key 'fit.momentum' = 1.5 must be in [0, 1)"), std::string::npos) << s;
+}
+
+TEST(CoordinatorConfigTest, RenamedKeysNameTheirNewKey) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"listen = \"0.0.0.0:1\"\n", "key 'listen' was renamed 'net.listen'"},
+      {"[run]\nheartbeat_interval_s = 1\n",
+       "key 'run.heartbeat_interval_s' was renamed 'net.heartbeat_interval_s'"},
+      {"[eval]\ndata_dir = \"/d\"\n", "key 'eval.data_dir' was renamed 'data.dir'"},
+      {"[eval]\nmax_examples = 10\n", "key 'eval.max_examples' was renamed 'data.test_examples'"},
+  };
+  for (const auto& [toml, message] : cases) {
+    CoordinatorConfig c;
+    Status s = Load(toml, &c);
+    EXPECT_NE(s.message().find(message), std::string::npos) << s;
+  }
+}
+
+TEST(CoordinatorConfigTest, OutputsDefaultIntoTheCheckpointDirectoryAndTlsIsRequired) {
+  CoordinatorConfig c;
+  ASSERT_TRUE(Load("[output]\ncheckpoint_dir = \"runs/x\"\n", &c).ok());
+  EXPECT_EQ(c.run.event_log, "runs/x/events.jsonl");
+  EXPECT_EQ(c.run.final_model, "runs/x/final.safetensors");
+  CoordinatorConfig bare;
+  bare.ResolveOutputs();
+  EXPECT_NE(bare.Validate().message().find("'tls.ca', 'tls.cert' and 'tls.key' are required"),
+            std::string::npos);
+  CoordinatorConfig t;
+  Status s = Load("[net]\nheartbeat_interval_s = 10\nclient_timeout_s = 5\n", &t);
+  EXPECT_NE(s.message().find("net.client_timeout_s"), std::string::npos) << s;
 }
 
 }  // namespace

@@ -5,7 +5,6 @@
 
 #include <atomic>
 
-#include "aggregation/fedavg.h"
 #include "compression/dense_codec.h"
 #include "core/manual_clock.h"
 #include "protocol/in_memory_transport.h"
@@ -117,14 +116,18 @@ class CoordinatorServiceTest : public ::testing::TestWithParam<Kind> {
     } else {
       server_ = std::move(*InMemoryTransport::Create(io_.io(), network_, {options, "", 1 << 20}));
     }
-    ModelWeights init = *ModelWeights::Create({{"w", {8}}});
-    RoundEngine::Hooks hooks;
-    hooks.on_round_complete = [this](const RoundSummary& s, const ModelWeights&) {
-      rounds_.push_back(s);
-    };
-    engine_ = *RoundEngine::Create(cfg, std::make_unique<FedAvg>(), init, 0, 0, hooks);
+    RunConfig run;
+    run.round = cfg;
+    run.eval_every = 0;
+    RunDriver::Options driver_options;
+    driver_options.initial_model = *ModelWeights::Create({{"w", {8}}});
+    auto driver = RunDriver::Create(run, std::move(driver_options));
+    ASSERT_TRUE(driver.ok()) << driver.status();
+    driver_ = std::move(*driver);
+    driver_->AddObserver(&observer_);
+    driver_->Start();
     o.listen_address = GetParam() == Kind::kTls ? "127.0.0.1:0" : "";
-    service_ = std::make_shared<CoordinatorService>(io_.io(), *server_, *engine_, o);
+    service_ = std::make_shared<CoordinatorService>(io_.io(), *server_, *driver_, o);
     service_->set_on_finished([this](Status s) { finished_.Callback()(s); });
     ASSERT_TRUE(service_->Start().ok());
   }
@@ -155,9 +158,19 @@ class CoordinatorServiceTest : public ::testing::TestWithParam<Kind> {
   std::shared_ptr<InMemoryNetwork> network_ = std::make_shared<InMemoryNetwork>();
   std::unique_ptr<Transport> server_;
   std::vector<std::unique_ptr<Transport>> transports_;
-  std::unique_ptr<RoundEngine> engine_;
+  // Collects the closed rounds' summaries (on the engine strand; read after the run finished).
+  struct Rounds final : RunObserver {
+    void OnEvent(const RunEvent& e) override {
+      if (auto* c = std::get_if<RoundClosed>(&e)) summaries.push_back(c->summary);
+    }
+    std::vector<RoundSummary> summaries;
+  };
+  const ModelWeights& model() const { return driver_->engine().model(); }
+
+  Rounds observer_;
+  std::vector<RoundSummary>& rounds_ = observer_.summaries;
+  std::unique_ptr<RunDriver> driver_;
   std::shared_ptr<CoordinatorService> service_;
-  std::vector<RoundSummary> rounds_;  // written on the service strand, read after finish
   Waiter<Status> finished_;
 };
 
@@ -179,7 +192,7 @@ TEST_P(CoordinatorServiceTest, RunsRoundsToCompletionAndSaysGoodbye) {
   ASSERT_EQ(rounds_.size(), 3u);
   for (const RoundSummary& r : rounds_) EXPECT_EQ(r.completed, 3);
   // Each round adds the mean delta (1+2+3)/3 = 2 to every weight.
-  EXPECT_FLOAT_EQ(engine_->model().data()[0], 6.0f);
+  EXPECT_FLOAT_EQ(model().data()[0], 6.0f);
   for (auto& c : clients) {
     ASSERT_TRUE(c->WaitClosed());
     EXPECT_EQ(c->tasks.load(), 3);
@@ -244,7 +257,7 @@ TEST_P(CoordinatorServiceTest, ADisconnectMidRoundDoesNotStopTheRound) {
   ASSERT_EQ(rounds_.size(), 1u);
   EXPECT_EQ(rounds_[0].completed, 2);
   EXPECT_EQ(rounds_[0].dropped, 1);
-  EXPECT_FLOAT_EQ(engine_->model().data()[3], 2.0f);  // the quitter's 100 is not in it
+  EXPECT_FLOAT_EQ(model().data()[3], 2.0f);  // the quitter's 100 is not in it
 }
 
 TEST_P(CoordinatorServiceTest, HeartbeatsAreEchoedAndASilentClientIsClosedAtTheClientTimeout) {
@@ -314,7 +327,7 @@ TEST_P(CoordinatorServiceTest, TheRoundDeadlineRunsOnTheServicesClock) {
   EXPECT_EQ(rounds_[0].completed, 1);
   EXPECT_EQ(rounds_[0].dropped, 1);
   EXPECT_DOUBLE_EQ(rounds_[0].duration_s, 60.0);
-  EXPECT_FLOAT_EQ(engine_->model().data()[0], 2.0f);
+  EXPECT_FLOAT_EQ(model().data()[0], 2.0f);
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, CoordinatorServiceTest,

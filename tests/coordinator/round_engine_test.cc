@@ -452,7 +452,8 @@ TEST(RoundConfigTest, RejectsInconsistentSettings) {
   EXPECT_FALSE(c.Validate().ok());
   c = RoundConfig{};
   c.download_codec = "q4";
-  EXPECT_NE(c.Validate().message().find("download_codec: codec 'q4' cannot carry a global model"),
+  EXPECT_NE(c.Validate().message().find(
+                "key 'run.download_codec': codec 'q4' cannot carry a global model"),
             std::string::npos)
       << c.Validate().message();
   c.download_codec = "q8";

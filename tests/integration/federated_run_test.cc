@@ -77,12 +77,13 @@ class FederatedRunTest : public ::testing::Test {
   void WriteCoordinatorConfig(const std::string& run,
                               const std::string& fit = "epochs = 1\nbatch_size = 32\nlr = 0.05\n") {
     std::ofstream f(dir_ / "coordinator.toml");
-    f << "listen = \"127.0.0.1:0\"\nlog_level = \"warn\"\n"
+    f << "log_level = \"warn\"\n[net]\nlisten = \"127.0.0.1:0\"\nheartbeat_interval_s = 1\n"
+      << "client_timeout_s = 20\n"
       << "[tls]\nca = \"" << pki() << "/ca.crt\"\ncert = \"" << pki() << "/server.crt\"\nkey = \""
       << pki() << "/server.key\"\n"
-      << "[run]\nmodel = \"mlp\"\nseed = 7\nheartbeat_interval_s = 1\nclient_timeout_s = 20\n"
+      << "[run]\nmodel = \"mlp\"\nseed = 7\n"
       << run << "[fit]\n"
-      << fit << "[eval]\nevery = 1\nmax_examples = 2000\n"
+      << fit << "[eval]\nevery = 1\n[data]\ntest_examples = 2000\n"
       << "[output]\ncheckpoint_dir = \"" << ckpt() << "\"\nready_file = \""
       << (dir_ / "ready").string() << "\"\n";
   }
@@ -126,19 +127,19 @@ class FederatedRunTest : public ::testing::Test {
                                      std::to_string(train_examples),
                                      "--eval-examples",
                                      "500",
-                                     "--backoff-initial-ms",
-                                     "100",
-                                     "--backoff-max-ms",
-                                     "1000",
+                                     "--backoff-initial-s",
+                                     "0.1",
+                                     "--backoff-max-s",
+                                     "1",
                                      "--log-level",
                                      "warn"};
     clients_.push_back(std::make_unique<Process>(args, (dir_ / (id + ".log")).string()));
   }
 
-  // Waits until the event log holds at least n round_end events.
+  // Waits until the event log holds at least n round_closed events.
   bool WaitForRounds(size_t n, std::chrono::milliseconds timeout) {
     return WaitFor(
-        [&] { return Events(events(), "round_end").size() >= n || !coordinator_->running(); },
+        [&] { return Events(events(), "round_closed").size() >= n || !coordinator_->running(); },
         timeout);
   }
 
@@ -157,7 +158,7 @@ TEST_F(FederatedRunTest, FiveClientsFiveRoundsOfMlpRaiseTestAccuracy) {
   const std::string addr = StartCoordinator();
   for (int i = 0; i < 5; ++i) StartClient(addr, i, 5, 20000);  // 4,000 examples each
   ASSERT_EQ(coordinator_->Wait(180s), 0) << CoordinatorLogs();
-  auto rounds = Events(events(), "round_end");
+  auto rounds = Events(events(), "round_closed");
   ASSERT_EQ(rounds.size(), 5u);
   for (auto& r : rounds) EXPECT_EQ(r["completed"], 5);
   const double first = rounds.front()["test_accuracy"], last = rounds.back()["test_accuracy"];
@@ -181,7 +182,7 @@ TEST_F(FederatedRunTest, TwoOfFiveClientsKilledMidRoundAndTheRoundCompletes) {
   clients_[3]->Signal(SIGKILL);
   clients_[4]->Signal(SIGKILL);
   ASSERT_EQ(coordinator_->Wait(180s), 0) << CoordinatorLogs();
-  auto rounds = Events(events(), "round_end");
+  auto rounds = Events(events(), "round_closed");
   ASSERT_EQ(rounds.size(), 3u);
   EXPECT_EQ(rounds[1]["completed"], 3);
   EXPECT_EQ(rounds[1]["dropped"], 2);
@@ -231,7 +232,7 @@ TEST_F(FederatedRunTest, CoordinatorKilledAfterRoundThreeResumesExactly) {
   EXPECT_NE(log.find("3 rounds done, model version 3, model hash " + std::string(expect)),
             std::string::npos)
       << log;
-  auto rounds = Events(events(), "round_end");
+  auto rounds = Events(events(), "round_closed");
   ASSERT_GE(rounds.size(), 5u);
   EXPECT_EQ(rounds[3]["round"], 4);  // continues at round 4
   ASSERT_TRUE(std::regex_search(log, m, std::regex("final model: .* \\(hash ([0-9a-f]+)\\)")))
@@ -305,9 +306,9 @@ TEST_F(FederatedRunTest, BadUpdatesAreRejectedAndRoundsGoOn) {
       [](Status) {});
   c->Send(Hello{kProtocolVersion, ClientCapabilities{"cpu", {"dense"}, 100}, "mallory"});
   ASSERT_EQ(coordinator_->Wait(120s), 0) << CoordinatorLogs();
-  auto rounds = Events(events(), "round_end");
+  auto rounds = Events(events(), "round_closed");
   ASSERT_EQ(rounds.size(), 6u);
-  auto rejected = Events(events(), "update_rejected");
+  auto rejected = Events(events(), "update_refused");
   std::vector<std::string> reasons;
   for (auto& r : rejected) reasons.push_back(r["reason"]);
   auto has = [&](const std::string& what) {

@@ -8,10 +8,11 @@
 #include <string>
 #include <vector>
 
+#include "core/config.h"
 #include "sim/attack.h"
-#include "sim/sim_data.h"
 #include "sim/simulator.h"
 #include "sim_test_util.h"
+#include "train/data/data_config.h"
 #include "train/model_spec.h"
 
 namespace tributary {
@@ -19,8 +20,8 @@ namespace {
 
 SimConfig Small() {
   SimConfig c = testing::SmallSyntheticConfig();
-  c.rounds = 1;
-  c.fit.epochs = 2;
+  c.run.round.rounds = 1;
+  c.run.round.fit.epochs = 2;
   return c;
 }
 
@@ -30,9 +31,9 @@ struct SimRun {
 };
 
 Result<SimRun> RunSim(const SimConfig& c) {
-  TRIB_ASSIGN_OR_RETURN(SimData data, LoadSimData(c));
+  TRIB_ASSIGN_OR_RETURN(DataSplits data, LoadDataSplits(c.data, true, true));
   TRIB_ASSIGN_OR_RETURN(std::unique_ptr<Simulator> sim, Simulator::Create(c, data));
-  TRIB_ASSIGN_OR_RETURN(ModelWeights init, InitWeights(sim->spec(), c.init_seed));
+  TRIB_ASSIGN_OR_RETURN(ModelWeights init, InitWeights(sim->spec(), c.run.init_seed));
   SimRun out;
   TRIB_ASSIGN_OR_RETURN(out.result, sim->Run());
   std::span<const float> w = out.result.final_model.data(), w0 = init.data();
@@ -72,7 +73,7 @@ class FixedDeltaTrainer final : public Trainer {
   std::vector<float> h_;
 };
 
-std::vector<float> Submitted(AttackTrainer& t, const ModelWeights& global, uint64_t seed = 1) {
+std::vector<float> Submitted(Trainer& t, const ModelWeights& global, uint64_t seed = 1) {
   FitConfig fc;
   fc.seed = seed;
   Result<FitResult> r = t.fit(global, fc);
@@ -115,20 +116,26 @@ TEST(AttackConfigTest, ErrorsNameTheKey) {
   a.alie_z = -1.0;
   EXPECT_NE(err(a).find("attack.alie_z"), std::string::npos);
 
-  // Through the TOML loader and SimConfig::Validate.
+  // Through the simulator's schema and Simulator::Create.
   SimConfig c = Small();
+  ConfigSchema schema("tributary-sim");
+  BindSimConfig(schema, &c);
   Result<Config> doc =
       Config::Parse("[attack]\nkind = \"label_flip\"\nfraction = 0.3\n", "attack.toml");
   ASSERT_TRUE(doc.ok());
-  ASSERT_TRUE(LoadSimConfig(*doc, &c).ok());
+  ASSERT_TRUE(schema.Load(*doc).ok());
   EXPECT_EQ(c.attack.kind, "label_flip");
   EXPECT_DOUBLE_EQ(c.attack.fraction, 0.3);
   EXPECT_TRUE(c.Validate().ok());
-  c.trainer = "noop";  // label flipping needs training
-  EXPECT_NE(c.Validate().message().find("attack.kind"), std::string::npos);
+  c.trainer = "noop";  // label flipping needs training: the attack changes data noop never reads
+  Result<DataSplits> data = LoadDataSplits(c.data, true, true);
+  ASSERT_TRUE(data.ok());
+  Result<std::unique_ptr<Simulator>> sim = Simulator::Create(c, *data);
+  ASSERT_FALSE(sim.ok());
+  EXPECT_NE(sim.status().message().find("attack.kind"), std::string::npos) << sim.status();
   doc = Config::Parse("[attack]\nfractoin = 0.3\n", "attack.toml");
   ASSERT_TRUE(doc.ok());
-  EXPECT_NE(LoadSimConfig(*doc, &c).message().find("attack.fractoin"), std::string::npos);
+  EXPECT_NE(schema.Load(*doc).message().find("attack.fractoin"), std::string::npos);
 }
 
 TEST(AttackTest, MaliciousClientsAreDrawnAtTheConfiguredRate) {
@@ -175,14 +182,15 @@ TEST(AttackTest, AlieIsMuMinusZSigmaAndZMaxFollowsThePaper) {
   EXPECT_EQ(AlieZMax(1, 1), 0.0);  // s clamps to 1: Phi^-1(0) would be -inf; z stays >= 0
 }
 
-TEST(AttackTest, AttackTrainerRewritesTheHonestDelta) {
+TEST(AttackTest, EachAttackRewritesTheHonestDeltaByItsFormula) {
   const std::vector<float> h = {0.5f, -1.0f, 2.0f, 0.0f};
   ModelWeights global = FixedDeltaTrainer::Layout(4);
   for (size_t i = 0; i < 4; ++i) global.data()[i] = 0.25f * static_cast<float>(i);
   auto delta = [&](const AttackConfig& a) {
     auto inner = std::make_shared<FixedDeltaTrainer>(h);
-    AttackTrainer t(inner, a, 42);
-    return Submitted(t, global);
+    std::unique_ptr<Attack> attack = *MakeAttack(a);
+    std::shared_ptr<Trainer> t = attack->WrapTrainer(inner, 0, 42);
+    return Submitted(*t, global);
   };
   AttackConfig a;
   a.fraction = 0.2;
@@ -198,17 +206,34 @@ TEST(AttackTest, AttackTrainerRewritesTheHonestDelta) {
   a.scale = 0;
   a.kind = "label_flip";  // trains honestly (on flipped data)
   EXPECT_EQ(delta(a), h);
+  EXPECT_TRUE((*MakeAttack(a))->changes_data());
+  a.kind = "none";
+  a.fraction = 0;
+  EXPECT_EQ(*MakeAttack(a), nullptr);
+  a.fraction = 0.2;
 
-  // ALIE submits the crafted delta, with the honest metrics, without training.
+  // ALIE: Prepare fits the attempt's attackers honestly (here two with deltas {1, 2, 3, 4} and
+  // {3, 2, 1, 0}: mu {2, 2, 2, 2}, sigma {1, 0, 1, 2}); each then submits mu - z sigma, with its
+  // honest metrics, without training again.
+  a.kind = "alie";
+  a.alie_z = 1.0;
+  std::unique_ptr<Attack> alie = *MakeAttack(a);
+  ThreadPool pool(2);
+  const Status prepared = alie->Prepare(
+      Attack::Attempt{5, {3, 9}}, pool, [](uint64_t client) -> Result<Attack::HonestFit> {
+        if (client == 3) return Attack::HonestFit{{1, 2, 3, 4}, {{"train_loss", 0.7}}};
+        return Attack::HonestFit{{3, 2, 1, 0}, {{"train_loss", 0.9}}};
+      });
+  ASSERT_TRUE(prepared.ok()) << prepared;
   auto inner = std::make_shared<FixedDeltaTrainer>(h);
-  AttackTrainer alie(inner,
-                     std::make_shared<const std::vector<float>>(std::vector<float>{1, 2, 3, 4}),
-                     Metrics{{"train_loss", 0.7}}, 17);
-  FitResult r = *alie.fit(global, FitConfig{});
+  FitResult r = *alie->WrapTrainer(inner, 3, 17)->fit(global, FitConfig{});
   EXPECT_EQ(inner->fits, 0);
   EXPECT_EQ(r.num_examples, 17);
   EXPECT_DOUBLE_EQ(r.metrics["train_loss"], 0.7);
-  EXPECT_FLOAT_EQ(r.weights.data()[3] - global.data()[3], 4.0f);
+  const std::vector<float> want = {1, 2, 1, 0};
+  for (size_t i = 0; i < 4; ++i)
+    EXPECT_FLOAT_EQ(r.weights.data()[i] - global.data()[i], want[i]) << i;
+  a.alie_z = 0;
 
   // Gaussian: N(0, std^2) per coordinate, seeded by the fit seed, without training.
   const size_t n = 40000;
@@ -216,7 +241,8 @@ TEST(AttackTest, AttackTrainerRewritesTheHonestDelta) {
   auto g_inner = std::make_shared<FixedDeltaTrainer>(std::vector<float>(n, 1.0f));
   a.kind = "gaussian";
   a.noise_std = 0.5;
-  AttackTrainer g(g_inner, a, 42);
+  std::shared_ptr<Trainer> gaussian = (*MakeAttack(a))->WrapTrainer(g_inner, 0, 42);
+  Trainer& g = *gaussian;
   std::vector<float> noise = Submitted(g, big, 3);
   EXPECT_EQ(g_inner->fits, 0);
   double sum = 0, sq = 0;
@@ -282,7 +308,7 @@ TEST(AttackSimTest, GaussianAggregateIsANoiseMixture) {
 
 TEST(AttackSimTest, LabelFlipTrainsOnFlippedLabels) {
   SimConfig c = Small();
-  c.rounds = 3;
+  c.run.round.rounds = 3;
   Result<SimRun> honest = RunSim(c);
   ASSERT_TRUE(honest.ok()) << honest.status().ToString();
   c.attack.fraction = 0.999;
@@ -298,7 +324,7 @@ TEST(AttackSimTest, AlieSubmitsMeanMinusZSigmaOfTheAttackersHonestDeltas) {
   // IID with equal shares (2000 examples / 20 clients): FedAvg of the honest deltas is their plain
   // mean mu, and when all 5 selected clients are attackers they all submit mu - z sigma.
   SimConfig c = Small();
-  c.partition = "iid";
+  c.data.partition = "iid";
   Result<SimRun> honest = RunSim(c);
   ASSERT_TRUE(honest.ok()) << honest.status().ToString();
   c.attack.fraction = 0.999;
@@ -330,7 +356,7 @@ TEST(AttackSimTest, AlieSubmitsMeanMinusZSigmaOfTheAttackersHonestDeltas) {
   // z_max from n and f: with half the clients malicious the run completes and counts the attackers.
   c.attack.alie_z = 0;
   c.attack.fraction = 0.5;
-  c.rounds = 3;
+  c.run.round.rounds = 3;
   Result<SimRun> zmax = RunSim(c);
   ASSERT_TRUE(zmax.ok()) << zmax.status().ToString();
   int64_t bad = 0;
@@ -345,16 +371,16 @@ TEST(AttackSimTest, MedianAndKrumOutlastFedAvgUnderSignFlip) {
   // ends at 96.4%, median 94.6%, Krum 87.4%; under the attack FedAvg 10.0% (chance), median 63.4%,
   // Krum 90.2%.
   SimConfig c = Small();
-  c.partition = "iid";
-  c.clients = 40;
-  c.per_round = 10;
-  c.rounds = 10;
-  c.fit.lr = 0.05f;
+  c.data.partition = "iid";
+  c.data.num_clients = 40;
+  c.run.round.clients_per_round = 10;
+  c.run.round.rounds = 10;
+  c.run.round.fit.lr = 0.05f;
   c.attack.kind = "sign_flip";
   c.attack.fraction = 0.3;
   std::map<std::string, double> acc;
   for (const char* s : {"fedavg", "median", "krum(f=3)"}) {
-    c.strategy = s;
+    c.run.strategy = s;
     Result<SimRun> r = RunSim(c);
     ASSERT_TRUE(r.ok()) << s << ": " << r.status().ToString();
     acc[s] = r->result.rounds.back().test_accuracy;

@@ -1,32 +1,19 @@
 // Deployment mode against the in-process simulator: the same small deterministic experiment run
 // as real tributary-coordinator and tributary-client processes over mutual TLS on loopback gives
-// exactly the same accuracy sequence and final model.
+// exactly the same accuracy sequence and final model, with a dense run on Fashion-MNIST and with a
+// compressed one (top-k updates with error-feedback residuals, a q8 download) on synthetic data.
+// Settings deployment cannot honour are refused by name.
 #include <gtest/gtest.h>
 
 #include "../client/temp_dir.h"
 #include "sim/deploy.h"
-#include "sim/sim_data.h"
+#include "train/data/data_config.h"
 
 namespace tributary {
 namespace {
 
-TEST(DeployTest, RealProcessesMatchTheInProcessRun) {
-  testing::TempDir dir;
-  SimConfig c;
-  c.dataset = "fashion-mnist";
-  c.train_examples = 3000;
-  c.test_examples = 1000;
-  c.partition = "dirichlet:0.5";
-  c.clients = 3;
-  c.per_round = 3;
-  c.rounds = 3;
-  c.fit.epochs = 1;
-  c.fit.lr = 0.05f;
-  c.seed = 11;
-  c.round_timeout_s = 120;
-  c.report_dir = dir.path();
-
-  Result<SimData> data = LoadSimData(c);
+void ExpectDeploymentMatchesInProcess(const SimConfig& c) {
+  Result<DataSplits> data = LoadDataSplits(c.data, true, true);
   ASSERT_TRUE(data.ok()) << data.status().ToString();
   Result<std::unique_ptr<Simulator>> sim = Simulator::Create(c, *data);
   ASSERT_TRUE(sim.ok()) << sim.status().ToString();
@@ -45,10 +32,85 @@ TEST(DeployTest, RealProcessesMatchTheInProcessRun) {
     ASSERT_TRUE(deployed->rounds[i].evaluated);
     EXPECT_EQ(deployed->rounds[i].test_accuracy, local->rounds[i].test_accuracy)
         << "round " << i + 1;
-    EXPECT_EQ(deployed->rounds[i].completed, 3);
+    EXPECT_EQ(deployed->rounds[i].completed, c.run.round.clients_per_round);
+    EXPECT_EQ(deployed->rounds[i].dropped, 0);
   }
   EXPECT_EQ(deployed->model_hash, local->model_hash);
+  EXPECT_NE(deployed->model_hash, 0u);
   EXPECT_GT(local->rounds.back().test_accuracy, 0.5);
+}
+
+TEST(DeployTest, RealProcessesMatchTheInProcessRun) {
+  testing::TempDir dir;
+  SimConfig c;
+  c.data.dataset = "fashion-mnist";
+  c.data.train_examples = 3000;
+  c.data.test_examples = 1000;
+  c.data.partition = "dirichlet:0.5";
+  c.data.num_clients = 3;
+  c.data.seed = 11;
+  c.run.round.clients_per_round = 3;
+  c.run.round.rounds = 3;
+  c.run.round.fit.epochs = 1;
+  c.run.round.fit.lr = 0.05f;
+  c.run.round.seed = 11;
+  c.run.round.round_timeout = std::chrono::seconds(120);
+  c.report_dir = dir.path();
+  ExpectDeploymentMatchesInProcess(c);
+}
+
+TEST(DeployTest, CompressedUpdatesResidualsAndAQuantizedDownloadMatchToo) {
+  testing::TempDir dir;
+  SimConfig c;
+  c.data.dataset = "synthetic";
+  c.data.train_examples = 2000;
+  c.data.test_examples = 500;
+  c.data.partition = "dirichlet:0.5";
+  c.data.num_clients = 3;
+  c.data.seed = 5;
+  c.run.round.clients_per_round = 3;
+  c.run.round.rounds = 4;
+  c.run.round.fit.epochs = 2;
+  c.run.round.fit.lr = 0.1f;
+  c.run.round.fit.batch_size = 16;
+  c.run.round.codec = "topk(0.1)+q8";  // error feedback: a residual per client between rounds
+  c.run.round.download_codec = "q8";
+  c.run.round.round_timeout = std::chrono::seconds(120);
+  c.report_dir = dir.path();
+  ExpectDeploymentMatchesInProcess(c);
+}
+
+TEST(DeployTest, SettingsThatCannotTakeEffectAreRefusedByName) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"hetero.dropout", "key 'hetero.dropout' has no effect in deployment mode"},
+      {"attack.kind", "key 'attack.kind' has no effect in deployment mode"},
+      {"residual.keep_fraction", "key 'residual.keep_fraction' has no effect"},
+      {"sim.threads", "key 'sim.threads' has no effect"},
+      {"sim.trainer", "key 'sim.trainer' = 'noop'"},
+      {"data.partition", "key 'data.partition' = 'replacement:5'"},
+  };
+  for (const auto& [key, message] : cases) {
+    SimConfig c;
+    c.data.num_clients = 10;
+    const std::string k = key;
+    if (k == "hetero.dropout") c.hetero.dropout = 0.1;
+    if (k == "attack.kind") {
+      c.attack.kind = "sign_flip";
+      c.attack.fraction = 0.2;
+    }
+    if (k == "residual.keep_fraction") c.residual_keep_fraction = 0.5;
+    if (k == "sim.threads") c.threads = 2;
+    if (k == "sim.trainer") c.trainer = "noop";
+    if (k == "data.partition") c.data.partition = "replacement:5";
+    const Status s = CheckDeployable(c);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << key;
+    EXPECT_NE(s.message().find(message), std::string::npos) << s;
+  }
+  SimConfig ok;
+  ok.data.num_clients = 10;
+  ok.run.round.download_codec = "q8";  // run.* keys take effect
+  ok.run.round.codec = "topk(0.01)";
+  EXPECT_TRUE(CheckDeployable(ok).ok());
 }
 
 }  // namespace

@@ -49,7 +49,7 @@ SimResult ThreeRounds() {
 TEST(ReportTest, FilesAreWellFormedAndAgree) {
   testing::TempDir dir;
   SimConfig cfg;
-  cfg.model = "mlp <&>";  // escaped in HTML
+  cfg.run.model = "mlp <&>";  // escaped in HTML
   cfg.target_accuracy = 0.75;
   SimResult result = ThreeRounds();
   result.target_round = 3;
@@ -68,20 +68,26 @@ TEST(ReportTest, FilesAreWellFormedAndAgree) {
     rows.push_back(cells);
   }
   ASSERT_EQ(rows.size(), 4u);
-  EXPECT_EQ(rows[0].size(), 20u);
-  EXPECT_EQ(rows[0][19], "malicious");
+  EXPECT_EQ(rows[0].size(), 21u);
+  EXPECT_EQ(rows[0][20], "malicious");
   EXPECT_EQ(rows[0][0], "round");
-  EXPECT_EQ(rows[0][17], "test_accuracy");
+  EXPECT_EQ(rows[0][5], "dropped");
+  EXPECT_EQ(rows[0][18], "test_accuracy");
   for (size_t i = 1; i < rows.size(); ++i) EXPECT_EQ(rows[i].size(), rows[0].size()) << i;
-  EXPECT_EQ(rows[2][17], "");  // round 2 was not evaluated
-  EXPECT_NEAR(std::stod(rows[3][17]), 0.8, 1e-9);
-  EXPECT_EQ(rows[3][10], "3000000");  // cum_bytes_up
-  EXPECT_EQ(rows[2][19], "1");        // malicious clients selected in round 2
-  EXPECT_EQ(rows[3][19], "2");
+  EXPECT_EQ(rows[2][18], "");  // round 2 was not evaluated
+  EXPECT_NEAR(std::stod(rows[3][18]), 0.8, 1e-9);
+  EXPECT_EQ(rows[3][11], "3000000");  // cum_bytes_up
+  EXPECT_EQ(rows[2][20], "1");        // malicious clients selected in round 2
+  EXPECT_EQ(rows[3][20], "2");
 
   // report.json parses and holds the config, every round and the totals.
   nlohmann::json j = nlohmann::json::parse(Slurp(dir.file("report.json")));
-  EXPECT_EQ(j["config"]["model"], "mlp <&>");
+  // Every key of the simulator's schema, by its name.
+  EXPECT_EQ(j["config"]["run.model"], "mlp <&>");
+  EXPECT_EQ(j["config"]["run.rounds"], 20);
+  EXPECT_EQ(j["config"]["fit.lr"], 0.05);
+  EXPECT_EQ(j["config"]["attack.kind"], "none");
+  EXPECT_FALSE(j["config"].contains("run.min_available")) << "refused keys are not listed";
   ASSERT_EQ(j["rounds"].size(), 3u);
   EXPECT_FALSE(j["rounds"][1].contains("test_accuracy"));
   EXPECT_NEAR(j["rounds"][2]["test_accuracy"].get<double>(), 0.8, 1e-12);

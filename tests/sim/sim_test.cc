@@ -7,9 +7,9 @@
 
 #include "core/process_stats.h"
 #include "sim/residual_store.h"
-#include "sim/sim_data.h"
 #include "sim/simulator.h"
 #include "sim_test_util.h"
+#include "train/data/data_config.h"
 
 namespace tributary {
 namespace {
@@ -52,11 +52,11 @@ TEST(SimulatorTest, LearnsAndIsDeterministicAcrossThreadCounts) {
 
 TEST(SimulatorTest, SameSeedSameResultDifferentSeedDifferentResult) {
   SimConfig c = SmallSynthetic();
-  c.rounds = 2;
+  c.run.round.rounds = 2;
   Result<SimResult> a = RunSim(c), b = RunSim(c);
   ASSERT_TRUE(a.ok() && b.ok());
   EXPECT_EQ(a->model_hash, b->model_hash);
-  c.seed = 8;
+  c.run.round.seed = 8;
   Result<SimResult> d = RunSim(c);
   ASSERT_TRUE(d.ok());
   EXPECT_NE(a->model_hash, d->model_hash);
@@ -64,14 +64,14 @@ TEST(SimulatorTest, SameSeedSameResultDifferentSeedDifferentResult) {
 
 TEST(SimulatorTest, DropoutsUnreachableClientsAndStragglersAreHandled) {
   SimConfig c = SmallSynthetic();
-  c.rounds = 6;
-  c.per_round = 6;
-  c.over_selection = 1.5;  // 9 selected per attempt
-  c.min_completed = 3;
+  c.run.round.rounds = 6;
+  c.run.round.clients_per_round = 6;
+  c.run.round.over_selection = 1.5;  // 9 selected per attempt
+  c.run.round.min_completed = 3;
   // 30% of clients are so slow (10 samples/s, ~10 s for 100 examples) that they miss a 5 s
   // deadline; the rest finish in well under a second.
   c.hetero.speed_tiers = "fast:0.7:1000,slow:0.3:10";
-  c.round_timeout_s = 5.0;
+  c.run.round.round_timeout = std::chrono::seconds(5);
   c.hetero.availability = 0.8;
   c.hetero.dropout = 0.15;
   c.hetero.latency_ms = 20;
@@ -110,9 +110,9 @@ TEST(SimulatorTest, DropoutsUnreachableClientsAndStragglersAreHandled) {
 
 TEST(SimulatorTest, FailedAttemptsAreRetriedWithAFreshSelection) {
   SimConfig c = SmallSynthetic();
-  c.rounds = 3;
-  c.per_round = 5;
-  c.min_completed = 5;
+  c.run.round.rounds = 3;
+  c.run.round.clients_per_round = 5;
+  c.run.round.min_completed = 5;
   c.hetero.availability = 0.75;  // 5 of 5 reachable only ~24% of the time
   Result<SimResult> r = RunSim(c);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
@@ -126,16 +126,16 @@ TEST(SimulatorTest, FailedAttemptsAreRetriedWithAFreshSelection) {
 
 TEST(SimulatorTest, HundredThousandClientsFitInAKibibyteEach) {
   SimConfig c;
-  c.dataset = "synthetic";
-  c.train_examples = 5000;
-  c.test_examples = 100;
-  c.partition = "replacement:20";
-  c.clients = 100000;
-  c.per_round = 100;
-  c.rounds = 2;
+  c.data.dataset = "synthetic";
+  c.data.train_examples = 5000;
+  c.data.test_examples = 100;
+  c.data.partition = "replacement:20";
+  c.data.num_clients = 100000;
+  c.run.round.clients_per_round = 100;
+  c.run.round.rounds = 2;
   c.trainer = "noop";
-  c.eval_every = 0;
-  Result<SimData> data = LoadSimData(c);
+  c.run.eval_every = 0;
+  Result<DataSplits> data = LoadDataSplits(c.data, true, true);
   ASSERT_TRUE(data.ok());
   Result<std::unique_ptr<Simulator>> sim = Simulator::Create(c, *data);
   ASSERT_TRUE(sim.ok()) << sim.status().ToString();
@@ -155,11 +155,11 @@ TEST(SimulatorTest, HundredThousandClientsFitInAKibibyteEach) {
 
 TEST(SimulatorTest, ErrorFeedbackResidualsFollowEachClient) {
   SimConfig c = SmallSynthetic();
-  c.codec = "topk(0.05)";
-  c.clients = 10;
-  c.per_round = 5;
-  c.rounds = 3;
-  Result<SimData> data = LoadSimData(c);
+  c.run.round.codec = "topk(0.05)";
+  c.data.num_clients = 10;
+  c.run.round.clients_per_round = 5;
+  c.run.round.rounds = 3;
+  Result<DataSplits> data = LoadDataSplits(c.data, true, true);
   ASSERT_TRUE(data.ok());
   Result<std::unique_ptr<Simulator>> sim = Simulator::Create(c, *data);
   ASSERT_TRUE(sim.ok()) << sim.status().ToString();
@@ -178,10 +178,10 @@ TEST(SimulatorTest, ErrorFeedbackResidualsFollowEachClient) {
 // (about a quarter of dense), trains from the decoded model, and the run learns as well as dense.
 TEST(SimulatorTest, Q8DownloadCutsBytesDownAndStillLearns) {
   SimConfig c = SmallSynthetic();
-  c.rounds = 5;
+  c.run.round.rounds = 5;
   Result<SimResult> dense = RunSim(c);
   ASSERT_TRUE(dense.ok()) << dense.status().ToString();
-  c.download_codec = "q8";
+  c.run.round.download_codec = "q8";
   Result<SimResult> q8 = RunSim(c);
   ASSERT_TRUE(q8.ok()) << q8.status().ToString();
   const uint64_t n = q8->final_model.size();
@@ -219,54 +219,79 @@ TEST(ResidualStoreTest, KeepsTheLargestEntriesAndExpiresOldOnes) {
   EXPECT_EQ(store.bytes(), 0u);
 }
 
-TEST(SimConfigTest, CommandLineOverridesTakeTomlOrPlainStrings) {
+// Applies `sets` (key=value) to a default SimConfig through its schema, then validates.
+Status Configure(std::initializer_list<const char*> sets, SimConfig* c) {
+  ConfigSchema schema("tributary-sim");
+  BindSimConfig(schema, c);
+  for (const char* kv : sets) TRIB_RETURN_IF_ERROR(schema.Assign(kv));
+  return c->Validate();
+}
+
+TEST(SimConfigTest, OverridesReachEveryKeyWithTheSharedNames) {
   SimConfig c;
-  ASSERT_TRUE(ApplySimOverride("rounds=7", &c).ok());
-  ASSERT_TRUE(ApplySimOverride("codec=topk(0.01)+q8", &c).ok());  // not TOML: taken as a string
-  ASSERT_TRUE(ApplySimOverride("hetero.dropout=0.25", &c).ok());
-  ASSERT_TRUE(ApplySimOverride("partition=\"shards:2\"", &c).ok());
-  EXPECT_EQ(c.rounds, 7);
-  EXPECT_EQ(c.codec, "topk(0.01)+q8");
+  ASSERT_TRUE(Configure({"run.rounds=7", "run.codec=topk(0.01)+q8", "hetero.dropout=0.25",
+                         "data.partition=\"shards:2\"", "data.num_clients=50",
+                         "run.clients_per_round=5", "fit.momentum=0.5"},
+                        &c)
+                  .ok());
+  EXPECT_EQ(c.run.round.rounds, 7);
+  EXPECT_EQ(c.run.round.codec, "topk(0.01)+q8");
   EXPECT_DOUBLE_EQ(c.hetero.dropout, 0.25);
-  EXPECT_EQ(c.partition, "shards:2");
-  EXPECT_NE(ApplySimOverride("rounds", &c).message().find("key=value"), std::string::npos);
-  EXPECT_NE(ApplySimOverride("roundz=3", &c).message().find("roundz"), std::string::npos);
-  EXPECT_NE(ApplySimOverride("rounds=many", &c).message().find("rounds"), std::string::npos);
-  EXPECT_EQ(c.rounds, 7);  // a failed override changes nothing it could not parse
+  EXPECT_EQ(c.data.partition, "shards:2");
+  EXPECT_EQ(c.data.num_clients, 50);
+  EXPECT_EQ(c.run.round.fit.momentum, 0.5f);
+  // The simulator's defaults, and the run it hands to the engine.
+  SimConfig d;
+  EXPECT_EQ(d.run.round.rounds, 20);
+  EXPECT_EQ(d.run.round.max_round_attempts, 50);
+  EXPECT_EQ(d.EffectiveRun().round.min_available, d.data.num_clients);
 }
 
 TEST(SimConfigTest, ErrorsNameTheKey) {
-  auto load = [](const std::string& text) {
+  auto configure = [](std::initializer_list<const char*> sets) {
     SimConfig c;
-    Result<Config> doc = Config::Parse(text);
-    EXPECT_TRUE(doc.ok());
-    Status s = LoadSimConfig(*doc, &c);
-    return s.ok() ? c.Validate() : s;
+    return Configure(sets, &c).message();
   };
-  EXPECT_NE(load("clientz = 3").message().find("clientz"), std::string::npos);
-  EXPECT_NE(load("[hetero]\ndropuot = 0.1").message().find("hetero.dropuot"), std::string::npos);
-  EXPECT_NE(load("per_round = 500").message().find("per_round"), std::string::npos);
-  EXPECT_NE(load("[fit]\nlr = -1.0").message().find("fit.lr"), std::string::npos);
-  EXPECT_NE(load("rounds = \"ten\"").message().find("rounds"), std::string::npos);
-  EXPECT_TRUE(load("clients = 50\nper_round = 5\n[hetero]\ndropout = 0.1").ok());
-  EXPECT_NE(load("download_codec = \"q2\"").message().find("codec 'q2' cannot carry a global model"),
+  EXPECT_NE(configure({"clientz=3"}).find("unknown key 'clientz'"), std::string::npos);
+  EXPECT_NE(configure({"hetero.dropuot=0.1"}).find("hetero.dropuot"), std::string::npos);
+  EXPECT_NE(configure({"run.clients_per_round=500"}).find("run.clients_per_round"),
             std::string::npos);
-  EXPECT_TRUE(load("download_codec = \"q8\"").ok());
+  EXPECT_NE(configure({"fit.lr=-1.0"}).find("fit.lr"), std::string::npos);
+  EXPECT_NE(configure({"fit.momentum=1.0"}).find("fit.momentum"), std::string::npos);
+  EXPECT_NE(configure({"run.rounds=ten"}).find("run.rounds"), std::string::npos);
+  EXPECT_EQ(configure({"data.num_clients=50", "run.clients_per_round=5", "hetero.dropout=0.1"}),
+            "");
+  EXPECT_NE(configure({"run.download_codec=q2"}).find("codec 'q2' cannot carry a global model"),
+            std::string::npos);
+  EXPECT_EQ(configure({"run.download_codec=q8"}), "");
+  // The flat keys of earlier versions name their new key; keys without meaning here say why.
+  EXPECT_NE(configure({"per_round=5"}).find("key 'per_round' was renamed 'run.clients_per_round'"),
+            std::string::npos);
+  EXPECT_NE(configure({"run.min_available=3"}).find("is not used by tributary-sim: every virtual"),
+            std::string::npos);
+  EXPECT_NE(configure({"output.checkpoint_dir=x"}).find("sim.report_dir"), std::string::npos);
+  SimConfig from_file;
+  ConfigSchema schema("tributary-sim");
+  BindSimConfig(schema, &from_file);
+  Result<Config> doc = Config::Parse("rounds = 5\n", "old.toml");
+  ASSERT_TRUE(doc.ok());
+  EXPECT_NE(schema.Load(*doc).message().find("old.toml: key 'rounds' was renamed 'run.rounds'"),
+            std::string::npos);
 
   SimConfig c = SmallSynthetic();
   c.hetero.speed_tiers = "fast:0.5:100,slow:0.4:10";
-  Result<SimData> data = LoadSimData(c);
+  Result<DataSplits> data = LoadDataSplits(c.data, true, true);
   ASSERT_TRUE(data.ok());
   Result<std::unique_ptr<Simulator>> sim = Simulator::Create(c, *data);
   ASSERT_FALSE(sim.ok());
   EXPECT_NE(sim.status().message().find("hetero.speed_tiers"), std::string::npos);
   c = SmallSynthetic();
-  c.partition = "shards:0";
+  c.data.partition = "shards:0";
   sim = Simulator::Create(c, *data);
   ASSERT_FALSE(sim.ok());
   EXPECT_NE(sim.status().message().find("shards:0"), std::string::npos);
   c = SmallSynthetic();
-  c.strategy = "krum(f=2)";  // needs n > 2f + 2 = 6 updates, but rounds close with 5
+  c.run.strategy = "krum(f=2)";  // needs n > 2f + 2 = 6 updates, but rounds close with 5
   sim = Simulator::Create(c, *data);
   ASSERT_FALSE(sim.ok());
   EXPECT_NE(sim.status().message().find("min_completed"), std::string::npos);

@@ -4,8 +4,8 @@
 
 #include <memory>
 
-#include "sim/sim_data.h"
 #include "sim/simulator.h"
+#include "train/data/data_config.h"
 
 namespace tributary::testing {
 
@@ -13,24 +13,25 @@ namespace tributary::testing {
 // epochs: enough for FedAvg to climb far above chance.
 inline SimConfig SmallSyntheticConfig() {
   SimConfig c;
-  c.dataset = "synthetic";
-  c.train_examples = 2000;
-  c.test_examples = 500;
-  c.partition = "dirichlet:0.5";
-  c.clients = 20;
-  c.per_round = 5;
-  c.rounds = 4;
-  c.fit.epochs = 3;
-  c.fit.lr = 0.1f;
-  c.fit.momentum = 0.5f;
-  c.fit.batch_size = 16;
-  c.seed = 7;
+  c.data.dataset = "synthetic";
+  c.data.train_examples = 2000;
+  c.data.test_examples = 500;
+  c.data.partition = "dirichlet:0.5";
+  c.data.num_clients = 20;
+  c.run.round.clients_per_round = 5;
+  c.run.round.rounds = 4;
+  c.run.round.fit.epochs = 3;
+  c.run.round.fit.lr = 0.1f;
+  c.run.round.fit.momentum = 0.5f;
+  c.run.round.fit.batch_size = 16;
+  c.run.round.seed = 7;
+  c.data.seed = 7;
   return c;
 }
 
 // Loads the data, builds the simulator and runs every round.
 inline Result<SimResult> RunSimulation(const SimConfig& c) {
-  TRIB_ASSIGN_OR_RETURN(SimData data, LoadSimData(c));
+  TRIB_ASSIGN_OR_RETURN(DataSplits data, LoadDataSplits(c.data, true, true));
   TRIB_ASSIGN_OR_RETURN(std::unique_ptr<Simulator> sim, Simulator::Create(c, data));
   return sim->Run();
 }

@@ -1,0 +1,78 @@
+#include "coordinator/console_observer.h"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+
+#include "core/log.h"
+
+namespace tributary {
+namespace {
+
+std::string Megabytes(uint64_t bytes) {
+  return fmt::format("{:.1f} MB", static_cast<double>(bytes) / 1e6);
+}
+
+template <class... Ts>
+struct Overloaded : Ts... {
+  using Ts::operator()...;
+};
+template <class... Ts>
+Overloaded(Ts...) -> Overloaded<Ts...>;
+
+}  // namespace
+
+void ConsoleObserver::OnEvent(const RunEvent& event) {
+  std::visit(
+      Overloaded{
+          [&](const RunStarted& e) {
+            total_rounds_ = e.rounds;
+            if (!e.resumed_from.empty())
+              std::printf(
+                  "resuming from %s: %llu rounds done, model version %llu, model hash "
+                  "%016llx\n",
+                  e.resumed_from.c_str(), static_cast<unsigned long long>(e.rounds_done),
+                  static_cast<unsigned long long>(e.model_version),
+                  static_cast<unsigned long long>(e.model_hash));
+          },
+          [&](const RoundClosed& e) {
+            const RoundSummary& s = e.summary;
+            const std::string acc =
+                e.evaluation ? fmt::format("test-acc {:5.2f}%  test-loss {:.4f}  ",
+                                           100 * e.evaluation->accuracy, e.evaluation->loss)
+                             : std::string();
+            std::printf(
+                "round %3llu/%lld  %supdates %lld/%lld (rejected %lld, dropped %lld)  up %s  "
+                "down %s  %.1fs\n",
+                static_cast<unsigned long long>(s.round), static_cast<long long>(total_rounds_),
+                acc.c_str(), static_cast<long long>(s.completed),
+                static_cast<long long>(s.selected), static_cast<long long>(s.rejected),
+                static_cast<long long>(s.dropped), Megabytes(s.bytes_up).c_str(),
+                Megabytes(s.bytes_down).c_str(), s.duration_s);
+          },
+          [](const RoundFailed& e) {
+            spdlog::warn("round {} attempt {} failed: {}", e.round, e.attempt, e.reason);
+          },
+          [](const UpdateRefused& e) {
+            spdlog::warn("update from {} for round {} refused: {}", e.client, e.round, e.reason);
+          },
+          [](const CheckpointWritten& e) {
+            if (!e.error.empty())
+              spdlog::error("round {}: checkpoint not written: {}", e.round, e.error);
+          },
+          [](const FederatedEvaluated& e) {
+            spdlog::info("federated evaluation of round {}: accuracy {:.2f}% over {} clients",
+                         e.summary.round, 100 * e.summary.accuracy, e.summary.clients);
+          },
+          [](const RunFinished& e) {
+            if (!e.final_model.empty())
+              std::printf("final model: %s (hash %016llx)\n", e.final_model.c_str(),
+                          static_cast<unsigned long long>(e.model_hash));
+          },
+          [](const auto&) {},
+      },
+      event);
+  std::fflush(stdout);
+}
+
+}  // namespace tributary

@@ -1,0 +1,41 @@
+#include "coordinator/run_config.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+namespace tributary {
+
+void BindRunConfig(ConfigSchema& s, RunConfig* r) {
+  s.Bind("run.model", &r->model, "the model: mlp, cnn or lenet").Flag("--model");
+  s.Bind("run.init_seed", &r->init_seed, "seeds the model's initial weights").Flag("--init-seed");
+  s.Bind("run.strategy", &r->strategy,
+         "the aggregation rule, e.g. fedavg, fedadam(server_lr=0.01), clip(norm=5)+krum(f=2)")
+      .Flag("--strategy");
+  s.Bind("run.server_lr", &r->server_lr, "server learning rate of fedavg, fedprox and fedavgm");
+  BindRoundConfig(s, &r->round);
+  s.Bind("eval.every", &r->eval_every, "server-side evaluation every k rounds (0: never)")
+      .Flag("--eval-every");
+  s.Bind("eval.batch_size", &r->eval_batch_size, "server-side evaluation batch size");
+  s.Bind("output.checkpoint_dir", &r->checkpoint_dir,
+         "where the checkpoint is written after every round")
+      .Flag("--checkpoint-dir");
+  s.Bind("output.event_log", &r->event_log, "the JSON-lines event log");
+  s.Bind("output.final_model", &r->final_model, "the final model (safetensors)");
+}
+
+Status RunConfig::Validate() const {
+  if (model.empty()) return Status::InvalidArgument("key 'run.model' must name a model");
+  if (!(server_lr > 0.0) || !std::isfinite(server_lr))
+    return Status::InvalidArgument(fmt::format("key 'run.server_lr' = {} must be > 0", server_lr));
+  TRIB_RETURN_IF_ERROR(round.Validate());
+  if (eval_every < 0)
+    return Status::InvalidArgument(
+        fmt::format("key 'eval.every' = {} must be >= 0 (0: never)", eval_every));
+  if (eval_batch_size < 1)
+    return Status::InvalidArgument(
+        fmt::format("key 'eval.batch_size' = {} must be >= 1", eval_batch_size));
+  return Status::Ok();
+}
+
+}  // namespace tributary

@@ -1,0 +1,36 @@
+// RunConfig: everything a federated run is made of, whoever drives it (tributary-coordinator in
+// deployment, tributary-sim in simulation): the model, the strategy, the rounds, the evaluation and
+// where the outputs go. RunDriver (run_driver.h) is built from one.
+//
+// Keys (BindRunConfig), the same in every program that runs rounds:
+//   run.model, run.init_seed, run.strategy, run.server_lr, the RoundConfig keys (run.rounds ...
+//   fit.*; round_config.h), eval.every, eval.batch_size, output.checkpoint_dir, output.event_log,
+//   output.final_model
+#pragma once
+
+#include <string>
+
+#include "coordinator/round_config.h"
+#include "core/config_schema.h"
+
+namespace tributary {
+
+struct RunConfig {
+  std::string model = "mlp";  // a built-in model (train/model_spec.h)
+  uint64_t init_seed = 1;     // seeds its initial weights
+  std::string strategy = "fedavg";
+  double server_lr = 1.0;  // fedavg/fedprox/fedavgm's server_lr when the spec sets none
+  RoundConfig round;
+  int64_t eval_every = 1;  // server-side evaluation every k rounds (0: never)
+  int64_t eval_batch_size = 256;
+  std::string checkpoint_dir;  // "" : no checkpoints
+  std::string event_log;       // "" : no event log
+  std::string final_model;     // "" : the final model is not saved
+
+  // InvalidArgument naming the key when a value is out of range or inconsistent.
+  Status Validate() const;
+};
+
+void BindRunConfig(ConfigSchema& schema, RunConfig* run);
+
+}  // namespace tributary

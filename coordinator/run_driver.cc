@@ -1,0 +1,204 @@
+#include "coordinator/run_driver.h"
+
+#include <fmt/format.h>
+
+#include "aggregation/strategy_factory.h"
+#include "coordinator/checkpoint.h"
+#include "core/file_util.h"
+#include "core/log.h"
+#include "tributary/safetensors.h"
+
+namespace tributary {
+namespace {
+
+std::string ShapeText(const std::vector<int64_t>& shape) {
+  return "[" + fmt::format("{}", fmt::join(shape, ", ")) + "]";
+}
+
+// What differs between a checkpoint's layout and the run's: the first tensor that differs.
+std::string LayoutDifference(const ModelWeights& saved, const ModelWeights& want) {
+  const auto& a = saved.tensors();
+  const auto& b = want.tensors();
+  for (size_t i = 0; i < std::max(a.size(), b.size()); ++i) {
+    if (i >= a.size())
+      return fmt::format("the checkpoint has no tensor '{}' {}", b[i].name, ShapeText(b[i].shape));
+    if (i >= b.size())
+      return fmt::format("the checkpoint has an extra tensor '{}' {}", a[i].name,
+                         ShapeText(a[i].shape));
+    if (a[i].name != b[i].name || a[i].shape != b[i].shape)
+      return fmt::format("tensor {} is '{}' {} in the checkpoint and '{}' {} in this run", i,
+                         a[i].name, ShapeText(a[i].shape), b[i].name, ShapeText(b[i].shape));
+  }
+  return "the layouts are the same";
+}
+
+}  // namespace
+
+RunDriver::~RunDriver() = default;
+
+Result<std::unique_ptr<RunDriver>> RunDriver::Create(const RunConfig& config, Options options) {
+  TRIB_RETURN_IF_ERROR(config.Validate());
+  std::unique_ptr<RunDriver> d(new RunDriver());
+  d->config_ = config;
+  d->env_ = options.env ? options.env : Env::Default();
+  d->options_ = std::move(options);
+  RunConfig& c = d->config_;
+
+  StrategyOptions so;
+  so.server_lr = static_cast<float>(c.server_lr);
+  Result<std::unique_ptr<Strategy>> strategy = MakeStrategy(c.strategy, so);
+  if (!strategy.ok()) return strategy.status().WithContext("key 'run.strategy'");
+  // A rule that needs n updates (Krum: n > 2f + 2, ...) must get them in every round that closes.
+  const int64_t min_round =
+      c.round.min_completed > 0 ? c.round.min_completed : c.round.clients_per_round;
+  if (Status s = ValidateStrategyFor(**strategy, min_round); !s.ok())
+    return s.WithContext("keys 'run.strategy' and 'run.min_completed'");
+  if (float mu = (*strategy)->client_proximal_mu(); mu > 0.0f) c.round.fit.proximal_mu = mu;
+
+  ModelWeights model;
+  if (d->options_.initial_model) {
+    model = std::move(*d->options_.initial_model);
+    d->options_.initial_model.reset();
+  } else {
+    Result<ModelSpec> spec = d->options_.model_spec ? Result<ModelSpec>(*d->options_.model_spec)
+                                                    : ModelSpecByName(c.model);
+    if (!spec.ok()) return spec.status().WithContext("key 'run.model'");
+    Result<ModelWeights> init = InitWeights(*spec, c.init_seed);
+    if (!init.ok()) return init.status().WithContext("key 'run.model'");
+    model = std::move(*init);
+  }
+  uint64_t rounds_done = 0, version = 0;
+  if (d->options_.resume)
+    TRIB_RETURN_IF_ERROR(d->Resume(**strategy, &model, &rounds_done, &version));
+
+  RunStarted& st = d->started_;
+  st.model = c.model;
+  st.strategy = c.strategy;
+  st.codec = c.round.codec;
+  st.download_codec = c.round.download_codec;
+  st.rounds = c.round.rounds;
+  st.clients_per_round = c.round.clients_per_round;
+  st.parameters = model.size();
+  st.rounds_done = rounds_done;
+  st.model_version = version;
+  st.model_hash = model.content_hash();
+
+  RunDriver* self = d.get();
+  RoundEngine::Hooks hooks;
+  hooks.on_round_opened = [self](uint64_t round, int64_t attempt, int64_t selected) {
+    self->Publish(RoundOpened{round, attempt, selected, self->engine_->model_version()});
+  };
+  hooks.on_accepted = [self](const std::string& id, uint64_t round, uint64_t n, uint64_t bytes) {
+    self->Publish(UpdateAccepted{round, id, n, bytes});
+  };
+  hooks.on_rejected = [self](const std::string& id, uint64_t round, const Status& why) {
+    self->Publish(UpdateRefused{round, id, why.message()});
+  };
+  hooks.on_round_failed = [self](uint64_t round, int64_t attempt, const std::string& why) {
+    self->Publish(RoundFailed{round, attempt, why});
+  };
+  hooks.on_federated_eval = [self](const FederatedEvalSummary& e) {
+    self->Publish(FederatedEvaluated{e});
+  };
+  hooks.on_round_complete = [self](const RoundSummary& s, const ModelWeights& m) {
+    self->OnRoundComplete(s, m);
+  };
+  TRIB_ASSIGN_OR_RETURN(
+      d->engine_, RoundEngine::Create(c.round, std::move(*strategy), std::move(model), rounds_done,
+                                      version, std::move(hooks)));
+  return d;
+}
+
+Status RunDriver::Resume(Strategy& strategy, ModelWeights* model, uint64_t* rounds_done,
+                         uint64_t* version) {
+  const std::string& dir = config_.checkpoint_dir;
+  if (dir.empty())
+    return Status::InvalidArgument("resuming needs a checkpoint directory (output.checkpoint_dir)");
+  Result<CheckpointState> ck = LoadCheckpoint(env_, dir);
+  if (!ck.ok()) {
+    if (ck.status().code() != StatusCode::kNotFound) return ck.status();
+    spdlog::info("resume: no checkpoint in {} yet; starting a new run", dir);
+    return Status::Ok();
+  }
+  const std::string path = CheckpointPath(dir);
+  if (ck->model_name != config_.model)
+    return Status::InvalidArgument(fmt::format(
+        "checkpoint {} holds model '{}' ({} parameters), but run.model is '{}' ({} parameters)",
+        path, ck->model_name, ck->model.size(), config_.model, model->size()));
+  if (!ck->model.same_layout(*model))
+    return Status::InvalidArgument(fmt::format("checkpoint {} holds a '{}' of another layout: {}",
+                                               path, ck->model_name,
+                                               LayoutDifference(ck->model, *model)));
+  if (ck->strategy != config_.strategy)
+    return Status::InvalidArgument(
+        fmt::format("checkpoint {} was written by strategy '{}', but run.strategy is '{}'", path,
+                    ck->strategy, config_.strategy));
+  if (Status s = strategy.LoadState(ck->strategy_state, ck->model.size()); !s.ok())
+    return s.WithContext("checkpoint " + path);
+  *model = std::move(ck->model);
+  *rounds_done = ck->rounds_done;
+  *version = ck->model_version;
+  started_.resumed_from = path;
+  return Status::Ok();
+}
+
+void RunDriver::AddObserver(RunObserver* observer) { observers_.push_back(observer); }
+
+void RunDriver::Publish(const RunEvent& event) {
+  for (RunObserver* o : observers_) o->OnEvent(event);
+}
+
+void RunDriver::Start() { Publish(started_); }
+
+void RunDriver::OnRoundComplete(const RoundSummary& s, const ModelWeights& m) {
+  if (!config_.checkpoint_dir.empty()) {
+    CheckpointState ck{s.round,          s.model_version, config_.round.seed,
+                       config_.strategy, config_.model,   m,
+                       ModelWeights()};
+    Status saved = [&]() -> Status {
+      TRIB_ASSIGN_OR_RETURN(ck.strategy_state, engine_->strategy().SaveState());
+      return SaveCheckpoint(env_, config_.checkpoint_dir, ck);
+    }();
+    Publish(CheckpointWritten{s.round, CheckpointPath(config_.checkpoint_dir),
+                              saved.ok() ? std::string() : saved.ToString()});
+  }
+  RoundClosed closed{s, std::nullopt};
+  if (options_.evaluator && config_.eval_every > 0 &&
+      s.round % static_cast<uint64_t>(config_.eval_every) == 0) {
+    Result<EvalResult> e = options_.evaluator->Evaluate(m);
+    if (e.ok()) {
+      closed.evaluation =
+          Evaluated{s.round, s.model_version, e->loss, e->accuracy, e->num_examples};
+      Publish(*closed.evaluation);
+    } else {
+      spdlog::error("evaluation of round {} failed: {}", s.round, e.status().ToString());
+    }
+  }
+  Publish(closed);
+}
+
+Status RunDriver::Finish(Status outcome) {
+  if (finished_) return *finished_;
+  RunFinished f;
+  f.rounds_done = engine_->rounds_done();
+  f.model_hash = engine_->model().content_hash();
+  if (outcome.ok() && engine_->rounds_done() >= static_cast<uint64_t>(config_.round.rounds) &&
+      !config_.final_model.empty()) {
+    const SafetensorsMetadata meta{{"model", config_.model},
+                                   {"rounds", std::to_string(engine_->rounds_done())},
+                                   {"producer", options_.producer}};
+    Status saved =
+        WriteFileAtomic(env_, config_.final_model, SerializeSafetensors(engine_->model(), meta));
+    if (saved.ok())
+      f.final_model = config_.final_model;
+    else
+      outcome = saved.WithContext("saving the final model");
+  }
+  f.ok = outcome.ok();
+  f.status = outcome.ToString();
+  finished_ = outcome;
+  Publish(f);
+  return outcome;
+}
+
+}  // namespace tributary

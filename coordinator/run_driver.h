@@ -1,0 +1,91 @@
+// RunDriver: one federated run, built from its RunConfig, whoever drives it.
+//
+// The driver owns everything around the round engine, written once for deployment and simulation:
+//   - the strategy (MakeStrategy, checked against the round size; a FedProx strategy's mu goes
+//     into the clients' fit config);
+//   - the starting model: given weights, or the model spec's initial weights, or, when resuming,
+//     the checkpoint's
+//     model, strategy state and round counter, refused with an error that says what differs when
+//     the checkpoint was written by another model, layout or strategy;
+//   - the RoundEngine;
+//   - after every round, in this order: the checkpoint (through the Env), server-side evaluation
+//     (through the Evaluator, every eval.every rounds);
+//   - at the end, the final model (when every round is done).
+// It publishes what happens as RunEvents (run_events.h) to its observers: the event log, the
+// console, the simulator's report, and whatever comes next (metrics, a dashboard).
+//
+// Drivers of the driver: CoordinatorService feeds engine() from the network in real time, the
+// Simulator from virtual clients in simulated time, tests directly. When engine().finished(), or
+// to stop early, they call Finish().
+//
+// Threading: not thread-safe. Every call, and every observer callback, happens on the thread or
+// strand that drives the engine.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "coordinator/evaluator.h"
+#include "coordinator/round_engine.h"
+#include "coordinator/run_config.h"
+#include "coordinator/run_events.h"
+#include "core/env.h"
+#include "train/model_spec.h"
+
+namespace tributary {
+
+class RunDriver {
+ public:
+  struct Options {
+    // The starting weights: `initial_model` when set, else InitWeights(*model_spec, run.init_seed),
+    // else the built-in run.model for Fashion-MNIST's shape.
+    std::optional<ModelWeights> initial_model;
+    std::optional<ModelSpec> model_spec;
+    Env* env = nullptr;  // null: Env::Default()
+    // Server-side evaluation every config.eval_every rounds; null: none.
+    std::shared_ptr<Evaluator> evaluator;
+    // Continue from the checkpoint in config.checkpoint_dir when there is one.
+    bool resume = false;
+    std::string producer = "tributary";  // written into the final model's metadata
+  };
+
+  // InvalidArgument naming the key for a bad config or strategy; the checkpoint's problem when
+  // resuming fails.
+  static Result<std::unique_ptr<RunDriver>> Create(const RunConfig& config, Options options);
+  ~RunDriver();
+
+  // Observers are not owned and must outlive the driver; add them before Start().
+  void AddObserver(RunObserver* observer);
+  // Publishes RunStarted. Call once, before feeding the engine.
+  void Start();
+
+  RoundEngine& engine() { return *engine_; }
+  const RoundEngine& engine() const { return *engine_; }
+  const RunConfig& config() const { return config_; }
+  Env* env() const { return env_; }
+
+  // Ends the run. `outcome` is OK when the run completed or was stopped, else why it failed (the
+  // engine's failure() when it gave up on a round). When every round is done the final model is
+  // saved (config.final_model); a failure to save it becomes the outcome. Publishes RunFinished and
+  // returns the outcome. Only the first call does anything; later ones return its outcome.
+  Status Finish(Status outcome);
+  bool finished() const { return finished_.has_value(); }
+
+ private:
+  RunDriver() = default;
+  Status Resume(Strategy& strategy, ModelWeights* model, uint64_t* rounds_done, uint64_t* version);
+  void Publish(const RunEvent& event);
+  void OnRoundComplete(const RoundSummary& summary, const ModelWeights& model);
+
+  RunConfig config_;
+  Options options_;
+  Env* env_ = nullptr;
+  std::unique_ptr<RoundEngine> engine_;
+  std::vector<RunObserver*> observers_;
+  RunStarted started_;
+  std::optional<Status> finished_;
+};
+
+}  // namespace tributary

@@ -1,0 +1,237 @@
+#include "coordinator/run_events.h"
+
+#include <limits>
+
+namespace tributary {
+
+using nlohmann::json;
+
+namespace {
+
+// A number that may have been written as null (JSON has no NaN: a diverged model's loss).
+double Number(const json& j, const char* key) {
+  const json& v = j.at(key);
+  return v.is_null() ? std::numeric_limits<double>::quiet_NaN() : v.get<double>();
+}
+
+}  // namespace
+
+// Field lists, written once for both directions.
+void to_json(json& j, const RunStarted& e) {
+  j = {{"model", e.model},
+       {"strategy", e.strategy},
+       {"codec", e.codec},
+       {"download_codec", e.download_codec},
+       {"rounds", e.rounds},
+       {"clients_per_round", e.clients_per_round},
+       {"parameters", e.parameters},
+       {"rounds_done", e.rounds_done},
+       {"model_version", e.model_version},
+       {"model_hash", e.model_hash},
+       {"resumed_from", e.resumed_from}};
+}
+void from_json(const json& j, RunStarted& e) {
+  j.at("model").get_to(e.model);
+  j.at("strategy").get_to(e.strategy);
+  j.at("codec").get_to(e.codec);
+  j.at("download_codec").get_to(e.download_codec);
+  j.at("rounds").get_to(e.rounds);
+  j.at("clients_per_round").get_to(e.clients_per_round);
+  j.at("parameters").get_to(e.parameters);
+  j.at("rounds_done").get_to(e.rounds_done);
+  j.at("model_version").get_to(e.model_version);
+  j.at("model_hash").get_to(e.model_hash);
+  j.at("resumed_from").get_to(e.resumed_from);
+}
+
+void to_json(json& j, const RoundOpened& e) {
+  j = {{"round", e.round},
+       {"attempt", e.attempt},
+       {"selected", e.selected},
+       {"model_version", e.model_version}};
+}
+void from_json(const json& j, RoundOpened& e) {
+  j.at("round").get_to(e.round);
+  j.at("attempt").get_to(e.attempt);
+  j.at("selected").get_to(e.selected);
+  j.at("model_version").get_to(e.model_version);
+}
+
+void to_json(json& j, const UpdateAccepted& e) {
+  j = {{"round", e.round},
+       {"client", e.client},
+       {"num_examples", e.num_examples},
+       {"bytes", e.bytes}};
+}
+void from_json(const json& j, UpdateAccepted& e) {
+  j.at("round").get_to(e.round);
+  j.at("client").get_to(e.client);
+  j.at("num_examples").get_to(e.num_examples);
+  j.at("bytes").get_to(e.bytes);
+}
+
+void to_json(json& j, const UpdateRefused& e) {
+  j = {{"round", e.round}, {"client", e.client}, {"reason", e.reason}};
+}
+void from_json(const json& j, UpdateRefused& e) {
+  j.at("round").get_to(e.round);
+  j.at("client").get_to(e.client);
+  j.at("reason").get_to(e.reason);
+}
+
+void to_json(json& j, const RoundFailed& e) {
+  j = {{"round", e.round}, {"attempt", e.attempt}, {"reason", e.reason}};
+}
+void from_json(const json& j, RoundFailed& e) {
+  j.at("round").get_to(e.round);
+  j.at("attempt").get_to(e.attempt);
+  j.at("reason").get_to(e.reason);
+}
+
+void to_json(json& j, const CheckpointWritten& e) {
+  j = {{"round", e.round}, {"path", e.path}, {"error", e.error}};
+}
+void from_json(const json& j, CheckpointWritten& e) {
+  j.at("round").get_to(e.round);
+  j.at("path").get_to(e.path);
+  j.at("error").get_to(e.error);
+}
+
+void to_json(json& j, const Evaluated& e) {
+  j = {{"round", e.round},
+       {"model_version", e.model_version},
+       {"loss", e.loss},
+       {"accuracy", e.accuracy},
+       {"num_examples", e.num_examples}};
+}
+void from_json(const json& j, Evaluated& e) {
+  j.at("round").get_to(e.round);
+  j.at("model_version").get_to(e.model_version);
+  e.loss = Number(j, "loss");
+  e.accuracy = Number(j, "accuracy");
+  j.at("num_examples").get_to(e.num_examples);
+}
+
+void to_json(json& j, const RoundSummary& s) {
+  j = {{"round", s.round},           {"model_version", s.model_version},
+       {"attempts", s.attempts},     {"selected", s.selected},
+       {"completed", s.completed},   {"rejected", s.rejected},
+       {"dropped", s.dropped},       {"bytes_down", s.bytes_down},
+       {"bytes_up", s.bytes_up},     {"num_examples", s.num_examples},
+       {"duration_s", s.duration_s}, {"client_metrics", s.client_metrics}};
+}
+void from_json(const json& j, RoundSummary& s) {
+  j.at("round").get_to(s.round);
+  j.at("model_version").get_to(s.model_version);
+  j.at("attempts").get_to(s.attempts);
+  j.at("selected").get_to(s.selected);
+  j.at("completed").get_to(s.completed);
+  j.at("rejected").get_to(s.rejected);
+  j.at("dropped").get_to(s.dropped);
+  j.at("bytes_down").get_to(s.bytes_down);
+  j.at("bytes_up").get_to(s.bytes_up);
+  j.at("num_examples").get_to(s.num_examples);
+  s.duration_s = Number(j, "duration_s");
+  j.at("client_metrics").get_to(s.client_metrics);
+}
+
+void to_json(json& j, const RoundClosed& e) {
+  j = e.summary;
+  if (e.evaluation) {
+    j["test_accuracy"] = e.evaluation->accuracy;
+    j["test_loss"] = e.evaluation->loss;
+    j["test_examples"] = e.evaluation->num_examples;
+  }
+}
+void from_json(const json& j, RoundClosed& e) {
+  j.get_to(e.summary);
+  e.evaluation.reset();
+  if (j.contains("test_accuracy")) {
+    Evaluated ev;
+    ev.round = e.summary.round;
+    ev.model_version = e.summary.model_version;
+    ev.accuracy = Number(j, "test_accuracy");
+    ev.loss = Number(j, "test_loss");
+    j.at("test_examples").get_to(ev.num_examples);
+    e.evaluation = ev;
+  }
+}
+
+void to_json(json& j, const FederatedEvaluated& e) {
+  j = {{"round", e.summary.round},
+       {"clients", e.summary.clients},
+       {"num_examples", e.summary.num_examples},
+       {"loss", e.summary.loss},
+       {"accuracy", e.summary.accuracy}};
+}
+void from_json(const json& j, FederatedEvaluated& e) {
+  j.at("round").get_to(e.summary.round);
+  j.at("clients").get_to(e.summary.clients);
+  j.at("num_examples").get_to(e.summary.num_examples);
+  e.summary.loss = Number(j, "loss");
+  e.summary.accuracy = Number(j, "accuracy");
+}
+
+void to_json(json& j, const RunFinished& e) {
+  j = {{"rounds_done", e.rounds_done},
+       {"ok", e.ok},
+       {"status", e.status},
+       {"model_hash", e.model_hash},
+       {"final_model", e.final_model}};
+}
+void from_json(const json& j, RunFinished& e) {
+  j.at("rounds_done").get_to(e.rounds_done);
+  j.at("ok").get_to(e.ok);
+  j.at("status").get_to(e.status);
+  j.at("model_hash").get_to(e.model_hash);
+  j.at("final_model").get_to(e.final_model);
+}
+
+namespace {
+
+// The event names, in the variant's order.
+constexpr std::string_view kNames[] = {
+    "run_started",        "round_opened", "update_accepted", "update_refused",      "round_failed",
+    "checkpoint_written", "evaluated",    "round_closed",    "federated_evaluated", "run_finished"};
+static_assert(std::size(kNames) == std::variant_size_v<RunEvent>);
+
+template <size_t I = 0>
+Result<RunEvent> FromJsonAt(size_t index, const json& j) {
+  if constexpr (I < std::variant_size_v<RunEvent>) {
+    if (index == I) {
+      std::variant_alternative_t<I, RunEvent> e;
+      j.get_to(e);
+      return RunEvent(std::move(e));
+    }
+    return FromJsonAt<I + 1>(index, j);
+  } else {
+    return Status::Internal("run event index out of range");
+  }
+}
+
+}  // namespace
+
+std::string_view RunEventName(const RunEvent& event) { return kNames[event.index()]; }
+
+json ToJson(const RunEvent& event) {
+  json j = std::visit([](const auto& e) { return json(e); }, event);
+  j["event"] = RunEventName(event);
+  return j;
+}
+
+Result<RunEvent> RunEventFromJson(const json& j) {
+  if (!j.is_object() || !j.contains("event") || !j["event"].is_string())
+    return Status::InvalidArgument("a run event is a JSON object with an \"event\" name");
+  const std::string name = j["event"].get<std::string>();
+  for (size_t i = 0; i < std::size(kNames); ++i) {
+    if (kNames[i] != name) continue;
+    try {
+      return FromJsonAt(i, j);
+    } catch (const json::exception& e) {
+      return Status::InvalidArgument("run event '" + name + "': " + e.what());
+    }
+  }
+  return Status::InvalidArgument("unknown run event '" + name + "'");
+}
+
+}  // namespace tributary

@@ -1,0 +1,114 @@
+// RunEvents: what a federated run reports as it goes, and the observers that receive them.
+//
+// RunDriver publishes each event to every RunObserver it was given, in this order for a round:
+//   RoundOpened (once per attempt), then per update UpdateAccepted or UpdateRefused, then either
+//   RoundFailed (the attempt failed; a new RoundOpened follows) or, once the round closed,
+//   CheckpointWritten (when checkpointing), Evaluated (when evaluation is due) and RoundClosed
+//   (with the evaluation, if any, so a console line needs only this one). FederatedEvaluated comes
+//   when a federated evaluation's results are in. RunStarted comes first and RunFinished last.
+//
+// Every event has a JSON form (ToJson/RunEventFromJson, the "event" field names its type), which
+// is what the event log writes and what deployment mode reads back: one definition, both ways.
+//
+// Observers are called on the thread that drives the run and must not block for long.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <variant>
+
+#include "coordinator/round_engine.h"
+
+namespace tributary {
+
+struct RunStarted {
+  std::string model;
+  std::string strategy;
+  std::string codec;
+  std::string download_codec;
+  int64_t rounds = 0;  // the run's total
+  int64_t clients_per_round = 0;
+  uint64_t parameters = 0;
+  uint64_t rounds_done = 0;  // > 0 when resumed
+  uint64_t model_version = 0;
+  uint64_t model_hash = 0;   // the starting model's content hash
+  std::string resumed_from;  // the checkpoint's path; empty for a new run
+};
+
+struct RoundOpened {
+  uint64_t round = 0;
+  int64_t attempt = 0;  // 1 for the first
+  int64_t selected = 0;
+  uint64_t model_version = 0;
+};
+
+struct UpdateAccepted {
+  uint64_t round = 0;
+  std::string client;
+  uint64_t num_examples = 0;
+  uint64_t bytes = 0;
+};
+
+struct UpdateRefused {
+  uint64_t round = 0;
+  std::string client;
+  std::string reason;
+};
+
+struct RoundFailed {
+  uint64_t round = 0;
+  int64_t attempt = 0;
+  std::string reason;
+};
+
+struct CheckpointWritten {
+  uint64_t round = 0;
+  std::string path;
+  std::string error;  // empty when written; else why not (the run goes on)
+};
+
+struct Evaluated {
+  uint64_t round = 0;
+  uint64_t model_version = 0;
+  double loss = 0.0;
+  double accuracy = 0.0;
+  int64_t num_examples = 0;
+};
+
+struct RoundClosed {
+  RoundSummary summary;
+  std::optional<Evaluated> evaluation;  // when server-side evaluation ran this round
+};
+
+struct FederatedEvaluated {
+  FederatedEvalSummary summary;
+};
+
+struct RunFinished {
+  uint64_t rounds_done = 0;
+  bool ok = false;
+  std::string status;  // "OK" or the error
+  uint64_t model_hash = 0;
+  std::string final_model;  // the saved file; empty when none was saved
+};
+
+using RunEvent =
+    std::variant<RunStarted, RoundOpened, UpdateAccepted, UpdateRefused, RoundFailed,
+                 CheckpointWritten, Evaluated, RoundClosed, FederatedEvaluated, RunFinished>;
+
+// "run_started", "round_opened", ... as the event log writes it.
+std::string_view RunEventName(const RunEvent& event);
+// {"event": name, ...fields}.
+nlohmann::json ToJson(const RunEvent& event);
+// The event a ToJson object describes; InvalidArgument naming the problem for anything else.
+Result<RunEvent> RunEventFromJson(const nlohmann::json& json);
+
+class RunObserver {
+ public:
+  virtual ~RunObserver() = default;
+  virtual void OnEvent(const RunEvent& event) = 0;
+};
+
+}  // namespace tributary

@@ -1,0 +1,39 @@
+#include "sim/sim_result.h"
+
+namespace tributary {
+
+SimRound SimRoundOf(const RoundClosed& closed) {
+  const RoundSummary& s = closed.summary;
+  SimRound r;
+  r.round = s.round;
+  r.attempts = s.attempts;
+  r.selected = s.selected;
+  r.completed = s.completed;
+  r.rejected = s.rejected;
+  r.dropped = s.dropped;
+  r.bytes_up = s.bytes_up;
+  r.bytes_down = s.bytes_down;
+  if (auto it = s.client_metrics.find("train_loss"); it != s.client_metrics.end())
+    r.train_loss = it->second;
+  if (closed.evaluation) {
+    r.evaluated = true;
+    r.test_accuracy = closed.evaluation->accuracy;
+    r.test_loss = closed.evaluation->loss;
+  }
+  return r;
+}
+
+const SimRound& SimResult::Append(SimRound r, double target_accuracy) {
+  r.cum_bytes_up = (rounds.empty() ? 0 : rounds.back().cum_bytes_up) + r.bytes_up;
+  r.cum_bytes_down = (rounds.empty() ? 0 : rounds.back().cum_bytes_down) + r.bytes_down;
+  if (target_accuracy > 0 && target_round == 0 && r.evaluated &&
+      r.test_accuracy >= target_accuracy) {
+    target_round = r.round;
+    target_wall_seconds = r.wall_clock;
+    target_sim_seconds = r.sim_clock;
+  }
+  rounds.push_back(std::move(r));
+  return rounds.back();
+}
+
+}  // namespace tributary

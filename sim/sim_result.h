@@ -1,0 +1,61 @@
+// SimRound and SimResult: what a simulation (in-process or deployed) reports, round by round.
+//
+// A round's record starts from the run's RoundClosed event, the same in both modes (the engine's
+// counts, bytes and the server-side evaluation); the in-process simulator adds what only it can
+// know (unreachable clients, dropouts, stragglers, simulated time, framed bytes, attackers).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "coordinator/run_events.h"
+#include "tributary/model_weights.h"
+
+namespace tributary {
+
+struct SimRound {
+  uint64_t round = 0;
+  int64_t attempts = 0;
+  int64_t selected = 0;   // in the attempt that closed the round
+  int64_t completed = 0;  // updates folded in
+  int64_t rejected = 0;   // refused by the engine (late stragglers included)
+  int64_t dropped = 0;    // selected in the closing attempt and never answered (the engine's count)
+  // In-process only (0 in deployment):
+  int64_t unavailable = 0;  // selected but unreachable (all attempts)
+  int64_t dropouts = 0;     // started, then left mid-task (all attempts)
+  int64_t stragglers = 0;   // finished after the round had closed or passed its deadline
+  // In-process: framed bytes of every update and download (all attempts). Deployment: the
+  // engine's payload bytes of the closing attempt.
+  uint64_t bytes_up = 0;
+  uint64_t bytes_down = 0;
+  uint64_t cum_bytes_up = 0, cum_bytes_down = 0;
+  double sim_seconds = 0.0;  // simulated duration of the round (all attempts); real in deployment
+  double sim_clock = 0.0;    // simulated seconds since the run started, at the round's close
+  double wall_seconds = 0.0;
+  double wall_clock = 0.0;
+  double train_loss = 0.0;  // clients' num_examples-weighted mean
+  bool evaluated = false;
+  double test_accuracy = 0.0, test_loss = 0.0;
+  int64_t malicious = 0;  // malicious clients selected in the attempt that closed the round
+};
+
+// The fields a RoundClosed event determines.
+SimRound SimRoundOf(const RoundClosed& closed);
+
+struct SimResult {
+  std::vector<SimRound> rounds;
+  double wall_seconds = 0.0;
+  double sim_seconds = 0.0;
+  uint64_t model_hash = 0;
+  ModelWeights final_model;  // in-process only
+  // The first round whose test accuracy reached the target (0: never, or no target).
+  uint64_t target_round = 0;
+  double target_wall_seconds = 0.0, target_sim_seconds = 0.0;
+  double join_seconds = 0.0;  // registering the population with the engine
+
+  // Appends a closed round: fills its cumulative byte counts from the previous round and notes
+  // the first round whose test accuracy reaches `target_accuracy` (> 0). Returns the stored round.
+  const SimRound& Append(SimRound round, double target_accuracy);
+};
+
+}  // namespace tributary

@@ -1,0 +1,180 @@
+// The whole run in one process: N real ClientRuntimes (with a fake trainer, so no data is needed)
+// against the real CoordinatorService and RunDriver, over both transports (in-memory and mutual
+// TLS on loopback). The model that comes out is the FedAvg of what the clients sent, every client
+// ends with the coordinator's Goodbye, and the run's events say so.
+#include <gtest/gtest.h>
+
+#include <boost/asio/thread_pool.hpp>
+
+#include "client/client_runtime.h"
+#include "coordinator/coordinator_service.h"
+#include "protocol/in_memory_transport.h"
+#include "protocol/tls_transport.h"
+#include "tests/client/fake_trainer.h"
+#include "tests/protocol/transport_test_util.h"
+
+namespace tributary {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::FakeTrainer;
+using testing::IoThreads;
+using testing::TestPki;
+using testing::Waiter;
+
+enum class Kind { kInMemory, kTls };
+
+// Collects events on the engine strand; read once the run has finished.
+struct Recorder final : RunObserver {
+  void OnEvent(const RunEvent& e) override { events.push_back(e); }
+  template <class T>
+  std::vector<T> All() const {
+    std::vector<T> out;
+    for (const RunEvent& e : events)
+      if (auto* x = std::get_if<T>(&e)) out.push_back(*x);
+    return out;
+  }
+  std::vector<RunEvent> events;
+};
+
+class InProcessRunTest : public ::testing::TestWithParam<Kind> {
+ protected:
+  std::unique_ptr<Transport> MakeTransport(const std::string& id) {
+    if (GetParam() == Kind::kTls) {
+      return std::move(*TlsTransport::Create(
+          io_.io(), {TransportOptions{}, id.empty() ? TestPki::Get().ServerContext() : nullptr,
+                     id.empty() ? nullptr : TestPki::Get().ClientContext(id)}));
+    }
+    return std::move(*InMemoryTransport::Create(io_.io(), network_, {{}, id, 1 << 20}));
+  }
+
+  // Runs `clients` ClientRuntimes against a coordinator running `run`; returns the run's outcome.
+  Status Run(RunConfig run, int clients) {
+    RunDriver::Options options;
+    options.initial_model = FakeTrainer::Layout();  // zeros
+    auto driver = RunDriver::Create(run, std::move(options));
+    if (!driver.ok()) return driver.status();
+    driver_ = std::move(*driver);
+    driver_->AddObserver(&recorder_);
+    driver_->Start();
+    server_ = MakeTransport("");
+    CoordinatorServiceOptions so;
+    so.listen_address = GetParam() == Kind::kTls ? "127.0.0.1:0" : "coordinator";
+    so.heartbeat_interval = 200ms;
+    so.client_timeout = 20s;
+    so.engine_executor = engine_thread_.get_executor();
+    auto service = std::make_shared<CoordinatorService>(io_.io(), *server_, *driver_, so);
+    Waiter<Status> finished;
+    service->set_on_finished(finished.Callback());
+    TRIB_RETURN_IF_ERROR(service->Start());
+    for (int i = 0; i < clients; ++i) {
+      const std::string id = "edge-" + std::to_string(i);
+      transports_.push_back(MakeTransport(id));
+      trainers_.push_back(std::make_shared<FakeTrainer>());
+      ClientRuntimeOptions ro;
+      ro.address = service->address();
+      ro.num_examples = 100;
+      ro.backoff.initial_delay = 10ms;
+      ro.backoff.max_delay = 50ms;
+      auto rt = ClientRuntime::Create(io_.io(), *transports_.back(), trainers_.back(), ro);
+      if (!rt.ok()) return rt.status();
+      TRIB_RETURN_IF_ERROR((*rt)->Start());
+      runtimes_.push_back(std::move(*rt));
+    }
+    std::optional<Status> outcome = finished.Wait(60s);
+    if (!outcome) return Status::DeadlineExceeded("the run did not finish within 60 s");
+    for (auto& rt : runtimes_) client_results_.push_back(rt->Wait());
+    return *outcome;
+  }
+
+  ~InProcessRunTest() override {
+    runtimes_.clear();
+    io_.Stop();
+  }
+
+  IoThreads io_{2};
+  boost::asio::thread_pool engine_thread_{1};
+  std::shared_ptr<InMemoryNetwork> network_ = std::make_shared<InMemoryNetwork>();
+  std::unique_ptr<Transport> server_;
+  std::vector<std::unique_ptr<Transport>> transports_;
+  std::vector<std::shared_ptr<FakeTrainer>> trainers_;
+  std::vector<std::unique_ptr<ClientRuntime>> runtimes_;
+  std::vector<Status> client_results_;
+  Recorder recorder_;
+  std::unique_ptr<RunDriver> driver_;
+};
+
+RunConfig SmallRun() {
+  RunConfig run;
+  run.model = "fake";
+  run.round.rounds = 3;
+  run.round.clients_per_round = 4;
+  run.round.min_available = 4;
+  run.round.round_timeout = 30s;
+  run.round.fit.lr = 0.25f;
+  run.round.federated_eval_every = 1;
+  run.eval_every = 0;
+  return run;
+}
+
+TEST_P(InProcessRunTest, TheModelIsTheFedAvgOfTheClientsUpdatesAndEveryClientIsToldGoodbye) {
+  const Status outcome = Run(SmallRun(), 4);
+  ASSERT_TRUE(outcome.ok()) << outcome;
+  // Each round every client adds lr * (i + 1) to weight i; their mean is the same.
+  const ModelWeights& m = driver_->engine().model();
+  for (size_t i = 0; i < m.size(); ++i)
+    EXPECT_FLOAT_EQ(m.data()[i], 3 * 0.25f * static_cast<float>(i + 1)) << i;
+  ASSERT_EQ(client_results_.size(), 4u);
+  for (const Status& s : client_results_) EXPECT_TRUE(s.ok()) << s;  // the Goodbye
+  for (const auto& t : trainers_) EXPECT_EQ(t->fit_calls.load(), 3);
+  auto closed = recorder_.All<RoundClosed>();
+  ASSERT_EQ(closed.size(), 3u);
+  for (const RoundClosed& c : closed) {
+    EXPECT_EQ(c.summary.completed, 4);
+    EXPECT_EQ(c.summary.num_examples, 400u);
+    EXPECT_EQ(c.summary.client_metrics.at("train_loss"), 1.0);
+  }
+  EXPECT_EQ(recorder_.All<UpdateAccepted>().size(), 12u);
+  EXPECT_TRUE(recorder_.All<UpdateRefused>().empty());
+  // Federated evaluation: every client's fake accuracy is 0.75.
+  auto fed = recorder_.All<FederatedEvaluated>();
+  ASSERT_FALSE(fed.empty());
+  EXPECT_EQ(fed[0].summary.clients, 4);
+  EXPECT_DOUBLE_EQ(fed[0].summary.accuracy, 0.75);
+  auto finished = recorder_.All<RunFinished>();
+  ASSERT_EQ(finished.size(), 1u);
+  EXPECT_TRUE(finished[0].ok);
+  EXPECT_EQ(finished[0].rounds_done, 3u);
+  EXPECT_EQ(finished[0].model_hash, m.content_hash());
+}
+
+TEST_P(InProcessRunTest, CompressedUpdatesWithResidualsAndAQuantizedDownload) {
+  RunConfig run = SmallRun();
+  run.round.codec = "topk(0.5)+q8";
+  run.round.download_codec = "q8";
+  const Status outcome = Run(run, 4);
+  ASSERT_TRUE(outcome.ok()) << outcome;
+  for (const Status& s : client_results_) EXPECT_TRUE(s.ok()) << s;
+  auto closed = recorder_.All<RoundClosed>();
+  ASSERT_EQ(closed.size(), 3u);
+  // Half the values at a byte each (plus indices) instead of 4 bytes each, and a q8 model down.
+  const uint64_t n = FakeTrainer::Layout().size();
+  for (const RoundClosed& c : closed) {
+    EXPECT_EQ(c.summary.completed, 4);
+    EXPECT_LT(c.summary.bytes_up, 4 * n * 4);
+    EXPECT_LT(c.summary.bytes_down, 4 * n * 4);
+  }
+  // With error feedback what top-k held back arrives later: after 3 rounds every weight has moved
+  // toward 0.75 (i + 1), the largest ones most.
+  const ModelWeights& m = driver_->engine().model();
+  EXPECT_GT(m.data()[n - 1], 0.5f * 0.75f * static_cast<float>(n));
+  // Nothing overshoots by more than the q8 steps (max |value| / 127 each) along the way.
+  for (size_t i = 0; i < n; ++i) EXPECT_LE(m.data()[i], 0.75f * static_cast<float>(i + 1) + 0.3f);
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, InProcessRunTest,
+                         ::testing::Values(Kind::kInMemory, Kind::kTls),
+                         [](const auto& p) { return p.param == Kind::kTls ? "Tls" : "InMemory"; });
+
+}  // namespace
+}  // namespace tributary

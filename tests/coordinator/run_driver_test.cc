@@ -1,0 +1,276 @@
+// RunDriver: the run lifecycle around the engine, driven directly. Events arrive in their
+// documented order; checkpoints, evaluation and the final model go through the Env and the
+// Evaluator; resuming continues exactly and refuses a checkpoint of another model or strategy,
+// saying what differs; and a crash at any write point of a checkpoint resumes from the last good
+// round.
+#include "coordinator/run_driver.h"
+
+#include <gtest/gtest.h>
+
+#include "compression/dense_codec.h"
+#include "coordinator/checkpoint.h"
+#include "tests/core/fault_injection_env.h"
+#include "tributary/safetensors.h"
+
+namespace tributary {
+namespace {
+
+using testing::FaultInjectionEnv;
+
+// Records every event.
+struct Recorder final : RunObserver {
+  void OnEvent(const RunEvent& e) override { events.push_back(e); }
+  std::vector<std::string> Names() const {
+    std::vector<std::string> out;
+    for (const RunEvent& e : events) out.emplace_back(RunEventName(e));
+    return out;
+  }
+  template <class T>
+  std::vector<T> All() const {
+    std::vector<T> out;
+    for (const RunEvent& e : events)
+      if (auto* x = std::get_if<T>(&e)) out.push_back(*x);
+    return out;
+  }
+  std::vector<RunEvent> events;
+};
+
+// "Accuracy" is the model's first weight, so the evaluation is checkable.
+struct FirstWeight final : Evaluator {
+  Result<EvalResult> Evaluate(const ModelWeights& m) override {
+    ++calls;
+    EvalResult r;
+    r.accuracy = m.data()[0];
+    r.loss = 1.0;
+    r.num_examples = 10;
+    return r;
+  }
+  int calls = 0;
+};
+
+ModelWeights Zeros(int64_t n = 4) { return *ModelWeights::Create({{"w", {n}}}); }
+
+RunConfig Config(const std::string& strategy = "fedavg") {
+  RunConfig c;
+  c.model = "tiny";
+  c.strategy = strategy;
+  c.round.rounds = 3;
+  c.round.clients_per_round = 2;
+  c.round.min_available = 2;
+  c.round.round_timeout = std::chrono::seconds(10);
+  c.eval_every = 2;
+  c.checkpoint_dir = "runs/a";
+  c.final_model = "runs/a/final.safetensors";
+  return c;
+}
+
+Result<std::unique_ptr<RunDriver>> Make(const RunConfig& c, Env* env, bool resume = false,
+                                        std::shared_ptr<Evaluator> evaluator = nullptr,
+                                        int64_t n = 4) {
+  RunDriver::Options o;
+  o.initial_model = Zeros(n);
+  o.env = env;
+  o.resume = resume;
+  o.evaluator = std::move(evaluator);
+  return RunDriver::Create(c, std::move(o));
+}
+
+// Answers every task in the outbox with a dense delta of `value` per weight (the clients join
+// first when none has).
+void PlayRound(RunDriver& d, float value) {
+  RoundEngine& e = d.engine();
+  const TimePoint now{};
+  if (e.registry().size() == 0) {
+    for (const char* id : {"a", "b"}) e.OnJoined(id, ClientCapabilities{"cpu", {"dense"}, 5}, now);
+  }
+  for (RoundEngine::Outgoing& o : e.TakeOutbox()) {
+    auto* t = std::get_if<TaskAssignment>(&o.message);
+    if (!t) continue;
+    UpdateSubmission u;
+    u.round = t->round;
+    u.model_version = t->model_version;
+    u.num_examples = 5;
+    u.update.codec = "dense";
+    u.update.layout_fingerprint = t->model.layout_fingerprint;
+    u.update.num_floats = t->model.values.size();
+    u.update.bytes = *DenseCodec().Encode(std::vector<float>(t->model.values.size(), value));
+    ASSERT_TRUE(e.OnUpdate(o.client_id, u, now).ok());
+  }
+}
+
+TEST(RunDriverTest, EventsComeInOrderAndEvaluationCheckpointsAndTheFinalModelHappen) {
+  FaultInjectionEnv env;
+  auto evaluator = std::make_shared<FirstWeight>();
+  auto d = Make(Config(), &env, false, evaluator);
+  ASSERT_TRUE(d.ok()) << d.status();
+  Recorder rec;
+  (*d)->AddObserver(&rec);
+  (*d)->Start();
+  for (int r = 1; r <= 3; ++r) PlayRound(**d, 0.5f * r);
+  ASSERT_TRUE((*d)->engine().finished());
+  ASSERT_TRUE((*d)->Finish(Status::Ok()).ok());
+  const std::vector<std::string> round = {"round_opened", "update_accepted", "update_accepted",
+                                          "checkpoint_written"};
+  std::vector<std::string> want = {"run_started"};
+  for (int r = 1; r <= 3; ++r) {
+    want.insert(want.end(), round.begin(), round.end());
+    if (r == 2) want.push_back("evaluated");  // eval.every = 2
+    want.push_back("round_closed");
+  }
+  want.push_back("run_finished");
+  EXPECT_EQ(rec.Names(), want);
+  // Round 2's evaluation is in its RoundClosed too; the model moved by 0.5 + 1.0 by then.
+  auto closed = rec.All<RoundClosed>();
+  ASSERT_EQ(closed.size(), 3u);
+  EXPECT_FALSE(closed[0].evaluation.has_value());
+  ASSERT_TRUE(closed[1].evaluation.has_value());
+  EXPECT_DOUBLE_EQ(closed[1].evaluation->accuracy, 1.5);
+  EXPECT_EQ(evaluator->calls, 1);
+  EXPECT_EQ(closed[2].summary.completed, 2);
+  // The final model, saved through the Env, is the engine's, and RunFinished says where.
+  auto finished = rec.All<RunFinished>();
+  ASSERT_EQ(finished.size(), 1u);
+  EXPECT_TRUE(finished[0].ok);
+  EXPECT_EQ(finished[0].final_model, "runs/a/final.safetensors");
+  EXPECT_EQ(finished[0].model_hash, (*d)->engine().model().content_hash());
+  SafetensorsMetadata meta;
+  Result<ModelWeights> saved =
+      ParseSafetensors(*env.ReadFile("runs/a/final.safetensors", 1 << 20), &meta);
+  ASSERT_TRUE(saved.ok());
+  EXPECT_EQ(saved->content_hash(), (*d)->engine().model().content_hash());
+  EXPECT_FLOAT_EQ(saved->data()[0], 3.0f);
+  EXPECT_EQ(meta["rounds"], "3");
+  // Finish is idempotent.
+  EXPECT_TRUE((*d)->Finish(Status::Internal("again")).ok());
+  EXPECT_EQ(rec.All<RunFinished>().size(), 1u);
+}
+
+TEST(RunDriverTest, AStoppedRunSavesNoFinalModelAndAFailedOneSaysWhy) {
+  FaultInjectionEnv env;
+  auto d = Make(Config(), &env);
+  ASSERT_TRUE(d.ok());
+  Recorder rec;
+  (*d)->AddObserver(&rec);
+  PlayRound(**d, 1.0f);
+  EXPECT_EQ((*d)->Finish(Status::Unavailable("round 2 failed 3 attempts")).code(),
+            StatusCode::kUnavailable);
+  auto f = rec.All<RunFinished>();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_FALSE(f[0].ok);
+  EXPECT_NE(f[0].status.find("round 2 failed 3 attempts"), std::string::npos);
+  EXPECT_TRUE(f[0].final_model.empty());
+  EXPECT_FALSE(env.FileExists("runs/a/final.safetensors"));
+}
+
+TEST(RunDriverTest, ResumeContinuesExactlyAndRefusesAnotherModelOrStrategySayingWhatDiffers) {
+  FaultInjectionEnv env;
+  RunConfig c = Config("fedavgm(momentum=0.5)");
+  ModelWeights after_two;
+  ModelWeights momentum;
+  {
+    auto d = Make(c, &env);
+    ASSERT_TRUE(d.ok()) << d.status();
+    PlayRound(**d, 1.0f);
+    PlayRound(**d, 2.0f);
+    after_two = (*d)->engine().model();
+    momentum = *(*d)->engine().strategy().SaveState();
+  }
+  auto r = Make(c, &env, /*resume=*/true);
+  ASSERT_TRUE(r.ok()) << r.status();
+  Recorder rec;
+  (*r)->AddObserver(&rec);
+  (*r)->Start();
+  EXPECT_EQ((*r)->engine().rounds_done(), 2u);
+  EXPECT_EQ((*r)->engine().model(), after_two);
+  EXPECT_EQ(*(*r)->engine().strategy().SaveState(), momentum);
+  auto started = rec.All<RunStarted>();
+  ASSERT_EQ(started.size(), 1u);
+  EXPECT_EQ(started[0].resumed_from, CheckpointPath("runs/a"));
+  EXPECT_EQ(started[0].rounds_done, 2u);
+
+  RunConfig other = c;
+  other.strategy = "fedavg";
+  EXPECT_NE(Make(other, &env, true)
+                .status()
+                .message()
+                .find("written by strategy 'fedavgm(momentum=0.5)', but run.strategy is 'fedavg'"),
+            std::string::npos);
+  other = c;
+  other.model = "mlp";
+  EXPECT_NE(Make(other, &env, true)
+                .status()
+                .message()
+                .find("holds model 'tiny' (4 parameters), but run.model is 'mlp'"),
+            std::string::npos);
+  const Status layout = Make(c, &env, true, nullptr, /*n=*/5).status();
+  EXPECT_NE(layout.message().find("holds a 'tiny' of another layout: tensor 0 is 'w' [4] in the "
+                                  "checkpoint and 'w' [5] in this run"),
+            std::string::npos)
+      << layout;
+  // No checkpoint yet: a resume starts a new run.
+  FaultInjectionEnv empty;
+  auto fresh = Make(c, &empty, true);
+  ASSERT_TRUE(fresh.ok());
+  EXPECT_EQ((*fresh)->engine().rounds_done(), 0u);
+}
+
+TEST(RunDriverTest, ACheckpointWithOptimizerStateOfAnotherSizeIsRefusedWhenLoaded) {
+  FaultInjectionEnv env;
+  CheckpointState st;
+  st.rounds_done = st.model_version = 1;
+  st.strategy = "fedavgm";
+  st.model_name = "tiny";
+  st.model = Zeros();
+  st.strategy_state = *ModelWeights::Create({{"m", {3}}});
+  ASSERT_TRUE(SaveCheckpoint(&env, "runs/a", st).ok());
+  const Status s = Make(Config("fedavgm"), &env, true).status();
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(
+      s.message().find("fedavgm: checkpointed state has 3 values per tensor, the model has 4"),
+      std::string::npos)
+      << s;
+}
+
+TEST(RunDriverTest, ACrashAtEveryWritePointOfACheckpointResumesFromTheLastGoodRound) {
+  const RunConfig c = Config("fedavgm(momentum=0.5)");
+  int64_t write_points = 0;
+  for (int64_t n = 0;; ++n) {
+    FaultInjectionEnv env;
+    ModelWeights round1, round1_state, round2, round2_state;
+    Recorder rec;
+    {
+      auto d = Make(c, &env);
+      ASSERT_TRUE(d.ok());
+      (*d)->AddObserver(&rec);
+      PlayRound(**d, 1.0f);
+      round1 = (*d)->engine().model();
+      round1_state = *(*d)->engine().strategy().SaveState();
+      env.FailAfter(n);  // round 2's checkpoint is written until write point n, then the crash
+      PlayRound(**d, 2.0f);
+      round2 = (*d)->engine().model();
+      round2_state = *(*d)->engine().strategy().SaveState();
+    }
+    env.Crash();
+    auto checkpoints = rec.All<CheckpointWritten>();
+    ASSERT_EQ(checkpoints.size(), 2u);
+    ASSERT_TRUE(checkpoints[0].error.empty());
+    const bool round2_written = checkpoints[1].error.empty();
+    auto r = Make(c, &env, /*resume=*/true);
+    ASSERT_TRUE(r.ok()) << "crash after write point " << n << ": " << r.status();
+    if (round2_written) {
+      EXPECT_EQ((*r)->engine().rounds_done(), 2u);
+      EXPECT_EQ((*r)->engine().model(), round2);
+      EXPECT_EQ(*(*r)->engine().strategy().SaveState(), round2_state);
+      write_points = n;
+      break;
+    }
+    EXPECT_NE(checkpoints[1].error.find("simulated crash"), std::string::npos);
+    EXPECT_EQ((*r)->engine().rounds_done(), 1u) << "crash after write point " << n;
+    EXPECT_EQ((*r)->engine().model(), round1) << "crash after write point " << n;
+    EXPECT_EQ(*(*r)->engine().strategy().SaveState(), round1_state);
+  }
+  EXPECT_GE(write_points, 6) << "every write point of the checkpoint was crashed at";
+}
+
+}  // namespace
+}  // namespace tributary

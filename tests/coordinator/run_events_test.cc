@@ -1,0 +1,84 @@
+// RunEvents' JSON form: every event reads back to what was written (what deployment mode relies
+// on), a diverged loss survives as null, and anything else is refused with a reason.
+#include "coordinator/run_events.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace tributary {
+namespace {
+
+std::vector<RunEvent> OneOfEach() {
+  RoundSummary s;
+  s.round = 4;
+  s.model_version = 4;
+  s.attempts = 2;
+  s.selected = 10;
+  s.completed = 8;
+  s.rejected = 1;
+  s.dropped = 1;
+  s.bytes_down = 123456789012;
+  s.bytes_up = 42;
+  s.num_examples = 6000;
+  s.duration_s = 2.5;
+  s.client_metrics = {{"train_loss", 0.25}};
+  Evaluated ev{4, 4, 0.4, 0.875, 10000};
+  return {
+      RunStarted{"mlp", "fedavg", "topk(0.01)", "q8", 20, 10, 199210, 3, 3, 0xfedcba9876543210u,
+                 "runs/c/checkpoint.safetensors"},
+      RoundOpened{4, 2, 12, 3},
+      UpdateAccepted{4, "edge-1", 600, 796840},
+      UpdateRefused{4, "edge-2", "late: round 4 is closed"},
+      RoundFailed{4, 1, "deadline passed with 1 of the 8 updates needed"},
+      CheckpointWritten{4, "runs/c/checkpoint.safetensors", ""},
+      ev,
+      RoundClosed{s, ev},
+      RoundClosed{s, std::nullopt},
+      FederatedEvaluated{FederatedEvalSummary{4, 9, 5000, 0.5, 0.8}},
+      RunFinished{20, true, "OK", 0x0123456789abcdefu, "runs/c/final.safetensors"},
+  };
+}
+
+TEST(RunEventsTest, EveryEventReadsBackFromItsJson) {
+  for (const RunEvent& e : OneOfEach()) {
+    const nlohmann::json j = ToJson(e);
+    EXPECT_EQ(j["event"], RunEventName(e));
+    // Through text, as the event log stores it.
+    Result<RunEvent> back = RunEventFromJson(nlohmann::json::parse(j.dump()));
+    ASSERT_TRUE(back.ok()) << j.dump() << ": " << back.status();
+    EXPECT_EQ(back->index(), e.index());
+    EXPECT_EQ(ToJson(*back), j);
+  }
+  const nlohmann::json closed = ToJson(OneOfEach()[7]);
+  EXPECT_EQ(closed["test_accuracy"], 0.875);
+  EXPECT_EQ(closed["dropped"], 1);
+  EXPECT_EQ(closed["bytes_down"], 123456789012u);
+}
+
+TEST(RunEventsTest, ADivergedLossIsWrittenAsNullAndReadBackAsNaN) {
+  Evaluated ev{1, 1, std::nan(""), 0.1, 10};
+  const std::string text = ToJson(ev).dump();
+  EXPECT_NE(text.find("\"loss\":null"), std::string::npos) << text;
+  Result<RunEvent> back = RunEventFromJson(nlohmann::json::parse(text));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_TRUE(std::isnan(std::get<Evaluated>(*back).loss));
+}
+
+TEST(RunEventsTest, AnythingElseIsRefusedWithAReason) {
+  EXPECT_NE(RunEventFromJson(nlohmann::json::array()).status().message().find("\"event\" name"),
+            std::string::npos);
+  EXPECT_NE(RunEventFromJson({{"event", "round_end"}})
+                .status()
+                .message()
+                .find("unknown run event 'round_end'"),
+            std::string::npos);
+  EXPECT_NE(RunEventFromJson({{"event", "round_opened"}, {"round", 1}})
+                .status()
+                .message()
+                .find("run event 'round_opened'"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace tributary
