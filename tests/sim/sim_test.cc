@@ -144,7 +144,12 @@ TEST(SimulatorTest, HundredThousandClientsFitInAKibibyteEach) {
   const uint64_t after = CurrentRssBytes();
   ASSERT_GT(before, 0u);
   const double per_client = static_cast<double>(after - std::min(after, before)) / 1e5;
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+  // Sanitizer shadow memory inflates RSS; the bound holds for the uninstrumented build (ci).
+  EXPECT_LE(per_client, 4096.0) << "RSS per idle client, with a sanitizer's shadow memory";
+#else
   EXPECT_LE(per_client, 1024.0) << "RSS per idle client";
+#endif
   EXPECT_EQ((*sim)->engine().registry().size(), 100000u);
   Result<SimResult> r = (*sim)->Run();
   ASSERT_TRUE(r.ok()) << r.status().ToString();
