@@ -15,8 +15,7 @@ void BindCoordinatorConfig(ConfigSchema& s, CoordinatorConfig* c) {
   s.Bind("net.heartbeat_interval_s", &c->heartbeat_interval,
          "how often clients send a heartbeat (announced in Welcome)");
   s.Bind("net.client_timeout_s", &c->client_timeout, "a connection silent this long is closed");
-  s.Bind("net.workers", &c->workers,
-         "threads for decoding, aggregation, checkpoints and evaluation (0: one per core)");
+  s.Bind("eval.threads", &c->eval_threads, "threads of server-side evaluation (0: one per core)");
   s.Bind("tls.ca", &c->tls_ca, "CA certificate (PEM); required").Flag("--ca");
   s.Bind("tls.cert", &c->tls_cert, "the coordinator's certificate (PEM); required").Flag("--cert");
   s.Bind("tls.key", &c->tls_key, "the coordinator's private key (PEM); required").Flag("--key");
@@ -47,9 +46,9 @@ Status CoordinatorConfig::Validate() const {
     return Status::InvalidArgument(
         "keys 'net.heartbeat_interval_s' and 'net.client_timeout_s' need 0 < heartbeat interval < "
         "client timeout");
-  if (workers < 0 || workers > 1024)
-    return Status::InvalidArgument(
-        fmt::format("key 'net.workers' = {} must be in [0, 1024] (0: one per core)", workers));
+  if (eval_threads < 0 || eval_threads > 1024)
+    return Status::InvalidArgument(fmt::format(
+        "key 'eval.threads' = {} must be in [0, 1024] (0: one per core)", eval_threads));
   if (run.checkpoint_dir.empty())
     return Status::InvalidArgument("key 'output.checkpoint_dir' must name a directory");
   TRIB_RETURN_IF_ERROR(run.Validate());

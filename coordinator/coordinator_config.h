@@ -2,7 +2,7 @@
 // ConfigSchema (BindCoordinatorConfig). `tributary-coordinator --print-config` lists every key with
 // its default; docs/operations.md has the same table (a test compares them).
 //
-//   log_level, net.listen, net.heartbeat_interval_s, net.client_timeout_s, net.workers,
+//   log_level, net.listen, net.heartbeat_interval_s, net.client_timeout_s, eval.threads,
 //   tls.ca, tls.cert, tls.key, tls.deny_list, output.ready_file,
 //   the run (coordinator/run_config.h: run.*, fit.*, eval.*, output.*),
 //   the evaluation data (train/data/data_config.h: data.*, without the partition keys)
@@ -24,7 +24,7 @@ struct CoordinatorConfig {
   std::string listen = "0.0.0.0:7700";
   std::chrono::milliseconds heartbeat_interval{5'000};
   std::chrono::milliseconds client_timeout{60'000};
-  int64_t workers = 0;  // threads for the run's CPU work; 0: one per core
+  int64_t eval_threads = 0;  // server-side evaluation's threads; 0: one per core
   std::string tls_ca, tls_cert, tls_key;
   std::string deny_list;   // optional file of revoked client ids
   std::string ready_file;  // written with the listening address once accepting

@@ -361,7 +361,8 @@ bool ConfigSchema::IsDefault(std::string_view name) const {
 std::string ConfigSchema::DefaultsToml() const {
   std::string out = fmt::format(
       "# {}: every configuration key with its default value and what it does.\n"
-      "# Command-line flags (named after the description) override the file.\n",
+      "# The flag in parentheses sets the key too, --set key=value sets any key; both override\n"
+      "# the file (--config).\n",
       program_);
   for (const auto& k : keys_) {
     if (!k->refusal_.empty()) continue;

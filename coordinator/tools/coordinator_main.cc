@@ -42,14 +42,15 @@ int Run(CoordinatorConfig& cfg, bool resume) {
   cfg.ResolveOutputs();
   if (Status s = cfg.Validate(); !s.ok()) return Fail(s, 2);
   if (Status s = InitLogging(cfg.log_level); !s.ok()) return Fail(s.WithContext("log_level"), 2);
-  const size_t workers = cfg.workers > 0 ? static_cast<size_t>(cfg.workers)
-                                         : std::max<size_t>(1, std::thread::hardware_concurrency());
+  const size_t eval_threads = cfg.eval_threads > 0
+                                  ? static_cast<size_t>(cfg.eval_threads)
+                                  : std::max<size_t>(1, std::thread::hardware_concurrency());
 
   // The run: its model, server-side evaluation on the test set, and its driver.
   Result<ModelSpec> spec = ModelSpecByName(
       cfg.run.model, Shape3{cfg.data.height(), cfg.data.width(), 1}, cfg.data.num_classes());
   if (!spec.ok()) return Fail(spec.status().WithContext("key 'run.model'"), 2);
-  ThreadPool eval_pool(workers);
+  ThreadPool eval_pool(eval_threads);
   RunDriver::Options options;
   options.model_spec = *spec;
   options.resume = resume;

@@ -1,0 +1,75 @@
+// `--print-config` of the real binaries: every key the program's schema has, with its default, as
+// TOML that the same schema loads back unchanged; and a bad key on the command line is refused by
+// name with exit status 2.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "client/tools/client_config.h"
+#include "coordinator/coordinator_config.h"
+#include "sim/sim_config.h"
+#include "tests/integration/process.h"
+
+namespace tributary {
+namespace {
+
+using namespace std::chrono_literals;
+
+// Runs `binary args...` and returns its exit code and output.
+std::pair<int, std::string> RunBinary(std::vector<std::string> argv) {
+  const std::string log = (std::filesystem::temp_directory_path() /
+                           ("trib_print_config_" + std::to_string(::getpid()) + ".log"))
+                              .string();
+  testing::Process p(std::move(argv), log);
+  std::optional<int> code = p.Wait(30s);
+  std::string out = p.Log();
+  std::filesystem::remove(log);
+  return {code.value_or(-1), out};
+}
+
+template <class Settings, class Bind>
+void ExpectPrintedConfigLoadsBack(const char* binary, const char* program, Bind bind) {
+  auto [code, out] = RunBinary({binary, "--print-config"});
+  ASSERT_EQ(code, 0) << out;
+  Settings printed, defaults;
+  ConfigSchema schema(program), reference(program);
+  bind(schema, &printed);
+  bind(reference, &defaults);
+  Result<Config> doc = Config::Parse(out, "--print-config");
+  ASSERT_TRUE(doc.ok()) << doc.status() << "\n" << out;
+  ASSERT_TRUE(schema.Load(*doc).ok()) << schema.Load(*doc);
+  size_t keys = 0;
+  for (const ConfigSchema::Key* k : reference.keys()) {
+    if (!k->refusal().empty()) continue;
+    ++keys;
+    EXPECT_NE(out.find(k->name() + " = " + k->default_text()), std::string::npos) << k->name();
+    EXPECT_EQ(schema.Find(k->name())->value_text(), k->default_text()) << k->name();
+  }
+  EXPECT_GT(keys, 20u);
+}
+
+TEST(PrintConfigTest, EveryBinaryPrintsItsSchemaAsTomlThatLoadsBack) {
+  ExpectPrintedConfigLoadsBack<CoordinatorConfig>(
+      TRIBUTARY_COORDINATOR_BIN, "tributary-coordinator",
+      [](ConfigSchema& s, CoordinatorConfig* c) { BindCoordinatorConfig(s, c); });
+  ExpectPrintedConfigLoadsBack<ClientConfig>(
+      TRIBUTARY_CLIENT_BIN, "tributary-client",
+      [](ConfigSchema& s, ClientConfig* c) { BindClientConfig(s, c); });
+  ExpectPrintedConfigLoadsBack<SimConfig>(
+      TRIBUTARY_SIM_BIN, "tributary-sim", [](ConfigSchema& s, SimConfig* c) { BindSimConfig(s, c); });
+}
+
+TEST(PrintConfigTest, ABadKeyOnTheCommandLineIsRefusedByName) {
+  auto [code, out] = RunBinary({TRIBUTARY_SIM_BIN, "--set", "per_round=5"});
+  EXPECT_EQ(code, 2);
+  EXPECT_NE(out.find("key 'per_round' was renamed 'run.clients_per_round'"), std::string::npos)
+      << out;
+  auto [code2, out2] = RunBinary({TRIBUTARY_COORDINATOR_BIN, "--rounds", "ten"});
+  EXPECT_EQ(code2, 2);
+  EXPECT_NE(out2.find("--rounds: key 'run.rounds' must be an integer, not 'ten'"),
+            std::string::npos)
+      << out2;
+}
+
+}  // namespace
+}  // namespace tributary
