@@ -15,7 +15,7 @@
 #
 # Reports go to runs/attack/<attack>-<rule>-s<SEED>/. Environment: SIM (default
 # build/release/sim/tributary-sim), THREADS (default 0: every core), ATTACKS (default all), SEED
-# (default 1: the run's seed, which also picks the malicious clients and the partition).
+# (default 1: run.seed, which also picks the malicious clients, and data.seed, the partition).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 SIM=${SIM:-build/release/sim/tributary-sim}
@@ -41,11 +41,12 @@ for attack in "${attacks[@]}"; do
   row="| $attack |"
   for rule in "${rules[@]}"; do
     name="$attack-$(echo "$rule" | tr -c 'a-z0-9\n' '_')-s$SEED"
-    args=(--set model=mlp --set dataset=fashion-mnist --set clients=100
-          --set partition=dirichlet:0.5 --set per_round=20 --set "rounds=$rounds"
-          --set fit.epochs=2 --set fit.batch_size=32 --set fit.lr=0.05 --set fit.momentum=0.5
-          --set "seed=$SEED" --set "eval_every=$rounds" --set "threads=$THREADS"
-          --set "strategy=$rule" --set "report_dir=runs/attack/$name")
+    args=(--set run.model=mlp --set data.dataset=fashion-mnist --set data.num_clients=100
+          --set data.partition=dirichlet:0.5 --set run.clients_per_round=20
+          --set "run.rounds=$rounds" --set fit.epochs=2 --set fit.batch_size=32 --set fit.lr=0.05
+          --set fit.momentum=0.5 --set "run.seed=$SEED" --set "data.seed=$SEED"
+          --set "eval.every=$rounds" --set "sim.threads=$THREADS" --set "run.strategy=$rule"
+          --set "sim.report_dir=runs/attack/$name")
     [ "$attack" != none ] && args+=(--set "attack.kind=$attack" --set attack.fraction=0.2)
     if "$SIM" "${args[@]}" > "runs/attack/$name.log" 2>&1; then
       acc=$(/usr/bin/python3 -c "import json,sys; print('%.2f%%' % (100*json.load(open(sys.argv[1]))['totals']['final_test_accuracy']))" "runs/attack/$name/report.json")

@@ -7,7 +7,7 @@
 # Dirichlet(0.5), 10 per round, 5 local epochs, batch 32, lr 0.05, momentum 0.5, target 85%) with
 # the same partition and the same clients in every round: export_plan writes both from the config,
 # tributary-sim trains, then torch_fedavg.py (Debian's python3-torch) trains that plan.
-# Extra --set overrides apply to both (e.g. --set rounds=15 to shorten the run).
+# Extra --set overrides apply to both (e.g. --set run.rounds=15 to shorten the run).
 #
 # Environment: BUILD (default build/release), OUT (default a fresh temp dir), TORCH_THREADS
 # (torch.set_num_threads, default 2), SIM_THREADS (tributary-sim's pool, default 2).
@@ -24,11 +24,12 @@ args=()
 if [[ -f examples/configs/sim.toml ]]; then
   args+=(--config examples/configs/sim.toml)
 else
-  args+=(--set clients=100 --set per_round=10 --set partition=dirichlet:0.5 --set fit.epochs=5
-         --set fit.lr=0.05 --set fit.momentum=0.5 --set fit.batch_size=32 --set target_accuracy=0.85
-         --set rounds=40)
+  args+=(--set data.num_clients=100 --set run.clients_per_round=10
+         --set data.partition=dirichlet:0.5 --set fit.epochs=5 --set fit.lr=0.05
+         --set fit.momentum=0.5 --set fit.batch_size=32 --set sim.target_accuracy=0.85
+         --set run.rounds=40)
 fi
-args+=(--set threads="$SIM_THREADS" --set report_dir="$OUT/tributary" "$@")
+args+=(--set sim.threads="$SIM_THREADS" --set sim.report_dir="$OUT/tributary" "$@")
 
 echo "== export_plan (partition and per-round selection)"
 "$BUILD/bench/sim/export_plan" "${args[@]}" --out "$OUT/plan.json"
@@ -44,7 +45,7 @@ out = sys.argv[1]
 trib = json.load(open(f"{out}/tributary/report.json"))
 torch = json.load(open(f"{out}/torch.json"))
 plan = json.load(open(f"{out}/plan.json"))
-target = trib["config"]["target_accuracy"]
+target = trib["config"]["sim.target_accuracy"]
 tt, pt = trib["totals"], torch["totals"]
 extra = [r["attempts"] for r in trib["rounds"] if r["attempts"] != 1]
 def row(name, t_round, t_wall, final, total_wall, rounds):

@@ -25,9 +25,9 @@ for n in $CLIENTS; do
     dir="$OUT/n${n}_k${k}"
     echo "== $n clients, $k per round"
     start=$(date +%s.%N)
-    "$BUILD/sim/tributary-sim" --dataset synthetic --set train_examples=20000 \
-      --set test_examples=1000 --partition replacement:50 --trainer noop --set eval_every=0 \
-      --rounds "$ROUNDS" --clients "$n" --per-round "$k" --report-dir "$dir" "$@" \
+    "$BUILD/sim/tributary-sim" --dataset synthetic --set data.train_examples=20000 \
+      --set data.test_examples=1000 --partition replacement:50 --trainer noop --set eval.every=0 \
+      --rounds "$ROUNDS" --num-clients "$n" --clients-per-round "$k" --report-dir "$dir" "$@" \
       | tee "$dir.log" | grep -v '^round '
     end=$(date +%s.%N)
     echo "$start $end" > "$dir.time"
@@ -43,7 +43,7 @@ runs = []
 for d in glob.glob(f"{out}/n*_k*/report.json"):
     r = json.load(open(d))
     t0, t1 = map(float, open(os.path.dirname(d) + ".time").read().split())
-    runs.append((r["config"]["clients"], r["config"]["per_round"], r["totals"], t1 - t0))
+    runs.append((r["config"]["data.num_clients"], r["config"]["run.clients_per_round"], r["totals"], t1 - t0))
 for n, k, t, proc in sorted(runs, key=lambda x: (x[0], x[1])):
     print(f"{n:>9,} {k:>9,} {t['rss_bytes_per_idle_client']:>13.0f} {t['wall_ms_per_client_round']:>15.3f} "
           f"{t['registry_join_seconds']:>7.2f} {t['wall_seconds']:>8.2f} {t['peak_rss_bytes'] / 2**20:>12.1f} "

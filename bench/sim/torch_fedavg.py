@@ -100,25 +100,27 @@ def main():
     ap.add_argument("--out", required=True, help="where to write the result JSON")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--data-dir", default="", help="default: the plan's data_dir, else Debian's")
+    ap.add_argument("--data-dir", default="", help="default: the plan's data.dir, else Debian's")
     args = ap.parse_args()
 
     torch.set_num_threads(args.threads)
     with open(args.plan) as f:
         plan = json.load(f)
-    cfg, fit = plan["config"], plan["config"]["fit"]
-    if cfg["model"] != "mlp" or cfg["dataset"] != "fashion-mnist":
+    # The plan's config holds every tributary-sim key by its dotted name (run.model, fit.lr, ...).
+    cfg = plan["config"]
+    fit = {k[len("fit."):]: v for k, v in cfg.items() if k.startswith("fit.")}
+    if cfg["run.model"] != "mlp" or cfg["data.dataset"] != "fashion-mnist":
         raise SystemExit("torch_fedavg: only model 'mlp' on 'fashion-mnist' is implemented")
-    if cfg["strategy"] != "fedavg" or cfg["codec"] != "dense" or fit["proximal_mu"] != 0 or fit["max_steps"] != 0:
+    if cfg["run.strategy"] != "fedavg" or cfg["run.codec"] != "dense" or fit["proximal_mu"] != 0 or fit["max_steps"] != 0:
         raise SystemExit("torch_fedavg: only strategy fedavg, codec dense, no proximal term, no max_steps")
-    data_dir = args.data_dir or cfg["data_dir"] or "/usr/share/datasets/fashion-mnist"
-    x_train, y_train = load_split(data_dir, "train", cfg["train_examples"])
-    x_test, y_test = load_split(data_dir, "t10k", cfg["test_examples"])
+    data_dir = args.data_dir or cfg["data.dir"] or "/usr/share/datasets/fashion-mnist"
+    x_train, y_train = load_split(data_dir, "train", cfg["data.train_examples"])
+    x_test, y_test = load_split(data_dir, "t10k", cfg["data.test_examples"])
     if len(y_train) != plan["train_size"] or len(y_test) != plan["test_size"]:
         raise SystemExit("torch_fedavg: the data set sizes differ from the plan's")
     partition = [torch.tensor(p, dtype=torch.int64) for p in plan["partition"]]
     selection = plan["selection"]
-    target = cfg["target_accuracy"]
+    target = cfg["sim.target_accuracy"]
 
     torch.manual_seed(args.seed)
     gen = torch.Generator().manual_seed(args.seed)

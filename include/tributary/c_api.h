@@ -1,3 +1,4 @@
+/* clang-format off */
 /* The Tributary client as a C API, for apps written in C or reached through JNI, Swift, Python
  * ctypes and the like.
  *
@@ -9,18 +10,30 @@
  *   tributary_client_options o;
  *   tributary_client_options_init(&o);
  *   o.coordinator = "coord.example.org:7070";
- *   o.ca_cert_file = "ca.crt"; o.cert_file = "edge-001.crt"; o.key_file = "edge-001.key";
- *   o.tensors = tensors; o.num_tensors = 2; o.fit = my_fit; o.evaluate = my_eval; o.user_data =
- * app; char err[512]; tributary_client* c = tributary_client_create(&o, err, sizeof err); if (!c) {
- * fprintf(stderr, "%s\n", err); return 1; } int rc = tributary_client_run(c);   // TRIBUTARY_OK
- * once the coordinator ends the run if (rc != TRIBUTARY_OK) fprintf(stderr, "%s\n",
- * tributary_client_last_error(c)); tributary_client_destroy(c);
+ *   o.ca_cert_file = "ca.crt";
+ *   o.cert_file = "edge-001.crt";
+ *   o.key_file = "edge-001.key";
+ *   o.tensors = tensors;
+ *   o.num_tensors = 2;
+ *   o.fit = my_fit;
+ *   o.evaluate = my_eval;
+ *   o.user_data = app;
+ *   char err[512];
+ *   tributary_client* c = tributary_client_create(&o, err, sizeof err);
+ *   if (!c) {
+ *     fprintf(stderr, "%s\n", err);
+ *     return 1;
+ *   }
+ *   int rc = tributary_client_run(c);  // TRIBUTARY_OK once the coordinator ends the run
+ *   if (rc != TRIBUTARY_OK) fprintf(stderr, "%s\n", tributary_client_last_error(c));
+ *   tributary_client_destroy(c);
  *
  * Threading: the callbacks run on the client's worker thread, one call at a time. The functions
  * may be called from any thread, except from inside a callback; tributary_client_stop() may be
  * called at any time (e.g. from another thread while tributary_client_run() blocks). No function
  * throws or aborts on bad input: they return a status code and keep a message.
  */
+/* clang-format on */
 #ifndef TRIBUTARY_C_API_H_
 #define TRIBUTARY_C_API_H_
 

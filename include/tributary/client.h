@@ -85,8 +85,8 @@ struct ClientOptions {
   std::string cert_file;
   std::string key_file;
   // Local state: created if missing, locked against a second client using it, and holding a small
-  // state file (client id, last round seen). Error-feedback residuals will live here too. Empty
-  // means no local state.
+  // state file (client id, last round seen) and the codec's error-feedback residual, so both
+  // survive a restart (client/client_state.h). Empty means no local state.
   std::string state_dir;
   // Reported to the coordinator in Hello.
   std::string device = "cpu";
