@@ -12,8 +12,10 @@ ConfigCommandLine::ConfigCommandLine(CLI::App& app, ConfigSchema& schema)
   for (const ConfigSchema::Key* k : schema.keys()) {
     if (k->flag().empty() || !k->refusal().empty()) continue;
     flags_.emplace_back(k, std::string());
+    // A flag given twice takes the last value, so a wrapper's defaults can be overridden.
     app.add_option(k->flag(), flags_.back().second,
-                   k->help() + " (key " + k->name() + ", default " + k->default_text() + ")");
+                   k->help() + " (key " + k->name() + ", default " + k->default_text() + ")")
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   }
 }
 

@@ -6,9 +6,9 @@
 //   if (cli.print_config()) { std::fputs(schema.DefaultsToml().c_str(), stdout); return 0; }
 //   if (Status s = cli.Apply(); !s.ok()) ...  // the file, then the flags, then each --set
 //
-// Every key with a Flag() gets that option, taking a value of the key's type; `--set key=value`
-// reaches every key. Later sources override earlier ones: the file, then the flags, then --set in
-// command-line order. Errors name the flag or --set and the key.
+// Every key with a Flag() gets that option, taking a value of the key's type (given twice, the last
+// wins); `--set key=value` reaches every key. Later sources override earlier ones: the file, then
+// the flags, then --set in command-line order. Errors name the flag or --set and the key.
 #pragma once
 
 #include <CLI/CLI.hpp>

@@ -291,6 +291,12 @@ void ConfigSchema::Refuse(std::string_view name, std::string why) {
   it->second->refusal_ = std::move(why);
 }
 
+void ConfigSchema::SetFlag(std::string_view name, std::string flag) {
+  auto it = by_name_.find(name);
+  TRIB_CHECK(it != by_name_.end(), "a flag for a config key that is not bound");
+  it->second->flag_ = std::move(flag);
+}
+
 void ConfigSchema::Rename(std::string old_name, std::string new_name) {
   renamed_[std::move(old_name)] = std::move(new_name);
 }

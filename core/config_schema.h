@@ -87,6 +87,8 @@ class ConfigSchema {
 
   // `name` (bound) is known but refused in this program, with the reason given.
   void Refuse(std::string_view name, std::string why);
+  // Gives the bound key `name` a flag in this program (one a shared binding left without).
+  void SetFlag(std::string_view name, std::string flag);
   // `old_name` is no longer a key; using it is an error that names `new_name`.
   void Rename(std::string old_name, std::string new_name);
 

@@ -3,8 +3,10 @@
 //
 //   tributary-train --model mlp --epochs 10
 //   tributary-train --config train.toml --lr 0.02 --save mlp.safetensors
+//   tributary-train --print-config            every key with its default and flag
 //
-// Flags override the TOML file. Prints one line per epoch and the final test accuracy.
+// Flags and --set key=value override the TOML file; the keys are the federated programs' names
+// for the same settings. Prints one line per epoch and the final test accuracy.
 #include <CLI/CLI.hpp>
 
 #include <chrono>
@@ -12,9 +14,11 @@
 #include <cstdio>
 #include <memory>
 
-#include "core/config.h"
+#include "core/config_cli.h"
+#include "core/fit_config.h"
 #include "core/log.h"
 #include "core/rng.h"
+#include "train/data/data_config.h"
 #include "train/data/fashion_mnist.h"
 #include "train/device.h"
 #include "train/native_trainer.h"
@@ -24,94 +28,93 @@
 namespace tributary {
 namespace {
 
-struct Options {
-  std::string config;
-  std::string model = "mlp";
-  int epochs = 10;
-  int batch = 32;
-  double lr = 0.05;
-  double momentum = 0.9;
-  double weight_decay = 0.0;
-  double lr_decay = 1.0;
-  int64_t seed = 1;
-  std::string data_dir = kDefaultFashionMnistDir;
-  int64_t train_examples = 0;
-  std::string save;
-  std::string device = "cpu";
+// tributary-train's settings, with the keys the federated programs use for the same things
+// (run.model, run.init_seed, fit.*, data.*, output.final_model) plus train.lr_decay.
+struct TrainConfig {
+  TrainConfig() {
+    fit.epochs = 10;
+    fit.momentum = 0.9f;
+  }
   std::string log_level = "info";
+  std::string model = "mlp";
+  uint64_t init_seed = 1;
+  FitConfig fit;
+  double lr_decay = 1.0;
+  DataConfig data;
+  std::string device = "cpu";
+  std::string save;
 };
 
-// Fills every option the command line did not set from the TOML file.
-Status ApplyConfigFile(const CLI::App& app, Options* o) {
-  TRIB_ASSIGN_OR_RETURN(Config cfg, Config::LoadFile(o->config));
-  TRIB_RETURN_IF_ERROR(cfg.CheckKnownKeys({"model", "epochs", "batch_size", "lr", "momentum",
-                                           "weight_decay", "lr_decay", "seed", "data_dir",
-                                           "train_examples", "save", "device", "log_level"}));
-  Status st;
-  // Takes the file's value for `key` unless `flag` was given on the command line.
-  auto take = [&](const char* flag, auto* dst, auto result) {
-    if (!st.ok() || app.count(flag) != 0) return;
-    if (!result.ok())
-      st = result.status();
-    else
-      *dst = static_cast<std::remove_pointer_t<decltype(dst)>>(*result);
+void BindTrainConfig(ConfigSchema& s, TrainConfig* c) {
+  s.Bind("log_level", &c->log_level, "trace, debug, info, warn or error").Flag("--log-level");
+  s.Bind("run.model", &c->model, "the model: mlp, cnn or lenet").Flag("--model");
+  s.Bind("run.init_seed", &c->init_seed, "seeds the initial weights and the shuffling")
+      .Flag("--seed");
+  BindFitConfig(s, &c->fit);
+  s.SetFlag("fit.momentum", "--momentum");
+  s.SetFlag("fit.weight_decay", "--weight-decay");
+  s.Refuse("fit.proximal_mu", "centralized training has no global model to stay near");
+  s.Bind("train.lr_decay", &c->lr_decay, "multiply the learning rate by this after each epoch")
+      .Flag("--lr-decay");
+  BindDataConfig(s, &c->data, /*partitioned=*/false);
+  s.Bind("device", &c->device, "cpu, auto or cuda[:N]").Flag("--device");
+  s.Bind("output.final_model", &c->save, "write the trained model here (safetensors)")
+      .Flag("--save");
+  const std::pair<const char*, const char*> renamed[] = {
+      {"model", "run.model"},
+      {"seed", "run.init_seed"},
+      {"epochs", "fit.epochs"},
+      {"batch_size", "fit.batch_size"},
+      {"lr", "fit.lr"},
+      {"momentum", "fit.momentum"},
+      {"weight_decay", "fit.weight_decay"},
+      {"lr_decay", "train.lr_decay"},
+      {"data_dir", "data.dir"},
+      {"train_examples", "data.train_examples"},
+      {"save", "output.final_model"},
   };
-  take("--model", &o->model, cfg.GetString("model", o->model));
-  take("--epochs", &o->epochs, cfg.GetInt("epochs", o->epochs));
-  take("--batch", &o->batch, cfg.GetInt("batch_size", o->batch));
-  take("--lr", &o->lr, cfg.GetDouble("lr", o->lr));
-  take("--momentum", &o->momentum, cfg.GetDouble("momentum", o->momentum));
-  take("--weight-decay", &o->weight_decay, cfg.GetDouble("weight_decay", o->weight_decay));
-  take("--lr-decay", &o->lr_decay, cfg.GetDouble("lr_decay", o->lr_decay));
-  take("--seed", &o->seed, cfg.GetInt("seed", o->seed));
-  take("--data", &o->data_dir, cfg.GetString("data_dir", o->data_dir));
-  take("--train-examples", &o->train_examples, cfg.GetInt("train_examples", o->train_examples));
-  take("--save", &o->save, cfg.GetString("save", o->save));
-  take("--device", &o->device, cfg.GetString("device", o->device));
-  take("--log-level", &o->log_level, cfg.GetString("log_level", o->log_level));
-  return st;
+  for (const auto& [from, to] : renamed) s.Rename(from, to);
 }
 
-Status Run(const Options& o) {
+Status Run(const TrainConfig& o) {
   TRIB_RETURN_IF_ERROR(InitLogging(o.log_level));
-  if (o.epochs < 1) return Status::InvalidArgument("--epochs must be >= 1");
+  TRIB_RETURN_IF_ERROR(ValidateFitConfig(o.fit));
+  TRIB_RETURN_IF_ERROR(o.data.Validate());
   if (!(o.lr_decay > 0.0 && o.lr_decay <= 1.0))
-    return Status::InvalidArgument("--lr-decay must be in (0, 1]");
-  TRIB_ASSIGN_OR_RETURN(ModelSpec spec, ModelSpecByName(o.model));
+    return Status::InvalidArgument("key 'train.lr_decay' (--lr-decay) must be in (0, 1]");
+  TRIB_ASSIGN_OR_RETURN(
+      ModelSpec spec,
+      ModelSpecByName(o.model, Shape3{o.data.height(), o.data.width(), 1}, o.data.num_classes()));
   TRIB_ASSIGN_OR_RETURN(EngineFactory factory, SelectEngineFactory(o.device));
 
   auto t0 = std::chrono::steady_clock::now();
-  TRIB_ASSIGN_OR_RETURN(Dataset train,
-                        LoadFashionMnist(o.data_dir, FashionMnistSplit::kTrain, o.train_examples));
-  TRIB_ASSIGN_OR_RETURN(Dataset test, LoadFashionMnist(o.data_dir, FashionMnistSplit::kTest));
+  TRIB_ASSIGN_OR_RETURN(DataSplits data, LoadDataSplits(o.data, true, true));
+  const std::string source = o.data.dataset == "synthetic" ? std::string("the synthetic data set")
+                             : o.data.dir.empty()          ? std::string(kDefaultFashionMnistDir)
+                                                           : o.data.dir;
   std::printf(
       "tributary-train %s: model %s (%zu parameters), %lld train / %lld test examples from %s "
       "(%.1fs)\n",
       TRIBUTARY_VERSION, spec.name.c_str(), InitWeights(spec, 0)->size(),
-      static_cast<long long>(train.size()), static_cast<long long>(test.size()), o.data_dir.c_str(),
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      static_cast<long long>(data.train->size()), static_cast<long long>(data.test->size()),
+      source.c_str(), std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   std::printf(
       "settings: epochs %d, batch %d, lr %g (x%g per epoch), momentum %g, weight decay %g, seed "
-      "%lld, device %s\n",
-      o.epochs, o.batch, o.lr, o.lr_decay, o.momentum, o.weight_decay,
-      static_cast<long long>(o.seed), o.device.c_str());
+      "%llu, device %s\n",
+      o.fit.epochs, o.fit.batch_size, static_cast<double>(o.fit.lr), o.lr_decay,
+      static_cast<double>(o.fit.momentum), static_cast<double>(o.fit.weight_decay),
+      static_cast<unsigned long long>(o.init_seed), o.device.c_str());
   std::fflush(stdout);
 
-  auto train_ptr = std::make_shared<const Dataset>(std::move(train));
-  auto test_ptr = std::make_shared<const Dataset>(std::move(test));
   TRIB_ASSIGN_OR_RETURN(auto trainer,
-                        NativeTrainer::Create(spec, train_ptr, test_ptr, o.seed, factory));
+                        NativeTrainer::Create(spec, data.train, data.test, o.init_seed, factory));
   TRIB_ASSIGN_OR_RETURN(ModelWeights weights, trainer->get_parameters());
-  FitConfig fit;
-  fit.epochs = 1;
-  fit.batch_size = o.batch;
-  fit.lr = static_cast<float>(o.lr);
-  fit.momentum = static_cast<float>(o.momentum);
-  fit.weight_decay = static_cast<float>(o.weight_decay);
+  FitConfig fit = o.fit;
+  fit.epochs = 1;  // one fit per epoch, with its own seed and learning rate
   EvalResult eval;
-  for (int epoch = 1; epoch <= o.epochs; ++epoch) {
-    fit.seed = DeriveSeed(o.seed, {static_cast<uint64_t>(epoch)});
-    fit.lr = static_cast<float>(o.lr * std::pow(o.lr_decay, epoch - 1));
+  for (int epoch = 1; epoch <= o.fit.epochs; ++epoch) {
+    fit.seed = DeriveSeed(o.init_seed, {static_cast<uint64_t>(epoch)});
+    fit.lr = static_cast<float>(o.fit.lr * std::pow(o.lr_decay, epoch - 1));
     auto te = std::chrono::steady_clock::now();
     TRIB_ASSIGN_OR_RETURN(FitResult res, trainer->fit(weights, fit));
     weights = std::move(res.weights);
@@ -119,21 +122,21 @@ Status Run(const Options& o) {
     std::printf(
         "epoch %2d/%d  loss %.4f  train-acc %5.2f%%  test-loss %.4f  test-acc %5.2f%%  %8.0f "
         "samples/s  %.1fs\n",
-        epoch, o.epochs, res.metrics["train_loss"], 100 * res.metrics["train_accuracy"], eval.loss,
-        100 * eval.accuracy, res.metrics["samples_per_second"],
+        epoch, o.fit.epochs, res.metrics["train_loss"], 100 * res.metrics["train_accuracy"],
+        eval.loss, 100 * eval.accuracy, res.metrics["samples_per_second"],
         std::chrono::duration<double>(std::chrono::steady_clock::now() - te).count());
     std::fflush(stdout);
   }
   std::printf("final test accuracy: %.2f%% (%lld examples), model %s, %d epochs, %.0fs total\n",
               100 * eval.accuracy, static_cast<long long>(eval.num_examples), spec.name.c_str(),
-              o.epochs,
+              o.fit.epochs,
               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   if (!o.save.empty()) {
     char acc[32];
     std::snprintf(acc, sizeof(acc), "%.4f", eval.accuracy);
     TRIB_RETURN_IF_ERROR(SaveSafetensors(weights, o.save,
                                          {{"model", spec.name},
-                                          {"epochs", std::to_string(o.epochs)},
+                                          {"epochs", std::to_string(o.fit.epochs)},
                                           {"test_accuracy", acc},
                                           {"producer", "tributary-train"}}));
     std::printf("saved %s\n", o.save.c_str());
@@ -145,36 +148,20 @@ Status Run(const Options& o) {
 }  // namespace tributary
 
 int main(int argc, char** argv) {
-  tributary::Options o;
+  tributary::TrainConfig o;
+  tributary::ConfigSchema schema("tributary-train");
+  tributary::BindTrainConfig(schema, &o);
   CLI::App app{
       "tributary-train: centralized training on Fashion-MNIST (the baseline for federated runs)"};
-  // A flag given twice takes the last value, so wrappers such as scripts/demo can be overridden.
-  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-  app.add_option("-c,--config", o.config, "TOML config file (flags override it)")
-      ->check(CLI::ExistingFile);
-  app.add_option("-m,--model", o.model, "model: mlp, cnn or lenet")->capture_default_str();
-  app.add_option("--epochs", o.epochs, "training epochs")->capture_default_str();
-  app.add_option("--batch", o.batch, "batch size")->capture_default_str();
-  app.add_option("--lr", o.lr, "learning rate")->capture_default_str();
-  app.add_option("--momentum", o.momentum, "SGD momentum")->capture_default_str();
-  app.add_option("--weight-decay", o.weight_decay, "L2 weight decay")->capture_default_str();
-  app.add_option("--lr-decay", o.lr_decay, "multiply the learning rate by this after each epoch")
-      ->capture_default_str();
-  app.add_option("--seed", o.seed, "seed for initialization and shuffling")->capture_default_str();
-  app.add_option("--data", o.data_dir, "Fashion-MNIST directory (IDX or IDX.gz files)")
-      ->capture_default_str();
-  app.add_option("--train-examples", o.train_examples,
-                 "use only the first N training examples (0 = all)");
-  app.add_option("--save", o.save, "write the trained model here as safetensors");
-  app.add_option("--device", o.device, "cpu, auto or cuda[:N]")->capture_default_str();
-  app.add_option("--log-level", o.log_level, "trace, debug, info, warn, error")
-      ->capture_default_str();
+  tributary::ConfigCommandLine cli(app, schema);
   CLI11_PARSE(app, argc, argv);
-  if (!o.config.empty()) {
-    if (auto s = tributary::ApplyConfigFile(app, &o); !s.ok()) {
-      std::fprintf(stderr, "tributary-train: %s\n", s.ToString().c_str());
-      return 2;
-    }
+  if (cli.print_config()) {
+    std::fputs(schema.DefaultsToml().c_str(), stdout);
+    return 0;
+  }
+  if (tributary::Status s = cli.Apply(); !s.ok()) {
+    std::fprintf(stderr, "tributary-train: %s\n", s.ToString().c_str());
+    return 2;
   }
   tributary::Status s = tributary::Run(o);
   if (!s.ok()) {
