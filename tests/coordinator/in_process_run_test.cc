@@ -11,6 +11,7 @@
 #include "protocol/in_memory_transport.h"
 #include "protocol/tls_transport.h"
 #include "tests/client/fake_trainer.h"
+#include "tests/coordinator/run_recorder.h"
 #include "tests/protocol/transport_test_util.h"
 
 namespace tributary {
@@ -23,19 +24,6 @@ using testing::TestPki;
 using testing::Waiter;
 
 enum class Kind { kInMemory, kTls };
-
-// Collects events on the engine strand; read once the run has finished.
-struct Recorder final : RunObserver {
-  void OnEvent(const RunEvent& e) override { events.push_back(e); }
-  template <class T>
-  std::vector<T> All() const {
-    std::vector<T> out;
-    for (const RunEvent& e : events)
-      if (auto* x = std::get_if<T>(&e)) out.push_back(*x);
-    return out;
-  }
-  std::vector<RunEvent> events;
-};
 
 class InProcessRunTest : public ::testing::TestWithParam<Kind> {
  protected:
@@ -100,7 +88,7 @@ class InProcessRunTest : public ::testing::TestWithParam<Kind> {
   std::vector<std::shared_ptr<FakeTrainer>> trainers_;
   std::vector<std::unique_ptr<ClientRuntime>> runtimes_;
   std::vector<Status> client_results_;
-  Recorder recorder_;
+  testing::RunRecorder recorder_;
   std::unique_ptr<RunDriver> driver_;
 };
 

@@ -9,6 +9,7 @@
 
 #include "compression/dense_codec.h"
 #include "coordinator/checkpoint.h"
+#include "tests/coordinator/run_recorder.h"
 #include "tests/core/fault_injection_env.h"
 #include "tributary/safetensors.h"
 
@@ -16,24 +17,6 @@ namespace tributary {
 namespace {
 
 using testing::FaultInjectionEnv;
-
-// Records every event.
-struct Recorder final : RunObserver {
-  void OnEvent(const RunEvent& e) override { events.push_back(e); }
-  std::vector<std::string> Names() const {
-    std::vector<std::string> out;
-    for (const RunEvent& e : events) out.emplace_back(RunEventName(e));
-    return out;
-  }
-  template <class T>
-  std::vector<T> All() const {
-    std::vector<T> out;
-    for (const RunEvent& e : events)
-      if (auto* x = std::get_if<T>(&e)) out.push_back(*x);
-    return out;
-  }
-  std::vector<RunEvent> events;
-};
 
 // "Accuracy" is the model's first weight, so the evaluation is checkable.
 struct FirstWeight final : Evaluator {
@@ -103,7 +86,7 @@ TEST(RunDriverTest, EventsComeInOrderAndEvaluationCheckpointsAndTheFinalModelHap
   auto evaluator = std::make_shared<FirstWeight>();
   auto d = Make(Config(), &env, false, evaluator);
   ASSERT_TRUE(d.ok()) << d.status();
-  Recorder rec;
+  testing::RunRecorder rec;
   (*d)->AddObserver(&rec);
   (*d)->Start();
   for (int r = 1; r <= 3; ++r) PlayRound(**d, 0.5f * r);
@@ -149,7 +132,7 @@ TEST(RunDriverTest, AStoppedRunSavesNoFinalModelAndAFailedOneSaysWhy) {
   FaultInjectionEnv env;
   auto d = Make(Config(), &env);
   ASSERT_TRUE(d.ok());
-  Recorder rec;
+  testing::RunRecorder rec;
   (*d)->AddObserver(&rec);
   PlayRound(**d, 1.0f);
   EXPECT_EQ((*d)->Finish(Status::Unavailable("round 2 failed 3 attempts")).code(),
@@ -177,7 +160,7 @@ TEST(RunDriverTest, ResumeContinuesExactlyAndRefusesAnotherModelOrStrategySaying
   }
   auto r = Make(c, &env, /*resume=*/true);
   ASSERT_TRUE(r.ok()) << r.status();
-  Recorder rec;
+  testing::RunRecorder rec;
   (*r)->AddObserver(&rec);
   (*r)->Start();
   EXPECT_EQ((*r)->engine().rounds_done(), 2u);
@@ -237,7 +220,7 @@ TEST(RunDriverTest, ACrashAtEveryWritePointOfACheckpointResumesFromTheLastGoodRo
   for (int64_t n = 0;; ++n) {
     FaultInjectionEnv env;
     ModelWeights round1, round1_state, round2, round2_state;
-    Recorder rec;
+    testing::RunRecorder rec;
     {
       auto d = Make(c, &env);
       ASSERT_TRUE(d.ok());
