@@ -18,10 +18,17 @@ Result<std::unique_ptr<ClientRuntime>> ClientRuntime::Create(boost::asio::io_con
     return Status::InvalidArgument("heartbeat_interval must be >= 0 ms");
   if (options.heartbeat_timeout.count() < 0)
     return Status::InvalidArgument("heartbeat_timeout must be >= 0 ms");
+  // The layout is declared in every Hello, so a coordinator running another model refuses this
+  // client at once, naming the tensor that differs.
+  Result<ModelWeights> params = trainer->get_parameters();
+  if (!params.ok()) return params.status().WithContext("the trainer's get_parameters()");
+  if (params->size() == 0)
+    return Status::InvalidArgument("the trainer's get_parameters() returned an empty model");
   std::unique_ptr<ClientRuntime> rt(new ClientRuntime());
   rt->worker_ = std::make_unique<ThreadPool>(1);
-  rt->core_ = std::make_shared<RuntimeCore>(io, transport, std::move(trainer), std::move(options),
-                                            std::move(state), rt->worker_.get());
+  rt->core_ =
+      std::make_shared<RuntimeCore>(io, transport, std::move(trainer), std::move(options),
+                                    std::move(state), rt->worker_.get(), params->ZerosLike());
   return rt;
 }
 

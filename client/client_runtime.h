@@ -1,16 +1,18 @@
 // ClientRuntime: the client side of the protocol, over any Transport.
 //
 // The same code serves the TLS client (tributary::Client, tributary-client), the simulator and
-// the tests (InMemoryTransport). A session goes:
-//   connect -> Hello{capabilities: device, SupportedCodecs(), num_examples}
+// the tests (InMemoryTransport). Create() asks the trainer for its parameters once, for the layout
+// every Hello declares. A session goes:
+//   connect -> Hello{capabilities: device, SupportedCodecs(), num_examples, model layout}
 //           <- Welcome{client_id, heartbeat_interval_ms}      (or Error, then the coordinator
 //           closes)
 //           <- TaskAssignment  -> fit on the worker thread -> UpdateSubmission (or Error)
 //           <- EvaluateTask    -> evaluate on the worker   -> EvaluateResult (or Error)
 //           -> Heartbeat every heartbeat interval while connected (the coordinator echoes it)
-//           <- Goodbye: the run is over; Wait() returns OK
+//           <- Goodbye: the run is over; Wait() returns OK, or Aborted when its code is RUN_FAILED
 // An Error from the coordinator is logged (a rejected update is not fatal), except REVOKED,
-// UNAUTHENTICATED and UNSUPPORTED_VERSION, which end the run: retrying cannot help. When the
+// UNAUTHENTICATED, UNSUPPORTED_VERSION and LAYOUT_MISMATCH, which end the run: retrying cannot
+// help. When the
 // connection is refused or lost the runtime reconnects after Backoff::NextDelay(); after
 // backoff.max_attempts consecutive attempts without a Welcome, Wait() returns Unavailable naming
 // the last error. A connection on which nothing (not even a heartbeat echo) arrived for

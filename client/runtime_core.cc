@@ -41,7 +41,8 @@ void LogReport(const TaskReport& r) {
 
 RuntimeCore::RuntimeCore(asio::io_context& io, Transport& transport,
                          std::shared_ptr<Trainer> trainer, ClientRuntimeOptions options,
-                         std::unique_ptr<ClientState> state, ThreadPool* worker)
+                         std::unique_ptr<ClientState> state, ThreadPool* worker,
+                         ModelWeights layout)
     : transport_(transport),
       options_(std::move(options)),
       worker_(worker),
@@ -50,8 +51,11 @@ RuntimeCore::RuntimeCore(asio::io_context& io, Transport& transport,
       reconnect_timer_(clock_->MakeTimer(strand_)),
       heartbeat_timer_(clock_->MakeTimer(strand_)),
       backoff_(options_.backoff),
+      layout_(LayoutOf(layout)),
+      layout_fingerprint_(layout.fingerprint()),
       executor_(std::move(trainer), state.get()),
       state_(std::move(state)) {
+  executor_.set_layout(std::move(layout));
   if (options_.software_version.empty())
     options_.software_version = std::string("tributary-client/") + TRIBUTARY_VERSION;
 }
@@ -140,6 +144,8 @@ void RuntimeCore::OnConnected(uint64_t gen, Result<std::shared_ptr<Connection>> 
   hello.capabilities.device = options_.device;
   hello.capabilities.codecs = SupportedCodecs();
   hello.capabilities.num_examples = options_.num_examples;
+  hello.capabilities.layout_fingerprint = layout_fingerprint_;
+  hello.capabilities.layout = layout_;
   hello.software_version = options_.software_version;
   conn_->Send(std::move(hello));
 }
@@ -154,8 +160,13 @@ void RuntimeCore::OnMessage(uint64_t gen, Message message) {
     auto task = std::make_shared<Message>(std::move(message));
     worker_->Submit([self = shared_from_this(), gen, task] { self->RunTask(gen, task); });
   } else if (auto* goodbye = std::get_if<Goodbye>(&message)) {
-    spdlog::info("the coordinator ended the run: {}", goodbye->reason);
-    Finish(Status::Ok());
+    if (goodbye->code == static_cast<uint32_t>(ErrorCode::kRunFailed)) {
+      spdlog::error("the coordinator's run failed: {}", goodbye->reason);
+      Finish(Status::Aborted("the coordinator's run failed: " + goodbye->reason));
+    } else {
+      spdlog::info("the coordinator ended the run: {}", goodbye->reason);
+      Finish(Status::Ok());
+    }
   } else if (auto* error = std::get_if<Error>(&message)) {
     OnCoordinatorError(*error);
   } else if (std::holds_alternative<Heartbeat>(message)) {
@@ -197,6 +208,10 @@ void RuntimeCore::OnCoordinatorError(const Error& error) {
     case ErrorCode::kUnauthenticated:
       spdlog::error("the coordinator refused this client: {}", text);
       Finish(Status::PermissionDenied("the coordinator refused this client: " + text));
+      return;
+    case ErrorCode::kLayoutMismatch:
+      spdlog::error("the coordinator refused this client's model: {}", text);
+      Finish(Status::FailedPrecondition("the coordinator refused this client's model: " + text));
       return;
     case ErrorCode::kUnsupportedVersion:
       spdlog::error("the coordinator speaks another protocol version: {}", text);

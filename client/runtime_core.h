@@ -30,7 +30,8 @@ namespace tributary {
 class RuntimeCore : public std::enable_shared_from_this<RuntimeCore> {
  public:
   RuntimeCore(boost::asio::io_context& io, Transport& transport, std::shared_ptr<Trainer> trainer,
-              ClientRuntimeOptions options, std::unique_ptr<ClientState> state, ThreadPool* worker);
+              ClientRuntimeOptions options, std::unique_ptr<ClientState> state, ThreadPool* worker,
+              ModelWeights layout);
 
   Status Start();
   void Stop();
@@ -85,6 +86,8 @@ class RuntimeCore : public std::enable_shared_from_this<RuntimeCore> {
   std::chrono::milliseconds heartbeat_timeout_{0};
   uint64_t heartbeat_sequence_ = 0;
   Status last_error_;
+  const ModelLayout layout_;  // the trainer's, declared in Hello
+  const uint64_t layout_fingerprint_;
 
   // Worker only.
   TaskExecutor executor_;

@@ -8,6 +8,7 @@
 #include "compression/codec.h"
 #include "compression/update_sink.h"
 #include "core/log.h"
+#include "core/model_layout.h"
 #include "core/rng.h"
 #include "protocol/wire.h"
 
@@ -145,7 +146,9 @@ Result<UpdateSubmission> TaskExecutor::Fit(const TaskAssignment& task, TaskRepor
                          fmt::format("{}: trainer.fit failed: {}", what, fit.status().ToString()));
   if (!fit->weights.same_layout(global) || fit->weights.size() != global.size())
     return ProtocolError(ErrorCode::kInternal,
-                         fmt::format("{}: trainer.fit returned weights of another layout", what));
+                         fmt::format("{}: trainer.fit returned weights of another layout: {}", what,
+                                     LayoutDifference(LayoutOf(global), "the global model",
+                                                      LayoutOf(fit->weights), "fit's result")));
   if (fit->num_examples < 0)
     return ProtocolError(
         ErrorCode::kInternal,

@@ -48,6 +48,9 @@ class TaskExecutor {
   // this executor, or be replaced with set_state(nullptr) before it goes away.
   explicit TaskExecutor(std::shared_ptr<Trainer> trainer, ClientState* state = nullptr);
   void set_state(ClientState* state) { state_ = state; }
+  // The trainer's layout when the host already asked get_parameters() (ClientRuntime does, to
+  // declare it in Hello): zeros in that layout. Otherwise the first task asks.
+  void set_layout(ModelWeights zeros) { layout_ = std::move(zeros); }
   // The error-feedback state as of the last fit (empty before one with such a codec).
   const CodecState& codec_state() const { return codec_state_; }
   // In-memory error-feedback state for a host that keeps it itself (the simulator keeps one per

@@ -19,6 +19,8 @@ CoordinatorService::CoordinatorService(asio::io_context& io, Transport& transpor
       engine_strand_(asio::make_strand(options_.engine_executor
                                            ? options_.engine_executor
                                            : asio::any_io_executor(io.get_executor()))),
+      run_layout_(LayoutOf(driver.engine().model())),
+      run_fingerprint_(driver.engine().model().fingerprint()),
       sweep_timer_(clock_->MakeTimer(io_strand_)),
       deadline_timer_(clock_->MakeTimer(engine_strand_)) {}
 
@@ -54,7 +56,7 @@ void CoordinatorService::Stop(const std::string& reason) {
 void CoordinatorService::OnAccept(std::shared_ptr<Connection> conn) {
   if (closed_) {
     conn->Start([](Message) {}, [](Status) {});
-    conn->Send(Goodbye{"the run is over"});
+    conn->Send(Goodbye{"the run is over", 0});
     conn->Close();
     return;
   }
@@ -86,6 +88,20 @@ void CoordinatorService::OnHello(Session& s, const Hello& hello) {
     return Refuse(s, ErrorCode::kUnsupportedVersion,
                   "client speaks protocol version " + std::to_string(hello.protocol_version) +
                       ", this coordinator speaks version " + std::to_string(kProtocolVersion));
+  // Layout agreement up front: a client that trains another model is never admitted, so it is
+  // never selected and no round waits for it.
+  const ClientCapabilities& caps = hello.capabilities;
+  if (caps.layout_fingerprint != run_fingerprint_) {
+    std::string diff =
+        LayoutDifference(run_layout_, "the run's model", caps.layout, "the client's");
+    if (diff.empty())
+      diff = "the client declares the run's tensors but a fingerprint that does not match them";
+    return Refuse(s, ErrorCode::kLayoutMismatch,
+                  "the client's model layout is not this run's: " + diff);
+  }
+  if (LayoutFingerprint(caps.layout) != caps.layout_fingerprint)
+    return Refuse(s, ErrorCode::kLayoutMismatch,
+                  "the client's declared tensor list does not match its layout fingerprint");
   // The run's config is fixed once the driver exists, so reading it here is safe.
   const RoundConfig& run = driver_.config().round;
   // Clients advertise stage names ("topk", "q8", "zstd", ...; SupportedCodecs()), so a client
@@ -111,7 +127,7 @@ void CoordinatorService::OnHello(Session& s, const Hello& hello) {
     by_id_.erase(it);
     if (auto os = sessions_.find(old); os != sessions_.end()) {
       os->second.id.clear();
-      os->second.conn->Send(Goodbye{"superseded by a new connection from the same client"});
+      os->second.conn->Send(Goodbye{"superseded by a new connection from the same client", 0});
       os->second.conn->Close();
     }
   }
@@ -206,8 +222,9 @@ void CoordinatorService::CloseAll(Status result, const std::string& reason) {
   closed_ = true;
   sweep_timer_->Cancel();
   if (listener_) listener_->Stop();
+  const uint32_t code = result.ok() ? 0 : static_cast<uint32_t>(ErrorCode::kRunFailed);
   for (auto& [key, s] : sessions_) {
-    s.conn->Send(Goodbye{reason});
+    s.conn->Send(Goodbye{reason, code});
     s.conn->Close();
   }
   if (on_finished_) on_finished_(result);

@@ -1,14 +1,15 @@
 // CoordinatorService: runs a RunDriver over a Transport (TLS in deployment, in-memory in tests).
 //
-// It accepts connections, expects Hello as each one's first message (protocol version and codec
-// support are checked; a mismatch gets an Error naming both sides and the connection closes),
+// It accepts connections, expects Hello as each one's first message (protocol version, model
+// layout and codec support are checked; a mismatch gets an Error naming both sides — for a layout,
+// the first tensor that differs — and the connection closes before the client is registered),
 // registers the client under the id the transport authenticated (its certificate), feeds messages
 // to the run's engine, delivers the engine's outbox, and wakes the engine at its deadlines. A
 // client that reconnects replaces its old session. Heartbeats are echoed at once (clients measure
 // the round trip and detect a vanished coordinator by it). A connection silent for longer than
 // client_timeout is closed. When the engine finishes, or Stop() is called, the driver finishes the
-// run (final model, RunFinished), every client gets a Goodbye, connections close, the listener
-// stops, and on_finished runs.
+// run (final model, RunFinished), every client gets a Goodbye (code RUN_FAILED when the run
+// failed), connections close, the listener stops, and on_finished runs.
 //
 // Threading: two strands. The I/O strand (on the io_context) owns the sessions: Hello, heartbeat
 // echoes, the silence sweep, sending. The engine strand (on options.engine_executor: a worker pool)
@@ -96,6 +97,9 @@ class CoordinatorService : public std::enable_shared_from_this<CoordinatorServic
   Strand engine_strand_;
   std::shared_ptr<Listener> listener_;
   std::string address_;
+  // The run's layout, fixed for the run (read on the I/O strand without touching the engine).
+  const ModelLayout run_layout_;
+  const uint64_t run_fingerprint_;
 
   // I/O strand only.
   std::unique_ptr<Timer> sweep_timer_;

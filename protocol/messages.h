@@ -1,4 +1,4 @@
-// The messages of protocol version 1 (kProtocolVersion), as plain structs with cereal serialize().
+// The messages of protocol version 2 (kProtocolVersion), as plain structs with cereal serialize().
 //
 // A connection carries a std::variant of these (Message). On the wire each message is one cereal
 // binary body behind a frame header whose type byte says which struct it is (frame.h); there are no
@@ -20,6 +20,7 @@
 #include <variant>
 #include <vector>
 
+#include "core/model_layout.h"
 #include "core/shared_bytes.h"
 #include "protocol/shared_floats.h"
 #include "protocol/wire.h"
@@ -29,28 +30,54 @@
 namespace tributary {
 
 // Schema caps (bytes for strings, entries for lists and maps).
-inline constexpr uint64_t kMaxNameBytes = 256;   // ids, device names, versions, codec names, keys
-inline constexpr uint64_t kMaxTextBytes = 4096;  // error and goodbye text
-inline constexpr uint64_t kMaxCodecs = 64;       // codecs a client lists in Hello
-inline constexpr uint64_t kMaxMetrics = 1024;    // entries of a metrics map
+inline constexpr uint64_t kMaxNameBytes = 256;    // ids, device names, versions, codec names, keys
+inline constexpr uint64_t kMaxTextBytes = 4096;   // error and goodbye text
+inline constexpr uint64_t kMaxCodecs = 64;        // codecs a client lists in Hello
+inline constexpr uint64_t kMaxMetrics = 1024;     // entries of a metrics map
+inline constexpr uint64_t kMaxTensors = 1 << 16;  // tensors in a declared model layout
+inline constexpr uint64_t kMaxTensorRank = 16;    // dimensions of one tensor
+inline constexpr uint64_t kMaxTensorNameBytes = 1024;
 inline constexpr uint64_t kMaxPayloadFloats = uint64_t{1}
                                               << 40;  // ~4 TiB; ProtocolLimits binds first
 inline constexpr uint64_t kMaxPayloadBytes = uint64_t{1} << 42;
 
 using WireMetrics = std::map<std::string, double>;
 
+// One tensor of a declared layout (core/model_layout.h): name, dtype ("F32"), shape.
+template <class Ar>
+void serialize(Ar& ar, TensorLayout& t) {
+  ar(wire::Capped("layout.name", t.name, kMaxTensorNameBytes),
+     wire::Capped("layout.dtype", t.dtype, kMaxNameBytes),
+     wire::Capped("layout.shape", t.shape, kMaxTensorRank));
+}
+// Each tensor takes at least its three size tags on the wire.
+inline constexpr uint64_t kMinTensorLayoutWireBytes = 3 * sizeof(uint64_t);
+
 struct ClientCapabilities {
   std::string device;               // e.g. "cpu", "cuda:0 NVIDIA H200"
   std::vector<std::string> codecs;  // codec names this client can encode
   uint64_t num_examples = 0;        // local training examples
+  // The model the client trains: LayoutFingerprint(layout), and the tensor list, so that a
+  // coordinator whose run has another layout can refuse the client at once, naming the first
+  // tensor that differs (LAYOUT_MISMATCH).
+  uint64_t layout_fingerprint = 0;
+  ModelLayout layout;
 
   template <class Ar>
   void serialize(Ar& ar) {
     ar(wire::Capped("capabilities.device", device, kMaxNameBytes),
-       wire::Capped("capabilities.codecs", codecs, kMaxCodecs, kMaxNameBytes), num_examples);
+       wire::Capped("capabilities.codecs", codecs, kMaxCodecs, kMaxNameBytes), num_examples,
+       layout_fingerprint,
+       wire::CappedObjects("capabilities.layout", layout, kMaxTensors, kMinTensorLayoutWireBytes));
   }
   friend bool operator==(const ClientCapabilities&, const ClientCapabilities&) = default;
 };
+
+// Sets caps' layout and layout_fingerprint: the declaration of a client that trains `layout`.
+inline void DeclareLayout(ClientCapabilities& caps, ModelLayout layout) {
+  caps.layout_fingerprint = LayoutFingerprint(layout);
+  caps.layout = std::move(layout);
+}
 
 // Client -> coordinator, first message after the (TLS) handshake. Carries no client id: the
 // coordinator takes the id from the client's certificate.
@@ -252,13 +279,16 @@ struct Error {
   friend bool operator==(const Error&, const Error&) = default;
 };
 
-// Either direction: an orderly end of the session.
+// Either direction: an orderly end of the session. From the coordinator, `code` says how the run
+// ended: 0 (kUnspecified) when it completed or was stopped, RUN_FAILED when it failed (the reason
+// says why), so a client can report a failed run as an error. Kept raw like Error::code.
 struct Goodbye {
   std::string reason;
+  uint32_t code = 0;
 
   template <class Ar>
   void serialize(Ar& ar) {
-    ar(wire::Capped("goodbye.reason", reason, kMaxTextBytes));
+    ar(wire::Capped("goodbye.reason", reason, kMaxTextBytes), code);
   }
   friend bool operator==(const Goodbye&, const Goodbye&) = default;
 };

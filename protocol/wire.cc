@@ -12,7 +12,7 @@ struct ErrorInfo {
   StatusCode status;
 };
 
-constexpr std::array<ErrorInfo, 14> kErrors = {{
+constexpr std::array<ErrorInfo, 16> kErrors = {{
     {ErrorCode::kUnspecified, "UNSPECIFIED", StatusCode::kInternal},
     {ErrorCode::kBadMagic, "BAD_MAGIC", StatusCode::kCorruption},
     {ErrorCode::kUnsupportedVersion, "UNSUPPORTED_VERSION", StatusCode::kFailedPrecondition},
@@ -27,6 +27,8 @@ constexpr std::array<ErrorInfo, 14> kErrors = {{
     {ErrorCode::kProtocolViolation, "PROTOCOL_VIOLATION", StatusCode::kFailedPrecondition},
     {ErrorCode::kShuttingDown, "SHUTTING_DOWN", StatusCode::kUnavailable},
     {ErrorCode::kInternal, "INTERNAL", StatusCode::kInternal},
+    {ErrorCode::kLayoutMismatch, "LAYOUT_MISMATCH", StatusCode::kFailedPrecondition},
+    {ErrorCode::kRunFailed, "RUN_FAILED", StatusCode::kAborted},
 }};
 
 const ErrorInfo* FindError(uint32_t code) {

@@ -22,7 +22,7 @@ namespace tributary {
 inline constexpr uint32_t kFrameMagic = 0x42495254;
 // The protocol version this build speaks. A frame with another version is rejected with an error
 // that names both versions.
-inline constexpr uint16_t kProtocolVersion = 1;
+inline constexpr uint16_t kProtocolVersion = 2;
 // Every frame starts with this fixed-size header (see frame.h for the layout).
 inline constexpr size_t kFrameHeaderBytes = 16;
 // A chunk frame's payload starts with this header: transfer id, offset, total size (3 x uint64).
@@ -64,6 +64,8 @@ enum class ErrorCode : uint32_t {
   kProtocolViolation = 11,  // a well-formed message that is not valid at this point
   kShuttingDown = 12,       // the peer is closing
   kInternal = 13,           // a bug on the sending side
+  kLayoutMismatch = 14,     // the client's model layout is not the run's (Hello is refused)
+  kRunFailed = 15,          // Goodbye: the run ended failed (the reason says why)
 };
 
 // "FRAME_TOO_LARGE", ...; "UNKNOWN_ERROR_<n>" for codes this build does not know.

@@ -20,6 +20,7 @@
 
 #include <cereal/cereal.hpp>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -32,8 +33,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "protocol/byte_buffer.h"
 #include "core/shared_bytes.h"
+#include "protocol/byte_buffer.h"
 #include "protocol/shared_floats.h"
 #include "protocol/wire.h"
 
@@ -181,6 +182,23 @@ struct CappedStringDoubleMap {
   uint64_t max_count;
   uint64_t max_key_len;
 };
+
+// A list of structs with their own serialize(). Each element takes at least min_wire_bytes on the
+// wire (the sum of its fixed-size fields and size tags), which bounds the count by the bytes that
+// remain before the list is allocated.
+template <class T>
+struct CappedObjectList {
+  const char* field;
+  std::vector<T>& value;
+  uint64_t max_count;
+  uint64_t min_wire_bytes;
+};
+
+template <class T>
+CappedObjectList<T> CappedObjects(const char* field, std::vector<T>& v, uint64_t max_count,
+                                  uint64_t min_wire_bytes) {
+  return {field, v, max_count, min_wire_bytes};
+}
 
 inline CappedString Capped(const char* field, std::string& v, uint64_t max_len) {
   return {field, v, max_len};
@@ -358,6 +376,20 @@ inline void CEREAL_LOAD_FUNCTION_NAME(BoundedInputArchive& ar, CappedStringList&
   ar.CheckCount(f.field, n, f.max_count, sizeof(uint64_t));  // each string has a size tag
   f.value.assign(static_cast<size_t>(n), std::string());
   for (std::string& s : f.value) detail::LoadString(ar, f.field, s, f.max_len);
+}
+
+template <class Archive, class T>
+void CEREAL_SAVE_FUNCTION_NAME(Archive& ar, const CappedObjectList<T>& f) {
+  CheckEncodeCap(f.field, f.value.size(), f.max_count);
+  ar(cereal::make_size_tag(static_cast<cereal::size_type>(f.value.size())));
+  for (const T& v : f.value) ar(v);
+}
+template <class T>
+void CEREAL_LOAD_FUNCTION_NAME(BoundedInputArchive& ar, CappedObjectList<T>& f) {
+  const uint64_t n = ar.LoadSize();
+  ar.CheckCount(f.field, n, f.max_count, std::max<uint64_t>(1, f.min_wire_bytes));
+  f.value.assign(static_cast<size_t>(n), T());
+  for (T& v : f.value) ar(v);
 }
 
 // The same layout as cereal's std::map in a binary archive: size tag, then key, value pairs.

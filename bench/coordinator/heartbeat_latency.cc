@@ -79,7 +79,9 @@ class ScriptedClient {
           done_ = true;
           cv_.notify_all();
         });
-    conn_->Send(Hello{kProtocolVersion, ClientCapabilities{"cpu", {"dense"}, 600}, "bench"});
+    ClientCapabilities caps{"cpu", {"dense"}, 600, 0, {}};
+    DeclareLayout(caps, LayoutOf(*InitWeights(*ModelSpecByName("mlp"), 1)));
+    conn_->Send(Hello{kProtocolVersion, caps, "bench"});
   }
   void WaitDone() {
     std::unique_lock<std::mutex> lock(mu_);

@@ -85,8 +85,8 @@ int Run(int64_t clients, int64_t rounds, int64_t eval_every, const std::string& 
 
   const TimePoint now{};
   for (int64_t i = 0; i < clients; ++i)
-    (*engine)->OnJoined("client-" + std::to_string(i), ClientCapabilities{"cpu", {"dense"}, 100},
-                        now);
+    (*engine)->OnJoined("client-" + std::to_string(i),
+                        ClientCapabilities{"cpu", {"dense"}, 100, 0, {}}, now);
 
   const ProtocolLimits limits;
   uint64_t transfer_id = 1;

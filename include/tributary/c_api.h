@@ -149,9 +149,11 @@ void tributary_client_options_init(tributary_client_options* options);
 tributary_client* tributary_client_create(const tributary_client_options* options, char* error,
                                           size_t error_size);
 
-/* Blocks until the run is over: TRIBUTARY_OK when the coordinator ended it, TRIBUTARY_ABORTED
- * after tributary_client_stop(), TRIBUTARY_UNAVAILABLE when max_attempts connects failed,
- * TRIBUTARY_PERMISSION_DENIED when the coordinator refused this client. */
+/* Blocks until the run is over: TRIBUTARY_OK when the coordinator completed (or stopped) it,
+ * TRIBUTARY_ABORTED after tributary_client_stop() or when the coordinator's run failed,
+ * TRIBUTARY_UNAVAILABLE when max_attempts connects failed, TRIBUTARY_PERMISSION_DENIED when the
+ * coordinator refused this client, TRIBUTARY_FAILED_PRECONDITION when it refused this client's
+ * model layout (the tensors do not match the run's). tributary_client_last_error() says why. */
 int tributary_client_run(tributary_client* client);
 /* Starts in the background and returns; tributary_client_wait() collects the outcome. */
 int tributary_client_start(tributary_client* client);

@@ -123,11 +123,15 @@ class Client {
   // wait() (or run()) then returns Aborted. Idempotent; safe before start().
   void stop();
   // Blocks until the run is over and returns how it ended:
-  //   OK                 the coordinator ended the run (Goodbye)
-  //   Aborted            stop() was called
+  //   OK                 the coordinator completed the run, or stopped it (Goodbye)
+  //   Aborted            stop() was called, or the coordinator's run failed (the message says
+  //                      why, e.g. a round that failed max_round_attempts times)
   //   Unavailable        backoff.max_attempts consecutive connection attempts failed
   //   PermissionDenied   the coordinator refused this client (revoked or unauthenticated)
-  //   FailedPrecondition start() was never called
+  //   FailedPrecondition the coordinator refused this client's model: its layout (from
+  //                      trainer.get_parameters()) is not the run's, and the message names the
+  //                      first tensor that differs on both sides; or the coordinator speaks
+  //                      another protocol version; or start() was never called
   Status wait();
 
   // The id the coordinator read from this client's certificate (from Welcome); empty before.

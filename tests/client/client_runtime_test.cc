@@ -109,6 +109,12 @@ TEST_F(ClientRuntimeTest, HelloCarriesCapabilitiesAndWelcomeSetsTheId) {
   EXPECT_EQ(hello->capabilities.device, "cpu-test");
   EXPECT_EQ(hello->capabilities.num_examples, 321u);
   EXPECT_EQ(hello->capabilities.codecs, SupportedCodecs());
+  // The trainer's layout, declared up front: the tensor list and its fingerprint.
+  const ModelWeights layout = FakeTrainer::Layout();
+  EXPECT_EQ(hello->capabilities.layout, LayoutOf(layout));
+  ASSERT_EQ(hello->capabilities.layout.size(), layout.num_tensors());
+  EXPECT_EQ(hello->capabilities.layout[0].dtype, "F32");
+  EXPECT_EQ(hello->capabilities.layout_fingerprint, layout.fingerprint());
   EXPECT_NE(hello->software_version.find("tributary-client/"), std::string::npos);
   EXPECT_EQ(session->peer_id(), "edge-7");
 
@@ -399,6 +405,60 @@ TEST_F(ClientRuntimeTest, RevokedClientEndsWithPermissionDenied) {
   const Status s = runtime_->Wait();
   EXPECT_EQ(s.code(), StatusCode::kPermissionDenied) << s;
   EXPECT_NE(s.message().find("REVOKED"), std::string::npos) << s;
+}
+
+TEST_F(ClientRuntimeTest, ARefusedLayoutEndsTheRunWithFailedPrecondition) {
+  FakeCoordinatorOptions fo;
+  fo.refuse_with = ErrorCode::kLayoutMismatch;
+  StartCoordinator(fo);
+  ClientRuntimeOptions o = Options();
+  o.backoff.max_attempts = 0;  // would retry forever, were the refusal not final
+  StartRuntime(o);
+  const Status s = runtime_->Wait();
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s;
+  EXPECT_NE(s.message().find("refused this client's model: LAYOUT_MISMATCH"), std::string::npos)
+      << s;
+  EXPECT_EQ(coordinator_->session_count(), 1u);  // no second attempt
+  EXPECT_EQ(runtime_->sessions(), 0);
+}
+
+TEST_F(ClientRuntimeTest, AGoodbyeSayingTheRunFailedEndsWithAbortedAndTheReason) {
+  StartCoordinator();
+  StartRuntime(Options());
+  auto session = coordinator_->WaitSession(0);
+  ASSERT_TRUE(session);
+  session->Send(Goodbye{"the run failed: round 2 failed 3 attempts",
+                        static_cast<uint32_t>(ErrorCode::kRunFailed)});
+  const Status s = runtime_->Wait();
+  EXPECT_EQ(s.code(), StatusCode::kAborted) << s;
+  EXPECT_NE(s.message().find("round 2 failed 3 attempts"), std::string::npos) << s;
+}
+
+TEST_F(ClientRuntimeTest, ATrainerWithoutParametersIsRefusedAtCreate) {
+  struct Stub : Trainer {
+    Result<FitResult> fit(const ModelWeights&, const FitConfig&) override {
+      return Status::Internal("not called");
+    }
+    Result<EvalResult> evaluate(const ModelWeights&, const EvalConfig&) override {
+      return Status::Internal("not called");
+    }
+  };
+  struct Empty final : Stub {
+    Result<ModelWeights> get_parameters() override { return ModelWeights(); }
+  };
+  struct Broken final : Stub {
+    Result<ModelWeights> get_parameters() override { return Status::IoError("no model file"); }
+  };
+  auto empty =
+      ClientRuntime::Create(io_.io(), *client_transport_, std::make_shared<Empty>(), Options());
+  ASSERT_FALSE(empty.ok());
+  EXPECT_NE(empty.status().message().find("returned an empty model"), std::string::npos);
+  auto broken =
+      ClientRuntime::Create(io_.io(), *client_transport_, std::make_shared<Broken>(), Options());
+  ASSERT_FALSE(broken.ok());
+  EXPECT_EQ(broken.status().code(), StatusCode::kIoError);
+  EXPECT_NE(broken.status().message().find("get_parameters(): no model file"), std::string::npos)
+      << broken.status();
 }
 
 TEST_F(ClientRuntimeTest, StopBeforeStartAndWaitWithoutStart) {

@@ -37,6 +37,8 @@ struct ScriptedClient {
   bool quit_on_task = false;
   bool started = false;
   std::vector<std::string> codecs{"dense"};
+  ModelLayout layout{{"w", "F32", {8}}};  // the test run's model
+  uint64_t lie_fingerprint = 0;           // when set, declared instead of the layout's
   std::shared_ptr<Connection> conn;
   std::mutex mu;
   std::condition_variable cv;
@@ -72,7 +74,10 @@ struct ScriptedClient {
           closed = s;
           cv.notify_all();
         });
-    conn->Send(Hello{kProtocolVersion, ClientCapabilities{"cpu", codecs, 100}, "test"});
+    ClientCapabilities caps{"cpu", codecs, 100, 0, {}};
+    DeclareLayout(caps, layout);
+    if (lie_fingerprint) caps.layout_fingerprint = lie_fingerprint;
+    conn->Send(Hello{kProtocolVersion, caps, "test"});
   }
   // Waits until at least n messages of type T arrived.
   template <class T>
@@ -328,6 +333,88 @@ TEST_P(CoordinatorServiceTest, TheRoundDeadlineRunsOnTheServicesClock) {
   EXPECT_EQ(rounds_[0].dropped, 1);
   EXPECT_DOUBLE_EQ(rounds_[0].duration_s, 60.0);
   EXPECT_FLOAT_EQ(model().data()[0], 2.0f);
+}
+
+TEST_P(CoordinatorServiceTest, AClientWithAnotherLayoutIsRefusedAtHelloAndNeverSelected) {
+  RoundConfig cfg;
+  cfg.rounds = 2;
+  cfg.clients_per_round = 2;
+  cfg.min_available = 2;
+  cfg.round_timeout = 20s;
+  StartCoordinator(cfg);
+  // Connected first, so it would be selected were it admitted.
+  auto wrong = Connect("wrong-shape", 100.0f);
+  wrong->layout = {{"w", "F32", {9}}};
+  auto renamed = Connect("renamed", 100.0f);
+  renamed->layout = {{"weight", "F32", {8}}};
+  auto liar = Connect("liar", 100.0f);  // the run's tensors, another fingerprint
+  liar->lie_fingerprint = 12345;
+  for (ScriptedClient* c : {wrong.get(), renamed.get(), liar.get()}) c->Start();
+  for (ScriptedClient* c : {wrong.get(), renamed.get(), liar.get()}) ASSERT_TRUE(c->WaitClosed());
+  auto a = Connect("a", 1.0f), b = Connect("b", 3.0f);
+  a->Start();
+  b->Start();
+  auto done = finished_.Wait(30s);
+  ASSERT_TRUE(done.has_value());
+  EXPECT_TRUE(done->ok()) << *done;
+  ASSERT_EQ(rounds_.size(), 2u);
+  for (const RoundSummary& r : rounds_) {
+    EXPECT_EQ(r.selected, 2);
+    EXPECT_EQ(r.completed, 2);
+    EXPECT_EQ(r.dropped, 0);
+  }
+  EXPECT_FLOAT_EQ(model().data()[0], 4.0f);  // two rounds of mean(1, 3): no 100 ever folded in
+  auto refusal = [](ScriptedClient& c) {
+    auto errors = c.Received<Error>();
+    EXPECT_EQ(errors.size(), 1u);
+    EXPECT_EQ(c.tasks.load(), 0);
+    EXPECT_TRUE(c.Received<Welcome>().empty());
+    return errors.empty() ? Error{} : errors[0];
+  };
+  const Error shape = refusal(*wrong);
+  EXPECT_EQ(shape.code, static_cast<uint32_t>(ErrorCode::kLayoutMismatch));
+  EXPECT_EQ(shape.message,
+            "the client's model layout is not this run's: tensor 0 is 'w' [8] F32 in the run's "
+            "model and 'w' [9] F32 in the client's");
+  const Error name = refusal(*renamed);
+  EXPECT_NE(name.message.find("'w' [8] F32 in the run's model and 'weight' [8] F32"),
+            std::string::npos)
+      << name.message;
+  EXPECT_NE(refusal(*liar).message.find("a fingerprint that does not match them"),
+            std::string::npos);
+}
+
+TEST_P(CoordinatorServiceTest, AFailedRunSaysSoInItsGoodbye) {
+  RoundConfig cfg;
+  cfg.rounds = 2;
+  cfg.clients_per_round = 2;
+  cfg.min_available = 2;
+  cfg.min_completed = 2;
+  cfg.max_round_attempts = 1;
+  cfg.round_timeout = 60s;
+  CoordinatorServiceOptions o;
+  o.clock = &clock_;
+  o.heartbeat_interval = 10min;
+  o.client_timeout = 20min;
+  StartCoordinator(cfg, o);
+  auto worker = Connect("worker", 2.0f), mute = Connect("mute", 50.0f);
+  mute->mute = true;
+  mute->Start();
+  worker->Start();
+  ASSERT_TRUE(worker->WaitFor<TaskAssignment>(1));
+  ASSERT_TRUE(worker->Sync());
+  ASSERT_TRUE(clock_.WaitForTimers(2));
+  clock_.Advance(60s);  // the round's only attempt fails at its deadline: 1 of 2 updates
+  auto done = finished_.Wait(30s);
+  ASSERT_TRUE(done.has_value());
+  EXPECT_EQ(done->code(), StatusCode::kUnavailable) << *done;
+  for (ScriptedClient* c : {worker.get(), mute.get()}) {
+    ASSERT_TRUE(c->WaitClosed());
+    auto bye = c->Received<Goodbye>();
+    ASSERT_EQ(bye.size(), 1u);
+    EXPECT_EQ(bye[0].code, static_cast<uint32_t>(ErrorCode::kRunFailed));
+    EXPECT_NE(bye[0].reason.find("round 1 failed 1 attempts"), std::string::npos) << bye[0].reason;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, CoordinatorServiceTest,

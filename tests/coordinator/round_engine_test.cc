@@ -34,7 +34,8 @@ class RoundEngineTest : public ::testing::Test {
   }
   void Join(int n) {
     for (int i = 0; i < n; ++i)
-      engine_->OnJoined("c" + std::to_string(i), ClientCapabilities{"cpu", {"dense"}, 100}, now_);
+      engine_->OnJoined("c" + std::to_string(i), ClientCapabilities{"cpu", {"dense"}, 100, 0, {}},
+                        now_);
   }
   // Tasks in the outbox, by client.
   std::map<std::string, TaskAssignment> Tasks() {
@@ -349,8 +350,8 @@ TEST_F(RoundEngineTest, Q8DownloadEncodesTheModelOnceAndCountsItsBytes) {
   };
   engine_ = *RoundEngine::Create(cfg, std::make_unique<FedAvg>(), init, 0, 0, hooks);
   for (int i = 0; i < 3; ++i)
-    engine_->OnJoined("c" + std::to_string(i), ClientCapabilities{"cpu", {"dense", "q8"}, 100},
-                      now_);
+    engine_->OnJoined("c" + std::to_string(i),
+                      ClientCapabilities{"cpu", {"dense", "q8"}, 100, 0, {}}, now_);
   std::map<std::string, TaskAssignment> tasks = Tasks();
   ASSERT_EQ(tasks.size(), 3u);
   const ModelPayload& first = tasks.begin()->second.model;

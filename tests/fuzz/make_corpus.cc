@@ -63,7 +63,8 @@ int main(int argc, char** argv) {
   };
 
   Hello hello;
-  hello.capabilities = {"cpu", {"dense", "topk", "q8"}, 600};
+  hello.capabilities = {"cpu", {"dense", "topk", "q8"}, 600, 0, {}};
+  DeclareLayout(hello.capabilities, {{"fc.weight", "F32", {10, 4}}, {"fc.bias", "F32", {10}}});
   hello.software_version = "0.1.0";
   TaskAssignment task;
   task.round = 3;
@@ -115,30 +116,43 @@ int main(int argc, char** argv) {
 
   const std::string http = "GET / HTTP/1.1\r\nHost: coordinator\r\n\r\n";
   put("bad_magic_http", Bytes(http.begin(), http.end()));
-  put("bad_version", Cat({Header(kFrameMagic, 2, 7, 0, 16), Bytes(16, 0)}));
-  put("length_2_pow_40", Header(kFrameMagic, 1, 5, 0, uint64_t{1} << 40));
-  put("length_max", Header(kFrameMagic, 1, 5, 0, ~uint64_t{0}));
-  put("unknown_type", Cat({Header(kFrameMagic, 1, 200, 0, 0)}));
-  put("bad_flags", Cat({Header(kFrameMagic, 1, 7, 0x80, 16), Bytes(16, 0)}));
+  put("bad_version", Cat({Header(kFrameMagic, 1, 7, 0, 16), Bytes(16, 0)}));  // a version-1 peer
+  put("length_2_pow_40", Header(kFrameMagic, kProtocolVersion, 5, 0, uint64_t{1} << 40));
+  put("length_max", Header(kFrameMagic, kProtocolVersion, 5, 0, ~uint64_t{0}));
+  put("unknown_type", Cat({Header(kFrameMagic, kProtocolVersion, 200, 0, 0)}));
+  put("bad_flags", Cat({Header(kFrameMagic, kProtocolVersion, 7, 0x80, 16), Bytes(16, 0)}));
   Bytes chunk_hdr(kChunkHeaderBytes);
   EncodeChunkHeader({1, 0, uint64_t{1} << 40}, chunk_hdr.data());
   put("chunk_total_too_large",
-      Cat({Header(kFrameMagic, 1, 5, kFrameFlagChunk, kChunkHeaderBytes + 4), chunk_hdr,
-           Bytes(4, 1)}));
+      Cat({Header(kFrameMagic, kProtocolVersion, 5, kFrameFlagChunk, kChunkHeaderBytes + 4),
+           chunk_hdr, Bytes(4, 1)}));
   EncodeChunkHeader({1, 100, 1000}, chunk_hdr.data());
-  put("chunk_wrong_offset", Cat({Header(kFrameMagic, 1, 5, kFrameFlagChunk, kChunkHeaderBytes + 4),
-                                 chunk_hdr, Bytes(4, 1)}));
+  put("chunk_wrong_offset",
+      Cat({Header(kFrameMagic, kProtocolVersion, 5, kFrameFlagChunk, kChunkHeaderBytes + 4),
+           chunk_hdr, Bytes(4, 1)}));
 
   // A ModelPayload whose float count claims far more than the bytes present.
   EvaluateTask small{1, 1, 1, 1, 1, {5, {1, 2, 3}}};
   Bytes body = *EncodeMessageBody(small);
   const uint64_t lie = uint64_t{1} << 50;
   std::memcpy(body.data() + body.size() - 12 - 8, &lie, 8);
-  put("vector_size_tag_lie", Cat({Header(kFrameMagic, 1, 4, 0, body.size()), body}));
+  put("vector_size_tag_lie", Cat({Header(kFrameMagic, kProtocolVersion, 4, 0, body.size()), body}));
   Bytes hello_body = *EncodeMessageBody(hello);
   const uint64_t huge_string = uint64_t{1} << 62;
   std::memcpy(hello_body.data() + 4, &huge_string, 8);  // capabilities.device length
-  put("string_size_tag_lie", Cat({Header(kFrameMagic, 1, 1, 0, hello_body.size()), hello_body}));
+  put("string_size_tag_lie",
+      Cat({Header(kFrameMagic, kProtocolVersion, 1, 0, hello_body.size()), hello_body}));
+  // A Hello whose declared layout claims 2^40 tensors.
+  Hello few;
+  few.capabilities = {"cpu", {"dense"}, 1, 0, {}};
+  DeclareLayout(few.capabilities, {{"w", "F32", {2}}});
+  Bytes few_body = *EncodeMessageBody(few);
+  const uint64_t many = uint64_t{1} << 40;
+  // The tensor count follows version (4), device (8 + 3), codecs (8 + 8 + 5), num_examples (8)
+  // and the fingerprint (8).
+  std::memcpy(few_body.data() + 4 + 11 + 21 + 8 + 8, &many, 8);
+  put("layout_count_lie",
+      Cat({Header(kFrameMagic, kProtocolVersion, 1, 0, few_body.size()), few_body}));
 
   const Bytes task_frames = Frames(task);
   put("truncated_mid_header", Bytes(task_frames.begin(), task_frames.begin() + 9));

@@ -16,6 +16,7 @@
 #include "tests/integration/process.h"
 #include "tests/protocol/transport_test_util.h"
 #include "train/data/fashion_mnist.h"
+#include "train/model_spec.h"
 
 namespace tributary {
 namespace {
@@ -304,7 +305,9 @@ TEST_F(FederatedRunTest, BadUpdatesAreRejectedAndRoundsGoOn) {
         if (n == 5) c->Send(u);
       },
       [](Status) {});
-  c->Send(Hello{kProtocolVersion, ClientCapabilities{"cpu", {"dense"}, 100}, "mallory"});
+  ClientCapabilities caps{"cpu", {"dense"}, 100, 0, {}};
+  DeclareLayout(caps, LayoutOf(*InitWeights(*ModelSpecByName("mlp"), 1)));
+  c->Send(Hello{kProtocolVersion, caps, "mallory"});
   ASSERT_EQ(coordinator_->Wait(120s), 0) << CoordinatorLogs();
   auto rounds = Events(events(), "round_closed");
   ASSERT_EQ(rounds.size(), 6u);

@@ -18,7 +18,9 @@ namespace {
 
 std::vector<Message> SampleMessages() {
   Hello hello;
-  hello.capabilities = {"cuda:0 NVIDIA H200", {"dense", "topk", "q8"}, 6000};
+  hello.capabilities = {"cuda:0 NVIDIA H200", {"dense", "topk", "q8"}, 6000, 0, {}};
+  DeclareLayout(hello.capabilities,
+                {{"encoder/0.W", "F32", {8, 4}}, {"head:b", "F32", {3}}, {"scalar", "F32", {}}});
   hello.software_version = "0.1.0";
   Welcome welcome{kProtocolVersion, "edge-7", "0.1.0", 5000};
   TaskAssignment task;
@@ -44,7 +46,7 @@ std::vector<Message> SampleMessages() {
           result,
           Heartbeat{9, 1700000000000},
           Error{static_cast<uint32_t>(ErrorCode::kRevoked), "client id edge-3 is revoked"},
-          Goodbye{"done"}};
+          Goodbye{"the run failed: round 3", static_cast<uint32_t>(ErrorCode::kRunFailed)}};
 }
 
 TEST(MessagesTest, EveryTypeRoundTrips) {
@@ -149,13 +151,52 @@ TEST(MessagesTest, ListCountOverSchemaCapIsDecodeErrorEvenWhenBytesWouldFit) {
   Append(body, U64(0));
   Append(body, U64(kMaxCodecs + 1));
   for (uint64_t i = 0; i <= kMaxCodecs; ++i) Append(body, U64(0));
-  Append(body, U64(10));
+  Append(body, U64(10));  // num_examples
+  Append(body, U64(0));   // layout_fingerprint
+  Append(body, U64(0));   // no tensors
   Append(body, U64(0));
   Result<Message> m = DecodeMessageBody(MessageType::kHello, body);
   ASSERT_FALSE(m.ok());
   EXPECT_NE(m.status().message().find("capabilities.codecs: size 65 exceeds the cap of 64"),
             std::string::npos)
       << m.status();
+}
+
+// The declared layout's tensor count and each tensor's rank are checked before anything is
+// allocated: against the schema caps and against the bytes that remain.
+TEST(MessagesTest, LayoutCountsAreCheckedBeforeAllocating) {
+  auto hello_with_layout = [](uint64_t tensors, const std::vector<uint8_t>& rest) {
+    std::vector<uint8_t> body = {2, 0, 0, 0};
+    Append(body, U64(0));  // device ""
+    Append(body, U64(0));  // no codecs
+    Append(body, U64(1));  // num_examples
+    Append(body, U64(7));  // layout_fingerprint
+    Append(body, U64(tensors));
+    Append(body, rest);
+    return DecodeMessageBody(MessageType::kHello, body);
+  };
+  Result<Message> over_cap = hello_with_layout(kMaxTensors + 1, {});
+  ASSERT_FALSE(over_cap.ok());
+  EXPECT_NE(over_cap.status().message().find("capabilities.layout: size 65537 exceeds the cap"),
+            std::string::npos)
+      << over_cap.status();
+  Result<Message> over_bytes = hello_with_layout(1000, std::vector<uint8_t>(48, 0));
+  ASSERT_FALSE(over_bytes.ok());
+  EXPECT_NE(over_bytes.status().message().find("capabilities.layout: size 1000 needs at least 24 "
+                                               "bytes each but only 48 bytes remain"),
+            std::string::npos)
+      << over_bytes.status();
+  // One tensor named "a", dtype "F32", rank 17.
+  std::vector<uint8_t> tensor = U64(1);
+  tensor.push_back('a');
+  Append(tensor, U64(3));
+  Append(tensor, {'F', '3', '2'});
+  Append(tensor, U64(kMaxTensorRank + 1));
+  Result<Message> rank = hello_with_layout(1, tensor);
+  ASSERT_FALSE(rank.ok());
+  EXPECT_NE(rank.status().message().find("layout.shape: size 17 exceeds the cap of 16"),
+            std::string::npos)
+      << rank.status();
 }
 
 TEST(MessagesTest, StringOverCapIsRejected) {

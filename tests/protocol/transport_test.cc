@@ -201,7 +201,8 @@ class TransportTest : public ::testing::TestWithParam<Kind> {
 
 std::vector<Message> AllMessageKinds() {
   Hello hello;
-  hello.capabilities = {"cpu", {"dense", "topk"}, 600};
+  hello.capabilities = {"cpu", {"dense", "topk"}, 600, 0, {}};
+  DeclareLayout(hello.capabilities, {{"w", "F32", {3, 2}}});
   hello.software_version = "0.1.0";
   TaskAssignment task;
   task.round = 4;
@@ -321,7 +322,7 @@ TEST_P(TransportTest, LengthPrefixOfTwoToTheFortyIsFrameTooLargeWithoutAllocatin
   Honest honest = ConnectHonest();
   const size_t rss_before = CurrentRssBytes();
   std::vector<Message> got = SendRawExpectClose(
-      "edge-attacker", HeaderBytes(1, MessageType::kUpdateSubmission, 1ULL << 40));
+      "edge-attacker", HeaderBytes(kProtocolVersion, MessageType::kUpdateSubmission, 1ULL << 40));
   const size_t rss_after = CurrentRssBytes();
   EXPECT_LT(rss_after, rss_before + (10u << 20)) << "RSS grew by " << (rss_after - rss_before);
   ASSERT_EQ(got.size(), 1u);
@@ -354,7 +355,7 @@ TEST_P(TransportTest, WrongVersionGetsErrorNamingBothVersionsThenClose) {
   const Error& e = std::get<Error>(got[0]);
   EXPECT_EQ(e.code, static_cast<uint32_t>(ErrorCode::kUnsupportedVersion));
   EXPECT_EQ(e.message,
-            "UNSUPPORTED_VERSION: peer speaks protocol version 9; this build speaks version 1");
+            "UNSUPPORTED_VERSION: peer speaks protocol version 9; this build speaks version 2");
   ExpectExchange(honest);
 }
 
@@ -366,7 +367,8 @@ TEST_P(TransportTest, VectorSizeTagBeyondBytesLeftGetsMalformedMessage) {
   std::vector<uint8_t> body = *EncodeMessageBody(t);
   const uint64_t huge = 1ULL << 50;
   std::memcpy(body.data() + body.size() - 12 - 8, &huge, 8);  // the float count
-  std::vector<uint8_t> bytes = HeaderBytes(1, MessageType::kEvaluateTask, body.size());
+  std::vector<uint8_t> bytes =
+      HeaderBytes(kProtocolVersion, MessageType::kEvaluateTask, body.size());
   bytes.insert(bytes.end(), body.begin(), body.end());
   std::vector<Message> got = SendRawExpectClose("edge-liar", bytes);
   ASSERT_EQ(got.size(), 1u);
