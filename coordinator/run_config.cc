@@ -7,8 +7,12 @@
 namespace tributary {
 
 void BindRunConfig(ConfigSchema& s, RunConfig* r) {
-  s.Bind("run.model", &r->model, "the model: mlp, cnn or lenet").Flag("--model");
+  s.Bind("run.model", &r->model, "a built-in model (mlp, cnn, lenet) or a model file (.toml)")
+      .Flag("--model");
   s.Bind("run.init_seed", &r->init_seed, "seeds the model's initial weights").Flag("--init-seed");
+  s.Bind("run.initial_model", &r->initial_model,
+         "start from these weights (safetensors, any layout; \"\": run.model's initial weights)")
+      .Flag("--initial-model");
   s.Bind("run.strategy", &r->strategy,
          "the aggregation rule, e.g. fedavg, fedadam(server_lr=0.01), clip(norm=5)+krum(f=2)")
       .Flag("--strategy");
@@ -25,7 +29,10 @@ void BindRunConfig(ConfigSchema& s, RunConfig* r) {
 }
 
 Status RunConfig::Validate() const {
-  if (model.empty()) return Status::InvalidArgument("key 'run.model' must name a model");
+  if (model.empty() && initial_model.empty())
+    return Status::InvalidArgument(
+        "keys 'run.model' and 'run.initial_model' are both empty: name a model, or a safetensors "
+        "file of starting weights");
   if (!(server_lr > 0.0) || !std::isfinite(server_lr))
     return Status::InvalidArgument(fmt::format("key 'run.server_lr' = {} must be > 0", server_lr));
   TRIB_RETURN_IF_ERROR(round.Validate());

@@ -3,9 +3,9 @@
 // where the outputs go. RunDriver (run_driver.h) is built from one.
 //
 // Keys (BindRunConfig), the same in every program that runs rounds:
-//   run.model, run.init_seed, run.strategy, run.server_lr, the RoundConfig keys (run.rounds ...
-//   fit.*; round_config.h), eval.every, eval.batch_size, output.checkpoint_dir, output.event_log,
-//   output.final_model
+//   run.model, run.init_seed, run.initial_model, run.strategy, run.server_lr, the RoundConfig keys
+//   (run.rounds ... fit.*; round_config.h), eval.every, eval.batch_size, output.checkpoint_dir,
+//   output.event_log, output.final_model
 #pragma once
 
 #include <string>
@@ -16,8 +16,11 @@
 namespace tributary {
 
 struct RunConfig {
-  std::string model = "mlp";  // a built-in model (train/model_spec.h)
+  std::string model = "mlp";  // a built-in model (train/model_spec.h) or a model file; "": none
   uint64_t init_seed = 1;     // seeds its initial weights
+  // The starting weights, from a safetensors file of any layout ("": run.model's initial weights).
+  // With run.model set too, the file must have that model's layout.
+  std::string initial_model;
   std::string strategy = "fedavg";
   double server_lr = 1.0;  // fedavg/fedprox/fedavgm's server_lr when the spec sets none
   RoundConfig round;

@@ -6,30 +6,37 @@
 #include "coordinator/checkpoint.h"
 #include "core/file_util.h"
 #include "core/log.h"
+#include "core/model_layout.h"
+#include "train/model_file.h"
 #include "tributary/safetensors.h"
 
 namespace tributary {
 namespace {
 
-std::string ShapeText(const std::vector<int64_t>& shape) {
-  return "[" + fmt::format("{}", fmt::join(shape, ", ")) + "]";
-}
-
-// What differs between a checkpoint's layout and the run's: the first tensor that differs.
-std::string LayoutDifference(const ModelWeights& saved, const ModelWeights& want) {
-  const auto& a = saved.tensors();
-  const auto& b = want.tensors();
-  for (size_t i = 0; i < std::max(a.size(), b.size()); ++i) {
-    if (i >= a.size())
-      return fmt::format("the checkpoint has no tensor '{}' {}", b[i].name, ShapeText(b[i].shape));
-    if (i >= b.size())
-      return fmt::format("the checkpoint has an extra tensor '{}' {}", a[i].name,
-                         ShapeText(a[i].shape));
-    if (a[i].name != b[i].name || a[i].shape != b[i].shape)
-      return fmt::format("tensor {} is '{}' {} in the checkpoint and '{}' {} in this run", i,
-                         a[i].name, ShapeText(a[i].shape), b[i].name, ShapeText(b[i].shape));
+// The starting weights from run.initial_model, read through the Env and parsed with the bounded
+// safetensors reader. When the run also names a model, the file must have its layout.
+Result<ModelWeights> LoadInitialModel(Env* env, const RunConfig& c,
+                                      const std::optional<ModelSpec>& spec) {
+  const std::string& path = c.initial_model;
+  Result<std::vector<uint8_t>> bytes = env->ReadFile(path, kMaxCheckpointBytes);
+  if (!bytes.ok()) return bytes.status().WithContext("key 'run.initial_model'");
+  Result<ModelWeights> model = ParseSafetensors(*bytes);
+  if (!model.ok())
+    return model.status().WithContext(fmt::format("key 'run.initial_model' = '{}'", path));
+  if (model->size() == 0)
+    return Status::InvalidArgument(
+        fmt::format("key 'run.initial_model' = '{}' holds no weights", path));
+  if (spec) {
+    TRIB_ASSIGN_OR_RETURN(ModelWeights::LayoutSpec layout, ParameterLayout(*spec));
+    TRIB_ASSIGN_OR_RETURN(ModelWeights want, ModelWeights::Create(layout));
+    const std::string diff = LayoutDifference(LayoutOf(*model), "run.initial_model", LayoutOf(want),
+                                              "run.model '" + c.model + "'");
+    if (!diff.empty())
+      return Status::InvalidArgument(fmt::format(
+          "key 'run.initial_model' = '{}' does not have the layout of run.model '{}': {}", path,
+          c.model, diff));
   }
-  return "the layouts are the same";
+  return model;
 }
 
 }  // namespace
@@ -55,14 +62,21 @@ Result<std::unique_ptr<RunDriver>> RunDriver::Create(const RunConfig& config, Op
     return s.WithContext("keys 'run.strategy' and 'run.min_completed'");
   if (float mu = (*strategy)->client_proximal_mu(); mu > 0.0f) c.round.fit.proximal_mu = mu;
 
+  std::optional<ModelSpec> spec = d->options_.model_spec;
+  if (!spec && !c.model.empty() && !d->options_.initial_model) {
+    // Without the data's shape: a model file as it states itself, a built-in for Fashion-MNIST.
+    Result<ModelSpec> named =
+        IsModelFilePath(c.model) ? LoadModelFile(c.model) : ModelSpecByName(c.model);
+    if (!named.ok()) return named.status().WithContext("key 'run.model'");
+    spec = std::move(*named);
+  }
   ModelWeights model;
   if (d->options_.initial_model) {
     model = std::move(*d->options_.initial_model);
     d->options_.initial_model.reset();
+  } else if (!c.initial_model.empty()) {
+    TRIB_ASSIGN_OR_RETURN(model, LoadInitialModel(d->env_, c, spec));
   } else {
-    Result<ModelSpec> spec = d->options_.model_spec ? Result<ModelSpec>(*d->options_.model_spec)
-                                                    : ModelSpecByName(c.model);
-    if (!spec.ok()) return spec.status().WithContext("key 'run.model'");
     Result<ModelWeights> init = InitWeights(*spec, c.init_seed);
     if (!init.ok()) return init.status().WithContext("key 'run.model'");
     model = std::move(*init);
@@ -73,6 +87,8 @@ Result<std::unique_ptr<RunDriver>> RunDriver::Create(const RunConfig& config, Op
 
   RunStarted& st = d->started_;
   st.model = c.model;
+  st.initial_model = c.initial_model;
+  st.tensors = model.num_tensors();
   st.strategy = c.strategy;
   st.codec = c.round.codec;
   st.download_codec = c.round.download_codec;
@@ -121,14 +137,17 @@ Status RunDriver::Resume(Strategy& strategy, ModelWeights* model, uint64_t* roun
     return Status::Ok();
   }
   const std::string path = CheckpointPath(dir);
-  if (ck->model_name != config_.model)
-    return Status::InvalidArgument(fmt::format(
-        "checkpoint {} holds model '{}' ({} parameters), but run.model is '{}' ({} parameters)",
-        path, ck->model_name, ck->model.size(), config_.model, model->size()));
   if (!ck->model.same_layout(*model))
-    return Status::InvalidArgument(fmt::format("checkpoint {} holds a '{}' of another layout: {}",
-                                               path, ck->model_name,
-                                               LayoutDifference(ck->model, *model)));
+    return Status::InvalidArgument(fmt::format(
+        "checkpoint {} holds a model of another layout than this run's ({} tensors, {} "
+        "parameters, against {} and {}): {}",
+        path, ck->model.num_tensors(), ck->model.size(), model->num_tensors(), model->size(),
+        LayoutDifference(LayoutOf(ck->model), "the checkpoint", LayoutOf(*model), "this run")));
+  if (ck->model_name != config_.model)
+    return Status::InvalidArgument(
+        fmt::format("checkpoint {} was written for run.model '{}', but run.model is '{}' (the "
+                    "layouts are the same; set run.model = '{}' to resume it)",
+                    path, ck->model_name, config_.model, ck->model_name));
   if (ck->strategy != config_.strategy)
     return Status::InvalidArgument(
         fmt::format("checkpoint {} was written by strategy '{}', but run.strategy is '{}'", path,

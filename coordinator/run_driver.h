@@ -3,10 +3,11 @@
 // The driver owns everything around the round engine, written once for deployment and simulation:
 //   - the strategy (MakeStrategy, checked against the round size; a FedProx strategy's mu goes
 //     into the clients' fit config);
-//   - the starting model: given weights, or the model spec's initial weights, or, when resuming,
-//     the checkpoint's
-//     model, strategy state and round counter, refused with an error that says what differs when
-//     the checkpoint was written by another model, layout or strategy;
+//   - the starting model: given weights, or run.initial_model (a safetensors file of any layout,
+//     which must have run.model's layout when a model is named too), or the model spec's initial
+//     weights, or, when resuming, the checkpoint's model, strategy state and round counter,
+//     refused with an error that names the first differing tensor when the checkpoint has another
+//     layout, and says what differs when it was written for another model or strategy;
 //   - the RoundEngine;
 //   - after every round, in this order: the checkpoint (through the Env), server-side evaluation
 //     (through the Evaluator, every eval.every rounds);
@@ -39,8 +40,9 @@ namespace tributary {
 class RunDriver {
  public:
   struct Options {
-    // The starting weights: `initial_model` when set, else InitWeights(*model_spec, run.init_seed),
-    // else the built-in run.model for Fashion-MNIST's shape.
+    // The starting weights: `initial_model` when set, else the file run.initial_model names, else
+    // InitWeights(*model_spec, run.init_seed), else the built-in run.model for Fashion-MNIST's
+    // shape. The model spec, when there is one, is also what run.initial_model must fit.
     std::optional<ModelWeights> initial_model;
     std::optional<ModelSpec> model_spec;
     Env* env = nullptr;  // null: Env::Default()

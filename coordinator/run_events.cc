@@ -19,6 +19,8 @@ double Number(const json& j, const char* key) {
 // Field lists, written once for both directions.
 void to_json(json& j, const RunStarted& e) {
   j = {{"model", e.model},
+       {"initial_model", e.initial_model},
+       {"tensors", e.tensors},
        {"strategy", e.strategy},
        {"codec", e.codec},
        {"download_codec", e.download_codec},
@@ -32,6 +34,8 @@ void to_json(json& j, const RunStarted& e) {
 }
 void from_json(const json& j, RunStarted& e) {
   j.at("model").get_to(e.model);
+  e.initial_model = j.value("initial_model", std::string());  // absent in logs before 0.2
+  e.tensors = j.value("tensors", uint64_t{0});
   j.at("strategy").get_to(e.strategy);
   j.at("codec").get_to(e.codec);
   j.at("download_codec").get_to(e.download_codec);

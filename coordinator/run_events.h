@@ -24,7 +24,9 @@
 namespace tributary {
 
 struct RunStarted {
-  std::string model;
+  std::string model;          // run.model ("" when the run knows only the weights' layout)
+  std::string initial_model;  // run.initial_model: the starting weights' file, or ""
+  uint64_t tensors = 0;       // in the model's layout
   std::string strategy;
   std::string codec;
   std::string download_codec;

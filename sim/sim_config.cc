@@ -109,6 +109,10 @@ RunConfig SimConfig::EffectiveRun() const {
 
 Status SimConfig::Validate() const {
   TRIB_RETURN_IF_ERROR(data.Validate());
+  if (data.dataset == "files" && (data.train.empty() || data.test.empty()))
+    return Bad(data.train.empty() ? "data.train" : "data.test",
+               "is required with data.dataset = 'files': the simulator trains on data.train and "
+               "evaluates on data.test");
   TRIB_RETURN_IF_ERROR(EffectiveRun().Validate());
   const int64_t per_round = run.round.clients_per_round;
   if (run.round.fraction == 0.0 && per_round > data.num_clients)

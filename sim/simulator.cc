@@ -10,6 +10,7 @@
 #include "client/task_executor.h"
 #include "protocol/frame.h"
 #include "protocol/message_codec.h"
+#include "train/model_file.h"
 
 namespace tributary {
 namespace {
@@ -44,30 +45,26 @@ TimePoint Simulator::At(double seconds) const {
 }
 
 Result<std::unique_ptr<Simulator>> Simulator::Create(const SimConfig& config, DataSplits data,
-                                                     const std::string& final_model, Env* env) {
+                                                     const std::string& final_model, Env* env,
+                                                     std::unique_ptr<TrainerFactory> trainers) {
   TRIB_RETURN_IF_ERROR(config.Validate());
-  if (!data.train || !data.test) return Status::InvalidArgument("simulator: missing data sets");
+  if (!data.train) return Status::InvalidArgument("simulator: no training set to partition");
   std::unique_ptr<Simulator> s(new Simulator());
   s->config_ = config;
   s->data_ = data;
   const Dataset& train = *data.train;
-  Result<ModelSpec> spec = ModelSpecByName(
-      config.run.model, {train.height, train.width, train.channels}, train.num_classes);
-  if (!spec.ok()) return spec.status().WithContext("key 'run.model'");
-  s->spec_ = std::move(*spec);
+  if (!config.run.model.empty()) {
+    Result<ModelSpec> spec = ResolveModelSpec(
+        config.run.model, {train.height, train.width, train.channels}, train.num_classes);
+    if (!spec.ok()) return spec.status().WithContext("key 'run.model'");
+    s->spec_ = std::move(*spec);
+  }
   TRIB_ASSIGN_OR_RETURN(
       s->population_, Population::Create(data.train, config.data.partition, config.data.num_clients,
                                          config.data.seed));
   TRIB_ASSIGN_OR_RETURN(DeviceModel devices,
                         DeviceModel::Create(config.hetero, config.run.round.seed));
   s->devices_ = std::move(devices);
-  TRIB_ASSIGN_OR_RETURN(s->trainers_,
-                        MakeTrainerFactory(config.trainer, s->spec_, config.run.init_seed));
-  TRIB_ASSIGN_OR_RETURN(s->attack_, MakeAttack(config.attack));
-  if (s->attack_ && s->attack_->changes_data() && !s->trainers_->needs_data())
-    return Status::InvalidArgument("key 'attack.kind' = '" + config.attack.kind +
-                                   "' changes the clients' data, which sim.trainer = '" +
-                                   config.trainer + "' does not use");
   s->pool_ = std::make_unique<ThreadPool>(static_cast<size_t>(config.threads));
   s->residuals_ = std::make_unique<ResidualStore>(config.residual_max_age_rounds,
                                                   config.residual_keep_fraction);
@@ -76,15 +73,32 @@ Result<std::unique_ptr<Simulator>> Simulator::Create(const SimConfig& config, Da
   options.model_spec = s->spec_;
   options.env = env;
   options.producer = "tributary-sim";
-  if (config.run.eval_every > 0) {
+  if (config.run.eval_every > 0 && s->spec_) {
+    if (!data.test)
+      return Status::InvalidArgument(
+          "server-side evaluation (eval.every) needs a test set: set data.test, or eval.every = 0");
     TRIB_ASSIGN_OR_RETURN(
         options.evaluator,
-        ModelEvaluator::Create(s->spec_, data.test, static_cast<int>(config.run.eval_batch_size),
+        ModelEvaluator::Create(*s->spec_, data.test, static_cast<int>(config.run.eval_batch_size),
                                s->pool_.get()));
   }
   RunConfig run = config.EffectiveRun();
   run.final_model = final_model;
   TRIB_ASSIGN_OR_RETURN(s->driver_, RunDriver::Create(run, std::move(options)));
+
+  if (trainers) {
+    s->trainers_ = std::move(trainers);
+  } else {
+    const ModelWeights& initial = s->driver_->engine().model();
+    TRIB_ASSIGN_OR_RETURN(
+        s->trainers_, MakeTrainerFactory(config.trainer, {s->spec_ ? &*s->spec_ : nullptr, &initial,
+                                                          config.run.init_seed}));
+  }
+  TRIB_ASSIGN_OR_RETURN(s->attack_, MakeAttack(config.attack));
+  if (s->attack_ && s->attack_->changes_data() && !s->trainers_->needs_data())
+    return Status::InvalidArgument("key 'attack.kind' = '" + config.attack.kind +
+                                   "' changes the clients' data, which sim.trainer = '" +
+                                   config.trainer + "' does not use");
   s->driver_->AddObserver(s.get());
   s->caps_.device = "sim";
   s->caps_.codecs = {config.run.round.codec};

@@ -49,11 +49,15 @@ namespace tributary {
 class Simulator : private RunObserver {
  public:
   // Validates the config and builds the population, the run's driver and its evaluator. `data`
-  // holds both splits and is shared. With `final_model` set, the run's final model is saved there
-  // (through `env`; null: the real file system).
-  static Result<std::unique_ptr<Simulator>> Create(const SimConfig& config, DataSplits data,
-                                                   const std::string& final_model = "",
-                                                   Env* env = nullptr);
+  // holds the training split (partitioned among the clients) and, for server-side evaluation, the
+  // test split; it is shared. run.model is a built-in model or a model file, resolved for the
+  // data's shape; it may be empty when run.initial_model gives the weights (then there is no
+  // server-side evaluation, and the clients' trainers must work for any layout). With
+  // `final_model` set, the run's final model is saved there (through `env`; null: the real file
+  // system). `trainers`, when given, builds the clients' trainers instead of sim.trainer's.
+  static Result<std::unique_ptr<Simulator>> Create(
+      const SimConfig& config, DataSplits data, const std::string& final_model = "",
+      Env* env = nullptr, std::unique_ptr<TrainerFactory> trainers = nullptr);
   ~Simulator() override;
 
   // Observers of the run's events (the event log, ...); not owned. Before Run().
@@ -67,7 +71,8 @@ class Simulator : private RunObserver {
 
   const Population& population() const { return *population_; }
   const RoundEngine& engine() const { return driver_->engine(); }
-  const ModelSpec& spec() const { return spec_; }
+  // The run's model spec; none when run.model is empty.
+  const std::optional<ModelSpec>& spec() const { return spec_; }
   const SimConfig& config() const { return config_; }
   double join_seconds() const { return result_.join_seconds; }
   const ResidualStore& residuals() const { return *residuals_; }
@@ -88,7 +93,7 @@ class Simulator : private RunObserver {
 
   SimConfig config_;
   DataSplits data_;
-  ModelSpec spec_;
+  std::optional<ModelSpec> spec_;
   std::unique_ptr<Population> population_;
   std::optional<DeviceModel> devices_;
   std::unique_ptr<ThreadPool> pool_;

@@ -40,19 +40,24 @@ class NoopFactory final : public TrainerFactory {
 
 struct Entry {
   const char* name;
-  Result<std::unique_ptr<TrainerFactory>> (*make)(const ModelSpec& spec, uint64_t init_seed);
+  Result<std::unique_ptr<TrainerFactory>> (*make)(const TrainerFactoryContext& context);
 };
 
 const Entry kFactories[] = {
     {"native",
-     [](const ModelSpec& spec, uint64_t seed) -> Result<std::unique_ptr<TrainerFactory>> {
-       return std::unique_ptr<TrainerFactory>(std::make_unique<NativeFactory>(spec, seed));
+     [](const TrainerFactoryContext& c) -> Result<std::unique_ptr<TrainerFactory>> {
+       if (!c.spec)
+         return Status::InvalidArgument(
+             "key 'sim.trainer' = 'native' trains run.model with the native engine, but run.model "
+             "is empty (the run starts from run.initial_model): name a model the engine can "
+             "train, or use sim.trainer = 'noop'");
+       return std::unique_ptr<TrainerFactory>(
+           std::make_unique<NativeFactory>(*c.spec, c.init_seed));
      }},
     {"noop",
-     [](const ModelSpec& spec, uint64_t) -> Result<std::unique_ptr<TrainerFactory>> {
-       TRIB_ASSIGN_OR_RETURN(ModelWeights::LayoutSpec layout, ParameterLayout(spec));
-       TRIB_ASSIGN_OR_RETURN(ModelWeights zeros, ModelWeights::Create(layout));
-       return std::unique_ptr<TrainerFactory>(std::make_unique<NoopFactory>(std::move(zeros)));
+     [](const TrainerFactoryContext& c) -> Result<std::unique_ptr<TrainerFactory>> {
+       return std::unique_ptr<TrainerFactory>(
+           std::make_unique<NoopFactory>(c.initial->ZerosLike()));
      }},
 };
 
@@ -65,10 +70,9 @@ std::vector<std::string> TrainerFactoryNames() {
 }
 
 Result<std::unique_ptr<TrainerFactory>> MakeTrainerFactory(std::string_view name,
-                                                           const ModelSpec& spec,
-                                                           uint64_t init_seed) {
+                                                           const TrainerFactoryContext& context) {
   for (const Entry& e : kFactories)
-    if (name == e.name) return e.make(spec, init_seed);
+    if (name == e.name) return e.make(context);
   return Status::InvalidArgument(fmt::format("key 'sim.trainer' = '{}' is unknown; use {}", name,
                                              fmt::join(TrainerFactoryNames(), " or ")));
 }

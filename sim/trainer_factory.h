@@ -1,11 +1,13 @@
 // TrainerFactory: how the simulator builds a virtual client's Trainer, chosen by sim.trainer.
 //
 //   "native"  NativeTrainer: the run's model trained with Tributary's CPU engine on the client's
-//             examples (the default)
+//             examples (the default); needs a model spec (run.model)
 //   "noop"    NoopTrainer: returns the global model untouched and needs no examples, to measure the
-//             framework's own cost per client-round (selection, messages, codecs, aggregation)
+//             framework's own cost per client-round (selection, messages, codecs, aggregation);
+//             works for any layout
 //
-// MakeTrainerFactory builds one from a table of names; the simulator knows only the interface.
+// MakeTrainerFactory builds one from a table of names; the simulator knows only the interface, so
+// an embedding program (the Python bindings) may hand it a factory of its own.
 // Make() is const and may be called from several pool threads at once.
 #pragma once
 
@@ -30,10 +32,18 @@ class TrainerFactory {
                                                 int64_t num_examples) const = 0;
 };
 
-// InvalidArgument naming sim.trainer and listing the known names for an unknown one.
+// What a factory is made from: the run's model spec (null when the run has none: run.model is
+// empty and the weights come from run.initial_model), its starting weights and run.init_seed.
+struct TrainerFactoryContext {
+  const ModelSpec* spec = nullptr;
+  const ModelWeights* initial = nullptr;  // not null
+  uint64_t init_seed = 1;
+};
+
+// InvalidArgument naming sim.trainer and listing the known names for an unknown one, or saying
+// that it needs a model spec the run does not have.
 Result<std::unique_ptr<TrainerFactory>> MakeTrainerFactory(std::string_view name,
-                                                           const ModelSpec& spec,
-                                                           uint64_t init_seed);
+                                                           const TrainerFactoryContext& context);
 std::vector<std::string> TrainerFactoryNames();
 
 }  // namespace tributary

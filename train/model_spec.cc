@@ -3,36 +3,69 @@
 #include <cmath>
 
 #include "core/rng.h"
+#include "train/model_file.h"
 
 namespace tributary {
 namespace {
 
-LayerSpec Dense(int64_t out, std::string name) {
-  LayerSpec l;
-  l.kind = LayerKind::kDense;
-  l.out_features = out;
-  l.name = std::move(name);
-  return l;
-}
-LayerSpec Conv(int64_t out, int64_t k, int64_t pad, std::string name) {
-  LayerSpec l;
-  l.kind = LayerKind::kConv2D;
-  l.out_channels = out;
-  l.kernel = k;
-  l.padding = pad;
-  l.name = std::move(name);
-  return l;
-}
-LayerSpec Pool(int64_t k) {
-  LayerSpec l;
-  l.kind = LayerKind::kMaxPool2D;
-  l.kernel = k;
-  return l;
-}
-LayerSpec Simple(LayerKind kind) {
-  LayerSpec l;
-  l.kind = kind;
-  return l;
+// The zoo, as model files (train/model_file.h). They leave out `input` and `classes`, and the last
+// layer's units, so ModelSpecByName's arguments fill them in. Unnamed layers get the default tensor
+// names (fc1, fc2, ... and conv1, conv2, ...) that checkpoints and exported models already use.
+struct ZooEntry {
+  std::string_view name;
+  std::string_view toml;
+};
+
+constexpr ZooEntry kZoo[] = {
+    {"mlp", R"(# The FedAvg paper's 2NN: 784-200-200-10 on Fashion-MNIST.
+name = "mlp"
+layers = [
+  { type = "flatten" },
+  { type = "dense", units = 200 },
+  { type = "relu" },
+  { type = "dense", units = 200 },
+  { type = "relu" },
+  { type = "dense" },
+]
+)"},
+    {"cnn",
+     R"(# The FedAvg paper's CNN: two 5x5 "same" convolutions with 2x2 max pooling, dense 512.
+name = "cnn"
+layers = [
+  { type = "conv2d", filters = 32, kernel = 5, padding = 2 },
+  { type = "relu" },
+  { type = "maxpool2d", size = 2 },
+  { type = "conv2d", filters = 64, kernel = 5, padding = 2 },
+  { type = "relu" },
+  { type = "maxpool2d", size = 2 },
+  { type = "flatten" },
+  { type = "dense", units = 512 },
+  { type = "relu" },
+  { type = "dense" },
+]
+)"},
+    {"lenet",
+     R"(# LeNet-5 with ReLU and max pooling: conv 5x5x6 (pad 2), conv 5x5x16, dense 120, 84.
+name = "lenet"
+layers = [
+  { type = "conv2d", filters = 6, kernel = 5, padding = 2 },
+  { type = "relu" },
+  { type = "maxpool2d", size = 2 },
+  { type = "conv2d", filters = 16, kernel = 5 },
+  { type = "relu" },
+  { type = "maxpool2d", size = 2 },
+  { type = "flatten" },
+  { type = "dense", units = 120 },
+  { type = "relu" },
+  { type = "dense", units = 84 },
+  { type = "relu" },
+  { type = "dense" },
+]
+)"},
+};
+
+std::string ShapeText(const Shape3& s) {
+  return std::to_string(s.h) + "x" + std::to_string(s.w) + "x" + std::to_string(s.c);
 }
 
 // fan_in of a parameterized layer given its input shape.
@@ -58,59 +91,33 @@ std::string_view LayerKindName(LayerKind kind) {
   return "?";
 }
 
-std::vector<std::string> ModelNames() { return {"mlp", "cnn", "lenet"}; }
+std::vector<std::string> ModelNames() {
+  std::vector<std::string> names;
+  for (const ZooEntry& e : kZoo) names.emplace_back(e.name);
+  return names;
+}
 
 Result<ModelSpec> ModelSpecByName(std::string_view name, Shape3 input, int num_classes) {
-  ModelSpec s;
-  s.name = std::string(name);
-  s.input = input;
-  s.num_classes = num_classes;
-  const auto relu = Simple(LayerKind::kReLU);
-  if (name == "mlp") {
-    s.layers = {Simple(LayerKind::kFlatten), Dense(200, "fc1"), relu, Dense(200, "fc2"), relu,
-                Dense(num_classes, "fc3")};
-  } else if (name == "cnn") {
-    s.layers = {Conv(32, 5, 2, "conv1"),
-                relu,
-                Pool(2),
-                Conv(64, 5, 2, "conv2"),
-                relu,
-                Pool(2),
-                Simple(LayerKind::kFlatten),
-                Dense(512, "fc1"),
-                relu,
-                Dense(num_classes, "fc2")};
-  } else if (name == "lenet") {
-    s.layers = {Conv(6, 5, 2, "conv1"),
-                relu,
-                Pool(2),
-                Conv(16, 5, 0, "conv2"),
-                relu,
-                Pool(2),
-                Simple(LayerKind::kFlatten),
-                Dense(120, "fc1"),
-                relu,
-                Dense(84, "fc2"),
-                relu,
-                Dense(num_classes, "fc3")};
-  } else {
-    return Status::InvalidArgument("unknown model '" + std::string(name) +
-                                   "'; known models: mlp, cnn, lenet");
+  for (const ZooEntry& e : kZoo) {
+    if (e.name == name)
+      return ParseModelToml(e.toml, "built-in model '" + std::string(name) + "'", input,
+                            num_classes);
   }
-  TRIB_RETURN_IF_ERROR(LayerOutputShapes(s).status());
-  return s;
+  return Status::InvalidArgument("unknown model '" + std::string(name) +
+                                 "'; known models: mlp, cnn, lenet");
 }
 
 Result<std::vector<Shape3>> LayerOutputShapes(const ModelSpec& spec) {
   std::vector<Shape3> out;
   Shape3 cur = spec.input;
   if (cur.numel() <= 0)
-    return Status::InvalidArgument("model " + spec.name + ": input shape is empty");
+    return Status::InvalidArgument("model " + spec.name + ": input " + ShapeText(cur) +
+                                   " is empty");
   for (size_t i = 0; i < spec.layers.size(); ++i) {
     const LayerSpec& l = spec.layers[i];
     auto bad = [&](const std::string& why) {
       return Status::InvalidArgument("model " + spec.name + ": layer " + std::to_string(i) + " (" +
-                                     std::string(LayerKindName(l.kind)) + ") " + why);
+                                     std::string(LayerKindName(l.kind)) + "): " + why);
     };
     switch (l.kind) {
       case LayerKind::kDense:
@@ -122,13 +129,16 @@ Result<std::vector<Shape3>> LayerOutputShapes(const ModelSpec& spec) {
           return bad("has a bad configuration");
         const int64_t oh = cur.h + 2 * l.padding - l.kernel + 1,
                       ow = cur.w + 2 * l.padding - l.kernel + 1;
-        if (oh <= 0 || ow <= 0) return bad("kernel is larger than its padded input");
+        if (oh <= 0 || ow <= 0)
+          return bad("kernel " + std::to_string(l.kernel) + " is larger than its input " +
+                     ShapeText(cur) + " padded by " + std::to_string(l.padding));
         cur = {oh, ow, l.out_channels};
         break;
       }
       case LayerKind::kMaxPool2D:
         if (l.kernel <= 0 || cur.h < l.kernel || cur.w < l.kernel)
-          return bad("window does not fit its input");
+          return bad("window " + std::to_string(l.kernel) + " does not fit its input " +
+                     ShapeText(cur));
         cur = {cur.h / l.kernel, cur.w / l.kernel, cur.c};
         break;
       case LayerKind::kReLU:
@@ -139,9 +149,12 @@ Result<std::vector<Shape3>> LayerOutputShapes(const ModelSpec& spec) {
     }
     out.push_back(cur);
   }
-  if (out.empty() || out.back().numel() != spec.num_classes)
-    return Status::InvalidArgument("model " + spec.name + ": last layer must produce " +
-                                   std::to_string(spec.num_classes) + " logits");
+  if (out.empty()) return Status::InvalidArgument("model " + spec.name + " has no layers");
+  if (out.back().numel() != spec.num_classes)
+    return Status::InvalidArgument(
+        "model " + spec.name + ": last layer must produce " + std::to_string(spec.num_classes) +
+        " logits (one per class), not " + std::to_string(out.back().numel()) + " (" +
+        ShapeText(out.back()) + ")");
   return out;
 }
 

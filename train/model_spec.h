@@ -1,8 +1,9 @@
 // ModelSpec: a backend-independent description of a sequential network, and the model zoo.
 //
-// A spec lists layers; from it come the parameter layout (names and shapes in ModelWeights), the
-// initial weights, and the FLOP count. Every backend (cpu/, cuda/) builds its network from a spec,
-// so a ModelWeights trained on one backend loads on any other.
+// A spec lists layers; it is built in code or read from a model file (train/model_file.h). From it
+// come the parameter layout (names and shapes in ModelWeights), the initial weights, and the FLOP
+// count. Every backend (cpu/, cuda/) builds its network from a spec, so a ModelWeights trained on
+// one backend loads on any other.
 //
 // Tensor conventions (documented in docs/architecture.md):
 //   activations are NHWC; Dense weight is [out, in] (as PyTorch's nn.Linear), bias [out];
@@ -31,6 +32,7 @@ struct LayerSpec {
   int64_t kernel = 0;        // Conv2D: square kernel; MaxPool2D: window (= stride)
   int64_t padding = 0;       // Conv2D: zero padding on every side (stride is 1)
   std::string name;          // parameter prefix, e.g. "conv1" or "fc2" (Dense and Conv2D only)
+  friend bool operator==(const LayerSpec&, const LayerSpec&) = default;
 };
 
 // Per-sample activation shape: height x width x channels. A flat vector is 1 x 1 x features.
@@ -45,13 +47,17 @@ struct ModelSpec {
   Shape3 input;
   int num_classes = 10;
   std::vector<LayerSpec> layers;
+  friend bool operator==(const ModelSpec&, const ModelSpec&) = default;
 };
 
 // The model zoo, for 28x28x1 inputs (Fashion-MNIST) and 10 classes:
 //   mlp:   784-200-200-10 (the FedAvg paper's 2NN)
 //   cnn:   conv 5x5x32 (same), pool 2, conv 5x5x64 (same), pool 2, dense 512, dense 10 (FedAvg CNN)
 //   lenet: conv 5x5x6 (pad 2), pool 2, conv 5x5x16, pool 2, dense 120, 84, 10
-// Fails with InvalidArgument listing the known names.
+// Each is a model file (train/model_file.h) compiled into the library, leaving out its input and
+// class count, which come from `input` and `num_classes`. Fails with InvalidArgument listing the
+// known names, or naming the layer whose shape does not fit `input`. Programs resolve their
+// run.model with ResolveModelSpec (train/model_file.h), which also takes model files.
 Result<ModelSpec> ModelSpecByName(std::string_view name, Shape3 input = {28, 28, 1},
                                   int num_classes = 10);
 std::vector<std::string> ModelNames();

@@ -35,7 +35,8 @@ void BindClientConfig(ConfigSchema& s, ClientConfig* c) {
   s.Bind("state_dir", &c->state_dir, "local state directory, created if missing (\"\": none)")
       .Flag("--state-dir");
   s.Bind("device", &c->device, "cpu, auto or cuda[:N]").Flag("--device");
-  s.Bind("run.model", &c->model, "the model: mlp, cnn or lenet (the coordinator's)")
+  s.Bind("run.model", &c->model,
+         "the coordinator's model: a built-in model (mlp, cnn, lenet) or a model file (.toml)")
       .Flag("--model");
   s.Bind("run.init_seed", &c->init_seed,
          "seeds the initial weights (the coordinator sends its own)")
@@ -46,11 +47,6 @@ void BindClientConfig(ConfigSchema& s, ClientConfig* c) {
   s.Bind("data.eval_examples", &c->eval_examples,
          "cap on this client's share of the test set (0: all of it)")
       .Flag("--eval-examples");
-  s.Bind("data.train_images", &c->train_images, "training images (IDX) instead of data.dataset")
-      .Flag("--train-images");
-  s.Bind("data.train_labels", &c->train_labels, "training labels (IDX)").Flag("--train-labels");
-  s.Bind("data.test_images", &c->test_images, "evaluation images (IDX)").Flag("--test-images");
-  s.Bind("data.test_labels", &c->test_labels, "evaluation labels (IDX)").Flag("--test-labels");
   s.Bind("backoff.initial_s", &c->backoff_initial, "first reconnect delay")
       .Flag("--backoff-initial-s");
   s.Bind("backoff.max_s", &c->backoff_max, "longest reconnect delay").Flag("--backoff-max-s");
@@ -90,17 +86,9 @@ Status ValidateClientConfig(const ClientConfig& o) {
   if (o.eval_examples < 0)
     return Bad("data.eval_examples", "--eval-examples",
                fmt::format("= {} must be >= 0 (0 = all)", o.eval_examples));
-  if (o.train_images.empty() != o.train_labels.empty())
-    return Bad(o.train_images.empty() ? "data.train_images" : "data.train_labels",
-               o.train_images.empty() ? "--train-images" : "--train-labels",
-               "is missing: data.train_images and data.train_labels go together");
-  if (o.test_images.empty() != o.test_labels.empty())
-    return Bad(o.test_images.empty() ? "data.test_images" : "data.test_labels",
-               o.test_images.empty() ? "--test-images" : "--test-labels",
-               "is missing: data.test_images and data.test_labels go together");
-  if (!o.test_images.empty() && o.train_images.empty())
-    return Bad("data.test_images", "--test-images",
-               "needs data.train_images and data.train_labels as well");
+  if (o.data.dataset == "files" && o.data.train.empty())
+    return Bad("data.train", "--train-data",
+               "is required with data.dataset = 'files': the client trains on its share of it");
   if (o.heartbeat_interval > std::chrono::hours(1))
     return Bad("net.heartbeat_interval_s", "--heartbeat-interval-s",
                "must be in [0, 3600] (0 = the coordinator's)");

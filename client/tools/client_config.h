@@ -6,8 +6,9 @@
 //
 //   log_level, net.coordinator, net.server_name, net.heartbeat_interval_s, net.connect_timeout_s,
 //   tls.ca, tls.cert, tls.key, state_dir, device, run.model, run.init_seed,
-//   data.* (train/data/data_config.h) plus data.client_index, data.eval_examples and the IDX files
-//   data.train_images, data.train_labels, data.test_images, data.test_labels,
+//   data.* (train/data/data_config.h: the data set, or the user's own files with
+//   data.dataset = "files" and data.train, data.test, ...) plus data.client_index and
+//   data.eval_examples,
 //   backoff.initial_s, backoff.max_s, backoff.multiplier, backoff.jitter, backoff.max_attempts,
 //   backoff.seed
 //
@@ -39,7 +40,6 @@ struct ClientConfig {
   DataConfig data;
   int64_t client_index = 0;
   int64_t eval_examples = 0;
-  std::string train_images, train_labels, test_images, test_labels;
 
   std::chrono::milliseconds backoff_initial{500};
   std::chrono::milliseconds backoff_max{30'000};

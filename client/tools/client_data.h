@@ -1,15 +1,15 @@
 // The local data of a tributary-client process: its share of a data set split among
 // data.num_clients clients.
 //
-// Training data: data.dataset's training split (Fashion-MNIST from data.dir, or the synthetic
-// set), or the given IDX pair; the first data.train_examples examples when that is > 0;
-// partitioned with data.partition ("iid", "dirichlet:ALPHA", "shards:K") under data.seed, of which
-// this client takes share data.client_index. Every client computes the same partition from the
-// same settings, so the shares never overlap, and they are the simulator's virtual clients' shares.
-// Evaluation data: the test split (or the given test IDX pair) cut IID into num_clients shares
-// with the same seed; this client evaluates on its own share (capped at data.eval_examples), so a
-// federated evaluation weighted by num_examples covers the whole test set once. Without test
-// files (IDX mode) there is no evaluation data and evaluation requests are answered with an error.
+// Training data: data.dataset's training split (Fashion-MNIST from data.dir, the synthetic set, or
+// the user's data.train with data.dataset = "files"); the first data.train_examples examples when
+// that is > 0; partitioned with data.partition ("iid", "dirichlet:ALPHA", "shards:K") under
+// data.seed, of which this client takes share data.client_index. Every client computes the same
+// partition from the same settings, so the shares never overlap, and they are the simulator's
+// virtual clients' shares. Evaluation data: the test split cut IID into num_clients shares with
+// the same seed; this client evaluates on its own share (capped at data.eval_examples), so a
+// federated evaluation weighted by num_examples covers the whole test set once. With "files" and
+// no data.test there is no evaluation data and evaluation requests are answered with an error.
 #pragma once
 
 #include <memory>
@@ -28,10 +28,5 @@ struct ClientData {
 };
 
 Result<ClientData> LoadClientData(const ClientConfig& c);
-
-// An images + labels IDX pair (unsigned bytes: images n x rows x cols, labels n < num_classes)
-// as a Dataset with pixels scaled to [0, 1]. Errors name the file.
-Result<Dataset> LoadIdxDataset(const std::string& images_path, const std::string& labels_path,
-                               int64_t max_examples, int num_classes, const std::string& name);
 
 }  // namespace tributary

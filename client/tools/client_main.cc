@@ -1,5 +1,6 @@
-// tributary-client: a federated-learning client that trains a zoo model with NativeTrainer on its
-// share of Fashion-MNIST (or of given IDX files) and serves a coordinator over mutual TLS.
+// tributary-client: a federated-learning client that trains a zoo model or a model file
+// (docs/models.md) with NativeTrainer on its share of Fashion-MNIST (or of given IDX files) and
+// serves a coordinator over mutual TLS.
 //
 //   tributary-client --config client.toml
 //   tributary-client --coordinator coord.example.org:7070 --ca ca.crt --cert edge-001.crt
@@ -26,7 +27,7 @@
 #include "core/config_cli.h"
 #include "core/log.h"
 #include "train/device.h"
-#include "train/model_spec.h"
+#include "train/model_file.h"
 #include "train/native_trainer.h"
 #include "tributary/client.h"
 #include "tributary/config.h"
@@ -89,14 +90,15 @@ class SignalStopper {
 Status Run(const ClientConfig& o, SignalStopper& stopper) {
   auto t0 = std::chrono::steady_clock::now();
   TRIB_ASSIGN_OR_RETURN(ClientData data, LoadClientData(o));
-  TRIB_ASSIGN_OR_RETURN(ModelSpec spec,
-                        ModelSpecByName(o.model, Shape3{data.train->height, data.train->width, 1},
-                                        data.train->num_classes));
+  Result<ModelSpec> spec =
+      ResolveModelSpec(o.model, Shape3{data.train->height, data.train->width, data.train->channels},
+                       data.train->num_classes);
+  if (!spec.ok()) return spec.status().WithContext("key 'run.model'");
   TRIB_ASSIGN_OR_RETURN(EngineFactory factory, SelectEngineFactory(o.device));
   TRIB_ASSIGN_OR_RETURN(std::unique_ptr<NativeTrainer> trainer,
-                        NativeTrainer::Create(spec, data.train, data.eval, o.init_seed, factory));
+                        NativeTrainer::Create(*spec, data.train, data.eval, o.init_seed, factory));
   std::printf("tributary-client %s: %s; model %s, device %s, coordinator %s (%.1fs)\n",
-              TRIBUTARY_VERSION, data.description.c_str(), spec.name.c_str(), o.device.c_str(),
+              TRIBUTARY_VERSION, data.description.c_str(), spec->name.c_str(), o.device.c_str(),
               o.coordinator.c_str(),
               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   std::fflush(stdout);

@@ -7,6 +7,7 @@
 // final model (safetensors). SIGINT/SIGTERM end the run cleanly: the last checkpoint is complete
 // (it is written atomically after each round) and clients are told Goodbye. See docs/operations.md.
 // main() only parses, builds the run's driver and serves it; the run itself is RunDriver's.
+#include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
 #include <boost/asio/io_context.hpp>
@@ -26,6 +27,7 @@
 #include "crypto/deny_list.h"
 #include "crypto/tls_context.h"
 #include "protocol/tls_transport.h"
+#include "train/model_file.h"
 #include "tributary/config.h"
 
 namespace tributary {
@@ -46,22 +48,40 @@ int Run(CoordinatorConfig& cfg, bool resume) {
                                   ? static_cast<size_t>(cfg.eval_threads)
                                   : std::max<size_t>(1, std::thread::hardware_concurrency());
 
-  // The run: its model, server-side evaluation on the test set, and its driver.
-  Result<ModelSpec> spec = ModelSpecByName(
-      cfg.run.model, Shape3{cfg.data.height(), cfg.data.width(), 1}, cfg.data.num_classes());
-  if (!spec.ok()) return Fail(spec.status().WithContext("key 'run.model'"), 2);
+  // The run: its model (a built-in or a model file, for the data's shape; or none, when the run
+  // knows only run.initial_model's tensors), server-side evaluation on the test set when there is
+  // a model to evaluate, and its driver.
+  std::optional<ModelSpec> spec;
+  if (!cfg.run.model.empty()) {
+    Result<DataShape> shape = DataShapeOf(cfg.data);
+    if (!shape.ok()) return Fail(shape.status().WithContext("the data's shape, for run.model"), 2);
+    Result<ModelSpec> resolved = ResolveModelSpec(
+        cfg.run.model, Shape3{shape->height, shape->width, shape->channels}, shape->num_classes);
+    if (!resolved.ok()) return Fail(resolved.status().WithContext("key 'run.model'"), 2);
+    spec = std::move(*resolved);
+  }
   ThreadPool eval_pool(eval_threads);
   RunDriver::Options options;
-  options.model_spec = *spec;
+  options.model_spec = spec;
   options.resume = resume;
   options.producer = "tributary-coordinator";
-  if (cfg.run.eval_every > 0) {
+  std::string evaluation = "none (eval.every = 0)";
+  if (cfg.run.eval_every > 0 && !spec) {
+    evaluation = "none (run.model is empty: the coordinator cannot run the model)";
+  } else if (cfg.run.eval_every > 0) {
     Result<DataSplits> data = LoadDataSplits(cfg.data, false, true);
     if (!data.ok()) return Fail(data.status().WithContext("server-side evaluation (eval.every)"));
+    if (!data->test)
+      return Fail(Status::InvalidArgument(
+                      "server-side evaluation (eval.every) needs a test set: set data.test, or "
+                      "eval.every = 0"),
+                  2);
     Result<std::unique_ptr<ModelEvaluator>> evaluator = ModelEvaluator::Create(
         *spec, data->test, static_cast<int>(cfg.run.eval_batch_size), &eval_pool);
     if (!evaluator.ok()) return Fail(evaluator.status());
     options.evaluator = std::move(*evaluator);
+    evaluation =
+        fmt::format("every {} rounds on {} test examples", cfg.run.eval_every, data->test->size());
   }
   Result<std::unique_ptr<RunDriver>> driver = RunDriver::Create(cfg.run, std::move(options));
   if (!driver.ok()) return Fail(driver.status(), 2);
@@ -105,12 +125,18 @@ int Run(CoordinatorConfig& cfg, bool resume) {
     timer->async_wait([&io, timer](const boost::system::error_code&) { io.stop(); });
   });
   if (Status s = service->Start(); !s.ok()) return Fail(s.WithContext("listen on " + cfg.listen));
+  const ModelWeights& model = (*driver)->engine().model();
+  const std::string what = cfg.run.initial_model.empty() ? cfg.run.model
+                           : cfg.run.model.empty()
+                               ? cfg.run.initial_model
+                               : cfg.run.model + " from " + cfg.run.initial_model;
   std::printf(
-      "tributary-coordinator %s: model %s (%zu parameters), strategy %s, %lld rounds of %lld "
-      "clients; listening on %s (mutual TLS)\n",
-      TRIBUTARY_VERSION, cfg.run.model.c_str(), (*driver)->engine().model().size(),
-      cfg.run.strategy.c_str(), static_cast<long long>(cfg.run.round.rounds),
-      static_cast<long long>(cfg.run.round.clients_per_round), service->address().c_str());
+      "tributary-coordinator %s: model %s (%zu tensors, %zu parameters), strategy %s, %lld rounds "
+      "of %lld clients, server-side evaluation %s; listening on %s (mutual TLS)\n",
+      TRIBUTARY_VERSION, what.c_str(), model.num_tensors(), model.size(), cfg.run.strategy.c_str(),
+      static_cast<long long>(cfg.run.round.rounds),
+      static_cast<long long>(cfg.run.round.clients_per_round), evaluation.c_str(),
+      service->address().c_str());
   std::fflush(stdout);
   if (!cfg.ready_file.empty()) {
     if (Status s = WriteFileAtomic(cfg.ready_file, service->address() + "\n"); !s.ok())

@@ -131,8 +131,9 @@ TEST(ClientConfigTest, ValidationNamesKeyAndFlag) {
   o.cert.clear();
   EXPECT_NE(ValidateClientConfig(o).message().find("tls.cert (--cert)"), std::string::npos);
   o = base();
-  o.train_images = "x.idx";
-  EXPECT_NE(ValidateClientConfig(o).message().find("data.train_labels (--train-labels)"),
+  o.data.dataset = "files";
+  o.data.train = "x.idx";
+  EXPECT_NE(ValidateClientConfig(o).message().find("key 'data.train_labels' is required"),
             std::string::npos);
   o = base();
   o.backoff_max = std::chrono::milliseconds(50);
@@ -179,8 +180,9 @@ TEST(ClientDataTest, IdxSharesAreDisjointAndCoverTheSet) {
   TempDir tmp;
   WriteIdx(tmp, 100);
   ClientConfig o;
-  o.train_images = o.test_images = tmp.file("img.idx");
-  o.train_labels = o.test_labels = tmp.file("lbl.idx");
+  o.data.dataset = "files";
+  o.data.train = o.data.test = tmp.file("img.idx");
+  o.data.train_labels = o.data.test_labels = tmp.file("lbl.idx");
   o.data.num_clients = 4;
   o.data.partition = "iid";
   int64_t train_total = 0, eval_total = 0;
@@ -202,8 +204,8 @@ TEST(ClientDataTest, IdxSharesAreDisjointAndCoverTheSet) {
 
   o.client_index = 0;
   o.eval_examples = 5;
-  o.test_images.clear();
-  o.test_labels.clear();
+  o.data.test.clear();
+  o.data.test_labels.clear();
   auto d = LoadClientData(o);
   ASSERT_TRUE(d.ok());
   EXPECT_FALSE(d->eval);
@@ -213,13 +215,14 @@ TEST(ClientDataTest, BadFilesAndPartitionsAreNamed) {
   TempDir tmp;
   WriteIdx(tmp, 20);
   ClientConfig o;
-  o.train_images = tmp.file("img.idx");
-  o.train_labels = tmp.file("missing.idx");
+  o.data.dataset = "files";
+  o.data.train = tmp.file("img.idx");
+  o.data.train_labels = tmp.file("missing.idx");
   auto d = LoadClientData(o);
   ASSERT_FALSE(d.ok());
   EXPECT_NE(d.status().message().find("missing.idx"), std::string::npos) << d.status();
 
-  o.train_labels = tmp.file("lbl.idx");
+  o.data.train_labels = tmp.file("lbl.idx");
   o.data.partition = "zipf:2";
   o.data.num_clients = 2;
   d = LoadClientData(o);

@@ -9,6 +9,7 @@
 
 #include "compression/dense_codec.h"
 #include "coordinator/checkpoint.h"
+#include "core/file_util.h"
 #include "tests/coordinator/run_recorder.h"
 #include "tests/core/fault_injection_env.h"
 #include "tributary/safetensors.h"
@@ -64,7 +65,8 @@ void PlayRound(RunDriver& d, float value) {
   RoundEngine& e = d.engine();
   const TimePoint now{};
   if (e.registry().size() == 0) {
-    for (const char* id : {"a", "b"}) e.OnJoined(id, ClientCapabilities{"cpu", {"dense"}, 5}, now);
+    for (const char* id : {"a", "b"})
+      e.OnJoined(id, ClientCapabilities{"cpu", {"dense"}, 5, 0, {}}, now);
   }
   for (RoundEngine::Outgoing& o : e.TakeOutbox()) {
     auto* t = std::get_if<TaskAssignment>(&o.message);
@@ -183,11 +185,13 @@ TEST(RunDriverTest, ResumeContinuesExactlyAndRefusesAnotherModelOrStrategySaying
   EXPECT_NE(Make(other, &env, true)
                 .status()
                 .message()
-                .find("holds model 'tiny' (4 parameters), but run.model is 'mlp'"),
+                .find("was written for run.model 'tiny', but run.model is 'mlp' (the layouts are "
+                      "the same; set run.model = 'tiny' to resume it)"),
             std::string::npos);
   const Status layout = Make(c, &env, true, nullptr, /*n=*/5).status();
-  EXPECT_NE(layout.message().find("holds a 'tiny' of another layout: tensor 0 is 'w' [4] in the "
-                                  "checkpoint and 'w' [5] in this run"),
+  EXPECT_NE(layout.message().find("holds a model of another layout than this run's (1 tensors, 4 "
+                                  "parameters, against 1 and 5): tensor 0 is 'w' [4] F32 in the "
+                                  "checkpoint and 'w' [5] F32 in this run"),
             std::string::npos)
       << layout;
   // No checkpoint yet: a resume starts a new run.
@@ -253,6 +257,79 @@ TEST(RunDriverTest, ACrashAtEveryWritePointOfACheckpointResumesFromTheLastGoodRo
     EXPECT_EQ(*(*r)->engine().strategy().SaveState(), round1_state);
   }
   EXPECT_GE(write_points, 6) << "every write point of the checkpoint was crashed at";
+}
+
+// A run of a model none of the built-ins has starts from a safetensors file: any names, shapes
+// and order, validated by the bounded reader, and refused with the reason when it is not usable.
+TEST(RunDriverTest, ARunStartsFromAnInitialModelFileOfAnyLayout) {
+  FaultInjectionEnv env;
+  ModelWeights init = *ModelWeights::Create(
+      {{"encoder/0.W", {8, 4}}, {"encoder/0.b", {8}}, {"Head W", {3, 8}}, {"head:b", {3}}});
+  for (size_t i = 0; i < init.size(); ++i) init.data()[i] = 0.01f * static_cast<float>(i) - 0.2f;
+  const std::vector<uint8_t> file = SerializeSafetensors(init, {{"producer", "test"}});
+  ASSERT_TRUE(env.CreateDirs("init").ok());
+  ASSERT_TRUE(WriteFileAtomic(&env, "init/two_layer.safetensors", file).ok());
+
+  RunConfig c = Config();
+  c.model = "";
+  c.initial_model = "init/two_layer.safetensors";
+  RunDriver::Options o;
+  o.env = &env;
+  auto d = RunDriver::Create(c, std::move(o));
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ((*d)->engine().model(), init);  // names, shapes, order and values
+  testing::RunRecorder rec;
+  (*d)->AddObserver(&rec);
+  (*d)->Start();
+  const RunStarted started = rec.All<RunStarted>().at(0);
+  EXPECT_EQ(started.model, "");
+  EXPECT_EQ(started.initial_model, "init/two_layer.safetensors");
+  EXPECT_EQ(started.tensors, 4u);
+  EXPECT_EQ(started.parameters, 67u);
+  EXPECT_EQ(started.model_hash, init.content_hash());
+
+  auto error_of = [&](const RunConfig& rc) {
+    RunDriver::Options opts;
+    opts.env = &env;
+    auto r = RunDriver::Create(rc, std::move(opts));
+    return r.ok() ? Status::Ok() : r.status();
+  };
+  RunConfig missing = c;
+  missing.initial_model = "init/nope.safetensors";
+  const Status nf = error_of(missing);
+  EXPECT_EQ(nf.code(), StatusCode::kNotFound) << nf;
+  EXPECT_NE(nf.message().find("key 'run.initial_model'"), std::string::npos) << nf;
+  EXPECT_NE(nf.message().find("init/nope.safetensors"), std::string::npos) << nf;
+
+  // One flipped byte in the header: the bounded reader refuses it, naming the key and the file.
+  std::vector<uint8_t> flipped = file;
+  flipped[12] ^= 0x20;
+  ASSERT_TRUE(WriteFileAtomic(&env, "init/flipped.safetensors", flipped).ok());
+  RunConfig corrupt = c;
+  corrupt.initial_model = "init/flipped.safetensors";
+  const Status bad = error_of(corrupt);
+  EXPECT_EQ(bad.code(), StatusCode::kCorruption) << bad;
+  EXPECT_NE(bad.message().find("key 'run.initial_model' = 'init/flipped.safetensors'"),
+            std::string::npos)
+      << bad;
+
+  // With run.model named too, the file must have that model's layout.
+  RunConfig mlp = c;
+  mlp.model = "mlp";
+  const Status mismatch = error_of(mlp);
+  EXPECT_EQ(mismatch.code(), StatusCode::kInvalidArgument) << mismatch;
+  EXPECT_NE(mismatch.message().find("does not have the layout of run.model 'mlp': tensor 0 is "
+                                    "'encoder/0.W' [8, 4] F32 in run.initial_model and "
+                                    "'fc1.weight' [200, 784] F32 in run.model 'mlp'"),
+            std::string::npos)
+      << mismatch;
+
+  RunConfig neither = c;
+  neither.initial_model = "";
+  const Status none = error_of(neither);
+  EXPECT_NE(none.message().find("'run.model' and 'run.initial_model' are both empty"),
+            std::string::npos)
+      << none;
 }
 
 }  // namespace

@@ -33,7 +33,7 @@ struct SimRun {
 Result<SimRun> RunSim(const SimConfig& c) {
   TRIB_ASSIGN_OR_RETURN(DataSplits data, LoadDataSplits(c.data, true, true));
   TRIB_ASSIGN_OR_RETURN(std::unique_ptr<Simulator> sim, Simulator::Create(c, data));
-  TRIB_ASSIGN_OR_RETURN(ModelWeights init, InitWeights(sim->spec(), c.run.init_seed));
+  TRIB_ASSIGN_OR_RETURN(ModelWeights init, InitWeights(*sim->spec(), c.run.init_seed));
   SimRun out;
   TRIB_ASSIGN_OR_RETURN(out.result, sim->Run());
   std::span<const float> w = out.result.final_model.data(), w0 = init.data();

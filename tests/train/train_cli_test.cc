@@ -1,0 +1,72 @@
+// tributary-train as a process with model files: trains examples/models/logreg.toml on synthetic
+// 28x28 data, prints a zoo model as a model file that reads back to the zoo model, and refuses a
+// model file whose input is not the data's, naming both.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "tests/integration/process.h"
+#include "train/model_file.h"
+
+namespace tributary {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::string SourceDir() {
+  const char* dir = std::getenv("TRIBUTARY_SOURCE_DIR");
+  return dir ? dir : ".";
+}
+
+// Runs tributary-train with `args`; returns its exit code and output.
+std::pair<int, std::string> RunTrain(std::vector<std::string> args) {
+  const std::string log = (std::filesystem::temp_directory_path() /
+                           ("trib_train_cli_" + std::to_string(::getpid()) + ".log"))
+                              .string();
+  args.insert(args.begin(), TRIBUTARY_TRAIN_BIN);
+  testing::Process p(std::move(args), log);
+  std::optional<int> code = p.Wait(60s);
+  std::string out = p.Log();
+  std::filesystem::remove(log);
+  return {code.value_or(-1), out};
+}
+
+const std::vector<std::string> kSynthetic28 = {
+    "--set", "data.dataset=synthetic",  "--set", "data.synthetic.height=28",
+    "--set", "data.synthetic.width=28", "--set", "data.train_examples=1000",
+    "--set", "data.test_examples=200",  "--set", "fit.epochs=2"};
+
+TEST(TrainCliTest, TrainsAModelFile) {
+  std::vector<std::string> args = kSynthetic28;
+  args.insert(args.end(), {"--set", "run.model=" + SourceDir() + "/examples/models/logreg.toml",
+                           "--lr", "0.1"});
+  auto [code, out] = RunTrain(args);
+  ASSERT_EQ(code, 0) << out;
+  EXPECT_NE(out.find("model logreg (7850 parameters)"), std::string::npos) << out;
+  EXPECT_NE(out.find("final test accuracy"), std::string::npos) << out;
+}
+
+TEST(TrainCliTest, PrintModelWritesAModelFileThatReadsBack) {
+  auto [code, out] = RunTrain({"--model", "lenet", "--print-model"});
+  ASSERT_EQ(code, 0) << out;
+  Result<ModelSpec> printed = ParseModelToml(out, "--print-model", {1, 1, 1}, 2);
+  ASSERT_TRUE(printed.ok()) << printed.status() << "\n" << out;
+  EXPECT_EQ(*printed, *ModelSpecByName("lenet"));
+}
+
+TEST(TrainCliTest, RefusesAModelFileForOtherData) {
+  // logreg.toml states input [28, 28, 1]; the synthetic set is 8x8 by default.
+  auto [code, out] = RunTrain({"--set", "data.dataset=synthetic", "--model",
+                               SourceDir() + "/examples/models/logreg.toml", "--print-model"});
+  EXPECT_EQ(code, 2) << out;
+  EXPECT_NE(out.find("key 'run.model': "), std::string::npos) << out;
+  EXPECT_NE(out.find("takes input [28, 28, 1], but the data's examples are [8, 8, 1]"),
+            std::string::npos)
+      << out;
+}
+
+}  // namespace
+}  // namespace tributary
