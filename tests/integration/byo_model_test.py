@@ -1,0 +1,301 @@
+#!/usr/bin/python3
+"""Bring your own model, end to end: a tributary-coordinator that knows only a safetensors file
+(a 21-float logistic regression; a two-layer net with odd tensor names) runs C++, C and Python
+clients over mutual TLS, each its own process; the final model must equal a FedAvg computed here,
+independently (NumPy, float64), from the same data and the same training rule. A client whose
+layout differs is refused at connect, named, and never selected; a run that fails is an error in
+every client API. Files are written and read with this test's own safetensors code.
+
+Run by ctest (tests/integration/CMakeLists.txt), which sets the binaries' paths and PYTHONPATH.
+"""
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+import numpy as np
+
+CERTS = os.environ.get("TRIBUTARY_CERTS_BIN")
+COORDINATOR = os.environ.get("TRIBUTARY_COORDINATOR_BIN")
+CPP_CLIENT = os.environ.get("BYO_CLIENT_BIN")
+C_CLIENT = os.environ.get("BYO_CLIENT_C_BIN")
+PY_CLIENT = os.environ.get("BYO_CLIENT_PY")
+DIM = 20
+HIDDEN = 3
+EXAMPLES = {"cpp-client": 40, "c-client": 55, "py-client": 70}
+ROUNDS, EPOCHS, LR = 3, 2, 0.5
+
+
+def write_safetensors(path, tensors):
+    """The safetensors format: 8-byte header length, JSON header, F32 data in order."""
+    header, offset, blobs = {}, 0, []
+    for name, arr in tensors.items():
+        b = np.ascontiguousarray(arr, dtype="<f4").tobytes()
+        header[name] = {"dtype": "F32", "shape": list(arr.shape),
+                        "data_offsets": [offset, offset + len(b)]}
+        offset += len(b)
+        blobs.append(b)
+    h = json.dumps(header).encode()
+    h += b" " * (-len(h) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+
+
+def read_safetensors(path):
+    with open(path, "rb") as f:
+        raw = f.read()
+    (n,) = struct.unpack("<Q", raw[:8])
+    header = json.loads(raw[8:8 + n])
+    header.pop("__metadata__", None)
+    data = raw[8 + n:]
+    out = {}
+    for name, t in sorted(header.items(), key=lambda kv: kv[1]["data_offsets"][0]):
+        a, b = t["data_offsets"]
+        assert t["dtype"] == "F32", t
+        out[name] = np.frombuffer(data[a:b], dtype="<f4").reshape(t["shape"])
+    return out
+
+
+def layout(hidden):
+    if hidden == 0:
+        return [("weight", (1, DIM)), ("bias", (1,))]
+    return [("encoder/0.W", (hidden, DIM)), ("encoder/0.b", (hidden,)), ("head:W", (1, hidden)),
+            ("head:b", (1,))]
+
+
+def reference_step(p, x, y, hidden, lr):
+    """One full-batch gradient step on the mean binary cross-entropy, float64 (the rule every
+    client implements in its own language)."""
+    n = len(y)
+    if hidden == 0:
+        hid, w2, b2 = x, p["weight"], p["bias"]
+    else:
+        hid = np.tanh(x @ p["encoder/0.W"].T + p["encoder/0.b"])
+        w2, b2 = p["head:W"], p["head:b"]
+    z = hid @ w2[0] + b2[0]
+    g = (1.0 / (1.0 + np.exp(-z)) - y) / n
+    q = dict(p)
+    names = ("weight", "bias") if hidden == 0 else ("head:W", "head:b")
+    q[names[0]] = p[names[0]] - lr * (g @ hid)[None, :]
+    q[names[1]] = p[names[1]] - lr * np.array([g.sum()])
+    if hidden:
+        dh = np.outer(g, w2[0]) * (1.0 - hid * hid)
+        q["encoder/0.W"] = p["encoder/0.W"] - lr * (dh.T @ x)
+        q["encoder/0.b"] = p["encoder/0.b"] - lr * dh.sum(axis=0)
+    return q
+
+
+def reference_fedavg(init, data, hidden):
+    w = {k: v.astype(np.float64) for k, v in init.items()}
+    for _ in range(ROUNDS):
+        total = sum(len(y) for _, y in data.values())
+        new = {k: np.zeros_like(v) for k, v in w.items()}
+        for x, y in data.values():
+            p = w
+            for _ in range(EPOCHS):
+                p = reference_step(p, x.astype(np.float64), y.astype(np.float64), hidden, LR)
+            for k in new:
+                new[k] += len(y) / total * p[k]
+        w = new
+    return w
+
+
+@unittest.skipUnless(all([CERTS, COORDINATOR, CPP_CLIENT, C_CLIENT, PY_CLIENT]),
+                     "run through ctest, which names the binaries")
+class ByoModelTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="trib_byo_")
+        self.pki = os.path.join(self.dir, "pki")
+        self.certs("init", "--dir", self.pki)
+        self.certs("server", "--host", "localhost", "--ip", "127.0.0.1", "--dir", self.pki)
+        self.procs = []
+        self.logs = []
+
+    def tearDown(self):
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        for f in self.logs:
+            f.close()
+        if not getattr(self, "_failed", False) and not os.environ.get("TRIBUTARY_TEST_KEEP"):
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    def run(self, result=None):
+        result = super().run(result)
+        self._failed = bool(result and (result.failures or result.errors))
+        return result
+
+    def certs(self, *args):
+        subprocess.run([CERTS, *args], check=True, capture_output=True)
+
+    def path(self, *parts):
+        return os.path.join(self.dir, *parts)
+
+    def log(self, name):
+        with open(self.path(name + ".log")) as f:
+            return f.read()
+
+    def start(self, name, args):
+        log = open(self.path(name + ".log"), "w")
+        self.logs.append(log)
+        p = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
+        self.procs.append(p)
+        return p
+
+    def start_coordinator(self, init_path, extra=""):
+        ready = self.path("ready")
+        with open(self.path("coordinator.toml"), "w") as f:
+            f.write(f"""log_level = "info"
+[net]
+listen = "127.0.0.1:0"
+heartbeat_interval_s = 1
+[tls]
+ca = "{self.pki}/ca.crt"
+cert = "{self.pki}/server.crt"
+key = "{self.pki}/server.key"
+[run]
+model = ""
+initial_model = "{init_path}"
+rounds = {ROUNDS}
+clients_per_round = 3
+min_available = 3
+round_timeout_s = 60
+codec = "dense"
+{extra}
+[fit]
+epochs = {EPOCHS}
+lr = {LR}
+[eval]
+every = 0
+[output]
+checkpoint_dir = "{self.path('ckpt')}"
+event_log = "{self.path('events.jsonl')}"
+final_model = "{self.path('final.safetensors')}"
+ready_file = "{ready}"
+""")
+        coord = self.start("coordinator", [COORDINATOR, "--config", self.path("coordinator.toml")])
+        for _ in range(300):
+            if os.path.exists(ready) or coord.poll() is not None:
+                break
+            time.sleep(0.1)
+        self.assertTrue(os.path.exists(ready), self.log("coordinator"))
+        with open(ready) as f:
+            return coord, f.read().strip()
+
+    def client_args(self, kind, name, addr, hidden, dim=DIM, data=None):
+        if not os.path.exists(os.path.join(self.pki, "clients", name + ".crt")):
+            self.certs("client", "--id", name, "--dir", self.pki)
+        tls = [addr, f"{self.pki}/ca.crt", f"{self.pki}/clients/{name}.crt",
+               f"{self.pki}/clients/{name}.key"]
+        data = data or name
+        x, y = self.path(data + ".x.f32"), self.path(data + ".y.f32")
+        if kind == "c":
+            return [C_CLIENT, *tls, x, y, str(dim), str(hidden)]
+        flags = ["--coordinator", tls[0], "--ca", tls[1], "--cert", tls[2], "--key", tls[3],
+                 "--features", x, "--labels", y, "--dim", str(dim), "--hidden", str(hidden)]
+        if kind == "cpp":
+            return [CPP_CLIENT, *flags]
+        return [sys.executable, PY_CLIENT, *flags]
+
+    def make_data(self, seed):
+        rng = np.random.default_rng(seed)
+        truth = rng.normal(size=DIM)
+        data = {}
+        for name, n in EXAMPLES.items():
+            x = rng.normal(size=(n, DIM)).astype(np.float32)
+            y = ((x @ truth + 0.5 * rng.normal(size=n)) > 0).astype(np.float32)
+            x.tofile(self.path(name + ".x.f32"))
+            y.tofile(self.path(name + ".y.f32"))
+            data[name] = (x, y)
+        return data
+
+    def federate(self, hidden, seed):
+        rng = np.random.default_rng(seed)
+        init = {name: (0.3 * rng.normal(size=shape)).astype(np.float32)
+                for name, shape in layout(hidden)}
+        init_path = self.path("init.safetensors")
+        write_safetensors(init_path, init)
+        data = self.make_data(seed + 1)
+        coord, addr = self.start_coordinator(init_path)
+
+        # A client with another layout connects first: refused at once, with the tensor named.
+        # It trains on py-client's data, with one hidden unit more: its first tensor differs.
+        wrong = self.start("wrong-client", self.client_args("py", "wrong-client", addr, hidden + 1,
+                                                            data="py-client"))
+        self.assertEqual(wrong.wait(timeout=60), 1, self.log("wrong-client"))
+        wrong_log = self.log("wrong-client")
+        self.assertIn("FailedPrecondition", wrong_log)
+        self.assertIn("LAYOUT_MISMATCH", wrong_log)
+        first = layout(hidden)[0]
+        wrong_first = layout(hidden + 1)[0]
+        self.assertIn(f"tensor 0 is '{first[0]}' [{', '.join(map(str, first[1]))}] F32 in the "
+                      f"run's model and '{wrong_first[0]}' "
+                      f"[{', '.join(map(str, wrong_first[1]))}] F32 in the client's", wrong_log)
+
+        clients = {"cpp-client": "cpp", "c-client": "c", "py-client": "py"}
+        procs = {n: self.start(n, self.client_args(k, n, addr, hidden)) for n, k in clients.items()}
+        self.assertEqual(coord.wait(timeout=120), 0, self.log("coordinator"))
+        for name, p in procs.items():
+            self.assertEqual(p.wait(timeout=60), 0, self.log(name))
+            self.assertIn("the run is complete", self.log(name))
+
+        # Refused at connect, visible at the default log level, and never selected.
+        coordinator_log = self.log("coordinator")
+        self.assertIn("refusing wrong-client", coordinator_log)
+        with open(self.path("events.jsonl")) as f:
+            events = [json.loads(line) for line in f]
+        accepted = [e["client"] for e in events if e["event"] == "update_accepted"]
+        self.assertEqual(sorted(accepted), sorted(list(clients) * ROUNDS))
+        opened = [e for e in events if e["event"] == "round_opened"]
+        self.assertEqual([e["selected"] for e in opened], [3] * ROUNDS)
+        self.assertEqual(sum(e["event"] == "update_refused" for e in events), 0)
+
+        # The final model: the clients' names, shapes and order, and FedAvg's values.
+        final = read_safetensors(self.path("final.safetensors"))
+        self.assertEqual([(k, v.shape) for k, v in final.items()],
+                         [(k, tuple(s)) for k, s in layout(hidden)])
+        self.assertEqual(sum(v.size for v in final.values()),
+                         21 if hidden == 0 else HIDDEN * DIM + 2 * HIDDEN + 1)
+        expected = reference_fedavg(init, data, hidden)
+        for name in final:
+            np.testing.assert_allclose(final[name], expected[name], rtol=1e-4, atol=1e-5,
+                                       err_msg=name)
+            # And training moved the model: the check is not satisfied by the initial weights.
+            self.assertGreater(np.abs(expected[name] - init[name]).max(), 1e-3, name)
+        # The last checkpoint holds the same model, named the same way.
+        ckpt = read_safetensors(self.path("ckpt", "checkpoint.safetensors"))
+        for name in final:
+            np.testing.assert_array_equal(ckpt["model." + name], final[name])
+
+    def test_logistic_regression_of_21_floats(self):
+        self.federate(hidden=0, seed=11)
+
+    def test_two_layer_net_with_odd_tensor_names(self):
+        self.federate(hidden=HIDDEN, seed=23)
+
+    def test_a_failed_run_is_an_error_in_every_client_api(self):
+        init_path = self.path("init.safetensors")
+        write_safetensors(init_path, {n: np.zeros(s, np.float32) for n, s in layout(0)})
+        self.make_data(5)
+        # Every update claims more examples than the run allows: the round's only attempt fails.
+        coord, addr = self.start_coordinator(
+            init_path, "max_round_attempts = 1\nmax_num_examples = 10\n")
+        clients = {"cpp-client": "cpp", "c-client": "c", "py-client": "py"}
+        procs = {n: self.start(n, self.client_args(k, n, addr, 0)) for n, k in clients.items()}
+        self.assertNotEqual(coord.wait(timeout=120), 0, self.log("coordinator"))
+        for name, p in procs.items():
+            self.assertEqual(p.wait(timeout=60), 1, self.log(name))
+            out = self.log(name)
+            self.assertIn("the run did not complete", out)
+            self.assertIn("Aborted", out)  # TRIBUTARY_ABORTED in C: its name is printed
+            self.assertIn("round 1 failed 1 attempts", out)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
