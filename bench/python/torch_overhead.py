@@ -38,6 +38,7 @@ def main():
     ap.add_argument("--num-clients", type=int, default=10, help="the share: 1/N of the train set")
     a = ap.parse_args()
     torch.set_num_threads(1)
+    tb.set_log_level("warn")
     bins = {n: os.path.join(a.build, d, n) for n, d in (
         ("tributary-certs", "crypto"), ("tributary-coordinator", "coordinator"))}
 

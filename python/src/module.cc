@@ -345,6 +345,11 @@ PYBIND11_MODULE(_tributary, m) {
         "those of `config_file`; the virtual clients' trainers come from trainer(x, y) when "
         "given, else from sim.trainer. Returns {'rounds': [...], 'final_model': {...}, ...}.");
 
+  m.def(
+      "set_log_level", [](const std::string& level) { Check(InitLogging(level)); },
+      py::arg("level"),
+      "The library's log level: trace, debug, info (the default), warn, error. Clients log one "
+      "line per task and every connection event at info.");
   m.def("load_data", &LoadData, py::arg("config"),
         "A client's share of a data set, as tributary-client loads it: the data.* keys "
         "(data.dataset, data.partition, data.num_clients, data.client_index, ...). Returns "

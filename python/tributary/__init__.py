@@ -40,13 +40,14 @@ from ._tributary import (  # noqa: F401  (re-exported)
     load_data,
     load_safetensors,
     save_safetensors,
+    set_log_level,
     simulate,
 )
 
 __all__ = [
     "BackoffOptions", "Client", "ClientOptions", "Error", "EvalConfig", "EvalResult", "FitConfig",
     "FitResult", "TaskReport", "Trainer", "from_torch", "load_checkpoint_model", "load_data",
-    "load_safetensors", "save_safetensors", "simulate", "to_torch", "__version__",
+    "load_safetensors", "save_safetensors", "set_log_level", "simulate", "to_torch", "__version__",
 ]
 
 

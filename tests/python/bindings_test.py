@@ -129,6 +129,10 @@ class BindingsTest(unittest.TestCase):
         with self.assertRaises(tb.Error) as ctx:
             tb.Client(tb.ClientOptions(coordinator="no-port"), PlusOne(np.zeros((1, 1)), [0]))
         self.assertEqual(ctx.exception.code, "InvalidArgument")
+        with self.assertRaises(tb.Error) as ctx:
+            tb.set_log_level("loud")
+        self.assertIn("loud", str(ctx.exception))
+        tb.set_log_level("info")
 
     def test_safetensors_and_checkpoints_keep_names_shapes_order_and_values(self):
         path = os.path.join(self.dir, "m.safetensors")
