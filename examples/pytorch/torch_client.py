@@ -64,6 +64,7 @@ def main():
     hidden = [int(h) for h in a.hidden.split(",") if h]
     model = make_model(x[0].size, hidden, data["num_classes"], a.seed)
     if a.init:
+        os.makedirs(os.path.dirname(os.path.abspath(a.init)), exist_ok=True)
         tb.save_safetensors(a.init, tb.from_torch(model), {"producer": "torch_client.py"})
         print(f"wrote {a.init}: {sum(p.numel() for p in model.parameters())} parameters")
         return 0
