@@ -186,6 +186,7 @@ void RoundEngine::FinishFederatedEval() {
 }
 
 void RoundEngine::OnTick(TimePoint now) {
+  if (!eval_pending_.empty() && now >= eval_deadline_) FinishFederatedEval();
   if (in_round_ && now >= deadline_) {
     summary_.dropped += static_cast<int64_t>(assigned_.size());
     answered_.insert(assigned_.begin(), assigned_.end());
@@ -216,7 +217,7 @@ void RoundEngine::MaybeFinishEarly(TimePoint now) {
 }
 
 void RoundEngine::MaybeStartRound(TimePoint now) {
-  if (in_round_ || finished()) return;
+  if (in_round_ || failed_ || rounds_done_ >= static_cast<uint64_t>(config_.rounds)) return;
   const int64_t need = std::max(config_.min_available, MinCompleted());
   if (static_cast<int64_t>(registry_.num_idle()) < need) return;
   // Shuffle pointers to the ids, not the strings: the same permutation (Shuffle draws the same
@@ -308,6 +309,7 @@ void RoundEngine::CloseRound(TimePoint now) {
     if (eval_.round != 0)
       FinishFederatedEval();  // an older evaluation still waiting: report what came
     eval_.round = summary_.round;
+    eval_deadline_ = now + config_.round_timeout;
     EvaluateTask task;
     task.round = summary_.round;
     task.model_version = version_;
@@ -343,8 +345,10 @@ std::vector<RoundEngine::Outgoing> RoundEngine::TakeOutbox() {
 }
 
 std::optional<TimePoint> RoundEngine::next_wakeup() const {
-  if (in_round_) return deadline_;
-  return std::nullopt;
+  std::optional<TimePoint> wake;
+  if (in_round_) wake = deadline_;
+  if (!eval_pending_.empty() && (!wake || eval_deadline_ < *wake)) wake = eval_deadline_;
+  return wake;
 }
 
 }  // namespace tributary

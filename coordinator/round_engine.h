@@ -13,7 +13,10 @@
 // deadline (or when every selected client has answered or left) with at least min_completed;
 // otherwise the attempt fails and the round is retried with a fresh selection. Closing finalizes
 // the strategy, bumps the model version and calls on_round_complete (checkpoint, evaluation,
-// metrics) before the next round starts.
+// metrics) before the next round starts. A federated evaluation (every federated_eval_every rounds)
+// sends the new model to every idle client; it is reported when all have answered or left, or at
+// its deadline (round_timeout) with the results that came, and the run is not finished before the
+// last round's evaluation is reported.
 //
 // Memory: a round copies the model once; every client's TaskAssignment (and every EvaluateTask of
 // a federated evaluation) shares that copy (ModelPayload holds SharedFloats), so the outbox costs
@@ -109,10 +112,16 @@ class RoundEngine {
   void OnTick(TimePoint now);
 
   std::vector<Outgoing> TakeOutbox();
-  // When OnTick next needs to run (the current round's deadline), if ever.
+  // When OnTick next needs to run (the current round's deadline, or a federated evaluation's), if
+  // ever.
   std::optional<TimePoint> next_wakeup() const;
 
-  bool finished() const { return rounds_done_ >= static_cast<uint64_t>(config_.rounds) || failed_; }
+  // Every round is done and the last federated evaluation is in (or past its deadline), or a
+  // round failed for good.
+  bool finished() const {
+    return (rounds_done_ >= static_cast<uint64_t>(config_.rounds) && eval_pending_.empty()) ||
+           failed_;
+  }
   // Non-OK when the run stopped because a round failed max_round_attempts times.
   const Status& failure() const { return failure_; }
   uint64_t rounds_done() const { return rounds_done_; }
@@ -158,8 +167,10 @@ class RoundEngine {
   RoundSummary summary_;
   std::map<std::string, double> metric_sums_;
 
-  // The federated evaluation in flight.
+  // The federated evaluation in flight: reported when every result is in, or at its deadline
+  // (round_timeout after it was sent) with what came.
   std::set<std::string> eval_pending_;
+  TimePoint eval_deadline_{};
   FederatedEvalSummary eval_;
   double eval_loss_sum_ = 0.0, eval_correct_sum_ = 0.0;
 

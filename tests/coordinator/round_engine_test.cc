@@ -30,6 +30,7 @@ class RoundEngineTest : public ::testing::Test {
     hooks.on_round_failed = [this](uint64_t, int64_t, const std::string& why) {
       failures_.push_back(why);
     };
+    hooks.on_federated_eval = [this](const FederatedEvalSummary& e) { evals_.push_back(e); };
     engine_ = *RoundEngine::Create(cfg, std::make_unique<FedAvg>(), init, 0, 0, hooks);
   }
   void Join(int n) {
@@ -73,6 +74,7 @@ class RoundEngineTest : public ::testing::Test {
   std::vector<RoundSummary> summaries_;
   std::vector<ModelWeights> models_;
   std::vector<std::string> failures_;
+  std::vector<FederatedEvalSummary> evals_;
   std::map<std::string, std::vector<std::string>> errors_;
 };
 
@@ -148,6 +150,40 @@ TEST_F(RoundEngineTest, EveryEvaluateTaskOfAnEvaluationSharesOneModelCopy) {
   ASSERT_EQ(eval_blocks.size(), 3u);
   EXPECT_EQ(eval_blocks[0], eval_blocks[1]);
   EXPECT_EQ(eval_blocks[0], eval_blocks[2]);
+}
+
+// The last round's federated evaluation is part of the run: the engine is not finished until it
+// is in, or until its deadline, when it is reported with the results that came.
+TEST_F(RoundEngineTest, TheLastRoundsFederatedEvaluationIsAwaitedUntilItsDeadline) {
+  RoundConfig cfg = Config(2);
+  cfg.rounds = 1;
+  cfg.federated_eval_every = 1;
+  Make(cfg);
+  Join(2);
+  for (auto& [id, t] : Tasks())
+    ASSERT_TRUE(engine_->OnUpdate(id, Update(t, {1, 1, 1, 1}), now_).ok());
+  ASSERT_EQ(summaries_.size(), 1u);
+  EXPECT_FALSE(engine_->finished());  // two EvaluateTasks are out
+  ASSERT_EQ(engine_->next_wakeup(), now_ + 10s);
+  EvaluateResult r;
+  r.round = 1;
+  r.model_version = 1;
+  r.num_examples = 30;
+  r.loss = 0.5;
+  r.accuracy = 0.75;
+  ASSERT_TRUE(engine_->OnEvaluateResult("c0", r, now_ + 1s).ok());
+  EXPECT_FALSE(engine_->finished());
+  EXPECT_TRUE(evals_.empty());
+  engine_->OnTick(now_ + 9s);
+  EXPECT_FALSE(engine_->finished());
+  engine_->OnTick(now_ + 10s);  // c1 never answers
+  EXPECT_TRUE(engine_->finished());
+  ASSERT_EQ(evals_.size(), 1u);
+  EXPECT_EQ(evals_[0].round, 1u);
+  EXPECT_EQ(evals_[0].clients, 1);
+  EXPECT_EQ(evals_[0].num_examples, 30u);
+  EXPECT_DOUBLE_EQ(evals_[0].accuracy, 0.75);
+  EXPECT_FALSE(engine_->next_wakeup().has_value());
 }
 
 TEST_F(RoundEngineTest, RejectsBadUpdatesWithReasonsAndTheRoundIsUnaffected) {

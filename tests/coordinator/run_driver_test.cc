@@ -324,6 +324,19 @@ TEST(RunDriverTest, ARunStartsFromAnInitialModelFileOfAnyLayout) {
             std::string::npos)
       << mismatch;
 
+  // Resuming such a run: the checkpoint's model (same layout) replaces the file's weights.
+  ModelWeights later = init;
+  for (float& v : later.data()) v += 1.0f;
+  ASSERT_TRUE(env.CreateDirs("runs/a").ok());
+  ASSERT_TRUE(SaveCheckpoint(&env, "runs/a", {2, 2, 1, "fedavg", "", later, ModelWeights()}).ok());
+  RunDriver::Options resume;
+  resume.env = &env;
+  resume.resume = true;
+  auto resumed = RunDriver::Create(c, std::move(resume));
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
+  EXPECT_EQ((*resumed)->engine().rounds_done(), 2u);
+  EXPECT_EQ((*resumed)->engine().model(), later);
+
   RunConfig neither = c;
   neither.initial_model = "";
   const Status none = error_of(neither);

@@ -148,7 +148,7 @@ class ByoModelTest(unittest.TestCase):
         self.procs.append(p)
         return p
 
-    def start_coordinator(self, init_path, extra=""):
+    def start_coordinator(self, init_path, extra="", federated=False):
         ready = self.path("ready")
         with open(self.path("coordinator.toml"), "w") as f:
             f.write(f"""log_level = "info"
@@ -173,6 +173,7 @@ epochs = {EPOCHS}
 lr = {LR}
 [eval]
 every = 0
+federated_every = {1 if federated else 0}
 [output]
 checkpoint_dir = "{self.path('ckpt')}"
 event_log = "{self.path('events.jsonl')}"
@@ -222,7 +223,7 @@ ready_file = "{ready}"
         init_path = self.path("init.safetensors")
         write_safetensors(init_path, init)
         data = self.make_data(seed + 1)
-        coord, addr = self.start_coordinator(init_path)
+        coord, addr = self.start_coordinator(init_path, federated=True)
 
         # A client with another layout connects first: refused at once, with the tensor named.
         # It trains on py-client's data, with one hidden unit more: its first tensor differs.
@@ -255,6 +256,13 @@ ready_file = "{ready}"
         opened = [e for e in events if e["event"] == "round_opened"]
         self.assertEqual([e["selected"] for e in opened], [3] * ROUNDS)
         self.assertEqual(sum(e["event"] == "update_refused" for e in events), 0)
+        # Federated evaluation works for a model the coordinator cannot run: every round, all
+        # three clients evaluate (Trainer::evaluate / the C callback / Python's evaluate).
+        evaluated = [e for e in events if e["event"] == "federated_evaluated"]
+        self.assertEqual([(e["round"], e["clients"], e["num_examples"]) for e in evaluated],
+                         [(r, 3, sum(EXAMPLES.values())) for r in range(1, ROUNDS + 1)])
+        for e in evaluated:
+            self.assertTrue(0.0 <= e["accuracy"] <= 1.0 and e["loss"] > 0, e)
 
         # The final model: the clients' names, shapes and order, and FedAvg's values.
         final = read_safetensors(self.path("final.safetensors"))

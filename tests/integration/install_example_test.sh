@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The installed package works for an app: installs this build into a fresh prefix, builds
-# examples/edge_app against it with find_package(Tributary CONFIG), and joins both example apps
-# (C++ and C API) to a real coordinator over mutual TLS (examples/edge_app/join_run.sh).
+# examples/edge_app and examples/byo_model against it with find_package(Tributary CONFIG), joins
+# both edge apps (C++ and C API) to a real coordinator over mutual TLS
+# (examples/edge_app/join_run.sh), and imports the Python package from the install tree (when the
+# build has it).
 #   install_example_test.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
 build=${1:?build dir}
@@ -14,6 +16,16 @@ echo "[install-example] building examples/edge_app against the installed package
 cmake -S "$src/examples/edge_app" -B "$work/edge-build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_PREFIX_PATH="$work/prefix" > "$work/configure.log" || { cat "$work/configure.log"; exit 1; }
 cmake --build "$work/edge-build" > "$work/build.log" || { cat "$work/build.log"; exit 1; }
+cmake -S "$src/examples/byo_model" -B "$work/byo-build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_PREFIX_PATH="$work/prefix" > "$work/byo-configure.log" || { cat "$work/byo-configure.log"; exit 1; }
+cmake --build "$work/byo-build" > "$work/byo-build.log" || { cat "$work/byo-build.log"; exit 1; }
+test -x "$work/byo-build/logreg_client" && test -x "$work/byo-build/logreg_client_c"
+pydir=$(find "$work/prefix" -type d -path '*/dist-packages/tributary' | head -1)
+if [[ -n "$pydir" ]]; then
+  echo "[install-example] importing tributary from $(dirname "$pydir")"
+  PYTHONPATH=$(dirname "$pydir") /usr/bin/python3 -c \
+    "import tributary as tb; assert tb.__version__; tb.ClientOptions(coordinator='x:1')"
+fi
 echo "[install-example] joining a 2-round run"
 if ! bash "$src/examples/edge_app/join_run.sh" "$work/prefix" "$work/edge-build" "$work/run"; then
   for f in "$work"/run/*.log; do echo "== $f"; tail -20 "$f"; done

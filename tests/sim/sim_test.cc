@@ -4,12 +4,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 
 #include "core/process_stats.h"
 #include "sim/residual_store.h"
 #include "sim/simulator.h"
 #include "sim_test_util.h"
 #include "train/data/data_config.h"
+#include "tributary/safetensors.h"
 
 namespace tributary {
 namespace {
@@ -177,6 +179,36 @@ TEST(SimulatorTest, ErrorFeedbackResidualsFollowEachClient) {
   EXPECT_EQ((*sim)->residuals().bytes(), kept * r->final_model.size() * sizeof(float));
   // A top-5% update is far smaller than a dense one.
   EXPECT_LT(r->rounds[0].bytes_up, r->rounds[0].bytes_down / 5);
+}
+
+// A run of a model the simulator cannot train or evaluate (run.model empty) starts from its weights
+// file of any layout; the noop trainer works for any layout, and every codec does.
+TEST(SimulatorTest, AModelOnlyTheClientsKnowStartsFromItsWeightsFile) {
+  ModelWeights init = *ModelWeights::Create({{"encoder/0.W", {8, 4}}, {"head:b", {3}}});
+  for (size_t i = 0; i < init.size(); ++i) init.data()[i] = 0.25f * static_cast<float>(i) - 3.0f;
+  const std::string path = ::testing::TempDir() + "sim_initial_model.safetensors";
+  ASSERT_TRUE(SaveSafetensors(init, path).ok());
+  SimConfig c = SmallSynthetic();
+  c.run.model = "";
+  c.run.initial_model = path;
+  c.run.round.rounds = 2;
+  c.run.round.codec = "topk(0.5)+q8";
+  c.trainer = "noop";
+  Result<SimResult> r = RunSim(c);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->rounds.size(), 2u);
+  for (const SimRound& round : r->rounds) {
+    EXPECT_EQ(round.completed, 5);
+    EXPECT_FALSE(round.evaluated);  // eval.every = 1, but there is no model to evaluate
+  }
+  EXPECT_EQ(r->final_model, init);  // noop updates are zero: the weights come back bit for bit
+
+  c.trainer = "native";
+  const Status native = RunSim(c).status();
+  EXPECT_EQ(native.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(native.message().find("'sim.trainer' = 'native' trains run.model"), std::string::npos)
+      << native;
+  std::remove(path.c_str());
 }
 
 // download_codec = "q8": each client downloads n one-byte codes plus a float scale per 512 values
