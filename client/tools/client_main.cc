@@ -1,6 +1,7 @@
 // tributary-client: a federated-learning client that trains a zoo model or a model file
-// (docs/models.md) with NativeTrainer on its share of Fashion-MNIST (or of given IDX files) and
-// serves a coordinator over mutual TLS.
+// (docs/models.md) with NativeTrainer on its share of Fashion-MNIST, the synthetic set or the
+// user's files (data.dataset = "files": .npz, .npy, .csv, IDX) and serves a coordinator over
+// mutual TLS.
 //
 //   tributary-client --config client.toml
 //   tributary-client --coordinator coord.example.org:7070 --ca ca.crt --cert edge-001.crt
