@@ -10,18 +10,14 @@ Run by ctest (tests/integration/CMakeLists.txt), which sets the binaries' paths 
 """
 import json
 import os
-import shutil
 import struct
-import subprocess
 import sys
-import tempfile
-import time
 import unittest
 
 import numpy as np
 
-CERTS = os.environ.get("TRIBUTARY_CERTS_BIN")
-COORDINATOR = os.environ.get("TRIBUTARY_COORDINATOR_BIN")
+from process_harness import CERTS, COORDINATOR, ProcessTest
+
 CPP_CLIENT = os.environ.get("BYO_CLIENT_BIN")
 C_CLIENT = os.environ.get("BYO_CLIENT_C_BIN")
 PY_CLIENT = os.environ.get("BYO_CLIENT_PY")
@@ -107,58 +103,11 @@ def reference_fedavg(init, data, hidden):
 
 @unittest.skipUnless(all([CERTS, COORDINATOR, CPP_CLIENT, C_CLIENT, PY_CLIENT]),
                      "run through ctest, which names the binaries")
-class ByoModelTest(unittest.TestCase):
-    def setUp(self):
-        self.dir = tempfile.mkdtemp(prefix="trib_byo_")
-        self.pki = os.path.join(self.dir, "pki")
-        self.certs("init", "--dir", self.pki)
-        self.certs("server", "--host", "localhost", "--ip", "127.0.0.1", "--dir", self.pki)
-        self.procs = []
-        self.logs = []
+class ByoModelTest(ProcessTest):
+    prefix = "trib_byo_"
 
-    def tearDown(self):
-        for p in self.procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-        for f in self.logs:
-            f.close()
-        if not getattr(self, "_failed", False) and not os.environ.get("TRIBUTARY_TEST_KEEP"):
-            shutil.rmtree(self.dir, ignore_errors=True)
-
-    def run(self, result=None):
-        result = super().run(result)
-        self._failed = bool(result and (result.failures or result.errors))
-        return result
-
-    def certs(self, *args):
-        subprocess.run([CERTS, *args], check=True, capture_output=True)
-
-    def path(self, *parts):
-        return os.path.join(self.dir, *parts)
-
-    def log(self, name):
-        with open(self.path(name + ".log")) as f:
-            return f.read()
-
-    def start(self, name, args):
-        log = open(self.path(name + ".log"), "w")
-        self.logs.append(log)
-        p = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
-        self.procs.append(p)
-        return p
-
-    def start_coordinator(self, init_path, extra="", federated=False):
-        ready = self.path("ready")
-        with open(self.path("coordinator.toml"), "w") as f:
-            f.write(f"""log_level = "info"
-[net]
-listen = "127.0.0.1:0"
-heartbeat_interval_s = 1
-[tls]
-ca = "{self.pki}/ca.crt"
-cert = "{self.pki}/server.crt"
-key = "{self.pki}/server.key"
+    def start_run(self, init_path, extra="", federated=False):
+        return self.start_coordinator(f"""log_level = "info"
 [run]
 model = ""
 initial_model = "{init_path}"
@@ -178,27 +127,15 @@ federated_every = {1 if federated else 0}
 checkpoint_dir = "{self.path('ckpt')}"
 event_log = "{self.path('events.jsonl')}"
 final_model = "{self.path('final.safetensors')}"
-ready_file = "{ready}"
 """)
-        coord = self.start("coordinator", [COORDINATOR, "--config", self.path("coordinator.toml")])
-        for _ in range(300):
-            if os.path.exists(ready) or coord.poll() is not None:
-                break
-            time.sleep(0.1)
-        self.assertTrue(os.path.exists(ready), self.log("coordinator"))
-        with open(ready) as f:
-            return coord, f.read().strip()
 
     def client_args(self, kind, name, addr, hidden, dim=DIM, data=None):
-        if not os.path.exists(os.path.join(self.pki, "clients", name + ".crt")):
-            self.certs("client", "--id", name, "--dir", self.pki)
-        tls = [addr, f"{self.pki}/ca.crt", f"{self.pki}/clients/{name}.crt",
-               f"{self.pki}/clients/{name}.key"]
+        ca, cert, key = self.client_tls(name)
         data = data or name
         x, y = self.path(data + ".x.f32"), self.path(data + ".y.f32")
         if kind == "c":
-            return [C_CLIENT, *tls, x, y, str(dim), str(hidden)]
-        flags = ["--coordinator", tls[0], "--ca", tls[1], "--cert", tls[2], "--key", tls[3],
+            return [C_CLIENT, addr, ca, cert, key, x, y, str(dim), str(hidden)]
+        flags = ["--coordinator", addr, "--ca", ca, "--cert", cert, "--key", key,
                  "--features", x, "--labels", y, "--dim", str(dim), "--hidden", str(hidden)]
         if kind == "cpp":
             return [CPP_CLIENT, *flags]
@@ -223,7 +160,7 @@ ready_file = "{ready}"
         init_path = self.path("init.safetensors")
         write_safetensors(init_path, init)
         data = self.make_data(seed + 1)
-        coord, addr = self.start_coordinator(init_path, federated=True)
+        coord, addr = self.start_run(init_path, federated=True)
 
         # A client with another layout connects first: refused at once, with the tensor named.
         # It trains on py-client's data, with one hidden unit more: its first tensor differs.
@@ -292,8 +229,7 @@ ready_file = "{ready}"
         write_safetensors(init_path, {n: np.zeros(s, np.float32) for n, s in layout(0)})
         self.make_data(5)
         # Every update claims more examples than the run allows: the round's only attempt fails.
-        coord, addr = self.start_coordinator(
-            init_path, "max_round_attempts = 1\nmax_num_examples = 10\n")
+        coord, addr = self.start_run(init_path, "max_round_attempts = 1\nmax_num_examples = 10\n")
         clients = {"cpp-client": "cpp", "c-client": "c", "py-client": "py"}
         procs = {n: self.start(n, self.client_args(k, n, addr, 0)) for n, k in clients.items()}
         self.assertNotEqual(coord.wait(timeout=120), 0, self.log("coordinator"))

@@ -10,15 +10,12 @@ shapes) and classifies the test set well. Skipped only where python3-torch is no
 """
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
-import time
 import unittest
 
-CERTS = os.environ.get("TRIBUTARY_CERTS_BIN")
-COORDINATOR = os.environ.get("TRIBUTARY_COORDINATOR_BIN")
+from process_harness import CERTS, COORDINATOR, ProcessTest
+
 CLIENT = os.environ.get("TRIBUTARY_CLIENT_BIN")
 TORCH_CLIENT = os.environ.get("TORCH_CLIENT_PY")
 
@@ -43,38 +40,8 @@ layers = [
 @unittest.skipIf(torch is None, "python3-torch is not installed (scripts/setup-deps installs it)")
 @unittest.skipUnless(all([CERTS, COORDINATOR, CLIENT, TORCH_CLIENT]),
                      "run through ctest, which names the binaries")
-class TorchClientTest(unittest.TestCase):
-    def setUp(self):
-        self.dir = tempfile.mkdtemp(prefix="trib_torch_")
-        self.pki = os.path.join(self.dir, "pki")
-        for args in (["init"], ["server", "--host", "localhost", "--ip", "127.0.0.1"],
-                     ["client", "--id", "torch-client"], ["client", "--id", "cpp-client"]):
-            subprocess.run([CERTS, *args, "--dir", self.pki], check=True, capture_output=True)
-        self.procs, self.logs = [], []
-
-    def tearDown(self):
-        for p in self.procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-        for f in self.logs:
-            f.close()
-        if not os.environ.get("TRIBUTARY_TEST_KEEP"):
-            shutil.rmtree(self.dir, ignore_errors=True)
-
-    def path(self, *parts):
-        return os.path.join(self.dir, *parts)
-
-    def log(self, name):
-        with open(self.path(name + ".log")) as f:
-            return f.read()
-
-    def start(self, name, args):
-        f = open(self.path(name + ".log"), "w")
-        self.logs.append(f)
-        p = subprocess.Popen(args, stdout=f, stderr=subprocess.STDOUT)
-        self.procs.append(p)
-        return p
+class TorchClientTest(ProcessTest):
+    prefix = "trib_torch_"
 
     def test_pytorch_and_cpp_clients_train_one_model(self):
         model_file = self.path("tiny_torch.toml")
@@ -86,31 +53,20 @@ class TorchClientTest(unittest.TestCase):
                               "--seed", "5", *data_flags], capture_output=True, text=True)
         self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
 
-        ready = self.path("ready")
         toml = "\n".join([
-            'log_level = "info"', "[net]", 'listen = "127.0.0.1:0"', "[tls]",
-            f'ca = "{self.pki}/ca.crt"', f'cert = "{self.pki}/server.crt"',
-            f'key = "{self.pki}/server.key"', "[run]", f'model = "{model_file}"',
-            f'initial_model = "{init}"', f"rounds = {ROUNDS}", "clients_per_round = 2",
-            "min_available = 2", "round_timeout_s = 120", "[fit]", "epochs = 1",
-            "batch_size = 32", "lr = 0.1", "[eval]", "every = 1", "[data]",
-            'dataset = "synthetic"', "train_examples = 3000", "test_examples = 1000", "seed = 3",
-            "[output]", f'event_log = "{self.path("events.jsonl")}"',
-            f'final_model = "{self.path("final.safetensors")}"', f'ready_file = "{ready}"', ""])
-        with open(self.path("coordinator.toml"), "w") as f:
-            f.write(toml)
-        coord = self.start("coordinator", [COORDINATOR, "--config", self.path("coordinator.toml")])
-        for _ in range(300):
-            if os.path.exists(ready) or coord.poll() is not None:
-                break
-            time.sleep(0.1)
-        self.assertTrue(os.path.exists(ready), self.log("coordinator"))
-        with open(ready) as f:
-            addr = f.read().strip()
+            'log_level = "info"', "[run]", f'model = "{model_file}"', f'initial_model = "{init}"',
+            f"rounds = {ROUNDS}", "clients_per_round = 2", "min_available = 2",
+            "round_timeout_s = 120", "[fit]", "epochs = 1", "batch_size = 32", "lr = 0.1",
+            "[eval]", "every = 1", "[data]", 'dataset = "synthetic"', "train_examples = 3000",
+            "test_examples = 1000", "seed = 3", "[output]",
+            f'event_log = "{self.path("events.jsonl")}"',
+            f'final_model = "{self.path("final.safetensors")}"', ""])
+        coord, addr = self.start_coordinator(toml)
 
-        tls = lambda who: ["--ca", f"{self.pki}/ca.crt", "--cert",  # noqa: E731
-                           f"{self.pki}/clients/{who}.crt", "--key",
-                           f"{self.pki}/clients/{who}.key"]
+        def tls(who):
+            ca, cert, key = self.client_tls(who)
+            return ["--ca", ca, "--cert", cert, "--key", key]
+
         py = self.start("torch-client", [
             sys.executable, TORCH_CLIENT, "--coordinator", addr, *tls("torch-client"),
             "--hidden", "32", "--num-clients", "2", "--client-index", "1", *data_flags])
