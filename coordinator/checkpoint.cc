@@ -1,9 +1,13 @@
 #include "coordinator/checkpoint.h"
 
+#include <fmt/format.h>
+
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 
 #include "core/file_util.h"
+#include "crypto/sha256.h"
 #include "tributary/safetensors.h"
 
 namespace tributary {
@@ -11,6 +15,9 @@ namespace {
 
 constexpr const char* kModelPrefix = "model.";
 constexpr const char* kStrategyPrefix = "strategy.";
+constexpr const char* kFormat = "tributary-checkpoint-2";
+constexpr const char* kFormatV1 = "tributary-checkpoint-1";  // wave 1: no checksum
+constexpr const char* kChecksumKey = "sha256";
 
 Result<uint64_t> ParseU64(const SafetensorsMetadata& meta, const std::string& key,
                           const std::string& path) {
@@ -25,6 +32,23 @@ Result<uint64_t> ParseU64(const SafetensorsMetadata& meta, const std::string& ke
   } catch (const std::exception&) {
     return Status::Corruption(path + ": checkpoint metadata '" + key + "' is not a number");
   }
+}
+
+// SHA-256 over the metadata (sorted, without the checksum itself), every tensor's name and shape in
+// order, and the data: what a checkpoint holds, in a form that does not depend on how the
+// safetensors header happens to be written.
+std::string Checksum(const SafetensorsMetadata& meta, const ModelWeights& all) {
+  Sha256 h;
+  h.Update(std::string_view(kFormat));
+  for (const auto& [key, value] : meta) {
+    if (key == kChecksumKey) continue;
+    h.Update(fmt::format("\n{}={}", key, value));
+  }
+  for (const TensorInfo& t : all.tensors())
+    h.Update(fmt::format("\n{} [{}]", t.name, fmt::join(t.shape, ",")));
+  h.Update(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(all.data().data()),
+                                    all.size_bytes()));
+  return h.HexDigest();
 }
 
 // Copies the tensors of `all` whose names start with `prefix` (prefix removed) into a new model.
@@ -44,13 +68,29 @@ Result<ModelWeights> Extract(const ModelWeights& all, const std::string& prefix)
   return out;
 }
 
-}  // namespace
-
-std::string CheckpointPath(const std::string& dir) {
-  return (std::filesystem::path(dir) / "checkpoint.safetensors").string();
+// Corruption naming the first non-finite value of `w` ("model" / "strategy state").
+Status CheckFinite(const ModelWeights& w, const char* what, const std::string& path) {
+  for (size_t t = 0; t < w.num_tensors(); ++t) {
+    std::span<const float> v = w.tensor(t);
+    for (size_t i = 0; i < v.size(); ++i)
+      if (!std::isfinite(v[i]))
+        return Status::Corruption(fmt::format("{}: {} tensor '{}' holds {} at index {}", path, what,
+                                              w.tensors()[t].name, v[i], i));
+  }
+  return Status::Ok();
 }
 
-Status SaveCheckpoint(Env* env, const std::string& dir, const CheckpointState& st) {
+}  // namespace
+
+std::string CheckpointPath(const std::string& dir, int generation) {
+  return (std::filesystem::path(dir) / (generation == 0
+                                            ? std::string("checkpoint.safetensors")
+                                            : fmt::format("checkpoint.{}.safetensors", generation)))
+      .string();
+}
+
+Status SaveCheckpoint(Env* env, const std::string& dir, const CheckpointState& st, int keep) {
+  if (keep < 1) return Status::InvalidArgument("checkpoints: keep must be >= 1");
   TRIB_RETURN_IF_ERROR(env->CreateDirs(dir));
   ModelWeights::LayoutSpec spec;
   for (const TensorInfo& t : st.model.tensors()) spec.emplace_back(kModelPrefix + t.name, t.shape);
@@ -61,26 +101,41 @@ Status SaveCheckpoint(Env* env, const std::string& dir, const CheckpointState& s
   if (st.strategy_state.size())
     std::memcpy(all.data().data() + st.model.size(), st.strategy_state.data().data(),
                 st.strategy_state.size_bytes());
-  SafetensorsMetadata meta{{"format", "tributary-checkpoint-1"},
+  SafetensorsMetadata meta{{"format", kFormat},
                            {"rounds_done", std::to_string(st.rounds_done)},
                            {"model_version", std::to_string(st.model_version)},
                            {"seed", std::to_string(st.seed)},
                            {"strategy", st.strategy},
                            {"model", st.model_name},
                            {"model_fingerprint", std::to_string(st.model.fingerprint())}};
+  meta[kChecksumKey] = Checksum(meta, all);
+  // Rotate: the oldest kept goes, each other moves one generation older, the newest becomes .1.
+  for (int g = keep - 1; g >= 1; --g) {
+    const std::string from = CheckpointPath(dir, g - 1), to = CheckpointPath(dir, g);
+    if (env->FileExists(from)) TRIB_RETURN_IF_ERROR(env->RenameFile(from, to));
+  }
   return WriteFileAtomic(env, CheckpointPath(dir), SerializeSafetensors(all, meta));
 }
 
-Result<CheckpointState> LoadCheckpoint(Env* env, const std::string& dir) {
-  const std::string path = CheckpointPath(dir);
+Result<CheckpointState> LoadCheckpointFile(Env* env, const std::string& path) {
   SafetensorsMetadata meta;
   TRIB_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, env->ReadFile(path, kMaxCheckpointBytes));
   Result<ModelWeights> parsed = ParseSafetensors(bytes, &meta);
   if (!parsed.ok()) return parsed.status().WithContext(path);
   ModelWeights all = std::move(parsed).value();
-  if (meta["format"] != "tributary-checkpoint-1")
-    return Status::Corruption(path + ": not a Tributary checkpoint (format '" + meta["format"] +
-                              "')");
+  const std::string format = meta["format"];
+  if (format != kFormat && format != kFormatV1)
+    return Status::Corruption(path + ": not a Tributary checkpoint (format '" + format + "')");
+  if (format == kFormat) {
+    const std::string recorded = meta[kChecksumKey];
+    const std::string computed = Checksum(meta, all);
+    if (recorded != computed)
+      return Status::Corruption(fmt::format(
+          "{}: checksum mismatch: the file was changed or damaged after it was written (sha256 "
+          "recorded {}, computed {})",
+          path, recorded.empty() ? "none" : recorded.substr(0, 16) + "...",
+          computed.substr(0, 16) + "..."));
+  }
   CheckpointState st;
   TRIB_ASSIGN_OR_RETURN(st.rounds_done, ParseU64(meta, "rounds_done", path));
   TRIB_ASSIGN_OR_RETURN(st.model_version, ParseU64(meta, "model_version", path));
@@ -90,9 +145,35 @@ Result<CheckpointState> LoadCheckpoint(Env* env, const std::string& dir) {
   st.model_name = meta["model"];
   TRIB_ASSIGN_OR_RETURN(st.model, Extract(all, kModelPrefix));
   TRIB_ASSIGN_OR_RETURN(st.strategy_state, Extract(all, kStrategyPrefix));
+  if (st.model.size() == 0) return Status::Corruption(path + ": the checkpoint holds no model");
   if (st.model.fingerprint() != fp)
     return Status::Corruption(path + ": the model's layout fingerprint does not match");
+  if (st.model_version < st.rounds_done)
+    return Status::Corruption(fmt::format("{}: model version {} is older than rounds done {}", path,
+                                          st.model_version, st.rounds_done));
+  TRIB_RETURN_IF_ERROR(CheckFinite(st.model, "model", path));
+  TRIB_RETURN_IF_ERROR(CheckFinite(st.strategy_state, "strategy state", path));
+  st.path = path;
   return st;
+}
+
+Result<CheckpointState> LoadCheckpoint(Env* env, const std::string& dir, int keep) {
+  std::vector<std::string> skipped;
+  bool any = false;
+  for (int g = 0; g < std::max(keep, 1); ++g) {
+    const std::string path = CheckpointPath(dir, g);
+    if (!env->FileExists(path)) continue;
+    any = true;
+    Result<CheckpointState> st = LoadCheckpointFile(env, path);
+    if (st.ok()) {
+      st->skipped = std::move(skipped);
+      return st;
+    }
+    skipped.push_back(st.status().message());
+  }
+  if (!any) return Status::NotFound("no checkpoint in " + dir);
+  return Status::Corruption(
+      fmt::format("no usable checkpoint in {}: {}", dir, fmt::join(skipped, "; ")));
 }
 
 }  // namespace tributary

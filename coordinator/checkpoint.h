@@ -1,16 +1,29 @@
-// Checkpoint: the coordinator's durable state after a round, written atomically.
+// Checkpoint: the coordinator's durable state after a round, written atomically and verified when
+// read back.
 //
-// One safetensors file, <dir>/checkpoint.safetensors, holding the global model (tensors prefixed
-// "model."), the strategy's state (prefixed "strategy."), and metadata: rounds completed, model
-// version, run seed, strategy name and the model's layout fingerprint. Selection and per-client
-// training seeds are derived from (seed, round, attempt), so no RNG stream state is needed to
-// resume exactly. The file is replaced with write-temp, fsync, rename, fsync-dir (WriteFileAtomic)
-// through an Env: after a crash at any write point it holds the previous round or the new one,
-// never a mix (tests/coordinator/checkpoint_test.cc crashes at every one).
+// One safetensors file per round, <dir>/checkpoint.safetensors, holding the global model (tensors
+// prefixed "model."), the strategy's state (prefixed "strategy."), and metadata: rounds completed,
+// model version, run seed, strategy name, the model's layout fingerprint, and a SHA-256 over all of
+// it ("sha256": the metadata, every tensor's name and shape, and the data). Selection and
+// per-client training seeds are derived from (seed, round, attempt), so no RNG stream state is
+// needed to resume exactly.
+//
+// The newest `keep` checkpoints are kept: checkpoint.safetensors, checkpoint.1.safetensors (the
+// round before), ... . A save rotates them by renames, then replaces the newest with write-temp,
+// fsync, rename, fsync-dir (WriteFileAtomic) through an Env: after a crash at any write point the
+// newest readable file holds the previous round or the new one, never a mix
+// (tests/coordinator/checkpoint_test.cc crashes at every one).
+//
+// Loading verifies a file before trusting it: the safetensors structure (bounded parser), the
+// format, the checksum (a changed byte anywhere, data or metadata, fails it), the layout
+// fingerprint, and that every weight and every value of the strategy's state is finite. A file
+// that fails is skipped for the next older one, and the result says which files were skipped and
+// why; an error lists every file that failed when none is good.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/env.h"
 #include "tributary/model_weights.h"
@@ -26,14 +39,28 @@ struct CheckpointState {
   std::string model_name;
   ModelWeights model;
   ModelWeights strategy_state;  // may be empty
+
+  // Filled by LoadCheckpoint: the file read, and "<path>: <reason>" for each newer one skipped.
+  std::string path;
+  std::vector<std::string> skipped;
 };
 
-std::string CheckpointPath(const std::string& dir);
+// How many checkpoints SaveCheckpoint keeps by default.
+inline constexpr int kDefaultKeepCheckpoints = 3;
+
+// The newest checkpoint's path (generation 0), or the one `generation` rounds older.
+std::string CheckpointPath(const std::string& dir, int generation = 0);
 // The largest checkpoint file LoadCheckpoint reads.
 inline constexpr uint64_t kMaxCheckpointBytes = uint64_t{1} << 40;
-// Creates `dir` if needed and replaces the checkpoint in it atomically.
-Status SaveCheckpoint(Env* env, const std::string& dir, const CheckpointState& state);
-// NotFound when there is no checkpoint in `dir`; Corruption (naming the file) when it is damaged.
-Result<CheckpointState> LoadCheckpoint(Env* env, const std::string& dir);
+// Creates `dir` if needed, keeps the newest keep - 1 older checkpoints (keep >= 1) and writes
+// `state` as the newest, atomically.
+Status SaveCheckpoint(Env* env, const std::string& dir, const CheckpointState& state,
+                      int keep = kDefaultKeepCheckpoints);
+// The newest good checkpoint among the `keep` newest files. NotFound when there is none at all;
+// Corruption listing each file and what failed when none is good.
+Result<CheckpointState> LoadCheckpoint(Env* env, const std::string& dir,
+                                       int keep = kDefaultKeepCheckpoints);
+// Reads and verifies one checkpoint file. Corruption naming the file and what failed.
+Result<CheckpointState> LoadCheckpointFile(Env* env, const std::string& path);
 
 }  // namespace tributary

@@ -21,7 +21,7 @@ struct RoundConfig {
   // At the deadline a round closes with at least this many updates; 0 means all K of them.
   int64_t min_completed = 1;
   std::chrono::milliseconds round_timeout{120'000};
-  int64_t max_round_attempts = 0;  // a round that fails is retried; 0 retries forever
+  int64_t max_round_attempts = 20;  // a round that fails is retried; 0 retries forever
   FitConfig fit;                   // sent to clients (the engine derives fit.seed per client)
   std::string codec = "dense";     // the update pipeline every client must use
   // How the global model travels to clients (TaskAssignment, EvaluateTask): a codec that is

@@ -1,5 +1,7 @@
 #include "coordinator/round_engine.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -26,6 +28,17 @@ double Seconds(TimePoint a, TimePoint b) { return std::chrono::duration<double>(
 ModelPayload ModelPayloadOf(const ModelWeights& model) {
   return ModelPayload{model.fingerprint(),
                       std::vector<float>(model.data().begin(), model.data().end())};
+}
+
+// "tensor 'x' value nan at index i" for the first non-finite weight, "" when all are finite.
+std::string FirstNonFinite(const ModelWeights& w) {
+  for (size_t t = 0; t < w.num_tensors(); ++t) {
+    std::span<const float> v = w.tensor(t);
+    for (size_t i = 0; i < v.size(); ++i)
+      if (!std::isfinite(v[i]))
+        return fmt::format("{} in tensor '{}' at index {}", v[i], w.tensors()[t].name, i);
+  }
+  return "";
 }
 
 }  // namespace
@@ -88,11 +101,16 @@ void RoundEngine::OnLeft(const std::string& id, TimePoint now) {
   if (eval_pending_.empty() && eval_.round != 0) FinishFederatedEval();
 }
 
-Status RoundEngine::Reject(const std::string& id, ErrorCode code, const std::string& reason) {
+Status RoundEngine::Reject(const std::string& id, ErrorCode code, std::string_view kind,
+                           const std::string& reason) {
   Status why = code == ErrorCode::kMalformedMessage ? Status::InvalidArgument(reason)
                                                     : Status::FailedPrecondition(reason);
   outbox_.push_back({id, Error{static_cast<uint32_t>(code), "update rejected: " + reason}});
-  if (in_round_) ++summary_.rejected;
+  if (in_round_) {
+    ++summary_.rejected;
+    if (attempt_refusals_.emplace(kind).second && attempt_refusals_.size() == 1)
+      attempt_refusal_example_ = reason;
+  }
   if (hooks_.on_rejected) hooks_.on_rejected(id, rounds_done_ + 1, why);
   return why;
 }
@@ -102,49 +120,53 @@ Status RoundEngine::OnUpdate(const std::string& id, const UpdateSubmission& u, T
   const uint64_t round = rounds_done_ + 1;
   const std::string r = "round " + std::to_string(u.round);
   if (!in_round_ || u.round < round)
-    return Reject(id, ErrorCode::kProtocolViolation, "late: " + r + " is closed");
-  if (u.round > round) return Reject(id, ErrorCode::kProtocolViolation, r + " has not started");
+    return Reject(id, ErrorCode::kProtocolViolation, "late", "late: " + r + " is closed");
+  if (u.round > round)
+    return Reject(id, ErrorCode::kProtocolViolation, "early", r + " has not started");
   if (answered_.count(id))
-    return Reject(id, ErrorCode::kProtocolViolation, "duplicate update for " + r);
+    return Reject(id, ErrorCode::kProtocolViolation, "duplicate", "duplicate update for " + r);
   if (!assigned_.count(id))
-    return Reject(id, ErrorCode::kProtocolViolation, "client was not assigned " + r);
+    return Reject(id, ErrorCode::kProtocolViolation, "not assigned",
+                  "client was not assigned " + r);
   // From here on the client's slot in this round is used up, whatever the verdict.
   assigned_.erase(id);
   answered_.insert(id);
   summary_.bytes_up += u.update.bytes.size();
   Status verdict = [&]() -> Status {
     if (now > deadline_)
-      return Reject(id, ErrorCode::kProtocolViolation, "late: the deadline of " + r + " passed");
+      return Reject(id, ErrorCode::kProtocolViolation, "late",
+                    "late: the deadline of " + r + " passed");
     if (u.model_version != version_)
-      return Reject(id, ErrorCode::kProtocolViolation,
+      return Reject(id, ErrorCode::kProtocolViolation, "old model version",
                     "trained on model version " + std::to_string(u.model_version) +
                         ", current is " + std::to_string(version_));
     if (u.update.layout_fingerprint != model_.fingerprint())
-      return Reject(id, ErrorCode::kMalformedMessage,
+      return Reject(id, ErrorCode::kMalformedMessage, "layout",
                     "layout fingerprint does not match the model");
     if (u.update.num_floats != model_.size())
-      return Reject(id, ErrorCode::kMalformedMessage,
+      return Reject(id, ErrorCode::kMalformedMessage, "size",
                     "update has " + std::to_string(u.update.num_floats) +
                         " values, the model has " + std::to_string(model_.size()));
     if (u.update.codec != codec_->spec())
       return Reject(
-          id, ErrorCode::kMalformedMessage,
+          id, ErrorCode::kMalformedMessage, "codec",
           "codec '" + u.update.codec + "' is not the run's '" + std::string(codec_->spec()) + "'");
     if (u.num_examples < config_.min_num_examples || u.num_examples > config_.max_num_examples)
-      return Reject(id, ErrorCode::kMalformedMessage,
+      return Reject(id, ErrorCode::kMalformedMessage, "num_examples",
                     "num_examples " + std::to_string(u.num_examples) + " is outside [" +
                         std::to_string(config_.min_num_examples) + ", " +
                         std::to_string(config_.max_num_examples) + "]");
     Result<UpdateStats> stats = codec_->Validate(u.update.bytes.span(), model_.size());
-    if (!stats.ok()) return Reject(id, ErrorCode::kMalformedMessage, stats.status().message());
+    if (!stats.ok())
+      return Reject(id, ErrorCode::kMalformedMessage, "invalid values", stats.status().message());
     if (Status fits = strategy_->CheckUpdate(*stats, static_cast<double>(u.num_examples));
         !fits.ok())
-      return Reject(id, ErrorCode::kMalformedMessage, fits.message());
+      return Reject(id, ErrorCode::kMalformedMessage, "out of bounds", fits.message());
     const std::span<const uint8_t> bytes = u.update.bytes.span();
     Status s = strategy_->Accumulate(
         static_cast<double>(u.num_examples),
         [&](UpdateSink& sink, float scale) { codec_->DecodeInto(bytes, sink, scale); });
-    if (!s.ok()) return Reject(id, ErrorCode::kInternal, s.message());
+    if (!s.ok()) return Reject(id, ErrorCode::kInternal, "internal", s.message());
     return Status::Ok();
   }();
   if (verdict.ok()) {
@@ -243,6 +265,7 @@ void RoundEngine::MaybeStartRound(TimePoint now) {
     return;
   }
   in_round_ = true;
+  attempt_refusals_.clear();
   round_start_ = now;
   deadline_ = now + config_.round_timeout;
   assigned_ = std::set<std::string>(eligible.begin(), eligible.end());
@@ -293,6 +316,18 @@ void RoundEngine::CloseRound(TimePoint now) {
     FailAttempt(now, "the strategy could not aggregate: " + next.status().message());
     return;
   }
+  if (std::string where = FirstNonFinite(*next); !where.empty()) {
+    // Updates are checked finite, so only an overflow gets here; every later round would train
+    // from it. The run stops rather than send it.
+    in_round_ = false;
+    registry_.ReleaseAll();
+    failed_ = true;
+    failure_ = Status::FailedPrecondition(fmt::format(
+        "round {}: the aggregated model holds {}; the run stops rather than send it to clients",
+        rounds_done_ + 1, where));
+    spdlog::error("{}", failure_.message());
+    return;
+  }
   model_ = std::move(next).value();
   ++version_;
   ++rounds_done_;
@@ -331,6 +366,28 @@ void RoundEngine::FailAttempt(TimePoint, const std::string& reason) {
   registry_.ReleaseAll();
   ++attempt_;
   if (hooks_.on_round_failed) hooks_.on_round_failed(round, attempt_, reason);
+  // Attempts whose every update was refused for one and the same reason: retrying with other
+  // clients does not help when the cause is the run itself (a model every client's update turns
+  // non-finite, a bound nobody meets). kSameRefusalLimit such attempts in a row end the run.
+  const bool refused_alike =
+      summary_.completed == 0 && summary_.rejected > 0 && attempt_refusals_.size() == 1;
+  if (!refused_alike) {
+    same_refusal_kind_.clear();
+    same_refusals_ = 0;
+  } else if (*attempt_refusals_.begin() == same_refusal_kind_) {
+    ++same_refusals_;
+  } else {
+    same_refusal_kind_ = *attempt_refusals_.begin();
+    same_refusals_ = 1;
+  }
+  if (same_refusals_ >= kSameRefusalLimit) {
+    failed_ = true;
+    failure_ = Status::FailedPrecondition(fmt::format(
+        "round {}: every update of the last {} attempts was refused for the same reason ({}), "
+        "e.g. '{}'; retrying cannot help",
+        round, same_refusals_, same_refusal_kind_, attempt_refusal_example_));
+    return;
+  }
   if (config_.max_round_attempts > 0 && attempt_ >= config_.max_round_attempts) {
     failed_ = true;
     failure_ = Status::Unavailable("round " + std::to_string(round) + " failed " +

@@ -11,12 +11,14 @@
 // values within range) and folded into the strategy at once; a rejected update gets an Error
 // message naming the reason and changes nothing. The round closes when K updates are in, or at the
 // deadline (or when every selected client has answered or left) with at least min_completed;
-// otherwise the attempt fails and the round is retried with a fresh selection. Closing finalizes
-// the strategy, bumps the model version and calls on_round_complete (checkpoint, evaluation,
-// metrics) before the next round starts. A federated evaluation (every federated_eval_every rounds)
-// sends the new model to every idle client; it is reported when all have answered or left, or at
-// its deadline (round_timeout) with the results that came, and the run is not finished before the
-// last round's evaluation is reported.
+// otherwise the attempt fails and the round is retried with a fresh selection, up to
+// max_round_attempts; three failed attempts in a row whose every update was refused for the same
+// kind of reason end the run at once (naming it), as does an aggregated model that is not finite.
+// Closing finalizes the strategy, bumps the model version and calls on_round_complete (checkpoint,
+// evaluation, metrics) before the next round starts. A federated evaluation (every
+// federated_eval_every rounds) sends the new model to every idle client; it is reported when all
+// have answered or left, or at its deadline (round_timeout) with the results that came, and the run
+// is not finished before the last round's evaluation is reported.
 //
 // Memory: a round copies the model once; every client's TaskAssignment (and every EvaluateTask of
 // a federated evaluation) shares that copy (ModelPayload holds SharedFloats), so the outbox costs
@@ -139,7 +141,9 @@ class RoundEngine {
   void CloseRound(TimePoint now);
   void FailAttempt(TimePoint now, const std::string& reason);
   void MaybeFinishEarly(TimePoint now);
-  Status Reject(const std::string& id, ErrorCode code, const std::string& reason);
+  // `kind` groups reasons ("late", "size", "invalid values", ...) for the same-refusal check.
+  Status Reject(const std::string& id, ErrorCode code, std::string_view kind,
+                const std::string& reason);
   int64_t TargetUpdates() const;
   int64_t MinCompleted() const;  // config.min_completed, or every target update when it is 0
   void FinishFederatedEval();
@@ -157,6 +161,12 @@ class RoundEngine {
   uint64_t version_ = 0;
   bool failed_ = false;
   Status failure_;
+  // Consecutive failed attempts whose every update was refused for the same kind of reason.
+  static constexpr int64_t kSameRefusalLimit = 3;
+  std::set<std::string, std::less<>> attempt_refusals_;  // kinds refused in this attempt
+  std::string attempt_refusal_example_;                  // the first such reason, verbatim
+  std::string same_refusal_kind_;
+  int64_t same_refusals_ = 0;
 
   // The current round attempt.
   bool in_round_ = false;

@@ -24,6 +24,8 @@ void BindRunConfig(ConfigSchema& s, RunConfig* r) {
   s.Bind("output.checkpoint_dir", &r->checkpoint_dir,
          "where the checkpoint is written after every round")
       .Flag("--checkpoint-dir");
+  s.Bind("output.keep_checkpoints", &r->keep_checkpoints,
+         "checkpoints kept (the newest k rounds'); --resume falls back to an older good one");
   s.Bind("output.event_log", &r->event_log, "the JSON-lines event log");
   s.Bind("output.final_model", &r->final_model, "the final model (safetensors)");
 }
@@ -39,6 +41,9 @@ Status RunConfig::Validate() const {
   if (eval_every < 0)
     return Status::InvalidArgument(
         fmt::format("key 'eval.every' = {} must be >= 0 (0: never)", eval_every));
+  if (keep_checkpoints < 1 || keep_checkpoints > 1000)
+    return Status::InvalidArgument(
+        fmt::format("key 'output.keep_checkpoints' = {} must be in [1, 1000]", keep_checkpoints));
   if (eval_batch_size < 1)
     return Status::InvalidArgument(
         fmt::format("key 'eval.batch_size' = {} must be >= 1", eval_batch_size));

@@ -5,7 +5,7 @@
 // Keys (BindRunConfig), the same in every program that runs rounds:
 //   run.model, run.init_seed, run.initial_model, run.strategy, run.server_lr, the RoundConfig keys
 //   (run.rounds ... fit.*; round_config.h), eval.every, eval.batch_size, output.checkpoint_dir,
-//   output.event_log, output.final_model
+//   output.keep_checkpoints, output.event_log, output.final_model
 #pragma once
 
 #include <string>
@@ -26,9 +26,10 @@ struct RunConfig {
   RoundConfig round;
   int64_t eval_every = 1;  // server-side evaluation every k rounds (0: never)
   int64_t eval_batch_size = 256;
-  std::string checkpoint_dir;  // "" : no checkpoints
-  std::string event_log;       // "" : no event log
-  std::string final_model;     // "" : the final model is not saved
+  std::string checkpoint_dir;    // "" : no checkpoints
+  int64_t keep_checkpoints = 3;  // the newest k checkpoints are kept (resume falls back on them)
+  std::string event_log;         // "" : no event log
+  std::string final_model;       // "" : the final model is not saved
 
   // InvalidArgument naming the key when a value is out of range or inconsistent.
   Status Validate() const;

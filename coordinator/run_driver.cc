@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "aggregation/strategy_factory.h"
 #include "coordinator/checkpoint.h"
 #include "core/file_util.h"
@@ -26,6 +28,14 @@ Result<ModelWeights> LoadInitialModel(Env* env, const RunConfig& c,
   if (model->size() == 0)
     return Status::InvalidArgument(
         fmt::format("key 'run.initial_model' = '{}' holds no weights", path));
+  for (size_t t = 0; t < model->num_tensors(); ++t) {
+    std::span<const float> v = model->tensor(t);
+    for (size_t i = 0; i < v.size(); ++i)
+      if (!std::isfinite(v[i]))
+        return Status::InvalidArgument(
+            fmt::format("key 'run.initial_model' = '{}': tensor '{}' holds {} at index {}", path,
+                        model->tensors()[t].name, v[i], i));
+  }
   if (spec) {
     TRIB_ASSIGN_OR_RETURN(ModelWeights::LayoutSpec layout, ParameterLayout(*spec));
     TRIB_ASSIGN_OR_RETURN(ModelWeights want, ModelWeights::Create(layout));
@@ -130,13 +140,21 @@ Status RunDriver::Resume(Strategy& strategy, ModelWeights* model, uint64_t* roun
   const std::string& dir = config_.checkpoint_dir;
   if (dir.empty())
     return Status::InvalidArgument("resuming needs a checkpoint directory (output.checkpoint_dir)");
-  Result<CheckpointState> ck = LoadCheckpoint(env_, dir);
+  Result<CheckpointState> ck =
+      LoadCheckpoint(env_, dir, static_cast<int>(config_.keep_checkpoints));
   if (!ck.ok()) {
-    if (ck.status().code() != StatusCode::kNotFound) return ck.status();
+    if (ck.status().code() != StatusCode::kNotFound) return ck.status().WithContext("resuming");
+    if (!options_.start_if_no_checkpoint)
+      return Status::NotFound("resuming: there is no checkpoint in " + dir +
+                              " (output.checkpoint_dir) to resume from");
     spdlog::info("resume: no checkpoint in {} yet; starting a new run", dir);
     return Status::Ok();
   }
-  const std::string path = CheckpointPath(dir);
+  for (const std::string& why : ck->skipped)
+    spdlog::warn("resume: skipping a damaged checkpoint: {}", why);
+  if (!ck->skipped.empty())
+    spdlog::warn("resume: falling back to {} ({} rounds done)", ck->path, ck->rounds_done);
+  const std::string path = ck->path;
   if (!ck->model.same_layout(*model))
     return Status::InvalidArgument(fmt::format(
         "checkpoint {} holds a model of another layout than this run's ({} tensors, {} "
@@ -158,6 +176,7 @@ Status RunDriver::Resume(Strategy& strategy, ModelWeights* model, uint64_t* roun
   *rounds_done = ck->rounds_done;
   *version = ck->model_version;
   started_.resumed_from = path;
+  started_.skipped_checkpoints = ck->skipped;
   return Status::Ok();
 }
 
@@ -171,12 +190,17 @@ void RunDriver::Start() { Publish(started_); }
 
 void RunDriver::OnRoundComplete(const RoundSummary& s, const ModelWeights& m) {
   if (!config_.checkpoint_dir.empty()) {
-    CheckpointState ck{s.round,          s.model_version, config_.round.seed,
-                       config_.strategy, config_.model,   m,
-                       ModelWeights()};
+    CheckpointState ck;
+    ck.rounds_done = s.round;
+    ck.model_version = s.model_version;
+    ck.seed = config_.round.seed;
+    ck.strategy = config_.strategy;
+    ck.model_name = config_.model;
+    ck.model = m;
     Status saved = [&]() -> Status {
       TRIB_ASSIGN_OR_RETURN(ck.strategy_state, engine_->strategy().SaveState());
-      return SaveCheckpoint(env_, config_.checkpoint_dir, ck);
+      return SaveCheckpoint(env_, config_.checkpoint_dir, ck,
+                            static_cast<int>(config_.keep_checkpoints));
     }();
     Publish(CheckpointWritten{s.round, CheckpointPath(config_.checkpoint_dir),
                               saved.ok() ? std::string() : saved.ToString()});

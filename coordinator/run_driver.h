@@ -48,8 +48,11 @@ class RunDriver {
     Env* env = nullptr;  // null: Env::Default()
     // Server-side evaluation every config.eval_every rounds; null: none.
     std::shared_ptr<Evaluator> evaluator;
-    // Continue from the checkpoint in config.checkpoint_dir when there is one.
+    // Continue from the newest good checkpoint in config.checkpoint_dir (damaged newer ones are
+    // skipped, with a warning naming each). With no checkpoint at all that is an error, unless
+    // start_if_no_checkpoint (then a new run starts).
     bool resume = false;
+    bool start_if_no_checkpoint = false;
     std::string producer = "tributary";  // written into the final model's metadata
   };
 

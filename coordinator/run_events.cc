@@ -30,7 +30,8 @@ void to_json(json& j, const RunStarted& e) {
        {"rounds_done", e.rounds_done},
        {"model_version", e.model_version},
        {"model_hash", e.model_hash},
-       {"resumed_from", e.resumed_from}};
+       {"resumed_from", e.resumed_from},
+       {"skipped_checkpoints", e.skipped_checkpoints}};
 }
 void from_json(const json& j, RunStarted& e) {
   j.at("model").get_to(e.model);
@@ -46,6 +47,7 @@ void from_json(const json& j, RunStarted& e) {
   j.at("model_version").get_to(e.model_version);
   j.at("model_hash").get_to(e.model_hash);
   j.at("resumed_from").get_to(e.resumed_from);
+  e.skipped_checkpoints = j.value("skipped_checkpoints", std::vector<std::string>());
 }
 
 void to_json(json& j, const RoundOpened& e) {

@@ -18,6 +18,7 @@
 #include <optional>
 #include <string>
 #include <variant>
+#include <vector>
 
 #include "coordinator/round_engine.h"
 
@@ -37,6 +38,8 @@ struct RunStarted {
   uint64_t model_version = 0;
   uint64_t model_hash = 0;   // the starting model's content hash
   std::string resumed_from;  // the checkpoint's path; empty for a new run
+  // Newer checkpoints that failed verification when resuming: "<path>: <reason>" each.
+  std::vector<std::string> skipped_checkpoints;
 };
 
 struct RoundOpened {

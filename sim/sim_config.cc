@@ -64,7 +64,8 @@ void BindSimConfig(ConfigSchema& s, SimConfig* c) {
   s.Refuse("run.min_available",
            "every virtual client is available between rounds, so a round starts with all of them");
   s.Refuse("eval.federated_every", "virtual clients do not run federated evaluation");
-  for (const char* key : {"output.checkpoint_dir", "output.event_log", "output.final_model"})
+  for (const char* key : {"output.checkpoint_dir", "output.keep_checkpoints", "output.event_log",
+                          "output.final_model"})
     s.Refuse(key, "the simulator writes its outputs to sim.report_dir");
   // The flat keys of earlier versions.
   const std::pair<const char*, const char*> renamed[] = {

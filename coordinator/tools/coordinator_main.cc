@@ -1,6 +1,7 @@
 // tributary-coordinator: runs federated training rounds for clients that connect over mutual TLS.
 //
 //   tributary-coordinator --config coordinator.toml [--rounds 20] [--set key=value] [--resume]
+//   tributary-coordinator ... --resume-or-start  resume if there is a checkpoint, else start
 //   tributary-coordinator --print-config        every key with its default
 //
 // Prints one line per round; writes a checkpoint after every round, a JSON-lines event log and the
@@ -40,7 +41,7 @@ int Fail(const Status& s, int code = 1) {
   return code;
 }
 
-int Run(CoordinatorConfig& cfg, bool resume) {
+int Run(CoordinatorConfig& cfg, bool resume, bool resume_or_start) {
   cfg.ResolveOutputs();
   if (Status s = cfg.Validate(); !s.ok()) return Fail(s, 2);
   if (Status s = InitLogging(cfg.log_level); !s.ok()) return Fail(s.WithContext("log_level"), 2);
@@ -63,7 +64,8 @@ int Run(CoordinatorConfig& cfg, bool resume) {
   ThreadPool eval_pool(eval_threads);
   RunDriver::Options options;
   options.model_spec = spec;
-  options.resume = resume;
+  options.resume = resume || resume_or_start;
+  options.start_if_no_checkpoint = resume_or_start;
   options.producer = "tributary-coordinator";
   std::string evaluation = "none (eval.every = 0)";
   if (cfg.run.eval_every > 0 && !spec) {
@@ -171,13 +173,18 @@ int main(int argc, char** argv) {
   tributary::BindCoordinatorConfig(schema, &cfg);
   CLI::App app{"tributary-coordinator: runs federated training rounds over mutual TLS"};
   tributary::ConfigCommandLine cli(app, schema);
-  bool resume = false;
-  app.add_flag("--resume", resume, "continue from the checkpoint in output.checkpoint_dir");
+  bool resume = false, resume_or_start = false;
+  app.add_flag("--resume", resume,
+               "continue from the newest good checkpoint in output.checkpoint_dir (an error when "
+               "there is none)");
+  app.add_flag("--resume-or-start", resume_or_start,
+               "continue from a checkpoint when there is one, else start a new run (for a "
+               "supervisor that restarts the coordinator)");
   CLI11_PARSE(app, argc, argv);
   if (cli.print_config()) {
     std::fputs(schema.DefaultsToml().c_str(), stdout);
     return 0;
   }
   if (tributary::Status s = cli.Apply(); !s.ok()) return tributary::Fail(s, 2);
-  return tributary::Run(cfg, resume);
+  return tributary::Run(cfg, resume, resume_or_start);
 }

@@ -2,8 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include "core/file_util.h"
 #include "tests/core/fault_injection_env.h"
@@ -40,13 +42,16 @@ TEST(CheckpointTest, RoundTripsModelStrategyStateAndCounters) {
   EXPECT_EQ(back->model, st.model);
   EXPECT_EQ(back->model.content_hash(), st.model.content_hash());
   EXPECT_EQ(back->strategy_state, st.strategy_state);
-  // A newer round replaces it in place, leaving no temporary files behind.
-  st.rounds_done = 4;
+  EXPECT_EQ(back->path, CheckpointPath(dir));
+  EXPECT_TRUE(back->skipped.empty());
+  // A newer round becomes the newest, the older one is kept, and no temporary file stays behind.
+  st.rounds_done = st.model_version = 4;
   ASSERT_TRUE(SaveCheckpoint(Env::Default(), dir, st).ok());
   EXPECT_EQ(LoadCheckpoint(Env::Default(), dir)->rounds_done, 4u);
   size_t files = 0;
   for (auto& e : std::filesystem::directory_iterator(dir)) files += e.is_regular_file();
-  EXPECT_EQ(files, 1u);
+  EXPECT_EQ(files, 2u);
+  EXPECT_EQ(LoadCheckpointFile(Env::Default(), CheckpointPath(dir, 1))->rounds_done, 3u);
   std::filesystem::remove_all(dir);
 }
 
@@ -86,6 +91,91 @@ void ExpectState(const CheckpointState& got, const CheckpointState& want) {
   EXPECT_EQ(got.model_version, want.model_version);
   EXPECT_EQ(got.model, want.model);
   EXPECT_EQ(got.strategy_state, want.strategy_state);
+}
+
+// The newest `keep` rounds are kept; older ones go.
+TEST(CheckpointTest, KeepsTheNewestRoundsAndDropsOlderOnes) {
+  testing::FaultInjectionEnv env;
+  for (uint64_t round = 1; round <= 5; ++round)
+    ASSERT_TRUE(SaveCheckpoint(&env, "runs/x", StateAfterRound(round), 3).ok());
+  for (int g = 0; g < 3; ++g) {
+    Result<CheckpointState> st = LoadCheckpointFile(&env, CheckpointPath("runs/x", g));
+    ASSERT_TRUE(st.ok()) << st.status();
+    ExpectState(*st, StateAfterRound(5 - static_cast<uint64_t>(g)));
+  }
+  EXPECT_FALSE(env.FileExists(CheckpointPath("runs/x", 3)));
+}
+
+// Finding 1 of the hostile test: a changed byte anywhere (weights, or metadata such as
+// rounds_done 3 -> 5) is caught by the checksum, and resuming falls back to the newest good
+// checkpoint, saying which file it skipped and why.
+TEST(CheckpointTest, AnyChangedByteFailsTheChecksumAndLoadingFallsBackToTheNewestGoodOne) {
+  testing::FaultInjectionEnv env;
+  ASSERT_TRUE(SaveCheckpoint(&env, "runs/x", StateAfterRound(2)).ok());
+  ASSERT_TRUE(SaveCheckpoint(&env, "runs/x", StateAfterRound(3)).ok());
+  const std::string newest = CheckpointPath("runs/x");
+  const std::vector<uint8_t> good = *env.ReadFile(newest, 1 << 20);
+  uint64_t header = 0;
+  std::memcpy(&header, good.data(), 8);
+  const std::string text(good.begin() + 8, good.begin() + 8 + static_cast<int64_t>(header));
+  const size_t rounds_at = text.find("\"rounds_done\":\"3\"");
+  ASSERT_NE(rounds_at, std::string::npos) << text;
+
+  struct Edit {
+    const char* what;
+    size_t offset;
+    uint8_t value;
+  };
+  const Edit edits[] = {
+      {"the last byte of the weights", good.size() - 1, static_cast<uint8_t>(good.back() ^ 1)},
+      {"a byte in the middle of the data", 8 + header + 37,
+       static_cast<uint8_t>(good[8 + header + 37] ^ 0x80)},
+      {"rounds_done 3 -> 5", 8 + rounds_at + 15, static_cast<uint8_t>('5')},
+  };
+  for (const Edit& e : edits) {
+    std::vector<uint8_t> bad = good;
+    ASSERT_NE(bad[e.offset], e.value) << e.what;
+    bad[e.offset] = e.value;
+    ASSERT_TRUE(WriteFileAtomic(&env, newest, bad).ok());
+    const Result<CheckpointState> direct = LoadCheckpointFile(&env, newest);
+    ASSERT_FALSE(direct.ok()) << e.what;
+    EXPECT_EQ(direct.status().code(), StatusCode::kCorruption) << e.what;
+    EXPECT_NE(direct.status().message().find("runs/x/checkpoint.safetensors: checksum mismatch"),
+              std::string::npos)
+        << e.what << ": " << direct.status();
+    Result<CheckpointState> fallback = LoadCheckpoint(&env, "runs/x");
+    ASSERT_TRUE(fallback.ok()) << e.what << ": " << fallback.status();
+    ExpectState(*fallback, StateAfterRound(2));
+    EXPECT_EQ(fallback->path, CheckpointPath("runs/x", 1));
+    ASSERT_EQ(fallback->skipped.size(), 1u);
+    EXPECT_NE(fallback->skipped[0].find("checksum mismatch"), std::string::npos);
+  }
+  // Every kept file damaged: an error that names each.
+  std::vector<uint8_t> older = *env.ReadFile(CheckpointPath("runs/x", 1), 1 << 20);
+  older.resize(older.size() / 2);
+  ASSERT_TRUE(WriteFileAtomic(&env, CheckpointPath("runs/x", 1), older).ok());
+  const Status none = LoadCheckpoint(&env, "runs/x").status();
+  EXPECT_EQ(none.code(), StatusCode::kCorruption);
+  EXPECT_NE(none.message().find("no usable checkpoint in runs/x"), std::string::npos) << none;
+  EXPECT_NE(none.message().find("checkpoint.1.safetensors"), std::string::npos) << none;
+}
+
+// Finding 2: weights or optimizer state that are not finite are refused when loaded, naming the
+// tensor (a NaN model would otherwise make every update non-finite, round after round).
+TEST(CheckpointTest, NonFiniteWeightsOrStateAreRefusedNamingTheTensor) {
+  testing::FaultInjectionEnv env;
+  CheckpointState st = StateAfterRound(1);
+  st.model.data()[70] = std::numeric_limits<float>::quiet_NaN();
+  ASSERT_TRUE(SaveCheckpoint(&env, "runs/nan", st, 1).ok());
+  Status s = LoadCheckpoint(&env, "runs/nan", 1).status();
+  EXPECT_EQ(s.code(), StatusCode::kCorruption);
+  EXPECT_NE(s.message().find("model tensor 'b' holds nan at index 6"), std::string::npos) << s;
+  st = StateAfterRound(1);
+  st.strategy_state.data()[5] = std::numeric_limits<float>::infinity();
+  ASSERT_TRUE(SaveCheckpoint(&env, "runs/inf", st, 1).ok());
+  s = LoadCheckpoint(&env, "runs/inf", 1).status();
+  EXPECT_NE(s.message().find("strategy state tensor 'm' holds inf at index 5"), std::string::npos)
+      << s;
 }
 
 TEST(CheckpointTest, ACrashAtEveryWritePointLeavesTheLastGoodCheckpoint) {

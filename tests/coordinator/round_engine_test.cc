@@ -186,6 +186,88 @@ TEST_F(RoundEngineTest, TheLastRoundsFederatedEvaluationIsAwaitedUntilItsDeadlin
   EXPECT_FALSE(engine_->next_wakeup().has_value());
 }
 
+// Finding 2 of the hostile test: a round whose every update is refused for the same reason was
+// retried for ever (222 attempts in 120 s). Three such attempts in a row now end the run, naming
+// the reason; retrying with other clients cannot help.
+TEST_F(RoundEngineTest, AttemptsWhoseEveryUpdateIsRefusedAlikeEndTheRunNamingTheReason) {
+  RoundConfig cfg = Config(2);
+  cfg.max_round_attempts = 0;  // even when told to retry for ever
+  Make(cfg);
+  Join(4);
+  for (int attempt = 1; attempt <= 3; ++attempt) {
+    ASSERT_FALSE(engine_->finished()) << attempt;
+    auto tasks = Tasks();
+    ASSERT_EQ(tasks.size(), 2u) << attempt;
+    for (auto& [id, t] : tasks) {
+      const float nan = std::numeric_limits<float>::quiet_NaN();
+      EXPECT_FALSE(engine_->OnUpdate(id, Update(t, {nan, 1, 1, 1}), now_).ok());
+    }
+  }
+  ASSERT_TRUE(engine_->finished());
+  EXPECT_EQ(failures_.size(), 3u);
+  EXPECT_EQ(engine_->failure().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(engine_->failure().message().find(
+                "round 1: every update of the last 3 attempts was refused for the same reason "
+                "(invalid values)"),
+            std::string::npos)
+      << engine_->failure();
+  EXPECT_NE(engine_->failure().message().find("non-finite"), std::string::npos)
+      << engine_->failure();
+  EXPECT_TRUE(summaries_.empty());
+}
+
+// Attempts that fail for different reasons, or with some update accepted, are ordinary failures:
+// the round is retried (up to max_round_attempts).
+TEST_F(RoundEngineTest, MixedRefusalsAreRetriedAsUsual) {
+  RoundConfig cfg = Config(2);
+  cfg.max_round_attempts = 0;
+  Make(cfg);
+  Join(4);
+  for (int attempt = 1; attempt <= 5; ++attempt) {
+    auto tasks = Tasks();
+    ASSERT_EQ(tasks.size(), 2u) << attempt;
+    auto it = tasks.begin();
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    EXPECT_FALSE(engine_->OnUpdate(it->first, Update(it->second, {nan, 1, 1, 1}), now_).ok());
+    ++it;
+    EXPECT_FALSE(engine_->OnUpdate(it->first, Update(it->second, {1, 1, 1}), now_).ok());  // size
+  }
+  EXPECT_FALSE(engine_->finished());
+  EXPECT_EQ(failures_.size(), 5u);
+}
+
+// A strategy whose aggregate is not finite: the run stops rather than send that model out.
+TEST_F(RoundEngineTest, ANonFiniteAggregateEndsTheRun) {
+  // FedAvg, with an infinity put into its result.
+  struct Overflowing final : Strategy {
+    std::string_view name() const override { return "overflowing"; }
+    Status BeginRound(const ModelWeights& global) override { return inner.BeginRound(global); }
+    Status Accumulate(double weight, const UpdateWriter& writer) override {
+      return inner.Accumulate(weight, writer);
+    }
+    size_t num_accumulated() const override { return inner.num_accumulated(); }
+    Result<ModelWeights> Finalize() override {
+      TRIB_ASSIGN_OR_RETURN(ModelWeights m, inner.Finalize());
+      m.data()[2] = std::numeric_limits<float>::infinity();
+      return m;
+    }
+    FedAvg inner;
+  };
+  RoundConfig cfg = Config(2);
+  ModelWeights init = *ModelWeights::Create({{"w", {4}}});
+  engine_ = *RoundEngine::Create(cfg, std::make_unique<Overflowing>(), init, 0, 0, {});
+  Join(2);
+  for (auto& [id, t] : Tasks())
+    ASSERT_TRUE(engine_->OnUpdate(id, Update(t, {1, 1, 1, 1}), now_).ok());
+  ASSERT_TRUE(engine_->finished());
+  EXPECT_EQ(engine_->rounds_done(), 0u);
+  EXPECT_NE(engine_->failure().message().find(
+                "round 1: the aggregated model holds inf in tensor 'w' at index 2"),
+            std::string::npos)
+      << engine_->failure();
+  EXPECT_TRUE(Tasks().empty());  // nothing more is sent
+}
+
 TEST_F(RoundEngineTest, RejectsBadUpdatesWithReasonsAndTheRoundIsUnaffected) {
   Make(Config(2));
   Join(3);  // only 2 are selected

@@ -194,10 +194,21 @@ TEST(RunDriverTest, ResumeContinuesExactlyAndRefusesAnotherModelOrStrategySaying
                                   "checkpoint and 'w' [5] F32 in this run"),
             std::string::npos)
       << layout;
-  // No checkpoint yet: a resume starts a new run.
+  // No checkpoint: resuming is an error that names the directory, unless a new run was asked
+  // for in that case (--resume-or-start).
   FaultInjectionEnv empty;
-  auto fresh = Make(c, &empty, true);
-  ASSERT_TRUE(fresh.ok());
+  const Status none = Make(c, &empty, true).status();
+  EXPECT_EQ(none.code(), StatusCode::kNotFound) << none;
+  EXPECT_NE(none.message().find("no checkpoint in runs/a (output.checkpoint_dir)"),
+            std::string::npos)
+      << none;
+  RunDriver::Options or_start;
+  or_start.initial_model = Zeros();
+  or_start.env = &empty;
+  or_start.resume = true;
+  or_start.start_if_no_checkpoint = true;
+  auto fresh = RunDriver::Create(c, std::move(or_start));
+  ASSERT_TRUE(fresh.ok()) << fresh.status();
   EXPECT_EQ((*fresh)->engine().rounds_done(), 0u);
 }
 
@@ -328,7 +339,11 @@ TEST(RunDriverTest, ARunStartsFromAnInitialModelFileOfAnyLayout) {
   ModelWeights later = init;
   for (float& v : later.data()) v += 1.0f;
   ASSERT_TRUE(env.CreateDirs("runs/a").ok());
-  ASSERT_TRUE(SaveCheckpoint(&env, "runs/a", {2, 2, 1, "fedavg", "", later, ModelWeights()}).ok());
+  CheckpointState saved;
+  saved.rounds_done = saved.model_version = 2;
+  saved.strategy = "fedavg";
+  saved.model = later;
+  ASSERT_TRUE(SaveCheckpoint(&env, "runs/a", saved).ok());
   RunDriver::Options resume;
   resume.env = &env;
   resume.resume = true;

@@ -25,8 +25,20 @@ std::vector<RunEvent> OneOfEach() {
   s.client_metrics = {{"train_loss", 0.25}};
   Evaluated ev{4, 4, 0.4, 0.875, 10000};
   return {
-      RunStarted{"mlp", "init.safetensors", 6, "fedavg", "topk(0.01)", "q8", 20, 10, 199210, 3, 3,
-                 0xfedcba9876543210u, "runs/c/checkpoint.safetensors"},
+      RunStarted{"mlp",
+                 "init.safetensors",
+                 6,
+                 "fedavg",
+                 "topk(0.01)",
+                 "q8",
+                 20,
+                 10,
+                 199210,
+                 3,
+                 3,
+                 0xfedcba9876543210u,
+                 "runs/c/checkpoint.safetensors",
+                 {"runs/c/checkpoint.1.safetensors: checksum mismatch"}},
       RoundOpened{4, 2, 12, 3},
       UpdateAccepted{4, "edge-1", 600, 796840},
       UpdateRefused{4, "edge-2", "late: round 4 is closed"},

@@ -80,5 +80,31 @@ TEST(PrintConfigTest, ABadKeyOnTheCommandLineIsRefusedByName) {
       << out2;
 }
 
+// Finding 6 of the hostile test: negative flags were ignored (-1 meant "not given"), a negative
+// fit.lr was refused without naming the key, and --resume without a checkpoint started a new run.
+// Each is now an error naming the key (or the directory), with exit status 2.
+TEST(PrintConfigTest, NegativeValuesAndAResumeWithoutACheckpointAreRefusedByName) {
+  const std::string dir =
+      (std::filesystem::temp_directory_path() / ("trib_no_ckpt_" + std::to_string(::getpid())))
+          .string();
+  const std::vector<std::string> tls = {"--ca", "ca.crt", "--cert", "s.crt", "--key", "s.key"};
+  const std::pair<std::vector<std::string>, std::string> cases[] = {
+      {{"--rounds=-1"}, "key 'run.rounds' = -1 must be >= 1"},
+      {{"--clients-per-round=-4"}, "key 'run.clients_per_round' = -4 must be >= 1"},
+      {{"--set", "fit.lr=-1"}, "key 'fit.lr' = -1 must be > 0"},
+      {{"--set", "run.max_round_attempts=-2"}, "key 'run.max_round_attempts' = -2 must be >= 0"},
+      {{"--set", "output.checkpoint_dir=" + dir, "--resume"},
+       "resuming: there is no checkpoint in " + dir + " (output.checkpoint_dir)"},
+  };
+  for (const auto& [args, message] : cases) {
+    std::vector<std::string> argv = {TRIBUTARY_COORDINATOR_BIN};
+    argv.insert(argv.end(), tls.begin(), tls.end());
+    argv.insert(argv.end(), args.begin(), args.end());
+    auto [code, out] = RunBinary(argv);
+    EXPECT_EQ(code, 2) << args[0] << ": " << out;
+    EXPECT_NE(out.find(message), std::string::npos) << args[0] << ": " << out;
+  }
+}
+
 }  // namespace
 }  // namespace tributary
