@@ -1,5 +1,6 @@
 #include "protocol/tls_listener.h"
 
+#include <fmt/format.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
@@ -37,13 +38,47 @@ class TlsServerHandshake : public std::enable_shared_from_this<TlsServerHandshak
       : listener_(std::move(listener)),
         stream_(std::move(stream)),
         timer_(stream_->executor()),
-        remote_(std::move(remote)) {}
+        remote_(std::move(remote)),
+        source_(SourceAddress(remote_)) {}
 
   void Run() {
-    asio::dispatch(stream_->executor(), [self = shared_from_this()] { self->do_handshake(); });
+    asio::dispatch(stream_->executor(), [self = shared_from_this()] { self->wait_first_bytes(); });
   }
 
  private:
+  // A connection that sends nothing is closed after first_bytes_timeout, long before the whole
+  // handshake's deadline: it cannot sit on a slot.
+  void wait_first_bytes() {
+    timer_.expires_after(listener_->options_.first_bytes_timeout);
+    timer_.async_wait([self = shared_from_this()](const error_code& ec) {
+      if (ec == asio::error::operation_aborted || self->started_) return;
+      self->silent_ = true;
+      error_code ignored;
+      self->stream_->socket().close(ignored);  // ends the wait with an error
+    });
+    stream_->socket().async_wait(tcp::socket::wait_read,
+                                 [self = shared_from_this()](const error_code& ec) {
+                                   self->timer_.cancel();
+                                   if (ec || self->silent_) return self->end_silent(ec);
+                                   self->started_ = true;
+                                   self->do_handshake();
+                                 });
+  }
+
+  void end_silent(const error_code& ec) {
+    listener_->HandshakeEnded(source_);
+    ++listener_->handshakes_failed_;
+    if (silent_) {
+      ++listener_->silent_;
+      listener_->security_->Note("no ClientHello in time", source_,
+                                 fmt::format("{} sent nothing within {} ms", remote_,
+                                             listener_->options_.first_bytes_timeout.count()));
+    } else {
+      listener_->security_->Note("connection closed before the handshake", source_, ec.message());
+    }
+    stream_->Close();
+  }
+
   void do_handshake() {
     SSL* ssl = stream_->native_handle();
     // Defence in depth: whatever the context says, this session speaks TLS 1.3 only and (unless
@@ -68,7 +103,7 @@ class TlsServerHandshake : public std::enable_shared_from_this<TlsServerHandshak
   void on_handshake(const error_code& ec) {
     done_ = true;
     timer_.cancel();
-    listener_->HandshakeEnded();
+    listener_->HandshakeEnded(source_);
     if (ec) return fail(ec);
     ++listener_->handshakes_ok_;
     const TransportOptions& options = listener_->options_;
@@ -85,7 +120,9 @@ class TlsServerHandshake : public std::enable_shared_from_this<TlsServerHandshak
                                                          PeerInfo{client_id, remote_}, options);
     if (!admitted.ok()) {
       ++listener_->rejected_;
-      spdlog::info("refused client {} from {}: {}", client_id, remote_, admitted.message());
+      listener_->security_->Note(
+          "client refused after the TLS handshake", source_,
+          fmt::format("client '{}' from {}: {}", client_id, remote_, admitted.message()));
       connection->Reject(admitted);
       return;
     }
@@ -102,7 +139,8 @@ class TlsServerHandshake : public std::enable_shared_from_this<TlsServerHandshak
       if (verify != X509_V_OK)
         why += std::string(" (") + X509_verify_cert_error_string(verify) + ")";
     }
-    spdlog::debug("TLS handshake with {} failed: {}", remote_, why);
+    listener_->security_->Note(timed_out_ ? "TLS handshake timed out" : "TLS handshake failed",
+                               source_, fmt::format("{}: {}", remote_, why));
     stream_->Close();
   }
 
@@ -110,6 +148,9 @@ class TlsServerHandshake : public std::enable_shared_from_this<TlsServerHandshak
   std::unique_ptr<TlsStream> stream_;
   asio::steady_timer timer_;
   std::string remote_;
+  std::string source_;
+  bool started_ = false;  // the first bytes arrived
+  bool silent_ = false;   // they did not, in time
   bool done_ = false;
   bool timed_out_ = false;
 };
@@ -130,7 +171,10 @@ Result<std::shared_ptr<TlsListener>> TlsListener::Start(asio::io_context& io,
     return Status::IoError("listening on " + EndpointString(endpoint) + ": " + ec.message());
   }
   listener->address_ = EndpointString(a.local_endpoint(ec));
-  asio::dispatch(a.get_executor(), [listener] { listener->do_accept(); });
+  asio::dispatch(a.get_executor(), [listener] {
+    listener->do_accept();
+    listener->ScheduleFlush();
+  });
   return listener;
 }
 
@@ -141,7 +185,9 @@ TlsListener::TlsListener(asio::io_context& io, std::shared_ptr<ssl::context> ctx
       options_(options),
       on_accept_(std::move(on_accept)),
       acceptor_(asio::make_strand(io)),
-      retry_timer_(acceptor_.get_executor()) {}
+      retry_timer_(acceptor_.get_executor()),
+      flush_timer_(acceptor_.get_executor()),
+      security_(options_.security_log ? options_.security_log : std::make_shared<SecurityLog>()) {}
 
 TlsListener::~TlsListener() = default;
 
@@ -149,6 +195,8 @@ void TlsListener::Stop() {
   asio::dispatch(acceptor_.get_executor(), [self = shared_from_this()] {
     self->stopped_ = true;
     self->retry_timer_.cancel();
+    self->flush_timer_.cancel();
+    self->security_->Flush(/*force=*/true);
     error_code ignored;
     self->acceptor_.close(ignored);
   });
@@ -164,7 +212,19 @@ TlsListener::Stats TlsListener::stats() const {
   s.admitted = admitted_;
   s.active_handshakes = active_;
   s.peak_handshakes = peak_;
+  s.silent = silent_;
+  s.over_address_cap = over_address_cap_;
   return s;
+}
+
+void TlsListener::ScheduleFlush() {
+  flush_timer_.expires_after(std::chrono::seconds(10));
+  flush_timer_.async_wait([weak = weak_from_this()](const error_code& ec) {
+    auto self = weak.lock();
+    if (ec || !self || self->stopped_) return;
+    self->security_->Flush();
+    self->ScheduleFlush();
+  });
 }
 
 void TlsListener::do_accept() {
@@ -192,17 +252,30 @@ void TlsListener::on_accept(const error_code& ec, tcp::socket socket) {
     return;
   }
   ++accepted_tcp_;
+  error_code remote_ec;
+  const tcp::endpoint remote_endpoint = socket.remote_endpoint(remote_ec);
+  std::string remote = remote_ec ? std::string("unknown") : EndpointString(remote_endpoint);
+  const std::string source = SourceAddress(remote);
+  size_t& from_source = per_source_[source];
+  if (from_source >= options_.max_handshakes_per_address) {
+    ++over_address_cap_;
+    security_->Note("too many handshakes in progress from one address", source,
+                    fmt::format("{} closed: {} already in progress (the cap per address)", remote,
+                                from_source));
+    error_code ignored;
+    socket.close(ignored);
+    do_accept();
+    return;
+  }
+  ++from_source;
   const uint64_t active = ++active_;
   uint64_t peak = peak_.load();
   while (active > peak && !peak_.compare_exchange_weak(peak, active)) {
   }
-  error_code remote_ec;
-  const tcp::endpoint remote_endpoint = socket.remote_endpoint(remote_ec);
-  std::string remote = remote_ec ? std::string("unknown") : EndpointString(remote_endpoint);
   Result<std::unique_ptr<TlsStream>> stream = TlsStream::Create(std::move(socket), ctx_);
   if (!stream.ok()) {
     spdlog::warn("connection from {} dropped: {}", remote, stream.status().ToString());
-    HandshakeEnded();
+    HandshakeEnded(source);
   } else {
     std::make_shared<TlsServerHandshake>(std::move(*stream), std::move(remote), shared_from_this())
         ->Run();
@@ -210,9 +283,12 @@ void TlsListener::on_accept(const error_code& ec, tcp::socket socket) {
   do_accept();
 }
 
-void TlsListener::HandshakeEnded() {
-  asio::post(acceptor_.get_executor(), [self = shared_from_this()] {
+void TlsListener::HandshakeEnded(const std::string& source) {
+  asio::post(acceptor_.get_executor(), [self = shared_from_this(), source] {
     --self->active_;
+    if (auto it = self->per_source_.find(source);
+        it != self->per_source_.end() && --it->second == 0)
+      self->per_source_.erase(it);
     if (self->paused_ && !self->stopped_) {
       self->paused_ = false;
       self->do_accept();

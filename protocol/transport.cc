@@ -21,6 +21,12 @@ Status TransportOptions::Validate() const {
   if (max_concurrent_handshakes == 0) {
     return Status::InvalidArgument("max_concurrent_handshakes must be > 0");
   }
+  if (max_handshakes_per_address == 0) {
+    return Status::InvalidArgument("max_handshakes_per_address must be > 0");
+  }
+  if (first_bytes_timeout <= milliseconds(0)) {
+    return Status::InvalidArgument("first_bytes_timeout must be > 0");
+  }
   return Status::Ok();
 }
 

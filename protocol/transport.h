@@ -30,6 +30,7 @@
 namespace tributary {
 
 class DenyList;
+class SecurityLog;
 
 struct PeerInfo {
   // Accepting side: the authenticated client id. Connecting side: the server name that was
@@ -52,9 +53,19 @@ struct TransportOptions {
   std::chrono::milliseconds write_timeout{30'000};
   // How long a closing connection waits for the peer's close_notify before closing the socket.
   std::chrono::milliseconds shutdown_timeout{2'000};
+  // Listener: a new TCP connection must send its first bytes (the ClientHello) within this, or it
+  // is closed; the rest of the handshake then has handshake_timeout. Silent connections so hold
+  // a handshake slot for seconds, not handshake_timeout.
+  std::chrono::milliseconds first_bytes_timeout{2'000};
   // Listener: at most this many TLS handshakes in progress at once; further TCP connections wait
   // in the kernel's accept backlog until one finishes.
-  size_t max_concurrent_handshakes = 64;
+  size_t max_concurrent_handshakes = 256;
+  // Listener: at most this many of them from one source address; a connection over the cap is
+  // closed at once (and logged), so one address cannot take the slots of everyone else.
+  size_t max_handshakes_per_address = 8;
+  // Listener: where security events go (refused handshakes, revoked clients, admission refusals),
+  // at warning level, aggregated per minute. Null: the listener keeps its own.
+  std::shared_ptr<SecurityLog> security_log;
   // Listener: refuse connections without an authenticated client id (mutual TLS). On by default;
   // turning it off is for tests of that very case.
   bool require_client_identity = true;

@@ -167,8 +167,8 @@ class TlsTransportTest : public ::testing::Test {
 
   // The server counts a handshake's end on its own strand, a moment after the client saw the
   // close; poll (bounded) until the counter catches up.
-  TlsListener::Stats WaitForTimeouts(uint64_t n) {
-    for (int i = 0; i < 500 && listener_->stats().handshake_timeouts < n; ++i) {
+  TlsListener::Stats WaitForSilent(uint64_t n) {
+    for (int i = 0; i < 500 && listener_->stats().silent < n; ++i) {
       std::this_thread::sleep_for(10ms);
     }
     return listener_->stats();
@@ -305,11 +305,13 @@ TEST_F(TlsTransportTest, ClientIdentityCanBeMadeOptionalForTests) {
 // Opens `n` TCP connections that never send a byte and records when the server closes each.
 class IdleSockets {
  public:
-  IdleSockets(uint16_t port, int n) : closed_at_(n) {
+  IdleSockets(uint16_t port, int n, const char* from = "127.0.0.1") : closed_at_(n) {
     const tcp::endpoint ep(asio::ip::make_address("127.0.0.1"), port);
     start_ = std::chrono::steady_clock::now();
     for (int i = 0; i < n; ++i) {
       sockets_.emplace_back(io_);
+      sockets_.back().open(tcp::v4());
+      sockets_.back().bind(tcp::endpoint(asio::ip::make_address(from), 0));
       sockets_.back().connect(ep);
     }
     for (int i = 0; i < n; ++i) {
@@ -346,20 +348,68 @@ class IdleSockets {
   std::thread thread_;
 };
 
-TEST_F(TlsTransportTest, IdleConnectionsAreClosedAfterHandshakeTimeoutWhileHonestClientWorks) {
+// `n` silent TCP connections from address `from`, each reopened as soon as the server closes it,
+// until the object goes away: the handshake flood of the hostile test's finding 3.
+class SilentFlood {
+ public:
+  SilentFlood(uint16_t port, int n, const char* from)
+      : ep_(asio::ip::make_address("127.0.0.1"), port), from_(asio::ip::make_address(from)) {
+    for (int i = 0; i < n; ++i) sockets_.emplace_back(std::make_unique<tcp::socket>(io_));
+    for (int i = 0; i < n; ++i) Open(i);
+    thread_ = std::thread([this] { io_.run(); });
+  }
+  ~SilentFlood() {
+    stop_ = true;
+    io_.stop();
+    thread_.join();
+  }
+  int64_t opened() const { return opened_; }
+
+ private:
+  void Open(int i) {
+    if (stop_) return;
+    auto& s = sockets_[static_cast<size_t>(i)];
+    s = std::make_unique<tcp::socket>(io_);
+    boost::system::error_code ec;
+    s->open(tcp::v4(), ec);
+    if (!ec) s->bind(tcp::endpoint(from_, 0), ec);
+    s->async_connect(ep_, [this, i](const boost::system::error_code& e) {
+      if (e) return Retry(i);
+      ++opened_;
+      sockets_[static_cast<size_t>(i)]->async_read_some(
+          asio::buffer(buf_), [this, i](const boost::system::error_code&, size_t) { Retry(i); });
+    });
+  }
+  void Retry(int i) {
+    if (!stop_) asio::post(io_, [this, i] { Open(i); });
+  }
+
+  asio::io_context io_;
+  tcp::endpoint ep_;
+  asio::ip::address from_;
+  std::vector<std::unique_ptr<tcp::socket>> sockets_;
+  std::array<char, 16> buf_{};
+  std::atomic<bool> stop_{false};
+  std::atomic<int64_t> opened_{0};
+  std::thread thread_;
+};
+
+TEST_F(TlsTransportTest,
+       SilentConnectionsAreClosedAtTheFirstBytesDeadlineWhileAnHonestClientWorks) {
   TransportOptions o = Options();
-  o.handshake_timeout = 700ms;
+  o.first_bytes_timeout = 700ms;
   o.max_concurrent_handshakes = 256;
+  o.max_handshakes_per_address = 256;
   StartServer(o);
   IdleSockets idle(port_, 200);
   Result<std::shared_ptr<Connection>> honest = ConnectAndExchange("edge-honest", "localhost");
   ASSERT_TRUE(honest.ok()) << honest.status();
   const auto [first, last] = idle.WaitAllClosed();
-  EXPECT_GE(first, 650ms) << "an idle connection was closed before the handshake timeout";
-  EXPECT_GT(first, 0ns);
+  EXPECT_GE(first, 650ms) << "a silent connection was closed before the first-bytes deadline";
   EXPECT_LT(last, 20s);
-  const TlsListener::Stats s = WaitForTimeouts(200);
-  EXPECT_EQ(s.handshake_timeouts, 200u);
+  const TlsListener::Stats s = WaitForSilent(200);
+  EXPECT_EQ(s.silent, 200u);
+  EXPECT_EQ(s.handshake_timeouts, 0u);
   EXPECT_EQ(s.admitted, 1u);
   EXPECT_EQ(s.accepted_tcp, 201u);
   // The honest session outlived all of them.
@@ -372,8 +422,9 @@ TEST_F(TlsTransportTest, IdleConnectionsAreClosedAfterHandshakeTimeoutWhileHones
 
 TEST_F(TlsTransportTest, HandshakeCapMakesExtraConnectionsWaitInsteadOfFailing) {
   TransportOptions o = Options();
-  o.handshake_timeout = 300ms;
+  o.first_bytes_timeout = 300ms;
   o.max_concurrent_handshakes = 4;
+  o.max_handshakes_per_address = 100;
   StartServer(o);
   IdleSockets idle(port_, 12);
   TransportOptions patient = Options();
@@ -382,9 +433,31 @@ TEST_F(TlsTransportTest, HandshakeCapMakesExtraConnectionsWaitInsteadOfFailing) 
       ConnectAndExchange("edge-honest", "localhost", patient);
   ASSERT_TRUE(honest.ok()) << honest.status();
   idle.WaitAllClosed();
-  const TlsListener::Stats s = WaitForTimeouts(12);
+  const TlsListener::Stats s = WaitForSilent(12);
   EXPECT_EQ(s.peak_handshakes, 4u);
-  EXPECT_EQ(s.handshake_timeouts, 12u);
+  EXPECT_EQ(s.silent, 12u);
+  EXPECT_EQ(s.admitted, 1u);
+}
+
+// Finding 3 of the hostile test: 200 silent connections from one address, reopened as they close,
+// filled every handshake slot (64, for 10 s each) and kept new clients out. Now one address gets
+// at most max_handshakes_per_address slots, and silent ones go after first_bytes_timeout: a client
+// from another address joins within 2 s, with the default options.
+TEST_F(TlsTransportTest, AFloodOfSilentConnectionsFromOneAddressDoesNotKeepAnotherAddressOut) {
+  StartServer(Options());
+  SilentFlood flood(port_, 200, "127.0.0.2");
+  for (int i = 0; i < 200 && flood.opened() < 200; ++i) std::this_thread::sleep_for(10ms);
+  std::this_thread::sleep_for(300ms);
+  const auto t0 = std::chrono::steady_clock::now();
+  Result<std::shared_ptr<Connection>> honest = ConnectAndExchange("edge-honest", "localhost");
+  const auto took = std::chrono::steady_clock::now() - t0;
+  ASSERT_TRUE(honest.ok()) << honest.status();
+  EXPECT_LT(took, 2s) << "the honest client waited "
+                      << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
+                      << " ms";
+  const TlsListener::Stats s = listener_->stats();
+  EXPECT_GT(s.over_address_cap, 100u);  // the flood's excess was closed at accept
+  EXPECT_LE(s.peak_handshakes, 9u);     // 8 from the flood's address, plus the honest one
   EXPECT_EQ(s.admitted, 1u);
 }
 
