@@ -1,13 +1,31 @@
 #include "coordinator/coordinator_service.h"
 
+#include <fmt/format.h>
+
 #include <boost/asio/post.hpp>
 
+#include "compression/codec.h"
 #include "compression/codec_spec.h"
 #include "core/log.h"
 
 namespace tributary {
 
 namespace asio = boost::asio;
+
+namespace {
+
+// The largest UpdateSubmission an honest client of this run sends: the update of a model of n
+// floats under the run's codec (raw floats: 4 bytes each; any other pipeline at most 8, index and
+// value, plus zstd's worst-case growth), and the message's own fields (metrics: at most 1,024
+// names of 256 bytes). Nothing larger is accepted after Hello.
+uint64_t MaxUpdateMessageBytes(const std::string& codec_spec, size_t n) {
+  Result<std::unique_ptr<Codec>> codec = MakeCodec(codec_spec);
+  const uint64_t per_float = codec.ok() && (*codec)->raw_floats() ? 4 : 8;
+  const uint64_t payload = per_float * n;
+  return payload + payload / 64 + (uint64_t{512} << 10);
+}
+
+}  // namespace
 
 CoordinatorService::CoordinatorService(asio::io_context& io, Transport& transport,
                                        RunDriver& driver, CoordinatorServiceOptions options)
@@ -21,6 +39,9 @@ CoordinatorService::CoordinatorService(asio::io_context& io, Transport& transpor
                                            : asio::any_io_executor(io.get_executor()))),
       run_layout_(LayoutOf(driver.engine().model())),
       run_fingerprint_(driver.engine().model().fingerprint()),
+      max_update_bytes_(
+          MaxUpdateMessageBytes(driver.config().round.codec, driver.engine().model().size())),
+      security_(options_.security_log ? options_.security_log : std::make_shared<SecurityLog>()),
       sweep_timer_(clock_->MakeTimer(io_strand_)),
       deadline_timer_(clock_->MakeTimer(engine_strand_)) {}
 
@@ -60,8 +81,21 @@ void CoordinatorService::OnAccept(std::shared_ptr<Connection> conn) {
     conn->Close();
     return;
   }
+  // At most one connection per client id: an older one that has not said Hello yet goes (one that
+  // has is superseded at the new one's Hello), so one certificate cannot hold many buffers.
+  const std::string& peer_id = conn->peer().id;
+  if (!peer_id.empty()) {
+    for (auto& [other, os] : sessions_) {
+      if (os.id.empty() && os.conn->peer().id == peer_id) {
+        os.conn->Send(Goodbye{"superseded by a new connection from the same client", 0});
+        os.conn->Close();
+      }
+    }
+  }
   Connection* key = conn.get();
   sessions_[key] = Session{conn, "", clock_->Now()};
+  // Nothing large before Hello: only control messages (1 MiB) until the client is admitted.
+  conn->SetMaxMessageBytes(ProtocolLimits{}.max_control_message_bytes);
   std::weak_ptr<CoordinatorService> weak = weak_from_this();
   conn->Start(
       [weak, key](Message m) {
@@ -77,8 +111,10 @@ void CoordinatorService::OnAccept(std::shared_ptr<Connection> conn) {
 }
 
 void CoordinatorService::Refuse(Session& s, ErrorCode code, const std::string& why) {
-  spdlog::warn("refusing {} ({}): {}", s.id.empty() ? s.conn->peer().id : s.id,
-               s.conn->peer().address, why);
+  const std::string& address = s.conn->peer().address;
+  security_->Note(
+      "client refused at Hello", SourceAddress(address),
+      fmt::format("refusing {} ({}): {}", s.id.empty() ? s.conn->peer().id : s.id, address, why));
   s.conn->Send(Error{static_cast<uint32_t>(code), why});
   s.conn->Close();
 }
@@ -133,6 +169,7 @@ void CoordinatorService::OnHello(Session& s, const Hello& hello) {
   }
   s.id = id;
   by_id_[id] = s.conn.get();
+  s.conn->SetMaxMessageBytes(max_update_bytes_);
   s.conn->Send(Welcome{kProtocolVersion, id, options_.software_version,
                        static_cast<uint32_t>(options_.heartbeat_interval.count())});
   spdlog::info("client {} joined from {} ({}, {} examples)", id, s.conn->peer().address,
@@ -179,6 +216,26 @@ void CoordinatorService::OnClosed(Connection* key, const Status& why) {
   auto it = sessions_.find(key);
   if (it == sessions_.end()) return;
   const std::string id = it->second.id;
+  // Bad input or a stalled frame from the peer is a security event, joined client or not.
+  switch (ProtocolErrorCodeOf(why)) {
+    case ErrorCode::kBadMagic:
+    case ErrorCode::kUnsupportedVersion:
+    case ErrorCode::kFrameTooLarge:
+    case ErrorCode::kMessageTooLarge:
+    case ErrorCode::kUnknownMessageType:
+    case ErrorCode::kMalformedFrame:
+    case ErrorCode::kMalformedMessage:
+    case ErrorCode::kTimeout: {
+      const std::string& address = it->second.conn->peer().address;
+      security_->Note(
+          "connection closed for bad input", SourceAddress(address),
+          fmt::format("{} ({}): {}", id.empty() ? it->second.conn->peer().id + " before Hello" : id,
+                      address, why.message()));
+      break;
+    }
+    default:
+      break;
+  }
   sessions_.erase(it);
   if (id.empty()) return;
   auto b = by_id_.find(id);

@@ -7,8 +7,11 @@
 // to the run's engine, delivers the engine's outbox, and wakes the engine at its deadlines. A
 // client that reconnects replaces its old session. Heartbeats are echoed at once (clients measure
 // the round trip and detect a vanished coordinator by it). A connection silent for longer than
-// client_timeout is closed. When the engine finishes, or Stop() is called, the driver finishes the
-// run (final model, RunFinished), every client gets a Goodbye (code RUN_FAILED when the run
+// client_timeout is closed. Memory per connection is bounded: before Hello only control messages
+// (ProtocolLimits::max_control_message_bytes) are accepted, after it nothing larger than an update
+// of this run's model under its codec, and a client id has one connection (a newer one from the
+// same certificate replaces it). When the engine finishes, or Stop() is called, the driver finishes
+// the run (final model, RunFinished), every client gets a Goodbye (code RUN_FAILED when the run
 // failed), connections close, the listener stops, and on_finished runs.
 //
 // Threading: two strands. The I/O strand (on the io_context) owns the sessions: Hello, heartbeat
@@ -31,6 +34,7 @@
 #include <vector>
 
 #include "coordinator/run_driver.h"
+#include "protocol/security_log.h"
 #include "protocol/transport.h"
 
 namespace tributary {
@@ -44,6 +48,9 @@ struct CoordinatorServiceOptions {
   // Where the engine strand runs (e.g. a boost::asio::thread_pool's executor); none: the
   // io_context. Must outlive the service.
   boost::asio::any_io_executor engine_executor;
+  // Security events (refusals at Hello, peers closed for bad input or timeouts), shared with the
+  // TLS listener's in tributary-coordinator. Null: the service keeps its own.
+  std::shared_ptr<SecurityLog> security_log;
 };
 
 class CoordinatorService : public std::enable_shared_from_this<CoordinatorService> {
@@ -100,6 +107,8 @@ class CoordinatorService : public std::enable_shared_from_this<CoordinatorServic
   // The run's layout, fixed for the run (read on the I/O strand without touching the engine).
   const ModelLayout run_layout_;
   const uint64_t run_fingerprint_;
+  const uint64_t max_update_bytes_;  // the largest message a joined client may send
+  std::shared_ptr<SecurityLog> security_;
 
   // I/O strand only.
   std::unique_ptr<Timer> sweep_timer_;

@@ -1,5 +1,7 @@
 #include "protocol/framed_connection.h"
 
+#include <algorithm>
+
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/error.hpp>
 #include <boost/asio/post.hpp>
@@ -86,6 +88,13 @@ void FramedConnection::SendEncoded(std::shared_ptr<const OutboundMessage> messag
       return;
     }
     self->enqueue(Outgoing{std::move(message), 0, std::move(done)});
+  });
+}
+
+void FramedConnection::SetMaxMessageBytes(uint64_t max_bytes) {
+  asio::dispatch(strand_, [self = shared_from_this(), max_bytes] {
+    self->reader_.set_max_message_bytes(
+        std::min(max_bytes, self->options_.limits.max_message_bytes));
   });
 }
 

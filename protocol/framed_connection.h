@@ -39,6 +39,7 @@ class FramedConnection final : public Connection,
   void SendEncoded(std::shared_ptr<const OutboundMessage> message,
                    SendHandler done = nullptr) override;
   void Close() override;
+  void SetMaxMessageBytes(uint64_t max_bytes) override;
   const PeerInfo& peer() const override { return peer_; }
 
   // Refuses the connection: sends an Error carrying the code of `reason` (a ProtocolError), then

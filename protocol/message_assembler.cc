@@ -14,6 +14,11 @@ Status MessageAssembler::Fail(Status s) {
 
 Status MessageAssembler::OnFrame(const FrameHeader& header, std::span<const uint8_t> payload) {
   if (!error_.ok()) return error_;
+  if (payload.size() > limits_.CapFor(header.type))
+    return Fail(ProtocolError(ErrorCode::kMessageTooLarge,
+                              MessageTypeName(header.type) + " of " +
+                                  std::to_string(payload.size()) + " bytes; the cap is " +
+                                  std::to_string(limits_.CapFor(header.type)) + " bytes"));
   const Status s = on_body_(header.type, payload, nullptr);
   if (!s.ok()) return Fail(s);
   return Status::Ok();
@@ -35,11 +40,11 @@ Status MessageAssembler::OnChunkBegin(const FrameHeader& header, const ChunkHead
                                     " starts at offset " + std::to_string(c.offset) +
                                     ", expected 0"));
     }
-    if (c.total_size > limits_.max_message_bytes) {
+    if (c.total_size > limits_.CapFor(header.type)) {
       return Fail(ProtocolError(ErrorCode::kMessageTooLarge,
                                 type_name + " transfer announces " + std::to_string(c.total_size) +
                                     " bytes; the cap is " +
-                                    std::to_string(limits_.max_message_bytes) + " bytes"));
+                                    std::to_string(limits_.CapFor(header.type)) + " bytes"));
     }
     if (c.total_size <= length) {
       return Fail(ProtocolError(ErrorCode::kMalformedFrame,

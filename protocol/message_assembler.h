@@ -2,8 +2,10 @@
 // chunked transfers, and hands each body to a callback.
 //
 // Rules for chunks (frame.h), each broken one a MALFORMED_FRAME or MESSAGE_TOO_LARGE error:
-//   - a transfer starts with offset 0 and announces total_size, which must be at most
-//     ProtocolLimits::max_message_bytes (64-bit: no 2 GiB limit) and larger than its first chunk;
+//   - a transfer starts with offset 0 and announces total_size, which must be at most the cap for
+//     its type (ProtocolLimits::CapFor: max_message_bytes, 64-bit, for model-bearing messages;
+//     max_control_message_bytes for the rest, which a plain frame also may not exceed) and larger
+//     than its first chunk;
 //   - only one chunked transfer is open at a time; its chunks arrive in order with the same
 //     transfer id, type and total_size; plain frames may arrive between them;
 //   - a chunk may not run past total_size, and may not be empty.
@@ -48,6 +50,9 @@ class MessageAssembler final : public FrameSink {
   std::span<uint8_t> ChunkSpace();
   // Like OnChunkData for n bytes that were written at the start of ChunkSpace().
   Status OnChunkDataInPlace(size_t n, bool last);
+
+  // The cap on messages whose first frame arrives from now on (see ProtocolLimits::CapFor).
+  void set_max_message_bytes(uint64_t n) { limits_.max_message_bytes = n; }
 
   bool in_transfer() const { return transfer_.has_value(); }
   // Bytes of the open transfer received so far (0 when none is open).

@@ -35,6 +35,10 @@ class MessageReader {
   // Feed would.
   Status CommitRead(size_t n, std::vector<Message>* messages);
 
+  // The cap on messages that begin from now on (a coordinator lowers it until Hello, then sets the
+  // run's update size).
+  void set_max_message_bytes(uint64_t n) { assembler_.set_max_message_bytes(n); }
+
   // Some bytes of a frame have arrived, but not the whole frame.
   bool mid_frame() const { return frames_.mid_frame(); }
   // Frames completed so far; with mid_frame() this tells when a new frame has begun.

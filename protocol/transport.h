@@ -103,6 +103,11 @@ class Connection {
                            SendHandler done = nullptr) = 0;
   // Sends what is queued, then closes (TLS close_notify under shutdown_timeout). Idempotent.
   virtual void Close() = 0;
+  // The largest message accepted from now on (at most limits.max_message_bytes; control messages
+  // keep their own cap): a coordinator accepts nothing large before Hello, then what an update of
+  // the run can take. Applies to messages whose first frame arrives after it is processed on the
+  // connection's strand; call it before Start() to cover the first message.
+  virtual void SetMaxMessageBytes(uint64_t max_bytes) = 0;
 
   virtual const PeerInfo& peer() const = 0;
 };

@@ -1,5 +1,6 @@
 #include "protocol/wire.h"
 
+#include <algorithm>
 #include <array>
 #include <utility>
 
@@ -88,9 +89,21 @@ ErrorCode ProtocolErrorCodeOf(const Status& s) {
   return ErrorCode::kInternal;
 }
 
+bool CarriesModel(MessageType type) {
+  return type == MessageType::kTaskAssignment || type == MessageType::kEvaluateTask ||
+         type == MessageType::kUpdateSubmission;
+}
+
+uint64_t ProtocolLimits::CapFor(MessageType type) const {
+  return CarriesModel(type) ? max_message_bytes
+                            : std::min(max_message_bytes, max_control_message_bytes);
+}
+
 Status ProtocolLimits::Validate() const {
   if (max_frame_payload == 0) return Status::InvalidArgument("max_frame_payload must be > 0");
   if (max_message_bytes == 0) return Status::InvalidArgument("max_message_bytes must be > 0");
+  if (max_control_message_bytes == 0)
+    return Status::InvalidArgument("max_control_message_bytes must be > 0");
   if (chunk_data_bytes == 0) return Status::InvalidArgument("chunk_data_bytes must be > 0");
   if (chunk_data_bytes > max_frame_payload ||
       max_frame_payload - chunk_data_bytes < kChunkHeaderBytes) {

@@ -42,6 +42,9 @@ enum class MessageType : uint8_t {
 inline constexpr uint8_t kMinMessageType = 1;
 inline constexpr uint8_t kMaxMessageType = 9;
 
+// TaskAssignment, EvaluateTask and UpdateSubmission carry a model or an update.
+bool CarriesModel(MessageType type);
+
 // "Hello", "TaskAssignment", ...; "Unknown(<n>)" for values outside the enum.
 std::string MessageTypeName(MessageType type);
 // The enum value for a wire byte, or nullopt when no message type has that number.
@@ -94,6 +97,13 @@ struct ProtocolLimits {
   // Messages whose encoded body is larger than this are sent as chunks of (at most) this many data
   // bytes. Must leave room for the 24-byte chunk header within max_frame_payload.
   uint64_t chunk_data_bytes = uint64_t{1} << 20;
+  // The largest message that carries no model (Hello, Welcome, EvaluateResult, Heartbeat, Error,
+  // Goodbye): a peer cannot make us hold max_message_bytes with a Hello. A model-bearing message
+  // (TaskAssignment, EvaluateTask, UpdateSubmission) may use max_message_bytes.
+  uint64_t max_control_message_bytes = uint64_t{1} << 20;
+
+  // The cap on a received message of this type.
+  uint64_t CapFor(MessageType type) const;
 
   // InvalidArgument naming the field when the caps are inconsistent (zero, or chunks that would not
   // fit in a frame).

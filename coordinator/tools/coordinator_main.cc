@@ -99,6 +99,9 @@ int Run(CoordinatorConfig& cfg, bool resume, bool resume_or_start) {
   if (!tls.ok()) return Fail(tls.status());
   TlsTransportOptions topts;
   topts.server_context = *tls;
+  // One security log for the listener (handshakes) and the service (Hello, bad input).
+  auto security = std::make_shared<SecurityLog>();
+  topts.transport.security_log = security;
   if (!cfg.deny_list.empty()) {
     auto deny = std::make_shared<DenyList>();
     if (Status s = deny->LoadFile(cfg.deny_list); !s.ok()) return Fail(s);
@@ -116,6 +119,7 @@ int Run(CoordinatorConfig& cfg, bool resume, bool resume_or_start) {
   sopts.client_timeout = cfg.client_timeout;
   sopts.software_version = TRIBUTARY_VERSION;
   sopts.engine_executor = engine_thread.get_executor();
+  sopts.security_log = security;
   (*driver)->Start();
   auto service = std::make_shared<CoordinatorService>(io, **transport, **driver, sopts);
   Status result = Status::Aborted("not finished");

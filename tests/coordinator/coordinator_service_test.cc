@@ -417,6 +417,74 @@ TEST_P(CoordinatorServiceTest, AFailedRunSaysSoInItsGoodbye) {
   }
 }
 
+// Finding 4 of the hostile test: one valid certificate could make the coordinator hold up to
+// max_message_bytes (1 GiB) per connection, Hello or not. Now a message before Hello may be at most
+// a control message (1 MiB), and after it at most an update of this run (the test model: 8 floats,
+// so about half a MiB): larger ones are refused as they are announced, by 20 connections at once.
+TEST_P(CoordinatorServiceTest, AuthenticatedConnectionsCannotMakeTheCoordinatorHoldLargeMessages) {
+  RoundConfig cfg;
+  cfg.rounds = 1;
+  cfg.clients_per_round = 2;
+  cfg.min_available = 2;
+  cfg.min_completed = 2;  // a hostile client still registered when a round opens is retried
+  cfg.round_timeout = 20s;
+  StartCoordinator(cfg);
+  // One 4 MiB update, encoded once and shared by every hostile connection.
+  UpdateSubmission big;
+  big.round = 1;
+  big.update.codec = "dense";
+  big.update.num_floats = 8;
+  big.update.bytes = SharedBytes(std::vector<uint8_t>(size_t{4} << 20, 7));
+  ProtocolLimits limits;
+  auto encoded = std::make_shared<const OutboundMessage>(*EncodeOutbound(big, limits, 1));
+  std::vector<std::unique_ptr<ScriptedClient>> hostile;
+  for (int i = 0; i < 20; ++i) {
+    hostile.push_back(Connect("hostile-" + std::to_string(i), 1.0f));
+    ScriptedClient& c = *hostile.back();
+    c.mute = true;
+    if (i % 2 == 0) {
+      // Before Hello: the conn is started without a Hello (Start() sends one), so start reading
+      // by hand and send the update first.
+      c.started = true;
+      c.conn->Start(
+          [&c](Message m) {
+            std::lock_guard<std::mutex> lock(c.mu);
+            c.received.push_back(std::move(m));
+            c.cv.notify_all();
+          },
+          [&c](Status st) {
+            std::lock_guard<std::mutex> lock(c.mu);
+            c.closed = st;
+            c.cv.notify_all();
+          });
+      c.conn->SendEncoded(encoded);
+    } else {
+      c.Start();  // Hello (the run's layout: admitted), then the update
+      ASSERT_TRUE(c.WaitFor<Welcome>(1));
+      c.conn->SendEncoded(encoded);
+    }
+  }
+  for (int i = 0; i < 20; ++i) {
+    ScriptedClient& c = *hostile[static_cast<size_t>(i)];
+    ASSERT_TRUE(c.WaitClosed()) << i;
+    auto errors = c.Received<Error>();
+    ASSERT_EQ(errors.size(), 1u) << i;
+    EXPECT_EQ(errors[0].code, static_cast<uint32_t>(ErrorCode::kMessageTooLarge)) << i;
+    const std::string cap = i % 2 == 0 ? "the cap is 1048576 bytes" : "the cap is 524320 bytes";
+    EXPECT_NE(errors[0].message.find("UpdateSubmission transfer announces"), std::string::npos)
+        << errors[0].message;
+    EXPECT_NE(errors[0].message.find(cap), std::string::npos) << i << ": " << errors[0].message;
+  }
+  // The run is unaffected: two honest clients complete it.
+  auto a = Connect("a", 1.0f), b = Connect("b", 3.0f);
+  a->Start();
+  b->Start();
+  auto done = finished_.Wait(30s);
+  ASSERT_TRUE(done.has_value());
+  EXPECT_TRUE(done->ok()) << *done;
+  EXPECT_FLOAT_EQ(model().data()[0], 2.0f);
+}
+
 INSTANTIATE_TEST_SUITE_P(Transports, CoordinatorServiceTest,
                          ::testing::Values(Kind::kInMemory, Kind::kTls),
                          [](const auto& p) { return p.param == Kind::kTls ? "Tls" : "InMemory"; });
