@@ -5,9 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <boost/asio/thread_pool.hpp>
+#include <cstdlib>
+#include <filesystem>
 
 #include "client/client_runtime.h"
 #include "coordinator/coordinator_service.h"
+#include "core/process_stats.h"
 #include "protocol/in_memory_transport.h"
 #include "protocol/tls_transport.h"
 #include "tests/client/fake_trainer.h"
@@ -37,13 +40,14 @@ class InProcessRunTest : public ::testing::TestWithParam<Kind> {
   }
 
   // Runs `clients` ClientRuntimes against a coordinator running `run`; returns the run's outcome.
-  Status Run(RunConfig run, int clients) {
+  Status Run(RunConfig run, int clients, std::chrono::seconds limit = std::chrono::seconds(60)) {
     RunDriver::Options options;
     options.initial_model = FakeTrainer::Layout();  // zeros
     auto driver = RunDriver::Create(run, std::move(options));
     if (!driver.ok()) return driver.status();
     driver_ = std::move(*driver);
-    driver_->AddObserver(&recorder_);
+    if (record_) driver_->AddObserver(&recorder_);
+    for (RunObserver* o : extra_observers_) driver_->AddObserver(o);
     driver_->Start();
     server_ = MakeTransport("");
     CoordinatorServiceOptions so;
@@ -69,8 +73,10 @@ class InProcessRunTest : public ::testing::TestWithParam<Kind> {
       TRIB_RETURN_IF_ERROR((*rt)->Start());
       runtimes_.push_back(std::move(*rt));
     }
-    std::optional<Status> outcome = finished.Wait(60s);
-    if (!outcome) return Status::DeadlineExceeded("the run did not finish within 60 s");
+    std::optional<Status> outcome = finished.Wait(limit);
+    if (!outcome)
+      return Status::DeadlineExceeded("the run did not finish within " +
+                                      std::to_string(limit.count()) + " s");
     for (auto& rt : runtimes_) client_results_.push_back(rt->Wait());
     return *outcome;
   }
@@ -89,6 +95,8 @@ class InProcessRunTest : public ::testing::TestWithParam<Kind> {
   std::vector<std::unique_ptr<ClientRuntime>> runtimes_;
   std::vector<Status> client_results_;
   testing::RunRecorder recorder_;
+  bool record_ = true;  // the soak turns it off: it keeps every event
+  std::vector<RunObserver*> extra_observers_;
   std::unique_ptr<RunDriver> driver_;
 };
 
@@ -158,6 +166,65 @@ TEST_P(InProcessRunTest, CompressedUpdatesWithResidualsAndAQuantizedDownload) {
   EXPECT_GT(m.data()[n - 1], 0.5f * 0.75f * static_cast<float>(n));
   // Nothing overshoots by more than the q8 steps (max |value| / 127 each) along the way.
   for (size_t i = 0; i < n; ++i) EXPECT_LE(m.data()[i], 0.75f * static_cast<float>(i + 1) + 0.3f);
+}
+
+// The soak of #19: many short rounds over mutual TLS (4 clients, a fake trainer) with resident
+// memory and open file descriptors sampled as it goes; both must stay flat once warm. CI runs
+// 2,000 rounds; TRIBUTARY_SOAK_ROUNDS=10000 is the long mode (docs/results.md, reliability).
+int64_t OpenFileDescriptors() {
+  int64_t n = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) ++n;
+  return n;
+}
+
+struct SoakSampler final : RunObserver {
+  explicit SoakSampler(int64_t every) : every(every) {}
+  void OnEvent(const RunEvent& e) override {
+    const auto* closed = std::get_if<RoundClosed>(&e);
+    if (!closed || closed->summary.round % static_cast<uint64_t>(every) != 0) return;
+    std::lock_guard<std::mutex> lock(mu);
+    samples.push_back({closed->summary.round, CurrentRssBytes(), OpenFileDescriptors()});
+  }
+  struct Sample {
+    uint64_t round;
+    uint64_t rss;
+    int64_t fds;
+  };
+  int64_t every;
+  std::mutex mu;
+  std::vector<Sample> samples;
+};
+
+TEST_P(InProcessRunTest, ASoakOfShortRoundsKeepsMemoryAndFileDescriptorsFlat) {
+  if (GetParam() != Kind::kTls) GTEST_SKIP() << "the soak runs over mutual TLS only";
+  const char* env = std::getenv("TRIBUTARY_SOAK_ROUNDS");
+  const int64_t rounds = env ? std::atoll(env) : 2000;
+  RunConfig run = SmallRun();
+  run.round.rounds = rounds;
+  run.round.federated_eval_every = 0;
+  SoakSampler sampler(std::max<int64_t>(1, rounds / 10));
+  record_ = false;
+  extra_observers_.push_back(&sampler);
+  const auto t0 = std::chrono::steady_clock::now();
+  const Status outcome = Run(run, 4, std::chrono::seconds(60 + rounds / 5));
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_TRUE(outcome.ok()) << outcome;
+  std::lock_guard<std::mutex> lock(sampler.mu);
+  ASSERT_EQ(sampler.samples.size(), 10u);
+  // Warm after the first tenth: from then on RSS may wander by allocator noise, not grow.
+  const auto& warm = sampler.samples[1];
+  const auto& last = sampler.samples.back();
+  for (const auto& s : sampler.samples)
+    std::printf("soak: round %llu rss %.1f MiB fds %lld\n",
+                static_cast<unsigned long long>(s.round), static_cast<double>(s.rss) / 1048576.0,
+                static_cast<long long>(s.fds));
+  std::printf("soak: %lld rounds in %.1f s (%.2f ms per round)\n", static_cast<long long>(rounds),
+              seconds, 1000.0 * seconds / static_cast<double>(rounds));
+  EXPECT_LE(last.rss, warm.rss + (uint64_t{8} << 20))
+      << "RSS grew from " << warm.rss << " at round " << warm.round << " to " << last.rss;
+  EXPECT_EQ(last.fds, warm.fds) << "file descriptors leaked";
+  for (const Status& s : client_results_) EXPECT_TRUE(s.ok()) << s;
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, InProcessRunTest,
