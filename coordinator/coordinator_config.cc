@@ -15,6 +15,11 @@ void BindCoordinatorConfig(ConfigSchema& s, CoordinatorConfig* c) {
   s.Bind("net.heartbeat_interval_s", &c->heartbeat_interval,
          "how often clients send a heartbeat (announced in Welcome)");
   s.Bind("net.client_timeout_s", &c->client_timeout, "a connection silent this long is closed");
+  s.Bind("net.max_handshakes_per_address", &c->max_handshakes_per_address,
+         "TLS handshakes in progress at once from one source address (raise for many clients "
+         "behind one NAT)");
+  s.Bind("net.transfer_budget_mb", &c->transfer_budget_mb,
+         "MiB all connections may hold in partly received updates; over it, uploads wait");
   s.Bind("eval.threads", &c->eval_threads, "threads of server-side evaluation (0: one per core)");
   s.Bind("tls.ca", &c->tls_ca, "CA certificate (PEM); required").Flag("--ca");
   s.Bind("tls.cert", &c->tls_cert, "the coordinator's certificate (PEM); required").Flag("--cert");
@@ -46,6 +51,13 @@ Status CoordinatorConfig::Validate() const {
     return Status::InvalidArgument(
         "keys 'net.heartbeat_interval_s' and 'net.client_timeout_s' need 0 < heartbeat interval < "
         "client timeout");
+  if (max_handshakes_per_address < 1 || max_handshakes_per_address > 4096)
+    return Status::InvalidArgument(
+        fmt::format("key 'net.max_handshakes_per_address' = {} must be in [1, 4096]",
+                    max_handshakes_per_address));
+  if (transfer_budget_mb < 1 || transfer_budget_mb > (int64_t{1} << 20))
+    return Status::InvalidArgument(fmt::format(
+        "key 'net.transfer_budget_mb' = {} must be in [1, 1048576]", transfer_budget_mb));
   if (eval_threads < 0 || eval_threads > 1024)
     return Status::InvalidArgument(fmt::format(
         "key 'eval.threads' = {} must be in [0, 1024] (0: one per core)", eval_threads));

@@ -2,7 +2,8 @@
 // ConfigSchema (BindCoordinatorConfig). `tributary-coordinator --print-config` lists every key with
 // its default; docs/operations.md has the same table (a test compares them).
 //
-//   log_level, net.listen, net.heartbeat_interval_s, net.client_timeout_s, eval.threads,
+//   log_level, net.listen, net.heartbeat_interval_s, net.client_timeout_s,
+//   net.max_handshakes_per_address, net.transfer_budget_mb, eval.threads,
 //   tls.ca, tls.cert, tls.key, tls.deny_list, output.ready_file,
 //   the run (coordinator/run_config.h: run.*, fit.*, eval.*, output.*),
 //   the evaluation data (train/data/data_config.h: data.*, without the partition keys)
@@ -24,6 +25,10 @@ struct CoordinatorConfig {
   std::string listen = "0.0.0.0:7700";
   std::chrono::milliseconds heartbeat_interval{5'000};
   std::chrono::milliseconds client_timeout{60'000};
+  // Hostile-load limits (docs/operations.md, "Under hostile load"): TLS handshakes in progress
+  // from one source address, and the MiB all connections may hold in partly received updates.
+  int64_t max_handshakes_per_address = 8;
+  int64_t transfer_budget_mb = 1024;
   int64_t eval_threads = 0;  // server-side evaluation's threads; 0: one per core
   std::string tls_ca, tls_cert, tls_key;
   std::string deny_list;   // optional file of revoked client ids

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "core/log.h"
+#include "protocol/transfer_budget.h"
 
 namespace tributary {
 namespace {
@@ -44,7 +45,8 @@ FramedConnection::FramedConnection(std::unique_ptr<ByteStream> stream, PeerInfo 
       read_buffer_(std::make_unique_for_overwrite<uint8_t[]>(kReadBufferBytes)),
       read_timer_(strand_),
       write_timer_(strand_),
-      shutdown_timer_(strand_) {}
+      shutdown_timer_(strand_),
+      budget_timer_(strand_) {}
 
 FramedConnection::~FramedConnection() = default;
 
@@ -155,7 +157,45 @@ void FramedConnection::on_read(const error_code& ec, size_t n) {
   if (!decoded.ok()) return fail(decoded, /*send_error=*/true);
   if (state_ != State::kOpen) return;
   update_read_deadline();
+  if (!reserve_transfer()) return;  // paused until the budget has room
   do_read();
+}
+
+bool FramedConnection::reserve_transfer() {
+  TransferBudget* budget = options_.transfer_budget.get();
+  if (!budget) return true;
+  const uint64_t want = reader_.message_total();
+  if (want == reserved_) return true;
+  release_transfer();
+  if (want == 0) return true;
+  if (budget->TryReserve(want)) {
+    reserved_ = want;
+    return true;
+  }
+  budget->CountWait();
+  budget_timer_.expires_after(std::chrono::milliseconds(10));
+  budget_timer_.async_wait(
+      [self = shared_from_this()](const error_code& e) { self->retry_budget(e); });
+  return false;
+}
+
+void FramedConnection::retry_budget(const error_code& ec) {
+  if (ec == asio::error::operation_aborted || state_ != State::kOpen) return;
+  const uint64_t want = reader_.message_total();
+  if (want != 0 && !options_.transfer_budget->TryReserve(want)) {
+    budget_timer_.expires_after(std::chrono::milliseconds(10));
+    budget_timer_.async_wait(
+        [self = shared_from_this()](const error_code& e) { self->retry_budget(e); });
+    return;
+  }
+  reserved_ = want;
+  do_read();
+}
+
+void FramedConnection::release_transfer() {
+  if (reserved_ == 0) return;
+  options_.transfer_budget->Release(reserved_);
+  reserved_ = 0;
 }
 
 void FramedConnection::update_read_deadline() {
@@ -327,6 +367,8 @@ void FramedConnection::finish() {
   read_timer_.cancel();
   write_timer_.cancel();
   shutdown_timer_.cancel();
+  budget_timer_.cancel();
+  release_transfer();
   stream_->Close();
   std::deque<Outgoing> aborted;
   aborted.swap(queue_);

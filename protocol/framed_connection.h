@@ -10,7 +10,9 @@
 //                close_notify, FIN, drain; under shutdown_timeout) -> on_shutdown -> finish
 // Bad input from the peer (a ProtocolError from MessageReader, or a frame not finished within
 // frame_read_timeout) queues an Error message carrying the code, sends it, then closes; the close
-// handler gets the same Status. A write that times out or a network error closes at once.
+// handler gets the same Status. A write that times out or a network error closes at once. With a
+// transfer budget, a chunked message's size is reserved as its first chunk arrives, and reading
+// pauses (backpressure) while it does not fit.
 //
 // Thread safety: the public methods may be called from any thread; they post to the strand.
 #pragma once
@@ -59,6 +61,11 @@ class FramedConnection final : public Connection,
   void on_read(const boost::system::error_code& ec, size_t n);
   void update_read_deadline();
   void on_read_deadline(const boost::system::error_code& ec);
+  // Keeps the transfer budget's reservation equal to the open message's size; false when a new
+  // message does not fit and reading pauses (retry_budget resumes it).
+  bool reserve_transfer();
+  void retry_budget(const boost::system::error_code& ec);
+  void release_transfer();
 
   void enqueue(Outgoing out);
   void do_write();
@@ -82,6 +89,8 @@ class FramedConnection final : public Connection,
   boost::asio::steady_timer read_timer_;
   boost::asio::steady_timer write_timer_;
   boost::asio::steady_timer shutdown_timer_;
+  boost::asio::steady_timer budget_timer_;
+  uint64_t reserved_ = 0;  // bytes of options_.transfer_budget this connection holds
   std::deque<Outgoing> queue_;
   size_t writing_index_ = 0;  // which queue_ entry the write in flight belongs to
   // Keeps the buffers of the write in flight alive even when finish() drops the queue.

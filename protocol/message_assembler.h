@@ -57,6 +57,8 @@ class MessageAssembler final : public FrameSink {
   bool in_transfer() const { return transfer_.has_value(); }
   // Bytes of the open transfer received so far (0 when none is open).
   uint64_t transfer_received() const { return transfer_ ? transfer_->body.size() : 0; }
+  // The open transfer's announced size (0 when none is open).
+  uint64_t transfer_total() const { return transfer_ ? transfer_->total : 0; }
 
  private:
   struct Transfer {

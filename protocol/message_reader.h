@@ -45,6 +45,8 @@ class MessageReader {
   uint64_t frames_decoded() const { return frames_.frames_decoded(); }
   // A chunked message is partly received.
   bool mid_message() const { return assembler_.in_transfer(); }
+  // Its announced size (0 when none is open).
+  uint64_t message_total() const { return assembler_.transfer_total(); }
 
  private:
   FrameDecoder frames_;

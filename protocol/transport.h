@@ -31,6 +31,7 @@ namespace tributary {
 
 class DenyList;
 class SecurityLog;
+class TransferBudget;
 
 struct PeerInfo {
   // Accepting side: the authenticated client id. Connecting side: the server name that was
@@ -66,6 +67,10 @@ struct TransportOptions {
   // Listener: where security events go (refused handshakes, revoked clients, admission refusals),
   // at warning level, aggregated per minute. Null: the listener keeps its own.
   std::shared_ptr<SecurityLog> security_log;
+  // Bytes all connections of this transport may hold in partly received chunked messages; a
+  // connection whose next message does not fit stops reading until it does (transfer_budget.h).
+  // Null: no shared budget (each connection is still bounded by its message cap).
+  std::shared_ptr<TransferBudget> transfer_budget;
   // Listener: refuse connections without an authenticated client id (mutual TLS). On by default;
   // turning it off is for tests of that very case.
   bool require_client_identity = true;

@@ -28,6 +28,7 @@
 #include "crypto/deny_list.h"
 #include "crypto/tls_context.h"
 #include "protocol/tls_transport.h"
+#include "protocol/transfer_budget.h"
 #include "train/model_file.h"
 #include "tributary/config.h"
 
@@ -102,6 +103,11 @@ int Run(CoordinatorConfig& cfg, bool resume, bool resume_or_start) {
   // One security log for the listener (handshakes) and the service (Hello, bad input).
   auto security = std::make_shared<SecurityLog>();
   topts.transport.security_log = security;
+  topts.transport.max_handshakes_per_address = static_cast<size_t>(cfg.max_handshakes_per_address);
+  // One budget for every connection's partly received updates: many large uploads at once take
+  // turns (backpressure) instead of holding n times the update size.
+  topts.transport.transfer_budget =
+      std::make_shared<TransferBudget>(static_cast<uint64_t>(cfg.transfer_budget_mb) << 20);
   if (!cfg.deny_list.empty()) {
     auto deny = std::make_shared<DenyList>();
     if (Status s = deny->LoadFile(cfg.deny_list); !s.ok()) return Fail(s);

@@ -11,6 +11,7 @@
 #include "protocol/message_codec.h"
 #include "protocol/message_reader.h"
 #include "protocol/tls_transport.h"
+#include "protocol/transfer_budget.h"
 #include "tests/protocol/transport_test_util.h"
 
 namespace tributary {
@@ -261,6 +262,41 @@ TEST_P(TransportTest, LargeModelTravelsInChunksUnderSmallFrameCap) {
   EXPECT_TRUE(s->ok()) << *s;
   ASSERT_TRUE(inbox.WaitForMessages(1, 20s));
   EXPECT_EQ(inbox.messages()[0], Message(task));
+}
+
+// A transfer budget shared by the server's connections (#19): twenty clients each send a 2 MiB
+// message at once to a server allowed to hold 3 MiB of partial messages. They take turns (the
+// others stop being read, their bytes wait in TCP) and every message arrives, whole.
+TEST_P(TransportTest, ASharedTransferBudgetMakesLargeMessagesTakeTurnsAndAllArrive) {
+  TransportOptions o = TestOptions();
+  o.limits.max_frame_payload = 64 << 10;
+  o.limits.chunk_data_bytes = 60 << 10;
+  o.limits.max_message_bytes = 64 << 20;
+  auto budget = std::make_shared<TransferBudget>(uint64_t{3} << 20);
+  TransportOptions server_options = o;
+  server_options.transfer_budget = budget;
+  StartServer(server_options);
+  TaskAssignment task;
+  task.model.layout_fingerprint = 7;
+  task.model.values.mutable_values().assign(size_t{512} << 10, 0.25f);  // 2 MiB
+  auto encoded = std::make_shared<const OutboundMessage>(*EncodeOutbound(task, o.limits, 1));
+  std::vector<std::unique_ptr<Inbox>> inboxes;
+  std::vector<std::shared_ptr<Connection>> connections;
+  for (int i = 0; i < 20; ++i) {
+    inboxes.push_back(std::make_unique<Inbox>());
+    Result<std::shared_ptr<Connection>> c =
+        Connect("edge-" + std::to_string(i), *inboxes.back(), o);
+    ASSERT_TRUE(c.ok()) << c.status();
+    connections.push_back(*c);
+  }
+  for (auto& c : connections) c->SendEncoded(encoded);
+  for (auto& inbox : inboxes) {
+    ASSERT_TRUE(inbox->WaitForMessages(1, 60s));  // the server's echo: it got the whole message
+    EXPECT_EQ(inbox->messages()[0], Message(task));
+  }
+  EXPECT_LE(budget->peak(), uint64_t{3} << 20);
+  EXPECT_GT(budget->waits(), 0u) << "no transfer ever waited for the budget";
+  EXPECT_EQ(budget->used(), 0u);
 }
 
 TEST_P(TransportTest, OneEncodedTaskGoesToManyClients) {
