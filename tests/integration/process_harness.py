@@ -67,14 +67,14 @@ class ProcessTest(unittest.TestCase):
         self.procs.append(p)
         return p
 
-    def start_coordinator(self, toml):
-        """Starts the coordinator on `toml` plus this test's TLS files, a free loopback port and a
+    def start_coordinator(self, toml, host="127.0.0.1"):
+        """Starts the coordinator on `toml` plus this test's TLS files, a free port on `host` and a
         ready file (given as --set, so `toml` need not mention them); waits until it listens and
         returns (process, "host:port")."""
         ready = self.path("ready")
         with open(self.path("coordinator.toml"), "w") as f:
             f.write(toml)
-        sets = {"net.listen": "127.0.0.1:0", "net.heartbeat_interval_s": "1",
+        sets = {"net.listen": f"{host}:0", "net.heartbeat_interval_s": "1",
                 "tls.ca": f"{self.pki}/ca.crt", "tls.cert": f"{self.pki}/server.crt",
                 "tls.key": f"{self.pki}/server.key", "output.ready_file": ready}
         args = [COORDINATOR, "--config", self.path("coordinator.toml")]
