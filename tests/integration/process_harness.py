@@ -10,6 +10,7 @@ The binaries come from the environment ctest sets: TRIBUTARY_CERTS_BIN, TRIBUTAR
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 import unittest
@@ -35,12 +36,16 @@ class ProcessTest(unittest.TestCase):
                 p.wait()
         for f in self.logs:
             f.close()
-        if not getattr(self, "_failed", False) and not os.environ.get("TRIBUTARY_TEST_KEEP"):
-            shutil.rmtree(self.dir, ignore_errors=True)
 
     def run(self, result=None):
+        # The directory goes after tearDown, once the result says whether this test failed.
         result = super().run(result)
-        self._failed = bool(result and (result.failures or result.errors))
+        failed = result is not None and any(
+            t is self for t, _ in result.failures + result.errors)
+        if not failed and not os.environ.get("TRIBUTARY_TEST_KEEP"):
+            shutil.rmtree(self.dir, ignore_errors=True)
+        else:
+            print(f"kept {self.dir}", file=sys.stderr)
         return result
 
     def certs(self, *args):
@@ -67,24 +72,26 @@ class ProcessTest(unittest.TestCase):
         self.procs.append(p)
         return p
 
-    def start_coordinator(self, toml, host="127.0.0.1"):
+    def start_coordinator(self, toml, host="127.0.0.1", name="coordinator"):
         """Starts the coordinator on `toml` plus this test's TLS files, a free port on `host` and a
         ready file (given as --set, so `toml` need not mention them); waits until it listens and
-        returns (process, "host:port")."""
-        ready = self.path("ready")
-        with open(self.path("coordinator.toml"), "w") as f:
+        returns (process, "host:port"). Its output goes to <name>.log."""
+        ready = self.path(name + ".ready")
+        if os.path.exists(ready):
+            os.remove(ready)  # a coordinator started earlier in this test left its own
+        with open(self.path(name + ".toml"), "w") as f:
             f.write(toml)
         sets = {"net.listen": f"{host}:0", "net.heartbeat_interval_s": "1",
                 "tls.ca": f"{self.pki}/ca.crt", "tls.cert": f"{self.pki}/server.crt",
                 "tls.key": f"{self.pki}/server.key", "output.ready_file": ready}
-        args = [COORDINATOR, "--config", self.path("coordinator.toml")]
+        args = [COORDINATOR, "--config", self.path(name + ".toml")]
         for key, value in sets.items():
             args += ["--set", f"{key}={value}"]
-        coord = self.start("coordinator", args)
+        coord = self.start(name, args)
         for _ in range(300):
             if os.path.exists(ready) or coord.poll() is not None:
                 break
             time.sleep(0.1)
-        self.assertTrue(os.path.exists(ready), self.log("coordinator"))
+        self.assertTrue(os.path.exists(ready), self.log(name))
         with open(ready) as f:
             return coord, f.read().strip()

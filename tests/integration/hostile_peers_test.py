@@ -1,0 +1,167 @@
+#!/usr/bin/python3
+"""Authenticated hostile peers cannot make a real tributary-coordinator hold much memory
+(finding 4 of the hostile test, issue 19): 20 connections, each with a valid client certificate,
+send chunked UpdateSubmission frames (raw bytes on mutual TLS, from Python's ssl) before any
+Hello, while two honest tributary-client processes run the federation. Half announce 1 GiB and
+keep sending as long as the coordinator reads; half announce just under the 1 MiB control cap and
+stop one byte short, holding what they sent. The coordinator's peak RSS in that run may exceed
+the peak of the same run without them by at most 64 MiB (before the fix, each could make it hold up
+to 1 GiB; here the ten 1 GiB announcers send 32 MiB each, which it then held: 320 MiB).
+"""
+import os
+import socket
+import ssl
+import struct
+import sys
+import threading
+import time
+import unittest
+
+from process_harness import CERTS, COORDINATOR, ProcessTest
+
+CLIENT = os.environ.get("TRIBUTARY_CLIENT_BIN")
+HOSTILE = 20
+SEND_AT_MOST = 32 << 20
+CONTROL_CAP = 1 << 20
+DATA = ["data.dataset=synthetic", "data.train_examples=2000", "data.test_examples=200"]
+
+
+def chunk_frame(transfer_id, offset, total, data):
+    """A CHUNK frame of UpdateSubmission (type 5), protocol version 2 (docs/protocol.md)."""
+    payload = struct.pack("<QQQ", transfer_id, offset, total) + data
+    return struct.pack("<IHBBQ", 0x42495254, 2, 5, 1, len(payload)) + payload
+
+
+def rss_kib(pid):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+class HostilePeer(threading.Thread):
+    """One authenticated connection that sends a chunked message and never a Hello."""
+
+    def __init__(self, address, tls, announce, send):
+        super().__init__(daemon=True)
+        self.address, self.announce, self.send_bytes = address, announce, send
+        self.ctx = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, cafile=tls[0])
+        self.ctx.load_cert_chain(tls[1], tls[2])
+        self.sent, self.error = 0, None
+        self.done = threading.Event()
+        self.release = threading.Event()
+
+    def run(self):
+        host, port = self.address.rsplit(":", 1)
+        try:
+            with socket.create_connection((host, int(port)), timeout=30) as raw:
+                with self.ctx.wrap_socket(raw, server_hostname="localhost") as s:
+                    chunk = bytes(1 << 20)
+                    while self.sent < self.send_bytes:
+                        n = min(len(chunk), self.send_bytes - self.sent)
+                        s.sendall(chunk_frame(1, self.sent, self.announce, chunk[:n]))
+                        self.sent += n
+                    self.done.set()
+                    self.release.wait(120)  # hold the partial message open
+        except (OSError, ssl.SSLError) as e:
+            self.error = e
+        finally:
+            self.done.set()
+
+
+@unittest.skipUnless(all([CERTS, COORDINATOR, CLIENT]), "run through ctest, which names the binaries")
+class HostilePeersTest(ProcessTest):
+    prefix = "trib_hostile_"
+
+    def federate(self, name, hostile):
+        """Runs 3 rounds with two honest clients, with `hostile` peers connected first; returns the
+        coordinator's peak RSS in KiB and the peers."""
+        events = self.path(name + ".jsonl")
+        coord, addr = self.start_coordinator(f"""[run]
+model = "mlp"
+rounds = 3
+clients_per_round = 2
+min_available = 2
+round_timeout_s = 60
+[fit]
+epochs = 1
+[eval]
+every = 0
+[data]
+dataset = "synthetic"
+test_examples = 200
+[output]
+checkpoint_dir = "{self.path(name)}"
+event_log = "{events}"
+""", name=name)
+        peak = [rss_kib(coord.pid)]
+        stop = threading.Event()
+
+        def sample():
+            while not stop.is_set():
+                peak[0] = max(peak[0], rss_kib(coord.pid))
+                time.sleep(0.02)
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        peers = []
+        for i in range(hostile):
+            big = i % 2 == 0
+            p = HostilePeer(addr, self.client_tls(f"hostile-{i}"), 1 << 30 if big else CONTROL_CAP - 64,
+                            SEND_AT_MOST if big else CONTROL_CAP - 65)
+            p.start()
+            peers.append(p)
+        for p in peers:
+            p.done.wait(60)
+        if hostile:
+            # The refusals reach the log when their connections have closed (within the 2 s the
+            # coordinator waits for a peer's close_notify): wait for them before the run starts.
+            for _ in range(100):
+                if self.log(name).count("MESSAGE_TOO_LARGE") >= 1:
+                    break
+                time.sleep(0.1)
+        clients = []
+        for i in range(2):
+            ca, cert, key = self.client_tls(f"edge-{i}")
+            args = [CLIENT, "--coordinator", addr, "--ca", ca, "--cert", cert, "--key", key,
+                    "--set", "run.model=mlp", "--num-clients", "2", "--client-index", str(i),
+                    "--log-level", "warn"]
+            for kv in DATA:
+                args += ["--set", kv]
+            clients.append(self.start(f"{name}-edge-{i}", args))
+        try:
+            self.assertEqual(coord.wait(timeout=120), 0, self.log(name))
+            for i, c in enumerate(clients):
+                self.assertEqual(c.wait(timeout=60), 0, self.log(f"{name}-edge-{i}"))
+        finally:
+            stop.set()
+            sampler.join()
+            for p in peers:
+                p.release.set()
+        with open(events) as f:
+            closed = [l for l in f if '"round_closed"' in l]
+        self.assertEqual(len(closed), 3)
+        return peak[0], peers
+
+    def test_twenty_authenticated_peers_add_at_most_64_mib(self):
+        honest_kib, _ = self.federate("honest", 0)
+        hostile_kib, peers = self.federate("hostile", HOSTILE)
+        print(f"hostile peers: coordinator peak RSS {honest_kib / 1024:.1f} MiB honest, "
+              f"{hostile_kib / 1024:.1f} MiB with {HOSTILE} hostile peers "
+              f"(+{(hostile_kib - honest_kib) / 1024:.1f} MiB)", file=sys.stderr)
+        self.assertLessEqual(hostile_kib - honest_kib, 64 * 1024)
+        # The 1 GiB announcements were refused at their first chunk, as security events at the
+        # default level (the first in full; the rest of the minute is summed up at its end).
+        log = self.log("hostile")
+        self.assertRegex(log, r"\[warning\] security: connection closed for bad input from "
+                              r"127.0.0.1: hostile-\d+ before Hello .*: MESSAGE_TOO_LARGE: "
+                              r"UpdateSubmission transfer announces 1073741824 bytes; the cap is "
+                              r"1048576 bytes")
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
