@@ -39,14 +39,16 @@ void QuantizeChunk(const float* __restrict x, size_t len, uint32_t first, uint32
                    uint32_t levels, uint8_t* __restrict codes) {
   const float inv = scale > 0.0f ? static_cast<float>(levels) / (2.0f * scale) : 0.0f;
   const float half = 0.5f * static_cast<float>(levels);
-  const int top = static_cast<int>(levels);
+  const float top = static_cast<float>(levels);
   for (size_t j = 0; j < len; ++j) {
     const uint32_t h = Hash((first + static_cast<uint32_t>(j)) * 0x9e3779b9U ^ key);
     const float u = static_cast<float>(h >> 8) * 0x1.0p-24f;
-    int q = static_cast<int>(x[j] * inv + half + u);  // t >= 0, so truncation is floor
-    q = q < 0 ? 0 : q;
-    q = q > top ? top : q;
-    codes[j] = static_cast<uint8_t>(q);
+    // Clamped in float before the conversion: with a subnormal scale, inv is infinite and t may
+    // be infinite or NaN, whose conversion to int is undefined. NaN compares false: it becomes 0.
+    float t = x[j] * inv + half + u;
+    t = t > 0.0f ? t : 0.0f;
+    t = t < top ? t : top;
+    codes[j] = static_cast<uint8_t>(static_cast<int>(t));  // t >= 0, so truncation is floor
   }
 }
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 
 #include "compression/index_coding.h"
 #include "compression/selection.h"
@@ -268,6 +269,35 @@ TEST(PipelineCodecTest, QuantizationErrorIsBoundedByTheLevelSpacing) {
       const float step = 2.0f * mx / static_cast<float>((1 << bits) - 1);
       for (size_t i = chunk; i < chunk + 512; ++i)
         ASSERT_LE(std::fabs(d[i] - x[i]), step * 1.0001f) << bits << " " << i;
+    }
+  }
+}
+
+// Found by codec_fuzzer: a chunk whose largest magnitude is subnormal made the quantizer's inverse
+// step infinite, and converting the infinite (or NaN) code to int was undefined behaviour (UBSan).
+// Such a chunk now codes to finite values within its range (the level spacing of a subnormal scale
+// is below what a float holds), and a chunk of huge values within one level spacing.
+TEST(PipelineCodecTest, SubnormalAndHugeChunksCodeToFiniteValuesWithinTheirRange) {
+  const float tiny = std::numeric_limits<float>::denorm_min();
+  const float huge = 1e30f;  // the largest magnitude an update may hold
+  const std::vector<std::vector<float>> inputs = {
+      {tiny, -tiny, 0.0f, 3 * tiny, -7 * tiny},
+      {0.0f, 0.0f, tiny, 0.0f, 0.0f},
+      {huge, -huge, 0.0f, huge / 3, 1.0f},
+  };
+  for (int bits : {8, 4, 2, 1}) {
+    auto c = *MakeCodec("q" + std::to_string(bits));
+    for (const std::vector<float>& x : inputs) {
+      std::vector<float> d = Decode(*c, *c->Encode(x), x.size());
+      double mx = 0.0;
+      for (float v : x) mx = std::max(mx, std::fabs(static_cast<double>(v)));
+      const double bound =
+          mx < std::numeric_limits<float>::min() ? 2.0 * mx : 2.0 * mx / ((1 << bits) - 1) * 1.0001;
+      for (size_t i = 0; i < x.size(); ++i) {
+        ASSERT_TRUE(std::isfinite(d[i])) << bits << " " << i;
+        ASSERT_LE(std::fabs(static_cast<double>(d[i]) - x[i]), bound)
+            << bits << " " << i << ": " << x[i] << " -> " << d[i];
+      }
     }
   }
 }
