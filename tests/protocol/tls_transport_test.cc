@@ -3,7 +3,9 @@
 // cap on concurrent handshakes, and bulk transfer against another TLS implementation. The shared
 // behaviour of both transports is in transport_test.cc.
 #include <gtest/gtest.h>
+
 #include <openssl/ssl.h>
+#include <cstdio>
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -456,6 +458,12 @@ TEST_F(TlsTransportTest, AFloodOfSilentConnectionsFromOneAddressDoesNotKeepAnoth
                       << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
                       << " ms";
   const TlsListener::Stats s = listener_->stats();
+  std::printf(
+      "flood: honest client joined in %lld ms; %llu flood connections closed at accept, "
+      "peak %llu handshakes in progress\n",
+      static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(took).count()),
+      static_cast<unsigned long long>(s.over_address_cap),
+      static_cast<unsigned long long>(s.peak_handshakes));
   EXPECT_GT(s.over_address_cap, 100u);  // the flood's excess was closed at accept
   EXPECT_LE(s.peak_handshakes, 9u);     // 8 from the flood's address, plus the honest one
   EXPECT_EQ(s.admitted, 1u);
