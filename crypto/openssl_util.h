@@ -60,4 +60,8 @@ Result<std::string> PrivateKeyToPem(EVP_PKEY* key);
 Status CheckKeyMatchesCert(X509* cert, std::string_view cert_source, EVP_PKEY* key,
                            std::string_view key_source);
 
+// The client id a client certificate carries (client_id.h): its SAN URI, else its CN; validated.
+// PermissionDenied saying what is missing or wrong. Does not verify the certificate.
+Result<std::string> ClientIdOfCertificate(X509* cert);
+
 }  // namespace tributary::crypto_internal

@@ -188,7 +188,12 @@ Result<std::string> PeerClientId(SSL* ssl) {
   if (verify != X509_V_OK)
     return Status::PermissionDenied(std::string("the peer certificate did not verify: ") +
                                     X509_verify_cert_error_string(verify));
+  return crypto_internal::ClientIdOfCertificate(peer);
+}
 
+namespace crypto_internal {
+
+Result<std::string> ClientIdOfCertificate(X509* peer) {
   // The SAN URI is authoritative; several URIs must agree on one id.
   std::string id;
   GeneralNamesPtr sans(
@@ -221,4 +226,5 @@ Result<std::string> PeerClientId(SSL* ssl) {
   return id;
 }
 
+}  // namespace crypto_internal
 }  // namespace tributary
