@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <numeric>
 
 #include "crypto/chacha20_stream.h"
@@ -41,11 +42,27 @@ bool NeighbourGraph::Joined(size_t a, size_t b) const {
   return std::binary_search(neighbours_[a].begin(), neighbours_[a].end(), static_cast<uint32_t>(b));
 }
 
-size_t NeighbourGraph::DefaultDegree(size_t n) {
+double NeighbourGraph::BinomialBelow(size_t k, double p, size_t m) {
+  if (p <= 0.0) return m > 0 ? 1.0 : 0.0;
+  if (p >= 1.0) return m > k ? 1.0 : 0.0;
+  double sum = 0.0;
+  const double lp = std::log(p), lq = std::log1p(-p);
+  for (size_t j = 0; j < m && j <= k; ++j) {
+    const double kd = static_cast<double>(k), jd = static_cast<double>(j);
+    sum += std::exp(std::lgamma(kd + 1) - std::lgamma(jd + 1) - std::lgamma(kd - jd + 1) + jd * lp +
+                    (kd - jd) * lq);
+  }
+  return std::min(sum, 1.0);
+}
+
+size_t NeighbourGraph::DefaultDegree(size_t n, double max_dropout, double round_failure) {
   if (n <= 1) return 0;
   const size_t log2n = static_cast<size_t>(std::bit_width(n - 1));  // ceil(log2 n)
-  size_t k = 2 * log2n;
-  return std::min(k, n - 1);
+  for (size_t k = 2 * log2n; k < n - 1; k += 2) {
+    const double per_client = BinomialBelow(k, 1.0 - max_dropout, DefaultThreshold(k));
+    if (static_cast<double>(n) * per_client <= round_failure) return k;
+  }
+  return n - 1;
 }
 
 }  // namespace tributary

@@ -26,8 +26,13 @@ class NeighbourGraph {
   const std::vector<uint32_t>& of(size_t i) const { return neighbours_[i]; }
   bool Joined(size_t a, size_t b) const;
 
-  // About 2 log2(n), rounded up to even, and at most n - 1: SecAgg+'s default degree.
-  static size_t DefaultDegree(size_t n);
+  // The default degree: the smallest even k >= 2 ceil(log2 n) (SecAgg+'s O(log n)) such that,
+  // when each client drops with probability `max_dropout` after sharing its keys, the chance that
+  // some client keeps fewer than DefaultThreshold(k) live neighbours, n P[Bin(k, 1 - max_dropout)
+  // < k/2 + 1], is at most `round_failure` (such a round fails and is retried); at most n - 1.
+  static size_t DefaultDegree(size_t n, double max_dropout = 0.3, double round_failure = 0.01);
+  // P[Bin(k, p) < m].
+  static double BinomialBelow(size_t k, double p, size_t m);
   // A strict majority of k: the coordinator, telling different neighbours different stories,
   // cannot collect `threshold` shares of both secrets of one client.
   static size_t DefaultThreshold(size_t k) { return k / 2 + 1; }

@@ -131,8 +131,10 @@ Status SecAggServer::AddMaskedInput(SecAggMaskedInput input) {
       return Status::InvalidArgument(fmt::format(
           "secure aggregation: the masked input of '{}' holds a value beyond the modulus",
           input.from));
-  std::string from = input.from;
-  masked_.emplace(std::move(from), std::move(input.masked));
+  if (sum_.empty()) sum_.assign(session_.vector_length, 0);
+  const uint64_t mod = session_.modulus_mask;
+  for (size_t i = 0; i < sum_.size(); ++i) sum_[i] = (sum_[i] + input.masked[i]) & mod;
+  masked_.insert(input.from);
   return Status::Ok();
 }
 
@@ -196,9 +198,8 @@ Result<std::vector<uint64_t>> SecAggServer::Finish() {
     std::copy(bytes.begin(), bytes.end(), k.begin());
     return k;
   };
-  std::vector<uint64_t> sum(session_.vector_length, 0);
-  for (const auto& [id, y] : masked_)
-    for (size_t i = 0; i < sum.size(); ++i) sum[i] = (sum[i] + y[i]) & mod;
+  std::vector<uint64_t> sum = std::move(sum_);
+  sum.resize(session_.vector_length, 0);
   // Self masks of the survivors.
   for (const std::string& v : request_.survivors) {
     Result<Key32> seed = secret_of(v, "self-mask seed");

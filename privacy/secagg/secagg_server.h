@@ -7,6 +7,7 @@
 //   s.AddMaskedInput(y) ...;           SecAggUnmaskRequest req = *s.CloseMaskedInput();
 //   s.AddUnmaskResponse(r) ...;        std::vector<uint64_t> sum = *s.Finish();
 //
+// Masked inputs are summed as they arrive: the server holds one vector, not one per client.
 // Finish reconstructs the self-mask seed of every survivor and the mask key of every client that
 // dropped after sharing keys, removes their masks, and returns the sum of the survivors' inputs
 // modulo 2^sum_bits: exactly. A client is a survivor or dropped, never both, so the server never
@@ -59,8 +60,9 @@ class SecAggServer {
   SecAggRoster roster_;
   std::optional<NeighbourGraph> graph_;
   size_t threshold_ = 0;
-  std::map<std::string, SecAggShares> shares_;           // U2, by sender
-  std::map<std::string, std::vector<uint64_t>> masked_;  // U3
+  std::map<std::string, SecAggShares> shares_;  // U2, by sender
+  std::set<std::string> masked_;                // U3: whose masked input is folded into sum_
+  std::vector<uint64_t> sum_;                   // of the masked inputs, modulo 2^sum_bits
   SecAggUnmaskRequest request_;
   std::set<std::string> answered_;
   // Revealed shares: owner -> shares of the one kind asked for.

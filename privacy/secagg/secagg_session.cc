@@ -48,7 +48,7 @@ Result<Key32> SecAggSession::GraphSeed(const SecAggRoster& roster) const {
 }
 
 size_t SecAggSession::DegreeFor(size_t n) const {
-  const size_t k = degree ? degree : NeighbourGraph::DefaultDegree(n);
+  const size_t k = degree ? degree : NeighbourGraph::DefaultDegree(n, max_dropout);
   return std::min(k, n > 0 ? n - 1 : 0);
 }
 

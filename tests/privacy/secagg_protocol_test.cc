@@ -230,10 +230,25 @@ TEST(SecAggProtocolTest, TheSparseGraphIsRegularSymmetricAndTheSameForEveryone) 
     EXPECT_EQ(g.of(i), again.of(i));
     for (uint32_t j : g.of(i)) EXPECT_TRUE(g.Joined(j, i)) << i << " " << j;
   }
-  EXPECT_EQ(NeighbourGraph::DefaultDegree(100), 14u);
-  EXPECT_EQ(NeighbourGraph::DefaultDegree(1000), 20u);
-  EXPECT_EQ(NeighbourGraph::DefaultDegree(5), 4u);
   EXPECT_EQ(NeighbourGraph::DefaultThreshold(14), 8u);
+  // P[Bin(10, 1/2) < 5] = 386 / 1024.
+  EXPECT_NEAR(NeighbourGraph::BinomialBelow(10, 0.5, 5), 386.0 / 1024.0, 1e-12);
+  // With 5% dropout the default is SecAgg+'s 2 ceil(log2 n); sized for 30%, a majority
+  // threshold needs far more neighbours (the complete graph below n = 50).
+  EXPECT_EQ(NeighbourGraph::DefaultDegree(100, 0.05), 14u);
+  EXPECT_EQ(NeighbourGraph::DefaultDegree(1000, 0.05), 20u);
+  EXPECT_EQ(NeighbourGraph::DefaultDegree(5), 4u);
+  EXPECT_EQ(NeighbourGraph::DefaultDegree(20), 19u);
+  EXPECT_EQ(NeighbourGraph::DefaultDegree(100), 84u);
+  EXPECT_EQ(NeighbourGraph::DefaultDegree(1000), 110u);
+  // The defaults meet their bound: n P[a client keeps fewer than t live neighbours] <= 1%.
+  for (size_t n : {100u, 1000u})
+    for (double drop : {0.05, 0.1, 0.3}) {
+      const size_t k = NeighbourGraph::DefaultDegree(n, drop);
+      EXPECT_LE(n * NeighbourGraph::BinomialBelow(k, 1 - drop, NeighbourGraph::DefaultThreshold(k)),
+                0.01)
+          << n << " " << drop;
+    }
 }
 
 // A coordinator that relays another mask key for one client (to learn that client's pairwise
@@ -280,7 +295,7 @@ TEST(SecAggProtocolTest, ACoordinatorThatSwapsAPublicKeyIsDetected) {
 // seed, the round fails, and it holds fewer than t shares of every secret: no input revealed.
 TEST(SecAggProtocolTest, TooFewSharesFailTheRoundWithoutRevealingAnInput) {
   const size_t n = 10;
-  const SecAggSession s = Session(64, kMask25);  // k = 8 (the default for 10), t = 5
+  const SecAggSession s = Session(64, kMask25);  // k = 9 (the default for 10), t = 5
   Dropouts d;
   d.unmask = {0, 1, 2, 3, 4, 5};  // four survivors answer: 3 shares of each other's seeds
   const Outcome o = RunRound(n, s, d, 11);
