@@ -48,6 +48,16 @@ const Pki& PkiOf(size_t n) {
   return *slot;
 }
 
+// The clients of a round, one per identity of `pki`.
+std::vector<std::unique_ptr<SecAggClient>> MakeClients(const Pki& pki, const SecAggSession& s,
+                                                       size_t n) {
+  std::vector<std::unique_ptr<SecAggClient>> c;
+  for (size_t i = 0; i < n; ++i)
+    c.push_back(std::make_unique<SecAggClient>(s, pki.ids[i], &pki.keys[i], pki.certs[i].cert_pem,
+                                               pki.verifier.get()));
+  return c;
+}
+
 // Who leaves in which phase: the clients at these indices.
 struct Dropouts {
   std::set<size_t> advertise, share, mask, unmask;
@@ -90,11 +100,9 @@ Outcome RunRound(size_t n, const SecAggSession& session, const Dropouts& drop, u
                  std::vector<Status>* client_errors = nullptr) {
   const Pki& pki = PkiOf(n);
   std::mt19937_64 rng(seed);
-  std::vector<std::unique_ptr<SecAggClient>> clients;
+  std::vector<std::unique_ptr<SecAggClient>> clients = MakeClients(pki, session, n);
   std::vector<std::vector<uint64_t>> inputs(n);
   for (size_t i = 0; i < n; ++i) {
-    clients.push_back(std::make_unique<SecAggClient>(session, pki.ids[i], &pki.keys[i],
-                                                     pki.certs[i].cert_pem, pki.verifier.get()));
     inputs[i].resize(session.vector_length);
     for (uint64_t& v : inputs[i]) v = rng() & session.modulus_mask;
   }
@@ -319,13 +327,9 @@ TEST(SecAggProtocolTest, TooFewSharesFailTheRoundWithoutRevealingAnInput) {
 TEST(SecAggProtocolTest, NoClientRevealsBothSecretsOfAPeer) {
   const Pki& pki = PkiOf(6);
   const SecAggSession s = Session(4, kMask25);
-  std::vector<std::unique_ptr<SecAggClient>> c;
+  std::vector<std::unique_ptr<SecAggClient>> c = MakeClients(pki, s, 6);
   SecAggServer server(s);
-  for (size_t i = 0; i < 6; ++i) {
-    c.push_back(std::make_unique<SecAggClient>(s, pki.ids[i], &pki.keys[i], pki.certs[i].cert_pem,
-                                               pki.verifier.get()));
-    ASSERT_TRUE(server.AddKeys(*c[i]->AdvertiseKeys()).ok());
-  }
+  for (size_t i = 0; i < 6; ++i) ASSERT_TRUE(server.AddKeys(*c[i]->AdvertiseKeys()).ok());
   const SecAggRoster roster = *server.CloseAdvertise();
   for (size_t i = 0; i < 6; ++i) ASSERT_TRUE(server.AddShares(*c[i]->ShareKeys(roster)).ok());
   auto inboxes = *server.CloseShares();
@@ -367,11 +371,9 @@ TEST(SecAggProtocolTest, OutOfPhaseDuplicateAndTamperedMessagesAreRefused) {
   const Pki& pki = PkiOf(6);
   const SecAggSession s = Session(4, kMask25);
   SecAggServer server(s);
-  std::vector<std::unique_ptr<SecAggClient>> c;
+  std::vector<std::unique_ptr<SecAggClient>> c = MakeClients(pki, s, 6);
   std::vector<SecAggKeys> keys;
   for (size_t i = 0; i < 6; ++i) {
-    c.push_back(std::make_unique<SecAggClient>(s, pki.ids[i], &pki.keys[i], pki.certs[i].cert_pem,
-                                               pki.verifier.get()));
     keys.push_back(*c[i]->AdvertiseKeys());
     ASSERT_TRUE(server.AddKeys(keys[i]).ok());
   }
@@ -417,7 +419,7 @@ TEST(SecAggProtocolTest, FloatUpdatesThroughTheIntegerDomainGiveTheWeightedMean)
   const Pki& pki = PkiOf(n);
   SecAggSession s = Session(dim + 1, domain.modulus_mask());
   SecAggServer server(s);
-  std::vector<std::unique_ptr<SecAggClient>> c;
+  std::vector<std::unique_ptr<SecAggClient>> c = MakeClients(pki, s, n);
   std::mt19937 rng(3);
   std::uniform_real_distribution<float> val(-0.2f, 0.2f);
   std::vector<double> exact(dim, 0.0);
@@ -432,8 +434,6 @@ TEST(SecAggProtocolTest, FloatUpdatesThroughTheIntegerDomainGiveTheWeightedMean)
       for (size_t j = 0; j < dim; ++j) exact[j] += static_cast<double>(w) * x[j];
     }
     enc[i] = domain.Encode(x, w, i + 1);
-    c.push_back(std::make_unique<SecAggClient>(s, pki.ids[i], &pki.keys[i], pki.certs[i].cert_pem,
-                                               pki.verifier.get()));
     ASSERT_TRUE(server.AddKeys(*c[i]->AdvertiseKeys()).ok());
   }
   const SecAggRoster roster = *server.CloseAdvertise();
