@@ -175,6 +175,27 @@ Status DecodeMessageBodySharing(MessageType type, const std::shared_ptr<const vo
       case MessageType::kGoodbye:
         DecodeAs<Goodbye>(body, owner, out);
         return Status::Ok();
+      case MessageType::kSecAggKeys:
+        DecodeAs<SecAggKeysMsg>(body, owner, out);
+        return Status::Ok();
+      case MessageType::kSecAggRoster:
+        DecodeAs<SecAggRosterMsg>(body, owner, out);
+        return Status::Ok();
+      case MessageType::kSecAggShares:
+        DecodeAs<SecAggSharesMsg>(body, owner, out);
+        return Status::Ok();
+      case MessageType::kSecAggInbox:
+        DecodeAs<SecAggInboxMsg>(body, owner, out);
+        return Status::Ok();
+      case MessageType::kSecAggMaskedInput:
+        DecodeAs<SecAggMaskedInputMsg>(body, owner, out);
+        return Status::Ok();
+      case MessageType::kSecAggUnmaskRequest:
+        DecodeAs<SecAggUnmaskRequestMsg>(body, owner, out);
+        return Status::Ok();
+      case MessageType::kSecAggUnmaskResponse:
+        DecodeAs<SecAggUnmaskResponseMsg>(body, owner, out);
+        return Status::Ok();
     }
   } catch (const wire::WireException& e) {
     return ProtocolError(e.code(), MessageTypeName(type) + ": " + e.what());

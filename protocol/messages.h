@@ -22,24 +22,14 @@
 
 #include "core/model_layout.h"
 #include "core/shared_bytes.h"
+#include "protocol/schema_caps.h"
+#include "protocol/secagg_messages.h"
 #include "protocol/shared_floats.h"
 #include "protocol/wire.h"
 #include "protocol/wire_archive.h"
 #include "tributary/trainer.h"
 
 namespace tributary {
-
-// Schema caps (bytes for strings, entries for lists and maps).
-inline constexpr uint64_t kMaxNameBytes = 256;    // ids, device names, versions, codec names, keys
-inline constexpr uint64_t kMaxTextBytes = 4096;   // error and goodbye text
-inline constexpr uint64_t kMaxCodecs = 64;        // codecs a client lists in Hello
-inline constexpr uint64_t kMaxMetrics = 1024;     // entries of a metrics map
-inline constexpr uint64_t kMaxTensors = 1 << 16;  // tensors in a declared model layout
-inline constexpr uint64_t kMaxTensorRank = 16;    // dimensions of one tensor
-inline constexpr uint64_t kMaxTensorNameBytes = 1024;
-inline constexpr uint64_t kMaxPayloadFloats = uint64_t{1}
-                                              << 40;  // ~4 TiB; ProtocolLimits binds first
-inline constexpr uint64_t kMaxPayloadBytes = uint64_t{1} << 42;
 
 using WireMetrics = std::map<std::string, double>;
 
@@ -295,7 +285,9 @@ struct Goodbye {
 
 // The variant's alternative index + 1 equals the MessageType value.
 using Message = std::variant<Hello, Welcome, TaskAssignment, EvaluateTask, UpdateSubmission,
-                             EvaluateResult, Heartbeat, Error, Goodbye>;
+                             EvaluateResult, Heartbeat, Error, Goodbye, SecAggKeysMsg,
+                             SecAggRosterMsg, SecAggSharesMsg, SecAggInboxMsg, SecAggMaskedInputMsg,
+                             SecAggUnmaskRequestMsg, SecAggUnmaskResponseMsg>;
 
 inline MessageType TypeOf(const Message& m) { return static_cast<MessageType>(m.index() + 1); }
 

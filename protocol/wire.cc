@@ -48,7 +48,14 @@ constexpr std::array<std::string_view, kMaxMessageType + 1> kTypeNames = {"",
                                                                           "EvaluateResult",
                                                                           "Heartbeat",
                                                                           "Error",
-                                                                          "Goodbye"};
+                                                                          "Goodbye",
+                                                                          "SecAggKeys",
+                                                                          "SecAggRoster",
+                                                                          "SecAggShares",
+                                                                          "SecAggInbox",
+                                                                          "SecAggMaskedInput",
+                                                                          "SecAggUnmaskRequest",
+                                                                          "SecAggUnmaskResponse"};
 
 }  // namespace
 
@@ -94,9 +101,14 @@ bool CarriesModel(MessageType type) {
          type == MessageType::kUpdateSubmission;
 }
 
+bool IsBulkMessage(MessageType type) {
+  return CarriesModel(type) || type == MessageType::kSecAggMaskedInput ||
+         type == MessageType::kSecAggRoster || type == MessageType::kSecAggInbox;
+}
+
 uint64_t ProtocolLimits::CapFor(MessageType type) const {
-  return CarriesModel(type) ? max_message_bytes
-                            : std::min(max_message_bytes, max_control_message_bytes);
+  return IsBulkMessage(type) ? max_message_bytes
+                             : std::min(max_message_bytes, max_control_message_bytes);
 }
 
 Status ProtocolLimits::Validate() const {

@@ -38,12 +38,23 @@ enum class MessageType : uint8_t {
   kHeartbeat = 7,
   kError = 8,
   kGoodbye = 9,
+  // Secure aggregation (secagg_messages.h).
+  kSecAggKeys = 10,
+  kSecAggRoster = 11,
+  kSecAggShares = 12,
+  kSecAggInbox = 13,
+  kSecAggMaskedInput = 14,
+  kSecAggUnmaskRequest = 15,
+  kSecAggUnmaskResponse = 16,
 };
 inline constexpr uint8_t kMinMessageType = 1;
-inline constexpr uint8_t kMaxMessageType = 9;
+inline constexpr uint8_t kMaxMessageType = 16;
 
 // TaskAssignment, EvaluateTask and UpdateSubmission carry a model or an update.
 bool CarriesModel(MessageType type);
+// Messages whose size grows with the model or the number of clients: the model carriers, and
+// secure aggregation's masked input, roster and inbox. Every other message is a control message.
+bool IsBulkMessage(MessageType type);
 
 // "Hello", "TaskAssignment", ...; "Unknown(<n>)" for values outside the enum.
 std::string MessageTypeName(MessageType type);
@@ -97,9 +108,9 @@ struct ProtocolLimits {
   // Messages whose encoded body is larger than this are sent as chunks of (at most) this many data
   // bytes. Must leave room for the 24-byte chunk header within max_frame_payload.
   uint64_t chunk_data_bytes = uint64_t{1} << 20;
-  // The largest message that carries no model (Hello, Welcome, EvaluateResult, Heartbeat, Error,
-  // Goodbye): a peer cannot make us hold max_message_bytes with a Hello. A model-bearing message
-  // (TaskAssignment, EvaluateTask, UpdateSubmission) may use max_message_bytes.
+  // The largest control message (Hello, Welcome, EvaluateResult, Heartbeat, Error, Goodbye, and
+  // secure aggregation's keys, shares and unmasking): a peer cannot make us hold max_message_bytes
+  // with a Hello. A bulk message (IsBulkMessage) may use max_message_bytes.
   uint64_t max_control_message_bytes = uint64_t{1} << 20;
 
   // The cap on a received message of this type.

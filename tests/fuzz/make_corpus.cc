@@ -80,6 +80,9 @@ int main(int argc, char** argv) {
   update.num_examples = 600;
   update.metrics = {{"train_loss", 0.4}, {"train_accuracy", 0.9}};
   update.update = {"dense", 0xabcdef, 100, Bytes(400, 7)};
+  const SecAggKeysMsg secagg_keys{4, "edge-1", Bytes(32, 1), Bytes(32, 2), "PEM", Bytes(64, 3)};
+  const SecAggKeysMsg secagg_bare{4, "edge-2", Bytes(32, 4), Bytes(32, 5), "", {}};
+  const SecAggSealedShareMsg secagg_share{"edge-1", "edge-2", Bytes(116, 6)};
   const std::vector<std::pair<std::string, Message>> valid = {
       {"hello", hello},
       {"welcome", Welcome{1, "edge-1", "0.1.0", 5000}},
@@ -91,6 +94,13 @@ int main(int argc, char** argv) {
       {"heartbeat", Heartbeat{1, 1700000000000}},
       {"error", Error{3, "FRAME_TOO_LARGE: frame payload length 1099511627776 exceeds the cap"}},
       {"goodbye", Goodbye{"done"}},
+      {"secagg_keys", secagg_keys},
+      {"secagg_roster", SecAggRosterMsg{4, {secagg_keys, secagg_bare}}},
+      {"secagg_shares", SecAggSharesMsg{4, {secagg_share}}},
+      {"secagg_inbox", SecAggInboxMsg{4, {"edge-1", "edge-2"}, {secagg_share}}},
+      {"secagg_masked_input", SecAggMaskedInputMsg{4, 31, 5, Bytes(20, 9)}},
+      {"secagg_unmask_request", SecAggUnmaskRequestMsg{4, {"edge-1"}, {"edge-2"}}},
+      {"secagg_unmask_response", SecAggUnmaskResponseMsg{4, {{"edge-2", 2, 1, {1, 2, 3, 4, 5}}}}},
   };
   Bytes all;
   for (const auto& [name, m] : valid) {

@@ -38,15 +38,32 @@ std::vector<Message> SampleMessages() {
   update.metrics = {{"train_loss", 0.42}, {"train_accuracy", 0.9}};
   update.update = {"dense", 0x1234abcdULL, 4, {1, 2, 3, 4, 5, 6, 7, 8}};
   EvaluateResult result{3, 2, 1000, 0.31, 0.88, {{"f1", 0.8}}};
-  return {hello,
-          welcome,
-          task,
-          eval,
-          update,
-          result,
-          Heartbeat{9, 1700000000000},
-          Error{static_cast<uint32_t>(ErrorCode::kRevoked), "client id edge-3 is revoked"},
-          Goodbye{"the run failed: round 3", static_cast<uint32_t>(ErrorCode::kRunFailed)}};
+  const SecAggKeysMsg keys{12,
+                           "edge-7",
+                           std::vector<uint8_t>(32, 1),
+                           std::vector<uint8_t>(32, 2),
+                           "-----BEGIN CERTIFICATE-----\n...",
+                           std::vector<uint8_t>(70, 3)};
+  const SecAggKeysMsg bare{12, "edge-9", std::vector<uint8_t>(32, 4), std::vector<uint8_t>(32, 5),
+                           "", {}};
+  const SecAggSealedShareMsg share{"edge-7", "edge-1", std::vector<uint8_t>(116, 6)};
+  return {
+      hello,
+      welcome,
+      task,
+      eval,
+      update,
+      result,
+      Heartbeat{9, 1700000000000},
+      Error{static_cast<uint32_t>(ErrorCode::kRevoked), "client id edge-3 is revoked"},
+      Goodbye{"the run failed: round 3", static_cast<uint32_t>(ErrorCode::kRunFailed)},
+      keys,
+      SecAggRosterMsg{12, {keys, bare}},
+      SecAggSharesMsg{12, {share}},
+      SecAggInboxMsg{12, {"edge-1", "edge-7"}, {share}},
+      SecAggMaskedInputMsg{12, 31, 3, std::vector<uint8_t>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}},
+      SecAggUnmaskRequestMsg{12, {"edge-1", "edge-7"}, {"edge-9"}},
+      SecAggUnmaskResponseMsg{12, {{"edge-1", 1, 8, {1, 2, 3, 4, 5}}}}};
 }
 
 TEST(MessagesTest, EveryTypeRoundTrips) {
@@ -66,6 +83,9 @@ TEST(MessagesTest, TypeOfMatchesWireNumbering) {
   EXPECT_EQ(TypeOf(Message(UpdateSubmission{})), MessageType::kUpdateSubmission);
   EXPECT_EQ(TypeOf(Message(Goodbye{})), MessageType::kGoodbye);
   EXPECT_EQ(MessageTypeName(MessageType::kTaskAssignment), "TaskAssignment");
+  EXPECT_EQ(TypeOf(Message(SecAggKeysMsg{})), MessageType::kSecAggKeys);
+  EXPECT_EQ(TypeOf(Message(SecAggUnmaskResponseMsg{})), MessageType::kSecAggUnmaskResponse);
+  EXPECT_EQ(MessageTypeName(MessageType::kSecAggMaskedInput), "SecAggMaskedInput");
   EXPECT_EQ(MessageTypeName(static_cast<MessageType>(42)), "Unknown(42)");
 }
 
@@ -327,6 +347,33 @@ TEST(MessagesTest, LargeFloatPayloadRoundTripsBitExact) {
   Result<Message> back = DecodeMessageBody(MessageType::kUpdateSubmission, *body);
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(std::get<UpdateSubmission>(*back), u);
+}
+
+// Secure aggregation's lists and keys are capped like the rest: a public key of 33 bytes, or a
+// roster that claims more entries than its bytes could hold, fails before anything is allocated.
+TEST(MessagesTest, SecAggKeysAndListsAreCapped) {
+  const SecAggKeysMsg keys{1,  "edge-1", std::vector<uint8_t>(32, 1), std::vector<uint8_t>(32, 2),
+                           "", {}};
+  std::vector<uint8_t> body_keys = *EncodeMessageBody(keys);
+  ASSERT_EQ(body_keys[8 + 8 + 6], 32);  // after round and "edge-1": enc_public's size tag
+  body_keys[8 + 8 + 6] = 33;
+  body_keys.insert(body_keys.begin() + 8 + 8 + 6 + 8, 0);
+  Result<Message> long_key = DecodeMessageBody(MessageType::kSecAggKeys, body_keys);
+  ASSERT_FALSE(long_key.ok());
+  EXPECT_NE(long_key.status().message().find("secagg.enc_public"), std::string::npos)
+      << long_key.status();
+  // round, then a roster count of 2^20 with nothing after it.
+  std::vector<uint8_t> body(16, 0);
+  body[8 + 2] = 0x10;
+  Result<Message> roster = DecodeMessageBody(MessageType::kSecAggRoster, body);
+  ASSERT_FALSE(roster.ok());
+  EXPECT_NE(roster.status().message().find("secagg.roster"), std::string::npos) << roster.status();
+  // The masked input is a bulk message (it may use max_message_bytes); keys are control messages.
+  ProtocolLimits limits;
+  EXPECT_EQ(limits.CapFor(MessageType::kSecAggMaskedInput), limits.max_message_bytes);
+  EXPECT_EQ(limits.CapFor(MessageType::kSecAggRoster), limits.max_message_bytes);
+  EXPECT_EQ(limits.CapFor(MessageType::kSecAggKeys), limits.max_control_message_bytes);
+  EXPECT_EQ(limits.CapFor(MessageType::kSecAggUnmaskResponse), limits.max_control_message_bytes);
 }
 
 TEST(ProtocolErrorTest, CodeSurvivesTheStatusMessage) {

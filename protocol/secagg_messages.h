@@ -1,0 +1,162 @@
+// The wire messages of secure aggregation (docs/privacy.md), types 10-16 of protocol version 2.
+// Only rounds with secure aggregation send them; privacy/secagg converts them to and from its own
+// structs (secagg_wire.h), where the protocol's rules are checked.
+//
+//   10 SecAggKeysMsg          client -> coordinator  signed public keys, with the certificate
+//   11 SecAggRosterMsg        coordinator -> client  every advertised key (certificates and
+//                                                    signatures only for the client's neighbours)
+//   12 SecAggSharesMsg        client -> coordinator  one sealed share pair per neighbour
+//   13 SecAggInboxMsg         coordinator -> client  the share pairs sealed for it, and who sent
+//   14 SecAggMaskedInputMsg   client -> coordinator  the masked input, packed to `bits` per value
+//   15 SecAggUnmaskRequestMsg coordinator -> client  who survived and who dropped
+//   16 SecAggUnmaskResponseMsg client -> coordinator the shares asked for
+//
+// Every field is capped as the rest of the schema (messages.h): keys and signatures by size,
+// certificates at 16 KiB, lists by count and by the bytes each element needs on the wire.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/shared_bytes.h"
+#include "protocol/schema_caps.h"
+#include "protocol/wire_archive.h"
+
+namespace tributary {
+
+inline constexpr uint64_t kSecAggKeyBytes = 32;
+inline constexpr uint64_t kMaxCertificateBytes = 16 * 1024;
+inline constexpr uint64_t kMaxSignatureBytes = 1024;
+inline constexpr uint64_t kMaxSealedShareBytes = 1024;
+inline constexpr uint64_t kMaxSecAggClients = uint64_t{1} << 24;  // a roster, a survivor list
+inline constexpr uint64_t kMaxSecAggShares = uint64_t{1} << 16;   // shares in one message
+inline constexpr uint64_t kMaxShareLimbs = 64;
+
+// One client's advertised keys.
+struct SecAggKeysMsg {
+  uint64_t round = 0;
+  std::string client_id;
+  std::vector<uint8_t> enc_public;   // 32 bytes (X25519)
+  std::vector<uint8_t> mask_public;  // 32 bytes (X25519)
+  std::string cert_pem;              // empty in a roster entry of a non-neighbour
+  std::vector<uint8_t> signature;    // likewise
+
+  template <class Ar>
+  void serialize(Ar& ar) {
+    ar(round, wire::Capped("secagg.client_id", client_id, kMaxNameBytes),
+       wire::Capped("secagg.enc_public", enc_public, kSecAggKeyBytes),
+       wire::Capped("secagg.mask_public", mask_public, kSecAggKeyBytes),
+       wire::Capped("secagg.cert", cert_pem, kMaxCertificateBytes),
+       wire::Capped("secagg.signature", signature, kMaxSignatureBytes));
+  }
+  friend bool operator==(const SecAggKeysMsg&, const SecAggKeysMsg&) = default;
+};
+// round, and the five size tags.
+inline constexpr uint64_t kMinSecAggKeysWireBytes = 6 * sizeof(uint64_t);
+
+struct SecAggRosterMsg {
+  uint64_t round = 0;
+  std::vector<SecAggKeysMsg> clients;  // sorted by client id
+
+  template <class Ar>
+  void serialize(Ar& ar) {
+    ar(round,
+       wire::CappedObjects("secagg.roster", clients, kMaxSecAggClients, kMinSecAggKeysWireBytes));
+  }
+  friend bool operator==(const SecAggRosterMsg&, const SecAggRosterMsg&) = default;
+};
+
+struct SecAggSealedShareMsg {
+  std::string from, to;
+  std::vector<uint8_t> sealed;
+
+  template <class Ar>
+  void serialize(Ar& ar) {
+    ar(wire::Capped("secagg.share.from", from, kMaxNameBytes),
+       wire::Capped("secagg.share.to", to, kMaxNameBytes),
+       wire::Capped("secagg.share.sealed", sealed, kMaxSealedShareBytes));
+  }
+  friend bool operator==(const SecAggSealedShareMsg&, const SecAggSealedShareMsg&) = default;
+};
+inline constexpr uint64_t kMinSealedShareWireBytes = 3 * sizeof(uint64_t);
+
+struct SecAggSharesMsg {
+  uint64_t round = 0;
+  std::vector<SecAggSealedShareMsg> shares;
+
+  template <class Ar>
+  void serialize(Ar& ar) {
+    ar(round,
+       wire::CappedObjects("secagg.shares", shares, kMaxSecAggShares, kMinSealedShareWireBytes));
+  }
+  friend bool operator==(const SecAggSharesMsg&, const SecAggSharesMsg&) = default;
+};
+
+struct SecAggInboxMsg {
+  uint64_t round = 0;
+  std::vector<std::string> senders;  // every client whose shares arrived, sorted
+  std::vector<SecAggSealedShareMsg> shares;
+
+  template <class Ar>
+  void serialize(Ar& ar) {
+    ar(round, wire::Capped("secagg.senders", senders, kMaxSecAggClients, kMaxNameBytes),
+       wire::CappedObjects("secagg.inbox", shares, kMaxSecAggShares, kMinSealedShareWireBytes));
+  }
+  friend bool operator==(const SecAggInboxMsg&, const SecAggInboxMsg&) = default;
+};
+
+struct SecAggMaskedInputMsg {
+  uint64_t round = 0;
+  uint32_t bits = 0;    // per value, 1..64
+  uint64_t length = 0;  // values
+  SharedBytes packed;   // ceil(length * bits / 8) bytes, little-endian bit order
+
+  template <class Ar>
+  void serialize(Ar& ar) {
+    ar(round, bits, length, wire::Capped("secagg.masked", packed, kMaxPayloadBytes));
+  }
+  friend bool operator==(const SecAggMaskedInputMsg&, const SecAggMaskedInputMsg&) = default;
+};
+
+struct SecAggUnmaskRequestMsg {
+  uint64_t round = 0;
+  std::vector<std::string> survivors, dropped;  // sorted
+
+  template <class Ar>
+  void serialize(Ar& ar) {
+    ar(round, wire::Capped("secagg.survivors", survivors, kMaxSecAggClients, kMaxNameBytes),
+       wire::Capped("secagg.dropped", dropped, kMaxSecAggClients, kMaxNameBytes));
+  }
+  friend bool operator==(const SecAggUnmaskRequestMsg&, const SecAggUnmaskRequestMsg&) = default;
+};
+
+struct SecAggRevealedShareMsg {
+  std::string owner;
+  uint8_t kind = 0;  // 1: self-mask seed, 2: mask key
+  uint32_t x = 0;
+  std::vector<uint64_t> y;
+
+  template <class Ar>
+  void serialize(Ar& ar) {
+    ar(wire::Capped("secagg.reveal.owner", owner, kMaxNameBytes), kind, x,
+       wire::Capped("secagg.reveal.y", y, kMaxShareLimbs));
+  }
+  friend bool operator==(const SecAggRevealedShareMsg&, const SecAggRevealedShareMsg&) = default;
+};
+// owner's size tag, kind, x, y's size tag.
+inline constexpr uint64_t kMinRevealedShareWireBytes = 8 + 1 + 4 + 8;
+
+struct SecAggUnmaskResponseMsg {
+  uint64_t round = 0;
+  std::vector<SecAggRevealedShareMsg> shares;
+
+  template <class Ar>
+  void serialize(Ar& ar) {
+    ar(round,
+       wire::CappedObjects("secagg.reveal", shares, kMaxSecAggShares, kMinRevealedShareWireBytes));
+  }
+  friend bool operator==(const SecAggUnmaskResponseMsg&, const SecAggUnmaskResponseMsg&) = default;
+};
+
+}  // namespace tributary
