@@ -47,6 +47,8 @@ class SecAggServer {
   // For each client, the kinds of its secrets' shares that reached the server.
   const std::map<std::string, std::set<ShareKind>>& received_kinds() const { return kinds_; }
   size_t threshold() const { return threshold_; }
+  // The neighbour graph over the roster (after CloseAdvertise): what RosterFor needs.
+  const NeighbourGraph& graph() const { return *graph_; }
 
  private:
   enum class Phase { kAdvertise, kShare, kMask, kUnmask, kDone, kFailed };
