@@ -109,9 +109,10 @@ Measurement Measure(bool own_thread, int rounds, int clients, std::shared_ptr<Ev
                     const ModelSpec& spec, bool tls) {
   // The coordinator's two I/O threads, and the clients' own threads: the load's on one, the
   // probe's on another, as remote clients would not share the coordinator's threads.
+  // The engine's pool outlives the io threads (see coordinator_main.cc).
+  boost::asio::thread_pool engine_thread(1);
   testing::IoThreads io(2), load_io(1), probe_io(1);
   auto network = std::make_shared<InMemoryNetwork>();
-  boost::asio::thread_pool engine_thread(1);
   RunConfig run;
   run.model = "mlp";
   run.round.rounds = rounds;

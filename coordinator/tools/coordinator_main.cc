@@ -113,12 +113,15 @@ int Run(CoordinatorConfig& cfg, bool resume, bool resume_or_start) {
     if (Status s = deny->LoadFile(cfg.deny_list); !s.ok()) return Fail(s);
     topts.transport.deny_list = deny;
   }
+  // The engine's pool is declared before the io_context so that it outlives it: handlers still
+  // queued when the io_context is destroyed may hold the service, whose engine strand belongs to
+  // the pool.
+  asio::thread_pool engine_thread(1);
   asio::io_context io;
   Result<std::unique_ptr<TlsTransport>> transport = TlsTransport::Create(io, topts);
   if (!transport.ok()) return Fail(transport.status());
 
-  // The engine's CPU work runs on its own thread, off the I/O threads.
-  asio::thread_pool engine_thread(1);
+  // The engine's CPU work runs on its own thread (engine_thread, above), off the I/O threads.
   CoordinatorServiceOptions sopts;
   sopts.listen_address = cfg.listen;
   sopts.heartbeat_interval = cfg.heartbeat_interval;

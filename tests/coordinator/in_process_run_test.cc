@@ -86,8 +86,10 @@ class InProcessRunTest : public ::testing::TestWithParam<Kind> {
     io_.Stop();
   }
 
-  IoThreads io_{2};
+  // Declared first, destroyed last: handlers still queued when io_ goes may hold the service,
+  // whose engine strand belongs to this pool (TSan: a destroyed strand service's mutex).
   boost::asio::thread_pool engine_thread_{1};
+  IoThreads io_{2};
   std::shared_ptr<InMemoryNetwork> network_ = std::make_shared<InMemoryNetwork>();
   std::unique_ptr<Transport> server_;
   std::vector<std::unique_ptr<Transport>> transports_;
