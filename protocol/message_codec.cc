@@ -196,6 +196,9 @@ Status DecodeMessageBodySharing(MessageType type, const std::shared_ptr<const vo
       case MessageType::kSecAggUnmaskResponse:
         DecodeAs<SecAggUnmaskResponseMsg>(body, owner, out);
         return Status::Ok();
+      case MessageType::kSecAggStart:
+        DecodeAs<SecAggStartMsg>(body, owner, out);
+        return Status::Ok();
     }
   } catch (const wire::WireException& e) {
     return ProtocolError(e.code(), MessageTypeName(type) + ": " + e.what());

@@ -287,7 +287,7 @@ struct Goodbye {
 using Message = std::variant<Hello, Welcome, TaskAssignment, EvaluateTask, UpdateSubmission,
                              EvaluateResult, Heartbeat, Error, Goodbye, SecAggKeysMsg,
                              SecAggRosterMsg, SecAggSharesMsg, SecAggInboxMsg, SecAggMaskedInputMsg,
-                             SecAggUnmaskRequestMsg, SecAggUnmaskResponseMsg>;
+                             SecAggUnmaskRequestMsg, SecAggUnmaskResponseMsg, SecAggStartMsg>;
 
 inline MessageType TypeOf(const Message& m) { return static_cast<MessageType>(m.index() + 1); }
 

@@ -1,4 +1,4 @@
-// The wire messages of secure aggregation (docs/privacy.md), types 10-16 of protocol version 2.
+// The wire messages of secure aggregation (docs/privacy.md), types 10-17 of protocol version 2.
 // Only rounds with secure aggregation send them; privacy/secagg converts them to and from its own
 // structs (secagg_wire.h), where the protocol's rules are checked.
 //
@@ -10,6 +10,8 @@
 //   14 SecAggMaskedInputMsg   client -> coordinator  the masked input, packed to `bits` per value
 //   15 SecAggUnmaskRequestMsg coordinator -> client  who survived and who dropped
 //   16 SecAggUnmaskResponseMsg client -> coordinator the shares asked for
+//   17 SecAggStartMsg         coordinator -> client  sent just before the round's TaskAssignment:
+//                                                    this round is secure, with these parameters
 //
 // Every field is capped as the rest of the schema (messages.h): keys and signatures by size,
 // certificates at 16 KiB, lists by count and by the bytes each element needs on the wire.
@@ -32,6 +34,30 @@ inline constexpr uint64_t kMaxSealedShareBytes = 1024;
 inline constexpr uint64_t kMaxSecAggClients = uint64_t{1} << 24;  // a roster, a survivor list
 inline constexpr uint64_t kMaxSecAggShares = uint64_t{1} << 16;   // shares in one message
 inline constexpr uint64_t kMaxShareLimbs = 64;
+
+// The parameters of one round of secure aggregation, as the client needs them (privacy/secagg:
+// SecAggSession and IntDomainConfig). The client derives the integer domain itself and checks that
+// it comes to `sum_bits`.
+struct SecAggStartMsg {
+  uint64_t round = 0;
+  std::string run_id;
+  uint64_t vector_length = 0;  // the update's values plus the weight
+  uint32_t sum_bits = 0;
+  float clip = 0.0f;
+  uint32_t quant_bits = 0;
+  uint64_t max_weight = 0;
+  uint64_t max_clients = 0;
+  uint64_t degree = 0;     // k
+  uint64_t threshold = 0;  // t
+  uint64_t min_clients = 0;
+
+  template <class Ar>
+  void serialize(Ar& ar) {
+    ar(round, wire::Capped("secagg.run_id", run_id, kMaxNameBytes), vector_length, sum_bits, clip,
+       quant_bits, max_weight, max_clients, degree, threshold, min_clients);
+  }
+  friend bool operator==(const SecAggStartMsg&, const SecAggStartMsg&) = default;
+};
 
 // One client's advertised keys.
 struct SecAggKeysMsg {
@@ -158,5 +184,17 @@ struct SecAggUnmaskResponseMsg {
   }
   friend bool operator==(const SecAggUnmaskResponseMsg&, const SecAggUnmaskResponseMsg&) = default;
 };
+
+// The size of each message's encoded body, computed from its fields (without encoding it): what
+// the round engine reports as secure aggregation's extra bytes. Equal to EncodeMessageBody's size.
+uint64_t WireBytes(const SecAggStartMsg& m);
+uint64_t WireBytes(const SecAggKeysMsg& m);
+uint64_t WireBytes(const SecAggRosterMsg& m);
+uint64_t WireBytes(const SecAggSealedShareMsg& m);
+uint64_t WireBytes(const SecAggSharesMsg& m);
+uint64_t WireBytes(const SecAggInboxMsg& m);
+uint64_t WireBytes(const SecAggMaskedInputMsg& m);
+uint64_t WireBytes(const SecAggUnmaskRequestMsg& m);
+uint64_t WireBytes(const SecAggUnmaskResponseMsg& m);
 
 }  // namespace tributary

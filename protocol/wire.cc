@@ -55,7 +55,8 @@ constexpr std::array<std::string_view, kMaxMessageType + 1> kTypeNames = {"",
                                                                           "SecAggInbox",
                                                                           "SecAggMaskedInput",
                                                                           "SecAggUnmaskRequest",
-                                                                          "SecAggUnmaskResponse"};
+                                                                          "SecAggUnmaskResponse",
+                                                                          "SecAggStart"};
 
 }  // namespace
 

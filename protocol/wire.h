@@ -46,9 +46,10 @@ enum class MessageType : uint8_t {
   kSecAggMaskedInput = 14,
   kSecAggUnmaskRequest = 15,
   kSecAggUnmaskResponse = 16,
+  kSecAggStart = 17,
 };
 inline constexpr uint8_t kMinMessageType = 1;
-inline constexpr uint8_t kMaxMessageType = 16;
+inline constexpr uint8_t kMaxMessageType = 17;
 
 // TaskAssignment, EvaluateTask and UpdateSubmission carry a model or an update.
 bool CarriesModel(MessageType type);

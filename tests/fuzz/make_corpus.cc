@@ -100,6 +100,7 @@ int main(int argc, char** argv) {
       {"secagg_inbox", SecAggInboxMsg{4, {"edge-1", "edge-2"}, {secagg_share}}},
       {"secagg_masked_input", SecAggMaskedInputMsg{4, 31, 5, Bytes(20, 9)}},
       {"secagg_unmask_request", SecAggUnmaskRequestMsg{4, {"edge-1"}, {"edge-2"}}},
+      {"secagg_start", SecAggStartMsg{4, "run-1", 101, 31, 1.0f, 8, 65536, 100, 84, 43, 3}},
       {"secagg_unmask_response", SecAggUnmaskResponseMsg{4, {{"edge-2", 2, 1, {1, 2, 3, 4, 5}}}}},
   };
   Bytes all;

@@ -63,7 +63,8 @@ std::vector<Message> SampleMessages() {
       SecAggInboxMsg{12, {"edge-1", "edge-7"}, {share}},
       SecAggMaskedInputMsg{12, 31, 3, std::vector<uint8_t>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}},
       SecAggUnmaskRequestMsg{12, {"edge-1", "edge-7"}, {"edge-9"}},
-      SecAggUnmaskResponseMsg{12, {{"edge-1", 1, 8, {1, 2, 3, 4, 5}}}}};
+      SecAggUnmaskResponseMsg{12, {{"edge-1", 1, 8, {1, 2, 3, 4, 5}}}},
+      SecAggStartMsg{12, "run-7", 4097, 31, 1.0f, 8, 65536, 100, 84, 43, 3}};
 }
 
 TEST(MessagesTest, EveryTypeRoundTrips) {
@@ -374,6 +375,23 @@ TEST(MessagesTest, SecAggKeysAndListsAreCapped) {
   EXPECT_EQ(limits.CapFor(MessageType::kSecAggRoster), limits.max_message_bytes);
   EXPECT_EQ(limits.CapFor(MessageType::kSecAggKeys), limits.max_control_message_bytes);
   EXPECT_EQ(limits.CapFor(MessageType::kSecAggUnmaskResponse), limits.max_control_message_bytes);
+}
+
+// WireBytes computes each secure aggregation body's size from its fields: it equals the encoding.
+TEST(MessagesTest, SecAggWireBytesEqualTheEncodedSize) {
+  size_t checked = 0;
+  for (const Message& m : SampleMessages()) {
+    const uint64_t encoded = EncodeMessageBody(m)->size();
+    std::visit(
+        [&](const auto& msg) {
+          if constexpr (requires { WireBytes(msg); }) {
+            EXPECT_EQ(WireBytes(msg), encoded) << MessageTypeName(TypeOf(m));
+            ++checked;
+          }
+        },
+        m);
+  }
+  EXPECT_EQ(checked, 8u);
 }
 
 TEST(ProtocolErrorTest, CodeSurvivesTheStatusMessage) {

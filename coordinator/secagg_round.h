@@ -1,0 +1,97 @@
+// SecAggRound: the coordinator's side of one round attempt with secure aggregation, as phases with
+// deadlines over the wire messages (protocol/secagg_messages.h): what RoundEngine runs instead of
+// folding updates one by one when the run asks for secure aggregation (docs/privacy.md).
+//
+//   SecAggRound r(options, selected, now, input_deadline);   // queues SecAggStart for each
+//   r.OnKeys(id, msg, now) / OnShares / OnMaskedInput / OnUnmaskResponse   (as messages arrive)
+//   r.OnLeft(id, now); r.OnTick(now)                           (departures, deadlines)
+//   r.TakeOutbox()                                             (rosters, inboxes, requests)
+//   r.state(): kRunning, then kDone (mean() and total_weight()) or kFailed (failure())
+//
+// A phase ends when every client it waits for has answered or left, or at its deadline: each
+// phase has `phase_timeout`, except the masked input, which waits until `input_deadline` (the
+// clients train first). Too few clients at the end of any phase fails the attempt with a reason
+// and reveals nothing (SecAggServer). A message out of phase, from a client the phase does not
+// wait for, or for another round is refused with FailedPrecondition naming it, and changes
+// nothing. Not thread-safe: the round engine's strand.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/clock.h"
+#include "privacy/secagg/int_domain.h"
+#include "privacy/secagg/secagg_server.h"
+#include "protocol/messages.h"
+
+namespace tributary {
+
+class SecAggRound {
+ public:
+  struct Options {
+    SecAggSession session;  // round, run id, vector_length = values + 1, modulus, k, t, ...
+    IntDomainConfig domain;
+    std::chrono::milliseconds phase_timeout{10'000};
+  };
+  struct Outgoing {
+    std::string client_id;
+    Message message;
+  };
+  enum class State { kRunning, kDone, kFailed };
+
+  // InvalidArgument when the domain does not fit (IntDomain) or does not match the session.
+  static Result<std::unique_ptr<SecAggRound>> Start(Options options,
+                                                    std::vector<std::string> selected,
+                                                    TimePoint now, TimePoint input_deadline);
+
+  Status OnKeys(const std::string& id, const SecAggKeysMsg& msg, TimePoint now);
+  Status OnShares(const std::string& id, const SecAggSharesMsg& msg, TimePoint now);
+  Status OnMaskedInput(const std::string& id, const SecAggMaskedInputMsg& msg, TimePoint now);
+  Status OnUnmaskResponse(const std::string& id, const SecAggUnmaskResponseMsg& msg, TimePoint now);
+  void OnLeft(const std::string& id, TimePoint now);
+  void OnTick(TimePoint now);
+
+  std::vector<Outgoing> TakeOutbox();
+  std::optional<TimePoint> next_deadline() const;
+  State state() const { return state_; }
+  const Status& failure() const { return failure_; }
+  // When kDone: the weighted mean of the survivors' updates, and their total weight.
+  const std::vector<float>& mean() const { return mean_; }
+  uint64_t total_weight() const { return total_weight_; }
+  // Clients whose masked input was summed (when kDone).
+  const std::vector<std::string>& survivors() const { return survivors_; }
+  // Bytes of secure aggregation's messages: masked inputs (up) and everything else, each way.
+  uint64_t masked_bytes_up() const { return masked_bytes_up_; }
+  uint64_t protocol_bytes_up() const { return protocol_bytes_up_; }
+  uint64_t protocol_bytes_down() const { return protocol_bytes_down_; }
+  const char* phase_name() const;
+
+ private:
+  enum class Phase { kAdvertise, kShare, kMask, kUnmask, kOver };
+  SecAggRound(Options options, IntDomain domain);
+  Status Accept(const std::string& id, uint64_t round, Phase phase, const char* what);
+  void Answered(const std::string& id, TimePoint now);
+  void Advance(TimePoint now);
+  void Fail(Status why);
+  void Send(const std::string& id, Message m);
+
+  Options options_;
+  IntDomain domain_;
+  SecAggServer server_;
+  Phase phase_ = Phase::kAdvertise;
+  State state_ = State::kRunning;
+  Status failure_;
+  std::set<std::string> waiting_;  // clients this phase still waits for
+  TimePoint deadline_{};
+  TimePoint input_deadline_{};
+  std::vector<Outgoing> outbox_;
+  std::vector<float> mean_;
+  uint64_t total_weight_ = 0;
+  std::vector<std::string> survivors_;
+  uint64_t masked_bytes_up_ = 0, protocol_bytes_up_ = 0, protocol_bytes_down_ = 0;
+};
+
+}  // namespace tributary
