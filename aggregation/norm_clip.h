@@ -20,6 +20,10 @@ namespace tributary {
 
 class NormClip final : public Strategy {
  public:
+  std::string needs_each_update() const override {
+    return "norm clipping at the coordinator measures each client's update (clip on the clients, "
+           "secagg.clip, instead)";
+  }
   // max_norm > 0 is validated by MakeStrategy.
   NormClip(double max_norm, std::unique_ptr<Strategy> inner);
 

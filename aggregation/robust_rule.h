@@ -31,6 +31,9 @@ struct RobustOptions {
 
 class RobustRule : public Strategy {
  public:
+  std::string needs_each_update() const override {
+    return std::string(name()) + " compares the clients' updates with each other";
+  }
   RobustRule(std::string name, const RobustOptions& options);
 
   std::string_view name() const override { return name_; }

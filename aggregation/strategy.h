@@ -65,6 +65,10 @@ class Strategy {
     if (n < 1) return Status::InvalidArgument("a round needs at least 1 update");
     return Status::Ok();
   }
+  // Empty when the rule needs only the weighted sum of a round's updates (FedAvg, the server
+  // optimizers), so it works with secure aggregation, which shows the coordinator nothing else;
+  // otherwise why it needs each update (a robust rule ranks them, norm clipping measures each).
+  virtual std::string needs_each_update() const { return ""; }
   // The proximal coefficient clients should put in FitConfig::proximal_mu (FedProx); 0 otherwise.
   virtual float client_proximal_mu() const { return 0.0f; }
 

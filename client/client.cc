@@ -94,6 +94,10 @@ Result<std::unique_ptr<Client>> Client::Create(ClientOptions options,
   ropts.backoff = options.backoff;
   ropts.heartbeat_interval = options.heartbeat_interval;
   ropts.on_task = std::move(options.on_task);
+  // The same key, certificate and CA sign and check the keys of secure aggregation.
+  TRIB_ASSIGN_OR_RETURN(
+      ropts.secagg_identity,
+      SecAggIdentity::FromFiles(options.key_file, options.cert_file, options.ca_cert_file));
   TRIB_ASSIGN_OR_RETURN(impl->runtime,
                         ClientRuntime::Create(impl->io, *impl->transport, std::move(trainer),
                                               std::move(ropts), std::move(state)));

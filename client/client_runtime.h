@@ -37,6 +37,7 @@
 #include <string>
 
 #include "client/client_state.h"
+#include "client/secagg_task.h"
 #include "core/clock.h"
 #include "protocol/transport.h"
 #include "tributary/client.h"
@@ -62,6 +63,9 @@ struct ClientRuntimeOptions {
   Clock* clock = nullptr;
   // Runs on the worker thread after each task.
   std::function<void(const TaskReport&)> on_task;
+  // The signing key, certificate and CA for rounds with secure aggregation (docs/privacy.md);
+  // null: this client answers such rounds with an error.
+  std::shared_ptr<const SecAggIdentity> secagg_identity;
 };
 
 class ClientRuntime {

@@ -4,6 +4,7 @@
 #include <boost/asio/post.hpp>
 
 #include "compression/codec.h"
+#include "compression/update_sink.h"
 #include "core/log.h"
 #include "protocol/wire.h"
 #include "tributary/config.h"
@@ -157,8 +158,18 @@ void RuntimeCore::OnMessage(uint64_t gen, Message message) {
     OnWelcome(*welcome);
   } else if (std::holds_alternative<TaskAssignment>(message) ||
              std::holds_alternative<EvaluateTask>(message)) {
+    std::shared_ptr<SecAggTask> secagg;
+    if (auto* fit = std::get_if<TaskAssignment>(&message);
+        fit && secagg_ && secagg_->round() == fit->round)
+      secagg = secagg_;
     auto task = std::make_shared<Message>(std::move(message));
-    worker_->Submit([self = shared_from_this(), gen, task] { self->RunTask(gen, task); });
+    worker_->Submit(
+        [self = shared_from_this(), gen, task, secagg] { self->RunTask(gen, task, secagg); });
+  } else if (std::holds_alternative<SecAggStartMsg>(message) ||
+             std::holds_alternative<SecAggRosterMsg>(message) ||
+             std::holds_alternative<SecAggInboxMsg>(message) ||
+             std::holds_alternative<SecAggUnmaskRequestMsg>(message)) {
+    OnSecAgg(gen, std::move(message));
   } else if (auto* goodbye = std::get_if<Goodbye>(&message)) {
     if (goodbye->code == static_cast<uint32_t>(ErrorCode::kRunFailed)) {
       spdlog::error("the coordinator's run failed: {}", goodbye->reason);
@@ -175,6 +186,67 @@ void RuntimeCore::OnMessage(uint64_t gen, Message message) {
     spdlog::warn("ignoring an unexpected {} from the coordinator",
                  MessageTypeName(TypeOf(message)));
   }
+}
+
+void RuntimeCore::SendOrReport(const Status& s, Message m) {
+  if (!conn_) return;
+  if (s.ok()) {
+    conn_->Send(std::move(m));
+    return;
+  }
+  spdlog::error("secure aggregation: {}", s.ToString());
+  conn_->Send(Error{static_cast<uint32_t>(ErrorCode::kProtocolViolation), s.message()});
+}
+
+void RuntimeCore::OnSecAgg(uint64_t gen, Message message) {
+  if (auto* start = std::get_if<SecAggStartMsg>(&message)) {
+    std::string id;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      id = client_id_;
+    }
+    Result<std::shared_ptr<SecAggTask>> task =
+        SecAggTask::Create(*start, id, options_.secagg_identity);
+    if (!task.ok()) {
+      secagg_.reset();
+      return SendOrReport(task.status(), Message{});
+    }
+    secagg_ = *task;
+    Result<SecAggKeysMsg> keys = secagg_->Advertise();
+    return SendOrReport(keys.status(), keys.ok() ? Message(std::move(*keys)) : Message{});
+  }
+  if (!secagg_) {
+    spdlog::warn("ignoring a {} outside a round with secure aggregation",
+                 MessageTypeName(TypeOf(message)));
+    return;
+  }
+  if (auto* roster = std::get_if<SecAggRosterMsg>(&message)) {
+    Result<SecAggSharesMsg> shares = secagg_->Share(*roster);
+    SendOrReport(shares.status(), shares.ok() ? Message(std::move(*shares)) : Message{});
+  } else if (auto* inbox = std::get_if<SecAggInboxMsg>(&message)) {
+    secagg_->SetInbox(std::move(*inbox));
+    if (secagg_->TryClaimMask())
+      worker_->Submit([self = shared_from_this(), gen, t = secagg_] { self->MaskAndSend(gen, t); });
+  } else if (auto* request = std::get_if<SecAggUnmaskRequestMsg>(&message)) {
+    Result<SecAggUnmaskResponseMsg> r = secagg_->Unmask(*request);
+    SendOrReport(r.status(), r.ok() ? Message(std::move(*r)) : Message{});
+    secagg_.reset();  // one answer per round
+  }
+}
+
+void RuntimeCore::MaskAndSend(uint64_t gen, const std::shared_ptr<SecAggTask>& secagg) {
+  if (stopping_) return;
+  Result<SecAggMaskedInputMsg> masked = secagg->Mask();
+  Message reply;
+  if (masked.ok()) {
+    reply = std::move(*masked);
+  } else {
+    spdlog::error("secure aggregation: {}", masked.status().ToString());
+    reply = ErrorFromStatus(masked.status());
+  }
+  asio::post(strand_, [self = shared_from_this(), gen, reply = std::move(reply)]() mutable {
+    self->Deliver(gen, std::move(reply));
+  });
 }
 
 void RuntimeCore::OnWelcome(const Welcome& welcome) {
@@ -306,16 +378,42 @@ void RuntimeCore::Finish(Status result) {
   cv_.notify_all();
 }
 
-void RuntimeCore::RunTask(uint64_t gen, const std::shared_ptr<Message>& task) {
+void RuntimeCore::RunTask(uint64_t gen, const std::shared_ptr<Message>& task,
+                          std::shared_ptr<SecAggTask> secagg) {
   if (stopping_) return;
   TaskReport report;
   Message reply;
+  bool masked_later = false;
   if (const auto* fit = std::get_if<TaskAssignment>(task.get())) {
     Result<UpdateSubmission> r = executor_.Fit(*fit, &report);
-    if (r.ok())
+    if (r.ok() && secagg) {
+      // Secure aggregation: the dense delta goes into the integer domain and is masked once the
+      // inbox of shares is here too (now, or when it arrives on the strand).
+      std::vector<float> delta(r->update.num_floats);
+      BufferSink sink(delta);
+      Result<std::unique_ptr<Codec>> dense = MakeCodec("dense");
+      Status in = dense.ok() ? (*dense)->Validate(r->update.bytes.span(), delta.size()).status()
+                             : dense.status();
+      if (in.ok()) {
+        (*dense)->DecodeInto(r->update.bytes.span(), sink, 1.0f);
+        in = secagg->SetInput(delta, r->num_examples);
+      }
+      if (!in.ok()) {
+        report.status = in;
+      } else if (secagg->TryClaimMask()) {
+        Result<SecAggMaskedInputMsg> m = secagg->Mask();
+        if (m.ok())
+          reply = std::move(*m);
+        else
+          report.status = m.status();
+      } else {
+        masked_later = true;
+      }
+    } else if (r.ok()) {
       reply = std::move(*r);
-    else
+    } else {
       report.status = r.status();
+    }
   } else {
     Result<EvaluateResult> r = executor_.Evaluate(std::get<EvaluateTask>(*task), &report);
     if (r.ok())
@@ -333,6 +431,7 @@ void RuntimeCore::RunTask(uint64_t gen, const std::shared_ptr<Message>& task) {
     });
   }
   if (options_.on_task) options_.on_task(report);
+  if (masked_later) return;
   asio::post(strand_, [self = shared_from_this(), gen, reply = std::move(reply)]() mutable {
     self->Deliver(gen, std::move(reply));
   });

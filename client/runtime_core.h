@@ -63,8 +63,14 @@ class RuntimeCore : public std::enable_shared_from_this<RuntimeCore> {
   void DoStop();
   void Finish(Status result);
 
+  void OnSecAgg(uint64_t gen, Message message);
+  void SendOrReport(const Status& s, Message m);
+
   // On the worker.
-  void RunTask(uint64_t gen, const std::shared_ptr<Message>& task);
+  void RunTask(uint64_t gen, const std::shared_ptr<Message>& task,
+               std::shared_ptr<SecAggTask> secagg);
+  // Masks the trained update and sends it (the worker, when the inbox and the update are both in).
+  void MaskAndSend(uint64_t gen, const std::shared_ptr<SecAggTask>& secagg);
   void SaveState(const std::function<void(ClientStateData&)>& update);
 
   Transport& transport_;
@@ -79,6 +85,7 @@ class RuntimeCore : public std::enable_shared_from_this<RuntimeCore> {
   TimePoint last_heard_{};  // the last message from the coordinator on the current connection
   Backoff backoff_;
   std::shared_ptr<Connection> conn_;
+  std::shared_ptr<SecAggTask> secagg_;  // the round with secure aggregation in progress, if any
   uint64_t generation_ = 0;
   bool welcomed_ = false;  // on the current connection
   bool finished_ = false;

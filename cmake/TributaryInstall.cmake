@@ -17,6 +17,7 @@ set(_trib_export_libs
   tributary_compression:compression
   tributary_crypto:crypto
   tributary_protocol:protocol
+  tributary_privacy:privacy
   tributary_client:client)
 
 set(_trib_targets "")

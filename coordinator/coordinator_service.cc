@@ -17,10 +17,11 @@ namespace {
 // The largest UpdateSubmission an honest client of this run sends: the update of a model of n
 // floats under the run's codec (raw floats: 4 bytes each; any other pipeline at most 8, index and
 // value, plus zstd's worst-case growth), and the message's own fields (metrics: at most 1,024
-// names of 256 bytes). Nothing larger is accepted after Hello.
-uint64_t MaxUpdateMessageBytes(const std::string& codec_spec, size_t n) {
+// names of 256 bytes). With secure aggregation, a masked input: at most 62 bits per value. Nothing
+// larger is accepted after Hello.
+uint64_t MaxUpdateMessageBytes(const std::string& codec_spec, bool secagg, size_t n) {
   Result<std::unique_ptr<Codec>> codec = MakeCodec(codec_spec);
-  const uint64_t per_float = codec.ok() && (*codec)->raw_floats() ? 4 : 8;
+  const uint64_t per_float = codec.ok() && (*codec)->raw_floats() && !secagg ? 4 : 8;
   const uint64_t payload = per_float * n;
   return payload + payload / 64 + (uint64_t{512} << 10);
 }
@@ -39,8 +40,9 @@ CoordinatorService::CoordinatorService(asio::io_context& io, Transport& transpor
                                            : asio::any_io_executor(io.get_executor()))),
       run_layout_(LayoutOf(driver.engine().model())),
       run_fingerprint_(driver.engine().model().fingerprint()),
-      max_update_bytes_(
-          MaxUpdateMessageBytes(driver.config().round.codec, driver.engine().model().size())),
+      max_update_bytes_(MaxUpdateMessageBytes(driver.config().round.codec,
+                                              driver.config().round.secagg.enabled,
+                                              driver.engine().model().size())),
       security_(options_.security_log ? options_.security_log : std::make_shared<SecurityLog>()),
       sweep_timer_(clock_->MakeTimer(io_strand_)),
       deadline_timer_(clock_->MakeTimer(engine_strand_)) {}
@@ -199,6 +201,14 @@ void CoordinatorService::OnMessage(Connection* key, Message msg) {
   } else if (auto* r = std::get_if<EvaluateResult>(&msg)) {
     OnEngine([id = s.id, r = std::move(*r), now](RoundEngine& e) {
       if (Status st = e.OnEvaluateResult(id, r, now); !st.ok()) spdlog::warn("{}", st.message());
+    });
+  } else if (std::holds_alternative<SecAggKeysMsg>(msg) ||
+             std::holds_alternative<SecAggSharesMsg>(msg) ||
+             std::holds_alternative<SecAggMaskedInputMsg>(msg) ||
+             std::holds_alternative<SecAggUnmaskResponseMsg>(msg)) {
+    OnEngine([id = s.id, m = std::move(msg), now](RoundEngine& e) {
+      if (Status st = e.OnSecAgg(id, m, now); !st.ok())
+        spdlog::warn("client {}: {}", id, st.message());
     });
   } else if (auto* hb = std::get_if<Heartbeat>(&msg)) {
     s.conn->Send(*hb);  // the echo: the client's liveness check and round-trip measurement

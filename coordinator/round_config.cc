@@ -37,6 +37,20 @@ void BindRoundConfig(ConfigSchema& s, RoundConfig* r) {
          "an update claiming more examples is refused");
   s.Bind("eval.federated_every", &r->federated_eval_every,
          "ask clients to evaluate the new model every k rounds (0: never)");
+  s.Bind("secagg.enabled", &r->secagg.enabled,
+         "secure aggregation: the coordinator learns only each round's sum (docs/privacy.md)");
+  s.Bind("secagg.clip", &r->secagg.clip, "update values are clipped to [-clip, clip]");
+  s.Bind("secagg.quant_bits", &r->secagg.quant_bits, "quantization levels per value: 2^bits");
+  s.Bind("secagg.max_weight", &r->secagg.max_weight, "a client's weight (num_examples) cap");
+  s.Bind("secagg.degree", &r->secagg.degree,
+         "neighbours each client shares keys with (0: sized for secagg.max_dropout)");
+  s.Bind("secagg.threshold", &r->secagg.threshold,
+         "shares that rebuild a secret (0: a majority of the degree)");
+  s.Bind("secagg.max_dropout", &r->secagg.max_dropout,
+         "the dropout the default degree tolerates (a round that loses more is retried)");
+  s.Bind("secagg.min_clients", &r->secagg.min_clients, "the fewest clients a phase may end with");
+  s.Bind("secagg.phase_timeout_s", &r->secagg.phase_timeout,
+         "each key and unmask phase's deadline, in seconds");
   BindFitConfig(s, &r->fit);
 }
 
@@ -71,6 +85,31 @@ Status RoundConfig::Validate() const {
   if (federated_eval_every < 0)
     return bad(
         fmt::format("'eval.federated_every' = {} must be >= 0 (0: never)", federated_eval_every));
+  if (secagg.enabled) {
+    if (codec != "dense")
+      return bad(fmt::format(
+          "'run.codec' = '{}' cannot be used with secure aggregation: the update is quantized by "
+          "secagg.quant_bits and masked; top-k and sign would reveal which values each client "
+          "sends (use 'dense')",
+          codec));
+    if (secagg.quant_bits < 1 || secagg.quant_bits > 24)
+      return bad(fmt::format("'secagg.quant_bits' = {} must be in [1, 24]", secagg.quant_bits));
+    if (!(secagg.clip > 0.0f) || !std::isfinite(secagg.clip))
+      return bad(fmt::format("'secagg.clip' = {} must be finite and > 0", secagg.clip));
+    if (secagg.degree < 0 || secagg.threshold < 0 || secagg.min_clients < 2)
+      return bad("'secagg.degree' and 'secagg.threshold' must be >= 0, 'secagg.min_clients' >= 2");
+    if (secagg.degree > 0 && secagg.threshold > secagg.degree)
+      return bad(fmt::format("'secagg.threshold' = {} exceeds secagg.degree = {}", secagg.threshold,
+                             secagg.degree));
+    if (secagg.degree > 0 && secagg.threshold > 0 && 2 * secagg.threshold <= secagg.degree)
+      return bad(fmt::format(
+          "'secagg.threshold' = {} must be a majority of secagg.degree = {}: otherwise a "
+          "coordinator could collect both secrets of a client from different neighbours",
+          secagg.threshold, secagg.degree));
+    if (!(secagg.max_dropout >= 0.0 && secagg.max_dropout < 0.5))
+      return bad(fmt::format("'secagg.max_dropout' = {} must be in [0, 0.5)", secagg.max_dropout));
+    if (secagg.phase_timeout.count() <= 0) return bad("'secagg.phase_timeout_s' must be > 0");
+  }
   return Status::Ok();
 }
 

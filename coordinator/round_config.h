@@ -12,6 +12,19 @@
 
 namespace tributary {
 
+// Secure aggregation (docs/privacy.md): the coordinator learns only the sum of a round's updates.
+struct SecAggConfig {
+  bool enabled = false;
+  float clip = 1.0f;              // update values are clipped to [-clip, clip]
+  int64_t quant_bits = 16;        // levels per value: 2^quant_bits
+  uint64_t max_weight = 1 << 16;  // a client's weight (num_examples) is capped here
+  int64_t degree = 0;             // neighbours per client (0: sized for max_dropout)
+  int64_t threshold = 0;          // shares that rebuild a secret (0: a majority of the degree)
+  double max_dropout = 0.3;       // the dropout the default degree is sized for
+  int64_t min_clients = 3;        // the fewest clients any phase may end with
+  std::chrono::milliseconds phase_timeout{10'000};  // each phase but the masked input's
+};
+
 struct RoundConfig {
   int64_t rounds = 10;             // rounds to run
   int64_t clients_per_round = 10;  // target updates per round (K); ignored when fraction > 0
@@ -22,8 +35,8 @@ struct RoundConfig {
   int64_t min_completed = 1;
   std::chrono::milliseconds round_timeout{120'000};
   int64_t max_round_attempts = 20;  // a round that fails is retried; 0 retries forever
-  FitConfig fit;                   // sent to clients (the engine derives fit.seed per client)
-  std::string codec = "dense";     // the update pipeline every client must use
+  FitConfig fit;                    // sent to clients (the engine derives fit.seed per client)
+  std::string codec = "dense";      // the update pipeline every client must use
   // How the global model travels to clients (TaskAssignment, EvaluateTask): a codec that is
   // usable_for_download(), e.g. "dense" (raw float32) or "q8" (1 byte per float plus a float scale
   // per 512); clients must advertise its stages. The client trains from, and computes its delta
@@ -34,6 +47,7 @@ struct RoundConfig {
   uint64_t max_num_examples = uint64_t{1} << 30;
   int64_t federated_eval_every =
       0;  // ask the round's clients to evaluate every k rounds (0: never)
+  SecAggConfig secagg;
 
   // InvalidArgument naming the key when a value is out of range or inconsistent.
   Status Validate() const;
@@ -42,7 +56,7 @@ struct RoundConfig {
 // The keys: run.rounds, run.clients_per_round, run.fraction, run.min_available,
 // run.over_selection, run.min_completed, run.round_timeout_s, run.max_round_attempts, run.seed,
 // run.codec, run.download_codec, run.min_num_examples, run.max_num_examples,
-// eval.federated_every, and fit.* (core/fit_config.h).
+// eval.federated_every, secagg.*, and fit.* (core/fit_config.h).
 void BindRoundConfig(ConfigSchema& schema, RoundConfig* round);
 
 }  // namespace tributary

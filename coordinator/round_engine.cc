@@ -49,6 +49,13 @@ Result<std::unique_ptr<RoundEngine>> RoundEngine::Create(RoundConfig config,
                                                          uint64_t model_version, Hooks hooks) {
   TRIB_RETURN_IF_ERROR(config.Validate());
   if (!strategy) return Status::InvalidArgument("round engine: no strategy");
+  if (config.secagg.enabled) {
+    if (std::string why = strategy->needs_each_update(); !why.empty())
+      return Status::InvalidArgument(fmt::format(
+          "strategy '{}' cannot be used with secure aggregation, which shows the coordinator only "
+          "the sum of the updates: {}",
+          strategy->name(), why));
+  }
   if (initial.size() == 0)
     return Status::InvalidArgument("round engine: the initial model is empty");
   TRIB_ASSIGN_OR_RETURN(std::unique_ptr<Codec> codec, MakeCodec(config.codec));
@@ -93,6 +100,13 @@ void RoundEngine::OnJoined(const std::string& id, const ClientCapabilities& caps
 void RoundEngine::OnLeft(const std::string& id, TimePoint now) {
   registry_.Leave(id);
   eval_pending_.erase(id);
+  if (secagg_) {
+    assigned_.erase(id);
+    secagg_->OnLeft(id, now);
+    AfterSecAgg(now);
+    if (eval_pending_.empty() && eval_.round != 0) FinishFederatedEval();
+    return;
+  }
   if (in_round_ && assigned_.erase(id)) {
     answered_.insert(id);
     ++summary_.dropped;
@@ -123,6 +137,9 @@ Status RoundEngine::OnUpdate(const std::string& id, const UpdateSubmission& u, T
     return Reject(id, ErrorCode::kProtocolViolation, "late", "late: " + r + " is closed");
   if (u.round > round)
     return Reject(id, ErrorCode::kProtocolViolation, "early", r + " has not started");
+  if (secagg_)
+    return Reject(id, ErrorCode::kProtocolViolation, "secure aggregation",
+                  r + " uses secure aggregation: updates are sent masked (SecAggMaskedInput)");
   if (answered_.count(id))
     return Reject(id, ErrorCode::kProtocolViolation, "duplicate", "duplicate update for " + r);
   if (!assigned_.count(id))
@@ -209,7 +226,10 @@ void RoundEngine::FinishFederatedEval() {
 
 void RoundEngine::OnTick(TimePoint now) {
   if (!eval_pending_.empty() && now >= eval_deadline_) FinishFederatedEval();
-  if (in_round_ && now >= deadline_) {
+  if (in_round_ && secagg_) {
+    secagg_->OnTick(now);
+    AfterSecAgg(now);
+  } else if (in_round_ && now >= deadline_) {
     summary_.dropped += static_cast<int64_t>(assigned_.size());
     answered_.insert(assigned_.begin(), assigned_.end());
     assigned_.clear();
@@ -224,7 +244,7 @@ void RoundEngine::OnTick(TimePoint now) {
 }
 
 void RoundEngine::MaybeFinishEarly(TimePoint now) {
-  if (!in_round_) return;
+  if (!in_round_ || secagg_) return;  // secure aggregation's phases decide for themselves
   const int64_t outstanding = static_cast<int64_t>(assigned_.size());
   if (summary_.completed >= TargetUpdates() ||
       (outstanding == 0 && summary_.completed >= MinCompleted())) {
@@ -276,6 +296,9 @@ void RoundEngine::MaybeStartRound(TimePoint now) {
   summary_.selected = static_cast<int64_t>(m);
   summary_.attempts = attempt_ + 1;
 
+  // With secure aggregation each client hears that its round is secure before its task.
+  if (config_.secagg.enabled && !StartSecAgg(eligible, round, now)) return;
+
   TaskAssignment task;
   task.round = round;
   task.model_version = version_;
@@ -310,6 +333,7 @@ ModelPayload RoundEngine::DownloadPayload(uint64_t round) const {
 }
 
 void RoundEngine::CloseRound(TimePoint now) {
+  secagg_.reset();
   Result<ModelWeights> next = strategy_->Finalize();
   if (!next.ok()) {
     // E.g. a robust rule given fewer updates than it needs: the attempt fails and is retried.
@@ -362,6 +386,7 @@ void RoundEngine::CloseRound(TimePoint now) {
 void RoundEngine::FailAttempt(TimePoint, const std::string& reason) {
   const uint64_t round = rounds_done_ + 1;
   in_round_ = false;
+  secagg_.reset();
   assigned_.clear();
   registry_.ReleaseAll();
   ++attempt_;
@@ -395,6 +420,97 @@ void RoundEngine::FailAttempt(TimePoint, const std::string& reason) {
   }
 }
 
+bool RoundEngine::StartSecAgg(const std::vector<std::string>& selected, uint64_t round,
+                              TimePoint now) {
+  const SecAggConfig& c = config_.secagg;
+  SecAggRound::Options o;
+  o.domain.clip = c.clip;
+  o.domain.quant_bits = static_cast<int>(c.quant_bits);
+  o.domain.max_weight = c.max_weight;
+  o.domain.max_clients = std::max<uint64_t>(selected.size(), 1);
+  Result<IntDomain> domain = IntDomain::Create(o.domain);
+  Result<std::unique_ptr<SecAggRound>> r = Status::Ok();
+  if (domain.ok()) {
+    o.session.run_id = fmt::format("run-{:x}-{:x}", config_.seed, model_.fingerprint());
+    o.session.round = round;
+    o.session.vector_length = model_.size() + 1;
+    o.session.modulus_mask = domain->modulus_mask();
+    o.session.degree = static_cast<size_t>(c.degree);
+    o.session.threshold = static_cast<size_t>(c.threshold);
+    o.session.max_dropout = c.max_dropout;
+    o.session.min_clients = static_cast<size_t>(c.min_clients);
+    o.phase_timeout = c.phase_timeout;
+    r = SecAggRound::Start(std::move(o), selected, now, deadline_);
+  }
+  if (!domain.ok() || !r.ok()) {
+    in_round_ = false;
+    registry_.ReleaseAll();
+    failed_ = true;
+    failure_ = (domain.ok() ? r.status() : domain.status())
+                   .WithContext("round " + std::to_string(round) + ": secure aggregation");
+    spdlog::error("{}", failure_.ToString());
+    return false;
+  }
+  secagg_ = std::move(*r);
+  for (SecAggRound::Outgoing& o2 : secagg_->TakeOutbox())
+    outbox_.push_back({o2.client_id, std::move(o2.message)});
+  return true;
+}
+
+Status RoundEngine::OnSecAgg(const std::string& id, const Message& m, TimePoint now) {
+  registry_.Touch(id, now);
+  if (!secagg_)
+    return Status::FailedPrecondition("no round with secure aggregation is in progress");
+  Status s = Status::Ok();
+  if (auto* k = std::get_if<SecAggKeysMsg>(&m)) {
+    s = secagg_->OnKeys(id, *k, now);
+  } else if (auto* sh = std::get_if<SecAggSharesMsg>(&m)) {
+    s = secagg_->OnShares(id, *sh, now);
+  } else if (auto* y = std::get_if<SecAggMaskedInputMsg>(&m)) {
+    s = secagg_->OnMaskedInput(id, *y, now);
+  } else if (auto* u = std::get_if<SecAggUnmaskResponseMsg>(&m)) {
+    s = secagg_->OnUnmaskResponse(id, *u, now);
+  } else {
+    s = Status::FailedPrecondition(MessageTypeName(TypeOf(m)) + " is not a message a client sends");
+  }
+  if (!s.ok()) {
+    outbox_.push_back(
+        {id, Error{static_cast<uint32_t>(ErrorCode::kProtocolViolation), s.message()}});
+    if (in_round_) ++summary_.rejected;
+  }
+  AfterSecAgg(now);
+  return s;
+}
+
+void RoundEngine::AfterSecAgg(TimePoint now) {
+  if (!secagg_) return;
+  for (SecAggRound::Outgoing& o : secagg_->TakeOutbox())
+    outbox_.push_back({o.client_id, std::move(o.message)});
+  if (secagg_->state() == SecAggRound::State::kFailed) {
+    const std::string reason = "secure aggregation: " + secagg_->failure().message();
+    FailAttempt(now, reason);
+    MaybeStartRound(now);
+    return;
+  }
+  if (secagg_->state() != SecAggRound::State::kDone) return;
+  // The mean of the survivors' updates, folded once with their total weight: FedAvg and the
+  // server optimizers need only that.
+  const std::vector<float>& mean = secagg_->mean();
+  summary_.completed = static_cast<int64_t>(secagg_->survivors().size());
+  summary_.num_examples = secagg_->total_weight();
+  summary_.bytes_up += secagg_->masked_bytes_up() + secagg_->protocol_bytes_up();
+  summary_.bytes_down += secagg_->protocol_bytes_down();
+  Status s =
+      strategy_->Accumulate(static_cast<double>(secagg_->total_weight()),
+                            [&](UpdateSink& sink, float scale) { sink.AddDense(0, mean, scale); });
+  if (!s.ok()) {
+    FailAttempt(now, "secure aggregation: the strategy refused the aggregate: " + s.message());
+  } else {
+    CloseRound(now);
+  }
+  MaybeStartRound(now);
+}
+
 std::vector<RoundEngine::Outgoing> RoundEngine::TakeOutbox() {
   std::vector<Outgoing> out;
   out.swap(outbox_);
@@ -403,7 +519,7 @@ std::vector<RoundEngine::Outgoing> RoundEngine::TakeOutbox() {
 
 std::optional<TimePoint> RoundEngine::next_wakeup() const {
   std::optional<TimePoint> wake;
-  if (in_round_) wake = deadline_;
+  if (in_round_) wake = secagg_ ? secagg_->next_deadline() : deadline_;
   if (!eval_pending_.empty() && (!wake || eval_deadline_ < *wake)) wake = eval_deadline_;
   return wake;
 }

@@ -44,6 +44,7 @@
 #include "compression/codec.h"
 #include "coordinator/client_registry.h"
 #include "coordinator/round_config.h"
+#include "coordinator/secagg_round.h"
 #include "protocol/messages.h"
 
 namespace tributary {
@@ -109,6 +110,8 @@ class RoundEngine {
   // OK when the update was folded in; otherwise why it was rejected.
   Status OnUpdate(const std::string& id, const UpdateSubmission& update, TimePoint now);
   Status OnEvaluateResult(const std::string& id, const EvaluateResult& result, TimePoint now);
+  // A secure aggregation message (types 10-16) from a client of this round (config.secagg).
+  Status OnSecAgg(const std::string& id, const Message& message, TimePoint now);
   void OnHeartbeat(const std::string& id, TimePoint now) { registry_.Touch(id, now); }
   // Starts rounds and enforces deadlines. Call when next_wakeup() passes, and after other events.
   void OnTick(TimePoint now);
@@ -149,6 +152,11 @@ class RoundEngine {
   void FinishFederatedEval();
   // The current model as clients receive it: raw, or encoded with the download codec.
   ModelPayload DownloadPayload(uint64_t round) const;
+  // Starts this attempt's secure aggregation over `selected`; false when the run cannot go on.
+  bool StartSecAgg(const std::vector<std::string>& selected, uint64_t round, TimePoint now);
+  // Moves the secure aggregation round's messages out, and closes or fails the attempt when it
+  // is over.
+  void AfterSecAgg(TimePoint now);
 
   RoundConfig config_;
   std::unique_ptr<Strategy> strategy_;
@@ -183,6 +191,8 @@ class RoundEngine {
   TimePoint eval_deadline_{};
   FederatedEvalSummary eval_;
   double eval_loss_sum_ = 0.0, eval_correct_sum_ = 0.0;
+
+  std::unique_ptr<SecAggRound> secagg_;  // this attempt's, with config.secagg.enabled
 
   std::vector<Outgoing> outbox_;
 };

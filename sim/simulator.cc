@@ -48,6 +48,10 @@ Result<std::unique_ptr<Simulator>> Simulator::Create(const SimConfig& config, Da
                                                      const std::string& final_model, Env* env,
                                                      std::unique_ptr<TrainerFactory> trainers) {
   TRIB_RETURN_IF_ERROR(config.Validate());
+  if (config.run.round.secagg.enabled)
+    return Status::Unimplemented(
+        "key 'secagg.enabled': the in-process simulator's virtual clients do not take part in "
+        "secure aggregation yet; run it with --deploy (real coordinator and client processes)");
   if (!data.train) return Status::InvalidArgument("simulator: no training set to partition");
   std::unique_ptr<Simulator> s(new Simulator());
   s->config_ = config;

@@ -1,0 +1,110 @@
+#include "client/secagg_task.h"
+
+#include <fmt/format.h>
+
+#include "privacy/secagg/secagg_wire.h"
+
+namespace tributary {
+
+Result<std::shared_ptr<const SecAggIdentity>> SecAggIdentity::FromFiles(const std::string& key,
+                                                                        const std::string& cert,
+                                                                        const std::string& ca) {
+  auto id = std::make_shared<SecAggIdentity>();
+  TRIB_ASSIGN_OR_RETURN(SigningKey k, SigningKey::FromPemFile(key));
+  id->key = std::make_shared<const SigningKey>(std::move(k));
+  TRIB_ASSIGN_OR_RETURN(CertificateVerifier v, CertificateVerifier::FromPemFile(ca));
+  id->ca = std::make_shared<const CertificateVerifier>(std::move(v));
+  std::FILE* f = std::fopen(cert.c_str(), "rb");
+  if (!f) return Status::NotFound("cannot open the certificate " + cert);
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0 && id->cert_pem.size() < (1 << 20))
+    id->cert_pem.append(buf, n);
+  std::fclose(f);
+  return std::shared_ptr<const SecAggIdentity>(std::move(id));
+}
+
+SecAggTask::SecAggTask(SecAggSession session, IntDomain domain, const std::string& client_id,
+                       std::shared_ptr<const SecAggIdentity> id)
+    : round_(session.round),
+      domain_(domain),
+      identity_(std::move(id)),
+      client_(session, client_id, identity_->key.get(), identity_->cert_pem, identity_->ca.get()) {}
+
+Result<std::shared_ptr<SecAggTask>> SecAggTask::Create(const SecAggStartMsg& start,
+                                                       const std::string& client_id,
+                                                       std::shared_ptr<const SecAggIdentity> id) {
+  if (!id || !id->key || !id->ca)
+    return Status::FailedPrecondition(
+        "this client cannot take part in secure aggregation: it has no signing key and CA");
+  IntDomainConfig dc;
+  dc.clip = start.clip;
+  dc.quant_bits = static_cast<int>(start.quant_bits);
+  dc.max_weight = start.max_weight;
+  dc.max_clients = start.max_clients;
+  TRIB_ASSIGN_OR_RETURN(IntDomain domain, IntDomain::Create(dc));
+  if (domain.sum_bits() != static_cast<int>(start.sum_bits))
+    return Status::InvalidArgument(fmt::format(
+        "secure aggregation: the coordinator says the sum has {} bits; its parameters give {}",
+        start.sum_bits, domain.sum_bits()));
+  if (start.vector_length < 1 || start.vector_length > (uint64_t{1} << 36))
+    return Status::InvalidArgument("secure aggregation: a bad vector length");
+  SecAggSession s;
+  s.run_id = start.run_id;
+  s.round = start.round;
+  s.vector_length = start.vector_length;
+  s.modulus_mask = domain.modulus_mask();
+  s.degree = start.degree;
+  s.threshold = start.threshold;
+  s.min_clients = start.min_clients;
+  return std::shared_ptr<SecAggTask>(new SecAggTask(s, domain, client_id, std::move(id)));
+}
+
+Result<SecAggKeysMsg> SecAggTask::Advertise() {
+  std::lock_guard<std::mutex> lock(mu_);
+  TRIB_ASSIGN_OR_RETURN(SecAggKeys k, client_.AdvertiseKeys());
+  return ToWire(k, round_);
+}
+
+Result<SecAggSharesMsg> SecAggTask::Share(const SecAggRosterMsg& roster) {
+  std::lock_guard<std::mutex> lock(mu_);
+  TRIB_ASSIGN_OR_RETURN(SecAggRoster r, FromWire(roster));
+  TRIB_ASSIGN_OR_RETURN(SecAggShares s, client_.ShareKeys(r));
+  return ToWire(s, round_);
+}
+
+void SecAggTask::SetInbox(SecAggInboxMsg inbox) {
+  std::lock_guard<std::mutex> lock(mu_);
+  inbox_ = FromWire(inbox);
+}
+
+Status SecAggTask::SetInput(std::span<const float> delta, uint64_t num_examples) {
+  std::vector<uint64_t> encoded =
+      domain_.Encode(delta, domain_.Weight(num_examples), round_ * 0x9e3779b97f4a7c15ULL);
+  std::lock_guard<std::mutex> lock(mu_);
+  input_ = std::move(encoded);
+  return Status::Ok();
+}
+
+bool SecAggTask::TryClaimMask() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (claimed_ || !inbox_ || !input_) return false;
+  claimed_ = true;
+  return true;
+}
+
+Result<SecAggMaskedInputMsg> SecAggTask::Mask() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!inbox_ || !input_) return Status::FailedPrecondition("secure aggregation: nothing to mask");
+  TRIB_ASSIGN_OR_RETURN(SecAggMaskedInput y, client_.MaskInput(*inbox_, *input_));
+  input_.reset();
+  return ToWire(y, round_, domain_.sum_bits());
+}
+
+Result<SecAggUnmaskResponseMsg> SecAggTask::Unmask(const SecAggUnmaskRequestMsg& request) {
+  std::lock_guard<std::mutex> lock(mu_);
+  TRIB_ASSIGN_OR_RETURN(SecAggUnmaskResponse r, client_.Unmask(FromWire(request)));
+  return ToWire(r, round_);
+}
+
+}  // namespace tributary

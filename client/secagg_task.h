@@ -1,0 +1,73 @@
+// SecAggTask: one client's part in one round of secure aggregation (docs/privacy.md), between the
+// runtime's strand (keys, shares, unmasking: milliseconds) and its worker (the trained update is
+// masked there: the masks cost O(model x neighbours)).
+//
+//   SecAggStart   -> Create, Advertise() -> SecAggKeys
+//   SecAggRoster  -> Share()             -> SecAggShares
+//   SecAggInbox   -> SetInbox(), and the trained update -> SetInput(): whichever comes second
+//                    wins TryClaimMask() and runs Mask() (on the worker) -> SecAggMaskedInput
+//   SecAggUnmaskRequest -> Unmask()      -> SecAggUnmaskResponse
+//
+// The client signs its keys with its TLS key, and checks its neighbours' keys against the run's
+// CA (SecAggIdentity). Thread-safe: every method locks.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "crypto/signing.h"
+#include "privacy/secagg/int_domain.h"
+#include "privacy/secagg/secagg_client.h"
+#include "protocol/messages.h"
+
+namespace tributary {
+
+// What a client needs to take part in secure aggregation: its certificate's key and certificate,
+// and the CA its peers' certificates must chain to (the TLS files it already has).
+struct SecAggIdentity {
+  std::shared_ptr<const SigningKey> key;
+  std::string cert_pem;
+  std::shared_ptr<const CertificateVerifier> ca;
+
+  // From PEM files (tls.key, tls.cert, tls.ca); errors name the file.
+  static Result<std::shared_ptr<const SecAggIdentity>> FromFiles(const std::string& key,
+                                                                 const std::string& cert,
+                                                                 const std::string& ca);
+};
+
+class SecAggTask {
+ public:
+  // InvalidArgument when the parameters do not describe a domain this client can derive.
+  static Result<std::shared_ptr<SecAggTask>> Create(const SecAggStartMsg& start,
+                                                    const std::string& client_id,
+                                                    std::shared_ptr<const SecAggIdentity> id);
+
+  uint64_t round() const { return round_; }
+  Result<SecAggKeysMsg> Advertise();
+  Result<SecAggSharesMsg> Share(const SecAggRosterMsg& roster);
+  void SetInbox(SecAggInboxMsg inbox);
+  // The trained delta (model size values) and the client's num_examples.
+  Status SetInput(std::span<const float> delta, uint64_t num_examples);
+  // True once, for the caller that should run Mask(): both the inbox and the input are here.
+  bool TryClaimMask();
+  Result<SecAggMaskedInputMsg> Mask();
+  Result<SecAggUnmaskResponseMsg> Unmask(const SecAggUnmaskRequestMsg& request);
+
+ private:
+  SecAggTask(SecAggSession session, IntDomain domain, const std::string& client_id,
+             std::shared_ptr<const SecAggIdentity> id);
+
+  mutable std::mutex mu_;
+  const uint64_t round_;
+  IntDomain domain_;
+  std::shared_ptr<const SecAggIdentity> identity_;
+  SecAggClient client_;
+  std::optional<SecAggInbox> inbox_;
+  std::optional<std::vector<uint64_t>> input_;
+  bool claimed_ = false;
+};
+
+}  // namespace tributary

@@ -1,0 +1,220 @@
+// The round engine with secure aggregation (config.secagg): real SecAggClients answer its
+// messages, and the round's model is the initial one plus the weighted mean of the survivors'
+// updates, though the engine never saw one of them; dropouts, strategy and codec refusals.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <memory>
+
+#include "aggregation/fedavg.h"
+#include "aggregation/strategy_factory.h"
+#include "coordinator/round_engine.h"
+#include "crypto/cert_authority.h"
+#include "crypto/signing.h"
+#include "privacy/secagg/int_domain.h"
+#include "privacy/secagg/secagg_client.h"
+#include "privacy/secagg/secagg_wire.h"
+
+namespace tributary {
+namespace {
+
+using namespace std::chrono_literals;
+
+class RoundEngineSecAggTest : public ::testing::Test {
+ protected:
+  struct Edge {
+    PemPair cert;
+    std::unique_ptr<SigningKey> key;
+    std::unique_ptr<SecAggClient> client;
+    std::optional<SecAggStartMsg> start;
+    std::vector<float> delta;
+    uint64_t examples = 0;
+  };
+
+  void SetUp() override {
+    ca_ = *MakeCaCertificate("Engine CA");
+    verifier_ = std::make_unique<CertificateVerifier>(*CertificateVerifier::FromPem(ca_.cert_pem));
+  }
+
+  RoundConfig Config(int64_t k) {
+    RoundConfig c;
+    c.rounds = 1;
+    c.clients_per_round = k;
+    c.min_available = k;
+    c.round_timeout = 30s;
+    c.secagg.enabled = true;
+    c.secagg.clip = 0.5f;
+    c.secagg.quant_bits = 12;
+    c.secagg.max_weight = 1024;
+    c.secagg.phase_timeout = 5s;
+    return c;
+  }
+
+  void Make(RoundConfig cfg, int n) {
+    init_ = *ModelWeights::Create({{"w", {6}}, {"b", {2}}});
+    for (size_t i = 0; i < init_.size(); ++i) init_.data()[i] = 0.1f * static_cast<float>(i);
+    RoundEngine::Hooks hooks;
+    hooks.on_round_complete = [this](const RoundSummary& s, const ModelWeights& m) {
+      summaries_.push_back(s);
+      models_.push_back(m);
+    };
+    hooks.on_round_failed = [this](uint64_t, int64_t, const std::string& why) {
+      failures_.push_back(why);
+    };
+    engine_ = *RoundEngine::Create(cfg, std::make_unique<FedAvg>(), init_, 0, 0, hooks);
+    for (int i = 0; i < n; ++i) {
+      const std::string id = "edge-" + std::to_string(i);
+      Edge& e = edges_[id];
+      e.cert = *MakeClientCertificate(ca_, id);
+      e.key = std::make_unique<SigningKey>(*SigningKey::FromPem(e.cert.key_pem));
+      e.examples = 100 * static_cast<uint64_t>(i + 1);
+      e.delta.resize(init_.size());
+      for (size_t j = 0; j < e.delta.size(); ++j)
+        e.delta[j] = 0.01f * static_cast<float>((i + 1) * (j % 3 + 1)) - 0.05f;
+      engine_->OnJoined(id, ClientCapabilities{"cpu", {"dense"}, e.examples, 0, {}}, now_);
+    }
+  }
+
+  // Plays the clients (all but `silent`) until the engine sends nothing new.
+  void Play(const std::set<std::string>& silent) {
+    for (int step = 0; step < 12; ++step) {
+      std::vector<RoundEngine::Outgoing> out = engine_->TakeOutbox();
+      if (out.empty()) return;
+      for (RoundEngine::Outgoing& o : out) {
+        if (silent.count(o.client_id)) continue;
+        Edge& e = edges_[o.client_id];
+        const std::string& id = o.client_id;
+        if (auto* st = std::get_if<SecAggStartMsg>(&o.message)) {
+          e.start = *st;
+          SecAggSession s;
+          s.run_id = st->run_id;
+          s.round = st->round;
+          s.vector_length = st->vector_length;
+          s.modulus_mask = (uint64_t{1} << st->sum_bits) - 1;
+          s.degree = st->degree;
+          s.threshold = st->threshold;
+          s.min_clients = st->min_clients;
+          e.client =
+              std::make_unique<SecAggClient>(s, id, e.key.get(), e.cert.cert_pem, verifier_.get());
+          ASSERT_TRUE(
+              engine_->OnSecAgg(id, ToWire(*e.client->AdvertiseKeys(), st->round), now_).ok());
+        } else if (std::holds_alternative<TaskAssignment>(o.message)) {
+          ASSERT_TRUE(e.start.has_value()) << "SecAggStart must come before the task";
+        } else if (auto* r = std::get_if<SecAggRosterMsg>(&o.message)) {
+          Result<SecAggShares> sh = e.client->ShareKeys(*FromWire(*r));
+          ASSERT_TRUE(sh.ok()) << sh.status();
+          ASSERT_TRUE(engine_->OnSecAgg(id, ToWire(*sh, r->round), now_).ok());
+        } else if (auto* in = std::get_if<SecAggInboxMsg>(&o.message)) {
+          IntDomainConfig dc{e.start->clip, static_cast<int>(e.start->quant_bits),
+                             e.start->max_weight, e.start->max_clients};
+          const IntDomain domain = *IntDomain::Create(dc);
+          ASSERT_EQ(domain.sum_bits(), static_cast<int>(e.start->sum_bits));
+          Result<SecAggMaskedInput> y = e.client->MaskInput(
+              FromWire(*in), domain.Encode(e.delta, domain.Weight(e.examples), 3));
+          ASSERT_TRUE(y.ok()) << y.status();
+          ASSERT_TRUE(engine_->OnSecAgg(id, ToWire(*y, in->round, domain.sum_bits()), now_).ok());
+        } else if (auto* rq = std::get_if<SecAggUnmaskRequestMsg>(&o.message)) {
+          Result<SecAggUnmaskResponse> u = e.client->Unmask(FromWire(*rq));
+          ASSERT_TRUE(u.ok()) << u.status();
+          ASSERT_TRUE(engine_->OnSecAgg(id, ToWire(*u, rq->round), now_).ok());
+        }
+      }
+    }
+  }
+
+  std::vector<double> Expected(const std::set<std::string>& left_out) {
+    std::vector<double> out(init_.size(), 0.0);
+    double total = 0;
+    for (auto& [id, e] : edges_) {
+      if (left_out.count(id)) continue;
+      total += static_cast<double>(e.examples);
+      for (size_t j = 0; j < out.size(); ++j)
+        out[j] += static_cast<double>(e.examples) * e.delta[j];
+    }
+    for (size_t j = 0; j < out.size(); ++j) out[j] = init_.data()[j] + out[j] / total;
+    return out;
+  }
+
+  PemPair ca_;
+  std::unique_ptr<CertificateVerifier> verifier_;
+  std::map<std::string, Edge> edges_;
+  ModelWeights init_;
+  TimePoint now_{};
+  std::unique_ptr<RoundEngine> engine_;
+  std::vector<RoundSummary> summaries_;
+  std::vector<ModelWeights> models_;
+  std::vector<std::string> failures_;
+};
+
+TEST_F(RoundEngineSecAggTest, ARoundClosesWithTheWeightedMeanOfMaskedUpdates) {
+  Make(Config(6), 6);
+  engine_->OnTick(now_);
+  Play({});
+  ASSERT_EQ(summaries_.size(), 1u) << (failures_.empty() ? "" : failures_[0]);
+  EXPECT_EQ(summaries_[0].completed, 6);
+  EXPECT_EQ(summaries_[0].num_examples, 2100u);  // 100 + ... + 600
+  EXPECT_GT(summaries_[0].bytes_up, 0u);
+  const IntDomain domain = *IntDomain::Create({0.5f, 12, 1024, 6});
+  const std::vector<double> want = Expected({});
+  for (size_t j = 0; j < want.size(); ++j)
+    EXPECT_NEAR(models_[0].data()[j], want[j], domain.step()) << j;
+  EXPECT_TRUE(engine_->finished());
+}
+
+TEST_F(RoundEngineSecAggTest, AClientSilentFromTheStartIsLeftOutAtThePhaseDeadline) {
+  Make(Config(6), 6);
+  engine_->OnTick(now_);
+  Play({"edge-5"});
+  EXPECT_TRUE(summaries_.empty());
+  EXPECT_EQ(engine_->next_wakeup(), now_ + 5s);
+  now_ += 5s;
+  engine_->OnTick(now_);
+  Play({"edge-5"});
+  ASSERT_EQ(summaries_.size(), 1u) << (failures_.empty() ? "" : failures_[0]);
+  EXPECT_EQ(summaries_[0].completed, 5);
+  const IntDomain domain = *IntDomain::Create({0.5f, 12, 1024, 6});
+  const std::vector<double> want = Expected({"edge-5"});
+  for (size_t j = 0; j < want.size(); ++j)
+    EXPECT_NEAR(models_[0].data()[j], want[j], domain.step()) << j;
+}
+
+TEST_F(RoundEngineSecAggTest, TooFewClientsFailTheAttemptAndPlaintextUpdatesAreRefused) {
+  RoundConfig c = Config(4);
+  c.max_round_attempts = 1;
+  Make(c, 4);
+  engine_->OnTick(now_);
+  UpdateSubmission plain;
+  plain.round = 1;
+  EXPECT_NE(engine_->OnUpdate("edge-0", plain, now_).message().find("uses secure aggregation"),
+            std::string::npos);
+  Play({"edge-0", "edge-1"});  // two of four advertise keys: fewer than secagg.min_clients
+  now_ += 5s;
+  engine_->OnTick(now_);
+  ASSERT_EQ(failures_.size(), 1u);
+  EXPECT_NE(failures_[0].find("secure aggregation: 2 clients advertised keys"), std::string::npos)
+      << failures_[0];
+  EXPECT_TRUE(engine_->finished());
+  EXPECT_FALSE(engine_->failure().ok());
+}
+
+TEST_F(RoundEngineSecAggTest, RulesThatNeedEachUpdateAndSparseCodecsAreRefusedSayingWhy) {
+  RoundConfig c = Config(3);
+  ModelWeights init = *ModelWeights::Create({{"w", {4}}});
+  Result<std::unique_ptr<RoundEngine>> median =
+      RoundEngine::Create(c, *MakeStrategy("median"), init);
+  ASSERT_FALSE(median.ok());
+  EXPECT_NE(median.status().message().find("compares the clients' updates"), std::string::npos)
+      << median.status();
+  c.codec = "topk(0.1)";
+  Status codec = c.Validate();
+  ASSERT_FALSE(codec.ok());
+  EXPECT_NE(codec.message().find("cannot be used with secure aggregation"), std::string::npos)
+      << codec;
+  c.codec = "dense";
+  c.secagg.degree = 10;
+  c.secagg.threshold = 5;
+  EXPECT_NE(c.Validate().message().find("must be a majority"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tributary
