@@ -4,7 +4,6 @@
 #include <boost/asio/post.hpp>
 
 #include "compression/codec.h"
-#include "compression/update_sink.h"
 #include "core/log.h"
 #include "protocol/wire.h"
 #include "tributary/config.h"
@@ -387,17 +386,9 @@ void RuntimeCore::RunTask(uint64_t gen, const std::shared_ptr<Message>& task,
   if (const auto* fit = std::get_if<TaskAssignment>(task.get())) {
     Result<UpdateSubmission> r = executor_.Fit(*fit, &report);
     if (r.ok() && secagg) {
-      // Secure aggregation: the dense delta goes into the integer domain and is masked once the
-      // inbox of shares is here too (now, or when it arrives on the strand).
-      std::vector<float> delta(r->update.num_floats);
-      BufferSink sink(delta);
-      Result<std::unique_ptr<Codec>> dense = MakeCodec("dense");
-      Status in = dense.ok() ? (*dense)->Validate(r->update.bytes.span(), delta.size()).status()
-                             : dense.status();
-      if (in.ok()) {
-        (*dense)->DecodeInto(r->update.bytes.span(), sink, 1.0f);
-        in = secagg->SetInput(delta, r->num_examples);
-      }
+      // Secure aggregation: the delta goes into the integer domain and is masked once the inbox
+      // of shares is here too (now, or when it arrives on the strand).
+      const Status in = secagg->SetUpdate(*r, fit->fit.seed);
       if (!in.ok()) {
         report.status = in;
       } else if (secagg->TryClaimMask()) {

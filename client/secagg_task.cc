@@ -2,9 +2,15 @@
 
 #include <fmt/format.h>
 
+#include "compression/codec.h"
+#include "compression/update_sink.h"
+#include "core/rng.h"
 #include "privacy/secagg/secagg_wire.h"
 
 namespace tributary {
+namespace {
+constexpr uint64_t kRoundingStream = 0x5ecA66'0001;  // the stochastic rounding's seed stream
+}  // namespace
 
 Result<std::shared_ptr<const SecAggIdentity>> SecAggIdentity::FromFiles(const std::string& key,
                                                                         const std::string& cert,
@@ -27,6 +33,7 @@ Result<std::shared_ptr<const SecAggIdentity>> SecAggIdentity::FromFiles(const st
 SecAggTask::SecAggTask(SecAggSession session, IntDomain domain, const std::string& client_id,
                        std::shared_ptr<const SecAggIdentity> id)
     : round_(session.round),
+      values_(session.vector_length - 1),
       domain_(domain),
       identity_(std::move(id)),
       client_(session, client_id, identity_->key.get(), identity_->cert_pem, identity_->ca.get()) {}
@@ -78,9 +85,18 @@ void SecAggTask::SetInbox(SecAggInboxMsg inbox) {
   inbox_ = FromWire(inbox);
 }
 
-Status SecAggTask::SetInput(std::span<const float> delta, uint64_t num_examples) {
-  std::vector<uint64_t> encoded =
-      domain_.Encode(delta, domain_.Weight(num_examples), round_ * 0x9e3779b97f4a7c15ULL);
+Status SecAggTask::SetUpdate(const UpdateSubmission& update, uint64_t rounding_seed) {
+  if (update.update.num_floats != values_)
+    return Status::InvalidArgument(
+        fmt::format("secure aggregation: the update has {} values; the round sums {}",
+                    update.update.num_floats, values_));
+  TRIB_ASSIGN_OR_RETURN(std::unique_ptr<Codec> codec, MakeCodec(update.update.codec));
+  TRIB_RETURN_IF_ERROR(codec->Validate(update.update.bytes.span(), values_).status());
+  std::vector<float> delta(values_, 0.0f);
+  BufferSink sink(delta);
+  codec->DecodeInto(update.update.bytes.span(), sink, 1.0f);
+  std::vector<uint64_t> encoded = domain_.Encode(delta, domain_.Weight(update.num_examples),
+                                                 DeriveSeed(rounding_seed, {kRoundingStream}));
   std::lock_guard<std::mutex> lock(mu_);
   input_ = std::move(encoded);
   return Status::Ok();

@@ -4,7 +4,7 @@
 //
 //   SecAggStart   -> Create, Advertise() -> SecAggKeys
 //   SecAggRoster  -> Share()             -> SecAggShares
-//   SecAggInbox   -> SetInbox(), and the trained update -> SetInput(): whichever comes second
+//   SecAggInbox   -> SetInbox(), and the trained update -> SetUpdate(): whichever comes second
 //                    wins TryClaimMask() and runs Mask() (on the worker) -> SecAggMaskedInput
 //   SecAggUnmaskRequest -> Unmask()      -> SecAggUnmaskResponse
 //
@@ -49,8 +49,11 @@ class SecAggTask {
   Result<SecAggKeysMsg> Advertise();
   Result<SecAggSharesMsg> Share(const SecAggRosterMsg& roster);
   void SetInbox(SecAggInboxMsg inbox);
-  // The trained delta (model size values) and the client's num_examples.
-  Status SetInput(std::span<const float> delta, uint64_t num_examples);
+  // The trained update (its codec's bytes decoded to the dense delta, vector_length - 1 values)
+  // put into the integer domain with the update's num_examples as weight. `rounding_seed` drives
+  // the stochastic rounding: a per-client seed (the runtime passes its task's fit seed, so a
+  // simulation is reproducible). InvalidArgument when the update does not decode to that size.
+  Status SetUpdate(const UpdateSubmission& update, uint64_t rounding_seed);
   // True once, for the caller that should run Mask(): both the inbox and the input are here.
   bool TryClaimMask();
   Result<SecAggMaskedInputMsg> Mask();
@@ -62,6 +65,7 @@ class SecAggTask {
 
   mutable std::mutex mu_;
   const uint64_t round_;
+  const uint64_t values_;  // the update's dense size: the session's vector_length - 1
   IntDomain domain_;
   std::shared_ptr<const SecAggIdentity> identity_;
   SecAggClient client_;

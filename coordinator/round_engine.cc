@@ -101,7 +101,7 @@ void RoundEngine::OnLeft(const std::string& id, TimePoint now) {
   registry_.Leave(id);
   eval_pending_.erase(id);
   if (secagg_) {
-    assigned_.erase(id);
+    if (in_round_ && assigned_.erase(id)) ++summary_.dropped;
     secagg_->OnLeft(id, now);
     AfterSecAgg(now);
     if (eval_pending_.empty() && eval_.round != 0) FinishFederatedEval();
@@ -487,7 +487,7 @@ void RoundEngine::AfterSecAgg(TimePoint now) {
   for (SecAggRound::Outgoing& o : secagg_->TakeOutbox())
     outbox_.push_back({o.client_id, std::move(o.message)});
   if (secagg_->state() == SecAggRound::State::kFailed) {
-    const std::string reason = "secure aggregation: " + secagg_->failure().message();
+    const std::string reason = secagg_->failure().message();
     FailAttempt(now, reason);
     MaybeStartRound(now);
     return;

@@ -122,7 +122,9 @@ std::string RoundsCsv(const SimResult& result) {
   std::string out =
       "round,attempts,selected,completed,rejected,dropped,unavailable,dropouts,stragglers,bytes_up,"
       "bytes_down,cum_bytes_up,cum_bytes_down,sim_seconds,sim_clock,wall_seconds,wall_clock,"
-      "train_loss,test_accuracy,test_loss,malicious\n";
+      "train_loss,test_accuracy,test_loss,malicious,secagg_bytes_up,secagg_bytes_down,secagg_"
+      "clients,"
+      "secagg_client_seconds,secagg_server_seconds\n";
   for (const SimRound& r : result.rounds) {
     out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},",
                        r.round, r.attempts, r.selected, r.completed, r.rejected, r.dropped,
@@ -130,7 +132,9 @@ std::string RoundsCsv(const SimResult& result) {
                        r.cum_bytes_up, r.cum_bytes_down, r.sim_seconds, r.sim_clock, r.wall_seconds,
                        r.wall_clock, r.train_loss);
     out += r.evaluated ? fmt::format("{:.6f},{:.6f},", r.test_accuracy, r.test_loss) : ",,";
-    out += fmt::format("{}\n", r.malicious);
+    out += fmt::format("{},{},{},{},{:.6f},{:.6f}\n", r.malicious, r.secagg_bytes_up,
+                       r.secagg_bytes_down, r.secagg_clients, r.secagg_client_seconds,
+                       r.secagg_server_seconds);
   }
   return out;
 }
@@ -193,6 +197,13 @@ Status WriteReport(const std::string& dir, const SimConfig& config, const SimRes
                         {"wall_clock", r.wall_clock},
                         {"train_loss", r.train_loss},
                         {"malicious", r.malicious}};
+    if (r.secagg_clients > 0) {
+      j["secagg_bytes_up"] = r.secagg_bytes_up;
+      j["secagg_bytes_down"] = r.secagg_bytes_down;
+      j["secagg_clients"] = r.secagg_clients;
+      j["secagg_client_seconds"] = r.secagg_client_seconds;
+      j["secagg_server_seconds"] = r.secagg_server_seconds;
+    }
     if (r.evaluated) {
       j["test_accuracy"] = r.test_accuracy;
       j["test_loss"] = r.test_loss;
@@ -207,6 +218,15 @@ Status WriteReport(const std::string& dir, const SimConfig& config, const SimRes
       {"model_hash", fmt::format("{:016x}", result.model_hash)},
       {"bytes_up", result.rounds.empty() ? 0 : result.rounds.back().cum_bytes_up},
       {"bytes_down", result.rounds.empty() ? 0 : result.rounds.back().cum_bytes_down}};
+  if (config.run.round.secagg.enabled) {
+    const SimRound sum = result.SecAggTotals();
+    totals["secagg_bytes_up"] = sum.secagg_bytes_up;
+    totals["secagg_bytes_down"] = sum.secagg_bytes_down;
+    totals["secagg_client_seconds_per_client_round"] =
+        sum.secagg_client_seconds / static_cast<double>(std::max<int64_t>(1, sum.secagg_clients));
+    totals["secagg_server_seconds_per_round"] =
+        sum.secagg_server_seconds / static_cast<double>(std::max<size_t>(1, result.rounds.size()));
+  }
   for (auto it = result.rounds.rbegin(); it != result.rounds.rend(); ++it) {
     if (!it->evaluated) continue;
     totals["final_test_accuracy"] = it->test_accuracy;

@@ -36,4 +36,16 @@ const SimRound& SimResult::Append(SimRound r, double target_accuracy) {
   return rounds.back();
 }
 
+SimRound SimResult::SecAggTotals() const {
+  SimRound sum;
+  for (const SimRound& r : rounds) {
+    sum.secagg_bytes_up += r.secagg_bytes_up;
+    sum.secagg_bytes_down += r.secagg_bytes_down;
+    sum.secagg_clients += r.secagg_clients;
+    sum.secagg_client_seconds += r.secagg_client_seconds;
+    sum.secagg_server_seconds += r.secagg_server_seconds;
+  }
+  return sum;
+}
+
 }  // namespace tributary

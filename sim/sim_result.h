@@ -37,6 +37,14 @@ struct SimRound {
   bool evaluated = false;
   double test_accuracy = 0.0, test_loss = 0.0;
   int64_t malicious = 0;  // malicious clients selected in the attempt that closed the round
+  // In-process, with secure aggregation (all attempts): framed bytes of the protocol's messages
+  // other than the masked inputs (those replace the updates in bytes_up; these are in bytes_up
+  // and bytes_down too), the clients that took part, their compute for the protocol (key
+  // agreement, sharing, encoding, masking, unmasking; summed over clients), and the coordinator's
+  // compute for it (its unmasking included).
+  uint64_t secagg_bytes_up = 0, secagg_bytes_down = 0;
+  int64_t secagg_clients = 0;
+  double secagg_client_seconds = 0.0, secagg_server_seconds = 0.0;
 };
 
 // The fields a RoundClosed event determines.
@@ -56,6 +64,8 @@ struct SimResult {
   // Appends a closed round: fills its cumulative byte counts from the previous round and notes
   // the first round whose test accuracy reaches `target_accuracy` (> 0). Returns the stored round.
   const SimRound& Append(SimRound round, double target_accuracy);
+  // The secure aggregation fields (secagg_*) summed over every round; the rest left at zero.
+  SimRound SecAggTotals() const;
 };
 
 }  // namespace tributary

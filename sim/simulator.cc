@@ -7,6 +7,7 @@
 #include <cmath>
 #include <future>
 
+#include "client/secagg_task.h"
 #include "client/task_executor.h"
 #include "protocol/frame.h"
 #include "protocol/message_codec.h"
@@ -25,6 +26,17 @@ uint64_t FramedBytes(const OutboundMessage& m) {
   return n;
 }
 
+// `m` as a peer receives it: encoded into frames the way the transport sends it, then decoded by
+// the hostile-input decoder. `*bytes` gets the framed size.
+Result<Message> ThroughWire(const Message& m, uint64_t stream, uint64_t* bytes) {
+  TRIB_ASSIGN_OR_RETURN(OutboundMessage wire, EncodeOutbound(m, ProtocolLimits{}, stream));
+  *bytes = FramedBytes(wire);
+  auto body = std::make_shared<const std::vector<uint8_t>>(wire.BodyBytes());
+  Message got;
+  TRIB_RETURN_IF_ERROR(DecodeMessageBodySharing(TypeOf(m), body, *body, &got));
+  return got;
+}
+
 }  // namespace
 
 // One selected client's task in an attempt, filled in on a pool thread.
@@ -34,6 +46,12 @@ struct Simulator::Job {
   TaskTiming timing;
   uint64_t bytes_up = 0;
   std::optional<UpdateSubmission> submission;
+  // With secure aggregation: the client's part in the attempt (null: it never started one), and
+  // the masked input it sends instead of the update.
+  std::shared_ptr<SecAggTask> secagg;
+  std::optional<Message> masked;
+  double secagg_seconds = 0.0;  // the masking's compute
+  bool left_early = false;      // unreachable: told to the engine before the key phases
   Status error;
 };
 
@@ -48,10 +66,6 @@ Result<std::unique_ptr<Simulator>> Simulator::Create(const SimConfig& config, Da
                                                      const std::string& final_model, Env* env,
                                                      std::unique_ptr<TrainerFactory> trainers) {
   TRIB_RETURN_IF_ERROR(config.Validate());
-  if (config.run.round.secagg.enabled)
-    return Status::Unimplemented(
-        "key 'secagg.enabled': the in-process simulator's virtual clients do not take part in "
-        "secure aggregation yet; run it with --deploy (real coordinator and client processes)");
   if (!data.train) return Status::InvalidArgument("simulator: no training set to partition");
   std::unique_ptr<Simulator> s(new Simulator());
   s->config_ = config;
@@ -103,6 +117,9 @@ Result<std::unique_ptr<Simulator>> Simulator::Create(const SimConfig& config, Da
     return Status::InvalidArgument("key 'attack.kind' = '" + config.attack.kind +
                                    "' changes the clients' data, which sim.trainer = '" +
                                    config.trainer + "' does not use");
+  if (config.run.round.secagg.enabled) {
+    TRIB_ASSIGN_OR_RETURN(s->identities_, SimIdentities::Create());
+  }
   s->driver_->AddObserver(s.get());
   s->caps_.device = "sim";
   s->caps_.codecs = {config.run.round.codec};
@@ -132,6 +149,11 @@ void Simulator::OnEvent(const RunEvent& event) {
     r.bytes_up = pending_.bytes_up;
     r.bytes_down = pending_.bytes_down;
     r.malicious = pending_.malicious;
+    r.secagg_bytes_up = pending_.secagg_bytes_up;
+    r.secagg_bytes_down = pending_.secagg_bytes_down;
+    r.secagg_clients = pending_.secagg_clients;
+    r.secagg_client_seconds = pending_.secagg_client_seconds;
+    r.secagg_server_seconds = pending_.secagg_server_seconds;
     r.sim_clock = now_;
     r.sim_seconds = now_ - round_start_sim_;
     pending_ = r;
@@ -142,13 +164,17 @@ void Simulator::OnEvent(const RunEvent& event) {
   }
 }
 
+double Simulator::Samples(uint64_t client, const TaskAssignment& task) const {
+  double samples = static_cast<double>(population_->num_examples(client)) * task.fit.epochs;
+  if (task.fit.max_steps > 0)
+    samples = std::min(samples, static_cast<double>(task.fit.max_steps) * task.fit.batch_size);
+  return samples;
+}
+
 void Simulator::RunJob(Job& job, uint64_t bytes_down) const {
   const auto& task = std::get<TaskAssignment>(job.out->message);
   const uint64_t c = job.index;
-  const uint64_t n = population_->num_examples(c);
-  double samples = static_cast<double>(n) * task.fit.epochs;
-  if (task.fit.max_steps > 0)
-    samples = std::min(samples, static_cast<double>(task.fit.max_steps) * task.fit.batch_size);
+  const double samples = Samples(c, task);
   job.timing = devices_->Time(c, task.round, attempt_, bytes_down, 0, samples);
   if (!job.timing.available || job.timing.drops) return;  // never trains to the end
 
@@ -165,6 +191,27 @@ void Simulator::RunJob(Job& job, uint64_t bytes_down) const {
     residuals_->Put(c, task.round, executor.take_codec_state());
   if (!sub.ok()) {
     job.error = sub.status().WithContext(job.out->client_id);
+    return;
+  }
+  if (job.secagg) {
+    // Secure aggregation: the update goes into the integer domain, masked, and that travels.
+    const double t = WallNow();
+    Result<SecAggMaskedInputMsg> masked = [&]() -> Result<SecAggMaskedInputMsg> {
+      TRIB_RETURN_IF_ERROR(job.secagg->SetUpdate(*sub, task.fit.seed));
+      if (!job.secagg->TryClaimMask())
+        return Status::Internal("secure aggregation: no inbox of shares before the masking");
+      return job.secagg->Mask();
+    }();
+    job.secagg_seconds = WallNow() - t;
+    Result<Message> wire = masked.ok()
+                               ? ThroughWire(Message(std::move(*masked)), c + 1, &job.bytes_up)
+                               : Result<Message>(masked.status());
+    if (!wire.ok()) {
+      job.error = wire.status().WithContext(job.out->client_id);
+      return;
+    }
+    job.masked = std::move(*wire);
+    job.timing = devices_->Time(c, task.round, attempt_, bytes_down, job.bytes_up, samples);
     return;
   }
   // Through the wire format: frame it as the transport would, count the frames, decode the body
@@ -233,7 +280,8 @@ Status Simulator::PrepareAttack(const std::vector<RoundEngine::Outgoing>& tasks)
   return attack_->Prepare(attempt, *pool_, fit_honestly);
 }
 
-Status Simulator::RunAttempt(std::vector<RoundEngine::Outgoing> tasks) {
+Status Simulator::RunAttempt(std::vector<RoundEngine::Outgoing> tasks,
+                             std::map<std::string, SecAggStartMsg> starts) {
   const uint64_t round = std::get<TaskAssignment>(tasks[0].message).round;
   if (round != attempt_round_) {
     attempt_round_ = round;
@@ -255,15 +303,25 @@ Status Simulator::RunAttempt(std::vector<RoundEngine::Outgoing> tasks) {
   down = OutboundMessage{};
 
   std::vector<Job> jobs(tasks.size());
-  std::vector<std::future<void>> done;
   for (size_t i = 0; i < tasks.size(); ++i) {
     std::optional<uint64_t> index = Population::IndexOf(tasks[i].client_id);
     if (!index || *index >= population_->size())
       return Status::Internal("the engine assigned unknown client '" + tasks[i].client_id + "'");
     jobs[i].index = *index;
     jobs[i].out = &tasks[i];
-    done.push_back(pool_->Submit([this, &jobs, i, bytes_down] { RunJob(jobs[i], bytes_down); }));
   }
+  RoundEngine& engine = driver_->engine();
+  auto open = [&] { return !round_closed_ && !attempt_failed_; };
+  std::vector<std::string> departed;
+  secagg_.clear();
+  if (config_.run.round.secagg.enabled)
+    TRIB_RETURN_IF_ERROR(StartSecAgg(jobs, starts, bytes_down, departed));
+
+  std::vector<std::future<void>> done;
+  if (open())
+    for (Job& job : jobs)
+      if (!job.left_early)
+        done.push_back(pool_->Submit([this, &job, bytes_down] { RunJob(job, bytes_down); }));
   for (auto& f : done) f.get();
 
   // Events in simulated-time order (ties by client index), independent of thread scheduling.
@@ -276,12 +334,18 @@ Status Simulator::RunAttempt(std::vector<RoundEngine::Outgoing> tasks) {
   std::vector<Event> events;
   for (Job& j : jobs) {
     TRIB_RETURN_IF_ERROR(j.error);
+    if (j.left_early) {
+      ++pending_.unavailable;  // and told to the engine already
+      continue;
+    }
+    if (done.empty()) continue;  // the attempt failed before the clients trained
     if (!j.timing.available) {
       ++pending_.unavailable;
       events.push_back({t0, j.index, &j, true});
       continue;
     }
     pending_.bytes_down += bytes_down;
+    pending_.secagg_client_seconds += j.secagg_seconds;
     if (j.timing.drops) {
       ++pending_.dropouts;
       events.push_back({t0 + j.timing.drop_at_s, j.index, &j, true});
@@ -292,21 +356,21 @@ Status Simulator::RunAttempt(std::vector<RoundEngine::Outgoing> tasks) {
   std::sort(events.begin(), events.end(), [](const Event& a, const Event& b) {
     return a.t != b.t ? a.t < b.t : a.index < b.index;
   });
-  RoundEngine& engine = driver_->engine();
   const double deadline =
       t0 + std::chrono::duration<double>(config_.run.round.round_timeout).count();
-  auto open = [&] { return !round_closed_ && !attempt_failed_; };
-  std::vector<std::string> departed;
   for (const Event& e : events) {
     if (open() && e.t > deadline) {
       now_ = deadline;
       engine.OnTick(At(deadline));
+      TRIB_RETURN_IF_ERROR(ServeSecAgg());
     }
     if (e.leaves) {
       if (!open()) continue;  // leaving after the attempt ended changes nothing
       now_ = e.t;
       engine.OnLeft(e.job->out->client_id, At(e.t));
       departed.push_back(e.job->out->client_id);
+      secagg_.erase(e.job->out->client_id);
+      TRIB_RETURN_IF_ERROR(ServeSecAgg());
       continue;
     }
     pending_.bytes_up += e.job->bytes_up;
@@ -315,13 +379,32 @@ Status Simulator::RunAttempt(std::vector<RoundEngine::Outgoing> tasks) {
       continue;
     }
     now_ = e.t;
-    Status s = engine.OnUpdate(e.job->out->client_id, *e.job->submission, At(e.t));
-    if (!s.ok()) spdlog::debug("update from {} rejected: {}", e.job->out->client_id, s.ToString());
+    const std::string& id = e.job->out->client_id;
+    Status s;
+    if (e.job->masked) {
+      const double t = WallNow();
+      s = engine.OnSecAgg(id, *e.job->masked, At(e.t));
+      pending_.secagg_server_seconds += WallNow() - t;
+      TRIB_RETURN_IF_ERROR(ServeSecAgg());
+    } else {
+      s = engine.OnUpdate(id, *e.job->submission, At(e.t));
+    }
+    if (!s.ok()) spdlog::debug("update from {} rejected: {}", id, s.ToString());
   }
   if (open()) {
     now_ = std::max(now_, deadline);
     engine.OnTick(At(deadline));
+    TRIB_RETURN_IF_ERROR(ServeSecAgg());
   }
+  // Secure aggregation's last phase may still wait (for unmasking answers that will not come).
+  for (int pass = 0; open() && pass < 8; ++pass) {
+    std::optional<TimePoint> wake = engine.next_wakeup();
+    if (!wake) break;
+    now_ = std::max(now_, std::chrono::duration<double>(*wake - TimePoint{}).count());
+    engine.OnTick(At(now_));
+    TRIB_RETURN_IF_ERROR(ServeSecAgg());
+  }
+  secagg_.clear();
   // Clients that left come back once the attempt is over (the next attempt can select them).
   for (const std::string& id : departed) {
     caps_.num_examples = population_->num_examples(*Population::IndexOf(id));
@@ -337,6 +420,105 @@ Status Simulator::RunAttempt(std::vector<RoundEngine::Outgoing> tasks) {
   return Status::Ok();
 }
 
+Status Simulator::StartSecAgg(std::vector<Job>& jobs,
+                              const std::map<std::string, SecAggStartMsg>& starts,
+                              uint64_t bytes_down, std::vector<std::string>& departed) {
+  RoundEngine& engine = driver_->engine();
+  // Unreachable clients never hear of the round: the engine learns it before the key phases.
+  for (Job& job : jobs) {
+    const auto& task = std::get<TaskAssignment>(job.out->message);
+    const TaskTiming timing =
+        devices_->Time(job.index, task.round, attempt_, bytes_down, 0, Samples(job.index, task));
+    if (timing.available) continue;
+    job.left_early = true;
+    engine.OnLeft(job.out->client_id, At(now_));
+    departed.push_back(job.out->client_id);
+  }
+  // Everyone else advertises its keys; the engine's rosters and inboxes are served at once (the
+  // key phases take no simulated time: a few kB each way).
+  for (Job& job : jobs) {
+    if (job.left_early || round_closed_ || attempt_failed_) continue;
+    const std::string& id = job.out->client_id;
+    auto start = starts.find(id);
+    if (start == starts.end())
+      return Status::Internal("the engine sent " + id + " a task without a SecAggStart");
+    uint64_t bytes = 0;
+    TRIB_ASSIGN_OR_RETURN(Message got, ThroughWire(Message(start->second), job.index + 1, &bytes));
+    pending_.secagg_bytes_down += bytes;
+    pending_.bytes_down += bytes;
+    TRIB_ASSIGN_OR_RETURN(std::shared_ptr<const SecAggIdentity> identity, identities_->For(id));
+    const double t = WallNow();
+    Result<std::shared_ptr<SecAggTask>> created =
+        SecAggTask::Create(std::get<SecAggStartMsg>(got), id, identity);
+    if (!created.ok()) return created.status().WithContext(id);
+    Result<SecAggKeysMsg> keys = (*created)->Advertise();
+    if (!keys.ok()) return keys.status().WithContext(id);
+    pending_.secagg_client_seconds += WallNow() - t;
+    ++pending_.secagg_clients;
+    job.secagg = *created;
+    secagg_[id] = *created;
+    TRIB_RETURN_IF_ERROR(Answer(id, Message(std::move(*keys)), job.index));
+  }
+  return ServeSecAgg();
+}
+
+Status Simulator::Answer(const std::string& id, Message reply, uint64_t index) {
+  uint64_t bytes = 0;
+  TRIB_ASSIGN_OR_RETURN(Message got, ThroughWire(reply, index + 1, &bytes));
+  pending_.secagg_bytes_up += bytes;
+  pending_.bytes_up += bytes;
+  const double t = WallNow();
+  Status s = driver_->engine().OnSecAgg(id, got, At(now_));
+  pending_.secagg_server_seconds += WallNow() - t;
+  if (!s.ok())
+    spdlog::warn("secure aggregation: the engine refused {}'s message: {}", id, s.message());
+  return Status::Ok();
+}
+
+Status Simulator::ServeSecAgg() {
+  if (!config_.run.round.secagg.enabled) return Status::Ok();
+  RoundEngine& engine = driver_->engine();
+  // Each pass serves one phase's messages; the answers may open the next one.
+  for (int pass = 0; pass < 16; ++pass) {
+    std::vector<RoundEngine::Outgoing> out = engine.TakeOutbox();
+    if (out.empty()) return Status::Ok();
+    for (RoundEngine::Outgoing& o : out) {
+      // After the attempt ends the engine's messages are the next attempt's: Run's.
+      if (round_closed_ || attempt_failed_ || std::holds_alternative<TaskAssignment>(o.message) ||
+          std::holds_alternative<SecAggStartMsg>(o.message)) {
+        carry_.push_back(std::move(o));
+        continue;
+      }
+      auto it = secagg_.find(o.client_id);
+      if (it == secagg_.end()) continue;  // to a client that left, or a refusal's Error
+      const uint64_t index = *Population::IndexOf(o.client_id);
+      uint64_t bytes = 0;
+      TRIB_ASSIGN_OR_RETURN(Message got, ThroughWire(o.message, index + 1, &bytes));
+      pending_.secagg_bytes_down += bytes;
+      pending_.bytes_down += bytes;
+      SecAggTask& task = *it->second;
+      const double t = WallNow();
+      std::optional<Result<Message>> reply;
+      if (auto* roster = std::get_if<SecAggRosterMsg>(&got)) {
+        Result<SecAggSharesMsg> r = task.Share(*roster);
+        reply = r.ok() ? Result<Message>(Message(std::move(*r))) : Result<Message>(r.status());
+      } else if (auto* inbox = std::get_if<SecAggInboxMsg>(&got)) {
+        task.SetInbox(std::move(*inbox));
+      } else if (auto* request = std::get_if<SecAggUnmaskRequestMsg>(&got)) {
+        Result<SecAggUnmaskResponseMsg> r = task.Unmask(*request);
+        reply = r.ok() ? Result<Message>(Message(std::move(*r))) : Result<Message>(r.status());
+      } else if (auto* error = std::get_if<Error>(&got)) {
+        return Status::Internal("the engine refused " + o.client_id + ": " + error->message);
+      }
+      pending_.secagg_client_seconds += WallNow() - t;
+      if (!reply) continue;
+      if (!reply->ok()) return reply->status().WithContext(o.client_id);
+      TRIB_RETURN_IF_ERROR(Answer(o.client_id, std::move(**reply), index));
+    }
+  }
+  return Status::Internal("simulator: secure aggregation's phases did not settle");
+}
+
 Result<SimResult> Simulator::Run(const std::function<void(const SimRound&)>& on_round) {
   TRIB_RETURN_IF_ERROR(Join());
   on_round_ = &on_round;
@@ -344,16 +526,25 @@ Result<SimResult> Simulator::Run(const std::function<void(const SimRound&)>& on_
   RoundEngine& engine = driver_->engine();
   Status outcome;
   while (!engine.finished() && outcome.ok()) {
+    std::vector<RoundEngine::Outgoing> outbox = std::move(carry_), more = engine.TakeOutbox();
+    carry_.clear();
+    outbox.insert(outbox.end(), std::make_move_iterator(more.begin()),
+                  std::make_move_iterator(more.end()));
     std::vector<RoundEngine::Outgoing> tasks;
-    for (RoundEngine::Outgoing& o : engine.TakeOutbox())
-      if (std::holds_alternative<TaskAssignment>(o.message)) tasks.push_back(std::move(o));
+    std::map<std::string, SecAggStartMsg> starts;
+    for (RoundEngine::Outgoing& o : outbox) {
+      if (std::holds_alternative<TaskAssignment>(o.message))
+        tasks.push_back(std::move(o));
+      else if (auto* start = std::get_if<SecAggStartMsg>(&o.message))
+        starts[o.client_id] = std::move(*start);
+    }
     if (tasks.empty()) {
       outcome = Status::Internal("simulator: the engine started no round (" +
                                  std::to_string(engine.registry().num_idle()) + " of " +
                                  std::to_string(engine.registry().size()) + " clients idle)");
       break;
     }
-    outcome = RunAttempt(std::move(tasks));
+    outcome = RunAttempt(std::move(tasks), std::move(starts));
   }
   on_round_ = nullptr;
   if (outcome.ok()) outcome = engine.failure();

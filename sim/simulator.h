@@ -15,6 +15,12 @@
 // engine's deadline judges stragglers in simulated time, over-selection absorbs dropouts, and a
 // failed attempt is retried by the engine. Real wall time is measured too.
 //
+// With secure aggregation (secagg.enabled) each virtual client takes part as a deployed one does:
+// its SecAggTask (client/secagg_task.h) signs its keys with a certificate of the run's in-memory
+// CA (SimIdentities), and every message of the protocol travels through the wire format both ways
+// and is counted. The key phases and unmasking take no simulated time (their compute is measured
+// in wall time and reported); the masked input is sent when the client's update would have been.
+//
 // Virtual clients' trainers come from a TrainerFactory (sim.trainer) and malicious clients' from
 // an Attack (attack.*); the simulator knows only those interfaces. Only the clients selected for
 // an attempt are materialized (their examples copied, a Trainer built); training runs on a thread
@@ -27,6 +33,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -39,6 +46,7 @@
 #include "sim/population.h"
 #include "sim/residual_store.h"
 #include "sim/sim_config.h"
+#include "sim/sim_identities.h"
 #include "sim/sim_result.h"
 #include "sim/trainer_factory.h"
 #include "train/data/data_config.h"
@@ -81,8 +89,20 @@ class Simulator : private RunObserver {
   struct Job;
   Simulator() = default;
   void OnEvent(const RunEvent& event) override;
-  Status RunAttempt(std::vector<RoundEngine::Outgoing> tasks);
+  Status RunAttempt(std::vector<RoundEngine::Outgoing> tasks,
+                    std::map<std::string, SecAggStartMsg> starts);
   void RunJob(Job& job, uint64_t bytes_down) const;
+  double Samples(uint64_t client, const TaskAssignment& task) const;
+  // Secure aggregation (secagg.enabled): the attempt's unreachable clients leave, the others
+  // advertise their keys (through the wire), and the key phases are served.
+  Status StartSecAgg(std::vector<Job>& jobs, const std::map<std::string, SecAggStartMsg>& starts,
+                     uint64_t bytes_down, std::vector<std::string>& departed);
+  // Delivers the engine's secure aggregation messages (rosters, inboxes, unmask requests) to the
+  // attempt's clients still there and feeds their answers back at the current simulated time,
+  // until the engine has nothing more for them. Messages of a later attempt go to carry_.
+  Status ServeSecAgg();
+  // One client's secure aggregation message, through the wire, to the engine.
+  Status Answer(const std::string& id, Message reply, uint64_t index);
   // The attempt's malicious clients counted, and the attack prepared (ALIE's honest fits).
   Status PrepareAttack(const std::vector<RoundEngine::Outgoing>& tasks);
   bool Malicious(uint64_t client) const;
@@ -101,6 +121,7 @@ class Simulator : private RunObserver {
   std::unique_ptr<TrainerFactory> trainers_;
   std::unique_ptr<Attack> attack_;  // null: no attack
   std::unique_ptr<ResidualStore> residuals_;
+  std::unique_ptr<SimIdentities> identities_;  // with secagg.enabled
   ClientCapabilities caps_;
   bool joined_ = false;
 
@@ -114,6 +135,8 @@ class Simulator : private RunObserver {
   bool round_closed_ = false;  // set by the run's events during an attempt
   bool attempt_failed_ = false;
   SimResult result_;
+  std::map<std::string, std::shared_ptr<SecAggTask>> secagg_;  // the attempt's, clients still there
+  std::vector<RoundEngine::Outgoing> carry_;  // the engine's messages for the next attempt
   const std::function<void(const SimRound&)>* on_round_ = nullptr;
 };
 

@@ -69,6 +69,17 @@ int Finish(const SimConfig& cfg, const SimResult& result, nlohmann::json extra) 
       result.rounds.size(), result.wall_seconds, result.sim_seconds, ms,
       Bytes(static_cast<double>(PeakRssBytes())).c_str(),
       static_cast<unsigned long long>(result.model_hash));
+  if (cfg.run.round.secagg.enabled && !result.rounds.empty()) {
+    const SimRound sum = result.SecAggTotals();
+    const double rounds = static_cast<double>(result.rounds.size());
+    const double clients = static_cast<double>(std::max<int64_t>(1, sum.secagg_clients));
+    std::printf(
+        "secure aggregation: protocol messages %s up, %s down per round (besides the masked "
+        "inputs); client compute %.1f ms per client-round; coordinator %.1f ms per round\n",
+        Bytes(static_cast<double>(sum.secagg_bytes_up) / rounds).c_str(),
+        Bytes(static_cast<double>(sum.secagg_bytes_down) / rounds).c_str(),
+        1000 * sum.secagg_client_seconds / clients, 1000 * sum.secagg_server_seconds / rounds);
+  }
   if (cfg.target_accuracy > 0) {
     if (result.target_round > 0)
       std::printf("reached %.2f%% test accuracy at round %llu after %.1f s wall\n",

@@ -68,8 +68,10 @@ TEST(ReportTest, FilesAreWellFormedAndAgree) {
     rows.push_back(cells);
   }
   ASSERT_EQ(rows.size(), 4u);
-  EXPECT_EQ(rows[0].size(), 21u);
+  EXPECT_EQ(rows[0].size(), 26u);
   EXPECT_EQ(rows[0][20], "malicious");
+  EXPECT_EQ(rows[0][21], "secagg_bytes_up");
+  EXPECT_EQ(rows[0][25], "secagg_server_seconds");
   EXPECT_EQ(rows[0][0], "round");
   EXPECT_EQ(rows[0][5], "dropped");
   EXPECT_EQ(rows[0][18], "test_accuracy");
