@@ -33,6 +33,7 @@ Result<std::shared_ptr<const SecAggIdentity>> SecAggIdentity::FromFiles(const st
 SecAggTask::SecAggTask(SecAggSession session, IntDomain domain, const std::string& client_id,
                        std::shared_ptr<const SecAggIdentity> id)
     : round_(session.round),
+      session_(session),
       values_(session.vector_length - 1),
       domain_(domain),
       identity_(std::move(id)),
@@ -86,15 +87,21 @@ void SecAggTask::SetInbox(SecAggInboxMsg inbox) {
 }
 
 Status SecAggTask::SetUpdate(const UpdateSubmission& update, uint64_t rounding_seed) {
-  if (update.update.num_floats != values_)
+  const uint64_t n = update.update.num_floats;
+  if (n < values_ || n > (uint64_t{1} << 32))
     return Status::InvalidArgument(
-        fmt::format("secure aggregation: the update has {} values; the round sums {}",
-                    update.update.num_floats, values_));
+        fmt::format("secure aggregation: the update has {} values; the round sums {}", n, values_));
   TRIB_ASSIGN_OR_RETURN(std::unique_ptr<Codec> codec, MakeCodec(update.update.codec));
-  TRIB_RETURN_IF_ERROR(codec->Validate(update.update.bytes.span(), values_).status());
-  std::vector<float> delta(values_, 0.0f);
+  TRIB_RETURN_IF_ERROR(codec->Validate(update.update.bytes.span(), n).status());
+  std::vector<float> delta(n, 0.0f);
   BufferSink sink(delta);
   codec->DecodeInto(update.update.bytes.span(), sink, 1.0f);
+  if (n > values_) {  // a sparse round: the values at the round's coordinates, in their order
+    const std::vector<uint32_t> at = session_.Coordinates(n);
+    std::vector<float> picked(at.size());
+    for (size_t i = 0; i < at.size(); ++i) picked[i] = delta[at[i]];
+    delta = std::move(picked);
+  }
   std::vector<uint64_t> encoded = domain_.Encode(delta, domain_.Weight(update.num_examples),
                                                  DeriveSeed(rounding_seed, {kRoundingStream}));
   std::lock_guard<std::mutex> lock(mu_);

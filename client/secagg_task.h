@@ -21,6 +21,7 @@
 #include "crypto/signing.h"
 #include "privacy/secagg/int_domain.h"
 #include "privacy/secagg/secagg_client.h"
+#include "privacy/secagg/secagg_session.h"
 #include "protocol/messages.h"
 
 namespace tributary {
@@ -49,10 +50,12 @@ class SecAggTask {
   Result<SecAggKeysMsg> Advertise();
   Result<SecAggSharesMsg> Share(const SecAggRosterMsg& roster);
   void SetInbox(SecAggInboxMsg inbox);
-  // The trained update (its codec's bytes decoded to the dense delta, vector_length - 1 values)
-  // put into the integer domain with the update's num_examples as weight. `rounding_seed` drives
-  // the stochastic rounding: a per-client seed (the runtime passes its task's fit seed, so a
-  // simulation is reproducible). InvalidArgument when the update does not decode to that size.
+  // The trained update (its codec's bytes decoded to the dense delta) put into the integer domain
+  // with the update's num_examples as weight: all of it, or in a sparse round (vector_length - 1
+  // below the model's size) the values at the round's coordinates (SecAggSession::Coordinates).
+  // `rounding_seed` drives the stochastic rounding: a per-client seed (the runtime passes its
+  // task's fit seed, so a simulation is reproducible). InvalidArgument when the update is smaller
+  // than the round's vector or does not decode.
   Status SetUpdate(const UpdateSubmission& update, uint64_t rounding_seed);
   // True once, for the caller that should run Mask(): both the inbox and the input are here.
   bool TryClaimMask();
@@ -65,7 +68,8 @@ class SecAggTask {
 
   mutable std::mutex mu_;
   const uint64_t round_;
-  const uint64_t values_;  // the update's dense size: the session's vector_length - 1
+  const SecAggSession session_;
+  const uint64_t values_;  // the values summed: the session's vector_length - 1
   IntDomain domain_;
   std::shared_ptr<const SecAggIdentity> identity_;
   SecAggClient client_;

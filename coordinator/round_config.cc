@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "compression/codec.h"
+#include "compression/codec_spec.h"
 #include "core/fit_config.h"
 
 namespace tributary {
@@ -40,8 +41,11 @@ void BindRoundConfig(ConfigSchema& s, RoundConfig* r) {
   s.Bind("secagg.enabled", &r->secagg.enabled,
          "secure aggregation: the coordinator learns only each round's sum (docs/privacy.md)");
   s.Bind("secagg.clip", &r->secagg.clip, "update values are clipped to [-clip, clip]");
-  s.Bind("secagg.quant_bits", &r->secagg.quant_bits, "quantization levels per value: 2^bits");
-  s.Bind("secagg.max_weight", &r->secagg.max_weight, "a client's weight (num_examples) cap");
+  s.Bind("secagg.quant_bits", &r->secagg.quant_bits,
+         "quantization levels per value: 2^bits (a qB run.codec sets B instead)");
+  s.Bind(
+      "secagg.max_weight", &r->secagg.max_weight,
+      "the cap on a client's weight (num_examples); a round uses its clients' largest when lower");
   s.Bind("secagg.degree", &r->secagg.degree,
          "neighbours each client shares keys with (0: sized for secagg.max_dropout)");
   s.Bind("secagg.threshold", &r->secagg.threshold,
@@ -52,6 +56,28 @@ void BindRoundConfig(ConfigSchema& s, RoundConfig* r) {
   s.Bind("secagg.phase_timeout_s", &r->secagg.phase_timeout,
          "each key and unmask phase's deadline, in seconds");
   BindFitConfig(s, &r->fit);
+}
+
+Status SecAggCodecRefusal(const std::string& codec) {
+  Result<PipelineSpec> spec = ParseCodecSpec(codec);
+  if (!spec.ok()) return spec.status().WithContext("key 'run.codec'");
+  auto refuse = [&](const char* why) {
+    return Status::InvalidArgument(fmt::format(
+        "'run.codec' = '{}' cannot be used with secure aggregation: {} (with it use 'dense', "
+        "'qB' (B bits per value in the masked sum), 'randk(F)' (the same coordinates for every "
+        "client) or 'randk(F)+qB')",
+        codec, why));
+  };
+  if (spec->sparsifier == Sparsifier::kTopK)
+    return refuse(
+        "top-k sends each client's own largest coordinates, and which ones they are "
+        "would reveal its update; the masked sum needs the same coordinates from all");
+  if (spec->values == ValueCoding::kSign)
+    return refuse(
+        "sign sends a per-chunk scale each client picks from its own update; the masked "
+        "sum needs one integer scale for everyone");
+  if (spec->zstd) return refuse("masked values are uniformly random: zstd cannot shrink them");
+  return Status::Ok();
 }
 
 Status RoundConfig::Validate() const {
@@ -86,12 +112,7 @@ Status RoundConfig::Validate() const {
     return bad(
         fmt::format("'eval.federated_every' = {} must be >= 0 (0: never)", federated_eval_every));
   if (secagg.enabled) {
-    if (codec != "dense")
-      return bad(fmt::format(
-          "'run.codec' = '{}' cannot be used with secure aggregation: the update is quantized by "
-          "secagg.quant_bits and masked; top-k and sign would reveal which values each client "
-          "sends (use 'dense')",
-          codec));
+    if (Status why = SecAggCodecRefusal(codec); !why.ok()) return why;
     if (secagg.quant_bits < 1 || secagg.quant_bits > 24)
       return bad(fmt::format("'secagg.quant_bits' = {} must be in [1, 24]", secagg.quant_bits));
     if (!(secagg.clip > 0.0f) || !std::isfinite(secagg.clip))

@@ -25,6 +25,11 @@ struct SecAggConfig {
   std::chrono::milliseconds phase_timeout{10'000};  // each phase but the masked input's
 };
 
+// Ok when secure aggregation can sum updates of `codec` (dense, qB, randk, randk+qB; the clients
+// then send the dense delta into the integer domain, at B bits, at the round's coordinates);
+// InvalidArgument saying why otherwise (top-k, sign, zstd).
+Status SecAggCodecRefusal(const std::string& codec);
+
 struct RoundConfig {
   int64_t rounds = 10;             // rounds to run
   int64_t clients_per_round = 10;  // target updates per round (K); ignored when fraction > 0

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "compression/codec_spec.h"
 #include "core/check.h"
 #include "core/hash.h"
 #include "core/log.h"
@@ -303,7 +304,9 @@ void RoundEngine::MaybeStartRound(TimePoint now) {
   task.round = round;
   task.model_version = version_;
   task.fit = config_.fit;  // fit.seed is set per client below
-  task.codec.spec = std::string(codec_->spec());
+  // With secure aggregation the client sends its dense delta into the integer domain, which does
+  // the codec's quantization and sparsification (StartSecAgg).
+  task.codec.spec = config_.secagg.enabled ? "dense" : std::string(codec_->spec());
   task.deadline_ms = static_cast<uint64_t>(config_.round_timeout.count());
   task.model = DownloadPayload(round);  // one copy of the model, shared by every assignment
   for (const std::string& id : eligible) {
@@ -424,16 +427,28 @@ bool RoundEngine::StartSecAgg(const std::vector<std::string>& selected, uint64_t
                               TimePoint now) {
   const SecAggConfig& c = config_.secagg;
   SecAggRound::Options o;
+  // A qB codec's bits are the integer domain's; randk's k values are the masked vector (at the
+  // round's coordinates, the same for every client). Validate() refused the rest.
+  Result<PipelineSpec> spec = ParseCodecSpec(config_.codec);
+  const bool quantized = spec.ok() && spec->values == ValueCoding::kQuantized;
   o.domain.clip = c.clip;
-  o.domain.quant_bits = static_cast<int>(c.quant_bits);
-  o.domain.max_weight = c.max_weight;
+  o.domain.quant_bits = quantized ? spec->bits : static_cast<int>(c.quant_bits);
+  // The weights need only as many bits as the largest num_examples the selected clients announced
+  // (a client that sends more is capped there); one that announced none leaves the configured cap.
+  uint64_t largest = 1;
+  for (const std::string& id : selected) {
+    const uint64_t n = registry_.Find(id)->capabilities.num_examples;
+    largest = n == 0 ? c.max_weight : std::max(largest, n);
+    if (n == 0) break;
+  }
+  o.domain.max_weight = std::min(c.max_weight, largest);
   o.domain.max_clients = std::max<uint64_t>(selected.size(), 1);
   Result<IntDomain> domain = IntDomain::Create(o.domain);
   Result<std::unique_ptr<SecAggRound>> r = Status::Ok();
   if (domain.ok()) {
     o.session.run_id = fmt::format("run-{:x}-{:x}", config_.seed, model_.fingerprint());
     o.session.round = round;
-    o.session.vector_length = model_.size() + 1;
+    o.session.vector_length = (spec.ok() ? spec->KeepCount(model_.size()) : model_.size()) + 1;
     o.session.modulus_mask = domain->modulus_mask();
     o.session.degree = static_cast<size_t>(c.degree);
     o.session.threshold = static_cast<size_t>(c.threshold);
@@ -500,9 +515,14 @@ void RoundEngine::AfterSecAgg(TimePoint now) {
   summary_.num_examples = secagg_->total_weight();
   summary_.bytes_up += secagg_->masked_bytes_up() + secagg_->protocol_bytes_up();
   summary_.bytes_down += secagg_->protocol_bytes_down();
-  Status s =
-      strategy_->Accumulate(static_cast<double>(secagg_->total_weight()),
-                            [&](UpdateSink& sink, float scale) { sink.AddDense(0, mean, scale); });
+  const std::vector<uint32_t> at = secagg_->session().Coordinates(model_.size());
+  Status s = strategy_->Accumulate(static_cast<double>(secagg_->total_weight()),
+                                   [&](UpdateSink& sink, float scale) {
+                                     if (at.empty())
+                                       sink.AddDense(0, mean, scale);
+                                     else
+                                       sink.AddSparse(at, mean, scale);
+                                   });
   if (!s.ok()) {
     FailAttempt(now, "secure aggregation: the strategy refused the aggregate: " + s.message());
   } else {

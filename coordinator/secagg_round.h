@@ -68,6 +68,7 @@ class SecAggRound {
   uint64_t protocol_bytes_up() const { return protocol_bytes_up_; }
   uint64_t protocol_bytes_down() const { return protocol_bytes_down_; }
   const char* phase_name() const;
+  const SecAggSession& session() const { return options_.session; }
 
  private:
   enum class Phase { kAdvertise, kShare, kMask, kUnmask, kOver };

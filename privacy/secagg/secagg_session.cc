@@ -4,7 +4,9 @@
 
 #include <algorithm>
 
+#include "compression/selection.h"
 #include "crypto/hkdf.h"
+#include "crypto/sha256.h"
 #include "privacy/secagg/neighbour_graph.h"
 
 namespace tributary {
@@ -32,6 +34,14 @@ std::vector<uint8_t> SecAggSession::KeysMessage(const SecAggKeys& keys) const {
   m.insert(m.end(), keys.enc_public.begin(), keys.enc_public.end());
   m.insert(m.end(), keys.mask_public.begin(), keys.mask_public.end());
   return m;
+}
+
+std::vector<uint32_t> SecAggSession::Coordinates(size_t n) const {
+  if (vector_length == 0 || vector_length - 1 >= n) return {};
+  Sha256 h;
+  h.Update(fmt::format("tributary secagg coordinates|{}|{}", run_id, round));
+  const uint64_t seed = std::stoull(h.HexDigest().substr(0, 16), nullptr, 16);
+  return RandKIndices(n, vector_length - 1, seed);
 }
 
 Result<Key32> SecAggSession::GraphSeed(const SecAggRoster& roster) const {

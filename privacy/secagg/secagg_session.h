@@ -31,6 +31,11 @@ struct SecAggSession {
   std::vector<uint8_t> KeysMessage(const SecAggKeys& keys) const;
   // The neighbour graph's seed: a digest of every advertised key in the roster.
   Result<Key32> GraphSeed(const SecAggRoster& roster) const;
+  // Sparse secure aggregation (the run's codec is randk): the inputs hold only vector_length - 1
+  // of a model's n values, at these coordinates: k distinct indices of [0, n), increasing, the
+  // same for every client of the round (a digest of run_id and round seeds them; the coordinator
+  // cannot pick them per client). Empty when vector_length - 1 >= n (a dense round).
+  std::vector<uint32_t> Coordinates(size_t n) const;
   // k and t for a roster of n clients (the configured ones, or the defaults).
   size_t DegreeFor(size_t n) const;
   size_t ThresholdFor(size_t n) const;

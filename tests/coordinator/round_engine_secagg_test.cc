@@ -197,7 +197,7 @@ TEST_F(RoundEngineSecAggTest, TooFewClientsFailTheAttemptAndPlaintextUpdatesAreR
   EXPECT_FALSE(engine_->failure().ok());
 }
 
-TEST_F(RoundEngineSecAggTest, RulesThatNeedEachUpdateAndSparseCodecsAreRefusedSayingWhy) {
+TEST_F(RoundEngineSecAggTest, RulesThatNeedEachUpdateAndPerClientCodecsAreRefusedSayingWhy) {
   RoundConfig c = Config(3);
   ModelWeights init = *ModelWeights::Create({{"w", {4}}});
   Result<std::unique_ptr<RoundEngine>> median =
@@ -205,11 +205,24 @@ TEST_F(RoundEngineSecAggTest, RulesThatNeedEachUpdateAndSparseCodecsAreRefusedSa
   ASSERT_FALSE(median.ok());
   EXPECT_NE(median.status().message().find("compares the clients' updates"), std::string::npos)
       << median.status();
-  c.codec = "topk(0.1)";
-  Status codec = c.Validate();
-  ASSERT_FALSE(codec.ok());
-  EXPECT_NE(codec.message().find("cannot be used with secure aggregation"), std::string::npos)
-      << codec;
+  // Top-k, sign and zstd cannot go into a masked sum, each for its own reason.
+  const std::map<std::string, std::string> refused = {
+      {"topk(0.1)", "which ones they are would reveal its update"},
+      {"randk(0.1)+sign", "one integer scale for everyone"},
+      {"q8+zstd", "zstd cannot shrink them"}};
+  for (const auto& [spec, why] : refused) {
+    c.codec = spec;
+    Status codec = c.Validate();
+    ASSERT_FALSE(codec.ok()) << spec;
+    EXPECT_NE(codec.message().find("cannot be used with secure aggregation"), std::string::npos)
+        << codec;
+    EXPECT_NE(codec.message().find(why), std::string::npos) << codec;
+  }
+  // Quantization and random-k feed the integer domain.
+  for (const char* spec : {"dense", "q8", "q4", "randk(0.1)", "randk(k=3)+q8"}) {
+    c.codec = spec;
+    EXPECT_TRUE(c.Validate().ok()) << spec << ": " << c.Validate();
+  }
   c.codec = "dense";
   c.secagg.degree = 10;
   c.secagg.threshold = 5;

@@ -6,9 +6,9 @@
 
 #include <cmath>
 
-#include "privacy/secagg/int_domain.h"
 #include "sim/simulator.h"
 #include "sim_test_util.h"
+#include "train/data/data_config.h"
 
 namespace tributary {
 namespace {
@@ -19,11 +19,8 @@ SimConfig SmallSecure() {
   return c;
 }
 
-// Bytes of one client's masked input: the model's values and the weight, sum_bits each.
-uint64_t MaskedBytes(uint64_t params, uint64_t clients) {
-  IntDomainConfig d;
-  d.max_clients = clients;
-  const int bits = IntDomain::Create(d)->sum_bits();
+// Bytes of one client's masked input: the model's values and the weight, `bits` each.
+uint64_t MaskedBytes(uint64_t params, int bits) {
   return ((params + 1) * static_cast<uint64_t>(bits) + 7) / 8;
 }
 
@@ -52,13 +49,15 @@ TEST(SimSecAggTest, ExactSumsAreReproducibleAcrossThreadCountsAndCloseToPlaintex
   EXPECT_LT(worst, 2e-3);
   EXPECT_GT(worst, 0.0);  // it did go through the integer domain
 
-  const uint64_t masked = MaskedBytes(one->final_model.size(), 5);
+  // Each value of the sum holds 16-bit levels times weights up to the largest client's examples
+  // (at least 1, at most all 2,000) for 5 clients (3 bits).
+  const uint64_t params = one->final_model.size();
   for (const SimRound& r : one->rounds) {
     EXPECT_EQ(r.secagg_clients, 5);
     EXPECT_EQ(r.completed, 5);
     // Up: five masked inputs (framed), plus keys, shares and unmasking answers.
-    EXPECT_GE(r.bytes_up - r.secagg_bytes_up, 5 * masked);
-    EXPECT_LT(r.bytes_up - r.secagg_bytes_up, 5 * (masked + 4096));
+    EXPECT_GE(r.bytes_up - r.secagg_bytes_up, 5 * MaskedBytes(params, 16 + 3));
+    EXPECT_LT(r.bytes_up - r.secagg_bytes_up, 5 * (MaskedBytes(params, 16 + 3 + 11) + 4096));
     EXPECT_GT(r.secagg_bytes_up, 5 * 64u);  // at least two public keys each
     EXPECT_LT(r.secagg_bytes_up, 5 * 8192u);
     EXPECT_GT(r.secagg_bytes_down, 0u);
@@ -66,6 +65,77 @@ TEST(SimSecAggTest, ExactSumsAreReproducibleAcrossThreadCountsAndCloseToPlaintex
     EXPECT_GT(r.secagg_server_seconds, 0.0);
   }
   for (const SimRound& r : plain->rounds) EXPECT_EQ(r.secagg_clients, 0);
+}
+
+// One round from the same start: the model after it, and the one before.
+struct OneRound {
+  std::vector<float> before, after;
+};
+OneRound RunOneRound(SimConfig c) {
+  c.run.round.rounds = 1;
+  DataSplits data = *LoadDataSplits(c.data, true, true);
+  std::unique_ptr<Simulator> sim = *Simulator::Create(c, data);
+  OneRound r;
+  std::span<const float> b = sim->engine().model().data();
+  r.before.assign(b.begin(), b.end());
+  Result<SimResult> done = sim->Run();
+  EXPECT_TRUE(done.ok()) << done.status();
+  if (done.ok()) r.after.assign(done->final_model.data().begin(), done->final_model.data().end());
+  return r;
+}
+
+TEST(SimSecAggTest, QuantizedAndRandomKCodecsFeedTheIntegerDomain) {
+  SimConfig c = SmallSecure();
+  c.run.round.codec = "dense";
+  c.run.round.secagg.enabled = false;
+  const OneRound plain = RunOneRound(c);
+  c.run.round.secagg.enabled = true;
+
+  // q8: 8-bit levels in the masked sum (step 2/255 over clip 1), every coordinate.
+  c.run.round.codec = "q8";
+  const OneRound q8 = RunOneRound(c);
+  ASSERT_EQ(q8.after.size(), plain.after.size());
+  double worst = 0;
+  for (size_t i = 0; i < q8.after.size(); ++i)
+    worst = std::max(worst, std::fabs(double{q8.after[i]} - plain.after[i]));
+  EXPECT_LT(worst, 2.0 / 255);  // the weighted mean's rounding error is below one step
+  EXPECT_GT(worst, 2.0 / 65535);
+
+  // randk(0.25)+q8: a quarter of the coordinates, the same for every client; the rest unchanged.
+  c.run.round.codec = "randk(0.25)+q8";
+  const OneRound sparse = RunOneRound(c);
+  ASSERT_EQ(sparse.after.size(), plain.after.size());
+  size_t moved = 0;
+  worst = 0;
+  for (size_t i = 0; i < sparse.after.size(); ++i) {
+    if (sparse.after[i] == sparse.before[i]) continue;
+    ++moved;
+    worst = std::max(worst, std::fabs(double{sparse.after[i]} - plain.after[i]));
+  }
+  const size_t k = static_cast<size_t>(std::lround(0.25 * static_cast<double>(plain.after.size())));
+  EXPECT_LE(moved, k);
+  EXPECT_GT(moved, k * 9 / 10);  // a few coordinates' mean may round to no change
+  EXPECT_LT(worst, 2.0 / 255);   // where it moved, it moved as the dense mean did
+
+  // The masked inputs shrink with the codec: 16-bit dense, 8-bit q8, a quarter of that.
+  c.run.round.rounds = 1;
+  Result<SimResult> r16 = testing::RunSimulation([&] {
+    SimConfig d = c;
+    d.run.round.codec = "dense";
+    return d;
+  }());
+  Result<SimResult> r8 = testing::RunSimulation([&] {
+    SimConfig d = c;
+    d.run.round.codec = "q8";
+    return d;
+  }());
+  Result<SimResult> rk = testing::RunSimulation(c);
+  ASSERT_TRUE(r16.ok() && r8.ok() && rk.ok());
+  auto masked = [](const SimResult& r) {
+    return static_cast<double>(r.rounds[0].bytes_up - r.rounds[0].secagg_bytes_up);
+  };
+  EXPECT_LT(masked(*r8), 0.8 * masked(*r16));
+  EXPECT_NEAR(masked(*rk) / masked(*r8), 0.25, 0.02);
 }
 
 TEST(SimSecAggTest, ClientsThatDropAfterSharingAreUnmaskedAndTheRunIsReproducible) {
