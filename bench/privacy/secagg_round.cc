@@ -3,14 +3,19 @@
 // n clients (each with its own certificate from a test CA) run SecAggClient against one
 // SecAggServer in this process, one after another on one core, with `--dropout` of them leaving
 // after sharing keys (before their masked input), so the server rebuilds their mask keys. Each
-// input is a random d-vector put through IntDomain (clip 1, --bits bits per value, weights up to
-// 2^16). Reported:
-//   client compute   per client, each phase (median over the clients; the masked input includes
-//                    the masks, not training or encoding)
+// input is a random d-vector put through IntDomain (clip 1, --bits bits per value, every client
+// with --examples examples, the weight cap the coordinator picks for such a round). Reported:
+//   client compute   per client, each phase (median over the clients; encode is IntDomain's
+//                    clip, quantization and weighting, mask the masks; not training)
 //   client upload    per client: keys + shares + masked input (packed to sum_bits per value) +
 //                    unmask response, in bytes as they would be framed (lengths and ids counted),
 //                    against the masked vector alone, plaintext dense (4 d) and plaintext q8
 //   server           each phase's close, and the unmask (rebuilding secrets, removing masks)
+//   plaintext        the same round without secure aggregation, measured in the same run: each
+//                    client encodes its update with `dense` and with `q8` (median time, bytes),
+//                    and the server decodes and folds the survivors' updates (what RoundEngine
+//                    does per update)
+// The last line, `row ...`, holds the figures scripts/bench-secagg tabulates.
 //
 //   build/ci/bench/privacy/secagg_round --clients 100 --dim 1000000 --dropout 0.3
 #include <CLI/CLI.hpp>
@@ -23,6 +28,7 @@
 #include <random>
 
 #include "compression/codec.h"
+#include "compression/update_sink.h"
 #include "crypto/cert_authority.h"
 #include "crypto/signing.h"
 #include "privacy/secagg/int_domain.h"
@@ -63,7 +69,37 @@ size_t UnmaskBytes(const SecAggUnmaskResponse& r) {
   return b;
 }
 
-int Run(size_t n, size_t d, double dropout, int bits, size_t degree) {
+// Plaintext: the median client's encode time and bytes with `spec`, and the server's time to
+// decode and fold `survivors` such updates into a float sum.
+struct Plain {
+  double client_s = 0, bytes = 0, server_s = 0;
+};
+Plain MeasurePlain(const char* spec, size_t d, size_t survivors, std::mt19937& rng) {
+  std::unique_ptr<Codec> codec = *MakeCodec(spec);
+  std::uniform_real_distribution<float> val(-0.1f, 0.1f);
+  std::vector<float> x(d), sum(d, 0.0f);
+  std::vector<double> enc;
+  Plain p;
+  std::vector<uint8_t> bytes;
+  for (int i = 0; i < 5; ++i) {
+    for (float& v : x) v = val(rng);
+    auto a = Clock::now();
+    bytes = *codec->Encode(x);
+    enc.push_back(Seconds(a, Clock::now()));
+  }
+  p.client_s = Median(enc);
+  p.bytes = static_cast<double>(bytes.size() + 64);  // the update's framing: round, counts, codec
+  BufferSink sink(sum);
+  auto a = Clock::now();
+  for (size_t i = 0; i < survivors; ++i) {
+    if (!codec->Validate(bytes, d).ok()) return p;
+    codec->DecodeInto(bytes, sink, 1.0f / static_cast<float>(survivors));
+  }
+  p.server_s = Seconds(a, Clock::now());
+  return p;
+}
+
+int Run(size_t n, size_t d, double dropout, int bits, size_t degree, uint64_t examples) {
   std::fprintf(stderr, "making %zu client certificates...\n", n);
   const PemPair ca = *MakeCaCertificate("Bench CA");
   const CertificateVerifier verifier = *CertificateVerifier::FromPem(ca.cert_pem);
@@ -80,6 +116,7 @@ int Run(size_t n, size_t d, double dropout, int bits, size_t degree) {
   IntDomainConfig dc;
   dc.quant_bits = bits;
   dc.max_clients = n;
+  dc.max_weight = examples;
   const IntDomain domain = *IntDomain::Create(dc);
   SecAggSession session;
   session.run_id = "bench";
@@ -93,7 +130,7 @@ int Run(size_t n, size_t d, double dropout, int bits, size_t degree) {
 
   std::vector<std::unique_ptr<SecAggClient>> clients;
   SecAggServer server(session);
-  std::vector<double> t_adv(n), t_share(n), t_mask, t_unmask;
+  std::vector<double> t_adv(n), t_share(n), t_encode, t_mask, t_unmask;
   std::vector<size_t> up(n, 0);
   double server_adv = 0, server_share = 0, server_mask_close = 0, server_fold = 0;
   for (size_t i = 0; i < n; ++i) {
@@ -134,7 +171,9 @@ int Run(size_t n, size_t d, double dropout, int bits, size_t degree) {
   for (size_t i = 0; i < n; ++i) {
     if (dropped[i]) continue;
     for (float& v : x) v = val(rng);
-    const std::vector<uint64_t> input = domain.Encode(x, domain.Weight(600), i);
+    auto e = Clock::now();
+    const std::vector<uint64_t> input = domain.Encode(x, domain.Weight(examples), i);
+    t_encode.push_back(Seconds(e, Clock::now()));
     auto a = Clock::now();
     SecAggMaskedInput y = *clients[i]->MaskInput(inboxes[ids[i]], input);
     t_mask.push_back(Seconds(a, Clock::now()));
@@ -165,22 +204,35 @@ int Run(size_t n, size_t d, double dropout, int bits, size_t degree) {
   for (size_t i = 0; i < n; ++i)
     if (!dropped[i]) upload.push_back(static_cast<double>(up[i]));
   const double masked_alone = static_cast<double>(MaskedBytes(d + 1, domain.sum_bits()));
-  const std::vector<float> probe(d, 0.05f);
-  const double q8 = static_cast<double>((*MakeCodec("q8"))->Encode(probe)->size());
-  const double client_total = Median(t_adv) + Median(t_share) + Median(t_mask) + Median(t_unmask);
+  const Plain dense = MeasurePlain("dense", d, n - drop, rng);
+  const Plain q8p = MeasurePlain("q8", d, n - drop, rng);
+  const double q8 = q8p.bytes;
+  const double client_total =
+      Median(t_adv) + Median(t_share) + Median(t_encode) + Median(t_mask) + Median(t_unmask);
   std::printf("n=%zu d=%zu k=%zu t=%zu bits=%d sum_bits=%d dropout=%.0f%%\n", n, d, k, t, bits,
               domain.sum_bits(), 100 * dropout);
   std::printf(
-      "client compute (median s): advertise %.4f  share %.4f  mask %.4f  unmask %.4f  "
-      "total %.4f\n",
-      Median(t_adv), Median(t_share), Median(t_mask), Median(t_unmask), client_total);
+      "client compute (median s): advertise %.4f  share %.4f  encode %.4f  mask %.4f  "
+      "unmask %.4f  total %.4f\n",
+      Median(t_adv), Median(t_share), Median(t_encode), Median(t_mask), Median(t_unmask),
+      client_total);
   std::printf(
       "client upload (median bytes): %.0f = %.4fx the masked vector (%.0f); plaintext "
-      "dense %zu (%.3fx), q8 %.0f (%.3fx)\n",
-      Median(upload), Median(upload) / masked_alone, masked_alone, 4 * d,
-      Median(upload) / (4.0 * static_cast<double>(d)), q8, Median(upload) / q8);
+      "dense %.0f (%.3fx), q8 %.0f (%.3fx)\n",
+      Median(upload), Median(upload) / masked_alone, masked_alone, dense.bytes,
+      Median(upload) / dense.bytes, q8, Median(upload) / q8);
   std::printf("server (s): keys %.4f  shares %.4f  fold %zu inputs %.4f  close %.4f  unmask %.4f\n",
               server_adv, server_share, n - drop, server_fold, server_mask_close, unmask);
+  std::printf(
+      "plaintext: dense client %.4f s, server fold %.4f s; q8 client %.4f s, server fold %.4f s\n",
+      dense.client_s, dense.server_s, q8p.client_s, q8p.server_s);
+  const double server_total = server_adv + server_share + server_fold + server_mask_close + unmask;
+  std::printf(
+      "row n=%zu d=%zu k=%zu t=%zu sum_bits=%d upload=%.0f masked=%.0f client_s=%.6f "
+      "server_s=%.4f unmask_s=%.4f dense_bytes=%.0f dense_client_s=%.6f dense_server_s=%.6f "
+      "q8_bytes=%.0f q8_client_s=%.6f q8_server_s=%.6f\n",
+      n, d, k, t, domain.sum_bits(), Median(upload), masked_alone, client_total, server_total,
+      unmask, dense.bytes, dense.client_s, dense.server_s, q8, q8p.client_s, q8p.server_s);
   return 0;
 }
 
@@ -192,12 +244,15 @@ int main(int argc, char** argv) {
   size_t n = 100, d = 100000, degree = 0;
   double dropout = 0.3;
   int bits = 8;
+  uint64_t examples = 600;
   app.add_option("--clients", n, "clients")->check(CLI::Range(3, 100000));
   app.add_option("--dim", d, "values per update")->check(CLI::Range(1, 100000000));
   app.add_option("--dropout", dropout, "fraction leaving before their masked input")
       ->check(CLI::Range(0.0, 0.9));
   app.add_option("--bits", bits, "quantization bits per value")->check(CLI::Range(1, 24));
-  app.add_option("--degree", degree, "neighbours per client (0: 2 log2 n)");
+  app.add_option("--degree", degree, "neighbours per client (0: sized for 30% dropout)");
+  app.add_option("--examples", examples, "each client's examples (its weight, and the cap)")
+      ->check(CLI::Range(1, 1 << 24));
   CLI11_PARSE(app, argc, argv);
-  return tributary::Run(n, d, dropout, bits, degree);
+  return tributary::Run(n, d, dropout, bits, degree, examples);
 }
