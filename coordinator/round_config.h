@@ -20,7 +20,7 @@ struct SecAggConfig {
   uint64_t max_weight = 1 << 16;  // a client's weight (num_examples) is capped here
   int64_t degree = 0;             // neighbours per client (0: sized for max_dropout)
   int64_t threshold = 0;          // shares that rebuild a secret (0: a majority of the degree)
-  double max_dropout = 0.3;       // the dropout the default degree is sized for
+  double max_dropout = 0.1;       // the dropout the default degree is sized for
   int64_t min_clients = 3;        // the fewest clients any phase may end with
   std::chrono::milliseconds phase_timeout{10'000};  // each phase but the masked input's
 };

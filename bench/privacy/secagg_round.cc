@@ -99,7 +99,8 @@ Plain MeasurePlain(const char* spec, size_t d, size_t survivors, std::mt19937& r
   return p;
 }
 
-int Run(size_t n, size_t d, double dropout, int bits, size_t degree, uint64_t examples) {
+int Run(size_t n, size_t d, double dropout, int bits, size_t degree, uint64_t examples,
+        double max_dropout) {
   std::fprintf(stderr, "making %zu client certificates...\n", n);
   const PemPair ca = *MakeCaCertificate("Bench CA");
   const CertificateVerifier verifier = *CertificateVerifier::FromPem(ca.cert_pem);
@@ -124,6 +125,7 @@ int Run(size_t n, size_t d, double dropout, int bits, size_t degree, uint64_t ex
   session.vector_length = d + 1;
   session.modulus_mask = domain.modulus_mask();
   session.degree = degree;
+  session.max_dropout = max_dropout;
   const size_t k = session.DegreeFor(n), t = session.ThresholdFor(n);
   std::fprintf(stderr, "n=%zu d=%zu k=%zu t=%zu sum_bits=%d dropout=%.2f\n", n, d, k, t,
                domain.sum_bits(), dropout);
@@ -245,14 +247,17 @@ int main(int argc, char** argv) {
   double dropout = 0.3;
   int bits = 8;
   uint64_t examples = 600;
+  double max_dropout = 0.3;
   app.add_option("--clients", n, "clients")->check(CLI::Range(3, 100000));
   app.add_option("--dim", d, "values per update")->check(CLI::Range(1, 100000000));
   app.add_option("--dropout", dropout, "fraction leaving before their masked input")
       ->check(CLI::Range(0.0, 0.9));
   app.add_option("--bits", bits, "quantization bits per value")->check(CLI::Range(1, 24));
-  app.add_option("--degree", degree, "neighbours per client (0: sized for 30% dropout)");
+  app.add_option("--degree", degree, "neighbours per client (0: sized for --max-dropout)");
+  app.add_option("--max-dropout", max_dropout, "the dropout the default degree is sized for")
+      ->check(CLI::Range(0.0, 0.49));
   app.add_option("--examples", examples, "each client's examples (its weight, and the cap)")
       ->check(CLI::Range(1, 1 << 24));
   CLI11_PARSE(app, argc, argv);
-  return tributary::Run(n, d, dropout, bits, degree, examples);
+  return tributary::Run(n, d, dropout, bits, degree, examples, max_dropout);
 }

@@ -30,7 +30,7 @@ class NeighbourGraph {
   // when each client drops with probability `max_dropout` after sharing its keys, the chance that
   // some client keeps fewer than DefaultThreshold(k) live neighbours, n P[Bin(k, 1 - max_dropout)
   // < k/2 + 1], is at most `round_failure` (such a round fails and is retried); at most n - 1.
-  static size_t DefaultDegree(size_t n, double max_dropout = 0.3, double round_failure = 0.01);
+  static size_t DefaultDegree(size_t n, double max_dropout = 0.1, double round_failure = 0.01);
   // P[Bin(k, p) < m].
   static double BinomialBelow(size_t k, double p, size_t m);
   // A strict majority of k: the coordinator, telling different neighbours different stories,

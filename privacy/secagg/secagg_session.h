@@ -22,7 +22,7 @@ struct SecAggSession {
   size_t vector_length = 0;   // integers per input (values plus the weight)
   uint64_t modulus_mask = 0;  // 2^sum_bits - 1
   size_t degree = 0;          // neighbours per client (k); 0: NeighbourGraph::DefaultDegree
-  double max_dropout = 0.3;   // the dropout the default degree is sized for
+  double max_dropout = 0.1;   // the dropout the default degree is sized for
   size_t threshold = 0;       // shares that recover a secret (t); 0: DefaultThreshold(k)
   // The fewest clients a phase may end with: a sum of fewer inputs says too much about each.
   size_t min_clients = 3;

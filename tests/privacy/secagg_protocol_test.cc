@@ -245,10 +245,13 @@ TEST(SecAggProtocolTest, TheSparseGraphIsRegularSymmetricAndTheSameForEveryone) 
   // threshold needs far more neighbours (the complete graph below n = 50).
   EXPECT_EQ(NeighbourGraph::DefaultDegree(100, 0.05), 14u);
   EXPECT_EQ(NeighbourGraph::DefaultDegree(1000, 0.05), 20u);
-  EXPECT_EQ(NeighbourGraph::DefaultDegree(5), 4u);
-  EXPECT_EQ(NeighbourGraph::DefaultDegree(20), 19u);
-  EXPECT_EQ(NeighbourGraph::DefaultDegree(100), 84u);
-  EXPECT_EQ(NeighbourGraph::DefaultDegree(1000), 110u);
+  EXPECT_EQ(NeighbourGraph::DefaultDegree(5, 0.3), 4u);
+  EXPECT_EQ(NeighbourGraph::DefaultDegree(20, 0.3), 19u);
+  EXPECT_EQ(NeighbourGraph::DefaultDegree(100, 0.3), 84u);
+  EXPECT_EQ(NeighbourGraph::DefaultDegree(1000, 0.3), 110u);
+  // The default (secagg.max_dropout = 0.1): about SecAgg+'s 2 ceil(log2 n).
+  EXPECT_EQ(NeighbourGraph::DefaultDegree(100), 16u);
+  EXPECT_EQ(NeighbourGraph::DefaultDegree(1000), 20u);
   // The defaults meet their bound: n P[a client keeps fewer than t live neighbours] <= 1%.
   for (size_t n : {100u, 1000u})
     for (double drop : {0.05, 0.1, 0.3}) {
