@@ -31,7 +31,10 @@ uint64_t FramedBytes(const OutboundMessage& m) {
 Result<Message> ThroughWire(const Message& m, uint64_t stream, uint64_t* bytes) {
   TRIB_ASSIGN_OR_RETURN(OutboundMessage wire, EncodeOutbound(m, ProtocolLimits{}, stream));
   *bytes = FramedBytes(wire);
+  // The body as the receiver reassembles it, handed to the decoder the way MessageReader does;
+  // the frames are freed first.
   auto body = std::make_shared<const std::vector<uint8_t>>(wire.BodyBytes());
+  wire = OutboundMessage{};
   Message got;
   TRIB_RETURN_IF_ERROR(DecodeMessageBodySharing(TypeOf(m), body, *body, &got));
   return got;
@@ -214,26 +217,14 @@ void Simulator::RunJob(Job& job, uint64_t bytes_down) const {
     job.timing = devices_->Time(c, task.round, attempt_, bytes_down, job.bytes_up, samples);
     return;
   }
-  // Through the wire format: frame it as the transport would, count the frames, decode the body
-  // with the coordinator's hostile-input decoder.
-  Result<OutboundMessage> wire = EncodeOutbound(Message(std::move(*sub)), ProtocolLimits{}, c + 1);
-  if (!wire.ok()) {
-    job.error = wire.status().WithContext(job.out->client_id);
+  // Through the wire format: framed as the transport would, decoded by the coordinator's
+  // hostile-input decoder (the update's bytes then point into the reassembled body).
+  Result<Message> got = ThroughWire(Message(std::move(*sub)), c + 1, &job.bytes_up);
+  if (!got.ok()) {
+    job.error = got.status().WithContext(job.out->client_id);
     return;
   }
-  job.bytes_up = FramedBytes(*wire);
-  // The body as the coordinator reassembles it, handed to the decoder the way MessageReader does
-  // (the update's bytes then point into it).
-  auto body = std::make_shared<const std::vector<uint8_t>>(wire->BodyBytes());
-  *wire = OutboundMessage{};
-  Message got;
-  const Status decoded =
-      DecodeMessageBodySharing(MessageType::kUpdateSubmission, body, *body, &got);
-  if (!decoded.ok()) {
-    job.error = decoded.WithContext(job.out->client_id);
-    return;
-  }
-  job.submission = std::get<UpdateSubmission>(std::move(got));
+  job.submission = std::get<UpdateSubmission>(std::move(*got));
   job.timing = devices_->Time(c, task.round, attempt_, bytes_down, job.bytes_up, samples);
 }
 
