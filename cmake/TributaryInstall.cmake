@@ -72,7 +72,7 @@ install(FILES
   DESTINATION ${TRIBUTARY_INSTALL_CMAKEDIR})
 
 # The binaries that exist in this build (OPTIONAL: a partial build installs what it built).
-foreach(binary tributary-coordinator tributary-client tributary-sim tributary-certs tributary-train)
+foreach(binary tributary-coordinator tributary-client tributary-sim tributary-certs tributary-train tributary-dp)
   if(TARGET ${binary})
     install(TARGETS ${binary} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} OPTIONAL)
   endif()
