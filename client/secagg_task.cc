@@ -2,9 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "compression/codec.h"
 #include "compression/update_sink.h"
 #include "core/rng.h"
+#include "privacy/dp/gaussian_noise.h"
 #include "privacy/secagg/secagg_wire.h"
 
 namespace tributary {
@@ -65,7 +68,16 @@ Result<std::shared_ptr<SecAggTask>> SecAggTask::Create(const SecAggStartMsg& sta
   s.degree = start.degree;
   s.threshold = start.threshold;
   s.min_clients = start.min_clients;
-  return std::shared_ptr<SecAggTask>(new SecAggTask(s, domain, client_id, std::move(id)));
+  if (!(start.dp_clip_norm >= 0.0 && start.dp_clip_norm <= 1e6) ||
+      !(start.dp_noise_stddev >= 0.0 && start.dp_noise_stddev <= 1e9))
+    return Status::InvalidArgument(fmt::format(
+        "secure aggregation: bad differential privacy parameters (clip norm {}, noise {})",
+        start.dp_clip_norm, start.dp_noise_stddev));
+  std::shared_ptr<SecAggTask> task(new SecAggTask(s, domain, client_id, std::move(id)));
+  task->dp_clip_norm_ = start.dp_clip_norm;
+  task->dp_noise_stddev_ = start.dp_noise_stddev;
+  task->dp_noise_seed_ = start.dp_noise_seed;
+  return task;
 }
 
 Result<SecAggKeysMsg> SecAggTask::Advertise() {
@@ -102,10 +114,35 @@ Status SecAggTask::SetUpdate(const UpdateSubmission& update, uint64_t rounding_s
     for (size_t i = 0; i < at.size(); ++i) picked[i] = delta[at[i]];
     delta = std::move(picked);
   }
-  std::vector<uint64_t> encoded = domain_.Encode(delta, domain_.Weight(update.num_examples),
-                                                 DeriveSeed(rounding_seed, {kRoundingStream}));
+  uint64_t weight = domain_.Weight(update.num_examples);
+  if (dp_clip_norm_ > 0.0) {
+    TRIB_RETURN_IF_ERROR(ClipAndNoise(delta, rounding_seed));
+    weight = 1;
+  }
+  std::vector<uint64_t> encoded =
+      domain_.Encode(delta, weight, DeriveSeed(rounding_seed, {kRoundingStream}));
   std::lock_guard<std::mutex> lock(mu_);
   input_ = std::move(encoded);
+  return Status::Ok();
+}
+
+Status SecAggTask::ClipAndNoise(std::vector<float>& values, uint64_t rounding_seed) const {
+  double sq = 0.0;
+  for (float v : values) sq += static_cast<double>(v) * v;
+  const double norm = std::sqrt(sq);
+  if (!std::isfinite(norm))
+    return Status::InvalidArgument("differential privacy: the update's norm is not finite");
+  if (norm > dp_clip_norm_) {
+    const float f = static_cast<float>(dp_clip_norm_ / norm);
+    for (float& v : values) v *= f;
+  }
+  if (dp_noise_stddev_ == 0.0) return Status::Ok();
+  if (dp_noise_seed_ != 0) {
+    GaussianNoise::FromSeed(dp_noise_seed_, rounding_seed).AddTo(values, dp_noise_stddev_);
+    return Status::Ok();
+  }
+  TRIB_ASSIGN_OR_RETURN(GaussianNoise noise, GaussianNoise::FromSecureRandom());
+  noise.AddTo(values, dp_noise_stddev_);
   return Status::Ok();
 }
 

@@ -55,7 +55,10 @@ class SecAggTask {
   // below the model's size) the values at the round's coordinates (SecAggSession::Coordinates).
   // `rounding_seed` drives the stochastic rounding: a per-client seed (the runtime passes its
   // task's fit seed, so a simulation is reproducible). InvalidArgument when the update is smaller
-  // than the round's vector or does not decode.
+  // than the round's vector or does not decode. With differential privacy on the clients (the
+  // start message's dp_clip_norm > 0) the values summed are first clipped to that L2 norm and
+  // given Gaussian noise of dp_noise_stddev (from OpenSSL's generator, or reproducibly from
+  // dp_noise_seed and `rounding_seed` when the coordinator set one), and the weight is 1.
   Status SetUpdate(const UpdateSubmission& update, uint64_t rounding_seed);
   // True once, for the caller that should run Mask(): both the inbox and the input are here.
   bool TryClaimMask();
@@ -65,6 +68,12 @@ class SecAggTask {
  private:
   SecAggTask(SecAggSession session, IntDomain domain, const std::string& client_id,
              std::shared_ptr<const SecAggIdentity> id);
+
+  double dp_clip_norm_ = 0.0;
+  double dp_noise_stddev_ = 0.0;
+  uint64_t dp_noise_seed_ = 0;
+  // Differential privacy on the clients: clips `values` to dp_clip_norm_ and adds the noise.
+  Status ClipAndNoise(std::vector<float>& values, uint64_t rounding_seed) const;
 
   mutable std::mutex mu_;
   const uint64_t round_;

@@ -108,6 +108,7 @@ Status SaveCheckpoint(Env* env, const std::string& dir, const CheckpointState& s
                            {"strategy", st.strategy},
                            {"model", st.model_name},
                            {"model_fingerprint", std::to_string(st.model.fingerprint())}};
+  if (!st.privacy.empty()) meta["privacy"] = st.privacy;
   meta[kChecksumKey] = Checksum(meta, all);
   // Rotate: the oldest kept goes, each other moves one generation older, the newest becomes .1.
   for (int g = keep - 1; g >= 1; --g) {
@@ -143,6 +144,7 @@ Result<CheckpointState> LoadCheckpointFile(Env* env, const std::string& path) {
   TRIB_ASSIGN_OR_RETURN(uint64_t fp, ParseU64(meta, "model_fingerprint", path));
   st.strategy = meta["strategy"];
   st.model_name = meta["model"];
+  st.privacy = meta["privacy"];
   TRIB_ASSIGN_OR_RETURN(st.model, Extract(all, kModelPrefix));
   TRIB_ASSIGN_OR_RETURN(st.strategy_state, Extract(all, kStrategyPrefix));
   if (st.model.size() == 0) return Status::Corruption(path + ": the checkpoint holds no model");

@@ -3,7 +3,8 @@
 //
 // One safetensors file per round, <dir>/checkpoint.safetensors, holding the global model (tensors
 // prefixed "model."), the strategy's state (prefixed "strategy."), and metadata: rounds completed,
-// model version, run seed, strategy name, the model's layout fingerprint, and a SHA-256 over all of
+// model version, run seed, strategy name, the model's layout fingerprint, differential privacy's
+// accountant when the run has one, and a SHA-256 over all of
 // it ("sha256": the metadata, every tensor's name and shape, and the data). Selection and
 // per-client training seeds are derived from (seed, round, attempt), so no RNG stream state is
 // needed to resume exactly.
@@ -39,6 +40,9 @@ struct CheckpointState {
   std::string model_name;
   ModelWeights model;
   ModelWeights strategy_state;  // may be empty
+  // Differential privacy's state (DpAggregator::SaveState: the accountant and the clip norm), in
+  // the metadata under "privacy"; empty for a run without it.
+  std::string privacy;
 
   // Filled by LoadCheckpoint: the file read, and "<path>: <reason>" for each newer one skipped.
   std::string path;

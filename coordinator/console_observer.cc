@@ -41,14 +41,17 @@ void ConsoleObserver::OnEvent(const RunEvent& event) {
                 e.evaluation ? fmt::format("test-acc {:5.2f}%  test-loss {:.4f}  ",
                                            100 * e.evaluation->accuracy, e.evaluation->loss)
                              : std::string();
+            const std::string dp =
+                s.dp ? fmt::format("  eps {:.3f}  clip {:.3g}", s.dp->epsilon, s.dp->clip_norm)
+                     : std::string();
             std::printf(
                 "round %3llu/%lld  %supdates %lld/%lld (rejected %lld, dropped %lld)  up %s  "
-                "down %s  %.1fs\n",
+                "down %s  %.1fs%s\n",
                 static_cast<unsigned long long>(s.round), static_cast<long long>(total_rounds_),
                 acc.c_str(), static_cast<long long>(s.completed),
                 static_cast<long long>(s.selected), static_cast<long long>(s.rejected),
                 static_cast<long long>(s.dropped), Megabytes(s.bytes_up).c_str(),
-                Megabytes(s.bytes_down).c_str(), s.duration_s);
+                Megabytes(s.bytes_down).c_str(), s.duration_s, dp.c_str());
           },
           [](const RoundFailed& e) {
             spdlog::warn("round {} attempt {} failed: {}", e.round, e.attempt, e.reason);
@@ -65,6 +68,7 @@ void ConsoleObserver::OnEvent(const RunEvent& event) {
                          e.summary.round, 100 * e.summary.accuracy, e.summary.clients);
           },
           [](const RunFinished& e) {
+            if (!e.stopped.empty()) std::printf("stopped: %s\n", e.stopped.c_str());
             if (!e.final_model.empty())
               std::printf("final model: %s (hash %016llx)\n", e.final_model.c_str(),
                           static_cast<unsigned long long>(e.model_hash));

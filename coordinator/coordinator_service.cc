@@ -308,8 +308,9 @@ void CoordinatorService::AfterEngine() {
     });
   if (engine.finished()) {
     const Status failure = engine.failure();
-    FinishRun(failure,
-              failure.ok() ? "the run is complete" : "the run failed: " + failure.message());
+    FinishRun(failure, !failure.ok()           ? "the run failed: " + failure.message()
+                       : engine.budget_spent() ? engine.stop_reason()
+                                               : std::string("the run is complete"));
     return;
   }
   if (std::optional<TimePoint> wake = engine.next_wakeup()) {

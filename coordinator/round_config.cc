@@ -55,6 +55,7 @@ void BindRoundConfig(ConfigSchema& s, RoundConfig* r) {
   s.Bind("secagg.min_clients", &r->secagg.min_clients, "the fewest clients a phase may end with");
   s.Bind("secagg.phase_timeout_s", &r->secagg.phase_timeout,
          "each key and unmask phase's deadline, in seconds");
+  BindDpConfig(s, &r->dp);
   BindFitConfig(s, &r->fit);
 }
 
@@ -130,6 +131,26 @@ Status RoundConfig::Validate() const {
     if (!(secagg.max_dropout >= 0.0 && secagg.max_dropout < 0.5))
       return bad(fmt::format("'secagg.max_dropout' = {} must be in [0, 0.5)", secagg.max_dropout));
     if (secagg.phase_timeout.count() <= 0) return bad("'secagg.phase_timeout_s' must be > 0");
+  }
+  if (dp.enabled) {
+    TRIB_RETURN_IF_ERROR(dp.Validate(clients_per_round));
+    if (fraction > 0.0)
+      return bad(
+          "'run.fraction' cannot be used with differential privacy: the noise is sized for a "
+          "fixed run.clients_per_round");
+    if (dp.client_placement() && !secagg.enabled)
+      return bad(
+          "'dp.placement' = 'client' needs secagg.enabled: without secure aggregation the "
+          "coordinator sees each client's share of the noise, which is far less than the whole; "
+          "use dp.placement = 'server'");
+    if (!dp.client_placement() && secagg.enabled)
+      return bad(
+          "'dp.placement' = 'server' cannot be used with secagg.enabled: the coordinator sees only "
+          "the sum and cannot clip each update; use dp.placement = 'client'");
+    if (dp.target_epsilon > 0.0 && dp.noise_multiplier == 0.0)
+      return bad(
+          "'dp.target_epsilon' needs dp.noise_multiplier > 0: without noise epsilon is "
+          "infinite");
   }
   return Status::Ok();
 }

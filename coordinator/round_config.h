@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/config_schema.h"
+#include "privacy/dp/dp_config.h"
 #include "tributary/status.h"
 #include "tributary/trainer.h"
 
@@ -53,6 +54,7 @@ struct RoundConfig {
   int64_t federated_eval_every =
       0;  // ask the round's clients to evaluate every k rounds (0: never)
   SecAggConfig secagg;
+  DpConfig dp;  // differential privacy (privacy/dp/dp_config.h)
 
   // InvalidArgument naming the key when a value is out of range or inconsistent.
   Status Validate() const;
@@ -61,7 +63,7 @@ struct RoundConfig {
 // The keys: run.rounds, run.clients_per_round, run.fraction, run.min_available,
 // run.over_selection, run.min_completed, run.round_timeout_s, run.max_round_attempts, run.seed,
 // run.codec, run.download_codec, run.min_num_examples, run.max_num_examples,
-// eval.federated_every, secagg.*, and fit.* (core/fit_config.h).
+// eval.federated_every, secagg.*, dp.*, and fit.* (core/fit_config.h).
 void BindRoundConfig(ConfigSchema& schema, RoundConfig* round);
 
 }  // namespace tributary

@@ -57,6 +57,13 @@ Result<std::unique_ptr<RoundEngine>> RoundEngine::Create(RoundConfig config,
           "the sum of the updates: {}",
           strategy->name(), why));
   }
+  if (config.dp.enabled) {
+    if (std::string why = strategy->needs_each_update(); !why.empty())
+      return Status::InvalidArgument(fmt::format(
+          "strategy '{}' cannot be used with differential privacy, whose guarantee covers the "
+          "noised sum of clipped updates (the dp.clip_norm stage clips each update itself): {}",
+          strategy->name(), why));
+  }
   if (initial.size() == 0)
     return Status::InvalidArgument("round engine: the initial model is empty");
   TRIB_ASSIGN_OR_RETURN(std::unique_ptr<Codec> codec, MakeCodec(config.codec));
@@ -71,14 +78,26 @@ Result<std::unique_ptr<RoundEngine>> RoundEngine::Create(RoundConfig config,
   e->rounds_done_ = rounds_done;
   e->version_ = model_version;
   e->hooks_ = std::move(hooks);
+  if (e->config_.dp.enabled) {
+    TRIB_ASSIGN_OR_RETURN(e->dp_,
+                          DpAggregator::Create(e->config_.dp, e->config_.clients_per_round));
+  }
   return e;
 }
 
+bool RoundEngine::PoissonSampling() const {
+  return dp_ && config_.dp.sampling_mode() == DpSampling::kPoisson;
+}
+
 int64_t RoundEngine::MinCompleted() const {
+  if (PoissonSampling())  // the round's sample, whatever its size
+    return config_.min_completed > 0 ? std::min(config_.min_completed, summary_.selected)
+                                     : summary_.selected;
   return config_.min_completed > 0 ? config_.min_completed : TargetUpdates();
 }
 
 int64_t RoundEngine::TargetUpdates() const {
+  if (PoissonSampling()) return summary_.selected;
   if (config_.fraction > 0.0)
     return std::max<int64_t>(1,
                              static_cast<int64_t>(std::ceil(config_.fraction * registry_.size())));
@@ -177,6 +196,14 @@ Status RoundEngine::OnUpdate(const std::string& id, const UpdateSubmission& u, T
     Result<UpdateStats> stats = codec_->Validate(u.update.bytes.span(), model_.size());
     if (!stats.ok())
       return Reject(id, ErrorCode::kMalformedMessage, "invalid values", stats.status().message());
+    if (dp_) {  // clipped and summed with weight 1; the strategy sees only the noised mean
+      const std::span<const uint8_t> encoded = u.update.bytes.span();
+      Result<double> norm = dp_->AddUpdate(
+          [&](UpdateSink& sink, float scale) { codec_->DecodeInto(encoded, sink, scale); });
+      if (!norm.ok())
+        return Reject(id, ErrorCode::kMalformedMessage, "invalid values", norm.status().message());
+      return Status::Ok();
+    }
     if (Status fits = strategy_->CheckUpdate(*stats, static_cast<double>(u.num_examples));
         !fits.ok())
       return Reject(id, ErrorCode::kMalformedMessage, "out of bounds", fits.message());
@@ -259,24 +286,56 @@ void RoundEngine::MaybeFinishEarly(TimePoint now) {
   }
 }
 
-void RoundEngine::MaybeStartRound(TimePoint now) {
-  if (in_round_ || failed_ || rounds_done_ >= static_cast<uint64_t>(config_.rounds)) return;
-  const int64_t need = std::max(config_.min_available, MinCompleted());
-  if (static_cast<int64_t>(registry_.num_idle()) < need) return;
+std::vector<std::string> RoundEngine::Select(uint64_t round) {
   // Shuffle pointers to the ids, not the strings: the same permutation (Shuffle draws the same
   // numbers for any element type) at a fraction of the cost over a million-client registry.
   std::vector<const std::string*> pool = registry_.EligibleIds();
-  const uint64_t round = rounds_done_ + 1;
-  const int64_t target = TargetUpdates();
-  const int64_t want =
-      static_cast<int64_t>(std::ceil(static_cast<double>(target) * config_.over_selection));
-  const size_t m = std::min<size_t>(pool.size(), static_cast<size_t>(want));
   Rng rng = Rng::Stream(config_.seed, {kSelectionStream, round, static_cast<uint64_t>(attempt_)});
-  rng.Shuffle(std::span<const std::string*>(pool));
-  std::vector<std::string> eligible;
-  eligible.reserve(m);
-  for (size_t i = 0; i < m; ++i) eligible.push_back(*pool[i]);
-  std::sort(eligible.begin(), eligible.end());
+  std::vector<std::string> chosen;
+  if (PoissonSampling()) {
+    // Each idle client independently, as the accountant assumes (a client that is not connected
+    // is not in the sample, which only lowers its chance).
+    round_q_ =
+        static_cast<double>(config_.clients_per_round) / static_cast<double>(config_.dp.population);
+    for (const std::string* id : pool)
+      if (rng.Uniform() < round_q_) chosen.push_back(*id);
+  } else {
+    const int64_t want = static_cast<int64_t>(
+        std::ceil(static_cast<double>(TargetUpdates()) * config_.over_selection));
+    const size_t m = std::min<size_t>(pool.size(), static_cast<size_t>(want));
+    rng.Shuffle(std::span<const std::string*>(pool));
+    chosen.reserve(m);
+    for (size_t i = 0; i < m; ++i) chosen.push_back(*pool[i]);
+    round_q_ = pool.empty() ? 0.0 : static_cast<double>(m) / static_cast<double>(pool.size());
+  }
+  std::sort(chosen.begin(), chosen.end());
+  return chosen;
+}
+
+void RoundEngine::MaybeStartRound(TimePoint now) {
+  if (in_round_ || failed_ || budget_spent_ ||
+      rounds_done_ >= static_cast<uint64_t>(config_.rounds))
+    return;
+  const int64_t need =
+      PoissonSampling() ? config_.min_available : std::max(config_.min_available, MinCompleted());
+  if (static_cast<int64_t>(registry_.num_idle()) < need) return;
+  const uint64_t round = rounds_done_ + 1;
+  std::vector<std::string> eligible = Select(round);
+  const size_t m = eligible.size();
+  if (dp_ && config_.dp.target_epsilon > 0.0) {
+    const PrivacySpent next = dp_->SpentWithOneMore(round_q_);
+    if (next.epsilon > config_.dp.target_epsilon) {
+      const PrivacySpent now_spent = dp_->Spent();
+      budget_spent_ = true;
+      stop_reason_ = fmt::format(
+          "differential privacy: the run stops before round {}: it would spend epsilon {:.4g} "
+          "(delta {:.3g}), over dp.target_epsilon = {}; {} rounds spent epsilon {:.4g}",
+          round, next.epsilon, dp_->delta(), config_.dp.target_epsilon, dp_->rounds_charged(),
+          now_spent.epsilon);
+      spdlog::warn("{}", stop_reason_);
+      return;
+    }
+  }
 
   if (Status begun = strategy_->BeginRound(model_); !begun.ok()) {
     // Nothing a retry could change (the strategy's state does not fit the model): end the run.
@@ -285,6 +344,7 @@ void RoundEngine::MaybeStartRound(TimePoint now) {
     spdlog::error("{}", failure_.ToString());
     return;
   }
+  if (dp_) dp_->BeginRound(model_.size());
   in_round_ = true;
   attempt_refusals_.clear();
   round_start_ = now;
@@ -317,6 +377,8 @@ void RoundEngine::MaybeStartRound(TimePoint now) {
     outbox_.push_back({id, std::move(t)});
   }
   if (hooks_.on_round_opened) hooks_.on_round_opened(round, attempt_ + 1, summary_.selected);
+  // A Poisson sample may be empty: the round then releases noise alone, as the accounting assumes.
+  if (m == 0 && !secagg_) MaybeFinishEarly(now);
 }
 
 ModelPayload RoundEngine::DownloadPayload(uint64_t round) const {
@@ -335,8 +397,23 @@ ModelPayload RoundEngine::DownloadPayload(uint64_t round) const {
   return p;
 }
 
+bool RoundEngine::ReleaseDp(TimePoint now) {
+  Result<std::vector<float>> mean = dp_->Release(summary_.round, round_q_);
+  Status s = mean.status();
+  if (s.ok())
+    s = strategy_->Accumulate(
+        1.0, [&](UpdateSink& sink, float scale) { sink.AddDense(0, *mean, scale); });
+  if (!s.ok()) {
+    FailAttempt(now, "differential privacy: " + s.message());
+    return false;
+  }
+  summary_.dp = dp_->last_round();
+  return true;
+}
+
 void RoundEngine::CloseRound(TimePoint now) {
   secagg_.reset();
+  if (dp_ && !ReleaseDp(now)) return;
   Result<ModelWeights> next = strategy_->Finalize();
   if (!next.ok()) {
     // E.g. a robust rule given fewer updates than it needs: the attempt fails and is retried.
@@ -442,6 +519,18 @@ bool RoundEngine::StartSecAgg(const std::vector<std::string>& selected, uint64_t
     if (n == 0) break;
   }
   o.domain.max_weight = std::min(c.max_weight, largest);
+  if (dp_) {
+    // Differential privacy on the clients: weight 1 each, and each adds 1/M of the noise's
+    // variance, where M is the fewest masked inputs the round may close with (AfterSecAgg), so the
+    // sum the coordinator unmasks always holds at least the full noise.
+    o.domain.max_weight = 1;
+    const double fewest = static_cast<double>(std::max<int64_t>(1, MinCompleted()));
+    o.dp_clip_norm = dp_->clip_norm();
+    o.dp_noise_stddev = config_.dp.noise_multiplier * dp_->clip_norm() / std::sqrt(fewest);
+    o.dp_noise_seed = config_.dp.noise_seed == 0
+                          ? 0
+                          : DeriveSeed(config_.dp.noise_seed, {round, attempt_ + 1ull});
+  }
   o.domain.max_clients = std::max<uint64_t>(selected.size(), 1);
   Result<IntDomain> domain = IntDomain::Create(o.domain);
   Result<std::unique_ptr<SecAggRound>> r = Status::Ok();
@@ -516,13 +605,30 @@ void RoundEngine::AfterSecAgg(TimePoint now) {
   summary_.bytes_up += secagg_->masked_bytes_up() + secagg_->protocol_bytes_up();
   summary_.bytes_down += secagg_->protocol_bytes_down();
   const std::vector<uint32_t> at = secagg_->session().Coordinates(model_.size());
-  Status s = strategy_->Accumulate(static_cast<double>(secagg_->total_weight()),
-                                   [&](UpdateSink& sink, float scale) {
-                                     if (at.empty())
-                                       sink.AddDense(0, mean, scale);
-                                     else
-                                       sink.AddSparse(at, mean, scale);
-                                   });
+  const auto write_mean = [&](UpdateSink& sink, float scale) {
+    if (at.empty())
+      sink.AddDense(0, mean, scale);
+    else
+      sink.AddSparse(at, mean, scale);
+  };
+  Status s = Status::Ok();
+  if (dp_) {
+    // Each survivor added 1/M of the noise's variance: fewer than M would leave less than the
+    // whole noise in the sum, so the attempt fails instead of releasing it.
+    if (summary_.completed < MinCompleted()) {
+      FailAttempt(now, fmt::format("differential privacy: {} masked inputs arrived, fewer than the "
+                                   "{} whose noise adds up to the full noise",
+                                   summary_.completed, MinCompleted()));
+      MaybeStartRound(now);
+      return;
+    }
+    std::vector<float> dense(model_.size(), 0.0f);
+    BufferSink sink(dense);
+    write_mean(sink, 1.0f);
+    s = dp_->AddNoisedSum(dense, static_cast<double>(secagg_->total_weight()));
+  } else {
+    s = strategy_->Accumulate(static_cast<double>(secagg_->total_weight()), write_mean);
+  }
   if (!s.ok()) {
     FailAttempt(now, "secure aggregation: the strategy refused the aggregate: " + s.message());
   } else {

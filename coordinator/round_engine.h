@@ -45,6 +45,7 @@
 #include "coordinator/client_registry.h"
 #include "coordinator/round_config.h"
 #include "coordinator/secagg_round.h"
+#include "privacy/dp/dp_aggregator.h"
 #include "protocol/messages.h"
 
 namespace tributary {
@@ -61,7 +62,8 @@ struct RoundSummary {
   uint64_t bytes_up = 0;    // encoded update bytes received
   uint64_t num_examples = 0;
   double duration_s = 0.0;
-  Metrics client_metrics;  // num_examples-weighted mean of the clients' reported metrics
+  Metrics client_metrics;           // num_examples-weighted mean of the clients' reported metrics
+  std::optional<DpRoundReport> dp;  // with differential privacy: the clip, noise and epsilon
 };
 
 // A federated evaluation's outcome, weighted by each client's num_examples.
@@ -124,9 +126,17 @@ class RoundEngine {
   // Every round is done and the last federated evaluation is in (or past its deadline), or a
   // round failed for good.
   bool finished() const {
-    return (rounds_done_ >= static_cast<uint64_t>(config_.rounds) && eval_pending_.empty()) ||
+    return ((rounds_done_ >= static_cast<uint64_t>(config_.rounds) || budget_spent_) &&
+            eval_pending_.empty()) ||
            failed_;
   }
+  // True when the run stopped before a round that would have spent more than dp.target_epsilon;
+  // stop_reason() says so with the numbers. Such a run ends well: its model is final.
+  bool budget_spent() const { return budget_spent_; }
+  const std::string& stop_reason() const { return stop_reason_; }
+  // The differential privacy mechanism and its accountant (config.dp.enabled), else null.
+  const DpAggregator* dp() const { return dp_.get(); }
+  DpAggregator* mutable_dp() { return dp_.get(); }
   // Non-OK when the run stopped because a round failed max_round_attempts times.
   const Status& failure() const { return failure_; }
   uint64_t rounds_done() const { return rounds_done_; }
@@ -148,6 +158,13 @@ class RoundEngine {
   Status Reject(const std::string& id, ErrorCode code, std::string_view kind,
                 const std::string& reason);
   int64_t TargetUpdates() const;
+  bool PoissonSampling() const;  // dp.sampling = "poisson"
+  // Picks this attempt's clients from the idle ones: K of them (shuffled, fixed-size), or each
+  // with probability K / dp.population (dp.sampling = "poisson"). Sets round_q_.
+  std::vector<std::string> Select(uint64_t round);
+  // Folds the round's aggregate into the strategy through the DP mechanism: false (the attempt
+  // failed) when the mechanism or strategy refused it.
+  bool ReleaseDp(TimePoint now);
   int64_t MinCompleted() const;  // config.min_completed, or every target update when it is 0
   void FinishFederatedEval();
   // The current model as clients receive it: raw, or encoded with the download codec.
@@ -193,6 +210,11 @@ class RoundEngine {
   double eval_loss_sum_ = 0.0, eval_correct_sum_ = 0.0;
 
   std::unique_ptr<SecAggRound> secagg_;  // this attempt's, with config.secagg.enabled
+
+  std::unique_ptr<DpAggregator> dp_;  // with config.dp.enabled
+  double round_q_ = 0.0;              // this attempt's sampling rate, charged when it closes
+  bool budget_spent_ = false;
+  std::string stop_reason_;
 
   std::vector<Outgoing> outbox_;
 };

@@ -132,6 +132,13 @@ Result<std::unique_ptr<RunDriver>> RunDriver::Create(const RunConfig& config, Op
   TRIB_ASSIGN_OR_RETURN(
       d->engine_, RoundEngine::Create(c.round, std::move(*strategy), std::move(model), rounds_done,
                                       version, std::move(hooks)));
+  if (!d->privacy_state_.empty()) {
+    if (Status s = d->engine_->mutable_dp()->LoadState(d->privacy_state_); !s.ok())
+      return s.WithContext("checkpoint " + d->started_.resumed_from);
+    const PrivacySpent spent = d->engine_->dp()->Spent();
+    spdlog::info("resume: differential privacy goes on from epsilon {:.4g} after {} rounds",
+                 spent.epsilon, d->engine_->dp()->rounds_charged());
+  }
   return d;
 }
 
@@ -172,6 +179,19 @@ Status RunDriver::Resume(Strategy& strategy, ModelWeights* model, uint64_t* roun
                     ck->strategy, config_.strategy));
   if (Status s = strategy.LoadState(ck->strategy_state, ck->model.size()); !s.ok())
     return s.WithContext("checkpoint " + path);
+  // A private run's epsilon must go on from where it was: resuming without its accountant would
+  // spend the budget again.
+  if (config_.round.dp.enabled && ck->privacy.empty())
+    return Status::InvalidArgument(fmt::format(
+        "checkpoint {} holds no differential privacy accounting, but dp.enabled is set: resuming "
+        "would count epsilon from zero again",
+        path));
+  if (!config_.round.dp.enabled && !ck->privacy.empty())
+    return Status::InvalidArgument(fmt::format(
+        "checkpoint {} was written by a run with differential privacy; resuming it needs "
+        "dp.enabled and the same dp.* settings",
+        path));
+  privacy_state_ = ck->privacy;
   *model = std::move(ck->model);
   *rounds_done = ck->rounds_done;
   *version = ck->model_version;
@@ -197,6 +217,7 @@ void RunDriver::OnRoundComplete(const RoundSummary& s, const ModelWeights& m) {
     ck.strategy = config_.strategy;
     ck.model_name = config_.model;
     ck.model = m;
+    if (const DpAggregator* dp = engine_->dp()) ck.privacy = dp->SaveState();
     Status saved = [&]() -> Status {
       TRIB_ASSIGN_OR_RETURN(ck.strategy_state, engine_->strategy().SaveState());
       return SaveCheckpoint(env_, config_.checkpoint_dir, ck,
@@ -225,8 +246,10 @@ Status RunDriver::Finish(Status outcome) {
   RunFinished f;
   f.rounds_done = engine_->rounds_done();
   f.model_hash = engine_->model().content_hash();
-  if (outcome.ok() && engine_->rounds_done() >= static_cast<uint64_t>(config_.round.rounds) &&
-      !config_.final_model.empty()) {
+  f.stopped = engine_->stop_reason();
+  const bool complete = engine_->rounds_done() >= static_cast<uint64_t>(config_.round.rounds) ||
+                        engine_->budget_spent();
+  if (outcome.ok() && complete && !config_.final_model.empty()) {
     const SafetensorsMetadata meta{{"model", config_.model},
                                    {"rounds", std::to_string(engine_->rounds_done())},
                                    {"producer", options_.producer}};

@@ -72,9 +72,10 @@ class RunDriver {
   Env* env() const { return env_; }
 
   // Ends the run. `outcome` is OK when the run completed or was stopped, else why it failed (the
-  // engine's failure() when it gave up on a round). When every round is done the final model is
-  // saved (config.final_model); a failure to save it becomes the outcome. Publishes RunFinished and
-  // returns the outcome. Only the first call does anything; later ones return its outcome.
+  // engine's failure() when it gave up on a round). When every round is done (or the privacy budget
+  // stopped the run) the final model is saved (config.final_model); a failure to save it becomes
+  // the outcome. Publishes RunFinished and returns the outcome. Only the first call does anything;
+  // later ones return its outcome.
   Status Finish(Status outcome);
   bool finished() const { return finished_.has_value(); }
 
@@ -91,6 +92,7 @@ class RunDriver {
   std::vector<RunObserver*> observers_;
   RunStarted started_;
   std::optional<Status> finished_;
+  std::string privacy_state_;  // the resumed checkpoint's, for the engine's DP accountant
 };
 
 }  // namespace tributary

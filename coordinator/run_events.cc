@@ -1,5 +1,6 @@
 #include "coordinator/run_events.h"
 
+#include <cmath>
 #include <limits>
 
 namespace tributary {
@@ -125,6 +126,17 @@ void to_json(json& j, const RoundSummary& s) {
        {"dropped", s.dropped},       {"bytes_down", s.bytes_down},
        {"bytes_up", s.bytes_up},     {"num_examples", s.num_examples},
        {"duration_s", s.duration_s}, {"client_metrics", s.client_metrics}};
+  if (s.dp) {
+    // Epsilon is infinite without noise: JSON has no infinity, so it is written as null.
+    const DpRoundReport& d = *s.dp;
+    j["dp"] = {{"clip_norm", d.clip_norm},
+               {"noise_stddev", d.noise_stddev},
+               {"sampling_rate", d.sampling_rate},
+               {"clipped", d.clipped},
+               {"mean_update_norm", d.mean_update_norm},
+               {"epsilon", std::isfinite(d.epsilon) ? json(d.epsilon) : json(nullptr)},
+               {"order", d.order}};
+  }
 }
 void from_json(const json& j, RoundSummary& s) {
   j.at("round").get_to(s.round);
@@ -139,6 +151,20 @@ void from_json(const json& j, RoundSummary& s) {
   j.at("num_examples").get_to(s.num_examples);
   s.duration_s = Number(j, "duration_s");
   j.at("client_metrics").get_to(s.client_metrics);
+  s.dp.reset();
+  if (j.contains("dp")) {
+    const json& d = j.at("dp");
+    DpRoundReport r;
+    r.clip_norm = Number(d, "clip_norm");
+    r.noise_stddev = Number(d, "noise_stddev");
+    r.sampling_rate = Number(d, "sampling_rate");
+    d.at("clipped").get_to(r.clipped);
+    r.mean_update_norm = Number(d, "mean_update_norm");
+    r.epsilon = d.at("epsilon").is_null() ? std::numeric_limits<double>::infinity()
+                                          : d.at("epsilon").get<double>();
+    r.order = Number(d, "order");
+    s.dp = r;
+  }
 }
 
 void to_json(json& j, const RoundClosed& e) {
@@ -179,11 +205,9 @@ void from_json(const json& j, FederatedEvaluated& e) {
 }
 
 void to_json(json& j, const RunFinished& e) {
-  j = {{"rounds_done", e.rounds_done},
-       {"ok", e.ok},
-       {"status", e.status},
-       {"model_hash", e.model_hash},
-       {"final_model", e.final_model}};
+  j = {{"rounds_done", e.rounds_done}, {"ok", e.ok},
+       {"status", e.status},           {"model_hash", e.model_hash},
+       {"final_model", e.final_model}, {"stopped", e.stopped}};
 }
 void from_json(const json& j, RunFinished& e) {
   j.at("rounds_done").get_to(e.rounds_done);
@@ -191,6 +215,7 @@ void from_json(const json& j, RunFinished& e) {
   j.at("status").get_to(e.status);
   j.at("model_hash").get_to(e.model_hash);
   j.at("final_model").get_to(e.final_model);
+  e.stopped = j.value("stopped", std::string());
 }
 
 namespace {

@@ -97,6 +97,8 @@ struct RunFinished {
   std::string status;  // "OK" or the error
   uint64_t model_hash = 0;
   std::string final_model;  // the saved file; empty when none was saved
+  // Why the run ended before its last round although nothing failed (the privacy budget), or "".
+  std::string stopped;
 };
 
 using RunEvent =

@@ -18,12 +18,20 @@ Result<std::unique_ptr<SecAggRound>> SecAggRound::Start(Options options,
   std::unique_ptr<SecAggRound> r(new SecAggRound(std::move(options), domain));
   const SecAggSession& s = r->options_.session;
   const IntDomainConfig& d = r->options_.domain;
-  const SecAggStartMsg start{s.round,         s.run_id,
-                             s.vector_length, static_cast<uint32_t>(domain.sum_bits()),
-                             d.clip,          static_cast<uint32_t>(d.quant_bits),
-                             d.max_weight,    d.max_clients,
-                             s.degree,        s.threshold,
-                             s.min_clients};
+  const SecAggStartMsg start{s.round,
+                             s.run_id,
+                             s.vector_length,
+                             static_cast<uint32_t>(domain.sum_bits()),
+                             d.clip,
+                             static_cast<uint32_t>(d.quant_bits),
+                             d.max_weight,
+                             d.max_clients,
+                             s.degree,
+                             s.threshold,
+                             s.min_clients,
+                             r->options_.dp_clip_norm,
+                             r->options_.dp_noise_stddev,
+                             r->options_.dp_noise_seed};
   for (const std::string& id : selected) {
     r->Send(id, start);
     r->waiting_.insert(id);

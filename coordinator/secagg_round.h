@@ -35,6 +35,10 @@ class SecAggRound {
     SecAggSession session;  // round, run id, vector_length = values + 1, modulus, k, t, ...
     IntDomainConfig domain;
     std::chrono::milliseconds phase_timeout{10'000};
+    // Differential privacy on the clients (SecAggStartMsg's dp_* fields); 0: none.
+    double dp_clip_norm = 0.0;
+    double dp_noise_stddev = 0.0;
+    uint64_t dp_noise_seed = 0;
   };
   struct Outgoing {
     std::string client_id;

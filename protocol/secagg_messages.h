@@ -50,11 +50,18 @@ struct SecAggStartMsg {
   uint64_t degree = 0;     // k
   uint64_t threshold = 0;  // t
   uint64_t min_clients = 0;
+  // Differential privacy with the noise on the clients (privacy/dp/dp_config.h): each clips the
+  // values it sums to L2 norm dp_clip_norm and adds N(0, dp_noise_stddev^2) to each; 0: no DP.
+  // dp_noise_seed != 0 makes that noise reproducible (experiments only; the coordinator knows it).
+  double dp_clip_norm = 0.0;
+  double dp_noise_stddev = 0.0;
+  uint64_t dp_noise_seed = 0;
 
   template <class Ar>
   void serialize(Ar& ar) {
     ar(round, wire::Capped("secagg.run_id", run_id, kMaxNameBytes), vector_length, sum_bits, clip,
-       quant_bits, max_weight, max_clients, degree, threshold, min_clients);
+       quant_bits, max_weight, max_clients, degree, threshold, min_clients, dp_clip_norm,
+       dp_noise_stddev, dp_noise_seed);
   }
   friend bool operator==(const SecAggStartMsg&, const SecAggStartMsg&) = default;
 };

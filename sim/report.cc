@@ -124,7 +124,7 @@ std::string RoundsCsv(const SimResult& result) {
       "bytes_down,cum_bytes_up,cum_bytes_down,sim_seconds,sim_clock,wall_seconds,wall_clock,"
       "train_loss,test_accuracy,test_loss,malicious,secagg_bytes_up,secagg_bytes_down,secagg_"
       "clients,"
-      "secagg_client_seconds,secagg_server_seconds\n";
+      "secagg_client_seconds,secagg_server_seconds,epsilon,dp_clip_norm,dp_clipped\n";
   for (const SimRound& r : result.rounds) {
     out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},",
                        r.round, r.attempts, r.selected, r.completed, r.rejected, r.dropped,
@@ -132,20 +132,23 @@ std::string RoundsCsv(const SimResult& result) {
                        r.cum_bytes_up, r.cum_bytes_down, r.sim_seconds, r.sim_clock, r.wall_seconds,
                        r.wall_clock, r.train_loss);
     out += r.evaluated ? fmt::format("{:.6f},{:.6f},", r.test_accuracy, r.test_loss) : ",,";
-    out += fmt::format("{},{},{},{},{:.6f},{:.6f}\n", r.malicious, r.secagg_bytes_up,
+    out += fmt::format("{},{},{},{},{:.6f},{:.6f},", r.malicious, r.secagg_bytes_up,
                        r.secagg_bytes_down, r.secagg_clients, r.secagg_client_seconds,
                        r.secagg_server_seconds);
+    out +=
+        r.dp ? fmt::format("{:.6f},{:.6g},{}\n", r.epsilon, r.dp_clip_norm, r.dp_clipped) : ",,\n";
   }
   return out;
 }
 
 std::string ReportHtml(const SimConfig& config, const SimResult& result,
                        const nlohmann::json& totals) {
-  std::vector<Point> by_round, by_bytes;
+  std::vector<Point> by_round, by_bytes, by_epsilon;
   for (const SimRound& r : result.rounds) {
     if (!r.evaluated) continue;
     by_round.push_back({static_cast<double>(r.round), r.test_accuracy});
     by_bytes.push_back({static_cast<double>(r.cum_bytes_up), r.test_accuracy});
+    if (r.dp && std::isfinite(r.epsilon)) by_epsilon.push_back({r.epsilon, r.test_accuracy});
   }
   std::string html =
       "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
@@ -158,6 +161,9 @@ std::string ReportHtml(const SimConfig& config, const SimResult& result,
                       config.data.num_clients, config.run.round.clients_per_round);
   html += "<div class='charts'>\n" + Chart("Test accuracy by round", "round", by_round, false) +
           Chart("Test accuracy by cumulative upload", "upload bytes (log scale)", by_bytes, true) +
+          (config.run.round.dp.enabled
+               ? Chart("Test accuracy against privacy spent", "epsilon", by_epsilon, false)
+               : std::string()) +
           "</div>\n<h2>Totals</h2>\n<table>\n";
   for (const auto& item : totals.items())
     html += "<tr><th>" + Escape(item.key()) + "</th><td>" + Escape(item.value().dump()) +
@@ -204,6 +210,11 @@ Status WriteReport(const std::string& dir, const SimConfig& config, const SimRes
       j["secagg_client_seconds"] = r.secagg_client_seconds;
       j["secagg_server_seconds"] = r.secagg_server_seconds;
     }
+    if (r.dp) {
+      j["epsilon"] = std::isfinite(r.epsilon) ? nlohmann::json(r.epsilon) : nlohmann::json(nullptr);
+      j["dp_clip_norm"] = r.dp_clip_norm;
+      j["dp_clipped"] = r.dp_clipped;
+    }
     if (r.evaluated) {
       j["test_accuracy"] = r.test_accuracy;
       j["test_loss"] = r.test_loss;
@@ -227,6 +238,16 @@ Status WriteReport(const std::string& dir, const SimConfig& config, const SimRes
     totals["secagg_server_seconds_per_round"] =
         sum.secagg_server_seconds / static_cast<double>(std::max<size_t>(1, result.rounds.size()));
   }
+  if (config.run.round.dp.enabled) {
+    const DpConfig dp = config.EffectiveRun().round.dp;
+    const double eps = result.rounds.empty() ? 0.0 : result.rounds.back().epsilon;
+    totals["epsilon"] = std::isfinite(eps) ? nlohmann::json(eps) : nlohmann::json(nullptr);
+    totals["delta"] = dp.EffectiveDelta();
+    totals["noise_multiplier"] = dp.noise_multiplier;
+    totals["dp_sampling"] = dp.sampling;
+    totals["dp_placement"] = dp.placement;
+  }
+  if (!result.stopped.empty()) totals["stopped"] = result.stopped;
   for (auto it = result.rounds.rbegin(); it != result.rounds.rend(); ++it) {
     if (!it->evaluated) continue;
     totals["final_test_accuracy"] = it->test_accuracy;

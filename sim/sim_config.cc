@@ -102,6 +102,8 @@ void BindSimConfig(ConfigSchema& s, SimConfig* c) {
 RunConfig SimConfig::EffectiveRun() const {
   RunConfig r = run;
   r.round.min_available = data.num_clients;
+  // Differential privacy samples from the whole population unless told otherwise.
+  if (r.round.dp.enabled && r.round.dp.population == 0) r.round.dp.population = data.num_clients;
   r.checkpoint_dir.clear();
   r.event_log.clear();
   r.final_model.clear();

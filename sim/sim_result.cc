@@ -15,6 +15,12 @@ SimRound SimRoundOf(const RoundClosed& closed) {
   r.bytes_down = s.bytes_down;
   if (auto it = s.client_metrics.find("train_loss"); it != s.client_metrics.end())
     r.train_loss = it->second;
+  if (s.dp) {
+    r.dp = true;
+    r.epsilon = s.dp->epsilon;
+    r.dp_clip_norm = s.dp->clip_norm;
+    r.dp_clipped = s.dp->clipped;
+  }
   if (closed.evaluation) {
     r.evaluated = true;
     r.test_accuracy = closed.evaluation->accuracy;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "coordinator/run_events.h"
@@ -45,6 +46,12 @@ struct SimRound {
   uint64_t secagg_bytes_up = 0, secagg_bytes_down = 0;
   int64_t secagg_clients = 0;
   double secagg_client_seconds = 0.0, secagg_server_seconds = 0.0;
+  // With differential privacy: epsilon spent after this round (at dp.delta; infinite without
+  // noise), the clip norm it used and how many updates it clipped (server placement).
+  bool dp = false;
+  double epsilon = 0.0;
+  double dp_clip_norm = 0.0;
+  int64_t dp_clipped = 0;
 };
 
 // The fields a RoundClosed event determines.
@@ -60,6 +67,7 @@ struct SimResult {
   uint64_t target_round = 0;
   double target_wall_seconds = 0.0, target_sim_seconds = 0.0;
   double join_seconds = 0.0;  // registering the population with the engine
+  std::string stopped;        // why the run ended early without failing (the privacy budget)
 
   // Appends a closed round: fills its cumulative byte counts from the previous round and notes
   // the first round whose test accuracy reaches `target_accuracy` (> 0). Returns the stored round.

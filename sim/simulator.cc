@@ -540,6 +540,7 @@ Result<SimResult> Simulator::Run(const std::function<void(const SimRound&)>& on_
   on_round_ = nullptr;
   if (outcome.ok()) outcome = engine.failure();
   TRIB_RETURN_IF_ERROR(driver_->Finish(outcome));
+  result_.stopped = engine.stop_reason();
   result_.wall_seconds = WallNow() - wall_start_;
   result_.sim_seconds = now_;
   result_.final_model = engine.model();

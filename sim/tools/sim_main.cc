@@ -44,6 +44,7 @@ void PrintRound(const SimRound& r, int64_t total) {
                         r.dropouts, r.stragglers, r.rejected);
   if (r.attempts > 1) extra += fmt::format("  attempts {}", r.attempts);
   if (r.malicious > 0) extra += fmt::format("  malicious {}", r.malicious);
+  if (r.dp) extra += fmt::format("  eps {:.3f}  clip {:.3g}", r.epsilon, r.dp_clip_norm);
   std::printf("round %3llu/%lld  %sup %s  down %s  %.2fs (sim %.1fs)  ETA %.0fs%s\n",
               static_cast<unsigned long long>(r.round), static_cast<long long>(total), acc.c_str(),
               Bytes(static_cast<double>(r.bytes_up)).c_str(),
@@ -80,6 +81,15 @@ int Finish(const SimConfig& cfg, const SimResult& result, nlohmann::json extra) 
         Bytes(static_cast<double>(sum.secagg_bytes_down) / rounds).c_str(),
         1000 * sum.secagg_client_seconds / clients, 1000 * sum.secagg_server_seconds / rounds);
   }
+  if (cfg.run.round.dp.enabled && !result.rounds.empty()) {
+    const DpConfig dp = cfg.EffectiveRun().round.dp;
+    std::printf(
+        "differential privacy: epsilon %.4g at delta %.3g after %zu rounds (noise multiplier %g, "
+        "%s sampling, noise on the %s)\n",
+        result.rounds.back().epsilon, dp.EffectiveDelta(), result.rounds.size(),
+        dp.noise_multiplier, dp.sampling.c_str(), dp.placement.c_str());
+  }
+  if (!result.stopped.empty()) std::printf("stopped: %s\n", result.stopped.c_str());
   if (cfg.target_accuracy > 0) {
     if (result.target_round > 0)
       std::printf("reached %.2f%% test accuracy at round %llu after %.1f s wall\n",

@@ -212,6 +212,75 @@ TEST(RunDriverTest, ResumeContinuesExactlyAndRefusesAnotherModelOrStrategySaying
   EXPECT_EQ((*fresh)->engine().rounds_done(), 0u);
 }
 
+TEST(RunDriverTest, APrivateRunResumesItsEpsilonAndItsBudgetStopSavesTheFinalModel) {
+  FaultInjectionEnv env;
+  RunConfig c = Config();
+  c.round.rounds = 10;
+  c.round.dp.enabled = true;
+  c.round.dp.noise_multiplier = 2.0;
+  c.round.dp.delta = 1e-5;
+  c.round.dp.noise_seed = 3;
+  double after_two = 0;
+  {
+    auto d = Make(c, &env);
+    ASSERT_TRUE(d.ok()) << d.status();
+    PlayRound(**d, 0.1f);
+    PlayRound(**d, 0.1f);
+    after_two = (*d)->engine().dp()->Spent().epsilon;
+  }
+  // Two clients of two per round: q = 1, the plain Gaussian mechanism, charged z / 2.
+  RdpAccountant expect;
+  expect.Compose(DpSampling::kFixedSize, 1.0, 1.0, 2);
+  EXPECT_DOUBLE_EQ(after_two, expect.Spent(1e-5).epsilon);
+  expect.Compose(DpSampling::kFixedSize, 1.0, 1.0, 1);
+  const double after_three = expect.Spent(1e-5).epsilon;
+
+  // Resumed: epsilon goes on from the checkpoint, and a budget of three rounds ends the run with
+  // its final model saved.
+  c.round.dp.target_epsilon = after_three * 1.0001;
+  auto r = Make(c, &env, /*resume=*/true);
+  ASSERT_TRUE(r.ok()) << r.status();
+  testing::RunRecorder rec;
+  (*r)->AddObserver(&rec);
+  (*r)->Start();
+  EXPECT_EQ((*r)->engine().dp()->rounds_charged(), 2);
+  EXPECT_DOUBLE_EQ((*r)->engine().dp()->Spent().epsilon, after_two);
+  PlayRound(**r, 0.1f);
+  PlayRound(**r, 0.1f);  // no round 4 was started
+  EXPECT_EQ((*r)->engine().rounds_done(), 3u);
+  ASSERT_TRUE((*r)->engine().finished());
+  EXPECT_TRUE((*r)->Finish((*r)->engine().failure()).ok());
+  auto finished = rec.All<RunFinished>();
+  ASSERT_EQ(finished.size(), 1u);
+  EXPECT_EQ(finished[0].final_model, c.final_model);
+  EXPECT_NE(finished[0].stopped.find("before round 4"), std::string::npos) << finished[0].stopped;
+
+  // Without its accountant a checkpoint cannot resume a private run, and a private run's
+  // checkpoint cannot resume without DP.
+  CheckpointState plain = *LoadCheckpoint(&env, "runs/a");
+  plain.privacy.clear();
+  ASSERT_TRUE(SaveCheckpoint(&env, "runs/a", plain).ok());
+  auto refused = Make(c, &env, /*resume=*/true);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("would count epsilon from zero again"),
+            std::string::npos)
+      << refused.status();
+  c.round.dp.enabled = false;
+  FaultInjectionEnv env2;
+  {
+    RunConfig p = Config();
+    p.round.dp = c.round.dp;
+    p.round.dp.enabled = true;
+    p.round.dp.target_epsilon = 0;
+    auto d = Make(p, &env2);
+    ASSERT_TRUE(d.ok());
+    PlayRound(**d, 0.1f);
+  }
+  auto off = Make(c, &env2, /*resume=*/true);
+  ASSERT_FALSE(off.ok());
+  EXPECT_NE(off.status().message().find("needs dp.enabled"), std::string::npos) << off.status();
+}
+
 TEST(RunDriverTest, ACheckpointWithOptimizerStateOfAnotherSizeIsRefusedWhenLoaded) {
   FaultInjectionEnv env;
   CheckpointState st;

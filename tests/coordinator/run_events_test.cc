@@ -24,6 +24,8 @@ std::vector<RunEvent> OneOfEach() {
   s.duration_s = 2.5;
   s.client_metrics = {{"train_loss", 0.25}};
   Evaluated ev{4, 4, 0.4, 0.875, 10000};
+  RoundSummary private_round = s;
+  private_round.dp = DpRoundReport{1.5, 1.65, 0.0333, 12, 2.25, 0.8125, 14.0};
   return {
       RunStarted{"mlp",
                  "init.safetensors",
@@ -48,7 +50,10 @@ std::vector<RunEvent> OneOfEach() {
       RoundClosed{s, ev},
       RoundClosed{s, std::nullopt},
       FederatedEvaluated{FederatedEvalSummary{4, 9, 5000, 0.5, 0.8}},
-      RunFinished{20, true, "OK", 0x0123456789abcdefu, "runs/c/final.safetensors"},
+      RunFinished{20, true, "OK", 0x0123456789abcdefu, "runs/c/final.safetensors", ""},
+      RoundClosed{private_round, std::nullopt},
+      RunFinished{7, true, "OK", 1, "final.safetensors",
+                  "differential privacy: the run stops before round 8"},
   };
 }
 
@@ -66,6 +71,20 @@ TEST(RunEventsTest, EveryEventReadsBackFromItsJson) {
   EXPECT_EQ(closed["test_accuracy"], 0.875);
   EXPECT_EQ(closed["dropped"], 1);
   EXPECT_EQ(closed["bytes_down"], 123456789012u);
+  const nlohmann::json dp = ToJson(OneOfEach()[11]);
+  EXPECT_EQ(dp["dp"]["epsilon"], 0.8125);
+  EXPECT_EQ(dp["dp"]["clipped"], 12);
+}
+
+TEST(RunEventsTest, AnInfiniteEpsilonIsWrittenAsNullAndReadBackAsInfinity) {
+  RoundSummary s;
+  s.dp = DpRoundReport{};
+  s.dp->epsilon = std::numeric_limits<double>::infinity();
+  const std::string text = ToJson(RoundClosed{s, std::nullopt}).dump();
+  EXPECT_NE(text.find("\"epsilon\":null"), std::string::npos) << text;
+  Result<RunEvent> back = RunEventFromJson(nlohmann::json::parse(text));
+  ASSERT_TRUE(back.ok());
+  EXPECT_TRUE(std::isinf(std::get<RoundClosed>(*back).summary.dp->epsilon));
 }
 
 TEST(RunEventsTest, ADivergedLossIsWrittenAsNullAndReadBackAsNaN) {

@@ -1,6 +1,7 @@
 // The report directory: rounds.csv, report.json and report.html are well formed and agree.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -68,10 +69,12 @@ TEST(ReportTest, FilesAreWellFormedAndAgree) {
     rows.push_back(cells);
   }
   ASSERT_EQ(rows.size(), 4u);
-  EXPECT_EQ(rows[0].size(), 26u);
+  EXPECT_EQ(rows[0].size(), 29u);
   EXPECT_EQ(rows[0][20], "malicious");
   EXPECT_EQ(rows[0][21], "secagg_bytes_up");
   EXPECT_EQ(rows[0][25], "secagg_server_seconds");
+  EXPECT_EQ(rows[0][26], "epsilon");
+  EXPECT_EQ(rows[0][28], "dp_clipped");
   EXPECT_EQ(rows[0][0], "round");
   EXPECT_EQ(rows[0][5], "dropped");
   EXPECT_EQ(rows[0][18], "test_accuracy");
@@ -113,6 +116,42 @@ TEST(ReportTest, FilesAreWellFormedAndAgree) {
   EXPECT_EQ(html.find("src="), std::string::npos);
   EXPECT_NE(html.find("mlp &lt;&amp;&gt;"), std::string::npos);
   EXPECT_EQ(html.find("mlp <&>"), std::string::npos);
+}
+
+TEST(ReportTest, APrivateRunReportsEpsilonAndPlotsAccuracyAgainstIt) {
+  testing::TempDir dir;
+  SimConfig cfg;
+  cfg.run.round.dp.enabled = true;
+  cfg.run.round.dp.noise_multiplier = 1.2;
+  cfg.data.num_clients = 3000;  // the default delta is 1 / 3000^1.1
+  SimResult result = ThreeRounds();
+  for (int i = 0; i < 3; ++i) {
+    result.rounds[i].dp = true;
+    result.rounds[i].epsilon = 0.25 * (i + 1);
+    result.rounds[i].dp_clip_norm = 0.5;
+    result.rounds[i].dp_clipped = 4;
+  }
+  result.stopped = "differential privacy: the run stops before round 4";
+  ASSERT_TRUE(WriteReport(dir.path(), cfg, result, nlohmann::json::object()).ok());
+
+  const std::string csv = Slurp(dir.file("rounds.csv"));
+  EXPECT_NE(csv.find(",0.750000,0.5,4\n"), std::string::npos) << csv;
+  nlohmann::json j = nlohmann::json::parse(Slurp(dir.file("report.json")));
+  EXPECT_EQ(j["rounds"][0]["epsilon"], 0.25);
+  EXPECT_EQ(j["rounds"][2]["dp_clipped"], 4);
+  EXPECT_EQ(j["totals"]["epsilon"], 0.75);
+  EXPECT_NEAR(j["totals"]["delta"].get<double>(), std::pow(3000.0, -1.1), 1e-15);
+  EXPECT_EQ(j["totals"]["noise_multiplier"], 1.2);
+  EXPECT_EQ(j["totals"]["stopped"], result.stopped);
+
+  // A third chart: accuracy against epsilon, one point per evaluated round.
+  const std::string html = Slurp(dir.file("report.html"));
+  EXPECT_NE(html.find("Test accuracy against privacy spent"), std::string::npos);
+  size_t svgs = 0, circles = 0;
+  for (size_t p = 0; (p = html.find("<svg", p)) != std::string::npos; ++p) ++svgs;
+  for (size_t p = 0; (p = html.find("<circle", p)) != std::string::npos; ++p) ++circles;
+  EXPECT_EQ(svgs, 3u);
+  EXPECT_EQ(circles, 6u);
 }
 
 }  // namespace
