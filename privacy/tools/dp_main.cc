@@ -174,17 +174,23 @@ int RunNoise(const Flags& f, const Inputs& in) {
     std::fprintf(stderr, "tributary-dp: %s\n", accounted.status().ToString().c_str());
     return 1;
   }
-  // Back from the accountant's unit to the run's z.
-  const double z = in.sampling == DpSampling::kFixedSize ? 2.0 * *accounted : *accounted;
+  // Back from the accountant's unit to the run's z, rounded up to the 6 significant digits printed:
+  // a z copied from the output must not spend more than the target.
+  double z = in.sampling == DpSampling::kFixedSize ? 2.0 * *accounted : *accounted;
+  if (z > 0.0) {
+    const double unit = std::pow(10.0, std::floor(std::log10(z)) - 5);
+    z = std::ceil(z / unit) * unit;
+  }
+  const double charged = in.sampling == DpSampling::kFixedSize ? z / 2.0 : z;
   RdpAccountant acc;
-  acc.Compose(in.sampling, in.q, *accounted, in.rounds);
+  acc.Compose(in.sampling, in.q, charged, in.rounds);
   const PrivacySpent spent = acc.Spent(in.delta);
   if (f.json) {
     nlohmann::json j = Describe(in, f);
     j["command"] = "noise";
     j["target_epsilon"] = f.epsilon;
     j["noise_multiplier"] = z;
-    j["accounted_noise_multiplier"] = *accounted;
+    j["accounted_noise_multiplier"] = charged;
     j["epsilon"] = Number(spent.epsilon);
     j["order"] = spent.order;
     std::printf("%s\n", j.dump().c_str());
