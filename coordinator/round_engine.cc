@@ -85,6 +85,10 @@ Result<std::unique_ptr<RoundEngine>> RoundEngine::Create(RoundConfig config,
   return e;
 }
 
+int64_t RoundEngine::DpFewestInputs() const {
+  return std::max<int64_t>({1, MinCompleted(), config_.secagg.min_clients});
+}
+
 bool RoundEngine::PoissonSampling() const {
   return dp_ && config_.dp.sampling_mode() == DpSampling::kPoisson;
 }
@@ -524,7 +528,7 @@ bool RoundEngine::StartSecAgg(const std::vector<std::string>& selected, uint64_t
     // variance, where M is the fewest masked inputs the round may close with (AfterSecAgg), so the
     // sum the coordinator unmasks always holds at least the full noise.
     o.domain.max_weight = 1;
-    const double fewest = static_cast<double>(std::max<int64_t>(1, MinCompleted()));
+    const double fewest = static_cast<double>(DpFewestInputs());
     o.dp_clip_norm = dp_->clip_norm();
     o.dp_noise_stddev = config_.dp.noise_multiplier * dp_->clip_norm() / std::sqrt(fewest);
     o.dp_noise_seed = config_.dp.noise_seed == 0
@@ -615,10 +619,10 @@ void RoundEngine::AfterSecAgg(TimePoint now) {
   if (dp_) {
     // Each survivor added 1/M of the noise's variance: fewer than M would leave less than the
     // whole noise in the sum, so the attempt fails instead of releasing it.
-    if (summary_.completed < MinCompleted()) {
+    if (summary_.completed < DpFewestInputs()) {
       FailAttempt(now, fmt::format("differential privacy: {} masked inputs arrived, fewer than the "
                                    "{} whose noise adds up to the full noise",
-                                   summary_.completed, MinCompleted()));
+                                   summary_.completed, DpFewestInputs()));
       MaybeStartRound(now);
       return;
     }

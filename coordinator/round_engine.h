@@ -159,6 +159,9 @@ class RoundEngine {
                 const std::string& reason);
   int64_t TargetUpdates() const;
   bool PoissonSampling() const;  // dp.sampling = "poisson"
+  // Differential privacy on the clients: the fewest masked inputs a round may close with (M), each
+  // client adding 1/M of the noise's variance.
+  int64_t DpFewestInputs() const;
   // Picks this attempt's clients from the idle ones: K of them (shuffled, fixed-size), or each
   // with probability K / dp.population (dp.sampling = "poisson"). Sets round_q_.
   std::vector<std::string> Select(uint64_t round);

@@ -4,6 +4,7 @@ four tributary-client processes over mutual TLS, each signing its keys with its 
 round must close with all four masked inputs, and the final model must match the same run
 without secure aggregation to within the quantization (clip 0.5, 16 bits: a level of 1.5e-5 per
 value per round, times the rounds). With `randk(0.5)+q8` the masked inputs shrink accordingly.
+With differential privacy on the clients the unmasked sum carries the whole noise.
 """
 import json
 import os
@@ -38,7 +39,7 @@ def load_safetensors(path):
 class SecAggRunTest(ProcessTest):
     prefix = "trib_secagg_"
 
-    def federate(self, name, secagg, codec="dense"):
+    def federate(self, name, secagg, codec="dense", clip=0.5, lr=0.05, extra="", min_completed=1):
         events = self.path(name + ".jsonl")
         final = self.path(name + ".safetensors")
         coord, addr = self.start_coordinator(f"""[run]
@@ -46,11 +47,12 @@ model = "mlp"
 rounds = {ROUNDS}
 clients_per_round = {CLIENTS}
 min_available = {CLIENTS}
+min_completed = {min_completed}
 round_timeout_s = 60
 codec = "{codec}"
 [fit]
 epochs = 1
-lr = 0.05
+lr = {lr}
 [eval]
 every = 0
 [data]
@@ -58,8 +60,9 @@ dataset = "synthetic"
 test_examples = 200
 [secagg]
 enabled = {"true" if secagg else "false"}
-clip = 0.5
+clip = {clip}
 quant_bits = 16
+{extra}
 [output]
 checkpoint_dir = "{self.path(name)}"
 event_log = "{events}"
@@ -104,6 +107,32 @@ final_model = "{final}"
             self.assertLess(e["bytes_up"], 0.35 * dense, e)
             self.assertGreater(e["bytes_up"], 0.2 * dense, e)
         self.assertTrue(all(abs(v) < 10 for t in final.values() for v in t))
+
+    def test_clients_add_the_differential_privacy_noise_under_secure_aggregation(self):
+        # dp.placement = "client": each of the 4 clients clips its update to C = 0.5 and adds
+        # N(0, (zC)^2 / 4) (4 = run.min_completed, the fewest inputs a round may close with); the
+        # coordinator unmasks only the sum, which holds the whole noise zC, and releases it over
+        # K = 4. With a learning rate of 1e-7 the updates are ~0, so after 3
+        # rounds the model moved by noise alone: an rms of zC/K * sqrt(3) per weight.
+        dp = """[dp]
+enabled = true
+placement = "client"
+noise_multiplier = 1.0
+clip_norm = 0.5
+delta = 1e-5
+noise_seed = 0"""
+        start, _ = self.federate("dp-start", False, lr=1e-7)
+        noised, closed = self.federate("dp", True, clip=2.0, lr=1e-7, extra=dp, min_completed=4)
+        values = [b - a for name in start for a, b in zip(start[name], noised[name])]
+        rms = (sum(v * v for v in values) / len(values)) ** 0.5
+        expected = 1.0 * 0.5 / CLIENTS * ROUNDS ** 0.5
+        eps = [e["dp"]["epsilon"] for e in closed]
+        print(f"dp run: rms change {rms:.4f} (expected {expected:.4f}); epsilon by round {eps}",
+              file=sys.stderr)
+        self.assertLess(abs(rms / expected - 1), 0.05)
+        self.assertTrue(all(0 < a < b for a, b in zip(eps, eps[1:])), eps)
+        for e in closed:
+            self.assertEqual(e["dp"]["noise_stddev"], 0.5)
 
 
 if __name__ == "__main__":
