@@ -2,7 +2,6 @@
 // directory and checks the files it writes, their modes, and that they work for mutual TLS.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 
 #include <cstdio>
 #include <string>
@@ -12,6 +11,7 @@
 #include "crypto/tls_context.h"
 #include "crypto_test_util.h"
 #include "loopback_handshake.h"
+#include "tests/core/run_command.h"
 
 #ifndef TRIBUTARY_CERTS_BIN
 #error "TRIBUTARY_CERTS_BIN must name the tributary-certs binary"
@@ -24,41 +24,9 @@ using testing::ReadText;
 using testing::TempDir;
 using testing::VerifyAgainstCa;
 
-struct RunResult {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr together
-};
-
-std::string ShellQuote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'')
-      out += "'\\''";
-    else
-      out += c;
-  }
-  return out + "'";
-}
-
-// Runs tributary-certs with `args`, bounded by coreutils timeout so a hang fails the test.
-RunResult RunCerts(const std::vector<std::string>& args) {
-  std::string cmd = "timeout 60 ";
-  cmd += ShellQuote(TRIBUTARY_CERTS_BIN);  // appended, not `literal + string&&` (GCC 12 PR105651)
-  for (const std::string& a : args) {
-    cmd += ' ';
-    cmd += ShellQuote(a);
-  }
-  cmd += " 2>&1";
-  RunResult r;
-  FILE* pipe = ::popen(cmd.c_str(), "r");
-  EXPECT_NE(pipe, nullptr) << cmd;
-  if (pipe == nullptr) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), pipe)) > 0) r.output.append(buf, n);
-  const int status = ::pclose(pipe);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+// Runs tributary-certs with `args`; stdout and stderr together in `out`.
+testing::CommandResult RunCerts(const std::vector<std::string>& args) {
+  return testing::RunCommand(TRIBUTARY_CERTS_BIN, args, /*merge_stderr=*/true);
 }
 
 mode_t FileMode(const std::string& path) {
@@ -81,21 +49,21 @@ class CertsCliTest : public ::testing::Test {
 };
 
 TEST_F(CertsCliTest, ProvisionsADeploymentThatCompletesMutualTls) {
-  RunResult init = RunCerts({"init", "--dir", Dir(), "--name", "Acme FL CA"});
-  ASSERT_EQ(init.exit_code, 0) << init.output;
-  RunResult server =
+  testing::CommandResult init = RunCerts({"init", "--dir", Dir(), "--name", "Acme FL CA"});
+  ASSERT_EQ(init.exit_code, 0) << init.out;
+  testing::CommandResult server =
       RunCerts({"server", "--host", "localhost", "--ip", "127.0.0.1", "--dir", Dir()});
-  ASSERT_EQ(server.exit_code, 0) << server.output;
-  RunResult client = RunCerts({"client", "--id", "edge-7", "--dir", Dir()});
-  ASSERT_EQ(client.exit_code, 0) << client.output;
+  ASSERT_EQ(server.exit_code, 0) << server.out;
+  testing::CommandResult client = RunCerts({"client", "--id", "edge-7", "--dir", Dir()});
+  ASSERT_EQ(client.exit_code, 0) << client.out;
 
   // It says what it wrote.
   for (const char* f : {"ca.crt", "ca.key"})
-    EXPECT_NE(init.output.find("wrote " + Path(f)), std::string::npos) << init.output;
+    EXPECT_NE(init.out.find("wrote " + Path(f)), std::string::npos) << init.out;
   for (const char* f : {"server.crt", "server.key"})
-    EXPECT_NE(server.output.find("wrote " + Path(f)), std::string::npos) << server.output;
+    EXPECT_NE(server.out.find("wrote " + Path(f)), std::string::npos) << server.out;
   for (const char* f : {"clients/edge-7.crt", "clients/edge-7.key"})
-    EXPECT_NE(client.output.find("wrote " + Path(f)), std::string::npos) << client.output;
+    EXPECT_NE(client.out.find("wrote " + Path(f)), std::string::npos) << client.out;
 
   for (const char* key : {"ca.key", "server.key", "clients/edge-7.key"})
     EXPECT_EQ(FileMode(Path(key)), 0600u) << key;
@@ -128,18 +96,18 @@ TEST_F(CertsCliTest, RefusesToReplaceACaUnlessForced) {
   const std::string ca_before = ReadText(Path("ca.crt"));
   const std::string key_before = ReadText(Path("ca.key"));
 
-  RunResult again = RunCerts({"init", "--dir", Dir()});
+  testing::CommandResult again = RunCerts({"init", "--dir", Dir()});
   EXPECT_NE(again.exit_code, 0);
-  EXPECT_NE(again.output.find("already exists"), std::string::npos) << again.output;
-  EXPECT_NE(again.output.find("--force"), std::string::npos) << again.output;
+  EXPECT_NE(again.out.find("already exists"), std::string::npos) << again.out;
+  EXPECT_NE(again.out.find("--force"), std::string::npos) << again.out;
   EXPECT_EQ(ReadText(Path("ca.crt")), ca_before);
   EXPECT_EQ(ReadText(Path("ca.key")), key_before);
 
   // Re-issuing a server certificate is refused the same way.
   EXPECT_NE(RunCerts({"server", "--host", "localhost", "--dir", Dir()}).exit_code, 0);
 
-  RunResult forced = RunCerts({"init", "--dir", Dir(), "--force"});
-  ASSERT_EQ(forced.exit_code, 0) << forced.output;
+  testing::CommandResult forced = RunCerts({"init", "--dir", Dir(), "--force"});
+  ASSERT_EQ(forced.exit_code, 0) << forced.out;
   const std::string ca_after = ReadText(Path("ca.crt"));
   EXPECT_NE(ca_after, ca_before);
   EXPECT_EQ(FileMode(Path("ca.key")), 0600u);
@@ -149,24 +117,24 @@ TEST_F(CertsCliTest, RefusesToReplaceACaUnlessForced) {
 }
 
 TEST_F(CertsCliTest, BadInputGivesAClearErrorAndNonZeroExit) {
-  RunResult no_ca = RunCerts({"client", "--id", "edge-1", "--dir", Dir()});
+  testing::CommandResult no_ca = RunCerts({"client", "--id", "edge-1", "--dir", Dir()});
   EXPECT_EQ(no_ca.exit_code, 1);
-  EXPECT_NE(no_ca.output.find(Path("ca.crt")), std::string::npos) << no_ca.output;
-  EXPECT_NE(no_ca.output.find("tributary-certs init"), std::string::npos) << no_ca.output;
+  EXPECT_NE(no_ca.out.find(Path("ca.crt")), std::string::npos) << no_ca.out;
+  EXPECT_NE(no_ca.out.find("tributary-certs init"), std::string::npos) << no_ca.out;
 
   ASSERT_EQ(RunCerts({"init", "--dir", Dir()}).exit_code, 0);
-  RunResult bad_id = RunCerts({"client", "--id", "../evil", "--dir", Dir()});
+  testing::CommandResult bad_id = RunCerts({"client", "--id", "../evil", "--dir", Dir()});
   EXPECT_EQ(bad_id.exit_code, 1);
-  EXPECT_NE(bad_id.output.find("client id has character '/'"), std::string::npos) << bad_id.output;
+  EXPECT_NE(bad_id.out.find("client id has character '/'"), std::string::npos) << bad_id.out;
   EXPECT_FALSE(std::filesystem::exists(Path("clients")));
 
-  RunResult no_host = RunCerts({"server", "--dir", Dir()});
+  testing::CommandResult no_host = RunCerts({"server", "--dir", Dir()});
   EXPECT_EQ(no_host.exit_code, 1);
-  EXPECT_NE(no_host.output.find("--host"), std::string::npos) << no_host.output;
+  EXPECT_NE(no_host.out.find("--host"), std::string::npos) << no_host.out;
 
-  RunResult bad_ip = RunCerts({"server", "--ip", "300.1.1.1", "--dir", Dir()});
+  testing::CommandResult bad_ip = RunCerts({"server", "--ip", "300.1.1.1", "--dir", Dir()});
   EXPECT_EQ(bad_ip.exit_code, 1);
-  EXPECT_NE(bad_ip.output.find("300.1.1.1"), std::string::npos) << bad_ip.output;
+  EXPECT_NE(bad_ip.out.find("300.1.1.1"), std::string::npos) << bad_ip.out;
 
   EXPECT_NE(RunCerts({}).exit_code, 0);
   EXPECT_NE(RunCerts({"frobnicate"}).exit_code, 0);

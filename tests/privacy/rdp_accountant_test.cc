@@ -17,7 +17,6 @@
 #include "privacy/dp/rdp_accountant.h"
 
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <algorithm>
 #include <cmath>
@@ -27,6 +26,8 @@
 #include <numbers>
 #include <string>
 #include <vector>
+
+#include "tests/core/run_command.h"
 
 #ifndef TRIBUTARY_DP_BIN
 #error "TRIBUTARY_DP_BIN must name the tributary-dp binary"
@@ -266,7 +267,7 @@ TEST(RdpAccountantTest, PoissonRdpMatchesNumericalIntegration) {
                {0.1, 1, 2.7},    {0.1, 1, 3},      {0.1, 1, 10.3}, {0.5, 5, 20.5},
                {0.9, 0.5, 7.25}, {1e-4, 1, 1.5}};
   for (const auto& c : cases) {
-    SCOPED_TRACE(testing::Message() << "q " << c.q << " sigma " << c.s << " order " << c.alpha);
+    SCOPED_TRACE(::testing::Message() << "q " << c.q << " sigma " << c.s << " order " << c.alpha);
     const double log_a = SampledGaussianRdp(kPoisson, c.q, c.s, c.alpha) * (c.alpha - 1);
     const double quad = LogAByQuadrature(c.q, c.s, c.alpha);
     EXPECT_NEAR(log_a, quad, 1e-8 * quad + 1e-13);
@@ -301,7 +302,7 @@ TEST(RdpAccountantTest, FullParticipationIsThePlainGaussianMechanism) {
   for (DpSampling sampling : {kPoisson, kFixed})
     for (double z : {0.1, 0.7, 1.0, 3.0})
       for (double order : {1.1, 1.5, 2.0, 2.5, 7.0, 31.3, 1024.0}) {
-        SCOPED_TRACE(testing::Message() << "z " << z << " order " << order);
+        SCOPED_TRACE(::testing::Message() << "z " << z << " order " << order);
         EXPECT_DOUBLE_EQ(SampledGaussianRdp(sampling, 1.0, z, order), order / (2 * z * z));
       }
 }
@@ -328,7 +329,7 @@ TEST(RdpAccountantTest, NoOverflowAtExtremes) {
   for (DpSampling sampling : {kPoisson, kFixed})
     for (double q : {1e-9, 1e-3, 0.5, 0.999999, 1.0})
       for (double z : {0.01, 0.3, 1.0, 100.0, 1e4}) {
-        SCOPED_TRACE(testing::Message() << DpSamplingName(sampling) << " q " << q << " z " << z);
+        SCOPED_TRACE(::testing::Message() << DpSamplingName(sampling) << " q " << q << " z " << z);
         RdpAccountant acc;
         acc.Compose(sampling, q, z, 1000000);
         for (double r : acc.rdp()) {
@@ -389,8 +390,8 @@ TEST(RdpAccountantTest, NoiseMultiplierForEpsilonRoundTrips) {
                {kFixed, 0.01, 1000, 1e-5, 2.0},        {kFixed, 0.05, 500, 1e-6, 0.5},
                {kFixed, 100.0 / 1000, 200, 1e-4, 10.0}};
   for (const auto& c : cases) {
-    SCOPED_TRACE(testing::Message() << DpSamplingName(c.sampling) << " q " << c.q << " rounds "
-                                    << c.rounds << " target " << c.target);
+    SCOPED_TRACE(::testing::Message() << DpSamplingName(c.sampling) << " q " << c.q << " rounds "
+                                      << c.rounds << " target " << c.target);
     Result<double> z = NoiseMultiplierForEpsilon(c.sampling, c.q, c.rounds, c.delta, c.target);
     ASSERT_TRUE(z.ok()) << z.status().ToString();
     RdpAccountant acc;
@@ -483,40 +484,17 @@ TEST(RdpAccountantTest, SamplingNamesAndDefaultOrders) {
 
 // ---- tributary-dp ----
 
-struct RunResult {
-  int exit_code = -1;
-  std::string out;  // stdout
-  std::string err;  // stderr
-};
+using RunResult = testing::CommandResult;
 
-std::string ReadFile(const std::string& path) {
-  std::string s;
-  if (FILE* f = std::fopen(path.c_str(), "r")) {
-    char buf[4096];
-    size_t n;
-    while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) s.append(buf, n);
-    std::fclose(f);
-  }
-  return s;
-}
-
-// Runs tributary-dp with `args` (no shell metacharacters in them), bounded by coreutils timeout.
+// Runs tributary-dp with `args`, split at spaces (none of them has one).
 RunResult RunDp(const std::string& args) {
-  const std::string err_path = testing::TempDir() + "tributary_dp_stderr.txt";
-  std::string cmd = "timeout 60 ";
-  cmd += TRIBUTARY_DP_BIN;
-  cmd += " " + args + " 2>" + err_path;
-  RunResult r;
-  FILE* pipe = ::popen(cmd.c_str(), "r");
-  EXPECT_NE(pipe, nullptr) << cmd;
-  if (pipe == nullptr) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), pipe)) > 0) r.out.append(buf, n);
-  const int status = ::pclose(pipe);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.err = ReadFile(err_path);
-  return r;
+  std::vector<std::string> argv;
+  for (size_t at = 0; at < args.size();) {
+    const size_t next = std::min(args.find(' ', at), args.size());
+    if (next > at) argv.push_back(args.substr(at, next - at));
+    at = next + 1;
+  }
+  return testing::RunCommand(TRIBUTARY_DP_BIN, argv, /*merge_stderr=*/false, ::testing::TempDir());
 }
 
 // The number after "key": in one line of JSON.
