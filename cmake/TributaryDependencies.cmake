@@ -10,7 +10,7 @@ find_package(spdlog REQUIRED)
 find_package(nlohmann_json 3 REQUIRED)
 find_package(tomlplusplus REQUIRED)
 find_package(CLI11 REQUIRED)
-find_package(zstd QUIET)
+find_package(zstd REQUIRED)  # libzstd-dev ships its CMake package (zstd::libzstd_shared)
 # libzip (libzip-dev) reads .npz archives (train/data/npz.cc); Debian ships a pkg-config file.
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(LIBZIP REQUIRED IMPORTED_TARGET libzip)

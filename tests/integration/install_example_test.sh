@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The installed package works for an app: installs this build into a fresh prefix, builds
-# examples/edge_app and examples/byo_model against it with find_package(Tributary CONFIG), joins
+# The installed package works for an app: installs this build into a fresh prefix, checks that the
+# package names only the libraries an app links, builds examples/edge_app and examples/byo_model
+# against it with find_package(Tributary CONFIG) and Boost, cereal and nlohmann-json disabled, joins
 # both edge apps (C++ and C API) to a real coordinator over mutual TLS
 # (examples/edge_app/join_run.sh), and imports the Python package from the install tree (when the
 # build has it).
@@ -12,12 +13,28 @@ work=$(mktemp -d /tmp/trib_install.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 echo "[install-example] installing $build into $work/prefix"
 cmake --install "$build" --prefix "$work/prefix" > "$work/install.log"
+# The package asks a consumer only for what it links: no header-only library Tributary is built with
+# (Boost, cereal, nlohmann-json) is named in it, and every library is found, not linked by a bare
+# name (-lzstd).
+pkg=$(dirname "$(find "$work/prefix" -name TributaryConfig.cmake | head -1)")
+if grep -nE "^[^#]*(Boost|cereal|nlohmann)" "$pkg"/Tributary*.cmake; then
+  echo "[install-example] the package names a header-only build dependency (above)"; exit 1
+fi
+if grep -nE '(LINK_ONLY:|[";])(zstd|ssl|crypto|spdlog|fmt)[>;"]' "$pkg"/TributaryTargets*.cmake; then
+  echo "[install-example] the package links a library by bare name (above)"; exit 1
+fi
+# ... and an app configures and builds with those packages out of reach.
+no_headers_only="-DCMAKE_DISABLE_FIND_PACKAGE_Boost=ON -DCMAKE_DISABLE_FIND_PACKAGE_cereal=ON \
+  -DCMAKE_DISABLE_FIND_PACKAGE_nlohmann_json=ON"
 echo "[install-example] building examples/edge_app against the installed package"
+# shellcheck disable=SC2086
 cmake -S "$src/examples/edge_app" -B "$work/edge-build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DCMAKE_PREFIX_PATH="$work/prefix" > "$work/configure.log" || { cat "$work/configure.log"; exit 1; }
+  -DCMAKE_PREFIX_PATH="$work/prefix" $no_headers_only > "$work/configure.log" ||
+  { cat "$work/configure.log"; exit 1; }
 cmake --build "$work/edge-build" > "$work/build.log" || { cat "$work/build.log"; exit 1; }
+# shellcheck disable=SC2086
 cmake -S "$src/examples/byo_model" -B "$work/byo-build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DCMAKE_PREFIX_PATH="$work/prefix" > "$work/byo-configure.log" || { cat "$work/byo-configure.log"; exit 1; }
+  -DCMAKE_PREFIX_PATH="$work/prefix" $no_headers_only > "$work/byo-configure.log" || { cat "$work/byo-configure.log"; exit 1; }
 cmake --build "$work/byo-build" > "$work/byo-build.log" || { cat "$work/byo-build.log"; exit 1; }
 test -x "$work/byo-build/logreg_client" && test -x "$work/byo-build/logreg_client_c"
 pydir=$(find "$work/prefix" -type d -path '*/dist-packages/tributary' | head -1)
