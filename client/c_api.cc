@@ -9,6 +9,7 @@
 #include <string>
 
 #include "tributary/client.h"
+#include "tributary/log.h"
 
 namespace tributary {
 namespace {
@@ -77,6 +78,27 @@ void CopyOut(const std::string& text, char* buffer, size_t size) {
   buffer[n] = '\0';
 }
 
+static_assert(TRIBUTARY_LOG_TRACE == static_cast<int>(LogLevel::kTrace) &&
+              TRIBUTARY_LOG_DEBUG == static_cast<int>(LogLevel::kDebug) &&
+              TRIBUTARY_LOG_INFO == static_cast<int>(LogLevel::kInfo) &&
+              TRIBUTARY_LOG_WARN == static_cast<int>(LogLevel::kWarn) &&
+              TRIBUTARY_LOG_ERROR == static_cast<int>(LogLevel::kError) &&
+              TRIBUTARY_LOG_OFF == static_cast<int>(LogLevel::kOff));
+
+Result<LogLevel> ToLogLevel(int level) {
+  if (level < TRIBUTARY_LOG_TRACE || level > TRIBUTARY_LOG_OFF)
+    return Status::InvalidArgument("log_level: " + std::to_string(level) +
+                                   " is not a tributary_log_level (0 trace .. 5 off)");
+  return static_cast<LogLevel>(level);
+}
+
+LogCallback ToLogCallback(tributary_log_fn fn, void* user_data) {
+  return [fn, user_data](LogLevel level, std::string_view message) {
+    const std::string line(message);  // the C side needs the NUL
+    fn(user_data, static_cast<int>(level), line.c_str());
+  };
+}
+
 Result<ClientOptions> ToOptions(const tributary_client_options& o) {
   ClientOptions out;
   out.coordinator = Str(o.coordinator);
@@ -95,6 +117,8 @@ Result<ClientOptions> ToOptions(const tributary_client_options& o) {
   out.backoff.seed = o.backoff_seed;
   out.heartbeat_interval = std::chrono::milliseconds(o.heartbeat_interval_ms);
   out.connect_timeout = std::chrono::milliseconds(o.connect_timeout_ms);
+  TRIB_ASSIGN_OR_RETURN(out.log_level, ToLogLevel(o.log_level));
+  if (o.log_fn) out.log_callback = ToLogCallback(o.log_fn, o.log_user_data);
   return out;
 }
 
@@ -156,6 +180,7 @@ void tributary_client_options_init(tributary_client_options* o) {
   o->backoff_multiplier = d.backoff.multiplier;
   o->backoff_jitter = d.backoff.jitter;
   o->connect_timeout_ms = static_cast<uint32_t>(d.connect_timeout.count());
+  o->log_level = static_cast<int>(d.log_level);
 }
 
 tributary_client* tributary_client_create(const tributary_client_options* options, char* error,
@@ -239,6 +264,18 @@ void tributary_client_destroy(tributary_client* c) {
     delete c;
   } catch (...) {
     // A destructor that throws would terminate; nothing else can be done here.
+  }
+}
+
+int tributary_set_log_handler(int level, tributary_log_fn fn, void* user_data) {
+  using namespace tributary;
+  try {
+    Result<LogLevel> lvl = ToLogLevel(level);
+    if (!lvl.ok()) return static_cast<int>(lvl.status().code());
+    SetLogHandler(*lvl, fn ? ToLogCallback(fn, user_data) : LogCallback());
+    return TRIBUTARY_OK;
+  } catch (...) {
+    return TRIBUTARY_INTERNAL;  // only allocation can fail here
   }
 }
 

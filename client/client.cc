@@ -41,6 +41,9 @@ Status ClientOptions::Validate() const {
     return Status::InvalidArgument("heartbeat_interval must be >= 0 ms (0 = the coordinator's)");
   if (connect_timeout.count() <= 0)
     return Status::InvalidArgument("connect_timeout must be > 0 ms");
+  if (log_level < LogLevel::kTrace || log_level > LogLevel::kOff)
+    return Status::InvalidArgument("log_level: " + std::to_string(static_cast<int>(log_level)) +
+                                   " is not a LogLevel");
   return Status::Ok();
 }
 
@@ -101,6 +104,8 @@ Result<std::unique_ptr<Client>> Client::Create(ClientOptions options,
   TRIB_ASSIGN_OR_RETURN(impl->runtime,
                         ClientRuntime::Create(impl->io, *impl->transport, std::move(trainer),
                                               std::move(ropts), std::move(state)));
+  // Last, so that a Create that fails leaves the process's handler as it was (nothing above logs).
+  if (options.log_callback) SetLogHandler(options.log_level, std::move(options.log_callback));
   return std::unique_ptr<Client>(new Client(std::move(impl)));
 }
 

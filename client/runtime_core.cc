@@ -26,14 +26,14 @@ Error ErrorFromStatus(const Status& s) {
 
 void LogReport(const TaskReport& r) {
   if (!r.status.ok()) {
-    spdlog::warn("round {}: {} failed, told the coordinator: {}", r.round,
-                 r.kind == TaskReport::Kind::kFit ? "fit" : "evaluate", r.status.message());
+    Log().warn("round {}: {} failed, told the coordinator: {}", r.round,
+               r.kind == TaskReport::Kind::kFit ? "fit" : "evaluate", r.status.message());
   } else if (r.kind == TaskReport::Kind::kFit) {
-    spdlog::info("round {}: fit loss {:.4f} on {} examples in {:.2f}s, update {} bytes ({})",
-                 r.round, r.loss, r.num_examples, r.seconds, r.update_bytes, r.codec);
+    Log().info("round {}: fit loss {:.4f} on {} examples in {:.2f}s, update {} bytes ({})", r.round,
+               r.loss, r.num_examples, r.seconds, r.update_bytes, r.codec);
   } else {
-    spdlog::info("round {}: evaluate loss {:.4f} accuracy {:.2f}% on {} examples in {:.2f}s",
-                 r.round, r.loss, 100.0 * r.accuracy, r.num_examples, r.seconds);
+    Log().info("round {}: evaluate loss {:.4f} accuracy {:.2f}% on {} examples in {:.2f}s", r.round,
+               r.loss, 100.0 * r.accuracy, r.num_examples, r.seconds);
   }
 }
 
@@ -109,7 +109,7 @@ void RuntimeCore::DoConnect() {
   if (finished_) return;
   const uint64_t gen = ++generation_;
   welcomed_ = false;
-  spdlog::debug("connecting to {}", options_.address);
+  Log().debug("connecting to {}", options_.address);
   transport_.Connect(options_.address, [self = shared_from_this(),
                                         gen](Result<std::shared_ptr<Connection>> c) mutable {
     asio::post(self->strand_,
@@ -171,10 +171,10 @@ void RuntimeCore::OnMessage(uint64_t gen, Message message) {
     OnSecAgg(gen, std::move(message));
   } else if (auto* goodbye = std::get_if<Goodbye>(&message)) {
     if (goodbye->code == static_cast<uint32_t>(ErrorCode::kRunFailed)) {
-      spdlog::error("the coordinator's run failed: {}", goodbye->reason);
+      Log().error("the coordinator's run failed: {}", goodbye->reason);
       Finish(Status::Aborted("the coordinator's run failed: " + goodbye->reason));
     } else {
-      spdlog::info("the coordinator ended the run: {}", goodbye->reason);
+      Log().info("the coordinator ended the run: {}", goodbye->reason);
       Finish(Status::Ok());
     }
   } else if (auto* error = std::get_if<Error>(&message)) {
@@ -182,8 +182,7 @@ void RuntimeCore::OnMessage(uint64_t gen, Message message) {
   } else if (std::holds_alternative<Heartbeat>(message)) {
     // The coordinator's echo of ours: liveness, noted above.
   } else {
-    spdlog::warn("ignoring an unexpected {} from the coordinator",
-                 MessageTypeName(TypeOf(message)));
+    Log().warn("ignoring an unexpected {} from the coordinator", MessageTypeName(TypeOf(message)));
   }
 }
 
@@ -193,7 +192,7 @@ void RuntimeCore::SendOrReport(const Status& s, Message m) {
     conn_->Send(std::move(m));
     return;
   }
-  spdlog::error("secure aggregation: {}", s.ToString());
+  Log().error("secure aggregation: {}", s.ToString());
   conn_->Send(Error{static_cast<uint32_t>(ErrorCode::kProtocolViolation), s.message()});
 }
 
@@ -215,8 +214,8 @@ void RuntimeCore::OnSecAgg(uint64_t gen, Message message) {
     return SendOrReport(keys.status(), keys.ok() ? Message(std::move(*keys)) : Message{});
   }
   if (!secagg_) {
-    spdlog::warn("ignoring a {} outside a round with secure aggregation",
-                 MessageTypeName(TypeOf(message)));
+    Log().warn("ignoring a {} outside a round with secure aggregation",
+               MessageTypeName(TypeOf(message)));
     return;
   }
   if (auto* roster = std::get_if<SecAggRosterMsg>(&message)) {
@@ -240,7 +239,7 @@ void RuntimeCore::MaskAndSend(uint64_t gen, const std::shared_ptr<SecAggTask>& s
   if (masked.ok()) {
     reply = std::move(*masked);
   } else {
-    spdlog::error("secure aggregation: {}", masked.status().ToString());
+    Log().error("secure aggregation: {}", masked.status().ToString());
     reply = ErrorFromStatus(masked.status());
   }
   asio::post(strand_, [self = shared_from_this(), gen, reply = std::move(reply)]() mutable {
@@ -262,8 +261,8 @@ void RuntimeCore::OnWelcome(const Welcome& welcome) {
                             : std::chrono::milliseconds(welcome.heartbeat_interval_ms);
   heartbeat_timeout_ =
       options_.heartbeat_timeout.count() > 0 ? options_.heartbeat_timeout : 3 * heartbeat_interval_;
-  spdlog::info("joined {} as '{}' (coordinator {}, heartbeat every {} ms)", options_.address,
-               welcome.client_id, welcome.software_version, heartbeat_interval_.count());
+  Log().info("joined {} as '{}' (coordinator {}, heartbeat every {} ms)", options_.address,
+             welcome.client_id, welcome.software_version, heartbeat_interval_.count());
   if (heartbeat_interval_.count() > 0) ScheduleHeartbeat(generation_);
   if (state_) {
     worker_->Submit([self = shared_from_this(), id = welcome.client_id] {
@@ -277,21 +276,21 @@ void RuntimeCore::OnCoordinatorError(const Error& error) {
   switch (static_cast<ErrorCode>(error.code)) {
     case ErrorCode::kRevoked:
     case ErrorCode::kUnauthenticated:
-      spdlog::error("the coordinator refused this client: {}", text);
+      Log().error("the coordinator refused this client: {}", text);
       Finish(Status::PermissionDenied("the coordinator refused this client: " + text));
       return;
     case ErrorCode::kLayoutMismatch:
-      spdlog::error("the coordinator refused this client's model: {}", text);
+      Log().error("the coordinator refused this client's model: {}", text);
       Finish(Status::FailedPrecondition("the coordinator refused this client's model: " + text));
       return;
     case ErrorCode::kUnsupportedVersion:
-      spdlog::error("the coordinator speaks another protocol version: {}", text);
+      Log().error("the coordinator speaks another protocol version: {}", text);
       Finish(
           Status::FailedPrecondition("the coordinator speaks another protocol version: " + text));
       return;
     default:
       // Most often an update the coordinator rejected (late, duplicate, ...): not fatal.
-      spdlog::warn("the coordinator reported: {}", text);
+      Log().warn("the coordinator reported: {}", text);
       last_error_ = Status::Unavailable("the coordinator reported " + text);
   }
 }
@@ -320,12 +319,12 @@ void RuntimeCore::RetryLater(const Status& why) {
   if (was_welcomed) {
     backoff_.Reset();  // a session that got as far as Welcome is not a failed attempt
   } else if (backoff_.exhausted()) {
-    spdlog::error("giving up after {} failed attempts: {}", backoff_.failures(), why.ToString());
+    Log().error("giving up after {} failed attempts: {}", backoff_.failures(), why.ToString());
     Finish(Status::Unavailable(fmt::format("gave up after {} consecutive failed attempts; last: {}",
                                            backoff_.failures(), why.ToString())));
     return;
   }
-  spdlog::warn("{}; reconnecting in {} ms", why.ToString(), delay.count());
+  Log().warn("{}; reconnecting in {} ms", why.ToString(), delay.count());
   reconnect_timer_->ExpiresAfter(delay, [self = shared_from_this()] { self->DoConnect(); });
 }
 
@@ -347,8 +346,8 @@ void RuntimeCore::ScheduleHeartbeat(uint64_t gen) {
 
 void RuntimeCore::Deliver(uint64_t gen, Message reply) {
   if (finished_ || gen != generation_ || !conn_) {
-    spdlog::info("dropping a {} computed for a connection that has since closed",
-                 MessageTypeName(TypeOf(reply)));
+    Log().info("dropping a {} computed for a connection that has since closed",
+               MessageTypeName(TypeOf(reply)));
     return;
   }
   conn_->Send(std::move(reply));
@@ -357,7 +356,7 @@ void RuntimeCore::Deliver(uint64_t gen, Message reply) {
 void RuntimeCore::DoStop() {
   if (finished_) return;
   if (conn_ && welcomed_) conn_->Send(Goodbye{"client stopping"});
-  spdlog::info("stopping");
+  Log().info("stopping");
   Finish(Status::Aborted("stopped by the application"));
 }
 
@@ -434,7 +433,7 @@ void RuntimeCore::SaveState(const std::function<void(ClientStateData&)>& update)
   update(d);
   if (d == state_->data()) return;
   if (Status s = state_->Save(d); !s.ok())
-    spdlog::warn("cannot save the client state: {}", s.ToString());
+    Log().warn("cannot save the client state: {}", s.ToString());
 }
 
 }  // namespace tributary

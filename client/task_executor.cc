@@ -100,7 +100,7 @@ CodecState* TaskExecutor::PrepareCodecState(const Codec& codec, size_t n) {
     if (saved.ok()) {
       codec_state_ = std::move(*saved);
     } else {
-      spdlog::warn("starting with an empty error-feedback residual: {}", saved.status().ToString());
+      Log().warn("starting with an empty error-feedback residual: {}", saved.status().ToString());
       codec_state_ = CodecState{};
     }
   }
@@ -175,7 +175,7 @@ Result<UpdateSubmission> TaskExecutor::Fit(const TaskAssignment& task, TaskRepor
                                      task.codec.spec, bytes.status().ToString()));
   if (codec_state && state_) {
     if (Status s = state_->SaveCodecState(*codec_state); !s.ok())
-      spdlog::warn("{}: the error-feedback residual stays in memory only: {}", what, s.ToString());
+      Log().warn("{}: the error-feedback residual stays in memory only: {}", what, s.ToString());
   }
 
   UpdateSubmission out;

@@ -376,8 +376,7 @@ void FramedConnection::finish() {
     if (out.done) out.done(Status::Aborted("connection to " + peer_.address + " closed"));
   }
   if (!close_reason_.ok()) {
-    spdlog::debug("connection {} ({}) closed: {}", peer_.address, peer_.id,
-                  close_reason_.ToString());
+    Log().debug("connection {} ({}) closed: {}", peer_.address, peer_.id, close_reason_.ToString());
   }
   on_message_ = nullptr;
   CloseHandler on_close = std::move(on_close_);

@@ -144,6 +144,14 @@ static int evaluate(void* user, const tributary_eval_config* cfg, const float* w
   return 0;
 }
 
+/* The library prints nothing unless asked; this app wants its warnings and errors (reconnects,
+ * refusals) on stderr. Called on the client's threads, one call at a time. */
+static void log_line(void* user_data, int level, const char* message) {
+  static const char* const names[] = {"trace", "debug", "info", "warn", "error"};
+  (void)user_data;
+  fprintf(stderr, "edge_app_c: [%s] %s\n", level >= 0 && level < 5 ? names[level] : "?", message);
+}
+
 int main(int argc, char** argv) {
   if (argc < 5) {
     fprintf(stderr, "usage: %s HOST:PORT CA.crt ME.crt ME.key [SEED]\n", argv[0]);
@@ -170,6 +178,8 @@ int main(int argc, char** argv) {
   o.fit = fit;
   o.evaluate = evaluate;
   o.user_data = &a;
+  o.log_fn = log_line;
+  o.log_level = TRIBUTARY_LOG_WARN;
 
   char error[1024];
   tributary_client* client = tributary_client_create(&o, error, sizeof error);

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "mlp_trainer.h"
 #include "synthetic_data.h"
@@ -98,6 +99,14 @@ int main(int argc, char** argv) {
       std::printf("edge_app: round %llu trained on %lld examples, loss %.4f, accuracy %.1f%%\n",
                   static_cast<unsigned long long>(r.round), static_cast<long long>(r.num_examples),
                   r.loss, 100.0 * r.accuracy);
+  };
+
+  // The library prints nothing unless asked; this app wants its warnings and errors (reconnects,
+  // refusals) on stderr. The callback runs on the client's threads, one call at a time.
+  options.log_level = tributary::LogLevel::kWarn;
+  options.log_callback = [](tributary::LogLevel level, std::string_view message) {
+    std::fprintf(stderr, "edge_app: [%s] %.*s\n", tributary::LogLevelName(level).data(),
+                 static_cast<int>(message.size()), message.data());
   };
 
   tributary::Result<std::unique_ptr<tributary::Client>> client =

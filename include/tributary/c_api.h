@@ -28,6 +28,9 @@
  *   if (rc != TRIBUTARY_OK) fprintf(stderr, "%s\n", tributary_client_last_error(c));
  *   tributary_client_destroy(c);
  *
+ * The library prints nothing; set o.log_fn (or call tributary_set_log_handler) to receive its log
+ * lines.
+ *
  * Threading: the callbacks run on the client's worker thread, one call at a time. The functions
  * may be called from any thread, except from inside a callback; tributary_client_stop() may be
  * called at any time (e.g. from another thread while tributary_client_run() blocks). No function
@@ -113,6 +116,24 @@ typedef int (*tributary_evaluate_fn)(void* user_data, const tributary_eval_confi
                                      const float* weights, size_t num_floats,
                                      tributary_eval_result* result, char* error, size_t error_size);
 
+/* Log levels: the values of tributary::LogLevel (log.h). */
+typedef enum tributary_log_level {
+  TRIBUTARY_LOG_TRACE = 0,
+  TRIBUTARY_LOG_DEBUG = 1,
+  TRIBUTARY_LOG_INFO = 2,
+  TRIBUTARY_LOG_WARN = 3,
+  TRIBUTARY_LOG_ERROR = 4,
+  TRIBUTARY_LOG_OFF = 5
+} tributary_log_level;
+
+/* Receives one line the library logged: `level` is a tributary_log_level (never
+ * TRIBUTARY_LOG_OFF), `message` is NUL-terminated text without a timestamp, level or newline,
+ * valid only during the call. It is called from the library's threads (its I/O thread, the
+ * worker thread that runs fit/evaluate), possibly also from a thread that calls into the library,
+ * but never two calls at once: the library holds a lock around each call. It should return quickly
+ * and must not call any tributary_ function (the lock is not reentrant). */
+typedef void (*tributary_log_fn)(void* user_data, int level, const char* message);
+
 /* Strings are copied by tributary_client_create; they need not outlive the call. Fields mirror
  * tributary::ClientOptions (client.h). */
 typedef struct tributary_client_options {
@@ -139,6 +160,13 @@ typedef struct tributary_client_options {
   uint64_t backoff_seed;
   uint32_t heartbeat_interval_ms; /* 0: the coordinator's */
   uint32_t connect_timeout_ms;    /* default 10000 */
+
+  /* Logging. By default (log_fn NULL) the library writes nothing anywhere. With log_fn set, a
+   * tributary_client_create that succeeds installs it for the whole process, exactly as
+   * tributary_set_log_handler(log_level, log_fn, log_user_data) does. */
+  tributary_log_fn log_fn;
+  int log_level;       /* a tributary_log_level; default TRIBUTARY_LOG_INFO */
+  void* log_user_data; /* passed to log_fn; see tributary_set_log_handler for how long it is used */
 } tributary_client_options;
 
 /* Fills `options` with the defaults (and NULL / 0 elsewhere). Call it before setting fields. */
@@ -170,6 +198,17 @@ size_t tributary_client_id(const tributary_client* client, char* buffer, size_t 
 
 /* Stops the client, waits for a callback in progress to return, and frees it. NULL is fine. */
 void tributary_client_destroy(tributary_client* client);
+
+/* Installs `fn` as the process's log handler: it receives the lines at `level` and above from
+ * every client in the process, with `user_data`. There is one handler per process: this replaces
+ * the previous one (whether set here or through tributary_client_options; the last installed
+ * wins), and it stays installed, also after the client that installed it is destroyed, until
+ * replaced. fn NULL or TRIBUTARY_LOG_OFF removes it, making the library silent (the state a
+ * process starts in). When this returns, the previous handler is not running and will not be
+ * called again, so its user_data may be freed then; `user_data` must stay valid until then.
+ * Returns TRIBUTARY_OK, or TRIBUTARY_INVALID_ARGUMENT (and changes nothing) when `level` is not a
+ * tributary_log_level. */
+int tributary_set_log_handler(int level, tributary_log_fn fn, void* user_data);
 
 /* "OK", "InvalidArgument", ...; "Unknown" for other values. Static storage. */
 const char* tributary_status_name(int code);

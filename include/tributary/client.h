@@ -30,6 +30,7 @@
 #include <memory>
 #include <string>
 
+#include "tributary/log.h"
 #include "tributary/result.h"
 #include "tributary/status.h"
 #include "tributary/trainer.h"
@@ -99,6 +100,14 @@ struct ClientOptions {
   std::chrono::milliseconds connect_timeout{10'000};
   // Called on the worker thread after each task; must not block for long.
   std::function<void(const TaskReport&)> on_task;
+  // Logging (log.h). By default the library writes nothing anywhere. When log_callback is set,
+  // a Create that succeeds installs it for the whole process with SetLogHandler(log_level,
+  // log_callback): it then receives the lines at log_level and above from every Client in the
+  // process, replaces the handler installed before (the last one installed wins), and stays
+  // installed after this Client is destroyed. When log_callback is empty, Create leaves the
+  // process's handler as it is and log_level is unused.
+  LogLevel log_level = LogLevel::kInfo;
+  LogCallback log_callback;
 
   // InvalidArgument naming the field when a value is missing or out of range (files are checked
   // by Client::Create, which reads them).

@@ -235,6 +235,9 @@ PYBIND11_MODULE(_tributary, m) {
   m.doc() = "Tributary's client and simulator, for trainers written in Python";
   m.attr("__version__") = TRIBUTARY_VERSION;
   RegisterError(m);
+  // The C++ library is silent unless asked (tributary/log.h). The module asks: a script sees the
+  // library's lines at info on stderr (set_log_level's documented default) until it sets another.
+  Check(InitLogging("info"));
 
   py::class_<FitConfig>(m, "FitConfig", "What the coordinator asks of one fit (trainer.h)")
       .def(py::init<>())

@@ -74,20 +74,53 @@ static void fill_options(tributary_client_options* o, const char* coordinator, c
   o->backoff_max_ms = 20;
 }
 
+static int run(const tributary_client_options* o, linear_app* app, trib_c_outcome* outcome) {
+  memset(outcome, 0, sizeof(*outcome));
+  tributary_client* client = tributary_client_create(o, outcome->error, sizeof(outcome->error));
+  if (!client) return -1;
+  int rc = tributary_client_run(client);
+  snprintf(outcome->error, sizeof(outcome->error), "%s", tributary_client_last_error(client));
+  outcome->id_length = tributary_client_id(client, outcome->client_id, sizeof(outcome->client_id));
+  tributary_client_destroy(client);
+  outcome->fit_calls = app->fit_calls;
+  return rc;
+}
+
 int trib_c_run_client(const char* coordinator, const char* ca, const char* cert, const char* key,
                       int fail_evaluate, trib_c_outcome* outcome) {
   linear_app app = {1.0f, fail_evaluate, 0};
   tributary_tensor tensors[2];
   tributary_client_options o;
   fill_options(&o, coordinator, ca, cert, key, &app, tensors);
-  memset(outcome, 0, sizeof(*outcome));
-  tributary_client* client = tributary_client_create(&o, outcome->error, sizeof(outcome->error));
-  if (!client) return -1;
-  int rc = tributary_client_run(client);
-  snprintf(outcome->error, sizeof(outcome->error), "%s", tributary_client_last_error(client));
-  outcome->id_length = tributary_client_id(client, outcome->client_id, sizeof(outcome->client_id));
-  tributary_client_destroy(client);
-  outcome->fit_calls = app.fit_calls;
+  return run(&o, &app, outcome);
+}
+
+/* Called on the client's threads, one call at a time: no locking needed. */
+static void record_log(void* user_data, int level, const char* message) {
+  trib_c_log* log = (trib_c_log*)user_data;
+  if (log->magic != TRIB_C_LOG_MAGIC) return; /* not our user_data: the test sees count 0 */
+  if (log->count < TRIB_C_LOG_LINES) {
+    log->levels[log->count] = level;
+    snprintf(log->lines[log->count], sizeof(log->lines[0]), "%s", message);
+  }
+  log->count++;
+}
+
+int trib_c_run_logged_client(const char* coordinator, const char* ca, const char* cert,
+                             const char* key, int log_level, trib_c_log* log,
+                             trib_c_outcome* outcome) {
+  linear_app app = {1.0f, 0, 0};
+  tributary_tensor tensors[2];
+  tributary_client_options o;
+  fill_options(&o, coordinator, ca, cert, key, &app, tensors);
+  memset(log, 0, sizeof(*log));
+  log->magic = TRIB_C_LOG_MAGIC;
+  o.log_fn = record_log;
+  o.log_level = log_level;
+  o.log_user_data = log;
+  int rc = run(&o, &app, outcome);
+  /* The handler is the process's and outlives the client: remove it before `log` goes away. */
+  tributary_set_log_handler(TRIBUTARY_LOG_OFF, NULL, NULL);
   return rc;
 }
 
@@ -108,6 +141,9 @@ int trib_c_create_error(int which, char* error, size_t error_size) {
       break; /* repeated name */
     case 3:
       o.coordinator = NULL;
+      break;
+    case 5:
+      o.log_level = 9;
       break;
     default:
       o.ca_cert_file = "/nonexistent/ca.crt";

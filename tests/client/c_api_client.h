@@ -21,8 +21,25 @@ typedef struct trib_c_outcome {
 int trib_c_run_client(const char* coordinator, const char* ca, const char* cert, const char* key,
                       int fail_evaluate, trib_c_outcome* outcome);
 
+/* What the log callback of trib_c_run_logged_client saw. */
+#define TRIB_C_LOG_MAGIC 0x4c4f4721u
+#define TRIB_C_LOG_LINES 8
+typedef struct trib_c_log {
+  unsigned magic; /* TRIB_C_LOG_MAGIC, set by trib_c_run_logged_client */
+  int count;      /* calls received, also those past the arrays */
+  int levels[TRIB_C_LOG_LINES];
+  char lines[TRIB_C_LOG_LINES][256];
+} trib_c_log;
+
+/* As trib_c_run_client (fail_evaluate off), with o.log_fn a callback that records into `log`
+ * (through o.log_user_data) at `log_level`. Removes the process's log handler before returning. */
+int trib_c_run_logged_client(const char* coordinator, const char* ca, const char* cert,
+                             const char* key, int log_level, trib_c_log* log,
+                             trib_c_outcome* outcome);
+
 /* Creates a client with one thing wrong (0: no fit callback, 1: no tensors, 2: a repeated tensor
- * name, 3: no coordinator, other: a missing CA file); returns 1 when create failed as it should. */
+ * name, 3: no coordinator, 5: log_level 9, other: a missing CA file); returns 1 when create failed
+ * as it should. */
 int trib_c_create_error(int which, char* error, size_t error_size);
 
 #ifdef __cplusplus

@@ -4,8 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <future>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "compression/codec.h"
+#include "core/log.h"
 #include "tests/client/c_api_client.h"
 #include "tests/client/tls_fixture.h"
 #include "tributary/model_weights.h"
@@ -82,6 +86,65 @@ TEST(CApiTest, ACClientTrainsEvaluatesAndFinishes) {
   EXPECT_EQ(outcome.fit_calls, 1);
 }
 
+TEST(CApiTest, TheLogCallbackGetsTheClientsLinesWithItsUserData) {
+  TlsCoordinatorFixture fx;
+  const auto f = fx.ClientFiles("c-log");
+  trib_c_log log;
+  trib_c_outcome outcome;
+  auto run = std::async(std::launch::async, [&] {
+    return trib_c_run_logged_client(fx.address().c_str(), f.ca.c_str(), f.cert.c_str(),
+                                    f.key.c_str(), TRIBUTARY_LOG_INFO, &log, &outcome);
+  });
+  auto session = fx.coordinator().WaitSession(0);
+  ASSERT_TRUE(session);
+  ASSERT_TRUE(session->WaitHello());
+  session->Send(Goodbye{"done"});
+  ASSERT_EQ(run.wait_for(20s), std::future_status::ready);
+  ASSERT_EQ(run.get(), TRIBUTARY_OK) << outcome.error;
+
+  // At info, the two lines of a session that ends at once; the debug ones ("connecting to") are
+  // not asked for. The lines landed in `log`, so the callback got the user_data it was given.
+  ASSERT_EQ(log.count, 2);
+  EXPECT_EQ(log.levels[0], TRIBUTARY_LOG_INFO);
+  EXPECT_EQ(std::string(log.lines[0]),
+            "joined " + fx.address() +
+                " as 'c-log' (coordinator fake-coordinator, heartbeat every 0 ms)");
+  EXPECT_EQ(log.levels[1], TRIBUTARY_LOG_INFO);
+  EXPECT_STREQ(log.lines[1], "the coordinator ended the run: done");
+}
+
+struct Recorded {
+  std::vector<std::pair<int, std::string>> lines;
+};
+
+void Record(void* user_data, int level, const char* message) {
+  static_cast<Recorded*>(user_data)->lines.emplace_back(level, message);
+}
+
+TEST(CApiTest, SetLogHandlerFiltersByLevelAndCanBeRemoved) {
+  Recorded r;
+  ASSERT_EQ(tributary_set_log_handler(TRIBUTARY_LOG_WARN, Record, &r), TRIBUTARY_OK);
+  Log().info("below the level");
+  Log().warn("tensor {} is late", 3);
+  Log().error("and this failed");
+  // A bad level is refused and changes nothing.
+  EXPECT_EQ(tributary_set_log_handler(9, Record, nullptr), TRIBUTARY_INVALID_ARGUMENT);
+  EXPECT_EQ(tributary_set_log_handler(-1, Record, nullptr), TRIBUTARY_INVALID_ARGUMENT);
+  Log().warn("still here");
+  ASSERT_EQ(tributary_set_log_handler(TRIBUTARY_LOG_OFF, nullptr, nullptr), TRIBUTARY_OK);
+  Log().error("nobody hears this");
+  const std::vector<std::pair<int, std::string>> expected = {
+      {TRIBUTARY_LOG_WARN, "tensor 3 is late"},
+      {TRIBUTARY_LOG_ERROR, "and this failed"},
+      {TRIBUTARY_LOG_WARN, "still here"},
+  };
+  EXPECT_EQ(r.lines, expected);
+  // A level of OFF with a callback is as silent as no callback.
+  ASSERT_EQ(tributary_set_log_handler(TRIBUTARY_LOG_OFF, Record, &r), TRIBUTARY_OK);
+  Log().error("nor this");
+  EXPECT_EQ(r.lines.size(), 3u);
+}
+
 TEST(CApiTest, CreateFailuresExplainThemselves) {
   const std::pair<int, const char*> cases[] = {
       {0, "fit callback is required"},
@@ -89,6 +152,7 @@ TEST(CApiTest, CreateFailuresExplainThemselves) {
       {2, "linear.weight"},
       {3, "coordinator"},
       {4, "/nonexistent/ca.crt"},
+      {5, "log_level: 9 is not a tributary_log_level"},
   };
   for (const auto& [which, expected] : cases) {
     char error[512];
