@@ -1,6 +1,7 @@
 // RunCommand: runs a program the build made (a tool such as tributary-certs or tributary-dp) from a
 // test, through /bin/sh and bounded by coreutils `timeout` so that a hang fails the test instead of
-// stalling it. Every argument is single-quoted for the shell.
+// stalling it. Every argument is single-quoted for the shell. In a cross build the program runs
+// under the tests' emulator (emulator.h).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -9,6 +10,8 @@
 #include <cstdio>
 #include <string>
 #include <vector>
+
+#include "tests/core/emulator.h"
 
 namespace tributary::testing {
 
@@ -34,6 +37,7 @@ inline std::string ShellQuote(const std::string& s) {
 inline CommandResult RunCommand(const std::string& program, const std::vector<std::string>& args,
                                 bool merge_stderr, const std::string& scratch_dir = "/tmp") {
   std::string cmd = "timeout 60 ";
+  for (const std::string& word : EmulatorPrefix()) cmd += ShellQuote(word) + " ";
   cmd += ShellQuote(program);
   for (const std::string& a : args) {
     cmd += ' ';

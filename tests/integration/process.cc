@@ -11,9 +11,14 @@
 #include <sstream>
 #include <thread>
 
+#include "tests/core/emulator.h"
+
 namespace tributary::testing {
 
 Process::Process(std::vector<std::string> argv, const std::string& log_path) : log_path_(log_path) {
+  // A cross build's programs run under the emulator that runs its tests.
+  std::vector<std::string> prefix = EmulatorPrefix();
+  argv.insert(argv.begin(), prefix.begin(), prefix.end());
   std::vector<char*> args;
   for (auto& a : argv) args.push_back(a.data());
   args.push_back(nullptr);
