@@ -33,7 +33,7 @@ Status DpConfig::Validate(int64_t clients_per_round) const {
   auto bad = [](const std::string& what) { return Status::InvalidArgument("key " + what); };
   if (placement != "server" && placement != "client")
     return bad(fmt::format("'dp.placement' = '{}' must be 'server' or 'client'", placement));
-  if (sampling != "fixed" && sampling != "poisson")
+  if (!ParseDpSampling(sampling).ok())
     return bad(fmt::format("'dp.sampling' = '{}' must be 'fixed' or 'poisson'", sampling));
   if (!(noise_multiplier >= 0.0) || noise_multiplier > 1e6)
     return bad(

@@ -45,8 +45,10 @@ struct DpConfig {
   uint64_t noise_seed = 0;
 
   bool client_placement() const { return placement == "client"; }
+  // The accountant's sampling mode (ParseDpSampling); Validate() has refused any other name.
   DpSampling sampling_mode() const {
-    return sampling == "poisson" ? DpSampling::kPoisson : DpSampling::kFixedSize;
+    const Result<DpSampling> mode = ParseDpSampling(sampling);
+    return mode.ok() ? *mode : DpSampling::kFixedSize;
   }
   bool adaptive() const { return adaptive_quantile > 0.0; }
   // The run's delta: dp.delta, or 1 / population^1.1.

@@ -51,10 +51,6 @@ double GaussianNoise::Next() {
   return r * std::cos(theta);
 }
 
-void GaussianNoise::AddTo(std::span<double> out, double stddev) {
-  for (double& v : out) v += stddev * Next();
-}
-
 void GaussianNoise::AddTo(std::span<float> out, double stddev) {
   for (float& v : out) v = static_cast<float>(v + stddev * Next());
 }

@@ -29,7 +29,6 @@ class GaussianNoise {
   // One draw from N(0, 1).
   double Next();
   // out[i] += stddev * N(0, 1), each draw independent.
-  void AddTo(std::span<double> out, double stddev);
   void AddTo(std::span<float> out, double stddev);
 
  private:
