@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/check.h"
+#include "core/simd.h"
 
 namespace tributary {
 namespace {
@@ -35,8 +36,9 @@ float LoadF32(const uint8_t* p) {
 }
 
 // Quantizes x[0, len) (one chunk starting at value `first`) to codes in [0, levels].
-void QuantizeChunk(const float* __restrict x, size_t len, uint32_t first, uint32_t key, float scale,
-                   uint32_t levels, uint8_t* __restrict codes) {
+TRIB_SIMD_CLONES void QuantizeChunk(const float* __restrict x, size_t len, uint32_t first,
+                                    uint32_t key, float scale, uint32_t levels,
+                                    uint8_t* __restrict codes) {
   const float inv = scale > 0.0f ? static_cast<float>(levels) / (2.0f * scale) : 0.0f;
   const float half = 0.5f * static_cast<float>(levels);
   const float top = static_cast<float>(levels);
@@ -52,7 +54,7 @@ void QuantizeChunk(const float* __restrict x, size_t len, uint32_t first, uint32
   }
 }
 
-float MaxAbs(const float* x, size_t len) {
+TRIB_SIMD_CLONES float MaxAbs(const float* x, size_t len) {
   float m = 0.0f;
   for (size_t j = 0; j < len; ++j) {
     const float a = std::fabs(x[j]);
@@ -61,7 +63,7 @@ float MaxAbs(const float* x, size_t len) {
   return m;
 }
 
-float MeanAbs(const float* x, size_t len) {
+TRIB_SIMD_CLONES float MeanAbs(const float* x, size_t len) {
   float acc[8] = {};
   size_t j = 0;
   for (; j + 8 <= len; j += 8)
@@ -94,9 +96,11 @@ void Pack(const uint8_t* codes, size_t len, int bits, uint8_t* dst) {
 }
 
 // Codes of B bits at value positions [p, p + len) -> q * a + b. Whole bytes go through an unrolled
-// loop the compiler vectorizes; a ragged start or end goes one code at a time.
+// loop the compiler vectorizes; a ragged start or end goes one code at a time. Inlined into the
+// dispatched DecodeBits below, so each of its copies vectorizes it for its own target.
 template <int B>
-void DecodeQuantized(const uint8_t* codes, size_t p, size_t len, float a, float b, float* out) {
+[[gnu::always_inline]] inline void DecodeQuantized(const uint8_t* codes, size_t p, size_t len,
+                                                   float a, float b, float* out) {
   if constexpr (B == 8) {
     for (size_t j = 0; j < len; ++j) out[j] = static_cast<float>(codes[p + j]) * a + b;
   } else {
@@ -119,8 +123,26 @@ void DecodeQuantized(const uint8_t* codes, size_t p, size_t len, float a, float 
   }
 }
 
+TRIB_SIMD_CLONES void DecodeBits(int bits, const uint8_t* codes, size_t p, size_t len, float a,
+                                 float b, float* out) {
+  switch (bits) {
+    case 8:
+      DecodeQuantized<8>(codes, p, len, a, b, out);
+      break;
+    case 4:
+      DecodeQuantized<4>(codes, p, len, a, b, out);
+      break;
+    case 2:
+      DecodeQuantized<2>(codes, p, len, a, b, out);
+      break;
+    default:
+      DecodeQuantized<1>(codes, p, len, a, b, out);
+      break;
+  }
+}
+
 // Sign bits at positions [p, p + len) -> -s or +s, by setting the float's sign bit.
-void DecodeSigns(const uint8_t* codes, size_t p, size_t len, float s, float* out) {
+TRIB_SIMD_CLONES void DecodeSigns(const uint8_t* codes, size_t p, size_t len, float s, float* out) {
   uint32_t sbits;
   std::memcpy(&sbits, &s, 4);
   size_t j = 0;
@@ -264,20 +286,7 @@ void DecodeValues(const ValueFormat& f, std::span<const uint8_t> section, size_t
       DecodeSigns(codes, p, len, s, o);
     } else {
       const float a = 2.0f * s / static_cast<float>((1u << f.bits) - 1), b = -s;
-      switch (f.bits) {
-        case 8:
-          DecodeQuantized<8>(codes, p, len, a, b, o);
-          break;
-        case 4:
-          DecodeQuantized<4>(codes, p, len, a, b, o);
-          break;
-        case 2:
-          DecodeQuantized<2>(codes, p, len, a, b, o);
-          break;
-        default:
-          DecodeQuantized<1>(codes, p, len, a, b, o);
-          break;
-      }
+      DecodeBits(f.bits, codes, p, len, a, b, o);
     }
     p += len;
   }

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "train/cpu/gemm.h"
+
 namespace tributary::cpu {
 
 Conv2D::Conv2D(int64_t in_h, int64_t in_w, int64_t in_c, int64_t out_c, int64_t kernel,
@@ -81,14 +83,13 @@ void Conv2D::Col2Im(const float* cols, float* grad_in, int64_t n) const {
 
 void Conv2D::Forward(const float* in, float* out, int64_t n) {
   const int64_t in_size = h_ * w_ * c_, pix = oh_ * ow_;
-  ConstMatrixMap wt(wt_, oc_, taps_);
   const auto bias = Eigen::Map<const Eigen::RowVectorXf>(b_, oc_);
   for (int64_t s = 0; s < n; s += chunk_) {
     const int64_t m = std::min(chunk_, n - s);
     Im2Col(in + s * in_size, m);
-    ConstMatrixMap cols(cols_.data(), m * pix, taps_);
-    MatrixMap y(out + s * pix * oc_, m * pix, oc_);
-    y.noalias() = cols * wt.transpose();
+    float* y_data = out + s * pix * oc_;
+    Gemm(false, true, m * pix, oc_, taps_, cols_.data(), wt_, y_data, false);  // y = cols * wt^T
+    MatrixMap y(y_data, m * pix, oc_);
     y.rowwise() += bias;
   }
 }
@@ -96,7 +97,6 @@ void Conv2D::Forward(const float* in, float* out, int64_t n) {
 void Conv2D::Backward(const float* in, const float*, const float* grad_out, float* grad_in,
                       int64_t n) {
   const int64_t in_size = h_ * w_ * c_, pix = oh_ * ow_;
-  ConstMatrixMap wt(wt_, oc_, taps_);
   MatrixMap dwt(dwt_, oc_, taps_);
   auto db = Eigen::Map<Eigen::RowVectorXf>(db_, oc_);
   dwt.setZero();
@@ -105,13 +105,12 @@ void Conv2D::Backward(const float* in, const float*, const float* grad_out, floa
   for (int64_t s = 0; s < n; s += chunk_) {
     const int64_t m = std::min(chunk_, n - s);
     Im2Col(in + s * in_size, m);
-    ConstMatrixMap cols(cols_.data(), m * pix, taps_);
-    ConstMatrixMap dy(grad_out + s * pix * oc_, m * pix, oc_);
-    dwt.noalias() += dy.transpose() * cols;
+    const float* dy_data = grad_out + s * pix * oc_;
+    ConstMatrixMap dy(dy_data, m * pix, oc_);
+    Gemm(true, false, oc_, taps_, m * pix, dy_data, cols_.data(), dwt_, true);  // dwt += dy^T cols
     db += dy.colwise().sum();
     if (grad_in) {
-      MatrixMap dcols(dcols_.data(), m * pix, taps_);
-      dcols.noalias() = dy * wt;
+      Gemm(false, false, m * pix, taps_, oc_, dy_data, wt_, dcols_.data(), false);  // dcols = dy wt
       Col2Im(dcols_.data(), grad_in + s * in_size, m);
     }
   }

@@ -1,5 +1,7 @@
 #include "train/cpu/dense.h"
 
+#include "train/cpu/gemm.h"
+
 namespace tributary::cpu {
 
 void Dense::Bind(float* params, float* grads) {
@@ -10,25 +12,17 @@ void Dense::Bind(float* params, float* grads) {
 }
 
 void Dense::Forward(const float* in, float* out, int64_t n) {
-  ConstMatrixMap x(in, n, in_);
-  ConstMatrixMap w(w_, out_, in_);
+  Gemm(false, true, n, out_, in_, in, w_, out, false);  // y = x * w^T
   MatrixMap y(out, n, out_);
-  y.noalias() = x * w.transpose();
   y.rowwise() += Eigen::Map<const Eigen::RowVectorXf>(b_, out_);
 }
 
 void Dense::Backward(const float* in, const float*, const float* grad_out, float* grad_in,
                      int64_t n) {
-  ConstMatrixMap x(in, n, in_);
   ConstMatrixMap dy(grad_out, n, out_);
-  MatrixMap dw(dw_, out_, in_);
-  dw.noalias() = dy.transpose() * x;
+  Gemm(true, false, out_, in_, n, grad_out, in, dw_, false);  // dw = dy^T * x
   Eigen::Map<Eigen::RowVectorXf>(db_, out_) = dy.colwise().sum();
-  if (grad_in) {
-    ConstMatrixMap w(w_, out_, in_);
-    MatrixMap dx(grad_in, n, in_);
-    dx.noalias() = dy * w;
-  }
+  if (grad_in) Gemm(false, false, n, in_, out_, grad_out, w_, grad_in, false);  // dx = dy * w
 }
 
 }  // namespace tributary::cpu

@@ -2,7 +2,22 @@
 
 #include <cstring>
 
+#include "core/simd.h"
+
 namespace tributary::cpu {
+namespace {
+
+// The ReLU loops, dispatched (core/simd.h); selects only, so every copy gives the same bits.
+TRIB_SIMD_CLONES void ReluForward(const float* __restrict in, float* __restrict out, int64_t len) {
+  for (int64_t i = 0; i < len; ++i) out[i] = in[i] > 0.0f ? in[i] : 0.0f;
+}
+
+TRIB_SIMD_CLONES void ReluBackward(const float* __restrict out, const float* __restrict grad_out,
+                                   float* __restrict grad_in, int64_t len) {
+  for (int64_t i = 0; i < len; ++i) grad_in[i] = out[i] > 0.0f ? grad_out[i] : 0.0f;
+}
+
+}  // namespace
 
 MaxPool2D::MaxPool2D(int64_t in_h, int64_t in_w, int64_t c, int64_t k, int64_t max_batch)
     : h_(in_h), w_(in_w), c_(c), k_(k), oh_(in_h / k), ow_(in_w / k) {
@@ -55,16 +70,12 @@ void MaxPool2D::Backward(const float*, const float*, const float* grad_out, floa
   }
 }
 
-void ReLU::Forward(const float* in, float* out, int64_t n) {
-  const int64_t len = n * size_;
-  for (int64_t i = 0; i < len; ++i) out[i] = in[i] > 0.0f ? in[i] : 0.0f;
-}
+void ReLU::Forward(const float* in, float* out, int64_t n) { ReluForward(in, out, n * size_); }
 
 void ReLU::Backward(const float*, const float* out, const float* grad_out, float* grad_in,
                     int64_t n) {
   if (!grad_in) return;
-  const int64_t len = n * size_;
-  for (int64_t i = 0; i < len; ++i) grad_in[i] = out[i] > 0.0f ? grad_out[i] : 0.0f;
+  ReluBackward(out, grad_out, grad_in, n * size_);
 }
 
 }  // namespace tributary::cpu
