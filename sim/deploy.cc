@@ -214,6 +214,7 @@ Result<SimResult> RunDeployment(const SimConfig& c, const DeployOptions& options
     cl.key = (pki / (id + ".key")).string();
     cl.state_dir = (fs::path(work) / "state" / id).string();
     cl.device = "cpu";
+    cl.threads = 1;  // as each simulated client trains: the same bits as the in-process run
     cl.model = c.run.model;
     cl.init_seed = c.run.init_seed;
     cl.data = c.data;

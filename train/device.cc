@@ -1,6 +1,9 @@
 #include "train/device.h"
 
-#include <spdlog/spdlog.h>
+#include <algorithm>
+#include <thread>
+
+#include "core/log.h"
 
 #include <charconv>
 
@@ -106,15 +109,31 @@ Result<DeviceChoice> ResolveDevice(std::string_view device, const CudaInfo& info
   return choice;
 }
 
-Result<EngineFactory> SelectEngineFactory(std::string_view device) {
+Result<int> ResolveCpuThreads(int64_t configured) {
+  if (configured < 0 || configured > 256)
+    return Status::InvalidArgument(
+        "key 'train.threads' (--threads) must be in [0, 256] (0: every "
+        "core), got " +
+        std::to_string(configured));
+  if (configured > 0) return static_cast<int>(configured);
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+EngineFactory CpuEngineFactory(int threads) {
+  return [threads](const ModelSpec& spec, int64_t max_batch) {
+    return CreateCpuEngine(spec, max_batch, threads);
+  };
+}
+
+Result<EngineFactory> SelectEngineFactory(std::string_view device, int cpu_threads) {
   TRIB_ASSIGN_OR_RETURN(DeviceChoice choice, ResolveDevice(device, QueryCuda()));
   if (device == "auto") {
     if (choice.use_cuda)
-      spdlog::info("device auto: using {}", choice.name);
+      Log().info("device auto: using {}", choice.name);
     else
-      spdlog::info("device auto: using the CPU engine because {}", choice.fallback_reason);
+      Log().info("device auto: using the CPU engine because {}", choice.fallback_reason);
   }
-  if (!choice.use_cuda) return EngineFactory(CreateCpuEngine);
+  if (!choice.use_cuda) return CpuEngineFactory(cpu_threads);
 #if TRIBUTARY_HAVE_CUDA
   const int index = choice.cuda_index;
   return EngineFactory([index](const ModelSpec& spec, int64_t max_batch) {

@@ -5,8 +5,8 @@
 //   auto trainer = NativeTrainer::Create(spec, train, test, seed, factory);
 //
 // "auto" uses cuda:0 when the build has the CUDA backend and a usable GPU, and the CPU engine
-// otherwise; either way it logs one spdlog::info line saying what it chose and, on fallback, why
-// (no CUDA in this build, no NVIDIA driver, a driver older than the CUDA runtime, no GPU).
+// otherwise; either way it logs one info line (core/log.h) saying what it chose and, on fallback,
+// why (no CUDA in this build, no NVIDIA driver, a driver older than the CUDA runtime, no GPU).
 // "cuda" / "cuda:N" never fall back: they fail with a Status naming the reason.
 //
 // No CUDA headers here: this compiles the same in CPU-only builds. Thread-safe: the CUDA query runs
@@ -62,7 +62,19 @@ struct DeviceChoice {
 Result<DeviceChoice> ResolveDevice(std::string_view device, const CudaInfo& info);
 
 // ResolveDevice against QueryCuda(), plus the one log line for "auto", and the factory for the
-// choice. The factory builds engines with CreateCpuEngine or the CUDA backend's CreateCudaEngine.
-Result<EngineFactory> SelectEngineFactory(std::string_view device);
+// choice. The factory builds engines with CreateCpuEngine (on cpu_threads threads) or the CUDA
+// backend's CreateCudaEngine.
+Result<EngineFactory> SelectEngineFactory(std::string_view device, int cpu_threads = 1);
+
+// Makes CPU engines that train on `threads` threads (engine.h CreateCpuEngine).
+EngineFactory CpuEngineFactory(int threads);
+
+// The programs' train.threads key: the CPU engine's threads, 0 meaning every core of this machine
+// (std::thread::hardware_concurrency, at least 1). InvalidArgument naming the key unless in
+// [0, 256].
+Result<int> ResolveCpuThreads(int64_t configured);
+inline constexpr const char* kCpuThreadsHelp =
+    "threads that train the model on the CPU engine (0: every core); results are deterministic "
+    "for a seed and a thread count";
 
 }  // namespace tributary

@@ -55,6 +55,15 @@ class Engine {
                               const SgdConfig& cfg) = 0;
   // Loss and accuracy on the samples, without changing anything.
   virtual StepStats EvalStep(const Dataset& data, std::span<const uint32_t> batch) = 0;
+  // Class probabilities (the softmax of the logits) for the n = inputs.size() / spec().input
+  // .numel() samples stored one after another in `inputs` (HWC floats), written row by row to
+  // `probs` (n * spec().num_classes floats). n must be in [1, max_batch()]; InvalidArgument names
+  // the size that does not fit. Backends without it return Unimplemented (the CPU engine has it).
+  virtual Status Predict(std::span<const float> inputs, std::span<float> probs) {
+    (void)inputs;
+    (void)probs;
+    return Status::Unimplemented("predict is not implemented on " + device_name());
+  }
 
   // OK, or the first device failure (out of memory, device lost) since the engine was made. Steps
   // return StepStats, so a backend that can fail mid-step keeps its error here; callers check it
@@ -62,7 +71,10 @@ class Engine {
   virtual Status status() const { return Status::Ok(); }
 };
 
-// The Eigen reference backend (train/cpu/). Single-threaded per engine.
-Result<std::unique_ptr<Engine>> CreateCpuEngine(const ModelSpec& spec, int64_t max_batch);
+// The Eigen reference backend (train/cpu/), training each batch on `threads` threads (the caller's
+// and threads - 1 of its own; train/cpu/cpu_engine.h says how the batch is split, and that results
+// are deterministic for a seed and a thread count).
+Result<std::unique_ptr<Engine>> CreateCpuEngine(const ModelSpec& spec, int64_t max_batch,
+                                                int threads = 1);
 
 }  // namespace tributary

@@ -29,7 +29,9 @@ Result<std::unique_ptr<NativeTrainer>> NativeTrainer::Create(const ModelSpec& sp
   t->spec_ = spec;
   t->train_ = std::move(train);
   t->eval_ = std::move(eval);
-  t->factory_ = factory ? std::move(factory) : EngineFactory(CreateCpuEngine);
+  t->factory_ =
+      factory ? std::move(factory)
+              : EngineFactory([](const ModelSpec& s, int64_t b) { return CreateCpuEngine(s, b); });
   TRIB_ASSIGN_OR_RETURN(t->current_, InitWeights(spec, init_seed));
   return t;
 }
@@ -146,6 +148,32 @@ Result<EvalResult> NativeTrainer::evaluate(const ModelWeights& weights, const Ev
   r.metrics["loss"] = r.loss;
   r.metrics["accuracy"] = r.accuracy;
   return r;
+}
+
+Result<std::vector<float>> NativeTrainer::predict(const ModelWeights& weights,
+                                                  std::span<const float> inputs, int64_t count) {
+  if (!weights.same_layout(current_))
+    return Status::InvalidArgument("predict: weights do not match the layout of model " +
+                                   spec_.name);
+  const int64_t ss = spec_.input.numel(), k = spec_.num_classes;
+  // count is compared by division first, so count * ss cannot overflow.
+  if (count < 1 || count > static_cast<int64_t>(inputs.size()) / ss ||
+      static_cast<int64_t>(inputs.size()) != count * ss)
+    return Status::InvalidArgument(
+        "predict: " + std::to_string(inputs.size()) + " input values for " + std::to_string(count) +
+        " samples; model " + spec_.name + " takes " + std::to_string(ss) + " values per sample");
+  constexpr int64_t kBatch = 256;
+  if (!predict_engine_) {
+    TRIB_ASSIGN_OR_RETURN(predict_engine_, CreateCpuEngine(spec_, kBatch));
+  }
+  TRIB_RETURN_IF_ERROR(predict_engine_->LoadWeights(weights));
+  std::vector<float> probs(static_cast<size_t>(count * k));
+  for (int64_t i = 0; i < count; i += kBatch) {
+    const int64_t m = std::min(kBatch, count - i);
+    TRIB_RETURN_IF_ERROR(predict_engine_->Predict(inputs.subspan(i * ss, m * ss),
+                                                  std::span<float>(probs).subspan(i * k, m * k)));
+  }
+  return probs;
 }
 
 }  // namespace tributary

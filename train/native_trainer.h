@@ -42,6 +42,10 @@ class NativeTrainer final : public Trainer {
   Result<ModelWeights> get_parameters() override;
   Result<FitResult> fit(const ModelWeights& global, const FitConfig& config) override;
   Result<EvalResult> evaluate(const ModelWeights& weights, const EvalConfig& config) override;
+  // Class probabilities, count rows of spec().num_classes, on a CPU engine of its own (whatever
+  // engine fit() uses), in batches of up to 256 samples. Needs no training or evaluation set.
+  Result<std::vector<float>> predict(const ModelWeights& weights, std::span<const float> inputs,
+                                     int64_t count) override;
 
   // Called after each local epoch of fit(); for progress output.
   void set_epoch_callback(std::function<void(const EpochReport&)> cb) { on_epoch_ = std::move(cb); }
@@ -57,6 +61,7 @@ class NativeTrainer final : public Trainer {
   std::shared_ptr<const Dataset> train_, eval_;
   EngineFactory factory_;
   std::unique_ptr<Engine> engine_;
+  std::unique_ptr<Engine> predict_engine_;  // CPU, made by the first predict()
   ModelWeights current_;
   std::function<void(const EpochReport&)> on_epoch_;
 };

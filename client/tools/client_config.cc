@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "core/rng.h"
+#include "train/device.h"
 
 namespace tributary {
 namespace {
@@ -35,6 +36,7 @@ void BindClientConfig(ConfigSchema& s, ClientConfig* c) {
   s.Bind("state_dir", &c->state_dir, "local state directory, created if missing (\"\": none)")
       .Flag("--state-dir");
   s.Bind("device", &c->device, "cpu, auto or cuda[:N]").Flag("--device");
+  s.Bind("train.threads", &c->threads, kCpuThreadsHelp).Flag("--threads");
   s.Bind("run.model", &c->model,
          "the coordinator's model: a built-in model (mlp, cnn, lenet) or a model file (.toml)")
       .Flag("--model");

@@ -5,7 +5,7 @@
 // simulator and the coordinator use for the same things.
 //
 //   log_level, net.coordinator, net.server_name, net.heartbeat_interval_s, net.connect_timeout_s,
-//   tls.ca, tls.cert, tls.key, state_dir, device, run.model, run.init_seed,
+//   tls.ca, tls.cert, tls.key, state_dir, device, train.threads, run.model, run.init_seed,
 //   data.* (train/data/data_config.h: the data set, or the user's own files with
 //   data.dataset = "files" and data.train, data.test, ...) plus data.client_index and
 //   data.eval_examples,
@@ -34,6 +34,7 @@ struct ClientConfig {
   std::string ca, cert, key;
   std::string state_dir;
   std::string device = "cpu";
+  int64_t threads = 0;  // train.threads
   std::string model = "mlp";
   uint64_t init_seed = 1;
 

@@ -100,15 +100,17 @@ TEST(LayerGradTest, SoftmaxCrossEntropy) {
   const int64_t n = 4, k = 5;
   std::vector<float> z = Random(n * k, 60, 2.0f), g(n * k);
   std::vector<uint8_t> y = {0, 4, 2, 2};
-  StepStats st = SoftmaxCrossEntropy(z.data(), y.data(), n, k, g.data());
+  StepStats st = SoftmaxCrossEntropy(z.data(), y.data(), n, k, g.data(), n);
   EXPECT_EQ(st.count, n);
-  auto loss = [&]() { return SoftmaxCrossEntropy(z.data(), y.data(), n, k, nullptr).loss_sum / n; };
+  auto loss = [&]() {
+    return SoftmaxCrossEntropy(z.data(), y.data(), n, k, nullptr, n).loss_sum / n;
+  };
   EXPECT_NEAR(loss(), st.loss_sum / n, 1e-9);
   EXPECT_LT(WorstRelativeError(loss, z, g, 100, 61, 1e-3), 2e-3);
   // Uniform logits: loss is log(k) per sample.
   std::vector<float> flat(n * k, 0.5f);
-  EXPECT_NEAR(SoftmaxCrossEntropy(flat.data(), y.data(), n, k, nullptr).loss_sum / n, std::log(5.0),
-              1e-6);
+  EXPECT_NEAR(SoftmaxCrossEntropy(flat.data(), y.data(), n, k, nullptr, n).loss_sum / n,
+              std::log(5.0), 1e-6);
 }
 
 }  // namespace

@@ -6,23 +6,29 @@
 #include "core/check.h"
 #include "train/cpu/conv2d.h"
 #include "train/cpu/dense.h"
+#include "train/cpu/gemm.h"
 #include "train/cpu/pointwise.h"
 #include "train/cpu/softmax_xent.h"
 #include "train/sgd.h"
 
 namespace tributary {
 
-Result<std::unique_ptr<Engine>> CreateCpuEngine(const ModelSpec& spec, int64_t max_batch) {
-  TRIB_ASSIGN_OR_RETURN(auto engine, cpu::CpuEngine::Create(spec, max_batch));
+Result<std::unique_ptr<Engine>> CreateCpuEngine(const ModelSpec& spec, int64_t max_batch,
+                                                int threads) {
+  TRIB_ASSIGN_OR_RETURN(auto engine, cpu::CpuEngine::Create(spec, max_batch, threads));
   return std::unique_ptr<Engine>(std::move(engine));
 }
 
 namespace cpu {
 
-Result<std::unique_ptr<CpuEngine>> CpuEngine::Create(const ModelSpec& spec, int64_t max_batch) {
+Result<std::unique_ptr<CpuEngine>> CpuEngine::Create(const ModelSpec& spec, int64_t max_batch,
+                                                     int threads) {
   if (max_batch <= 0 || max_batch > (1 << 20))
     return Status::InvalidArgument("max_batch must be in [1, 2^20], got " +
                                    std::to_string(max_batch));
+  if (threads < 1 || threads > 256)
+    return Status::InvalidArgument("CPU training threads must be in [1, 256], got " +
+                                   std::to_string(threads));
   TRIB_ASSIGN_OR_RETURN(std::vector<Shape3> shapes, LayerOutputShapes(spec));
   TRIB_ASSIGN_OR_RETURN(ModelWeights::LayoutSpec layout, ParameterLayout(spec));
   TRIB_ASSIGN_OR_RETURN(ModelWeights proto, ModelWeights::Create(layout));
@@ -30,10 +36,36 @@ Result<std::unique_ptr<CpuEngine>> CpuEngine::Create(const ModelSpec& spec, int6
   e->spec_ = spec;
   e->max_batch_ = max_batch;
   e->fingerprint_ = proto.fingerprint();
-  Shape3 in = spec.input;
-  int64_t max_act = in.numel();
-  for (size_t i = 0; i < spec.layers.size(); ++i) {
-    const LayerSpec& l = spec.layers[i];
+  e->max_act_ = spec.input.numel();
+  for (const Shape3& s : shapes) {
+    e->out_sizes_.push_back(s.numel());
+    e->max_act_ = std::max(e->max_act_, s.numel());
+  }
+  e->shapes_ = std::move(shapes);
+  const size_t n_params = proto.size();
+  e->params_.assign(n_params, 0.0f);
+  e->grads_.assign(n_params, 0.0f);
+  e->velocity_.assign(n_params, 0.0f);
+  e->anchor_.assign(n_params, 0.0f);
+
+  // More threads than samples would leave replicas idle in every step.
+  threads = static_cast<int>(std::min<int64_t>(threads, max_batch));
+  const int64_t shard_max = (max_batch + threads - 1) / threads;
+  e->replicas_.resize(static_cast<size_t>(threads));
+  for (int i = 0; i < threads; ++i) {
+    Replica& r = e->replicas_[static_cast<size_t>(i)];
+    if (i > 0) r.grads.assign(n_params, 0.0f);
+    TRIB_RETURN_IF_ERROR(
+        e->BuildReplica(&r, shard_max, i == 0 ? e->grads_.data() : r.grads.data()));
+  }
+  if (threads > 1) e->pool_ = std::make_unique<ForkJoin>(threads);
+  return e;
+}
+
+Status CpuEngine::BuildReplica(Replica* r, int64_t shard_max, float* grads) {
+  for (size_t li = 0; li < spec_.layers.size(); ++li) {
+    const LayerSpec& l = spec_.layers[li];
+    const Shape3 in = li == 0 ? spec_.input : shapes_[li - 1];
     std::unique_ptr<CpuLayer> layer;
     switch (l.kind) {
       case LayerKind::kDense:
@@ -41,10 +73,10 @@ Result<std::unique_ptr<CpuEngine>> CpuEngine::Create(const ModelSpec& spec, int6
         break;
       case LayerKind::kConv2D:
         layer = std::make_unique<Conv2D>(in.h, in.w, in.c, l.out_channels, l.kernel, l.padding,
-                                         max_batch);
+                                         shard_max);
         break;
       case LayerKind::kMaxPool2D:
-        layer = std::make_unique<MaxPool2D>(in.h, in.w, in.c, l.kernel, max_batch);
+        layer = std::make_unique<MaxPool2D>(in.h, in.w, in.c, l.kernel, shard_max);
         break;
       case LayerKind::kReLU:
         layer = std::make_unique<ReLU>(in.numel());
@@ -53,41 +85,38 @@ Result<std::unique_ptr<CpuEngine>> CpuEngine::Create(const ModelSpec& spec, int6
         layer = std::make_unique<Flatten>();
         break;
     }
-    e->layers_.push_back(std::move(layer));
-    e->out_sizes_.push_back(shapes[i].numel());
-    max_act = std::max(max_act, shapes[i].numel());
-    in = shapes[i];
+    r->layers.push_back(std::move(layer));
   }
-  const size_t n_params = proto.size();
-  e->params_.assign(n_params, 0.0f);
-  e->grads_.assign(n_params, 0.0f);
-  e->velocity_.assign(n_params, 0.0f);
-  e->anchor_.assign(n_params, 0.0f);
   size_t offset = 0;
-  for (auto& layer : e->layers_) {
-    layer->Bind(e->params_.data() + offset, e->grads_.data() + offset);
+  for (auto& layer : r->layers) {
+    layer->Bind(params_.data() + offset, grads + offset);
     offset += static_cast<size_t>(layer->num_params());
   }
-  TRIB_CHECK_EQ(offset, n_params, "layer parameter counts disagree with ParameterLayout");
+  TRIB_CHECK_EQ(offset, params_.size(), "layer parameter counts disagree with ParameterLayout");
 
-  e->acts_.resize(spec.layers.size() + 1);
-  e->act_ptr_.resize(spec.layers.size() + 1);
-  e->acts_[0].resize(static_cast<size_t>(max_batch * spec.input.numel()));
-  e->act_ptr_[0] = e->acts_[0].data();
-  for (size_t i = 0; i < e->layers_.size(); ++i) {
-    if (e->layers_[i]->is_identity()) {
-      e->act_ptr_[i + 1] = e->act_ptr_[i];
+  const size_t n_layers = r->layers.size();
+  r->acts.resize(n_layers + 1);
+  r->act_ptr.resize(n_layers + 1);
+  r->acts[0].resize(static_cast<size_t>(shard_max * spec_.input.numel()));
+  r->act_ptr[0] = r->acts[0].data();
+  for (size_t i = 0; i < n_layers; ++i) {
+    if (r->layers[i]->is_identity()) {
+      r->act_ptr[i + 1] = r->act_ptr[i];
     } else {
-      e->acts_[i + 1].resize(static_cast<size_t>(max_batch * e->out_sizes_[i]));
-      e->act_ptr_[i + 1] = e->acts_[i + 1].data();
+      r->acts[i + 1].resize(static_cast<size_t>(shard_max * out_sizes_[i]));
+      r->act_ptr[i + 1] = r->acts[i + 1].data();
     }
   }
-  e->first_layer_ = 0;
-  while (e->first_layer_ + 1 < e->layers_.size() && e->layers_[e->first_layer_]->is_identity())
-    ++e->first_layer_;
-  e->grad_a_.resize(static_cast<size_t>(max_batch * max_act));
-  e->grad_b_.resize(static_cast<size_t>(max_batch * max_act));
-  return e;
+  first_layer_ = 0;
+  while (first_layer_ + 1 < n_layers && r->layers[first_layer_]->is_identity()) ++first_layer_;
+  r->grad_a.resize(static_cast<size_t>(shard_max * max_act_));
+  r->grad_b.resize(static_cast<size_t>(shard_max * max_act_));
+  return Status::Ok();
+}
+
+std::string CpuEngine::device_name() const {
+  if (replicas_.size() <= 1) return "cpu";
+  return "cpu (" + std::to_string(replicas_.size()) + " threads)";
 }
 
 Status CpuEngine::LoadWeights(const ModelWeights& weights) {
@@ -106,51 +135,141 @@ Status CpuEngine::StoreWeights(ModelWeights* out) {
   return Status::Ok();
 }
 
-StepStats CpuEngine::Forward(const Dataset& data, std::span<const uint32_t> batch, bool need_grad) {
+std::pair<int64_t, int64_t> CpuEngine::ShardRange(int64_t n, int shards, int i) {
+  return {n * i / shards, n * (i + 1) / shards};
+}
+
+void CpuEngine::RunShard(Replica& r, const Dataset* data, std::span<const uint32_t> shard,
+                         const float* inputs, int64_t count, int64_t total, bool need_grad) {
+  const int64_t ss = spec_.input.numel();
+  float* x = r.act_ptr[0];
+  if (inputs != nullptr) {
+    std::memcpy(x, inputs, sizeof(float) * count * ss);
+  } else {
+    r.labels.resize(shard.size());
+    for (int64_t i = 0; i < count; ++i) {
+      std::memcpy(x + i * ss, data->image(shard[i]), sizeof(float) * ss);
+      r.labels[i] = data->labels[shard[i]];
+    }
+  }
+  for (size_t i = 0; i < r.layers.size(); ++i)
+    if (!r.layers[i]->is_identity()) r.layers[i]->Forward(r.act_ptr[i], r.act_ptr[i + 1], count);
+  if (inputs != nullptr) return;
+  const int64_t k = spec_.num_classes;
+  r.stats = SoftmaxCrossEntropy(r.act_ptr.back(), r.labels.data(), count, k,
+                                need_grad ? r.grad_a.data() : nullptr, total);
+  if (!need_grad) return;
+  float* g_out = r.grad_a.data();
+  float* g_in = r.grad_b.data();
+  for (size_t i = r.layers.size(); i-- > 0;) {
+    CpuLayer& layer = *r.layers[i];
+    if (layer.is_identity()) continue;
+    // Nothing upstream of the first computing layer needs a gradient (it would be the input's).
+    const bool first = (i == first_layer_);
+    layer.Backward(r.act_ptr[i], r.act_ptr[i + 1], g_out, first ? nullptr : g_in, count);
+    std::swap(g_out, g_in);
+  }
+}
+
+StepStats CpuEngine::Step(const Dataset& data, std::span<const uint32_t> batch, bool need_grad) {
   const int64_t n = static_cast<int64_t>(batch.size());
   TRIB_CHECK(n >= 1 && n <= max_batch_, "batch size out of range");
   TRIB_CHECK_EQ(data.sample_size(), spec_.input.numel(),
                 "dataset sample shape does not match the model");
-  const int64_t ss = data.sample_size();
-  float* x = act_ptr_[0];
-  labels_.resize(batch.size());
-  uint8_t* labels = labels_.data();
-  for (int64_t i = 0; i < n; ++i) {
-    TRIB_CHECK(batch[i] < data.labels.size(), "sample index out of range");
-    std::memcpy(x + i * ss, data.image(batch[i]), sizeof(float) * ss);
-    labels[i] = data.labels[batch[i]];
+  for (uint32_t i : batch) TRIB_CHECK(i < data.labels.size(), "sample index out of range");
+  const int shards = static_cast<int>(std::min<int64_t>(n, threads()));
+  auto shard = [&](int i) {
+    const auto [begin, end] = ShardRange(n, shards, i);
+    RunShard(replicas_[static_cast<size_t>(i)], &data, batch.subspan(begin, end - begin), nullptr,
+             end - begin, n, need_grad);
+  };
+  if (shards == 1)
+    shard(0);
+  else
+    pool_->Run(shards, shard);
+  StepStats st;
+  for (int i = 0; i < shards; ++i) {
+    const StepStats& s = replicas_[static_cast<size_t>(i)].stats;
+    st.loss_sum += s.loss_sum;
+    st.correct += s.correct;
+    st.count += s.count;
   }
-  for (size_t i = 0; i < layers_.size(); ++i)
-    if (!layers_[i]->is_identity()) layers_[i]->Forward(act_ptr_[i], act_ptr_[i + 1], n);
-  const int64_t k = spec_.num_classes;
-  return SoftmaxCrossEntropy(act_ptr_.back(), labels, n, k, need_grad ? grad_a_.data() : nullptr);
+  return st;
+}
+
+void CpuEngine::SumGradients(int shards, int64_t begin, int64_t end) {
+  float* __restrict g = grads_.data();
+  for (int r = 1; r < shards; ++r) {
+    const float* __restrict other = replicas_[static_cast<size_t>(r)].grads.data();
+    for (int64_t i = begin; i < end; ++i) g[i] += other[i];
+  }
 }
 
 StepStats CpuEngine::ComputeGradients(const Dataset& data, std::span<const uint32_t> batch) {
-  StepStats st = Forward(data, batch, /*need_grad=*/true);
-  const int64_t n = static_cast<int64_t>(batch.size());
-  float* g_out = grad_a_.data();
-  float* g_in = grad_b_.data();
-  for (size_t i = layers_.size(); i-- > 0;) {
-    CpuLayer& layer = *layers_[i];
-    if (layer.is_identity()) continue;
-    // Nothing upstream of the first computing layer needs a gradient (it would be the input's).
-    const bool first = (i == first_layer_);
-    layer.Backward(act_ptr_[i], act_ptr_[i + 1], g_out, first ? nullptr : g_in, n);
-    std::swap(g_out, g_in);
+  StepStats st = Step(data, batch, /*need_grad=*/true);
+  const int shards =
+      static_cast<int>(std::min<int64_t>(static_cast<int64_t>(batch.size()), threads()));
+  if (shards > 1) {
+    const int64_t n = static_cast<int64_t>(grads_.size());
+    pool_->Run(shards, [&](int t) {
+      const auto [begin, end] = ShardRange(n, shards, t);
+      SumGradients(shards, begin, end);
+    });
   }
   return st;
 }
 
 StepStats CpuEngine::TrainStep(const Dataset& data, std::span<const uint32_t> batch,
                                const SgdConfig& cfg) {
-  StepStats st = ComputeGradients(data, batch);
-  SgdUpdate(params_.data(), grads_.data(), velocity_.data(), anchor_.data(), params_.size(), cfg);
+  const int shards =
+      static_cast<int>(std::min<int64_t>(static_cast<int64_t>(batch.size()), threads()));
+  if (shards == 1) {
+    StepStats st = ComputeGradients(data, batch);
+    SgdUpdate(params_.data(), grads_.data(), velocity_.data(), anchor_.data(), params_.size(), cfg);
+    return st;
+  }
+  StepStats st = Step(data, batch, /*need_grad=*/true);
+  // Per slice of the parameters: sum the replicas' gradients in replica order, then update.
+  const int64_t n = static_cast<int64_t>(grads_.size());
+  pool_->Run(shards, [&](int t) {
+    const auto [begin, end] = ShardRange(n, shards, t);
+    SumGradients(shards, begin, end);
+    SgdUpdate(params_.data() + begin, grads_.data() + begin, velocity_.data() + begin,
+              anchor_.data() + begin, static_cast<size_t>(end - begin), cfg);
+  });
   return st;
 }
 
 StepStats CpuEngine::EvalStep(const Dataset& data, std::span<const uint32_t> batch) {
-  return Forward(data, batch, /*need_grad=*/false);
+  return Step(data, batch, /*need_grad=*/false);
+}
+
+Status CpuEngine::Predict(std::span<const float> inputs, std::span<float> probs) {
+  const int64_t ss = spec_.input.numel(), k = spec_.num_classes;
+  const int64_t total = static_cast<int64_t>(inputs.size());
+  if (total == 0 || total % ss != 0)
+    return Status::InvalidArgument("predict: " + std::to_string(total) +
+                                   " input values are not a whole number of samples of " +
+                                   std::to_string(ss) + " values (model " + spec_.name + ")");
+  const int64_t n = total / ss;
+  if (n > max_batch_)
+    return Status::InvalidArgument("predict: " + std::to_string(n) +
+                                   " samples exceed the batch of " + std::to_string(max_batch_));
+  if (static_cast<int64_t>(probs.size()) != n * k)
+    return Status::InvalidArgument("predict: the output holds " + std::to_string(probs.size()) +
+                                   " values, " + std::to_string(n * k) + " needed");
+  const int shards = static_cast<int>(std::min<int64_t>(n, threads()));
+  auto shard = [&](int i) {
+    const auto [begin, end] = ShardRange(n, shards, i);
+    Replica& r = replicas_[static_cast<size_t>(i)];
+    RunShard(r, nullptr, {}, inputs.data() + begin * ss, end - begin, n, false);
+    Softmax(r.act_ptr.back(), end - begin, k, probs.data() + begin * k);
+  };
+  if (shards == 1)
+    shard(0);
+  else
+    pool_->Run(shards, shard);
+  return Status::Ok();
 }
 
 }  // namespace cpu

@@ -1,31 +1,47 @@
 // CpuEngine: the Eigen reference backend of Engine (see train/engine.h).
 //
-// Owns flat buffers for parameters, gradients, momentum and the proximal anchor, one activation
-// buffer per layer output (sized for max_batch), and two ping-pong buffers for activation
-// gradients. Single-threaded: Eigen runs without OpenMP, so several engines can train in parallel
-// on a thread pool (the simulator) without oversubscribing the cores.
+// Owns flat buffers for parameters, gradients, momentum and the proximal anchor, and one replica
+// of the layers per thread: each replica has its own activation buffers (one per layer output,
+// sized for its share of max_batch), two ping-pong buffers for activation gradients, and its own
+// gradient buffer (replica 0 writes the engine's).
+//
+// Threads: with threads = T > 1 a step splits its batch of n samples into min(T, n) contiguous
+// shards of nearly equal size; replica i computes the forward and backward pass of shard i on
+// thread i, each scaling its loss gradient by 1/n (the whole batch's mean). Then each thread sums
+// one slice of the parameters' gradients over the replicas, in replica order, and applies the SGD
+// update to that slice. The result is bitwise deterministic for a seed and a thread count (the
+// shards and the order of every sum are fixed), but differs in the last bits between thread
+// counts: a sum over shards rounds differently from one over the whole batch. T = 1 is the
+// single-threaded engine, with no threads started. The GEMMs' instruction set is chosen at run
+// time (gemm.h). The simulator uses T = 1 per virtual client, so clients train in parallel on its
+// pool without oversubscribing the cores.
 #pragma once
 
 #include <memory>
 #include <vector>
 
 #include "train/cpu/cpu_layer.h"
+#include "train/cpu/fork_join.h"
 #include "train/engine.h"
 
 namespace tributary::cpu {
 
 class CpuEngine final : public Engine {
  public:
-  static Result<std::unique_ptr<CpuEngine>> Create(const ModelSpec& spec, int64_t max_batch);
+  // threads in [1, 256].
+  static Result<std::unique_ptr<CpuEngine>> Create(const ModelSpec& spec, int64_t max_batch,
+                                                   int threads = 1);
 
   const ModelSpec& spec() const override { return spec_; }
-  std::string device_name() const override { return "cpu"; }
+  std::string device_name() const override;
   int64_t max_batch() const override { return max_batch_; }
+  int threads() const { return static_cast<int>(replicas_.size()); }
   Status LoadWeights(const ModelWeights& weights) override;
   Status StoreWeights(ModelWeights* out) override;
   StepStats TrainStep(const Dataset& data, std::span<const uint32_t> batch,
                       const SgdConfig& cfg) override;
   StepStats EvalStep(const Dataset& data, std::span<const uint32_t> batch) override;
+  Status Predict(std::span<const float> inputs, std::span<float> probs) override;
 
   // For tests and benchmarks: the flat parameter and gradient buffers (layout order).
   std::span<float> params() { return params_; }
@@ -34,19 +50,38 @@ class CpuEngine final : public Engine {
   StepStats ComputeGradients(const Dataset& data, std::span<const uint32_t> batch);
 
  private:
+  // One copy of the layers and their buffers, for one thread's shard of a batch.
+  struct Replica {
+    std::vector<std::unique_ptr<CpuLayer>> layers;
+    std::vector<AlignedVector> acts;  // acts[0] is the input shard; acts[i+1] layer i's output
+    std::vector<float*> act_ptr;      // aliases for identity layers
+    AlignedVector grad_a, grad_b;     // ping-pong activation gradients
+    AlignedVector grads;              // this replica's parameter gradients (unused by replica 0)
+    std::vector<uint8_t> labels;      // labels of the current shard
+    StepStats stats;                  // the shard's loss and accuracy
+  };
+
   CpuEngine() = default;
-  StepStats Forward(const Dataset& data, std::span<const uint32_t> batch, bool need_grad);
+  Status BuildReplica(Replica* r, int64_t shard_max, float* grads);
+  // Forward (and backward when need_grad) of `shard` on replica r; the loss gradient is scaled by
+  // 1/total. With inputs set, the shard's samples are read from there instead of the dataset.
+  void RunShard(Replica& r, const Dataset* data, std::span<const uint32_t> shard,
+                const float* inputs, int64_t count, int64_t total, bool need_grad);
+  // The [begin, end) of shard i when n samples are split into `shards`.
+  static std::pair<int64_t, int64_t> ShardRange(int64_t n, int shards, int i);
+  StepStats Step(const Dataset& data, std::span<const uint32_t> batch, bool need_grad);
+  // grads_[begin, end) (replica 0's) += each other replica's, in replica order.
+  void SumGradients(int shards, int64_t begin, int64_t end);
 
   ModelSpec spec_;
   int64_t max_batch_ = 0;
   uint64_t fingerprint_ = 0;
-  std::vector<std::unique_ptr<CpuLayer>> layers_;
-  std::vector<int64_t> out_sizes_;   // per-sample output size of each layer
-  std::vector<AlignedVector> acts_;  // acts_[0] is the input batch; acts_[i+1] layer i's output
-  std::vector<float*> act_ptr_;      // aliases for identity layers
-  AlignedVector grad_a_, grad_b_;    // ping-pong activation gradients
-  std::vector<uint8_t> labels_;      // labels of the current batch
-  size_t first_layer_ = 0;           // first non-identity layer
+  std::vector<Shape3> shapes_;      // output shape of each layer
+  std::vector<int64_t> out_sizes_;  // per-sample output size of each layer
+  size_t first_layer_ = 0;          // first non-identity layer
+  int64_t max_act_ = 0;             // largest per-sample activation
+  std::vector<Replica> replicas_;
+  std::unique_ptr<ForkJoin> pool_;  // null with one thread
   AlignedVector params_, grads_, velocity_, anchor_;
 };
 

@@ -1,5 +1,6 @@
 #include "train/cpu/softmax_xent.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/check.h"
@@ -7,10 +8,10 @@
 namespace tributary::cpu {
 
 StepStats SoftmaxCrossEntropy(const float* logits, const uint8_t* labels, int64_t n, int64_t k,
-                              float* grad) {
+                              float* grad, int64_t total) {
   StepStats st;
   st.count = n;
-  const float inv_n = 1.0f / static_cast<float>(n);
+  const float inv_n = 1.0f / static_cast<float>(total);
   for (int64_t i = 0; i < n; ++i) {
     const float* z = logits + i * k;
     const int64_t y = labels[i];
@@ -32,6 +33,18 @@ StepStats SoftmaxCrossEntropy(const float* logits, const uint8_t* labels, int64_
     }
   }
   return st;
+}
+
+void Softmax(const float* logits, int64_t n, int64_t k, float* probs) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float* z = logits + i * k;
+    float mx = z[0];
+    for (int64_t j = 1; j < k; ++j) mx = std::max(mx, z[j]);
+    double sum = 0.0;
+    for (int64_t j = 0; j < k; ++j) sum += std::exp(static_cast<double>(z[j] - mx));
+    for (int64_t j = 0; j < k; ++j)
+      probs[i * k + j] = static_cast<float>(std::exp(static_cast<double>(z[j] - mx)) / sum);
+  }
 }
 
 }  // namespace tributary::cpu

@@ -21,6 +21,8 @@
 #include "core/fit_config.h"
 #include "core/log.h"
 #include "core/rng.h"
+#include "core/stderr_log.h"
+#include "train/cpu/gemm.h"
 #include "train/data/data_config.h"
 #include "train/data/fashion_mnist.h"
 #include "train/device.h"
@@ -33,7 +35,8 @@ namespace tributary {
 namespace {
 
 // tributary-train's settings, with the keys the federated programs use for the same things
-// (run.model, run.init_seed, fit.*, data.*, output.final_model) plus train.lr_decay.
+// (run.model, run.init_seed, fit.*, data.*, output.final_model) plus train.lr_decay and
+// train.threads.
 struct TrainConfig {
   TrainConfig() {
     fit.epochs = 10;
@@ -44,6 +47,7 @@ struct TrainConfig {
   uint64_t init_seed = 1;
   FitConfig fit;
   double lr_decay = 1.0;
+  int64_t threads = 0;
   DataConfig data;
   std::string device = "cpu";
   std::string save;
@@ -63,6 +67,7 @@ void BindTrainConfig(ConfigSchema& s, TrainConfig* c) {
       .Flag("--lr-decay");
   BindDataConfig(s, &c->data, /*partitioned=*/false);
   s.Bind("device", &c->device, "cpu, auto or cuda[:N]").Flag("--device");
+  s.Bind("train.threads", &c->threads, kCpuThreadsHelp).Flag("--threads");
   s.Bind("output.final_model", &c->save, "write the trained model here (safetensors)")
       .Flag("--save");
   const std::pair<const char*, const char*> renamed[] = {
@@ -97,7 +102,8 @@ Status Run(const TrainConfig& o) {
   if (!(o.lr_decay > 0.0 && o.lr_decay <= 1.0))
     return Status::InvalidArgument("key 'train.lr_decay' (--lr-decay) must be in (0, 1]");
   TRIB_ASSIGN_OR_RETURN(ModelSpec spec, ResolveModel(o));
-  TRIB_ASSIGN_OR_RETURN(EngineFactory factory, SelectEngineFactory(o.device));
+  TRIB_ASSIGN_OR_RETURN(int threads, ResolveCpuThreads(o.threads));
+  TRIB_ASSIGN_OR_RETURN(EngineFactory factory, SelectEngineFactory(o.device, threads));
 
   auto t0 = std::chrono::steady_clock::now();
   TRIB_ASSIGN_OR_RETURN(DataSplits data, LoadDataSplits(o.data, true, true));
@@ -116,10 +122,10 @@ Status Run(const TrainConfig& o) {
       source.c_str(), std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   std::printf(
       "settings: epochs %d, batch %d, lr %g (x%g per epoch), momentum %g, weight decay %g, seed "
-      "%llu, device %s\n",
+      "%llu, device %s, %d CPU thread(s) (GEMM: %s)\n",
       o.fit.epochs, o.fit.batch_size, static_cast<double>(o.fit.lr), o.lr_decay,
       static_cast<double>(o.fit.momentum), static_cast<double>(o.fit.weight_decay),
-      static_cast<unsigned long long>(o.init_seed), o.device.c_str());
+      static_cast<unsigned long long>(o.init_seed), o.device.c_str(), threads, cpu::GemmPath());
   std::fflush(stdout);
 
   TRIB_ASSIGN_OR_RETURN(auto trainer,

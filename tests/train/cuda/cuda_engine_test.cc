@@ -11,6 +11,7 @@
 #include "train/cuda/cuda_api.h"
 #include "train/cuda/cuda_engine.h"
 #include "train/data/synthetic.h"
+#include "train/device.h"
 #include "train/native_trainer.h"
 
 namespace tributary::cuda {
@@ -108,7 +109,7 @@ class CudaFitTest : public CudaParamTest<const char*> {
 };
 
 TEST_P(CudaFitTest, FewStepsMatchCpuAndRepeatBitwise) {
-  auto cpu = Fit(CreateCpuEngine);
+  auto cpu = Fit(CpuEngineFactory(1));
   ASSERT_TRUE(cpu.ok()) << cpu.status();
   auto gpu_factory = [](const ModelSpec& s, int64_t b) { return CreateCudaEngine(s, b, 0); };
   auto gpu = Fit(gpu_factory);

@@ -181,7 +181,7 @@ TEST_F(CudaSoftmaxTest, LossCorrectAndGradientMatchCpu) {
     for (auto& l : labels) l = static_cast<uint8_t>(rng.UniformInt(k));
     std::vector<float> want_grad(logits.size());
     const StepStats want =
-        cpu::SoftmaxCrossEntropy(logits.data(), labels.data(), n, k, want_grad.data());
+        cpu::SoftmaxCrossEntropy(logits.data(), labels.data(), n, k, want_grad.data(), n);
 
     DeviceBuffer<float> d_logits, d_grad;
     DeviceBuffer<uint8_t> d_labels;

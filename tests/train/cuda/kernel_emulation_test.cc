@@ -206,7 +206,7 @@ TEST(KernelEmulationTest, SoftmaxCrossEntropyMatchesCpu) {
     for (int64_t i = 0; i < n; ++i) labels[i] = static_cast<uint8_t>((i * 7) % k);
     std::vector<float> want_grad(logits.size()), grad(logits.size());
     const StepStats want =
-        cpu::SoftmaxCrossEntropy(logits.data(), labels.data(), n, k, want_grad.data());
+        cpu::SoftmaxCrossEntropy(logits.data(), labels.data(), n, k, want_grad.data(), n);
     LossTotals totals{-1.0, -1};
     ASSERT_EQ(LaunchSoftmaxXent(logits.data(), labels.data(), n, k, grad.data(), &totals, kStream),
               cudaSuccess);
