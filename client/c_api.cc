@@ -3,6 +3,7 @@
 #include "tributary/c_api.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <exception>
 #include <mutex>
@@ -16,12 +17,16 @@ namespace {
 
 constexpr size_t kCallbackErrorBytes = 1024;
 
-// A Trainer whose fit/evaluate are the app's C callbacks over flat float buffers.
+// A Trainer whose fit/evaluate/predict are the app's C callbacks over flat float buffers.
 class CallbackTrainer final : public Trainer {
  public:
-  CallbackTrainer(ModelWeights layout, tributary_fit_fn fit, tributary_evaluate_fn evaluate,
-                  void* user_data)
-      : layout_(std::move(layout)), fit_(fit), evaluate_(evaluate), user_data_(user_data) {}
+  CallbackTrainer(ModelWeights layout, const tributary_client_options& o)
+      : layout_(std::move(layout)),
+        fit_(o.fit),
+        evaluate_(o.evaluate),
+        predict_(o.predict),
+        predict_output_size_(o.predict_output_size),
+        user_data_(o.user_data) {}
 
   Result<ModelWeights> get_parameters() override { return layout_; }
 
@@ -55,6 +60,18 @@ class CallbackTrainer final : public Trainer {
     return EvalResult{r.loss, r.accuracy, r.num_examples, {}};
   }
 
+  // count * predict_output_size outputs; the caller (tributary_client_predict) checked the sizes.
+  Result<std::vector<float>> predict(const ModelWeights& weights, std::span<const float> inputs,
+                                     int64_t count) override {
+    if (!predict_) return Status::Unimplemented("this client has no predict callback");
+    std::vector<float> out(static_cast<size_t>(count) * predict_output_size_, 0.0f);
+    char error[kCallbackErrorBytes] = {0};
+    const int rc = predict_(user_data_, weights.data().data(), weights.size(), inputs.data(),
+                            inputs.size(), count, out.data(), out.size(), error, sizeof(error));
+    if (rc != 0) return Failure("predict", rc, error);
+    return out;
+  }
+
  private:
   static Status Failure(const char* which, int rc, char* error) {
     error[kCallbackErrorBytes - 1] = '\0';  // whatever the callback wrote, stop at the buffer
@@ -66,6 +83,8 @@ class CallbackTrainer final : public Trainer {
   ModelWeights layout_;
   tributary_fit_fn fit_;
   tributary_evaluate_fn evaluate_;
+  tributary_predict_fn predict_;
+  size_t predict_output_size_;
   void* user_data_;
 };
 
@@ -142,6 +161,8 @@ Result<ModelWeights> ToLayout(const tributary_client_options& o) {
 
 struct tributary_client {
   std::unique_ptr<tributary::Client> client;
+  bool has_predict = false;
+  size_t predict_output_size = 0;
   std::mutex mu;
   std::string last_error;  // GUARDED_BY(mu)
 
@@ -181,6 +202,8 @@ void tributary_client_options_init(tributary_client_options* o) {
   o->backoff_jitter = d.backoff.jitter;
   o->connect_timeout_ms = static_cast<uint32_t>(d.connect_timeout.count());
   o->log_level = static_cast<int>(d.log_level);
+  o->predict = nullptr;  // no prediction unless the app gives a callback
+  o->predict_output_size = 0;
 }
 
 tributary_client* tributary_client_create(const tributary_client_options* options, char* error,
@@ -195,14 +218,20 @@ tributary_client* tributary_client_create(const tributary_client_options* option
       CopyOut("InvalidArgument: fit: the fit callback is required", error, error_size);
       return nullptr;
     }
+    if (options->predict && options->predict_output_size == 0) {
+      CopyOut(
+          "InvalidArgument: predict_output_size: must be >= 1 (the values the predict callback "
+          "writes per sample) when predict is set",
+          error, error_size);
+      return nullptr;
+    }
     Result<ModelWeights> layout = ToLayout(*options);
     Result<ClientOptions> opts = layout.ok() ? ToOptions(*options) : layout.status();
     if (!opts.ok()) {
       CopyOut(opts.status().ToString(), error, error_size);
       return nullptr;
     }
-    auto trainer = std::make_shared<CallbackTrainer>(std::move(*layout), options->fit,
-                                                     options->evaluate, options->user_data);
+    auto trainer = std::make_shared<CallbackTrainer>(std::move(*layout), *options);
     Result<std::unique_ptr<Client>> client = Client::Create(std::move(*opts), std::move(trainer));
     if (!client.ok()) {
       CopyOut(client.status().ToString(), error, error_size);
@@ -210,6 +239,8 @@ tributary_client* tributary_client_create(const tributary_client_options* option
     }
     auto* handle = new tributary_client();
     handle->client = std::move(*client);
+    handle->has_predict = options->predict != nullptr;
+    handle->predict_output_size = options->predict_output_size;
     CopyOut("", error, error_size);
     return handle;
   } catch (const std::exception& e) {
@@ -257,6 +288,72 @@ size_t tributary_client_id(const tributary_client* c, char* buffer, size_t size)
   const std::string id = c->client->client_id();
   tributary::CopyOut(id, buffer, size);
   return id.size();
+}
+
+int tributary_client_predict(tributary_client* c, const float* inputs, size_t inputs_len,
+                             int64_t count, float* outputs, size_t outputs_len, char* error,
+                             size_t error_size) {
+  using namespace tributary;
+  auto fail = [&](const Status& s) {
+    CopyOut(s.ToString(), error, error_size);
+    return static_cast<int>(s.code());
+  };
+  try {
+    if (!c) return fail(Status::InvalidArgument("tributary_client_predict: client is NULL"));
+    if (!c->has_predict)
+      return fail(Status::Unimplemented(
+          "tributary_client_predict: this client has no predict callback (set "
+          "tributary_client_options.predict and predict_output_size before "
+          "tributary_client_create)"));
+    if (count < 1)
+      return fail(Status::InvalidArgument("tributary_client_predict: count must be >= 1, got " +
+                                          std::to_string(count)));
+    const auto n = static_cast<uint64_t>(count);
+    if (!inputs || inputs_len == 0 || inputs_len % n != 0)
+      return fail(Status::InvalidArgument(
+          "tributary_client_predict: inputs must hold count samples of the same size: inputs_len " +
+          std::to_string(inputs_len) + (inputs ? "" : " (inputs is NULL)") + " for count " +
+          std::to_string(count)));
+    const uint64_t k = c->predict_output_size;
+    if (n > SIZE_MAX / k)
+      return fail(Status::InvalidArgument("tributary_client_predict: count " +
+                                          std::to_string(count) + " times predict_output_size " +
+                                          std::to_string(k) + " overflows"));
+    const uint64_t needed = n * k;
+    if (!outputs || outputs_len < needed)
+      return fail(Status::InvalidArgument(
+          "tributary_client_predict: outputs_len " + std::to_string(outputs_len) +
+          (outputs ? "" : " (outputs is NULL)") + " is too small: " + std::to_string(count) +
+          " samples of predict_output_size " + std::to_string(k) + " need " +
+          std::to_string(needed) + " floats"));
+    Result<std::vector<float>> r = c->client->predict({inputs, inputs_len}, count);
+    if (!r.ok()) return fail(r.status());
+    if (r->size() != needed)
+      return fail(Status::Internal("tributary_client_predict: the predict callback produced " +
+                                   std::to_string(r->size()) + " values, expected " +
+                                   std::to_string(needed)));
+    std::copy(r->begin(), r->end(), outputs);
+    CopyOut("", error, error_size);
+    return TRIBUTARY_OK;
+  } catch (const std::exception& e) {
+    return fail(Status::Internal(std::string("unexpected exception: ") + e.what()));
+  } catch (...) {
+    return fail(Status::Internal("unexpected exception"));
+  }
+}
+
+int tributary_client_global_model(const tributary_client* c, uint64_t* round,
+                                  uint64_t* model_version) {
+  if (!c) return TRIBUTARY_INVALID_ARGUMENT;
+  try {
+    const std::optional<tributary::GlobalModelInfo> info = c->client->global_model();
+    if (!info) return TRIBUTARY_FAILED_PRECONDITION;
+    if (round) *round = info->round;
+    if (model_version) *model_version = info->model_version;
+    return TRIBUTARY_OK;
+  } catch (...) {
+    return TRIBUTARY_INTERNAL;  // only allocation can fail here
+  }
 }
 
 void tributary_client_destroy(tributary_client* c) {

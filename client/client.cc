@@ -132,4 +132,12 @@ Status Client::wait() { return impl_->runtime->Wait(); }
 
 std::string Client::client_id() const { return impl_->runtime->client_id(); }
 
+Result<std::vector<float>> Client::predict(std::span<const float> inputs, int64_t count) {
+  return impl_->runtime->Predict(inputs, count);
+}
+
+std::optional<GlobalModelInfo> Client::global_model() const {
+  return impl_->runtime->global_model();
+}
+
 }  // namespace tributary

@@ -56,4 +56,10 @@ Status ClientRuntime::Run() {
 std::string ClientRuntime::client_id() const { return core_->client_id(); }
 int64_t ClientRuntime::sessions() const { return core_->sessions(); }
 
+Result<std::vector<float>> ClientRuntime::Predict(std::span<const float> inputs, int64_t count) {
+  return core_->Predict(inputs, count);
+}
+
+std::optional<GlobalModelInfo> ClientRuntime::global_model() const { return core_->global_model(); }
+
 }  // namespace tributary

@@ -23,9 +23,14 @@
 // Time (heartbeats, the silence check, backoff delays) comes from `clock`, so tests drive it with
 // a ManualClock.
 //
+// The latest global model of a fit or evaluate task is kept for Predict, in memory and in the
+// state dir (client/global_model_holder.h); Create takes the one saved there by an earlier
+// runtime when it matches the trainer's layout.
+//
 // Threading: network events run on a strand of the caller's io_context, which the caller must run
 // (on any number of threads) until Wait() has returned. Trainer calls run on one worker thread
-// owned by the runtime, so fit() never blocks the strand. Start/Stop/Wait may be called from any
+// owned by the runtime, so fit() never blocks the strand; Predict calls the Trainer on the
+// caller's thread, taking turns with the worker. Start/Stop/Wait may be called from any
 // thread except an io_context thread or the worker (Wait blocks). The destructor calls Stop() and
 // Wait(), then waits for a Trainer call in progress to return.
 #pragma once
@@ -34,7 +39,10 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "client/client_state.h"
 #include "client/secagg_task.h"
@@ -92,6 +100,12 @@ class ClientRuntime {
   std::string client_id() const;
   // Welcomes received so far (1 + successful reconnects).
   int64_t sessions() const;
+
+  // tributary::Client::predict / global_model (client.h describes them). Any thread (also the
+  // worker in on_task); Predict waits for a Trainer call in progress on the worker, and is refused
+  // from inside one.
+  Result<std::vector<float>> Predict(std::span<const float> inputs, int64_t count);
+  std::optional<GlobalModelInfo> global_model() const;
 
  private:
   ClientRuntime() = default;

@@ -4,13 +4,19 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
+
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "compression/codec_state.h"
 #include "core/file_util.h"
+#include "core/model_layout.h"
+#include "crypto/sha256.h"
+#include "tributary/safetensors.h"
 
 namespace tributary {
 namespace {
@@ -23,6 +29,50 @@ Result<uint64_t> GetCount(const nlohmann::json& j, const char* key, const std::s
   if (!v.is_number_unsigned())
     return Status::Corruption(file + ": \"" + key + "\" must be a non-negative integer");
   return v.get<uint64_t>();
+}
+
+constexpr const char* kGlobalModelFormat = "tributary-global-model-1";
+constexpr const char* kChecksumKey = "sha256";
+
+// SHA-256 over the format, the metadata (sorted, without the checksum itself), every tensor's name
+// and shape in order, and the data: what the file holds, in a form that does not depend on how the
+// safetensors header happens to be written (coordinator/checkpoint.cc checks its files the same
+// way).
+std::string GlobalModelChecksum(const SafetensorsMetadata& meta, const ModelWeights& w) {
+  Sha256 h;
+  h.Update(std::string_view(kGlobalModelFormat));
+  for (const auto& [key, value] : meta) {
+    if (key == kChecksumKey) continue;
+    h.Update(fmt::format("\n{}={}", key, value));
+  }
+  for (const TensorInfo& t : w.tensors())
+    h.Update(fmt::format("\n{} [{}]", t.name, fmt::join(t.shape, ",")));
+  h.Update(
+      std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(w.data().data()), w.size_bytes()));
+  return h.HexDigest();
+}
+
+// The largest file SaveGlobalModel writes for a model of `layout`: the 8-byte header length, the
+// JSON header (per tensor: its name, escaped at worst 6 bytes per byte, its shape and offsets; the
+// metadata fits in the fixed part), and the data.
+uint64_t MaxGlobalModelFileBytes(const ModelWeights& layout) {
+  uint64_t header = 4096;
+  for (const TensorInfo& t : layout.tensors())
+    header += 6 * uint64_t{t.name.size()} + 128 + 21 * uint64_t{t.shape.size()};
+  return 8 + header + layout.size_bytes();
+}
+
+Result<uint64_t> MetadataU64(const SafetensorsMetadata& meta, const char* key,
+                             const std::string& file) {
+  auto it = meta.find(key);
+  if (it == meta.end()) return Status::Corruption(file + ": the metadata lacks \"" + key + "\"");
+  const std::string& text = it->second;
+  uint64_t v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size())
+    return Status::Corruption(file + ": the metadata's \"" + key + "\" is not a number: '" + text +
+                              "'");
+  return v;
 }
 
 }  // namespace
@@ -113,6 +163,62 @@ Result<CodecState> ClientState::LoadCodecState(size_t max_floats) const {
 
 Status ClientState::SaveCodecState(const CodecState& state) {
   return WriteFileAtomic(dir_ + "/" + kCodecStateFileName, SerializeCodecState(state));
+}
+
+Status ClientState::SaveGlobalModel(const ModelWeights& weights, uint64_t round,
+                                    uint64_t model_version) {
+  SafetensorsMetadata meta{{"format", kGlobalModelFormat},
+                           {"round", std::to_string(round)},
+                           {"model_version", std::to_string(model_version)},
+                           {"model_fingerprint", std::to_string(weights.fingerprint())}};
+  meta[kChecksumKey] = GlobalModelChecksum(meta, weights);
+  const std::string file = global_model_file();
+  return WriteFileAtomic(file, SerializeSafetensors(weights, meta))
+      .WithContext("cannot save the global model to " + file);
+}
+
+Result<SavedGlobalModel> ClientState::LoadGlobalModel(const ModelWeights& layout) const {
+  const std::string file = global_model_file();
+  // Checked before anything is read in or allocated: a model of this layout cannot be larger.
+  const uint64_t max_bytes = MaxGlobalModelFileBytes(layout);
+  Result<std::vector<uint8_t>> bytes = ReadFileBytes(file, max_bytes);
+  if (!bytes.ok()) {
+    if (bytes.status().code() == StatusCode::kOutOfRange)
+      return Status::FailedPrecondition(fmt::format(
+          "{} is larger than a saved model of the trainer's layout ({} floats) can be ({} bytes): "
+          "it holds another model, or was damaged",
+          file, layout.size(), max_bytes));
+    return bytes.status();  // NotFound when nothing was saved yet
+  }
+  SafetensorsMetadata meta;
+  Result<ModelWeights> parsed = ParseSafetensors(*bytes, &meta);
+  if (!parsed.ok()) return parsed.status().WithContext(file);
+  const std::string format = meta["format"];
+  if (format != kGlobalModelFormat)
+    return Status::Corruption(
+        fmt::format("{}: not a saved global model (format '{}', expected '{}')", file, format,
+                    kGlobalModelFormat));
+  const std::string recorded = meta[kChecksumKey];
+  const std::string computed = GlobalModelChecksum(meta, *parsed);
+  if (recorded != computed)
+    return Status::Corruption(fmt::format(
+        "{}: checksum mismatch: the file was changed or damaged after it was written (sha256 "
+        "recorded {}, computed {})",
+        file, recorded.empty() ? "none" : recorded.substr(0, 16) + "...",
+        computed.substr(0, 16) + "..."));
+  SavedGlobalModel out;
+  TRIB_ASSIGN_OR_RETURN(out.round, MetadataU64(meta, "round", file));
+  TRIB_ASSIGN_OR_RETURN(out.model_version, MetadataU64(meta, "model_version", file));
+  TRIB_ASSIGN_OR_RETURN(const uint64_t fingerprint, MetadataU64(meta, "model_fingerprint", file));
+  if (fingerprint != parsed->fingerprint())
+    return Status::Corruption(file + ": the model's layout fingerprint does not match its tensors");
+  if (!parsed->same_layout(layout))
+    return Status::FailedPrecondition(
+        fmt::format("{} holds a model of another layout: {}", file,
+                    LayoutDifference(LayoutOf(layout), "the trainer's model", LayoutOf(*parsed),
+                                     "the saved one")));
+  out.weights = std::move(parsed).value();
+  return out;
 }
 
 }  // namespace tributary

@@ -12,6 +12,13 @@
 // The error-feedback residual of the client's codec lives next to it in <dir>/codec_state.bin
 // (compression/codec_state.h format), also replaced atomically, so it survives a restart.
 //
+// The latest global model the client received lives in <dir>/global_model.safetensors, replaced
+// atomically, so the app can predict with it after a restart (Client::predict). It is a plain
+// safetensors file (any safetensors reader opens it) whose metadata holds the round, the model
+// version, the layout fingerprint and a SHA-256 over the metadata, every tensor's name and shape,
+// and the data (the scheme of coordinator/checkpoint.h): LoadGlobalModel reports a changed byte
+// anywhere as Corruption naming the file.
+//
 // Errors: IoError when the directory cannot be created; FailedPrecondition when another process
 // (or another ClientState in this one) holds the lock; Corruption naming the file when the state
 // file does not parse or has fields of the wrong type. The lock is released by the destructor.
@@ -24,9 +31,17 @@
 #include <utility>
 
 #include "compression/codec.h"
+#include "tributary/model_weights.h"
 #include "tributary/result.h"
 
 namespace tributary {
+
+// The global model as saved by ClientState::SaveGlobalModel.
+struct SavedGlobalModel {
+  ModelWeights weights;
+  uint64_t round = 0;
+  uint64_t model_version = 0;
+};
 
 struct ClientStateData {
   std::string client_id;
@@ -60,8 +75,19 @@ class ClientState {
   Result<CodecState> LoadCodecState(size_t max_floats) const;
   Status SaveCodecState(const CodecState& state);
 
+  // The latest global model. Save replaces the file atomically (IoError naming the file on
+  // failure). Load checks the file against `layout` (the trainer's, e.g. get_parameters()) before
+  // reading it in: NotFound when there is none; FailedPrecondition naming the file when it is
+  // larger than a model of that layout can be, or holds a model of another layout (the app's model
+  // changed); Corruption naming the file when it is not a well-formed safetensors file of this
+  // format, or its checksum does not match (a byte changed since it was written).
+  static constexpr const char* kGlobalModelFileName = "global_model.safetensors";
+  Status SaveGlobalModel(const ModelWeights& weights, uint64_t round, uint64_t model_version);
+  Result<SavedGlobalModel> LoadGlobalModel(const ModelWeights& layout) const;
+
   const std::string& dir() const { return dir_; }
   std::string state_file() const { return dir_ + "/" + kStateFileName; }
+  std::string global_model_file() const { return dir_ + "/" + kGlobalModelFileName; }
 
  private:
   ClientState(std::string dir, int lock_fd) : dir_(std::move(dir)), lock_fd_(lock_fd) {}

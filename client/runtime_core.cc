@@ -53,8 +53,15 @@ RuntimeCore::RuntimeCore(asio::io_context& io, Transport& transport,
       backoff_(options_.backoff),
       layout_(LayoutOf(layout)),
       layout_fingerprint_(layout.fingerprint()),
+      global_model_(trainer),
       executor_(std::move(trainer), state.get()),
       state_(std::move(state)) {
+  restore_status_ = global_model_.Restore(state_.get(), layout);
+  // On the worker, inside the TrainerScope of the task (RunTask).
+  executor_.set_on_global_model(
+      [this](const ModelWeights& global, uint64_t round, uint64_t model_version) {
+        global_model_.Update(global, round, model_version, state_.get());
+      });
   executor_.set_layout(std::move(layout));
   if (options_.software_version.empty())
     options_.software_version = std::string("tributary-client/") + TRIBUTARY_VERSION;
@@ -67,6 +74,8 @@ Status RuntimeCore::Start() {
     if (stop_requested_) return Status::FailedPrecondition("the client runtime was stopped");
     started_ = true;
   }
+  if (!restore_status_.ok())
+    Log().warn("not using the global model saved in the state dir: {}", restore_status_.ToString());
   asio::post(strand_, [self = shared_from_this()] { self->DoConnect(); });
   return Status::Ok();
 }
@@ -383,7 +392,10 @@ void RuntimeCore::RunTask(uint64_t gen, const std::shared_ptr<Message>& task,
   Message reply;
   bool masked_later = false;
   if (const auto* fit = std::get_if<TaskAssignment>(task.get())) {
-    Result<UpdateSubmission> r = executor_.Fit(*fit, &report);
+    Result<UpdateSubmission> r = [&] {
+      GlobalModelHolder::TrainerScope trainer_turn(global_model_);
+      return executor_.Fit(*fit, &report);
+    }();
     if (r.ok() && secagg) {
       // Secure aggregation: the delta goes into the integer domain and is masked once the inbox
       // of shares is here too (now, or when it arrives on the strand).
@@ -405,7 +417,10 @@ void RuntimeCore::RunTask(uint64_t gen, const std::shared_ptr<Message>& task,
       report.status = r.status();
     }
   } else {
-    Result<EvaluateResult> r = executor_.Evaluate(std::get<EvaluateTask>(*task), &report);
+    Result<EvaluateResult> r = [&] {
+      GlobalModelHolder::TrainerScope trainer_turn(global_model_);
+      return executor_.Evaluate(std::get<EvaluateTask>(*task), &report);
+    }();
     if (r.ok())
       reply = std::move(*r);
     else

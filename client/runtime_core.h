@@ -4,7 +4,9 @@
 // call: each captures shared_from_this(). Everything that touches the connection, the timers and
 // the backoff runs on strand_; Trainer calls and ClientState writes run on the worker (a one-thread
 // ThreadPool owned by ClientRuntime, which outlives every job it runs); result_, client_id_ and
-// sessions_ are shared with the caller's threads under mu_.
+// sessions_ are shared with the caller's threads under mu_. The one Trainer call made elsewhere,
+// Predict on the caller's thread, takes turns with the worker's through global_model_ (its
+// TrainerScope).
 //
 // Every connection attempt gets a new generation number. Events (messages, close, timer expiries,
 // worker results) carry the generation they belong to, and anything from an older generation is
@@ -22,6 +24,7 @@
 
 #include "client/backoff.h"
 #include "client/client_runtime.h"
+#include "client/global_model_holder.h"
 #include "client/task_executor.h"
 #include "core/thread_pool.h"
 
@@ -38,6 +41,11 @@ class RuntimeCore : public std::enable_shared_from_this<RuntimeCore> {
   Status Wait();
   std::string client_id() const;
   int64_t sessions() const;
+  // Client::predict / global_model (any thread; Predict waits for a Trainer call in progress).
+  Result<std::vector<float>> Predict(std::span<const float> inputs, int64_t count) {
+    return global_model_.Predict(inputs, count);
+  }
+  std::optional<GlobalModelInfo> global_model() const { return global_model_.info(); }
   // Closes the state dir (releasing its lock) now rather than when the last handler holding the
   // core lets go. Only after Wait() returned and the worker was joined: the state belongs to it.
   void ReleaseState() {
@@ -95,6 +103,12 @@ class RuntimeCore : public std::enable_shared_from_this<RuntimeCore> {
   Status last_error_;
   const ModelLayout layout_;  // the trainer's, declared in Hello
   const uint64_t layout_fingerprint_;
+
+  // Thread-safe (global_model_holder.h); declared before executor_, whose hook feeds it.
+  GlobalModelHolder global_model_;
+  // Why the model saved in the state dir was not taken (logged by Start); OK when it was, or
+  // when there is none.
+  Status restore_status_;
 
   // Worker only.
   TaskExecutor executor_;

@@ -139,6 +139,7 @@ Result<UpdateSubmission> TaskExecutor::Fit(const TaskAssignment& task, TaskRepor
                          fmt::format("{}: codec '{}' is not supported by this client ({})", what,
                                      task.codec.spec, codec.status().message()));
   TRIB_ASSIGN_OR_RETURN(ModelWeights global, ToWeights(task.model, what.c_str()));
+  if (on_global_model_) on_global_model_(global, task.round, task.model_version);
 
   Result<FitResult> fit = trainer_->fit(global, task.fit);
   if (!fit.ok())
@@ -208,6 +209,7 @@ Result<EvaluateResult> TaskExecutor::Evaluate(const EvaluateTask& task, TaskRepo
   }
   const std::string what = fmt::format("evaluation for round {}", task.round);
   TRIB_ASSIGN_OR_RETURN(ModelWeights weights, ToWeights(task.model, what.c_str()));
+  if (on_global_model_) on_global_model_(weights, task.round, task.model_version);
   EvalConfig config;
   config.batch_size = task.batch_size;
   config.max_examples = task.max_examples;

@@ -27,9 +27,13 @@
 // saved is kept in memory, with a warning. The residual is saved when the update is encoded, so a
 // crash between encoding and sending loses that one update's contribution.
 //
+// A host that keeps the latest global model (ClientRuntime does, for Client::predict) sets a hook
+// that sees every model the executor decoded, before the trainer gets it.
+//
 // Not thread-safe: call from one thread at a time (the Trainer contract).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string_view>
@@ -60,6 +64,11 @@ class TaskExecutor {
     codec_state_loaded_ = true;
   }
   CodecState take_codec_state() { return std::move(codec_state_); }
+  // Called by Fit and Evaluate with the task's global model once it is decoded (in the trainer's
+  // layout), before the trainer is called, on the calling thread. Empty: none (the default).
+  using GlobalModelHook =
+      std::function<void(const ModelWeights& global, uint64_t round, uint64_t model_version)>;
+  void set_on_global_model(GlobalModelHook hook) { on_global_model_ = std::move(hook); }
 
   // `report` (may be null) receives what happened, for logging.
   Result<UpdateSubmission> Fit(const TaskAssignment& task, TaskReport* report = nullptr);
@@ -79,6 +88,7 @@ class TaskExecutor {
   ClientState* state_ = nullptr;
   CodecState codec_state_;
   bool codec_state_loaded_ = false;
+  GlobalModelHook on_global_model_;
 };
 
 // A task's model payload as ModelWeights in `layout`'s layout: the raw floats copied, or an

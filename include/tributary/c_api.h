@@ -31,10 +31,15 @@
  * The library prints nothing; set o.log_fn (or call tributary_set_log_handler) to receive its log
  * lines.
  *
- * Threading: the callbacks run on the client's worker thread, one call at a time. The functions
- * may be called from any thread, except from inside a callback; tributary_client_stop() may be
- * called at any time (e.g. from another thread while tributary_client_run() blocks). No function
- * throws or aborts on bad input: they return a status code and keep a message.
+ * Between rounds the app can run the latest global model on its own inputs with
+ * tributary_client_predict(), given a predict callback (o.predict, o.predict_output_size).
+ *
+ * Threading: fit and evaluate run on the client's worker thread; predict runs on the thread that
+ * called tributary_client_predict(). The callbacks never run two at a time: predict waits for a
+ * fit or evaluate in progress. The functions may be called from any thread, except from inside a
+ * callback; tributary_client_stop() may be called at any time (e.g. from another thread while
+ * tributary_client_run() blocks). No function throws or aborts on bad input: they return a status
+ * code and keep a message.
  */
 /* clang-format on */
 #ifndef TRIBUTARY_C_API_H_
@@ -116,6 +121,16 @@ typedef int (*tributary_evaluate_fn)(void* user_data, const tributary_eval_confi
                                      const float* weights, size_t num_floats,
                                      tributary_eval_result* result, char* error, size_t error_size);
 
+/* Computes the model's outputs with `weights` (num_floats values, the latest global model) for
+ * `count` samples stored one after another in `inputs` (inputs_len values; their layout is the
+ * app's), writing outputs_len = count * predict_output_size values to `outputs` (which starts
+ * zeroed). Same return convention as tributary_fit_fn; a failure is returned by
+ * tributary_client_predict() as TRIBUTARY_INTERNAL with the reason. */
+typedef int (*tributary_predict_fn)(void* user_data, const float* weights, size_t num_floats,
+                                    const float* inputs, size_t inputs_len, int64_t count,
+                                    float* outputs, size_t outputs_len, char* error,
+                                    size_t error_size);
+
 /* Log levels: the values of tributary::LogLevel (log.h). */
 typedef enum tributary_log_level {
   TRIBUTARY_LOG_TRACE = 0,
@@ -150,7 +165,7 @@ typedef struct tributary_client_options {
   size_t num_tensors;
   tributary_fit_fn fit;           /* required */
   tributary_evaluate_fn evaluate; /* NULL: evaluation requests are answered with an error */
-  void* user_data;                /* passed to both callbacks */
+  void* user_data;                /* passed to the fit, evaluate and predict callbacks */
 
   uint32_t backoff_initial_ms; /* default 500 */
   uint32_t backoff_max_ms;     /* default 30000 */
@@ -167,6 +182,13 @@ typedef struct tributary_client_options {
   tributary_log_fn log_fn;
   int log_level;       /* a tributary_log_level; default TRIBUTARY_LOG_INFO */
   void* log_user_data; /* passed to log_fn; see tributary_set_log_handler for how long it is used */
+
+  /* Prediction with the latest global model (tributary_client_predict). predict NULL (the
+   * default): tributary_client_predict returns TRIBUTARY_UNIMPLEMENTED. With predict set,
+   * predict_output_size (the values it writes per sample, e.g. the number of classes) must be
+   * >= 1. */
+  tributary_predict_fn predict;
+  size_t predict_output_size;
 } tributary_client_options;
 
 /* Fills `options` with the defaults (and NULL / 0 elsewhere). Call it before setting fields. */
@@ -195,6 +217,26 @@ const char* tributary_client_last_error(const tributary_client* client);
 /* Copies the client id the coordinator assigned (from the certificate; "" before joining) into
  * `buffer` (NUL-terminated, truncated to size - 1) and returns its full length. */
 size_t tributary_client_id(const tributary_client* client, char* buffer, size_t size);
+
+/* Runs the predict callback on the latest global model: the one of the last fit or evaluate task
+ * received, or else the one the state dir held at create (state_dir keeps it across restarts).
+ * `inputs` holds `count` >= 1 samples one after another (inputs_len values, a multiple of count);
+ * the count * predict_output_size outputs are written to the start of `outputs`, which must hold
+ * outputs_len >= that many. Blocks while a fit or evaluate callback runs. Returns TRIBUTARY_OK;
+ * TRIBUTARY_UNIMPLEMENTED without a predict callback; TRIBUTARY_FAILED_PRECONDITION before any
+ * global model (or when called from inside a callback); TRIBUTARY_INVALID_ARGUMENT naming the
+ * length or pointer that is wrong; TRIBUTARY_INTERNAL when the callback failed. The reason is
+ * written to `error` (NUL-terminated, "" on success) when error_size > 0, not kept as
+ * tributary_client_last_error(), so predict may run on one thread while run() blocks on
+ * another. */
+int tributary_client_predict(tributary_client* client, const float* inputs, size_t inputs_len,
+                             int64_t count, float* outputs, size_t outputs_len, char* error,
+                             size_t error_size);
+/* The round and model version of the model tributary_client_predict() uses (either pointer may be
+ * NULL): TRIBUTARY_OK, or TRIBUTARY_FAILED_PRECONDITION (both left as they are) when there is none
+ * yet. */
+int tributary_client_global_model(const tributary_client* client, uint64_t* round,
+                                  uint64_t* model_version);
 
 /* Stops the client, waits for a callback in progress to return, and frees it. NULL is fine. */
 void tributary_client_destroy(tributary_client* client);

@@ -6,7 +6,9 @@
 // over: for each TaskAssignment it calls trainer.fit() on the global model, encodes the delta
 // (new - global) with the codec the coordinator asked for and submits it; for each EvaluateTask it
 // calls trainer.evaluate(). It sends heartbeats while connected, and when the connection is lost
-// or refused it reconnects with exponential backoff and jitter.
+// or refused it reconnects with exponential backoff and jitter. It keeps the latest global model it
+// received (in memory, and in the state dir when there is one), so the app can predict() with the
+// federated model between rounds.
 //
 //   ClientOptions options;
 //   options.coordinator = "coord.example.org:7070";
@@ -19,7 +21,11 @@
 // worker thread of its own (one call at a time, never concurrently), so fit() may take as long as
 // it needs without stalling heartbeats. start(), stop() and wait() may be called from any thread
 // except from inside a Trainer call or the on_task callback. Destroying a Client stops it and waits
-// for a fit() in progress to return.
+// for a fit() in progress to return. predict() and global_model() may be called from any thread,
+// at any time (before start(), while running, after the run ended), also from on_task, but not
+// from inside a Trainer call. predict() calls the Trainer on the calling thread, so it takes
+// turns with the worker: it blocks while a fit() or evaluate() runs (which may be long) and never
+// runs alongside one.
 //
 // This header includes only tributary/* headers: no Boost, OpenSSL or protocol headers.
 #pragma once
@@ -28,7 +34,10 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "tributary/log.h"
 #include "tributary/result.h"
@@ -73,6 +82,14 @@ struct TaskReport {
   Status status;
 };
 
+// Which global model predict() uses: the round of the task that brought it, and its version.
+struct GlobalModelInfo {
+  uint64_t round = 0;
+  uint64_t model_version = 0;
+
+  friend bool operator==(const GlobalModelInfo&, const GlobalModelInfo&) = default;
+};
+
 struct ClientOptions {
   // The coordinator, "host:port" (host: a DNS name or an IP literal, "[v6]:port" for IPv6).
   std::string coordinator;
@@ -86,8 +103,9 @@ struct ClientOptions {
   std::string cert_file;
   std::string key_file;
   // Local state: created if missing, locked against a second client using it, and holding a small
-  // state file (client id, last round seen) and the codec's error-feedback residual, so both
-  // survive a restart (client/client_state.h). Empty means no local state.
+  // state file (client id, last round seen), the codec's error-feedback residual and the latest
+  // global model (global_model.safetensors), so all survive a restart (client/client_state.h).
+  // Empty means no local state: the global model then lives in memory only.
   std::string state_dir;
   // Reported to the coordinator in Hello.
   std::string device = "cpu";
@@ -117,7 +135,9 @@ struct ClientOptions {
 class Client {
  public:
   // Validates the options, reads the TLS files (errors name the file) and opens the state dir.
-  // Connects to nothing yet. `trainer` must not be null.
+  // Connects to nothing yet. `trainer` must not be null. A global model saved in the state dir by
+  // an earlier client is taken for predict() when it matches trainer.get_parameters()'s layout; one
+  // that does not (another model, a damaged file) is left unused, with a warning logged at start().
   static Result<std::unique_ptr<Client>> Create(ClientOptions options,
                                                 std::shared_ptr<Trainer> trainer);
   ~Client();
@@ -145,6 +165,19 @@ class Client {
 
   // The id the coordinator read from this client's certificate (from Welcome); empty before.
   std::string client_id() const;
+
+  // trainer.predict(the latest global model, inputs, count): the federated model's outputs for
+  // `count` samples stored one after another in `inputs` (for NativeTrainer, count rows of class
+  // probabilities). The latest global model is the one of the last fit or evaluate task received
+  // (as decoded, when it came compressed), or else the one found in the state dir at Create.
+  // Errors: FailedPrecondition when there is none yet, or when called from inside a Trainer call;
+  // InvalidArgument when count < 1; otherwise what trainer.predict returns (Unimplemented for a
+  // Trainer without it, InvalidArgument for inputs of the wrong size). Blocks while a fit or
+  // evaluate runs (see Threading above).
+  Result<std::vector<float>> predict(std::span<const float> inputs, int64_t count);
+  // The round and version of the model predict() uses; nullopt when there is none yet. Does not
+  // block on the Trainer.
+  std::optional<GlobalModelInfo> global_model() const;
 
  private:
   struct Impl;

@@ -12,7 +12,9 @@
 
 #include <cstdint>
 #include <map>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "tributary/model_weights.h"
 #include "tributary/result.h"
@@ -62,6 +64,17 @@ class Trainer {
   virtual Result<ModelWeights> get_parameters() = 0;
   virtual Result<FitResult> fit(const ModelWeights& global, const FitConfig& config) = 0;
   virtual Result<EvalResult> evaluate(const ModelWeights& weights, const EvalConfig& config) = 0;
+  // The model's outputs for `count` samples stored one after another in `inputs` (each sample's
+  // values in the trainer's own input layout), computed with `weights` (the layout of
+  // get_parameters()); for a classifier, count rows of class probabilities. Optional: the default
+  // returns Unimplemented. Client::predict() calls it with the latest global model.
+  virtual Result<std::vector<float>> predict(const ModelWeights& weights,
+                                             std::span<const float> inputs, int64_t count) {
+    (void)weights;
+    (void)inputs;
+    (void)count;
+    return Status::Unimplemented("this trainer does not implement predict");
+  }
 };
 
 }  // namespace tributary

@@ -47,6 +47,29 @@ static int linear_evaluate(void* user_data, const tributary_eval_config* config,
   return 0;
 }
 
+/* y = W x + b, W row-major [2, 2]: y[j] = W[j][0] x[0] + W[j][1] x[1] + b[j]. */
+static int linear_predict(void* user_data, const float* weights, size_t num_floats,
+                          const float* inputs, size_t inputs_len, int64_t count, float* outputs,
+                          size_t outputs_len, char* error, size_t error_size) {
+  (void)user_data;
+  if (num_floats != 6 || outputs_len != 2 * (size_t)count) {
+    snprintf(error, error_size, "unexpected sizes: %zu weights, %zu outputs", num_floats,
+             outputs_len);
+    return 2;
+  }
+  if (inputs_len != 2 * (size_t)count) {
+    snprintf(error, error_size, "the model takes 2 inputs per sample; got %zu for %lld samples",
+             inputs_len, (long long)count);
+    return 1;
+  }
+  for (int64_t n = 0; n < count; ++n) {
+    const float* x = inputs + 2 * n;
+    for (int j = 0; j < 2; ++j)
+      outputs[2 * n + j] = weights[2 * j] * x[0] + weights[2 * j + 1] * x[1] + weights[4 + j];
+  }
+  return 0;
+}
+
 static const int64_t kWeightShape[2] = {2, 2};
 static const int64_t kBiasShape[1] = {2};
 
@@ -145,6 +168,9 @@ int trib_c_create_error(int which, char* error, size_t error_size) {
     case 5:
       o.log_level = 9;
       break;
+    case 6:
+      o.predict = linear_predict; /* predict_output_size left 0 */
+      break;
     default:
       o.ca_cert_file = "/nonexistent/ca.crt";
       break;
@@ -155,4 +181,29 @@ int trib_c_create_error(int which, char* error, size_t error_size) {
     return 0;
   }
   return 1;
+}
+
+/* Outlives the clients made below (the callbacks get it as user_data). */
+static linear_app predict_app = {1.0f, 0, 0};
+
+tributary_client* trib_c_create_predict_client(const char* coordinator, const char* ca,
+                                               const char* cert, const char* key,
+                                               const char* state_dir, int with_predict, char* error,
+                                               size_t error_size) {
+  tributary_tensor tensors[2];
+  tributary_client_options o;
+  fill_options(&o, coordinator, ca, cert, key, &predict_app, tensors);
+  o.state_dir = state_dir;
+  if (with_predict) {
+    o.predict = linear_predict;
+    o.predict_output_size = 2;
+  }
+  return tributary_client_create(&o, error, error_size);
+}
+
+int trib_c_predict(tributary_client* client, const float* inputs, size_t inputs_len,
+                   long long count, float* outputs, size_t outputs_len, char* error,
+                   size_t error_size) {
+  return tributary_client_predict(client, inputs, inputs_len, (int64_t)count, outputs, outputs_len,
+                                  error, error_size);
 }

@@ -4,6 +4,8 @@
 
 #include <stddef.h>
 
+#include "tributary/c_api.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -38,9 +40,24 @@ int trib_c_run_logged_client(const char* coordinator, const char* ca, const char
                              trib_c_outcome* outcome);
 
 /* Creates a client with one thing wrong (0: no fit callback, 1: no tensors, 2: a repeated tensor
- * name, 3: no coordinator, 5: log_level 9, other: a missing CA file); returns 1 when create failed
- * as it should. */
+ * name, 3: no coordinator, 5: log_level 9, 6: a predict callback without predict_output_size,
+ * other: a missing CA file); returns 1 when create failed as it should. */
 int trib_c_create_error(int which, char* error, size_t error_size);
+
+/* Creates (does not start) trib_c_run_client's client, with `state_dir` (may be NULL) and, when
+ * with_predict is set, a predict callback: the linear layer, y = W x + b for 2 inputs per sample
+ * (W = linear.weight, row-major [2, 2]; b = linear.bias), 2 outputs per sample; it fails, saying
+ * "2 inputs per sample", when inputs_len is not 2 * count. NULL when create failed (`error` says
+ * why). Free with tributary_client_destroy. */
+tributary_client* trib_c_create_predict_client(const char* coordinator, const char* ca,
+                                               const char* cert, const char* key,
+                                               const char* state_dir, int with_predict, char* error,
+                                               size_t error_size);
+
+/* tributary_client_predict on `client` from C: the status, with the message in `error`. */
+int trib_c_predict(tributary_client* client, const float* inputs, size_t inputs_len,
+                   long long count, float* outputs, size_t outputs_len, char* error,
+                   size_t error_size);
 
 #ifdef __cplusplus
 }

@@ -153,6 +153,7 @@ TEST(CApiTest, CreateFailuresExplainThemselves) {
       {3, "coordinator"},
       {4, "/nonexistent/ca.crt"},
       {5, "log_level: 9 is not a tributary_log_level"},
+      {6, "predict_output_size: must be >= 1"},
   };
   for (const auto& [which, expected] : cases) {
     char error[512];
@@ -163,6 +164,111 @@ TEST(CApiTest, CreateFailuresExplainThemselves) {
   char small[8];
   ASSERT_EQ(trib_c_create_error(0, small, sizeof(small)), 1);
   EXPECT_EQ(std::string(small).size(), 7u);
+}
+
+// Two samples for the C app's linear predict callback, and its outputs with LinearModel()
+// (W = [[-1, -0.5], [0, 0.5]], b = [1, 1.5]), worked out by hand.
+const std::vector<float> kInputs = {2.0f, 4.0f, -1.0f, 1.0f};
+const std::vector<float> kOutputs = {-3.0f, 3.5f, 1.5f, 2.0f};
+
+TEST(CApiTest, PredictRunsTheCallbackOnTheLatestGlobalModel) {
+  TlsCoordinatorFixture fx;
+  const auto f = fx.ClientFiles("c-predict");
+  const std::string state = fx.dir().file("c-state");
+  char error[512];
+  tributary_client* c = trib_c_create_predict_client(fx.address().c_str(), f.ca.c_str(),
+                                                     f.cert.c_str(), f.key.c_str(), state.c_str(),
+                                                     /*with_predict=*/1, error, sizeof(error));
+  ASSERT_NE(c, nullptr) << error;
+  std::vector<float> out(5, 99.0f);
+  EXPECT_EQ(trib_c_predict(c, kInputs.data(), 4, 2, out.data(), 5, error, sizeof(error)),
+            TRIBUTARY_FAILED_PRECONDITION);
+  EXPECT_NE(std::string(error).find("no global model yet"), std::string::npos) << error;
+  uint64_t round = 77, version = 77;
+  EXPECT_EQ(tributary_client_global_model(c, &round, &version), TRIBUTARY_FAILED_PRECONDITION);
+  EXPECT_EQ(round, 77u);
+
+  ASSERT_EQ(tributary_client_start(c), TRIBUTARY_OK);
+  auto session = fx.coordinator().WaitSession(0);
+  ASSERT_TRUE(session);
+  TaskAssignment task;
+  task.round = 1;
+  task.model_version = 4;
+  task.fit.lr = 0.5f;
+  task.codec.spec = "dense";
+  task.model = Payload(LinearModel());
+  session->Send(task);
+  ASSERT_TRUE(session->Next<UpdateSubmission>());
+
+  // The model the coordinator sent (not the trained one); only the outputs asked for are written.
+  ASSERT_EQ(trib_c_predict(c, kInputs.data(), 4, 2, out.data(), 5, error, sizeof(error)),
+            TRIBUTARY_OK)
+      << error;
+  EXPECT_STREQ(error, "");
+  EXPECT_EQ(std::vector<float>(out.begin(), out.begin() + 4), kOutputs);
+  EXPECT_EQ(out[4], 99.0f);
+  ASSERT_EQ(tributary_client_global_model(c, &round, &version), TRIBUTARY_OK);
+  EXPECT_EQ(round, 1u);
+  EXPECT_EQ(version, 4u);
+
+  // Every length is checked, and the message names the sizes.
+  auto predict = [&](tributary_client* h, const float* in, size_t in_len, long long count, float* o,
+                     size_t o_len) {
+    const int rc = trib_c_predict(h, in, in_len, count, o, o_len, error, sizeof(error));
+    return std::make_pair(rc, std::string(error));
+  };
+  const std::pair<std::pair<int, std::string>, const char*> bad[] = {
+      {predict(c, kInputs.data(), 4, 2, out.data(), 3),
+       "outputs_len 3 is too small: 2 samples of predict_output_size 2 need 4 floats"},
+      {predict(c, kInputs.data(), 4, 2, nullptr, 4), "outputs_len 4 (outputs is NULL)"},
+      {predict(c, kInputs.data(), 3, 2, out.data(), 5), "inputs_len 3 for count 2"},
+      {predict(c, kInputs.data(), 0, 2, out.data(), 5), "inputs_len 0 for count 2"},
+      {predict(c, nullptr, 4, 2, out.data(), 5), "inputs_len 4 (inputs is NULL)"},
+      {predict(c, kInputs.data(), 4, 0, out.data(), 5), "count must be >= 1, got 0"},
+      {predict(nullptr, kInputs.data(), 4, 2, out.data(), 5), "client is NULL"},
+  };
+  for (const auto& [result, expected] : bad) {
+    EXPECT_EQ(result.first, TRIBUTARY_INVALID_ARGUMENT) << expected;
+    EXPECT_NE(result.second.find(expected), std::string::npos) << result.second;
+  }
+
+  // A failing callback: INTERNAL with its reason.
+  ASSERT_EQ(trib_c_predict(c, kInputs.data(), 4, 1, out.data(), 5, error, sizeof(error)),
+            TRIBUTARY_INTERNAL);
+  EXPECT_NE(std::string(error).find("the predict callback failed (returned 1)"), std::string::npos)
+      << error;
+  EXPECT_NE(std::string(error).find("2 inputs per sample"), std::string::npos) << error;
+
+  tributary_client_stop(c);
+  EXPECT_EQ(tributary_client_wait(c), TRIBUTARY_ABORTED);
+  tributary_client_destroy(c);
+
+  // Restarted on the same state dir, it predicts with the saved model before connecting.
+  c = trib_c_create_predict_client(fx.address().c_str(), f.ca.c_str(), f.cert.c_str(),
+                                   f.key.c_str(), state.c_str(), 1, error, sizeof(error));
+  ASSERT_NE(c, nullptr) << error;
+  std::fill(out.begin(), out.end(), 0.0f);
+  ASSERT_EQ(trib_c_predict(c, kInputs.data(), 4, 2, out.data(), 4, error, sizeof(error)),
+            TRIBUTARY_OK)
+      << error;
+  EXPECT_EQ(std::vector<float>(out.begin(), out.begin() + 4), kOutputs);
+  tributary_client_destroy(c);
+}
+
+TEST(CApiTest, PredictWithoutACallbackIsUnimplemented) {
+  TlsCoordinatorFixture fx;
+  const auto f = fx.ClientFiles("c-nopredict");
+  char error[512];
+  tributary_client* c =
+      trib_c_create_predict_client(fx.address().c_str(), f.ca.c_str(), f.cert.c_str(),
+                                   f.key.c_str(), nullptr, 0, error, sizeof(error));
+  ASSERT_NE(c, nullptr) << error;
+  float out[4];
+  EXPECT_EQ(trib_c_predict(c, kInputs.data(), 4, 2, out, 4, error, sizeof(error)),
+            TRIBUTARY_UNIMPLEMENTED);
+  EXPECT_NE(std::string(error).find("this client has no predict callback"), std::string::npos)
+      << error;
+  tributary_client_destroy(c);
 }
 
 TEST(CApiTest, NullHandlesAndStatusNames) {

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <future>
 
 #include "client/client_state.h"
@@ -152,6 +154,146 @@ TEST(ClientTest, CreateNamesWhatIsWrong) {
   EXPECT_EQ((*first)->wait().code(), StatusCode::kFailedPrecondition);
   (*first)->stop();
   EXPECT_EQ((*first)->wait().code(), StatusCode::kAborted);
+}
+
+// Two samples for FakeTrainer::predict, and what it computes from Task()'s global model
+// (fc.weight = [[1, 2, 3], [4, 5, 6]], fc.bias = [7, 8, 9]), worked out by hand.
+const std::vector<float> kInputs = {1.0f, 2.0f, -1.0f, 0.5f};
+const std::vector<float> kTaskOutputs = {16.0f, 20.0f, 24.0f, 8.0f, 8.5f, 9.0f};
+
+TEST(ClientTest, PredictBeforeAnyGlobalModelIsAFailedPrecondition) {
+  TlsCoordinatorFixture fx;
+  ClientOptions o = OptionsFor(fx.ClientFiles("edge-5"), fx.address());
+  o.state_dir = fx.dir().file("state");
+  auto client = Client::Create(o, std::make_shared<FakeTrainer>());
+  ASSERT_TRUE(client.ok()) << client.status();
+  Result<std::vector<float>> r = (*client)->predict(kInputs, 2);
+  EXPECT_EQ(r.status().code(), StatusCode::kFailedPrecondition) << r.status();
+  EXPECT_NE(r.status().message().find("no global model yet"), std::string::npos) << r.status();
+  EXPECT_EQ((*client)->global_model(), std::nullopt);
+  EXPECT_EQ((*client)->predict(kInputs, 0).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(ClientTest, PredictUsesTheLatestGlobalModelAlsoAfterARestart) {
+  TlsCoordinatorFixture fx;
+  const auto files = fx.ClientFiles("edge-6");
+  ClientOptions o = OptionsFor(files, fx.address());
+  o.state_dir = fx.dir().file("state");
+  auto trainer = std::make_shared<FakeTrainer>();
+  auto client = Client::Create(o, trainer);
+  ASSERT_TRUE(client.ok()) << client.status();
+  auto run = std::async(std::launch::async, [&] { return (*client)->run(); });
+  auto session = fx.coordinator().WaitSession(0);
+  ASSERT_TRUE(session);
+
+  // After a fit: the model the coordinator sent, not the one the client trained from it.
+  session->Send(Task(2));
+  ASSERT_TRUE(session->Next<UpdateSubmission>());
+  Result<std::vector<float>> r = (*client)->predict(kInputs, 2);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(*r, kTaskOutputs);
+  EXPECT_EQ((*client)->global_model(), (GlobalModelInfo{2, 1}));
+
+  // After an evaluation of a newer model: that one (twice the weights, so twice the outputs).
+  ModelWeights g2 = FakeTrainer::Layout();
+  for (size_t i = 0; i < g2.size(); ++i) g2.data()[i] = 2.0f * (1.0f + static_cast<float>(i));
+  EvaluateTask eval;
+  eval.round = 3;
+  eval.model_version = 2;
+  eval.model =
+      ModelPayload{g2.fingerprint(), std::vector<float>(g2.data().begin(), g2.data().end())};
+  session->Send(eval);
+  ASSERT_TRUE(session->Next<EvaluateResult>());
+  std::vector<float> twice = kTaskOutputs;
+  for (float& v : twice) v *= 2.0f;
+  r = (*client)->predict(kInputs, 2);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(*r, twice);
+  EXPECT_EQ((*client)->global_model(), (GlobalModelInfo{3, 2}));
+  // The trainer's own checks come back as they are.
+  EXPECT_EQ((*client)->predict(std::span(kInputs).first(3), 2).status().code(),
+            StatusCode::kInvalidArgument);
+
+  session->Send(Goodbye{"finished"});
+  ASSERT_EQ(run.wait_for(20s), std::future_status::ready);
+  EXPECT_TRUE(run.get().ok());
+  client->reset();
+  EXPECT_EQ(trainer->overlapping_calls, 0);
+  const std::string saved = o.state_dir + "/" + ClientState::kGlobalModelFileName;
+  ASSERT_TRUE(std::filesystem::exists(saved));
+
+  // A new client on the same state dir predicts with the saved model before it connects.
+  {
+    auto restarted = Client::Create(o, std::make_shared<FakeTrainer>());
+    ASSERT_TRUE(restarted.ok()) << restarted.status();
+    EXPECT_EQ((*restarted)->global_model(), (GlobalModelInfo{3, 2}));
+    r = (*restarted)->predict(kInputs, 2);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(*r, twice);
+  }
+
+  // A damaged file is not used (the next task brings a model); the client still starts.
+  {
+    std::fstream f(saved, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(-1, std::ios::end);
+    const char last = static_cast<char>(f.get());
+    f.seekp(-1, std::ios::end);
+    f.put(static_cast<char>(last ^ 0x40));
+  }
+  auto damaged = Client::Create(o, std::make_shared<FakeTrainer>());
+  ASSERT_TRUE(damaged.ok()) << damaged.status();
+  EXPECT_EQ((*damaged)->global_model(), std::nullopt);
+  EXPECT_EQ((*damaged)->predict(kInputs, 2).status().code(), StatusCode::kFailedPrecondition);
+}
+
+TEST(ClientTest, PredictWaitsForAFitInProgressAndIsRefusedInsideOne) {
+  TlsCoordinatorFixture fx;
+  auto trainer = std::make_shared<FakeTrainer>();
+  auto client = Client::Create(OptionsFor(fx.ClientFiles("edge-7"), fx.address()), trainer);
+  ASSERT_TRUE(client.ok()) << client.status();
+  Client* c = client->get();
+  std::promise<Status> inside;  // what predict said when called from inside fit
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  // Lets the fit go also when an assertion below returns early (the client's destructor waits
+  // for it).
+  bool fit_released = false;
+  auto release_fit = [&] {
+    if (!fit_released) release.set_value();
+    fit_released = true;
+  };
+  struct AtExit {
+    std::function<void()> run;
+    ~AtExit() { run(); }
+  } release_at_exit{release_fit};
+  trainer->during_fit = [&, released] {
+    inside.set_value(c->predict(kInputs, 2).status());
+    released.wait();
+  };
+  ASSERT_TRUE(c->start().ok());
+  auto session = fx.coordinator().WaitSession(0);
+  ASSERT_TRUE(session);
+  session->Send(Task(2));
+
+  // The fit is running now.
+  std::future<Status> inside_status = inside.get_future();
+  ASSERT_EQ(inside_status.wait_for(20s), std::future_status::ready);
+  const Status s = inside_status.get();
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s;
+  EXPECT_NE(s.message().find("inside a Trainer call"), std::string::npos) << s;
+  auto outside = std::async(std::launch::async, [&] { return c->predict(kInputs, 2); });
+  EXPECT_EQ(outside.wait_for(100ms), std::future_status::timeout);  // waiting for fit
+  EXPECT_EQ(c->global_model(), (GlobalModelInfo{2, 1}));            // does not wait
+  release_fit();
+  ASSERT_EQ(outside.wait_for(20s), std::future_status::ready);
+  Result<std::vector<float>> r = outside.get();
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(*r, kTaskOutputs);
+  ASSERT_TRUE(session->Next<UpdateSubmission>());
+  EXPECT_EQ(trainer->overlapping_calls, 0);
+  EXPECT_EQ(trainer->predict_calls, 1);
+  c->stop();
+  EXPECT_EQ(c->wait().code(), StatusCode::kAborted);
 }
 
 }  // namespace

@@ -4,11 +4,17 @@
 // fit:      new[i] = global[i] + lr * (i + 1); num_examples = 100 * epochs;
 //           metrics train_loss = 1 / epochs, train_accuracy = 0.5.
 // evaluate: loss = sum of the weights, accuracy = 0.75, num_examples = 40.
-// Counts its calls; thread-safe counters (the client calls it from its worker thread).
+// predict:  the linear layer, 2 inputs per sample to 3 outputs: y[k] = sum_i x[i] * W[i][k] + b[k]
+//           (W = fc.weight, b = fc.bias); InvalidArgument when inputs is not count * 2 values.
+// Counts its calls; thread-safe counters (the client calls it from its worker thread, predict from
+// the app's). `overlapping_calls` counts calls that began while another was still running (the
+// Trainer contract says there are none). `during_fit`, when set, runs inside fit.
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <numeric>
+#include <string>
 
 #include "tributary/trainer.h"
 
@@ -23,8 +29,10 @@ class FakeTrainer final : public Trainer {
   Result<ModelWeights> get_parameters() override { return Layout(); }
 
   Result<FitResult> fit(const ModelWeights& global, const FitConfig& config) override {
+    InCall in(this);
     ++fit_calls;
     last_seed = config.seed;
+    if (during_fit) during_fit();
     FitResult r;
     r.weights = global;
     std::span<float> w = r.weights.data();
@@ -35,6 +43,7 @@ class FakeTrainer final : public Trainer {
   }
 
   Result<EvalResult> evaluate(const ModelWeights& weights, const EvalConfig&) override {
+    InCall in(this);
     ++eval_calls;
     EvalResult r;
     r.loss = std::accumulate(weights.data().begin(), weights.data().end(), 0.0);
@@ -43,9 +52,38 @@ class FakeTrainer final : public Trainer {
     return r;
   }
 
+  Result<std::vector<float>> predict(const ModelWeights& weights, std::span<const float> inputs,
+                                     int64_t count) override {
+    InCall in(this);
+    ++predict_calls;
+    if (count < 1 || inputs.size() != static_cast<size_t>(count) * 2)
+      return Status::InvalidArgument("FakeTrainer::predict: " + std::to_string(inputs.size()) +
+                                     " inputs for " + std::to_string(count) +
+                                     " samples of 2 values");
+    std::span<const float> w = weights.tensor(0), b = weights.tensor(1);
+    std::vector<float> out(static_cast<size_t>(count) * 3);
+    for (int64_t n = 0; n < count; ++n)
+      for (size_t k = 0; k < 3; ++k)
+        out[n * 3 + k] = inputs[n * 2] * w[k] + inputs[n * 2 + 1] * w[3 + k] + b[k];
+    return out;
+  }
+
   std::atomic<int> fit_calls{0};
   std::atomic<int> eval_calls{0};
+  std::atomic<int> predict_calls{0};
+  std::atomic<int> overlapping_calls{0};
   std::atomic<uint64_t> last_seed{0};
+  std::function<void()> during_fit;
+
+ private:
+  struct InCall {
+    explicit InCall(FakeTrainer* t) : t(t) {
+      if (t->in_call_.exchange(true)) ++t->overlapping_calls;
+    }
+    ~InCall() { t->in_call_ = false; }
+    FakeTrainer* t;
+  };
+  std::atomic<bool> in_call_{false};
 };
 
 }  // namespace tributary::testing
