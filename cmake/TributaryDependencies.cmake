@@ -11,6 +11,24 @@ find_package(nlohmann_json 3 REQUIRED)
 find_package(tomlplusplus REQUIRED)
 find_package(CLI11 REQUIRED)
 find_package(zstd REQUIRED)  # libzstd-dev ships its CMake package (zstd::libzstd_shared)
+
+# fmt (which formats the library's log lines and messages) and toml++ (the configuration files) as
+# shared libraries the installed package asks for, or, with TRIBUTARY_HEADER_ONLY_DEPS, compiled
+# into Tributary's own objects from their headers, so an app that links the client statically
+# needs only OpenSSL and zstd (docs/embedding.md, bench/footprint.sh).
+if(TRIBUTARY_HEADER_ONLY_DEPS)
+  add_library(tributary_toml_header_only INTERFACE)
+  get_target_property(_toml_includes tomlplusplus::tomlplusplus INTERFACE_INCLUDE_DIRECTORIES)
+  target_include_directories(tributary_toml_header_only INTERFACE ${_toml_includes})
+  target_compile_definitions(tributary_toml_header_only INTERFACE TOML_HEADER_ONLY=1)
+  set(TRIBUTARY_FMT_TARGET $<BUILD_INTERFACE:fmt::fmt-header-only>)
+  set(TRIBUTARY_TOML_TARGET $<BUILD_INTERFACE:tributary_toml_header_only>)
+  set(TRIBUTARY_PACKAGE_DEPENDENCIES "")
+else()
+  set(TRIBUTARY_FMT_TARGET fmt::fmt)
+  set(TRIBUTARY_TOML_TARGET tomlplusplus::tomlplusplus)
+  set(TRIBUTARY_PACKAGE_DEPENDENCIES "find_dependency(fmt)\nfind_dependency(tomlplusplus)")
+endif()
 # libzip (libzip-dev) reads .npz archives (train/data/npz.cc); Debian ships a pkg-config file.
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(LIBZIP REQUIRED IMPORTED_TARGET libzip)

@@ -54,18 +54,18 @@ void ConsoleObserver::OnEvent(const RunEvent& event) {
                 Megabytes(s.bytes_down).c_str(), s.duration_s, dp.c_str());
           },
           [](const RoundFailed& e) {
-            spdlog::warn("round {} attempt {} failed: {}", e.round, e.attempt, e.reason);
+            Log().warn("round {} attempt {} failed: {}", e.round, e.attempt, e.reason);
           },
           [](const UpdateRefused& e) {
-            spdlog::warn("update from {} for round {} refused: {}", e.client, e.round, e.reason);
+            Log().warn("update from {} for round {} refused: {}", e.client, e.round, e.reason);
           },
           [](const CheckpointWritten& e) {
             if (!e.error.empty())
-              spdlog::error("round {}: checkpoint not written: {}", e.round, e.error);
+              Log().error("round {}: checkpoint not written: {}", e.round, e.error);
           },
           [](const FederatedEvaluated& e) {
-            spdlog::info("federated evaluation of round {}: accuracy {:.2f}% over {} clients",
-                         e.summary.round, 100 * e.summary.accuracy, e.summary.clients);
+            Log().info("federated evaluation of round {}: accuracy {:.2f}% over {} clients",
+                       e.summary.round, 100 * e.summary.accuracy, e.summary.clients);
           },
           [](const RunFinished& e) {
             if (!e.stopped.empty()) std::printf("stopped: %s\n", e.stopped.c_str());

@@ -4,8 +4,8 @@
 //   round   3/20  test-acc 84.21%  test-loss 0.4432  updates 10/10 (rejected 0, dropped 0)
 //       up 8.0 MB  down 8.0 MB  2.3s                                    (one line in the output)
 // the resume point when a run resumes, and the final model at the end. Failed round attempts,
-// refused updates and failed checkpoints are logged as warnings (stderr, spdlog), federated
-// evaluations at info.
+// refused updates and failed checkpoints are logged as warnings (the library logger, core/log.h),
+// federated evaluations at info.
 #pragma once
 
 #include "coordinator/run_events.h"

@@ -174,8 +174,8 @@ void CoordinatorService::OnHello(Session& s, const Hello& hello) {
   s.conn->SetMaxMessageBytes(max_update_bytes_);
   s.conn->Send(Welcome{kProtocolVersion, id, options_.software_version,
                        static_cast<uint32_t>(options_.heartbeat_interval.count())});
-  spdlog::info("client {} joined from {} ({}, {} examples)", id, s.conn->peer().address,
-               hello.capabilities.device, hello.capabilities.num_examples);
+  Log().info("client {} joined from {} ({}, {} examples)", id, s.conn->peer().address,
+             hello.capabilities.device, hello.capabilities.num_examples);
   const TimePoint now = clock_->Now();
   OnEngine([id, caps = hello.capabilities, now](RoundEngine& e) { e.OnJoined(id, caps, now); });
 }
@@ -200,7 +200,7 @@ void CoordinatorService::OnMessage(Connection* key, Message msg) {
     OnEngine([id = s.id, u = std::move(*u), now](RoundEngine& e) { (void)e.OnUpdate(id, u, now); });
   } else if (auto* r = std::get_if<EvaluateResult>(&msg)) {
     OnEngine([id = s.id, r = std::move(*r), now](RoundEngine& e) {
-      if (Status st = e.OnEvaluateResult(id, r, now); !st.ok()) spdlog::warn("{}", st.message());
+      if (Status st = e.OnEvaluateResult(id, r, now); !st.ok()) Log().warn("{}", st.message());
     });
   } else if (std::holds_alternative<SecAggKeysMsg>(msg) ||
              std::holds_alternative<SecAggSharesMsg>(msg) ||
@@ -208,12 +208,12 @@ void CoordinatorService::OnMessage(Connection* key, Message msg) {
              std::holds_alternative<SecAggUnmaskResponseMsg>(msg)) {
     OnEngine([id = s.id, m = std::move(msg), now](RoundEngine& e) {
       if (Status st = e.OnSecAgg(id, m, now); !st.ok())
-        spdlog::warn("client {}: {}", id, st.message());
+        Log().warn("client {}: {}", id, st.message());
     });
   } else if (auto* hb = std::get_if<Heartbeat>(&msg)) {
     s.conn->Send(*hb);  // the echo: the client's liveness check and round-trip measurement
   } else if (auto* e = std::get_if<Error>(&msg)) {
-    spdlog::warn("client {} reports {}: {}", s.id, ErrorCodeName(e->code), e->message);
+    Log().warn("client {} reports {}: {}", s.id, ErrorCodeName(e->code), e->message);
   } else if (std::holds_alternative<Goodbye>(msg)) {
     s.conn->Close();
   } else {
@@ -251,7 +251,7 @@ void CoordinatorService::OnClosed(Connection* key, const Status& why) {
   auto b = by_id_.find(id);
   if (b == by_id_.end() || b->second != key || closed_) return;
   by_id_.erase(b);
-  spdlog::info("client {} left{}", id, why.ok() ? "" : ": " + why.message());
+  Log().info("client {} left{}", id, why.ok() ? "" : ": " + why.message());
   const TimePoint now = clock_->Now();
   OnEngine([id, now](RoundEngine& e) { e.OnLeft(id, now); });
 }
@@ -270,9 +270,9 @@ void CoordinatorService::Sweep() {
   const TimePoint now = clock_->Now();
   for (auto& [key, s] : sessions_) {
     if (now - s.last_heard > options_.client_timeout) {
-      spdlog::warn("closing {} ({}): silent for over {} ms",
-                   s.id.empty() ? "an unjoined session" : s.id, s.conn->peer().address,
-                   options_.client_timeout.count());
+      Log().warn("closing {} ({}): silent for over {} ms",
+                 s.id.empty() ? "an unjoined session" : s.id, s.conn->peer().address,
+                 options_.client_timeout.count());
       s.last_heard = now;  // Close is asynchronous; do not repeat it
       s.conn->Send(Error{static_cast<uint32_t>(ErrorCode::kTimeout),
                          "no message within the client timeout"});

@@ -30,7 +30,7 @@ void EventLog::OnEvent(const RunEvent& event) {
   Status s = file_->Append(std::span(reinterpret_cast<const uint8_t*>(text.data()), text.size()));
   if (!s.ok() && !warned_) {
     warned_ = true;
-    spdlog::warn("event log {}: {} (further write errors are not reported)", path_, s.ToString());
+    Log().warn("event log {}: {} (further write errors are not reported)", path_, s.ToString());
   }
 }
 

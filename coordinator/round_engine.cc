@@ -336,7 +336,7 @@ void RoundEngine::MaybeStartRound(TimePoint now) {
           "(delta {:.3g}), over dp.target_epsilon = {}; {} rounds spent epsilon {:.4g}",
           round, next.epsilon, dp_->delta(), config_.dp.target_epsilon, dp_->rounds_charged(),
           now_spent.epsilon);
-      spdlog::warn("{}", stop_reason_);
+      Log().warn("{}", stop_reason_);
       return;
     }
   }
@@ -345,7 +345,7 @@ void RoundEngine::MaybeStartRound(TimePoint now) {
     // Nothing a retry could change (the strategy's state does not fit the model): end the run.
     failed_ = true;
     failure_ = begun.WithContext("round " + std::to_string(round) + ": the strategy cannot begin");
-    spdlog::error("{}", failure_.ToString());
+    Log().error("{}", failure_.ToString());
     return;
   }
   if (dp_) dp_->BeginRound(model_.size());
@@ -390,8 +390,8 @@ ModelPayload RoundEngine::DownloadPayload(uint64_t round) const {
   const uint64_t seed = DeriveSeed(config_.seed, {kDownloadStream, round, version_});
   Result<std::vector<uint8_t>> bytes = download_codec_->Encode(model_.data(), nullptr, seed);
   if (!bytes.ok()) {
-    spdlog::warn("round {}: sending the model raw: download codec '{}' refused it: {}", round,
-                 download_codec_->spec(), bytes.status().ToString());
+    Log().warn("round {}: sending the model raw: download codec '{}' refused it: {}", round,
+               download_codec_->spec(), bytes.status().ToString());
     return ModelPayloadOf(model_);
   }
   ModelPayload p;
@@ -433,7 +433,7 @@ void RoundEngine::CloseRound(TimePoint now) {
     failure_ = Status::FailedPrecondition(fmt::format(
         "round {}: the aggregated model holds {}; the run stops rather than send it to clients",
         rounds_done_ + 1, where));
-    spdlog::error("{}", failure_.message());
+    Log().error("{}", failure_.message());
     return;
   }
   model_ = std::move(next).value();
@@ -556,7 +556,7 @@ bool RoundEngine::StartSecAgg(const std::vector<std::string>& selected, uint64_t
     failed_ = true;
     failure_ = (domain.ok() ? r.status() : domain.status())
                    .WithContext("round " + std::to_string(round) + ": secure aggregation");
-    spdlog::error("{}", failure_.ToString());
+    Log().error("{}", failure_.ToString());
     return false;
   }
   secagg_ = std::move(*r);

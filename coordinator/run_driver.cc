@@ -136,8 +136,8 @@ Result<std::unique_ptr<RunDriver>> RunDriver::Create(const RunConfig& config, Op
     if (Status s = d->engine_->mutable_dp()->LoadState(d->privacy_state_); !s.ok())
       return s.WithContext("checkpoint " + d->started_.resumed_from);
     const PrivacySpent spent = d->engine_->dp()->Spent();
-    spdlog::info("resume: differential privacy goes on from epsilon {:.4g} after {} rounds",
-                 spent.epsilon, d->engine_->dp()->rounds_charged());
+    Log().info("resume: differential privacy goes on from epsilon {:.4g} after {} rounds",
+               spent.epsilon, d->engine_->dp()->rounds_charged());
   }
   return d;
 }
@@ -154,13 +154,13 @@ Status RunDriver::Resume(Strategy& strategy, ModelWeights* model, uint64_t* roun
     if (!options_.start_if_no_checkpoint)
       return Status::NotFound("resuming: there is no checkpoint in " + dir +
                               " (output.checkpoint_dir) to resume from");
-    spdlog::info("resume: no checkpoint in {} yet; starting a new run", dir);
+    Log().info("resume: no checkpoint in {} yet; starting a new run", dir);
     return Status::Ok();
   }
   for (const std::string& why : ck->skipped)
-    spdlog::warn("resume: skipping a damaged checkpoint: {}", why);
+    Log().warn("resume: skipping a damaged checkpoint: {}", why);
   if (!ck->skipped.empty())
-    spdlog::warn("resume: falling back to {} ({} rounds done)", ck->path, ck->rounds_done);
+    Log().warn("resume: falling back to {} ({} rounds done)", ck->path, ck->rounds_done);
   const std::string path = ck->path;
   if (!ck->model.same_layout(*model))
     return Status::InvalidArgument(fmt::format(
@@ -235,7 +235,7 @@ void RunDriver::OnRoundComplete(const RoundSummary& s, const ModelWeights& m) {
           Evaluated{s.round, s.model_version, e->loss, e->accuracy, e->num_examples};
       Publish(*closed.evaluation);
     } else {
-      spdlog::error("evaluation of round {} failed: {}", s.round, e.status().ToString());
+      Log().error("evaluation of round {} failed: {}", s.round, e.status().ToString());
     }
   }
   Publish(closed);

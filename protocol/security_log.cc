@@ -17,7 +17,7 @@ void SecurityLog::Note(std::string_view reason, std::string_view source, std::st
   Pending& p = pending_[{std::string(reason), std::string(source)}];
   if (p.shown == 0) {
     ++p.shown;
-    spdlog::warn("security: {} from {}{}{}", reason, source, detail.empty() ? "" : ": ", detail);
+    Log().warn("security: {} from {}{}{}", reason, source, detail.empty() ? "" : ": ", detail);
   } else {
     ++p.counted;
   }
@@ -32,8 +32,8 @@ void SecurityLog::FlushLocked(Clock::time_point now) {
   const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(now - window_start_);
   for (const auto& [key, p] : pending_) {
     if (p.counted == 0) continue;
-    spdlog::warn("security: in the last {} s: {} more x '{}' from {} (1 shown above)",
-                 seconds.count(), p.counted, key.first, key.second);
+    Log().warn("security: in the last {} s: {} more x '{}' from {} (1 shown above)",
+               seconds.count(), p.counted, key.first, key.second);
   }
   pending_.clear();
   window_start_ = now;

@@ -244,7 +244,7 @@ void TlsListener::on_accept(const error_code& ec, tcp::socket socket) {
   if (stopped_ || ec == asio::error::operation_aborted) return;
   if (ec) {
     // Out of file descriptors and the like: try again shortly rather than spin.
-    spdlog::warn("accept on {} failed: {}", address_, ec.message());
+    Log().warn("accept on {} failed: {}", address_, ec.message());
     retry_timer_.expires_after(std::chrono::milliseconds(100));
     retry_timer_.async_wait([self = shared_from_this()](const error_code& e) {
       if (!e) self->do_accept();
@@ -274,7 +274,7 @@ void TlsListener::on_accept(const error_code& ec, tcp::socket socket) {
   }
   Result<std::unique_ptr<TlsStream>> stream = TlsStream::Create(std::move(socket), ctx_);
   if (!stream.ok()) {
-    spdlog::warn("connection from {} dropped: {}", remote, stream.status().ToString());
+    Log().warn("connection from {} dropped: {}", remote, stream.status().ToString());
     HandshakeEnded(source);
   } else {
     std::make_shared<TlsServerHandshake>(std::move(*stream), std::move(remote), shared_from_this())

@@ -1,6 +1,6 @@
 #include "sim/simulator.h"
 
-#include <spdlog/spdlog.h>
+#include "core/log.h"
 
 #include <algorithm>
 #include <chrono>
@@ -162,7 +162,7 @@ void Simulator::OnEvent(const RunEvent& event) {
     pending_ = r;
     round_closed_ = true;
   } else if (const auto* failed = std::get_if<RoundFailed>(&event)) {
-    spdlog::info("round {} attempt {} failed: {}", failed->round, failed->attempt, failed->reason);
+    Log().info("round {} attempt {} failed: {}", failed->round, failed->attempt, failed->reason);
     attempt_failed_ = true;
   }
 }
@@ -380,7 +380,7 @@ Status Simulator::RunAttempt(std::vector<RoundEngine::Outgoing> tasks,
     } else {
       s = engine.OnUpdate(id, *e.job->submission, At(e.t));
     }
-    if (!s.ok()) spdlog::debug("update from {} rejected: {}", id, s.ToString());
+    if (!s.ok()) Log().debug("update from {} rejected: {}", id, s.ToString());
   }
   if (open()) {
     now_ = std::max(now_, deadline);
@@ -462,7 +462,7 @@ Status Simulator::Answer(const std::string& id, Message reply, uint64_t index) {
   Status s = driver_->engine().OnSecAgg(id, got, At(now_));
   pending_.secagg_server_seconds += WallNow() - t;
   if (!s.ok())
-    spdlog::warn("secure aggregation: the engine refused {}'s message: {}", id, s.message());
+    Log().warn("secure aggregation: the engine refused {}'s message: {}", id, s.message());
   return Status::Ok();
 }
 

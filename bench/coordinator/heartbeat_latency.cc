@@ -34,6 +34,7 @@
 #include "coordinator/coordinator_service.h"
 #include "core/log.h"
 #include "core/rng.h"
+#include "core/stderr_log.h"
 #include "protocol/in_memory_transport.h"
 #include "protocol/tls_transport.h"
 #include "tests/protocol/transport_test_util.h"
@@ -242,7 +243,7 @@ int main(int argc, char** argv) {
   app.add_option("--transport", transport, "tls (mutual TLS on loopback) or memory")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
-  spdlog::set_level(spdlog::level::warn);
+  (void)InitLogging("warn");  // the coordinators' warnings, not their info lines
 
   DataConfig data;
   Result<DataSplits> test = LoadDataSplits(data, false, true);

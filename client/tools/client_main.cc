@@ -27,6 +27,7 @@
 #include "client/tools/client_data.h"
 #include "core/config_cli.h"
 #include "core/log.h"
+#include "core/stderr_log.h"
 #include "train/device.h"
 #include "train/model_file.h"
 #include "train/native_trainer.h"
@@ -49,7 +50,7 @@ class SignalStopper {
       std::lock_guard<std::mutex> lock(mu_);
       if (done_) return;
       signalled_ = true;
-      spdlog::info("{} received, stopping", sig == SIGINT ? "SIGINT" : "SIGTERM");
+      Log().info("{} received, stopping", sig == SIGINT ? "SIGINT" : "SIGTERM");
       if (client_) client_->stop();
     });
   }
@@ -95,13 +96,15 @@ Status Run(const ClientConfig& o, SignalStopper& stopper) {
       ResolveModelSpec(o.model, Shape3{data.train->height, data.train->width, data.train->channels},
                        data.train->num_classes);
   if (!spec.ok()) return spec.status().WithContext("key 'run.model'");
-  TRIB_ASSIGN_OR_RETURN(EngineFactory factory, SelectEngineFactory(o.device));
+  TRIB_ASSIGN_OR_RETURN(int threads, ResolveCpuThreads(o.threads));
+  TRIB_ASSIGN_OR_RETURN(EngineFactory factory, SelectEngineFactory(o.device, threads));
   TRIB_ASSIGN_OR_RETURN(std::unique_ptr<NativeTrainer> trainer,
                         NativeTrainer::Create(*spec, data.train, data.eval, o.init_seed, factory));
-  std::printf("tributary-client %s: %s; model %s, device %s, coordinator %s (%.1fs)\n",
-              TRIBUTARY_VERSION, data.description.c_str(), spec->name.c_str(), o.device.c_str(),
-              o.coordinator.c_str(),
-              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  std::printf(
+      "tributary-client %s: %s; model %s, device %s, %d CPU thread(s), coordinator %s (%.1fs)\n",
+      TRIBUTARY_VERSION, data.description.c_str(), spec->name.c_str(), o.device.c_str(), threads,
+      o.coordinator.c_str(),
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   std::fflush(stdout);
 
   ClientOptions options = ToClientOptions(o, static_cast<uint64_t>(data.train->size()));

@@ -25,6 +25,7 @@
 #include "core/config_cli.h"
 #include "core/file_util.h"
 #include "core/log.h"
+#include "core/stderr_log.h"
 #include "crypto/deny_list.h"
 #include "crypto/tls_context.h"
 #include "protocol/tls_transport.h"

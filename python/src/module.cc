@@ -19,6 +19,7 @@
 #include "core/config.h"
 #include "core/config_schema.h"
 #include "core/log.h"
+#include "core/stderr_log.h"
 #include "py_common.h"
 #include "py_trainer.h"
 #include "sim/simulator.h"

@@ -18,6 +18,7 @@
 #include "core/config_cli.h"
 #include "core/log.h"
 #include "core/process_stats.h"
+#include "core/stderr_log.h"
 #include "sim/deploy.h"
 #include "sim/report.h"
 #include "sim/simulator.h"

@@ -1,6 +1,8 @@
 // The library's logger (core/log.h) and its process-wide handler (tributary/log.h).
 #include "core/log.h"
 
+#include <spdlog/spdlog.h>
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -10,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/stderr_log.h"
 #include "tests/core/stdio_capture.h"
 #include "tributary/log.h"
 

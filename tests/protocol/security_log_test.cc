@@ -3,10 +3,10 @@
 #include "protocol/security_log.h"
 
 #include <gtest/gtest.h>
-#include <spdlog/sinks/ostream_sink.h>
-#include <spdlog/spdlog.h>
 
-#include <sstream>
+#include <memory>
+
+#include "tests/core/log_capture.h"
 
 namespace tributary {
 namespace {
@@ -15,24 +15,10 @@ using namespace std::chrono_literals;
 
 class SecurityLogTest : public ::testing::Test {
  protected:
-  SecurityLogTest() {
-    sink_ = std::make_shared<spdlog::sinks::ostream_sink_mt>(out_);
-    sink_->set_pattern("%l %v");
-    previous_ = spdlog::default_logger();
-    spdlog::set_default_logger(std::make_shared<spdlog::logger>("test", sink_));
-    spdlog::set_level(spdlog::level::info);  // the default level
-  }
-  ~SecurityLogTest() override { spdlog::set_default_logger(previous_); }
-  std::vector<std::string> Lines() {
-    std::vector<std::string> lines;
-    std::istringstream in(out_.str());
-    for (std::string l; std::getline(in, l);) lines.push_back(l);
-    return lines;
-  }
+  std::vector<std::string> Lines() { return capture_.lines(); }
 
-  std::ostringstream out_;
-  std::shared_ptr<spdlog::sinks::ostream_sink_mt> sink_;
-  std::shared_ptr<spdlog::logger> previous_;
+  // The programs' default level.
+  testing::LogCapture capture_{LogLevel::kInfo};
 };
 
 TEST_F(SecurityLogTest, FirstEventsAreWarningsAndTheRestAreSummarizedPerWindow) {
@@ -52,14 +38,14 @@ TEST_F(SecurityLogTest, FirstEventsAreWarningsAndTheRestAreSummarizedPerWindow) 
     EXPECT_EQ(totals.at("TLS handshake failed"), 1u);
   }
   const std::vector<std::string> lines = Lines();
-  ASSERT_EQ(lines.size(), 4u) << out_.str();
+  ASSERT_EQ(lines.size(), 4u) << ::testing::PrintToString(lines);
   EXPECT_EQ(lines[0],
-            "warning security: no ClientHello in time from 127.0.0.2: sent nothing within 2000 ms");
+            "warn|security: no ClientHello in time from 127.0.0.2: sent nothing within 2000 ms");
   EXPECT_EQ(lines[1],
-            "warning security: TLS handshake failed from 10.0.0.5: certificate verify "
+            "warn|security: TLS handshake failed from 10.0.0.5: certificate verify "
             "failed");
   EXPECT_EQ(lines[3],
-            "warning security: in the last 60 s: 499 more x 'no ClientHello in time' "
+            "warn|security: in the last 60 s: 499 more x 'no ClientHello in time' "
             "from 127.0.0.2 (1 shown above)");
 }
 

@@ -1,6 +1,6 @@
 #include "train/cuda/cuda_engine.h"
 
-#include <spdlog/spdlog.h>
+#include "core/log.h"
 
 #include <algorithm>
 #include <cstring>
@@ -183,7 +183,7 @@ Status CudaEngine::Step(const Dataset& data, std::span<const uint32_t> batch, co
 
 StepStats CudaEngine::Failed(Status s, int64_t n) {
   if (status_.ok()) {
-    spdlog::error("CUDA engine on {} failed: {}", device_name(), s.ToString());
+    Log().error("CUDA engine on {} failed: {}", device_name(), s.ToString());
     status_ = std::move(s);
   }
   StepStats st;

@@ -7,10 +7,10 @@
 // StoreWeights; a step uploads only its batch's indices and reads back its loss and accuracy.
 //
 // Errors: Engine's TrainStep/EvalStep return StepStats, not Status. A CUDA failure inside them
-// (device lost, out of memory, kernel fault) is logged once (spdlog::error), kept as status(), and
-// makes this and every later step return a NaN loss; LoadWeights/StoreWeights then return the
-// kept Status, so the failure reaches the caller. Out-of-range batch sizes or sample indices are
-// programming errors and abort (TRIB_CHECK), as in the CPU engine.
+// (device lost, out of memory, kernel fault) is logged once (an error line, core/log.h), kept as
+// status(), and makes this and every later step return a NaN loss; LoadWeights/StoreWeights then
+// return the kept Status, so the failure reaches the caller. Out-of-range batch sizes or sample
+// indices are programming errors and abort (TRIB_CHECK), as in the CPU engine.
 //
 // Not thread-safe: one thread at a time. Engines on the same GPU are independent (own stream).
 #pragma once

@@ -2,11 +2,10 @@
 // decision logic is tested against described machines, and the real machine's "auto" must land on
 // a working engine with exactly one log line.
 #include <gtest/gtest.h>
-#include <spdlog/sinks/ostream_sink.h>
-#include <spdlog/spdlog.h>
 
 #include <sstream>
 
+#include "tests/core/log_capture.h"
 #include "train/device.h"
 #include "tributary/config.h"
 
@@ -111,28 +110,7 @@ TEST(ResolveDeviceTest, CudaIndexMustExist) {
       << third.status();
 }
 
-// Captures what the default spdlog logger prints while alive.
-class LogCapture {
- public:
-  LogCapture() : saved_(spdlog::default_logger()) {
-    auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(out_);
-    auto logger = std::make_shared<spdlog::logger>("capture", sink);
-    logger->set_pattern("%l|%v");
-    logger->set_level(spdlog::level::trace);
-    spdlog::set_default_logger(logger);
-  }
-  ~LogCapture() { spdlog::set_default_logger(saved_); }
-  std::vector<std::string> lines() const {
-    std::vector<std::string> v;
-    std::istringstream in(out_.str());
-    for (std::string line; std::getline(in, line);) v.push_back(line);
-    return v;
-  }
-
- private:
-  std::ostringstream out_;
-  std::shared_ptr<spdlog::logger> saved_;
-};
+using testing::LogCapture;
 
 TEST(SelectEngineFactoryTest, AutoOnThisMachineWorksAndLogsOneLine) {
   const CudaInfo& info = QueryCuda();
