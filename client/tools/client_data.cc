@@ -13,34 +13,41 @@ Result<ClientData> LoadClientData(const ClientConfig& o) {
   const size_t me = static_cast<size_t>(o.client_index);
   const uint64_t seed = o.data.seed;
 
-  TRIB_ASSIGN_OR_RETURN(DataSplits splits, LoadDataSplits(o.data, true, true));
-  std::shared_ptr<const Dataset> train = std::move(splits.train);
-  std::shared_ptr<const Dataset> test = std::move(splits.test);  // may be null ("files")
-
-  Result<Partition> parts =
-      MakePartition(o.data.partition, train->labels, train->num_classes, k, seed);
-  if (!parts.ok())
-    return parts.status().WithContext(
-        fmt::format("data.partition '{}' over {} training examples for data.num_clients = {}",
-                    o.data.partition, train->size(), k));
-  ClientData out;
-  out.train = std::make_shared<const Dataset>(train->Subset((*parts)[me]));
-  if (out.train->size() == 0)
-    return Status::InvalidArgument(
-        fmt::format("data.client_index {} gets no training examples under data.partition '{}'", me,
-                    o.data.partition));
-
-  std::string eval_text = "no evaluation data";
-  if (test) {
-    if (test->size() < k)
+  // Only this client's examples are kept: the partition is computed from the labels, and the
+  // loader converts just the chosen images (the whole data set is never held as floats).
+  int64_t train_total = 0;
+  SplitChoosers choosers;
+  choosers.train = [&](std::span<const uint8_t> labels,
+                       int classes) -> Result<std::vector<uint32_t>> {
+    train_total = static_cast<int64_t>(labels.size());
+    Result<Partition> parts = MakePartition(o.data.partition, labels, classes, k, seed);
+    if (!parts.ok())
+      return parts.status().WithContext(
+          fmt::format("data.partition '{}' over {} training examples for data.num_clients = {}",
+                      o.data.partition, labels.size(), k));
+    return std::move((*parts)[me]);
+  };
+  choosers.test = [&](std::span<const uint8_t> labels, int) -> Result<std::vector<uint32_t>> {
+    if (static_cast<int64_t>(labels.size()) < k)
       return Status::InvalidArgument(fmt::format(
-          "the test set has {} examples, fewer than data.num_clients = {}", test->size(), k));
-    TRIB_ASSIGN_OR_RETURN(Partition eval_parts,
-                          PartitionIid(static_cast<size_t>(test->size()), k, seed));
+          "the test set has {} examples, fewer than data.num_clients = {}", labels.size(), k));
+    TRIB_ASSIGN_OR_RETURN(Partition eval_parts, PartitionIid(labels.size(), k, seed));
     std::vector<uint32_t> mine = std::move(eval_parts[me]);
     if (o.eval_examples > 0 && static_cast<int64_t>(mine.size()) > o.eval_examples)
       mine.resize(static_cast<size_t>(o.eval_examples));
-    out.eval = std::make_shared<const Dataset>(test->Subset(mine));
+    return mine;
+  };
+  TRIB_ASSIGN_OR_RETURN(DataSplits splits, LoadDataSplits(o.data, true, true, choosers));
+  ClientData out;
+  out.train = std::move(splits.train);
+  if (out.train->size() == 0)
+    return Status::InvalidArgument(
+        fmt::format("data.client_index {} gets no training examples under data.partition '{}' "
+                    "(of {})",
+                    me, o.data.partition, train_total));
+  std::string eval_text = "no evaluation data";
+  if (splits.test) {
+    out.eval = std::move(splits.test);
     eval_text = fmt::format("{} eval", out.eval->size());
   }
   const std::string source = o.data.dataset == "files"       ? o.data.train

@@ -3,12 +3,14 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
 #include <set>
 
 #include "client/tools/client_data.h"
 #include "core/file_util.h"
 #include "tests/client/temp_dir.h"
 #include "train/data/data_config.h"
+#include "train/data/fashion_mnist.h"
 #include "train/data/idx.h"
 #include "train/data/partition.h"
 
@@ -256,6 +258,33 @@ TEST(ClientDataTest, SyntheticSharesAreTheSimulatorsAndCoverTheSet) {
     total += d->train->size();
   }
   EXPECT_EQ(total, 300);
+}
+
+TEST(ClientDataTest, AFashionMnistClientHoldsItsShareOnlyAndTheSameOneAsAWholeLoad) {
+  struct stat st {};
+  if (::stat(kDefaultFashionMnistDir, &st) != 0)
+    GTEST_SKIP() << kDefaultFashionMnistDir << " is absent; install dataset-fashion-mnist";
+  ClientConfig o;
+  o.data.num_clients = 10;
+  o.data.partition = "dirichlet:0.5";
+  o.data.seed = 3;
+  o.client_index = 7;
+  o.eval_examples = 300;
+  auto d = LoadClientData(o);
+  ASSERT_TRUE(d.ok()) << d.status();
+  // What the client got is what a whole load cut by the same partition gives, float for float.
+  Result<DataSplits> all = LoadDataSplits(o.data, true, true);
+  ASSERT_TRUE(all.ok()) << all.status();
+  Result<Partition> parts = MakePartition("dirichlet:0.5", all->train->labels, 10, 10, 3);
+  ASSERT_TRUE(parts.ok());
+  const Dataset want = all->train->Subset((*parts)[7]);
+  EXPECT_EQ(d->train->labels, want.labels);
+  EXPECT_EQ(d->train->images, want.images);
+  // Its share, not the set: about a tenth of the 60,000 examples (a Dirichlet share varies).
+  EXPECT_LT(d->train->size(), 30000);
+  EXPECT_EQ(d->train->images.capacity(), d->train->images.size());
+  ASSERT_TRUE(d->eval);
+  EXPECT_EQ(d->eval->size(), 300);
 }
 
 }  // namespace

@@ -231,22 +231,15 @@ Result<DataShape> DataShapeOf(const DataConfig& c) {
 }
 
 Result<DataSplits> LoadDataSplits(const DataConfig& c, bool want_train, bool want_test) {
-  TRIB_RETURN_IF_ERROR(c.Validate());
-  if (c.dataset == "files") return LoadFiles(c, want_train, want_test);
+  return LoadDataSplits(c, want_train, want_test, SplitChoosers{});
+}
+
+namespace {
+
+// Synthetic: train and test share the class prototypes; the test set is the tail of one larger
+// draw, so no test example repeats a training one.
+Result<DataSplits> LoadSynthetic(const DataConfig& c, bool want_train, bool want_test) {
   DataSplits d;
-  if (c.dataset == "fashion-mnist") {
-    for (const bool train : {true, false}) {
-      if (train ? !want_train : !want_test) continue;
-      Result<Dataset> ds =
-          LoadFashionMnist(c.dir, train ? FashionMnistSplit::kTrain : FashionMnistSplit::kTest,
-                           train ? c.train_examples : c.test_examples);
-      if (!ds.ok()) return ds.status().WithContext("data.dataset 'fashion-mnist' (key data.dir)");
-      (train ? d.train : d.test) = std::make_shared<const Dataset>(std::move(*ds));
-    }
-    return d;
-  }
-  // Synthetic: train and test share the class prototypes; the test set is the tail of one
-  // larger draw, so no test example repeats a training one.
   SyntheticSpec s;
   const int64_t n_train = c.train_examples > 0 ? c.train_examples : 60000;
   const int64_t n_test = c.test_examples > 0 ? c.test_examples : 10000;
@@ -261,6 +254,55 @@ Result<DataSplits> LoadDataSplits(const DataConfig& c, bool want_train, bool wan
   for (size_t i = 0; i < tail.size(); ++i) tail[i] = static_cast<uint32_t>(head.size() + i);
   if (want_train) d.train = std::make_shared<const Dataset>(all.Subset(head));
   if (want_test) d.test = std::make_shared<const Dataset>(all.Subset(tail));
+  return d;
+}
+
+// The chosen examples of a loaded split.
+Result<std::shared_ptr<const Dataset>> Choose(std::shared_ptr<const Dataset> d,
+                                              const ExampleChooser& choose) {
+  if (!d || !choose) return d;
+  TRIB_ASSIGN_OR_RETURN(std::vector<uint32_t> keep, choose(d->labels, d->num_classes));
+  for (uint32_t i : keep)
+    if (i >= d->labels.size())
+      return Status::InvalidArgument(
+          fmt::format("example {} was chosen from {}, which has {}", i, d->name, d->labels.size()));
+  return std::make_shared<const Dataset>(d->Subset(keep));
+}
+
+}  // namespace
+
+Result<DataSplits> LoadDataSplits(const DataConfig& c, bool want_train, bool want_test,
+                                  const SplitChoosers& choosers) {
+  TRIB_RETURN_IF_ERROR(c.Validate());
+  if (c.dataset != "fashion-mnist") {
+    TRIB_ASSIGN_OR_RETURN(DataSplits whole, c.dataset == "files"
+                                                ? LoadFiles(c, want_train, want_test)
+                                                : LoadSynthetic(c, want_train, want_test));
+    TRIB_ASSIGN_OR_RETURN(whole.train, Choose(std::move(whole.train), choosers.train));
+    TRIB_ASSIGN_OR_RETURN(whole.test, Choose(std::move(whole.test), choosers.test));
+    return whole;
+  }
+  DataSplits d;
+  for (const bool train : {true, false}) {
+    if (train ? !want_train : !want_test) continue;
+    const ExampleChooser& chooser = train ? choosers.train : choosers.test;
+    // A chooser's own error (a partition that does not fit) is returned as it is; the loader's
+    // errors are about the files.
+    Status chooser_error;
+    ExampleChooser choose;
+    if (chooser)
+      choose = [&](std::span<const uint8_t> labels, int classes) {
+        Result<std::vector<uint32_t>> keep = chooser(labels, classes);
+        if (!keep.ok()) chooser_error = keep.status();
+        return keep;
+      };
+    Result<Dataset> ds =
+        LoadFashionMnist(c.dir, train ? FashionMnistSplit::kTrain : FashionMnistSplit::kTest,
+                         train ? c.train_examples : c.test_examples, choose);
+    if (!chooser_error.ok()) return chooser_error;
+    if (!ds.ok()) return ds.status().WithContext("data.dataset 'fashion-mnist' (key data.dir)");
+    (train ? d.train : d.test) = std::make_shared<const Dataset>(std::move(*ds));
+  }
   return d;
 }
 

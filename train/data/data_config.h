@@ -75,6 +75,16 @@ struct DataSplits {
 // "". Errors name the key (data.dataset, data.dir, data.train, ...) and, for files, the path.
 Result<DataSplits> LoadDataSplits(const DataConfig& config, bool want_train, bool want_test);
 
+// The same, keeping of each split only the examples its chooser picks (dataset.h; a null chooser
+// keeps the whole split). Fashion-MNIST converts only the chosen images; the other data sets are
+// loaded whole and then cut to the chosen examples.
+struct SplitChoosers {
+  ExampleChooser train;
+  ExampleChooser test;
+};
+Result<DataSplits> LoadDataSplits(const DataConfig& config, bool want_train, bool want_test,
+                                  const SplitChoosers& choosers);
+
 // What a model for the data set takes: the shape of one example and the number of classes.
 struct DataShape {
   int64_t height = 0, width = 0, channels = 1;

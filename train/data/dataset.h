@@ -5,9 +5,12 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
+
+#include "tributary/result.h"
 
 namespace tributary {
 
@@ -27,5 +30,11 @@ struct Dataset {
   // A copy holding only the given samples, in the given order. Indices must be < size().
   Dataset Subset(std::span<const uint32_t> indices) const;
 };
+
+// Picks the examples a program keeps from a split, given all of its labels (and its class count):
+// the indices to keep, in the order to keep them (each < labels.size()). Loaders that can (the
+// Fashion-MNIST one) convert only those examples, so a client holds its share, not the data set.
+using ExampleChooser =
+    std::function<Result<std::vector<uint32_t>>(std::span<const uint8_t> labels, int num_classes)>;
 
 }  // namespace tributary

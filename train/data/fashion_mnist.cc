@@ -42,7 +42,7 @@ std::string_view FashionMnistSplitName(FashionMnistSplit split) {
 }
 
 Result<Dataset> LoadFashionMnist(const std::string& dir_in, FashionMnistSplit split,
-                                 int64_t max_examples) {
+                                 int64_t max_examples, const ExampleChooser& choose) {
   const std::string dir = dir_in.empty() ? std::string(kDefaultFashionMnistDir) : dir_in;
   if (max_examples < 0)
     return Status::InvalidArgument(
@@ -83,10 +83,26 @@ Result<Dataset> LoadFashionMnist(const std::string& dir_in, FashionMnistSplit sp
   // A table of byte / 255 (exact division, so 255 maps to exactly 1.0f).
   std::array<float, 256> scale;
   for (int b = 0; b < 256; ++b) scale[b] = static_cast<float>(b) / 255.0f;
-  ds.images.resize(images.data.size());
-  std::transform(images.data.begin(), images.data.end(), ds.images.begin(),
-                 [&](uint8_t b) { return scale[b]; });
-  ds.labels = std::move(labels.data);
+  if (!choose) {
+    ds.images.resize(images.data.size());
+    std::transform(images.data.begin(), images.data.end(), ds.images.begin(),
+                   [&](uint8_t b) { return scale[b]; });
+    ds.labels = std::move(labels.data);
+    return ds;
+  }
+  TRIB_ASSIGN_OR_RETURN(std::vector<uint32_t> keep, choose(labels.data, kFashionMnistClasses));
+  const size_t pixels = static_cast<size_t>(kFashionMnistSide) * kFashionMnistSide;
+  ds.images.resize(keep.size() * pixels);
+  ds.labels.resize(keep.size());
+  for (size_t i = 0; i < keep.size(); ++i) {
+    if (keep[i] >= labels.data.size())
+      return Status::InvalidArgument(fmt::format("{}: example {} was chosen but the split has {}",
+                                                 images_path, keep[i], labels.data.size()));
+    const uint8_t* src = images.data.data() + keep[i] * pixels;
+    std::transform(src, src + pixels, ds.images.begin() + static_cast<ptrdiff_t>(i * pixels),
+                   [&](uint8_t b) { return scale[b]; });
+    ds.labels[i] = labels.data[keep[i]];
+  }
   return ds;
 }
 

@@ -36,7 +36,12 @@ std::string_view FashionMnistSplitName(FashionMnistSplit split);
 // Loads one split from `dir` (empty means kDefaultFashionMnistDir). When max_examples > 0 only
 // the first max_examples examples are read (and decompressed). The Dataset is named
 // "fashion-mnist-train" or "fashion-mnist-test", 28x28x1, 10 classes.
+//
+// With `choose`, only the examples it picks from the labels are kept, in its order: the file's
+// bytes are read once and only the chosen images are scaled to floats, so the peak is the raw split
+// (47 MB for train) plus the chosen floats, not the whole split as floats (188 MB). An index out of
+// range is InvalidArgument.
 Result<Dataset> LoadFashionMnist(const std::string& dir, FashionMnistSplit split,
-                                 int64_t max_examples = 0);
+                                 int64_t max_examples = 0, const ExampleChooser& choose = nullptr);
 
 }  // namespace tributary

@@ -146,3 +146,50 @@ TEST_F(FakeFashionMnist, RejectsBadLabelAndSize) {
 
 }  // namespace
 }  // namespace tributary
+
+namespace tributary {
+namespace {
+
+TEST(FashionMnistTest, AChooserKeepsOnlyItsExamplesInItsOrder) {
+  SKIP_WITHOUT_REAL_DATA();
+  Result<Dataset> all = LoadFashionMnist("", FashionMnistSplit::kTest);
+  ASSERT_TRUE(all.ok()) << all.status();
+  // Every sandal (class 5), last one first, and example 3 twice: what a partition may ask for.
+  size_t seen_labels = 0;
+  ExampleChooser sandals = [&](std::span<const uint8_t> labels,
+                               int classes) -> Result<std::vector<uint32_t>> {
+    seen_labels = labels.size();
+    EXPECT_EQ(classes, 10);
+    std::vector<uint32_t> keep;
+    for (size_t i = labels.size(); i-- > 0;)
+      if (labels[i] == 5) keep.push_back(static_cast<uint32_t>(i));
+    keep.push_back(3);
+    keep.push_back(3);
+    return keep;
+  };
+  Result<Dataset> chosen = LoadFashionMnist("", FashionMnistSplit::kTest, 0, sandals);
+  ASSERT_TRUE(chosen.ok()) << chosen.status();
+  EXPECT_EQ(seen_labels, 10000u);
+  ASSERT_EQ(chosen->size(), 1002);  // 1,000 sandals in the test split, plus two
+  std::vector<uint32_t> keep = *sandals(all->labels, 10);
+  const Dataset want = all->Subset(keep);
+  EXPECT_EQ(chosen->labels, want.labels);
+  EXPECT_EQ(chosen->images, want.images);  // the same floats, bit for bit
+  EXPECT_EQ(chosen->name, "fashion-mnist-test");
+
+  // An index past the split is refused, naming it; a chooser's own error comes back as it is.
+  ExampleChooser past = [](std::span<const uint8_t>, int) -> Result<std::vector<uint32_t>> {
+    return std::vector<uint32_t>{10000};
+  };
+  Result<Dataset> bad = LoadFashionMnist("", FashionMnistSplit::kTest, 0, past);
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(bad.status().message(), HasSubstr("example 10000"));
+  ExampleChooser refuses = [](std::span<const uint8_t>, int) -> Result<std::vector<uint32_t>> {
+    return Status::InvalidArgument("no share for you");
+  };
+  EXPECT_EQ(LoadFashionMnist("", FashionMnistSplit::kTest, 0, refuses).status().message(),
+            "no share for you");
+}
+
+}  // namespace
+}  // namespace tributary
