@@ -15,7 +15,7 @@
 #include "compression/codec_state.h"
 #include "core/file_util.h"
 #include "core/model_layout.h"
-#include "crypto/sha256.h"
+#include "crypto/model_checksum.h"
 #include "tributary/safetensors.h"
 
 namespace tributary {
@@ -34,22 +34,10 @@ Result<uint64_t> GetCount(const nlohmann::json& j, const char* key, const std::s
 constexpr const char* kGlobalModelFormat = "tributary-global-model-1";
 constexpr const char* kChecksumKey = "sha256";
 
-// SHA-256 over the format, the metadata (sorted, without the checksum itself), every tensor's name
-// and shape in order, and the data: what the file holds, in a form that does not depend on how the
-// safetensors header happens to be written (coordinator/checkpoint.cc checks its files the same
+// The file's SHA-256 (crypto/model_checksum.h; coordinator/checkpoint.cc checks its files the same
 // way).
 std::string GlobalModelChecksum(const SafetensorsMetadata& meta, const ModelWeights& w) {
-  Sha256 h;
-  h.Update(std::string_view(kGlobalModelFormat));
-  for (const auto& [key, value] : meta) {
-    if (key == kChecksumKey) continue;
-    h.Update(fmt::format("\n{}={}", key, value));
-  }
-  for (const TensorInfo& t : w.tensors())
-    h.Update(fmt::format("\n{} [{}]", t.name, fmt::join(t.shape, ",")));
-  h.Update(
-      std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(w.data().data()), w.size_bytes()));
-  return h.HexDigest();
+  return ModelChecksum(kGlobalModelFormat, meta, kChecksumKey, w);
 }
 
 // The largest file SaveGlobalModel writes for a model of `layout`: the 8-byte header length, the
@@ -198,14 +186,7 @@ Result<SavedGlobalModel> ClientState::LoadGlobalModel(const ModelWeights& layout
     return Status::Corruption(
         fmt::format("{}: not a saved global model (format '{}', expected '{}')", file, format,
                     kGlobalModelFormat));
-  const std::string recorded = meta[kChecksumKey];
-  const std::string computed = GlobalModelChecksum(meta, *parsed);
-  if (recorded != computed)
-    return Status::Corruption(fmt::format(
-        "{}: checksum mismatch: the file was changed or damaged after it was written (sha256 "
-        "recorded {}, computed {})",
-        file, recorded.empty() ? "none" : recorded.substr(0, 16) + "...",
-        computed.substr(0, 16) + "..."));
+  TRIB_RETURN_IF_ERROR(VerifyModelChecksum(file, kGlobalModelFormat, meta, kChecksumKey, *parsed));
   SavedGlobalModel out;
   TRIB_ASSIGN_OR_RETURN(out.round, MetadataU64(meta, "round", file));
   TRIB_ASSIGN_OR_RETURN(out.model_version, MetadataU64(meta, "model_version", file));

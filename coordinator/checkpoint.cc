@@ -7,7 +7,7 @@
 #include <filesystem>
 
 #include "core/file_util.h"
-#include "crypto/sha256.h"
+#include "crypto/model_checksum.h"
 #include "tributary/safetensors.h"
 
 namespace tributary {
@@ -34,21 +34,9 @@ Result<uint64_t> ParseU64(const SafetensorsMetadata& meta, const std::string& ke
   }
 }
 
-// SHA-256 over the metadata (sorted, without the checksum itself), every tensor's name and shape in
-// order, and the data: what a checkpoint holds, in a form that does not depend on how the
-// safetensors header happens to be written.
+// The checkpoint's SHA-256 (crypto/model_checksum.h).
 std::string Checksum(const SafetensorsMetadata& meta, const ModelWeights& all) {
-  Sha256 h;
-  h.Update(std::string_view(kFormat));
-  for (const auto& [key, value] : meta) {
-    if (key == kChecksumKey) continue;
-    h.Update(fmt::format("\n{}={}", key, value));
-  }
-  for (const TensorInfo& t : all.tensors())
-    h.Update(fmt::format("\n{} [{}]", t.name, fmt::join(t.shape, ",")));
-  h.Update(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(all.data().data()),
-                                    all.size_bytes()));
-  return h.HexDigest();
+  return ModelChecksum(kFormat, meta, kChecksumKey, all);
 }
 
 // Copies the tensors of `all` whose names start with `prefix` (prefix removed) into a new model.
@@ -128,14 +116,7 @@ Result<CheckpointState> LoadCheckpointFile(Env* env, const std::string& path) {
   if (format != kFormat && format != kFormatV1)
     return Status::Corruption(path + ": not a Tributary checkpoint (format '" + format + "')");
   if (format == kFormat) {
-    const std::string recorded = meta[kChecksumKey];
-    const std::string computed = Checksum(meta, all);
-    if (recorded != computed)
-      return Status::Corruption(fmt::format(
-          "{}: checksum mismatch: the file was changed or damaged after it was written (sha256 "
-          "recorded {}, computed {})",
-          path, recorded.empty() ? "none" : recorded.substr(0, 16) + "...",
-          computed.substr(0, 16) + "..."));
+    TRIB_RETURN_IF_ERROR(VerifyModelChecksum(path, kFormat, meta, kChecksumKey, all));
   }
   CheckpointState st;
   TRIB_ASSIGN_OR_RETURN(st.rounds_done, ParseU64(meta, "rounds_done", path));

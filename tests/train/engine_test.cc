@@ -4,8 +4,8 @@
 #include <numeric>
 
 #include "tests/train/grad_check.h"
+#include "tests/train/synthetic_images.h"
 #include "train/cpu/cpu_engine.h"
-#include "train/data/synthetic.h"
 #include "train/native_trainer.h"
 #include "train/sgd.h"
 
@@ -13,13 +13,7 @@ namespace tributary {
 namespace {
 
 Dataset Synthetic(int64_t n, uint64_t seed, int64_t hw = 28) {
-  SyntheticSpec s;
-  s.n = n;
-  s.height = hw;
-  s.width = hw;
-  s.seed = seed;
-  s.block = 4;
-  return MakeSyntheticDataset(s);
+  return testing::SyntheticImages(n, seed, hw);
 }
 
 class ModelGradTest : public ::testing::TestWithParam<const char*> {};

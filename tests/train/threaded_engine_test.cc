@@ -7,22 +7,16 @@
 #include <cmath>
 #include <numeric>
 
+#include "tests/train/synthetic_images.h"
 #include "train/cpu/cpu_engine.h"
-#include "train/data/synthetic.h"
 #include "train/device.h"
 #include "train/native_trainer.h"
 
 namespace tributary {
 namespace {
 
-Dataset Synthetic(int64_t n, uint64_t seed) {
-  SyntheticSpec s;
-  s.n = n;
-  s.height = 28;
-  s.width = 28;
-  s.seed = seed;
-  s.block = 4;
-  return MakeSyntheticDataset(s);
+Dataset Synthetic(int64_t n, uint64_t seed, int64_t hw = 28) {
+  return testing::SyntheticImages(n, seed, hw);
 }
 
 // Largest |a - b| over the buffers, relative to the largest |a|.

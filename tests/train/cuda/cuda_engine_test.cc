@@ -7,10 +7,10 @@
 
 #include "tests/train/cuda/cuda_test_util.h"
 #include "tests/train/grad_check.h"
+#include "tests/train/synthetic_images.h"
 #include "train/cpu/cpu_engine.h"
 #include "train/cuda/cuda_api.h"
 #include "train/cuda/cuda_engine.h"
-#include "train/data/synthetic.h"
 #include "train/device.h"
 #include "train/native_trainer.h"
 
@@ -22,14 +22,8 @@ using testing::CudaTest;
 using testing::kNmseTolerance;
 using testing::Nmse;
 
-Dataset Synthetic(int64_t n, uint64_t seed) {
-  SyntheticSpec s;
-  s.n = n;
-  s.height = 28;
-  s.width = 28;
-  s.seed = seed;
-  s.block = 4;
-  return MakeSyntheticDataset(s);
+Dataset Synthetic(int64_t n, uint64_t seed, int64_t hw = 28) {
+  return ::tributary::testing::SyntheticImages(n, seed, hw);
 }
 
 std::unique_ptr<CudaEngine> MakeEngine(const ModelSpec& spec, int64_t max_batch) {
