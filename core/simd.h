@@ -19,7 +19,20 @@
 // kernels, chosen at first use (train/cpu/gemm.h).
 #pragma once
 
-#if defined(__x86_64__) && !defined(__AVX2__) && defined(__GNUC__) && !defined(__clang__)
+// Sanitizer builds have no clones: an ifunc resolver runs while the dynamic loader relocates the
+// program, before the sanitizer's runtime is up, and the instrumented resolver crashes under TSan.
+// They test the baseline copy, which every clone matches bit for bit.
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#define TRIB_SIMD_NO_CLONES 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define TRIB_SIMD_NO_CLONES 1
+#endif
+#endif
+
+#if defined(TRIB_SIMD_NO_CLONES)
+#define TRIB_SIMD_CLONES
+#elif defined(__x86_64__) && !defined(__AVX2__) && defined(__GNUC__) && !defined(__clang__)
 #define TRIB_SIMD_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
 #elif defined(__x86_64__) && !defined(__AVX2__) && defined(__clang__)
 #define TRIB_SIMD_CLONES __attribute__((target_clones("avx2", "default")))
