@@ -1,25 +1,68 @@
 #!/usr/bin/env bash
-# The client's footprint (issue #18): the stripped size of a C app statically linked with the
-# installed client library (examples/edge_app/edge_app_c) and the shared libraries it still needs,
-# and the peak RSS of tributary-client during one `mlp` round on its share of Fashion-MNIST (a
-# tenth: 6,000 examples), against the model's and the data's sizes.
+# The client's footprint (issue #18), from an installed build:
+#   - the stripped size of a C app linked with the installed client library
+#     (examples/edge_app/edge_app_c), and the shared libraries it still needs (readelf NEEDED);
+#   - the same app linked fully static (-static: OpenSSL, zstd and libc from their .a files), when
+#     the build compiled fmt and toml++ in (TRIBUTARY_HEADER_ONLY_DEPS: then nothing else is needed);
+#   - for a native build, the peak RSS of tributary-client during one `mlp` round on its share of
+#     Fashion-MNIST (a tenth: 6,000 examples), against the model's and the data's sizes.
+# A cross build (build/aarch64) is measured with its toolchain file; its RSS is not (qemu's would be
+# measured, not the client's).
 #
-#   bench/footprint.sh [BUILD_DIR]     (default build/release; CI's build/ci works too)
+#   bench/footprint.sh [BUILD_DIR]     (default build/release; build/ci and build/aarch64 work too)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build/release}
 src=$PWD
 work=$(mktemp -d /tmp/trib_footprint.XXXXXX)
 trap '[[ -n "${KEEP:-}" ]] || rm -rf "$work"' EXIT
+cache="$build/CMakeCache.txt"
+toolchain=$(sed -n 's/^CMAKE_TOOLCHAIN_FILE:[A-Z]*=//p' "$cache")
+header_only=$(sed -n 's/^TRIBUTARY_HEADER_ONLY_DEPS:BOOL=//p' "$cache")
+cross=()
+tool_prefix=""
+arch=$(uname -m)
+if [[ -n "$toolchain" ]]; then
+  cross=(--toolchain "$toolchain")
+  # The toolchain file names the target and its compiler (aarch64-linux-gnu-gcc): the binutils
+  # share the compiler's prefix.
+  arch=$(sed -n 's/^set(CMAKE_SYSTEM_PROCESSOR \(.*\))$/\1/p' "$toolchain")
+  tool_prefix=$(sed -n 's/^set(CMAKE_C_COMPILER \(.*\)gcc)$/\1/p' "$toolchain")
+fi
+echo "[footprint] $build ($arch; fmt and toml++ compiled in: ${header_only:-OFF})"
 cmake --install "$build" --prefix "$work/prefix" > /dev/null
-cmake -S examples/edge_app -B "$work/edge" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DCMAKE_PREFIX_PATH="$work/prefix" > /dev/null
-cmake --build "$work/edge" --target edge_app_c > /dev/null
-strip -o "$work/edge_app_c.stripped" "$work/edge/edge_app_c"
-size=$(stat -c %s "$work/edge_app_c.stripped")
+
+edge_app_c() {  # edge_app_c() DIR EXTRA_CMAKE_ARGS...: builds edge_app_c into DIR
+  local dir=$1
+  shift
+  cmake -S examples/edge_app -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "${cross[@]}" \
+    -DCMAKE_PREFIX_PATH="$work/prefix" "$@" > "$dir.log" 2>&1 || { cat "$dir.log"; exit 1; }
+  cmake --build "$dir" --target edge_app_c >> "$dir.log" 2>&1 || { cat "$dir.log"; exit 1; }
+  "${tool_prefix}strip" -o "$dir/edge_app_c.stripped" "$dir/edge_app_c"
+}
+needed() { "${tool_prefix}readelf" -d "$1" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' '; }
+
+edge_app_c "$work/edge"
+size=$(stat -c %s "$work/edge/edge_app_c.stripped")
 echo "edge_app_c (C API, static client library), stripped: $size bytes ($(numfmt --to=si "$size")B)"
-echo "  shared libraries it needs: $(ldd "$work/edge/edge_app_c" | awk '{print $1}' |
-  grep -vE 'linux-vdso|ld-linux' | sed 's/\.so.*//' | tr '\n' ' ')"
+echo "  shared libraries it needs: $(needed "$work/edge/edge_app_c")"
+if [[ "$header_only" == "ON" ]]; then
+  # Linked by hand: the package names zstd's shared library (zstd::libzstd_shared), so this shows
+  # what a static link needs: Tributary's archives, OpenSSL's and zstd's, and the C/C++ runtimes.
+  mkdir -p "$work/static"
+  libdir=$(dirname "$(find "$work/prefix" -name libtributary_client.a | head -1)")
+  "${tool_prefix}g++" -O2 -static -o "$work/static/edge_app_c" -x c examples/edge_app/edge_app_c.c \
+    -x none -I"$work/prefix/include" "$libdir"/libtributary_client.a "$libdir"/libtributary_privacy.a \
+    "$libdir"/libtributary_compression.a "$libdir"/libtributary_protocol.a \
+    "$libdir"/libtributary_crypto.a "$libdir"/libtributary_core.a -l:libssl.a -l:libcrypto.a \
+    -l:libzstd.a -lm -lpthread -ldl 2> "$work/static.log" || { cat "$work/static.log"; exit 1; }
+  "${tool_prefix}strip" -o "$work/static/edge_app_c.stripped" "$work/static/edge_app_c"
+  size=$(stat -c %s "$work/static/edge_app_c.stripped")
+  echo "edge_app_c fully static (Tributary's archives, libssl.a, libcrypto.a, libzstd.a, libstdc++" \
+    "and glibc), stripped: $size bytes ($(numfmt --to=si "$size")B); NEEDED:" \
+    "$(needed "$work/static/edge_app_c")(none)"
+fi
+[[ -n "$toolchain" ]] && exit 0
 
 # One mlp round: a coordinator and one tributary-client with a tenth of the training set.
 bin="$work/prefix/bin"
@@ -52,7 +95,7 @@ coordinator=$!
 for _ in $(seq 300); do [[ -s ready ]] && break; sleep 0.1; done
 /usr/bin/time -f "%M" -o client.rss "$bin/tributary-client" --coordinator "$(cat ready)" \
   --ca pki/ca.crt --cert pki/clients/edge.crt --key pki/clients/edge.key --set run.model=mlp \
-  --num-clients 10 --client-index 0 --partition iid --log-level warn > client.log 2>&1
+  --num-clients 10 --client-index 0 --partition iid --threads 1 --log-level warn > client.log 2>&1
 wait $coordinator
 rss_kb=$(cat client.rss)
 examples=6000
