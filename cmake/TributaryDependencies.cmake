@@ -10,6 +10,14 @@ find_package(spdlog REQUIRED)
 find_package(nlohmann_json 3 REQUIRED)
 find_package(tomlplusplus REQUIRED)
 find_package(CLI11 REQUIRED)
+# prometheus-cpp (prometheus-cpp-dev): the coordinator's metrics (monitor/). Required natively; a
+# cross build (the aarch64 edge suite) has no coordinator monitor without it.
+if(CMAKE_CROSSCOMPILING)
+  find_package(prometheus-cpp CONFIG QUIET)
+else()
+  find_package(prometheus-cpp CONFIG REQUIRED)
+endif()
+set(TRIBUTARY_HAVE_MONITOR ${prometheus-cpp_FOUND})
 find_package(zstd REQUIRED)  # libzstd-dev ships its CMake package (zstd::libzstd_shared)
 
 # fmt (which formats the library's log lines and messages) and toml++ (the configuration files) as

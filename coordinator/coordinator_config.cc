@@ -27,6 +27,11 @@ void BindCoordinatorConfig(ConfigSchema& s, CoordinatorConfig* c) {
   s.Bind("tls.deny_list", &c->deny_list, "file of revoked client ids, one per line");
   s.Bind("output.ready_file", &c->ready_file, "written with the listening address once ready")
       .Flag("--ready-file");
+  s.Bind("monitor.listen", &c->monitor_listen,
+         "host:port (an IP address) serving Prometheus metrics at /metrics (\"\": off)")
+      .Flag("--monitor-listen");
+  s.Bind("monitor.token", &c->monitor_token,
+         "bearer token the monitor requires (\"\": none; required off loopback)");
   BindRunConfig(s, &c->run);
   BindDataConfig(s, &c->data, /*partitioned=*/false);
   s.Rename("listen", "net.listen");
@@ -42,7 +47,20 @@ void CoordinatorConfig::ResolveOutputs() {
   if (run.final_model.empty()) run.final_model = (dir / "final.safetensors").string();
 }
 
+namespace {
+
+bool IsLoopback(const std::string& listen) {
+  return listen.rfind("127.", 0) == 0 || listen.rfind("[::1]:", 0) == 0;
+}
+
+}  // namespace
+
 Status CoordinatorConfig::Validate() const {
+  if (!monitor_listen.empty() && monitor_token.empty() && !IsLoopback(monitor_listen))
+    return Status::InvalidArgument(
+        "key 'monitor.listen' = '" + monitor_listen +
+        "' is reachable from other machines: set 'monitor.token' (operators send it as "
+        "Authorization: Bearer <token>), or listen on 127.0.0.1");
   if (tls_ca.empty() || tls_cert.empty() || tls_key.empty())
     return Status::InvalidArgument(
         "keys 'tls.ca', 'tls.cert' and 'tls.key' are required (mutual TLS is always on; make the "

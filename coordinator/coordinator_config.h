@@ -33,8 +33,12 @@ struct CoordinatorConfig {
   std::string tls_ca, tls_cert, tls_key;
   std::string deny_list;   // optional file of revoked client ids
   std::string ready_file;  // written with the listening address once accepting
-  RunConfig run;           // output.checkpoint_dir defaults to runs/coordinator
-  DataConfig data;         // what server-side evaluation runs on
+  // The operators' HTTP endpoint (monitor/): "" is off; else host:port serving /metrics, with
+  // monitor_token required as a bearer token when set (and when the address is not loopback).
+  std::string monitor_listen;
+  std::string monitor_token;
+  RunConfig run;    // output.checkpoint_dir defaults to runs/coordinator
+  DataConfig data;  // what server-side evaluation runs on
 
   // Fills the output paths left empty: <checkpoint_dir>/events.jsonl and final.safetensors.
   void ResolveOutputs();

@@ -1,5 +1,7 @@
 #include "coordinator/run_driver.h"
 
+#include <chrono>
+
 #include <fmt/format.h>
 
 #include <cmath>
@@ -118,7 +120,7 @@ Result<std::unique_ptr<RunDriver>> RunDriver::Create(const RunConfig& config, Op
     self->Publish(UpdateAccepted{round, id, n, bytes});
   };
   hooks.on_rejected = [self](const std::string& id, uint64_t round, const Status& why) {
-    self->Publish(UpdateRefused{round, id, why.message()});
+    self->Publish(UpdateRefused{round, id, why.message(), std::string(StatusCodeName(why.code()))});
   };
   hooks.on_round_failed = [self](uint64_t round, int64_t attempt, const std::string& why) {
     self->Publish(RoundFailed{round, attempt, why});
@@ -218,13 +220,17 @@ void RunDriver::OnRoundComplete(const RoundSummary& s, const ModelWeights& m) {
     ck.model_name = config_.model;
     ck.model = m;
     if (const DpAggregator* dp = engine_->dp()) ck.privacy = dp->SaveState();
+    const auto write_start = std::chrono::steady_clock::now();
     Status saved = [&]() -> Status {
       TRIB_ASSIGN_OR_RETURN(ck.strategy_state, engine_->strategy().SaveState());
       return SaveCheckpoint(env_, config_.checkpoint_dir, ck,
                             static_cast<int>(config_.keep_checkpoints));
     }();
+    // Real I/O, so wall time (not the run's Clock, which is simulated in the simulator).
+    const double write_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - write_start).count();
     Publish(CheckpointWritten{s.round, CheckpointPath(config_.checkpoint_dir),
-                              saved.ok() ? std::string() : saved.ToString()});
+                              saved.ok() ? std::string() : saved.ToString(), write_seconds});
   }
   RoundClosed closed{s, std::nullopt};
   if (options_.evaluator && config_.eval_every > 0 &&

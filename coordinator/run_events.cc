@@ -78,12 +78,13 @@ void from_json(const json& j, UpdateAccepted& e) {
 }
 
 void to_json(json& j, const UpdateRefused& e) {
-  j = {{"round", e.round}, {"client", e.client}, {"reason", e.reason}};
+  j = {{"round", e.round}, {"client", e.client}, {"reason", e.reason}, {"code", e.code}};
 }
 void from_json(const json& j, UpdateRefused& e) {
   j.at("round").get_to(e.round);
   j.at("client").get_to(e.client);
   j.at("reason").get_to(e.reason);
+  e.code = j.value("code", std::string());
 }
 
 void to_json(json& j, const RoundFailed& e) {
@@ -96,12 +97,13 @@ void from_json(const json& j, RoundFailed& e) {
 }
 
 void to_json(json& j, const CheckpointWritten& e) {
-  j = {{"round", e.round}, {"path", e.path}, {"error", e.error}};
+  j = {{"round", e.round}, {"path", e.path}, {"error", e.error}, {"seconds", e.seconds}};
 }
 void from_json(const json& j, CheckpointWritten& e) {
   j.at("round").get_to(e.round);
   j.at("path").get_to(e.path);
   j.at("error").get_to(e.error);
+  e.seconds = j.value("seconds", 0.0);
 }
 
 void to_json(json& j, const Evaluated& e) {

@@ -60,6 +60,7 @@ struct UpdateRefused {
   uint64_t round = 0;
   std::string client;
   std::string reason;
+  std::string code;  // the refusal's StatusCodeName ("InvalidArgument", ...); "" in older logs
 };
 
 struct RoundFailed {
@@ -71,7 +72,8 @@ struct RoundFailed {
 struct CheckpointWritten {
   uint64_t round = 0;
   std::string path;
-  std::string error;  // empty when written; else why not (the run goes on)
+  std::string error;     // empty when written; else why not (the run goes on)
+  double seconds = 0.0;  // how long writing it took (wall time); 0 in older logs
 };
 
 struct Evaluated {

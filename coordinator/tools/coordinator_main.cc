@@ -32,6 +32,10 @@
 #include "protocol/transfer_budget.h"
 #include "train/model_file.h"
 #include "tributary/config.h"
+#if TRIBUTARY_HAVE_MONITOR
+#include "monitor/monitor_server.h"
+#include "monitor/run_metrics.h"
+#endif
 
 namespace tributary {
 namespace {
@@ -94,6 +98,16 @@ int Run(CoordinatorConfig& cfg, bool resume, bool resume_or_start) {
   ConsoleObserver console;
   (*driver)->AddObserver(events->get());
   (*driver)->AddObserver(&console);
+#if TRIBUTARY_HAVE_MONITOR
+  RunMetrics metrics;
+  RunDriver* run = driver->get();
+  metrics.set_client_sampler([run] {
+    const ClientRegistry& clients = run->engine().registry();
+    return std::pair<int64_t, int64_t>(static_cast<int64_t>(clients.size()),
+                                       static_cast<int64_t>(clients.num_idle()));
+  });
+  (*driver)->AddObserver(&metrics);
+#endif
 
   // Transport: mutual TLS, with the optional deny list of revoked client ids.
   Result<SslContextPtr> tls =
@@ -130,6 +144,27 @@ int Run(CoordinatorConfig& cfg, bool resume, bool resume_or_start) {
   sopts.software_version = TRIBUTARY_VERSION;
   sopts.engine_executor = engine_thread.get_executor();
   sopts.security_log = security;
+  // The operators' endpoint (monitor.listen): Prometheus metrics over HTTP, on its own thread.
+#if TRIBUTARY_HAVE_MONITOR
+  std::unique_ptr<MonitorServer> monitor;
+  if (!cfg.monitor_listen.empty()) {
+    MonitorServerOptions mopts;
+    mopts.listen = cfg.monitor_listen;
+    mopts.token = cfg.monitor_token;
+    mopts.security_log = security;
+    mopts.routes["/metrics"] = {RunMetrics::kContentType, [&metrics] { return metrics.Scrape(); }};
+    Result<std::unique_ptr<MonitorServer>> started = MonitorServer::Start(std::move(mopts));
+    if (!started.ok()) return Fail(started.status().WithContext("key 'monitor.listen'"), 2);
+    monitor = std::move(*started);
+    Log().info("monitor: Prometheus metrics at http://{}/metrics{}", cfg.monitor_listen,
+               cfg.monitor_token.empty() ? "" : " (bearer token required)");
+  }
+#else
+  if (!cfg.monitor_listen.empty())
+    return Fail(Status::Unimplemented("key 'monitor.listen': this build has no monitor "
+                                      "(prometheus-cpp was not found)"),
+                2);
+#endif
   (*driver)->Start();
   auto service = std::make_shared<CoordinatorService>(io, **transport, **driver, sopts);
   Status result = Status::Aborted("not finished");

@@ -1,0 +1,135 @@
+// MonitorServer (monitor/monitor_server.h) over real loopback TCP: routes, the bearer token, and
+// the limits on what a client may send.
+#include "monitor/monitor_server.h"
+
+#include <gtest/gtest.h>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/write.hpp>
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "protocol/security_log.h"
+
+namespace tributary {
+namespace {
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+
+// Sends `request` as is and returns everything the server answers before closing.
+std::string Exchange(uint16_t port, const std::string& request) {
+  asio::io_context io;
+  tcp::socket socket(io);
+  socket.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
+  asio::write(socket, asio::buffer(request));
+  std::string answer;
+  boost::system::error_code ec;
+  char buf[4096];
+  for (;;) {
+    const size_t n = socket.read_some(asio::buffer(buf), ec);
+    if (ec) break;
+    answer.append(buf, n);
+  }
+  return answer;
+}
+
+std::string Get(uint16_t port, const std::string& path, const std::string& auth = "") {
+  std::string req = "GET " + path + " HTTP/1.1\r\nHost: test\r\n";
+  if (!auth.empty()) req += "Authorization: " + auth + "\r\n";
+  return Exchange(port, req + "\r\n");
+}
+
+class MonitorServerTest : public ::testing::Test {
+ protected:
+  void StartServer(const std::string& token) {
+    MonitorServerOptions o;
+    o.listen = "127.0.0.1:0";
+    o.token = token;
+    o.security_log = security_;
+    o.request_timeout = std::chrono::milliseconds(300);
+    o.routes["/metrics"] = {"text/plain; version=0.0.4", [this] {
+                              ++scrapes_;
+                              return std::string("tributary_round 7\n");
+                            }};
+    auto s = MonitorServer::Start(std::move(o));
+    ASSERT_TRUE(s.ok()) << s.status();
+    server_ = std::move(*s);
+    ASSERT_NE(server_->port(), 0);
+  }
+
+  std::shared_ptr<SecurityLog> security_ = std::make_shared<SecurityLog>();
+  std::atomic<int> scrapes_{0};
+  std::unique_ptr<MonitorServer> server_;
+};
+
+TEST_F(MonitorServerTest, ServesItsRoutesAndNothingElse) {
+  StartServer("");
+  const std::string ok = Get(server_->port(), "/metrics");
+  EXPECT_EQ(ok.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << ok;
+  EXPECT_NE(ok.find("Content-Type: text/plain; version=0.0.4\r\n"), std::string::npos) << ok;
+  EXPECT_NE(ok.find("\r\n\r\ntributary_round 7\n"), std::string::npos) << ok;
+  EXPECT_EQ(Get(server_->port(), "/metrics?x=1").rfind("HTTP/1.1 200", 0), 0u);
+  EXPECT_EQ(Get(server_->port(), "/secrets").rfind("HTTP/1.1 404", 0), 0u);
+  const std::string post =
+      Exchange(server_->port(), "POST /metrics HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n");
+  EXPECT_EQ(post.rfind("HTTP/1.1 405", 0), 0u) << post;
+  const std::string head = Exchange(server_->port(), "HEAD /metrics HTTP/1.1\r\nHost: t\r\n\r\n");
+  EXPECT_EQ(head.rfind("HTTP/1.1 200", 0), 0u) << head;
+  EXPECT_EQ(head.find("tributary_round 7"), std::string::npos) << "HEAD has no body";
+  EXPECT_EQ(scrapes_.load(), 3);
+}
+
+TEST_F(MonitorServerTest, WithATokenEveryRequestMustCarryIt) {
+  StartServer("s3cret");
+  const std::string none = Get(server_->port(), "/metrics");
+  EXPECT_EQ(none.rfind("HTTP/1.1 401", 0), 0u) << none;
+  EXPECT_NE(none.find("WWW-Authenticate: Bearer"), std::string::npos) << none;
+  EXPECT_EQ(Get(server_->port(), "/metrics", "Bearer wrong!").rfind("HTTP/1.1 401", 0), 0u);
+  EXPECT_EQ(Get(server_->port(), "/metrics", "Bearer s3cre").rfind("HTTP/1.1 401", 0), 0u);
+  EXPECT_EQ(Get(server_->port(), "/nothing").rfind("HTTP/1.1 401", 0), 0u)
+      << "no route is revealed without the token";
+  EXPECT_EQ(scrapes_.load(), 0);
+  EXPECT_EQ(Get(server_->port(), "/metrics", "Bearer s3cret").rfind("HTTP/1.1 200", 0), 0u);
+  EXPECT_EQ(scrapes_.load(), 1);
+  // The refusals are security events (logged at warning level, counted per reason).
+  EXPECT_EQ(security_->Totals().at("monitor request without a valid token"), 4u);
+}
+
+TEST_F(MonitorServerTest, OversizedSilentAndBodyCarryingRequestsGetNoAnswer) {
+  StartServer("");
+  // A header over 8 KiB: the connection is closed without an answer.
+  const std::string big =
+      "GET /metrics HTTP/1.1\r\nHost: t\r\nX-Pad: " + std::string(9000, 'a') + "\r\n\r\n";
+  EXPECT_EQ(Exchange(server_->port(), big), "");
+  // A body (none is accepted).
+  EXPECT_EQ(Exchange(server_->port(),
+                     "GET /metrics HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhello"),
+            "");
+  // A client that sends half a request is closed at the request timeout (300 ms here).
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(Exchange(server_->port(), "GET /metr"), "");
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+  EXPECT_EQ(scrapes_.load(), 0);
+  // And the server still answers the next one.
+  EXPECT_EQ(Get(server_->port(), "/metrics").rfind("HTTP/1.1 200", 0), 0u);
+}
+
+TEST(MonitorServerStartTest, BadAddressesAreNamed) {
+  MonitorServerOptions o;
+  o.listen = "metrics.example:9464";
+  auto s = MonitorServer::Start(o);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.status().message().find("metrics.example:9464"), std::string::npos) << s.status();
+  o.listen = "127.0.0.1";
+  EXPECT_FALSE(MonitorServer::Start(o).ok());
+}
+
+}  // namespace
+}  // namespace tributary
