@@ -5,7 +5,10 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include <boost/asio/steady_timer.hpp>
+
 #include <atomic>
+#include <charconv>
 #include <thread>
 
 #include "core/log.h"
@@ -40,6 +43,8 @@ struct MonitorServer::Impl {
   std::shared_ptr<SecurityLog> security;
   asio::io_context io;
   tcp::acceptor acceptor{io};
+  asio::steady_timer retry{io};  // paces accepting again after an accept error
+  uint16_t port = 0;
   std::thread thread;
 
   void Accept();
@@ -74,6 +79,7 @@ class Session : public std::enable_shared_from_this<Session> {
     response_ = server_->Answer(parser_.get(), remote_);
     response_.keep_alive(false);
     response_.prepare_payload();
+    if (parser_.get().method() == http::verb::head) response_.body().clear();  // length stays
     http::async_write(stream_, response_, [self = shared_from_this()](beast::error_code, size_t) {
       beast::error_code ignored;
       self->stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
@@ -93,14 +99,22 @@ class Session : public std::enable_shared_from_this<Session> {
 void MonitorServer::Impl::Accept() {
   acceptor.async_accept([this](beast::error_code ec, tcp::socket socket) {
     if (ec == asio::error::operation_aborted) return;
-    if (!ec) {
-      if (open.fetch_add(1) >= options.max_connections) {
-        open.fetch_sub(1);
-        beast::error_code ignored;
-        socket.close(ignored);
-      } else {
-        std::make_shared<Session>(this, std::move(socket))->Start();
-      }
+    if (ec) {
+      // Out of file descriptors, say: the listening socket stays readable, so accepting again at
+      // once would spin. Wait a little first.
+      Log().warn("monitor: accept failed: {}", ec.message());
+      retry.expires_after(std::chrono::milliseconds(100));
+      retry.async_wait([this](beast::error_code wait_ec) {
+        if (!wait_ec) Accept();
+      });
+      return;
+    }
+    if (open.fetch_add(1) >= options.max_connections) {
+      open.fetch_sub(1);
+      beast::error_code ignored;
+      socket.close(ignored);
+    } else {
+      std::make_shared<Session>(this, std::move(socket))->Start();
     }
     Accept();
   });
@@ -142,10 +156,12 @@ http::response<http::string_body> MonitorServer::Impl::Answer(
   if (route == options.routes.end()) return plain(http::status::not_found, "404 not found\n");
   res.result(http::status::ok);
   res.set(http::field::content_type, route->second.content_type);
-  res.body() = route->second.body();
-  if (req.method() == http::verb::head) {
-    res.content_length(res.body().size());
-    res.body().clear();
+  try {
+    res.body() = route->second.body();
+  } catch (const std::exception& e) {
+    // A route that fails answers 500; it never takes the coordinator down.
+    Log().warn("monitor: {} failed: {}", route->first, e.what());
+    return plain(http::status::internal_server_error, "500 internal error\n");
   }
   return res;
 }
@@ -160,13 +176,10 @@ Result<std::unique_ptr<MonitorServer>> MonitorServer::Start(MonitorServerOptions
   if (ec)
     return Status::InvalidArgument("monitor address '" + options.listen +
                                    "': the host must be an IP address (" + ec.message() + ")");
-  int port = 0;
-  try {
-    port = std::stoi(host_port.second);
-  } catch (const std::exception&) {
-    port = -1;
-  }
-  if (port < 0 || port > 65535)
+  const std::string& port_text = host_port.second;
+  unsigned port = 0;
+  const auto parsed = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+  if (parsed.ec != std::errc() || parsed.ptr != port_text.data() + port_text.size() || port > 65535)
     return Status::InvalidArgument("monitor address '" + options.listen + "': bad port");
   const tcp::endpoint endpoint(address, static_cast<uint16_t>(port));
   impl->acceptor.open(endpoint.protocol(), ec);
@@ -175,6 +188,7 @@ Result<std::unique_ptr<MonitorServer>> MonitorServer::Start(MonitorServerOptions
   if (!ec) impl->acceptor.listen(asio::socket_base::max_listen_connections, ec);
   if (ec)
     return Status::Unavailable("monitor: cannot listen on " + options.listen + ": " + ec.message());
+  impl->port = impl->acceptor.local_endpoint(ec).port();
   impl->security = options.security_log ? options.security_log : std::make_shared<SecurityLog>();
   impl->options = std::move(options);
   impl->Accept();
@@ -188,9 +202,6 @@ MonitorServer::~MonitorServer() {
   if (impl_->thread.joinable()) impl_->thread.join();
 }
 
-uint16_t MonitorServer::port() const {
-  beast::error_code ec;
-  return impl_->acceptor.local_endpoint(ec).port();
-}
+uint16_t MonitorServer::port() const { return impl_->port; }
 
 }  // namespace tributary

@@ -7,9 +7,10 @@
 //   TRIB_ASSIGN_OR_RETURN(auto server, MonitorServer::Start(o));
 //
 // Each route answers GET (and HEAD) with what its function returns at that moment; other paths get
-// 404 and other methods 405. With a token, every request must carry "Authorization: Bearer
-// <token>" (compared in constant time), else 401 with "WWW-Authenticate: Bearer"; refused
-// requests are security events (protocol/security_log.h), at warning level.
+// 404, other methods 405, and a route function that throws 500 (logged; the server goes on). With a
+// token, every request must carry "Authorization: Bearer <token>" (compared in constant time), else
+// 401 with "WWW-Authenticate: Bearer"; refused requests are security events
+// (protocol/security_log.h), at warning level.
 //
 // Hostile load is bounded: a request's header is at most 8 KiB and carries no body, a connection
 // must send it within request_timeout, gets one answer and is closed, and at most

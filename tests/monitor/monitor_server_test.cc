@@ -10,6 +10,7 @@
 #include <boost/asio/read.hpp>
 #include <boost/asio/write.hpp>
 #include <chrono>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -57,6 +58,8 @@ class MonitorServerTest : public ::testing::Test {
                               ++scrapes_;
                               return std::string("tributary_round 7\n");
                             }};
+    o.routes["/broken"] = {"text/plain",
+                           []() -> std::string { throw std::runtime_error("the route failed"); }};
     auto s = MonitorServer::Start(std::move(o));
     ASSERT_TRUE(s.ok()) << s.status();
     server_ = std::move(*s);
@@ -82,7 +85,11 @@ TEST_F(MonitorServerTest, ServesItsRoutesAndNothingElse) {
   const std::string head = Exchange(server_->port(), "HEAD /metrics HTTP/1.1\r\nHost: t\r\n\r\n");
   EXPECT_EQ(head.rfind("HTTP/1.1 200", 0), 0u) << head;
   EXPECT_EQ(head.find("tributary_round 7"), std::string::npos) << "HEAD has no body";
+  EXPECT_NE(head.find("Content-Length: 18\r\n"), std::string::npos) << "the GET's length: " << head;
   EXPECT_EQ(scrapes_.load(), 3);
+  // A route that throws answers 500, and the server goes on.
+  EXPECT_EQ(Get(server_->port(), "/broken").rfind("HTTP/1.1 500", 0), 0u);
+  EXPECT_EQ(Get(server_->port(), "/metrics").rfind("HTTP/1.1 200", 0), 0u);
 }
 
 TEST_F(MonitorServerTest, WithATokenEveryRequestMustCarryIt) {
@@ -129,6 +136,10 @@ TEST(MonitorServerStartTest, BadAddressesAreNamed) {
   EXPECT_NE(s.status().message().find("metrics.example:9464"), std::string::npos) << s.status();
   o.listen = "127.0.0.1";
   EXPECT_FALSE(MonitorServer::Start(o).ok());
+  o.listen = "127.0.0.1:9464abc";
+  EXPECT_EQ(MonitorServer::Start(o).status().code(), StatusCode::kInvalidArgument);
+  o.listen = "127.0.0.1:65536";
+  EXPECT_EQ(MonitorServer::Start(o).status().code(), StatusCode::kInvalidArgument);
 }
 
 }  // namespace
