@@ -5,8 +5,10 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 
 #include "core/file_util.h"
+#include "core/progress.h"
 #include "crypto/model_checksum.h"
 #include "tributary/safetensors.h"
 
@@ -79,6 +81,17 @@ std::string CheckpointPath(const std::string& dir, int generation) {
 
 Status SaveCheckpoint(Env* env, const std::string& dir, const CheckpointState& st, int keep) {
   if (keep < 1) return Status::InvalidArgument("checkpoints: keep must be >= 1");
+  // A large checkpoint reports its progress from here, so that its seconds count the checksum and
+  // the copies as well as the write; lines come as its bytes are written (each 16 MiB piece is
+  // checked, which costs nothing next to writing it). The file holds the tensors' bytes and a
+  // small header, so the count ends a little past the total.
+  std::optional<Progress> progress;
+  const uint64_t data_bytes = st.model.size_bytes() + st.strategy_state.size_bytes();
+  if (data_bytes >= kCheckpointProgressBytes) {
+    Progress::Options every_piece = Progress::Defaults();
+    every_piece.check_every = 1;
+    progress.emplace("saving checkpoint " + CheckpointPath(dir), data_bytes, "bytes", every_piece);
+  }
   TRIB_RETURN_IF_ERROR(env->CreateDirs(dir));
   ModelWeights::LayoutSpec spec;
   for (const TensorInfo& t : st.model.tensors()) spec.emplace_back(kModelPrefix + t.name, t.shape);
@@ -103,7 +116,10 @@ Status SaveCheckpoint(Env* env, const std::string& dir, const CheckpointState& s
     const std::string from = CheckpointPath(dir, g - 1), to = CheckpointPath(dir, g);
     if (env->FileExists(from)) TRIB_RETURN_IF_ERROR(env->RenameFile(from, to));
   }
-  return WriteFileAtomic(env, CheckpointPath(dir), SerializeSafetensors(all, meta));
+  TRIB_RETURN_IF_ERROR(WriteFileAtomic(env, CheckpointPath(dir), SerializeSafetensors(all, meta),
+                                       progress ? &*progress : nullptr));
+  if (progress) progress->Done();
+  return Status::Ok();
 }
 
 Result<CheckpointState> LoadCheckpointFile(Env* env, const std::string& path) {

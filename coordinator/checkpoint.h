@@ -56,6 +56,10 @@ inline constexpr int kDefaultKeepCheckpoints = 3;
 std::string CheckpointPath(const std::string& dir, int generation = 0);
 // The largest checkpoint file LoadCheckpoint reads.
 inline constexpr uint64_t kMaxCheckpointBytes = uint64_t{1} << 40;
+// Checkpoints holding at least this many bytes of tensors report the progress of their saving
+// (core/progress.h): past a second, a line per second with the bytes written, and a closing one
+// with the size and the seconds the whole save took.
+inline constexpr uint64_t kCheckpointProgressBytes = uint64_t{64} << 20;
 // Creates `dir` if needed, keeps the newest keep - 1 older checkpoints (keep >= 1) and writes
 // `state` as the newest, atomically.
 Status SaveCheckpoint(Env* env, const std::string& dir, const CheckpointState& state,

@@ -1,6 +1,9 @@
 #include "core/file_util.h"
 
+#include <algorithm>
 #include <filesystem>
+
+#include "core/progress.h"
 
 namespace tributary {
 
@@ -8,11 +11,24 @@ Result<std::vector<uint8_t>> ReadFileBytes(const std::string& path, uint64_t max
   return Env::Default()->ReadFile(path, max_bytes);
 }
 
-Status WriteFileAtomic(Env* env, const std::string& path, std::span<const uint8_t> bytes) {
+namespace {
+
+// WriteFileAtomic, appending `bytes` whole (no progress) or in pieces that advance `progress`.
+Status WriteAtomic(Env* env, const std::string& path, std::span<const uint8_t> bytes,
+                   Progress* progress) {
   const std::string tmp = path + ".tmp";
   Status s = [&]() -> Status {
     TRIB_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> f, env->NewWritableFile(tmp));
-    TRIB_RETURN_IF_ERROR(f->Append(bytes));
+    if (progress == nullptr) {
+      TRIB_RETURN_IF_ERROR(f->Append(bytes));
+    } else {
+      for (size_t at = 0; at < bytes.size(); at += kProgressPieceBytes) {
+        const std::span<const uint8_t> piece =
+            bytes.subspan(at, std::min(kProgressPieceBytes, bytes.size() - at));
+        TRIB_RETURN_IF_ERROR(f->Append(piece));
+        progress->Advance(piece.size());
+      }
+    }
     TRIB_RETURN_IF_ERROR(f->Sync());
     TRIB_RETURN_IF_ERROR(f->Close());
     return env->RenameFile(tmp, path);
@@ -22,6 +38,17 @@ Status WriteFileAtomic(Env* env, const std::string& path, std::span<const uint8_
     return s;
   }
   return env->SyncDir(std::filesystem::path(path).parent_path().string());
+}
+
+}  // namespace
+
+Status WriteFileAtomic(Env* env, const std::string& path, std::span<const uint8_t> bytes) {
+  return WriteAtomic(env, path, bytes, nullptr);
+}
+
+Status WriteFileAtomic(Env* env, const std::string& path, std::span<const uint8_t> bytes,
+                       Progress* progress) {
+  return WriteAtomic(env, path, bytes, progress);
 }
 
 Status WriteFileAtomic(const std::string& path, std::span<const uint8_t> bytes) {

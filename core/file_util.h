@@ -13,6 +13,8 @@
 
 namespace tributary {
 
+class Progress;
+
 // Reads a whole file. Fails with OutOfRange (naming the file) when it is larger than max_bytes,
 // before reading it.
 Result<std::vector<uint8_t>> ReadFileBytes(const std::string& path, uint64_t max_bytes);
@@ -23,6 +25,12 @@ Result<std::vector<uint8_t>> ReadFileBytes(const std::string& path, uint64_t max
 // file is removed (best effort). Two writers of one path must not run at once.
 Status WriteFileAtomic(Env* env, const std::string& path, std::span<const uint8_t> bytes);
 Status WriteFileAtomic(const std::string& path, std::span<const uint8_t> bytes);
+// The same for a large file: appends `bytes` in pieces of kProgressPieceBytes, advancing
+// `progress` (core/progress.h; not owned) by each piece written; calling progress->Done() is left
+// to the caller. A null `progress` is the overload above (one append).
+inline constexpr size_t kProgressPieceBytes = size_t{16} << 20;
+Status WriteFileAtomic(Env* env, const std::string& path, std::span<const uint8_t> bytes,
+                       Progress* progress);
 // The same for text (reports, configs).
 Status WriteFileAtomic(Env* env, const std::string& path, std::string_view text);
 Status WriteFileAtomic(const std::string& path, std::string_view text);

@@ -1,6 +1,7 @@
 #include "sim/simulator.h"
 
 #include "core/log.h"
+#include "core/progress.h"
 
 #include <algorithm>
 #include <chrono>
@@ -133,10 +134,14 @@ Status Simulator::Join() {
   if (joined_) return Status::Ok();
   driver_->Start();  // RunStarted before the first round opens (it opens as clients join)
   const double t = WallNow();
+  // A population of millions takes seconds to register: past one, say how far it got.
+  Progress progress("registering the simulated clients", population_->size(), "clients");
   for (uint64_t i = 0; i < population_->size(); ++i) {
     caps_.num_examples = population_->num_examples(i);
     driver_->engine().OnJoined(Population::ClientId(i), caps_, At(0.0));
+    progress.Advance();
   }
+  progress.Done();
   result_.join_seconds = WallNow() - t;
   joined_ = true;
   return Status::Ok();

@@ -71,7 +71,7 @@ class Simulator : private RunObserver {
   // Observers of the run's events (the event log, ...); not owned. Before Run().
   void AddObserver(RunObserver* observer) { driver_->AddObserver(observer); }
   // Starts the run (RunStarted) and registers every client with the engine (timed separately;
-  // see SimResult::join_seconds).
+  // see SimResult::join_seconds). Past a second, logs its progress (core/progress.h).
   Status Join();
   // Runs every round (calls Join first if needed), then finishes the run (the final model is
   // saved). `on_round` sees each closed round at once.

@@ -9,6 +9,8 @@
 
 #include "core/file_util.h"
 #include "tests/core/fault_injection_env.h"
+#include "tests/core/log_capture.h"
+#include "tests/core/progress_lines.h"
 
 namespace tributary {
 namespace {
@@ -213,6 +215,36 @@ TEST(CheckpointTest, ACrashDuringTheFirstCheckpointLeavesNoneRatherThanADamagedO
     EXPECT_EQ(back.status().code(), StatusCode::kNotFound)
         << "crash after write point " << n << ": " << back.status();
   }
+}
+
+// A checkpoint of kCheckpointProgressBytes or more reports its writing (here forced to log on every
+// 16 MiB piece); a smaller one never does.
+TEST(CheckpointTest, ALargeCheckpointReportsTheProgressOfItsWriting) {
+  testing::ForceProgressLines every_piece;
+  testing::LogCapture log(LogLevel::kInfo);
+  testing::FaultInjectionEnv env;
+  ASSERT_TRUE(SaveCheckpoint(&env, "runs/x", StateAfterRound(1)).ok());
+  EXPECT_EQ(log.lines(), std::vector<std::string>{}) << "a small checkpoint is quiet";
+
+  CheckpointState big = StateAfterRound(2);
+  big.model = *ModelWeights::Create({{"w", {static_cast<int64_t>(kCheckpointProgressBytes / 4)}}});
+  for (size_t i = 0; i < big.model.size(); i += 4096) big.model.data()[i] = 0.5f;
+  big.strategy_state = ModelWeights();
+  ASSERT_TRUE(SaveCheckpoint(&env, "runs/x", big).ok());
+  const std::vector<std::string> lines = log.lines();
+  // 64 MiB of weights and a small header: four full pieces and a short one, then the closing line.
+  ASSERT_EQ(lines.size(), 6u);
+  const std::string prefix = "info|saving checkpoint " + CheckpointPath("runs/x");
+  EXPECT_EQ(lines[0].rfind(prefix + ": 16.0/64.0 MiB (25%), ", 0), 0u) << lines[0];
+  EXPECT_EQ(lines[1].rfind(prefix + ": 32.0/64.0 MiB (50%), ", 0), 0u) << lines[1];
+  EXPECT_EQ(lines[2].rfind(prefix + ": 48.0/64.0 MiB (75%), ", 0), 0u) << lines[2];
+  EXPECT_EQ(lines[3].rfind(prefix + ": 64.0/64.0 MiB (100%), ", 0), 0u) << lines[3];
+  EXPECT_EQ(lines[4].rfind(prefix + ": 64.0/64.0 MiB (100%), ", 0), 0u) << lines[4];
+  EXPECT_EQ(lines[5].rfind(prefix + " done: 64.0 MiB in ", 0), 0u) << lines[5];
+  Result<CheckpointState> back = LoadCheckpoint(&env, "runs/x");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->rounds_done, 2u);
+  EXPECT_TRUE(back->model == big.model);
 }
 
 }  // namespace

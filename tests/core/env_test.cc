@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "core/file_util.h"
+#include "core/progress.h"
 #include "tests/core/fault_injection_env.h"
 
 namespace tributary {
@@ -147,6 +148,37 @@ TEST(WriteFileAtomicTest, TheControlAnInPlaceRewriteLosesTheFileAtSomeCrashPoint
       "old contents", "new contents", &points);
   // Crashing after the truncation leaves an empty file: neither the old nor the new contents.
   EXPECT_NE(std::find(seen.begin(), seen.end(), ""), seen.end());
+}
+
+// A large file written with progress: appended in 16 MiB pieces, each one counted, and as
+// crash-safe as one append (the old contents until the rename is durable).
+TEST(WriteFileAtomicTest, WithProgressItAppendsInPiecesAndStaysCrashSafe) {
+  std::vector<uint8_t> big(2 * kProgressPieceBytes + 5);
+  for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<uint8_t>(i * 7 + i / 4096);
+  Progress::Options every_piece;
+  every_piece.quiet = every_piece.interval = Progress::Duration::zero();
+  every_piece.check_every = 1;
+  for (int64_t n = 0;; ++n) {
+    FaultInjectionEnv env;
+    ASSERT_TRUE(env.CreateDirs("run").ok());
+    ASSERT_TRUE(WriteFileAtomic(&env, "run/model", "old").ok());
+    env.FailAfter(n);
+    Progress progress("writing run/model", big.size(), "bytes", every_piece);
+    const Status s = WriteFileAtomic(&env, "run/model", big, &progress);
+    env.Crash();
+    Result<std::vector<uint8_t>> got = env.ReadFile("run/model", uint64_t{1} << 30);
+    ASSERT_TRUE(got.ok()) << got.status();
+    if (!s.ok()) {
+      EXPECT_EQ(std::string(got->begin(), got->end()), "old") << "crash after write point " << n;
+      continue;
+    }
+    EXPECT_TRUE(*got == big);
+    // create, three appends, sync, close, rename, directory sync
+    EXPECT_EQ(n, 8);
+    EXPECT_EQ(progress.done(), big.size());
+    EXPECT_EQ(progress.lines(), 3u);  // one per piece
+    break;
+  }
 }
 
 }  // namespace

@@ -10,6 +10,8 @@
 #include "sim/residual_store.h"
 #include "sim/simulator.h"
 #include "sim_test_util.h"
+#include "tests/core/log_capture.h"
+#include "tests/core/progress_lines.h"
 #include "train/data/data_config.h"
 #include "tributary/safetensors.h"
 
@@ -332,6 +334,28 @@ TEST(SimConfigTest, ErrorsNameTheKey) {
   sim = Simulator::Create(c, *data);
   ASSERT_FALSE(sim.ok());
   EXPECT_NE(sim.status().message().find("min_completed"), std::string::npos);
+}
+
+// Join registers every client with the engine and reports its progress (forced to log for every
+// client here; a real run logs only past a second).
+TEST(SimulatorTest, JoinReportsItsProgressOverTheClients) {
+  SimConfig c = SmallSynthetic();
+  Result<DataSplits> data = LoadDataSplits(c.data, true, true);
+  ASSERT_TRUE(data.ok()) << data.status();
+  testing::ForceProgressLines every_client;
+  testing::LogCapture log(LogLevel::kInfo);
+  Result<std::unique_ptr<Simulator>> sim = Simulator::Create(c, *data);
+  ASSERT_TRUE(sim.ok()) << sim.status();
+  ASSERT_TRUE((*sim)->Join().ok());
+  const std::string prefix = "info|registering the simulated clients";
+  std::vector<std::string> lines;
+  for (const std::string& line : log.lines())
+    if (line.rfind(prefix, 0) == 0) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 21u);  // one per client, and the closing line
+  EXPECT_EQ(lines[0].rfind(prefix + ": 1/20 clients (5%), ", 0), 0u) << lines[0];
+  EXPECT_EQ(lines[9].rfind(prefix + ": 10/20 clients (50%), ", 0), 0u) << lines[9];
+  EXPECT_EQ(lines[19].rfind(prefix + ": 20/20 clients (100%), ", 0), 0u) << lines[19];
+  EXPECT_EQ(lines[20].rfind(prefix + " done: 20 clients in ", 0), 0u) << lines[20];
 }
 
 }  // namespace

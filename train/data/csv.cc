@@ -14,6 +14,8 @@
 
 #include <fmt/format.h>
 
+#include "core/progress.h"
+
 namespace tributary {
 namespace {
 
@@ -243,6 +245,10 @@ Result<CsvTable> ReadCsvFile(const std::string& path, const CsvReadOptions& opti
   if (!f) return Status::IoError(fmt::format("cannot open {}: {}", path, std::strerror(errno)));
 
   CsvParser p(path, options);
+  // Progress over the file's bytes, checked once per chunk read (1 MiB of text to parse).
+  Progress::Options every_chunk = Progress::Defaults();
+  every_chunk.check_every = 1;
+  Progress progress("reading " + path, static_cast<uint64_t>(st.st_size), "bytes", every_chunk);
   // `pending` holds the start of a line whose end has not been read yet: at most
   // max_line_bytes plus one chunk.
   std::string pending;
@@ -257,6 +263,7 @@ Result<CsvTable> ReadCsvFile(const std::string& path, const CsvReadOptions& opti
       break;
     }
     pending.append(chunk.data(), got);
+    progress.Advance(got);
     size_t start = 0;
     for (size_t nl; !p.full() && (nl = pending.find('\n', start)) != std::string::npos;
          start = nl + 1)
@@ -266,7 +273,9 @@ Result<CsvTable> ReadCsvFile(const std::string& path, const CsvReadOptions& opti
     pending.erase(0, start);
     if (pending.size() > options.max_line_bytes) return p.TooLong(line + 1);
   }
-  return std::move(p).Finish();
+  Result<CsvTable> table = std::move(p).Finish();
+  if (table.ok()) progress.Done();
+  return table;
 }
 
 }  // namespace tributary

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "core/check.h"
+#include "core/progress.h"
 
 namespace tributary {
 namespace {
@@ -61,8 +62,9 @@ class MemorySource final : public ByteSource {
 // zlib's gz* API inflates gzip data and reads anything else transparently (gzdirect() == 1).
 class GzFileSource final : public ByteSource {
  public:
-  GzFileSource(gzFile file, std::string path, uint64_t file_size)
-      : file_(file), path_(std::move(path)), file_size_(file_size) {}
+  // `progress`, when not null, is set to the file offset read so far after every read.
+  GzFileSource(gzFile file, std::string path, uint64_t file_size, Progress* progress)
+      : file_(file), path_(std::move(path)), file_size_(file_size), progress_(progress) {}
   ~GzFileSource() override { gzclose_r(file_); }
   GzFileSource(const GzFileSource&) = delete;
   GzFileSource& operator=(const GzFileSource&) = delete;
@@ -71,6 +73,8 @@ class GzFileSource final : public ByteSource {
     const int got = gzread(file_, out, static_cast<unsigned>(std::min(n, kChunkBytes)));
     if (got < 0 || (got == 0 && !Healthy())) return ZlibError();
     consumed_ += static_cast<uint64_t>(got);
+    const z_off_t offset = gzoffset(file_);  // in the file, compressed or not
+    if (progress_ != nullptr && offset >= 0) progress_->Set(static_cast<uint64_t>(offset));
     return static_cast<size_t>(got);
   }
   // Only known for plain files: what is left of the file on disk.
@@ -99,6 +103,7 @@ class GzFileSource final : public ByteSource {
   std::string path_;
   uint64_t file_size_;
   uint64_t consumed_ = 0;
+  Progress* progress_;
 };
 
 uint32_t LoadBigEndian32(const uint8_t* p) {
@@ -231,8 +236,16 @@ Result<IdxArray> ReadIdxFile(const std::string& path, const IdxReadOptions& opti
   if (file == nullptr)
     return Status::IoError(fmt::format("cannot open {}: {}", path, std::strerror(errno)));
   gzbuffer(file, 256 * 1024);
-  GzFileSource src(file, path, static_cast<uint64_t>(st.st_size));
-  return ParseFrom(src, path, options, kGzipReserveRatio * static_cast<uint64_t>(st.st_size));
+  // Progress over the bytes of the file (compressed or not), checked on every read: a read is up
+  // to a 1 MiB chunk, so the clock costs nothing next to it.
+  Progress::Options every_read = Progress::Defaults();
+  every_read.check_every = 1;
+  Progress progress("reading " + path, static_cast<uint64_t>(st.st_size), "bytes", every_read);
+  GzFileSource src(file, path, static_cast<uint64_t>(st.st_size), &progress);
+  Result<IdxArray> array =
+      ParseFrom(src, path, options, kGzipReserveRatio * static_cast<uint64_t>(st.st_size));
+  if (array.ok()) progress.Done();
+  return array;
 }
 
 Result<IdxArray> ParseIdx(std::span<const uint8_t> bytes, std::string_view name,

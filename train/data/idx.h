@@ -56,7 +56,8 @@ struct IdxArray {
 };
 
 // Reads an IDX file. Files starting with the gzip magic (0x1f 0x8b) are inflated with zlib
-// whatever their name; others are read as plain IDX.
+// whatever their name; others are read as plain IDX. A read that takes more than a second logs its
+// progress over the file's bytes (core/progress.h: "reading <path>: 12.0/25.2 MiB (47%), 1.0 s").
 Result<IdxArray> ReadIdxFile(const std::string& path, const IdxReadOptions& options = {});
 
 // Parses a plain (uncompressed) IDX image held in memory. `name` labels error messages.

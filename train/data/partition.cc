@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "core/progress.h"
 #include "core/rng.h"
 
 namespace tributary {
@@ -152,8 +153,16 @@ Result<Partition> PartitionDirichlet(std::span<const uint8_t> labels, int num_cl
   Rng rng = Rng::Stream(seed, {kStreamDirichlet});
   Partition best;
   int64_t best_min = -1;
-  for (int attempt = 0; attempt < std::max(1, options.max_redraws); ++attempt) {
+  // Many clients make each draw slow and (with min_size) every redraw likely: report the draws.
+  const int draws = std::max(1, options.max_redraws);
+  Progress::Options every_draw = Progress::Defaults();
+  every_draw.check_every = 1;
+  Progress progress(fmt::format("partitioning {} examples among {} clients (dirichlet, alpha {})",
+                                labels.size(), num_clients, options.alpha),
+                    static_cast<uint64_t>(draws), "draws", every_draw);
+  for (int attempt = 0; attempt < draws; ++attempt) {
     Partition p = DrawDirichlet(by_class, num_clients, options.alpha, rng);
+    progress.Advance();
     const int64_t m = MinSize(p);
     if (m > best_min) {
       best_min = m;
@@ -163,6 +172,7 @@ Result<Partition> PartitionDirichlet(std::span<const uint8_t> labels, int num_cl
   }
   if (best_min < options.min_size) FillShortClients(best, options.min_size, rng);
   SortClients(best);
+  progress.Done();
   return best;
 }
 

@@ -12,6 +12,8 @@
 //                        up to max_redraws times; if no draw satisfies min_size, the draw with
 //                        the largest minimum is fixed up by moving random samples from the
 //                        largest client to each short one (this slightly weakens the skew).
+//                        Drawing for many clients can take seconds: past one, it logs its progress
+//                        over the draws (core/progress.h).
 //   shards:K             the FedAvg paper's pathological split (McMahan et al. 2017): sort by
 //                        label, cut into num_clients * K equal shards, give each client K random
 //                        shards. The sample count must divide evenly into the shards.

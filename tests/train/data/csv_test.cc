@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "data_test_util.h"
+#include "tests/core/log_capture.h"
+#include "tests/core/progress_lines.h"
 
 namespace tributary {
 namespace {
@@ -169,6 +171,30 @@ TEST(CsvTest, ReadsFilesLineByLine) {
   t = ReadCsvFile(dir.File("empty.csv"));
   ASSERT_TRUE(t.ok());
   EXPECT_EQ(t->rows, 0);
+}
+
+// Reading a file reports its progress over the bytes read, one check per 1 MiB chunk (forced to log
+// on every check here; a real read logs only past a second).
+TEST(CsvTest, ReadingAFileReportsItsProgress) {
+  TempDir dir;
+  std::string text = "f0,label\n";
+  for (int row = 0; text.size() < (size_t{5} << 19); ++row)
+    text += std::to_string(row % 1000) + "," + std::to_string(row % 10) + "\n";
+  text.resize(size_t{5} << 19);  // 2.5 MiB, cut at a line end or mid-number: both parse
+  text.back() = '\n';
+  WriteFile(dir.File("big.csv"), AsBytes(text));
+  testing::LogCapture log(LogLevel::kInfo);
+  ASSERT_TRUE(ReadCsvFile(dir.File("big.csv")).ok());
+  EXPECT_EQ(log.lines(), std::vector<std::string>{}) << "quick: quiet";
+  testing::ForceProgressLines every_check;
+  ASSERT_TRUE(ReadCsvFile(dir.File("big.csv")).ok());
+  const std::vector<std::string> lines = log.lines();
+  ASSERT_EQ(lines.size(), 4u);
+  const std::string prefix = "info|reading " + dir.File("big.csv");
+  EXPECT_EQ(lines[0].rfind(prefix + ": 1.0/2.5 MiB (40%), ", 0), 0u) << lines[0];
+  EXPECT_EQ(lines[1].rfind(prefix + ": 2.0/2.5 MiB (80%), ", 0), 0u) << lines[1];
+  EXPECT_EQ(lines[2].rfind(prefix + ": 2.5/2.5 MiB (100%), ", 0), 0u) << lines[2];
+  EXPECT_EQ(lines[3].rfind(prefix + " done: 2.5 MiB in ", 0), 0u) << lines[3];
 }
 
 }  // namespace

@@ -3,11 +3,17 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <numeric>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "alloc_tracker.h"
 #include "data_test_util.h"
+#include "tests/core/log_capture.h"
+#include "tests/core/progress_lines.h"
 
 namespace tributary {
 namespace {
@@ -246,6 +252,40 @@ TEST(IdxTest, CapIsConfigurable) {
   ASSERT_FALSE(a.ok());
   EXPECT_EQ(a.status().code(), StatusCode::kOutOfRange);
   EXPECT_THAT(a.status().message(), HasSubstr("4 x 5 x 5 elements, over the cap of 99"));
+}
+
+// Reading reports its progress over the file's bytes, compressed or not (forced to log on every
+// read here; a real read logs only past a second).
+TEST(IdxTest, ReadingReportsItsProgressOverTheFilesBytes) {
+  TempDir dir;
+  const std::vector<uint8_t> file =
+      EncodeIdx(std::vector<uint32_t>{3 << 10, 32, 32}, Pattern(size_t{3} << 20));
+  WriteFile(dir.File("img"), file);
+  WriteGzFile(dir.File("img.gz"), file);
+  {
+    testing::LogCapture log(LogLevel::kInfo);
+    ASSERT_TRUE(ReadIdxFile(dir.File("img")).ok());
+    EXPECT_EQ(log.lines(), std::vector<std::string>{}) << "quick: quiet";
+  }
+  testing::ForceProgressLines every_read;
+  // The plain file is 3 MiB and 16 bytes; the .gz holds a repeating pattern, a few KiB.
+  const double gz_kib = static_cast<double>(ReadAll(dir.File("img.gz")).size()) / 1024;
+  const std::pair<std::string, std::string> files[] = {{"img", "3.0"},
+                                                       {"img.gz", fmt::format("{:.1f}", gz_kib)}};
+  for (const auto& [name, amount] : files) {
+    testing::LogCapture log(LogLevel::kInfo);
+    ASSERT_TRUE(ReadIdxFile(dir.File(name)).ok());
+    const std::vector<std::string> lines = log.lines();
+    ASSERT_GE(lines.size(), 2u) << name;
+    const std::string prefix = "info|reading " + dir.File(name);
+    const std::string unit = name == "img" ? " MiB" : " KiB";
+    for (const std::string& line : lines) EXPECT_EQ(line.rfind(prefix, 0), 0u) << line;
+    const std::string& last = lines[lines.size() - 2];
+    EXPECT_EQ(last.rfind(prefix + ": " + amount + "/" + amount + unit + " (100%), ", 0), 0u)
+        << last;
+    EXPECT_EQ(lines.back().rfind(prefix + " done: " + amount + unit + " in ", 0), 0u)
+        << lines.back();
+  }
 }
 
 }  // namespace

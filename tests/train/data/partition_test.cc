@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "core/rng.h"
+#include "tests/core/log_capture.h"
+#include "tests/core/progress_lines.h"
 
 namespace tributary {
 namespace {
@@ -188,6 +190,35 @@ TEST(PartitionTest, StatsAndSummary) {
   EXPECT_THAT(listed, AllOf(HasSubstr("client 1: 2 samples, TV 0.000, per class [1 1 0]"),
                             HasSubstr("... 2 more clients")));
   EXPECT_EQ(std::count(listed.begin(), listed.end(), '\n'), 6);
+}
+
+// A Dirichlet partition reports its progress over the draws (forced to log on every draw here; a
+// real one logs only past a second): min_size 30 is out of reach, so all 100 draws run.
+TEST(PartitionTest, DirichletReportsItsProgressOverTheDraws) {
+  const auto labels = BalancedLabels(2000, 10);
+  testing::LogCapture log(LogLevel::kInfo);
+  ASSERT_TRUE(MakePartition("dirichlet:0.05,min_size=30", labels, 10, 50, 3).ok());
+  EXPECT_EQ(log.lines(), std::vector<std::string>{}) << "quick: quiet";
+  testing::ForceProgressLines every_draw;
+  ASSERT_TRUE(MakePartition("dirichlet:0.05,min_size=30", labels, 10, 50, 3).ok());
+  const std::vector<std::string> lines = log.lines();
+  ASSERT_EQ(lines.size(), 101u);
+  const std::string prefix =
+      "info|partitioning 2000 examples among 50 clients (dirichlet, alpha 0.05)";
+  EXPECT_EQ(lines[0].rfind(prefix + ": 1/100 draws (1%), ", 0), 0u) << lines[0];
+  EXPECT_EQ(lines[49].rfind(prefix + ": 50/100 draws (50%), ", 0), 0u) << lines[49];
+  EXPECT_EQ(lines[99].rfind(prefix + ": 100/100 draws (100%), ", 0), 0u) << lines[99];
+  EXPECT_EQ(lines[100].rfind(prefix + " done: 100 draws in ", 0), 0u) << lines[100];
+  // A draw that meets min_size at once ends it: one draw.
+  testing::LogCapture first(LogLevel::kInfo);
+  ASSERT_TRUE(MakePartition("dirichlet:100", labels, 10, 5, 3).ok());
+  ASSERT_EQ(first.lines().size(), 2u);
+  EXPECT_EQ(first.lines()[1].rfind(
+                "info|partitioning 2000 examples among 5 clients (dirichlet, alpha 100) done: 1 "
+                "draws in ",
+                0),
+            0u)
+      << first.lines()[1];
 }
 
 }  // namespace
