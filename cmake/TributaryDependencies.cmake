@@ -18,6 +18,14 @@ else()
   find_package(prometheus-cpp CONFIG REQUIRED)
 endif()
 set(TRIBUTARY_HAVE_MONITOR ${prometheus-cpp_FOUND})
+# SQLite (libsqlite3-dev, through CMake's FindSQLite3): the run history (history/) and the
+# `tributary` CLI that reads it. Required natively; a cross build has no run history without it.
+if(CMAKE_CROSSCOMPILING)
+  find_package(SQLite3 QUIET)
+else()
+  find_package(SQLite3 REQUIRED)
+endif()
+set(TRIBUTARY_HAVE_HISTORY ${SQLite3_FOUND})
 find_package(zstd REQUIRED)  # libzstd-dev ships its CMake package (zstd::libzstd_shared)
 
 # fmt (which formats the library's log lines and messages) and toml++ (the configuration files) as

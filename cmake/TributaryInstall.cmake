@@ -72,7 +72,8 @@ install(FILES
   DESTINATION ${TRIBUTARY_INSTALL_CMAKEDIR})
 
 # The binaries that exist in this build (OPTIONAL: a partial build installs what it built).
-foreach(binary tributary-coordinator tributary-client tributary-sim tributary-certs tributary-train tributary-dp)
+foreach(binary tributary-coordinator tributary-client tributary-sim tributary-certs tributary-train tributary-dp
+    tributary)
   if(TARGET ${binary})
     install(TARGETS ${binary} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} OPTIONAL)
   endif()

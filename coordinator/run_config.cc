@@ -28,6 +28,9 @@ void BindRunConfig(ConfigSchema& s, RunConfig* r) {
          "checkpoints kept (the newest k rounds'); --resume falls back to an older good one");
   s.Bind("output.event_log", &r->event_log, "the JSON-lines event log");
   s.Bind("output.final_model", &r->final_model, "the final model (safetensors)");
+  s.Bind("output.history", &r->history,
+         "the run history database (SQLite; \"\": $XDG_STATE_HOME/tributary/history.db, "
+         "\"none\": off)");
 }
 
 Status RunConfig::Validate() const {

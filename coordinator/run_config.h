@@ -5,7 +5,7 @@
 // Keys (BindRunConfig), the same in every program that runs rounds:
 //   run.model, run.init_seed, run.initial_model, run.strategy, run.server_lr, the RoundConfig keys
 //   (run.rounds ... fit.*; round_config.h), eval.every, eval.batch_size, output.checkpoint_dir,
-//   output.keep_checkpoints, output.event_log, output.final_model
+//   output.keep_checkpoints, output.event_log, output.final_model, output.history
 #pragma once
 
 #include <string>
@@ -30,6 +30,8 @@ struct RunConfig {
   int64_t keep_checkpoints = 3;  // the newest k checkpoints are kept (resume falls back on them)
   std::string event_log;         // "" : no event log
   std::string final_model;       // "" : the final model is not saved
+  // The run history database (history/history_path.h): "" its default place, "none" no history.
+  std::string history;
 
   // InvalidArgument naming the key when a value is out of range or inconsistent.
   Status Validate() const;

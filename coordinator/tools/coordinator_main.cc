@@ -36,6 +36,10 @@
 #include "monitor/monitor_server.h"
 #include "monitor/run_metrics.h"
 #endif
+#if TRIBUTARY_HAVE_HISTORY
+#include "history/config_json.h"
+#include "history/run_history.h"
+#endif
 
 namespace tributary {
 namespace {
@@ -98,6 +102,23 @@ int Run(CoordinatorConfig& cfg, bool resume, bool resume_or_start) {
   ConsoleObserver console;
   (*driver)->AddObserver(events->get());
   (*driver)->AddObserver(&console);
+#if TRIBUTARY_HAVE_HISTORY
+  // The run's record in the run history (output.history), which `tributary runs` reads; its
+  // config through the coordinator's own schema, bound to a copy of the values.
+  CoordinatorConfig recorded = cfg;
+  ConfigSchema recorded_keys("tributary-coordinator");
+  BindCoordinatorConfig(recorded_keys, &recorded);
+  Result<std::unique_ptr<RunHistory>> history = RunHistory::OpenForRun(
+      cfg.run.history, {"tributary-coordinator", ConfigJson(recorded_keys), cfg.run.checkpoint_dir,
+                        cfg.run.event_log, cfg.run.keep_checkpoints});
+  if (!history.ok()) return Fail(history.status(), 2);
+  if (*history) (*driver)->AddObserver(history->get());
+#else
+  if (!cfg.run.history.empty() && cfg.run.history != "none")
+    return Fail(Status::Unimplemented("key 'output.history': this build has no run history "
+                                      "(SQLite was not found)"),
+                2);
+#endif
 #if TRIBUTARY_HAVE_MONITOR
   RunMetrics metrics;
   RunDriver* run = driver->get();

@@ -23,6 +23,10 @@
 #include "sim/report.h"
 #include "sim/simulator.h"
 #include "tributary/config.h"
+#if TRIBUTARY_HAVE_HISTORY
+#include "history/config_json.h"
+#include "history/run_history.h"
+#endif
 
 namespace tributary {
 namespace {
@@ -138,6 +142,21 @@ int Run(SimConfig& cfg, bool deploy) {
       EventLog::Open(Env::Default(), (report / "events.jsonl").string());
   if (!events.ok()) return fail(events.status());
   s.AddObserver(events->get());
+#if TRIBUTARY_HAVE_HISTORY
+  // The run's record in the run history (output.history), which `tributary runs` reads.
+  SimConfig recorded = cfg;
+  ConfigSchema recorded_keys("tributary-sim");
+  BindSimConfig(recorded_keys, &recorded);
+  Result<std::unique_ptr<RunHistory>> history = RunHistory::OpenForRun(
+      cfg.run.history,
+      {"tributary-sim", ConfigJson(recorded_keys), "", (report / "events.jsonl").string()});
+  if (!history.ok()) return fail(history.status());
+  if (*history) s.AddObserver(history->get());
+#else
+  if (!cfg.run.history.empty() && cfg.run.history != "none")
+    return fail(Status::Unimplemented(
+        "key 'output.history': this build has no run history (SQLite was not found)"));
+#endif
   std::printf(
       "tributary-sim: %s on %s (%lld train / %lld test), %lld clients (%s), %lld per round, "
       "%lld rounds, %d threads\n",

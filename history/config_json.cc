@@ -1,0 +1,46 @@
+#include "history/config_json.h"
+
+#include <nlohmann/json.hpp>
+
+#include "core/config.h"
+
+namespace tributary {
+namespace {
+
+bool IsSecret(const std::string& key) {
+  for (const char* suffix : {"token", "password", "secret"}) {
+    const std::string s(suffix);
+    if (key.size() >= s.size() && key.compare(key.size() - s.size(), s.size(), s) == 0) return true;
+  }
+  return false;
+}
+
+// The key's TOML value text (value_text()) as JSON; the text itself when toml++ cannot read it.
+nlohmann::json Value(const ConfigSchema::Key& key) {
+  const std::string text = key.value_text();
+  Result<Config> doc = Config::Parse("v = " + text);
+  if (!doc.ok()) return text;
+  const toml::node* v = doc->table().get("v");
+  if (v == nullptr) return text;
+  if (const auto* s = v->as_string()) return s->get();
+  if (const auto* i = v->as_integer()) return i->get();
+  if (const auto* f = v->as_floating_point()) return f->get();
+  if (const auto* b = v->as_boolean()) return b->get();
+  return text;
+}
+
+}  // namespace
+
+std::string ConfigJson(const ConfigSchema& schema) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::object();
+  for (const ConfigSchema::Key* key : schema.keys()) {
+    if (!key->refusal().empty()) continue;
+    nlohmann::json value = Value(*key);
+    if (IsSecret(key->name()) && !(value.is_string() && value.get<std::string>().empty()))
+      value = "<redacted>";
+    out[key->name()] = value;
+  }
+  return out.dump();
+}
+
+}  // namespace tributary
