@@ -36,7 +36,7 @@ struct SimConfig {
 
   RunConfig run;
   DataConfig data;
-  std::string log_level = "warn";
+  std::string log_level = "info";  // info: long operations report their progress (core/progress.h)
   int64_t threads = 0;
   std::string trainer = "native";
   double target_accuracy = 0.0;
