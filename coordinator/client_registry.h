@@ -35,6 +35,8 @@ class ClientRegistry {
   void Touch(const std::string& id, TimePoint now);
 
   size_t size() const { return clients_.size(); }
+  // Every registered client, in id order.
+  const std::map<std::string, ClientRecord>& records() const { return clients_; }
   // Clients that are not busy; O(1), so a driver joining a million clients never scans them.
   size_t num_idle() const { return clients_.size() - num_busy_; }
   // Ids of connected clients that are not busy, in id order (deterministic input to selection).

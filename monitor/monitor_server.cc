@@ -5,11 +5,16 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/write.hpp>
 
 #include <atomic>
 #include <charconv>
+#include <deque>
+#include <optional>
 #include <thread>
+#include <vector>
 
 #include "core/log.h"
 #include "protocol/security_log.h"
@@ -34,13 +39,70 @@ bool ConstantTimeEquals(std::string_view a, std::string_view b) {
   return diff == 0;
 }
 
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// The percent-decoded value of `name` in a target's query string, if present.
+std::optional<std::string> QueryParameter(std::string_view target, std::string_view name) {
+  const size_t q = target.find('?');
+  if (q == std::string_view::npos) return std::nullopt;
+  std::string_view query = target.substr(q + 1);
+  while (!query.empty()) {
+    const size_t amp = query.find('&');
+    const std::string_view pair = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+    const size_t eq = pair.find('=');
+    if (pair.substr(0, eq) != name || eq == std::string_view::npos) continue;
+    std::string value;
+    const std::string_view raw = pair.substr(eq + 1);
+    for (size_t i = 0; i < raw.size(); ++i) {
+      if (raw[i] == '%' && i + 2 < raw.size()) {
+        const int hi = HexValue(raw[i + 1]), lo = HexValue(raw[i + 2]);
+        if (hi >= 0 && lo >= 0) {
+          value += static_cast<char>(hi * 16 + lo);
+          i += 2;
+          continue;
+        }
+      }
+      value += raw[i] == '+' ? ' ' : raw[i];
+    }
+    return value;
+  }
+  return std::nullopt;
+}
+
+// `message` as one server-sent event: a "data:" line per line of it, then a blank line.
+std::string SseEvent(std::string_view message) {
+  std::string out;
+  out.reserve(message.size() + 16);
+  while (true) {
+    const size_t nl = message.find('\n');
+    out += "data: ";
+    out += message.substr(0, nl);
+    out += '\n';
+    if (nl == std::string_view::npos) break;
+    message = message.substr(nl + 1);
+  }
+  out += '\n';
+  return out;
+}
+
+class StreamSession;
+
 }  // namespace
 
 struct MonitorServer::Impl {
   // Declared before io: the sessions io still holds when it is destroyed use them.
   MonitorServerOptions options;
   std::atomic<size_t> open{0};
+  std::atomic<size_t> streams_open{0};
   std::shared_ptr<SecurityLog> security;
+  // The viewers of each stream; touched only on the server's thread.
+  std::map<std::string, std::vector<std::weak_ptr<StreamSession>>> viewers;
   asio::io_context io;
   tcp::acceptor acceptor{io};
   asio::steady_timer retry{io};  // paces accepting again after an accept error
@@ -48,9 +110,13 @@ struct MonitorServer::Impl {
   std::thread thread;
 
   void Accept();
-  void Serve(tcp::socket socket);
+  // The refusal for a request without the token, or nullopt when it may go on.
+  std::optional<http::response<http::string_body>> Refuse(
+      const http::request<http::empty_body>& req, const std::string& remote);
   http::response<http::string_body> Answer(const http::request<http::empty_body>& req,
                                            const std::string& remote);
+  // The stream `req` asks for, or null.
+  const MonitorStream* StreamFor(const http::request<http::empty_body>& req) const;
 };
 
 namespace {
@@ -74,9 +140,12 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
  private:
-  void OnRead(beast::error_code ec) {
-    if (ec) return;  // timed out, closed, or over the limits: nothing to answer
-    response_ = server_->Answer(parser_.get(), remote_);
+  void OnRead(beast::error_code ec);
+
+ private:
+  friend class StreamSession;
+  void Respond(http::response<http::string_body> response) {
+    response_ = std::move(response);
     response_.keep_alive(false);
     response_.prepare_payload();
     if (parser_.get().method() == http::verb::head) response_.body().clear();  // length stays
@@ -93,6 +162,111 @@ class Session : public std::enable_shared_from_this<Session> {
   http::response<http::string_body> response_;
   std::string remote_;
 };
+
+// A viewer of a stream: after its header and hello, every published message, in order; a
+// keepalive comment when nothing was sent for a while. Lives on the server's thread.
+class StreamSession : public std::enable_shared_from_this<StreamSession> {
+ public:
+  StreamSession(MonitorServer::Impl* server, beast::tcp_stream stream)
+      : server_(server), socket_(stream.release_socket()), keepalive_(socket_.get_executor()) {}
+  ~StreamSession() { server_->streams_open.fetch_sub(1); }
+
+  void Start(std::string hello) {
+    Send("HTTP/1.1 200 OK\r\nServer: tributary-coordinator\r\n"
+         "Content-Type: text/event-stream; charset=utf-8\r\nCache-Control: no-store\r\n"
+         "X-Accel-Buffering: no\r\nConnection: close\r\n\r\n" +
+         SseEvent(hello));
+    // Reading only notices that the viewer went away (a stream's request has no body).
+    socket_.async_read_some(asio::buffer(sink_),
+                            [self = shared_from_this()](beast::error_code, size_t) {
+                              self->Close();
+                            });
+    ArmKeepalive();
+  }
+
+  void Send(std::string bytes) {
+    if (closed_) return;
+    backlog_ += bytes.size();
+    if (backlog_ > server_->options.max_stream_backlog) {
+      Log().info("monitor: a viewer fell {} bytes behind; disconnecting it", backlog_);
+      Close();
+      return;
+    }
+    queue_.push_back(std::move(bytes));
+    if (queue_.size() == 1) WriteNext();
+  }
+
+ private:
+  void WriteNext() {
+    asio::async_write(socket_, asio::buffer(queue_.front()),
+                      [self = shared_from_this()](beast::error_code ec, size_t) {
+                        if (ec || self->closed_) return self->Close();
+                        self->backlog_ -= self->queue_.front().size();
+                        self->queue_.pop_front();
+                        if (!self->queue_.empty()) self->WriteNext();
+                      });
+  }
+
+  void ArmKeepalive() {
+    keepalive_.expires_after(server_->options.keepalive);
+    keepalive_.async_wait([self = shared_from_this()](beast::error_code ec) {
+      if (ec || self->closed_) return;
+      if (self->queue_.empty()) self->Send(": keepalive\n\n");
+      self->ArmKeepalive();
+    });
+  }
+
+  void Close() {
+    if (closed_) return;
+    closed_ = true;
+    beast::error_code ignored;
+    keepalive_.cancel();
+    socket_.shutdown(tcp::socket::shutdown_both, ignored);
+    socket_.close(ignored);
+  }
+
+  MonitorServer::Impl* server_;
+  tcp::socket socket_;
+  asio::steady_timer keepalive_;
+  std::deque<std::string> queue_;
+  size_t backlog_ = 0;
+  bool closed_ = false;
+  char sink_[256];
+};
+
+void Session::OnRead(beast::error_code ec) {
+  if (ec) return;  // timed out, closed, or over the limits: nothing to answer
+  const auto& req = parser_.get();
+  if (auto refusal = server_->Refuse(req, remote_)) return Respond(std::move(*refusal));
+  const MonitorStream* stream = server_->StreamFor(req);
+  if (stream == nullptr) return Respond(server_->Answer(req, remote_));
+  if (server_->streams_open.fetch_add(1) >= server_->options.max_streams) {
+    server_->streams_open.fetch_sub(1);
+    http::response<http::string_body> busy{http::status::service_unavailable, req.version()};
+    busy.set(http::field::content_type, "text/plain; charset=utf-8");
+    busy.set(http::field::retry_after, "10");
+    busy.body() = "503 too many viewers\n";
+    Log().warn("monitor: refused a viewer from {}: {} streams are open", remote_,
+               server_->options.max_streams);
+    return Respond(std::move(busy));
+  }
+  std::string hello;
+  try {
+    hello = stream->hello();
+  } catch (const std::exception& e) {
+    server_->streams_open.fetch_sub(1);
+    Log().warn("monitor: a stream's snapshot failed: {}", e.what());
+    http::response<http::string_body> failed{http::status::internal_server_error, req.version()};
+    failed.set(http::field::content_type, "text/plain; charset=utf-8");
+    failed.body() = "500 internal error\n";
+    return Respond(std::move(failed));
+  }
+  stream_.expires_never();
+  auto viewer = std::make_shared<StreamSession>(server_, std::move(stream_));
+  std::string_view target(req.target().data(), req.target().size());
+  server_->viewers[std::string(target.substr(0, target.find('?')))].push_back(viewer);
+  viewer->Start(std::move(hello));
+}
 
 }  // namespace
 
@@ -120,48 +294,78 @@ void MonitorServer::Impl::Accept() {
   });
 }
 
-http::response<http::string_body> MonitorServer::Impl::Answer(
-    const http::request<http::empty_body>& req, const std::string& remote) {
-  http::response<http::string_body> res;
-  res.version(req.version());
+namespace {
+
+http::response<http::string_body> PlainResponse(unsigned version, http::status status,
+                                                std::string text) {
+  http::response<http::string_body> res{status, version};
   res.set(http::field::server, "tributary-coordinator");
   res.set(http::field::cache_control, "no-store");
-  auto plain = [&](http::status status, std::string text) {
-    res.result(status);
-    res.set(http::field::content_type, "text/plain; charset=utf-8");
-    res.body() = std::move(text);
-    return res;
-  };
+  res.set(http::field::content_type, "text/plain; charset=utf-8");
+  res.body() = std::move(text);
+  return res;
+}
+
+std::string_view PathOf(const http::request<http::empty_body>& req) {
+  const std::string_view target(req.target().data(), req.target().size());
+  return target.substr(0, target.find('?'));
+}
+
+}  // namespace
+
+std::optional<http::response<http::string_body>> MonitorServer::Impl::Refuse(
+    const http::request<http::empty_body>& req, const std::string& remote) {
   if (!options.token.empty()) {
     const auto auth = req.find(http::field::authorization);
     const std::string_view given =
         auth == req.end() ? std::string_view()
                           : std::string_view(auth->value().data(), auth->value().size());
-    if (!ConstantTimeEquals(given, "Bearer " + options.token)) {
+    const std::string_view target(req.target().data(), req.target().size());
+    const std::optional<std::string> param = QueryParameter(target, "access_token");
+    const bool header_ok = ConstantTimeEquals(given, "Bearer " + options.token);
+    const bool param_ok = param && ConstantTimeEquals(*param, options.token);
+    if (!header_ok && !param_ok) {
       const auto method = req.method_string();
       security->Note("monitor request without a valid token", remote,
-                     std::string(method.data(), method.size()) + " " +
-                         std::string(req.target().data(), req.target().size()));
+                     std::string(method.data(), method.size()) + " " + std::string(PathOf(req)));
+      auto res = PlainResponse(req.version(), http::status::unauthorized,
+                               "401 unauthorized: send Authorization: Bearer, or access_token=\n");
       res.set(http::field::www_authenticate, "Bearer realm=\"tributary\"");
-      return plain(http::status::unauthorized, "401 unauthorized: send Authorization: Bearer\n");
+      return res;
     }
   }
   if (req.method() != http::verb::get && req.method() != http::verb::head) {
+    auto res =
+        PlainResponse(req.version(), http::status::method_not_allowed, "405 method not allowed\n");
     res.set(http::field::allow, "GET, HEAD");
-    return plain(http::status::method_not_allowed, "405 method not allowed\n");
+    return res;
   }
-  std::string_view target(req.target().data(), req.target().size());
-  target = target.substr(0, target.find('?'));
-  const auto route = options.routes.find(std::string(target));
-  if (route == options.routes.end()) return plain(http::status::not_found, "404 not found\n");
-  res.result(http::status::ok);
+  return std::nullopt;
+}
+
+const MonitorStream* MonitorServer::Impl::StreamFor(
+    const http::request<http::empty_body>& req) const {
+  if (req.method() != http::verb::get) return nullptr;
+  const auto it = options.streams.find(std::string(PathOf(req)));
+  return it == options.streams.end() ? nullptr : &it->second;
+}
+
+http::response<http::string_body> MonitorServer::Impl::Answer(
+    const http::request<http::empty_body>& req, const std::string& /*remote*/) {
+  const auto route = options.routes.find(std::string(PathOf(req)));
+  if (route == options.routes.end())
+    return PlainResponse(req.version(), http::status::not_found, "404 not found\n");
+  http::response<http::string_body> res{http::status::ok, req.version()};
+  res.set(http::field::server, "tributary-coordinator");
+  res.set(http::field::cache_control, "no-store");
   res.set(http::field::content_type, route->second.content_type);
   try {
     res.body() = route->second.body();
   } catch (const std::exception& e) {
     // A route that fails answers 500; it never takes the coordinator down.
     Log().warn("monitor: {} failed: {}", route->first, e.what());
-    return plain(http::status::internal_server_error, "500 internal error\n");
+    return PlainResponse(req.version(), http::status::internal_server_error,
+                         "500 internal error\n");
   }
   return res;
 }
@@ -203,5 +407,22 @@ MonitorServer::~MonitorServer() {
 }
 
 uint16_t MonitorServer::port() const { return impl_->port; }
+
+void MonitorServer::Publish(const std::string& path, std::string message) {
+  Impl* impl = impl_.get();
+  asio::post(impl->io, [impl, path, event = SseEvent(message)] {
+    const auto it = impl->viewers.find(path);
+    if (it == impl->viewers.end()) return;
+    auto& list = it->second;
+    // Send to the viewers still there, and forget the others.
+    std::erase_if(list, [&event](const std::weak_ptr<StreamSession>& weak) {
+      const auto viewer = weak.lock();
+      if (viewer) viewer->Send(event);
+      return !viewer;
+    });
+  });
+}
+
+size_t MonitorServer::viewers() const { return impl_->streams_open.load(); }
 
 }  // namespace tributary

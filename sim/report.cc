@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "core/file_util.h"
+#include "web/web_assets.h"
 
 namespace tributary {
 namespace {
@@ -32,74 +33,6 @@ std::string Escape(const std::string& s) {
     }
   }
   return out;
-}
-
-struct Point {
-  double x, y;
-};
-
-// An SVG line chart of `points` (y in [0, 1] shown as percent). log_x plots x on a log10 axis.
-std::string Chart(const std::string& title, const std::string& xlabel,
-                  const std::vector<Point>& points, bool log_x) {
-  const double W = 560, H = 320, L = 60, R = 20, T = 36, B = 48;
-  std::string svg = fmt::format(
-      "<svg xmlns='http://www.w3.org/2000/svg' width='{}' height='{}' viewBox='0 0 {} {}' "
-      "role='img' aria-label='{}'>\n<rect width='100%' height='100%' fill='white'/>\n"
-      "<text x='{}' y='22' font-size='15' text-anchor='middle' "
-      "font-family='sans-serif'>{}</text>\n",
-      W, H, W, H, Escape(title), W / 2, Escape(title));
-  if (points.empty())
-    return svg + "<text x='280' y='160' text-anchor='middle'>no evaluated rounds</text></svg>\n";
-  auto fx = [&](double x) { return log_x ? std::log10(std::max(x, 1.0)) : x; };
-  double x0 = fx(points.front().x), x1 = x0, y0 = 1.0, y1 = 0.0;
-  for (const Point& p : points) {
-    x0 = std::min(x0, fx(p.x));
-    x1 = std::max(x1, fx(p.x));
-    y0 = std::min(y0, p.y);
-    y1 = std::max(y1, p.y);
-  }
-  if (x1 <= x0) x1 = x0 + 1;
-  y0 = std::floor(y0 * 10) / 10;
-  y1 = std::min(1.0, std::ceil(y1 * 10 + 1e-9) / 10);
-  if (y1 <= y0) y1 = y0 + 0.1;
-  auto px = [&](double x) { return L + (fx(x) - x0) / (x1 - x0) * (W - L - R); };
-  auto py = [&](double y) { return T + (y1 - y) / (y1 - y0) * (H - T - B); };
-  // Axes, grid and tick labels.
-  for (int i = 0; i <= 5; ++i) {
-    const double y = y0 + (y1 - y0) * i / 5;
-    svg += fmt::format(
-        "<line x1='{:.1f}' y1='{:.1f}' x2='{:.1f}' y2='{:.1f}' stroke='#ddd'/>"
-        "<text x='{:.1f}' y='{:.1f}' font-size='11' text-anchor='end' "
-        "font-family='sans-serif'>{:.0f}%</text>\n",
-        L, py(y), W - R, py(y), L - 6, py(y) + 4, 100 * y);
-  }
-  for (int i = 0; i <= 5; ++i) {
-    const double v = x0 + (x1 - x0) * i / 5;
-    const double xv = log_x ? std::pow(10.0, v) : v;
-    const std::string label = log_x ? (xv >= 1e9   ? fmt::format("{:.1f} GB", xv / 1e9)
-                                       : xv >= 1e6 ? fmt::format("{:.1f} MB", xv / 1e6)
-                                                   : fmt::format("{:.0f} kB", xv / 1e3))
-                                    : fmt::format("{:.0f}", xv);
-    const double x = L + (v - x0) / (x1 - x0) * (W - L - R);
-    svg += fmt::format(
-        "<text x='{:.1f}' y='{:.1f}' font-size='11' text-anchor='middle' "
-        "font-family='sans-serif'>{}</text>\n",
-        x, H - B + 16, label);
-  }
-  svg += fmt::format(
-      "<line x1='{0}' y1='{1}' x2='{0}' y2='{2}' stroke='black'/>"
-      "<line x1='{0}' y1='{2}' x2='{3}' y2='{2}' stroke='black'/>\n"
-      "<text x='{4}' y='{5}' font-size='12' text-anchor='middle' font-family='sans-serif'>{6}"
-      "</text>\n<text x='14' y='{7}' font-size='12' text-anchor='middle' font-family='sans-serif' "
-      "transform='rotate(-90 14 {7})'>test accuracy</text>\n",
-      L, T, H - B, W - R, (L + W - R) / 2, H - 8, Escape(xlabel), (T + H - B) / 2);
-  std::string pts;
-  for (const Point& p : points) pts += fmt::format("{:.1f},{:.1f} ", px(p.x), py(p.y));
-  svg += "<polyline fill='none' stroke='#1f77b4' stroke-width='2' points='" + pts + "'/>\n";
-  for (const Point& p : points)
-    svg +=
-        fmt::format("<circle cx='{:.1f}' cy='{:.1f}' r='2.5' fill='#1f77b4'/>", px(p.x), py(p.y));
-  return svg + "\n</svg>\n";
 }
 
 }  // namespace
@@ -143,28 +76,28 @@ std::string RoundsCsv(const SimResult& result) {
 
 std::string ReportHtml(const SimConfig& config, const SimResult& result,
                        const nlohmann::json& totals) {
-  std::vector<Point> by_round, by_bytes, by_epsilon;
+  // The charts are drawn in the browser by the chart code the coordinator's dashboard uses
+  // (web/charts.js), from these rows, embedded in the page.
+  nlohmann::json rows = nlohmann::json::array();
   for (const SimRound& r : result.rounds) {
-    if (!r.evaluated) continue;
-    by_round.push_back({static_cast<double>(r.round), r.test_accuracy});
-    by_bytes.push_back({static_cast<double>(r.cum_bytes_up), r.test_accuracy});
-    if (r.dp && std::isfinite(r.epsilon)) by_epsilon.push_back({r.epsilon, r.test_accuracy});
+    nlohmann::json row = {
+        {"round", r.round}, {"cum_bytes_up", r.cum_bytes_up}, {"wall_seconds", r.wall_seconds}};
+    if (r.evaluated) row["test_accuracy"] = r.test_accuracy;
+    if (r.dp && std::isfinite(r.epsilon)) row["epsilon"] = r.epsilon;
+    rows.push_back(std::move(row));
   }
+  const bool dp = config.run.round.dp.enabled;
+  const nlohmann::json data = {{"rounds", std::move(rows)}, {"dp", dp}};
   std::string html =
       "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
-      "<title>Tributary simulation report</title>\n<style>body{font-family:sans-serif;"
-      "margin:2em;max-width:1200px}table{border-collapse:collapse}td,th{border:1px solid #ccc;"
-      "padding:3px 8px;text-align:left}.charts{display:flex;flex-wrap:wrap;gap:16px}</style>"
-      "</head><body>\n";
+      "<title>Tributary simulation report</title>\n<style>" +
+      std::string(web::StyleCss()) + "</style></head><body>\n";
   html += fmt::format("<h1>Tributary simulation: {} on {}, {} clients, {} per round</h1>\n",
                       Escape(config.run.model), Escape(config.data.dataset),
                       config.data.num_clients, config.run.round.clients_per_round);
-  html += "<div class='charts'>\n" + Chart("Test accuracy by round", "round", by_round, false) +
-          Chart("Test accuracy by cumulative upload", "upload bytes (log scale)", by_bytes, true) +
-          (config.run.round.dp.enabled
-               ? Chart("Test accuracy against privacy spent", "epsilon", by_epsilon, false)
-               : std::string()) +
-          "</div>\n<h2>Totals</h2>\n<table>\n";
+  html += "<div class='charts'><div id='chart-round'></div><div id='chart-upload'></div>";
+  if (dp) html += "<div id='chart-epsilon'></div>";
+  html += "<div id='chart-duration'></div></div>\n<h2>Totals</h2>\n<table>\n";
   for (const auto& item : totals.items())
     html += "<tr><th>" + Escape(item.key()) + "</th><td>" + Escape(item.value().dump()) +
             "</td></tr>\n";
@@ -173,7 +106,10 @@ std::string ReportHtml(const SimConfig& config, const SimResult& result,
   for (const auto& item : cj.items())
     html += "<tr><th>" + Escape(item.key()) + "</th><td>" + Escape(item.value().dump()) +
             "</td></tr>\n";
-  html += "</table>\n</body></html>\n";
+  html += "</table>\n<script type='application/json' id='report-data'>" +
+          web::ScriptSafeJson(data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)) +
+          "</script>\n<script>" + std::string(web::ChartsJs()) + "</script>\n<script>" +
+          std::string(web::ReportJs()) + "</script>\n</body></html>\n";
   return html;
 }
 

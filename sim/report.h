@@ -6,8 +6,11 @@
 //                test_accuracy, test_loss (empty when the round was not evaluated), malicious
 //                (sim/sim_result.h says what each counts, and which are in-process only)
 //   report.json  {"config": {...}, "rounds": [...], "totals": {...}}
-//   report.html  self-contained (inline SVG, no scripts, no network): test accuracy against round
-//                and against cumulative upload bytes, the totals and the configuration.
+//   report.html  self-contained (its data, style and scripts inline; nothing from the network):
+//                charts of test accuracy against round, against cumulative upload bytes and (with
+//                differential privacy) against epsilon, and of round durations, drawn in the
+//                browser by the chart code the coordinator's dashboard uses (web/charts.js); the
+//                totals and the configuration as tables.
 //
 // Files are written atomically (temp + rename), so a reader never sees half a report.
 #pragma once

@@ -33,8 +33,10 @@
 #include "train/model_file.h"
 #include "tributary/config.h"
 #if TRIBUTARY_HAVE_MONITOR
+#include "monitor/dashboard_state.h"
 #include "monitor/monitor_server.h"
 #include "monitor/run_metrics.h"
+#include "web/web_assets.h"
 #endif
 #if TRIBUTARY_HAVE_HISTORY
 #include "history/config_json.h"
@@ -128,6 +130,20 @@ int Run(CoordinatorConfig& cfg, bool resume, bool resume_or_start) {
                                        static_cast<int64_t>(clients.num_idle()));
   });
   (*driver)->AddObserver(&metrics);
+  // The dashboard's state; its clients table comes from the registry, read on the run's thread.
+  DashboardState dashboard;
+  dashboard.set_client_sampler([run] {
+    std::vector<DashboardState::ClientSample> out;
+    const auto now = std::chrono::steady_clock::now();
+    const double wall = std::chrono::duration<double>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
+    for (const auto& [id, record] : run->engine().registry().records())
+      out.push_back({id, record.busy,
+                     wall - std::chrono::duration<double>(now - record.last_seen).count()});
+    return out;
+  });
+  (*driver)->AddObserver(&dashboard);
 #endif
 
   // Transport: mutual TLS, with the optional deny list of revoked client ids.
@@ -165,7 +181,8 @@ int Run(CoordinatorConfig& cfg, bool resume, bool resume_or_start) {
   sopts.software_version = TRIBUTARY_VERSION;
   sopts.engine_executor = engine_thread.get_executor();
   sopts.security_log = security;
-  // The operators' endpoint (monitor.listen): Prometheus metrics over HTTP, on its own thread.
+  // The operators' endpoint (monitor.listen), on its own thread: Prometheus metrics, and the live
+  // dashboard (its page, its state as JSON, and the state's changes as server-sent events).
 #if TRIBUTARY_HAVE_MONITOR
   std::unique_ptr<MonitorServer> monitor;
   if (!cfg.monitor_listen.empty()) {
@@ -174,10 +191,19 @@ int Run(CoordinatorConfig& cfg, bool resume, bool resume_or_start) {
     mopts.token = cfg.monitor_token;
     mopts.security_log = security;
     mopts.routes["/metrics"] = {RunMetrics::kContentType, [&metrics] { return metrics.Scrape(); }};
+    mopts.routes["/"] = {"text/html; charset=utf-8", [] { return web::DashboardPage(); }};
+    mopts.routes["/api/state"] = {"application/json",
+                                  [&dashboard] { return dashboard.Snapshot(); }};
+    mopts.streams["/api/events"] = {[&dashboard] { return dashboard.Snapshot(); }};
     Result<std::unique_ptr<MonitorServer>> started = MonitorServer::Start(std::move(mopts));
     if (!started.ok()) return Fail(started.status().WithContext("key 'monitor.listen'"), 2);
     monitor = std::move(*started);
-    Log().info("monitor: Prometheus metrics at http://{}/metrics{}", cfg.monitor_listen,
+    MonitorServer* server = monitor.get();
+    dashboard.set_publisher(
+        [server](std::string delta) { server->Publish("/api/events", std::move(delta)); });
+    Log().info("monitor: dashboard at http://{}/{}, Prometheus metrics at http://{}/metrics{}",
+               cfg.monitor_listen, cfg.monitor_token.empty() ? "" : "?access_token=<monitor.token>",
+               cfg.monitor_listen,
                cfg.monitor_token.empty() ? "" : " (bearer token required)");
   }
 #else

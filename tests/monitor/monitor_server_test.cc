@@ -60,6 +60,9 @@ class MonitorServerTest : public ::testing::Test {
                             }};
     o.routes["/broken"] = {"text/plain",
                            []() -> std::string { throw std::runtime_error("the route failed"); }};
+    o.streams["/events"] = {[this] { return "hello " + std::to_string(++hellos_); }};
+    o.max_streams = 2;
+    o.keepalive = std::chrono::milliseconds(200);
     auto s = MonitorServer::Start(std::move(o));
     ASSERT_TRUE(s.ok()) << s.status();
     server_ = std::move(*s);
@@ -68,8 +71,42 @@ class MonitorServerTest : public ::testing::Test {
 
   std::shared_ptr<SecurityLog> security_ = std::make_shared<SecurityLog>();
   std::atomic<int> scrapes_{0};
+  std::atomic<int> hellos_{0};
   std::unique_ptr<MonitorServer> server_;
 };
+
+// A viewer of a server-sent event stream over a real socket.
+class Viewer {
+ public:
+  Viewer(uint16_t port, const std::string& target) : socket_(io_) {
+    socket_.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
+    asio::write(socket_, asio::buffer("GET " + target + " HTTP/1.1\r\nHost: t\r\n\r\n"));
+  }
+  // Reads until `text` has arrived (or the server closes); everything received so far.
+  const std::string& ReadUntil(const std::string& text) {
+    boost::system::error_code ec;
+    char buf[4096];
+    while (received_.find(text) == std::string::npos) {
+      const size_t n = socket_.read_some(asio::buffer(buf), ec);
+      if (ec) break;
+      received_.append(buf, n);
+    }
+    return received_;
+  }
+  void Close() { socket_.close(); }
+
+ private:
+  asio::io_context io_;
+  tcp::socket socket_;
+  std::string received_;
+};
+
+// Polls `fn` until it is true, for up to 5 s.
+template <typename F>
+bool Eventually(F fn) {
+  for (int i = 0; i < 500 && !fn(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  return fn();
+}
 
 TEST_F(MonitorServerTest, ServesItsRoutesAndNothingElse) {
   StartServer("");
@@ -124,6 +161,51 @@ TEST_F(MonitorServerTest, OversizedSilentAndBodyCarryingRequestsGetNoAnswer) {
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
   EXPECT_EQ(scrapes_.load(), 0);
   // And the server still answers the next one.
+  EXPECT_EQ(Get(server_->port(), "/metrics").rfind("HTTP/1.1 200", 0), 0u);
+}
+
+TEST_F(MonitorServerTest, AStreamSendsItsHelloThenEveryPublishedMessageInOrder) {
+  StartServer("s3cret");
+  Viewer refused(server_->port(), "/events?access_token=wrong");
+  EXPECT_EQ(refused.ReadUntil("\r\n\r\n").rfind("HTTP/1.1 401", 0), 0u);
+  EXPECT_EQ(hellos_.load(), 0);
+
+  Viewer viewer(server_->port(), "/events?x=1&access_token=s3cret");
+  const std::string& head = viewer.ReadUntil("data: hello 1\n\n");
+  EXPECT_EQ(head.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << head;
+  EXPECT_NE(head.find("Content-Type: text/event-stream"), std::string::npos) << head;
+  ASSERT_TRUE(Eventually([&] { return server_->viewers() == 1; }));
+  for (int i = 0; i < 100; ++i) server_->Publish("/events", "message " + std::to_string(i));
+  server_->Publish("/elsewhere", "not for this viewer");
+  server_->Publish("/events", "two\nlines");
+  const std::string& got = viewer.ReadUntil("data: two\ndata: lines\n\n");
+  size_t last = 0;
+  for (int i = 0; i < 100; ++i) {
+    const size_t at = got.find("data: message " + std::to_string(i) + "\n\n");
+    ASSERT_NE(at, std::string::npos) << i;
+    EXPECT_GT(at, last) << "in order";
+    last = at;
+  }
+  EXPECT_EQ(got.find("not for this viewer"), std::string::npos);
+  // Nothing published for a while: a keepalive comment (every 200 ms here).
+  EXPECT_NE(viewer.ReadUntil(": keepalive\n\n").find(": keepalive\n\n"), std::string::npos);
+  // The token in the query string is not written to the security log's detail.
+  EXPECT_EQ(security_->Totals().at("monitor request without a valid token"), 1u);
+
+  viewer.Close();
+  server_->Publish("/events", "after the viewer left");
+  EXPECT_TRUE(Eventually([&] { return server_->viewers() == 0; }));
+}
+
+TEST_F(MonitorServerTest, ViewersBeyondTheLimitGet503AndRoutesStillAnswer) {
+  StartServer("");
+  Viewer a(server_->port(), "/events"), b(server_->port(), "/events");
+  a.ReadUntil("hello");
+  b.ReadUntil("hello");
+  ASSERT_TRUE(Eventually([&] { return server_->viewers() == 2; }));
+  Viewer c(server_->port(), "/events");
+  const std::string& refused = c.ReadUntil("too many viewers");
+  EXPECT_EQ(refused.rfind("HTTP/1.1 503", 0), 0u) << refused;
   EXPECT_EQ(Get(server_->port(), "/metrics").rfind("HTTP/1.1 200", 0), 0u);
 }
 

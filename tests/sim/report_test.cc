@@ -47,6 +47,15 @@ SimResult ThreeRounds() {
   return r;
 }
 
+// The rows report.html embeds for its charts (<script type='application/json' id='report-data'>).
+nlohmann::json ReportData(const std::string& html) {
+  const std::string open = "<script type='application/json' id='report-data'>";
+  const size_t begin = html.find(open);
+  if (begin == std::string::npos) return nlohmann::json();
+  const size_t end = html.find("</script>", begin);
+  return nlohmann::json::parse(html.substr(begin + open.size(), end - begin - open.size()));
+}
+
 TEST(ReportTest, FilesAreWellFormedAndAgree) {
   testing::TempDir dir;
   SimConfig cfg;
@@ -103,17 +112,27 @@ TEST(ReportTest, FilesAreWellFormedAndAgree) {
   EXPECT_NEAR(j["totals"]["final_test_accuracy"].get<double>(), 0.8, 1e-12);
   EXPECT_EQ(j["totals"]["model_hash"], "0000000000abcdef");
 
-  // report.html: self-contained, two charts with a point per evaluated round, escaped text.
+  // report.html: self-contained (nothing loaded from elsewhere), its rows embedded for the shared
+  // chart code (the browser test, tests/integration/dashboard_browser_test.py, draws them), escaped
+  // text.
   const std::string html = Slurp(dir.file("report.html"));
   EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
   EXPECT_NE(html.find("</html>"), std::string::npos);
-  size_t svgs = 0, circles = 0;
-  for (size_t p = 0; (p = html.find("<svg", p)) != std::string::npos; ++p) ++svgs;
-  for (size_t p = 0; (p = html.find("<circle", p)) != std::string::npos; ++p) ++circles;
-  EXPECT_EQ(svgs, 2u);
-  EXPECT_EQ(circles, 4u);  // 2 evaluated rounds x 2 charts
-  EXPECT_EQ(html.find("<script"), std::string::npos);
   EXPECT_EQ(html.find("src="), std::string::npos);
+  EXPECT_EQ(html.find("<link"), std::string::npos);
+  EXPECT_EQ(html.find("fetch("), std::string::npos);
+  EXPECT_NE(html.find("TributaryCharts"), std::string::npos) << "the shared chart code is inline";
+  EXPECT_NE(html.find("id='chart-round'"), std::string::npos);
+  EXPECT_NE(html.find("id='chart-upload'"), std::string::npos);
+  EXPECT_EQ(html.find("id='chart-epsilon'"), std::string::npos) << "no privacy chart without DP";
+  const nlohmann::json data = ReportData(html);
+  ASSERT_EQ(data["rounds"].size(), 3u);
+  EXPECT_FALSE(data["dp"].get<bool>());
+  int evaluated = 0;
+  for (const auto& r : data["rounds"]) evaluated += r.contains("test_accuracy") ? 1 : 0;
+  EXPECT_EQ(evaluated, 2);
+  EXPECT_NEAR(data["rounds"][2]["test_accuracy"].get<double>(), 0.8, 1e-12);
+  EXPECT_EQ(data["rounds"][2]["cum_bytes_up"], 3000000);
   EXPECT_NE(html.find("mlp &lt;&amp;&gt;"), std::string::npos);
   EXPECT_EQ(html.find("mlp <&>"), std::string::npos);
 }
@@ -146,12 +165,11 @@ TEST(ReportTest, APrivateRunReportsEpsilonAndPlotsAccuracyAgainstIt) {
 
   // A third chart: accuracy against epsilon, one point per evaluated round.
   const std::string html = Slurp(dir.file("report.html"));
-  EXPECT_NE(html.find("Test accuracy against privacy spent"), std::string::npos);
-  size_t svgs = 0, circles = 0;
-  for (size_t p = 0; (p = html.find("<svg", p)) != std::string::npos; ++p) ++svgs;
-  for (size_t p = 0; (p = html.find("<circle", p)) != std::string::npos; ++p) ++circles;
-  EXPECT_EQ(svgs, 3u);
-  EXPECT_EQ(circles, 6u);
+  EXPECT_NE(html.find("id='chart-epsilon'"), std::string::npos);
+  const nlohmann::json data = ReportData(html);
+  EXPECT_TRUE(data["dp"].get<bool>());
+  ASSERT_EQ(data["rounds"].size(), 3u);
+  EXPECT_EQ(data["rounds"][1]["epsilon"], 0.5);
 }
 
 }  // namespace

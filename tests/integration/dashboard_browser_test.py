@@ -1,0 +1,219 @@
+#!/usr/bin/python3
+"""The live dashboard and the simulator's report in a real browser: headless Chromium (Debian's
+chromium and chromium-driver, driven through Selenium, Debian's python3-selenium).
+
+Dashboard: a real tributary-coordinator with monitor.listen and a token and two real
+tributary-client processes over mutual TLS. The page is opened before the clients connect, so the
+test sees the run move while the page stays loaded (no reload: a marker set on the window survives):
+the round number advances, the clients table gets a row per client, and the round-duration and
+accuracy charts get a point per closed round. Without the token the dashboard answers 401. Then
+tributary-sim's report.html, opened from the file system: one point per evaluated round.
+
+Screenshots go to the test's directory, and also to $TRIBUTARY_SCREENSHOT_DIR when it is set (that
+is how docs/images/ gets them).
+"""
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import unittest
+import urllib.error
+import urllib.request
+
+from process_harness import CERTS, COORDINATOR, ProcessTest
+
+try:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+except ImportError:  # reported by the skip below
+    webdriver = None
+
+CLIENT = os.environ.get("TRIBUTARY_CLIENT_BIN")
+SIM = os.environ.get("TRIBUTARY_SIM_BIN")
+CHROMIUM = shutil.which("chromium")
+CHROMEDRIVER = shutil.which("chromedriver")
+ROUNDS = 6
+CLIENTS = 2
+TOKEN = "dashboard-token-5678"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def browser():
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                "--window-size=1280,1100", "--no-first-run", "--disable-extensions"):
+        opts.add_argument(arg)
+    return webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
+
+
+@unittest.skipUnless(all([CERTS, COORDINATOR, CLIENT, SIM]), "run through ctest, which names the binaries")
+class DashboardBrowserTest(ProcessTest):
+    prefix = "trib_dash_"
+
+    def setUp(self):
+        # scripts/setup-deps installs the browser: its absence is a failure, not a skip.
+        self.assertTrue(webdriver and CHROMIUM and CHROMEDRIVER,
+                        "needs chromium, chromium-driver and python3-selenium (scripts/setup-deps)")
+        super().setUp()
+        self.driver = browser()
+
+    def tearDown(self):
+        self.driver.quit()
+        super().tearDown()
+
+    def screenshot(self, name):
+        path = self.path(name)
+        self.assertTrue(self.driver.save_screenshot(path))
+        self.assertGreater(os.path.getsize(path), 10_000, "a screenshot of a drawn page")
+        out = os.environ.get("TRIBUTARY_SCREENSHOT_DIR")
+        if out:
+            os.makedirs(out, exist_ok=True)
+            shutil.copy(path, os.path.join(out, name))
+        return path
+
+    def text(self, element_id):
+        return self.driver.find_element(By.ID, element_id).text
+
+    def points(self, chart):
+        svg = self.driver.find_elements(By.CSS_SELECTOR, f'svg[data-chart="{chart}"]')
+        if not svg:
+            return -1
+        circles = svg[0].find_elements(By.CSS_SELECTOR, "circle.point")
+        self.assertEqual(len(circles), int(svg[0].get_attribute("data-points")))
+        return len(circles)
+
+    def wait_for(self, what, fn, timeout=240):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            value = fn()
+            if value:
+                return value
+            time.sleep(0.1)
+        self.fail(f"timed out waiting for {what}; coordinator log:\n{self.log('coordinator')}")
+
+    def test_dashboard_follows_a_live_run(self):
+        port = free_port()
+        events = self.path("events.jsonl")
+        coord, addr = self.start_coordinator(f"""[run]
+model = "cnn"
+rounds = {ROUNDS}
+clients_per_round = {CLIENTS}
+min_available = {CLIENTS}
+min_completed = {CLIENTS}
+round_timeout_s = 120
+[fit]
+epochs = 1
+[eval]
+every = 1
+[data]
+dataset = "synthetic"
+test_examples = 200
+synthetic.height = 28
+synthetic.width = 28
+[monitor]
+listen = "127.0.0.1:{port}"
+token = "{TOKEN}"
+[output]
+event_log = "{events}"
+""")
+        base = f"http://127.0.0.1:{port}/"
+        # Without the token: 401, for the page and for its data.
+        for path in ("", "api/state", "api/events", f"?access_token={TOKEN}x"):
+            with self.assertRaises(urllib.error.HTTPError) as refused:
+                urllib.request.urlopen(base + path, timeout=10)
+            self.assertEqual(refused.exception.code, 401, path)
+        self.driver.get(base)
+        self.assertIn("401", self.driver.page_source)
+        self.assertEqual(self.driver.find_elements(By.ID, "clients"), [])
+
+        # With it: the page, live before any client has joined.
+        self.driver.get(f"{base}?access_token={TOKEN}")
+        self.wait_for("the stream to connect", lambda: self.text("connection") == "live")
+        self.assertEqual(self.text("rounds-done"), "0")
+        self.assertEqual(self.text("rounds-total"), str(ROUNDS))
+        self.driver.execute_script("window.__notReloaded = 42;")
+
+        clients = []
+        for i in range(CLIENTS):
+            ca, cert, key = self.client_tls(f"edge-{i}")
+            clients.append(self.start(f"edge-{i}", [
+                CLIENT, "--coordinator", addr, "--ca", ca, "--cert", cert, "--key", key,
+                "--set", "run.model=cnn", "--num-clients", str(CLIENTS), "--client-index", str(i),
+                "--set", "data.dataset=synthetic", "--set", "data.train_examples=3000",
+                "--set", "data.test_examples=200", "--set", "data.synthetic.height=28",
+                "--set", "data.synthetic.width=28", "--threads", "1"]))
+
+        # Mid-run: a new round arrives through the live update.
+        done = int(self.wait_for("round 2 to close",
+                                 lambda: int(self.text("rounds-done")) >= 2 and self.text("rounds-done")))
+        self.assertLess(done, ROUNDS, "the run must still be going when the page is checked")
+        self.assertEqual(self.driver.execute_script("return window.__notReloaded;"), 42)
+        self.wait_for("the clients table", lambda: len(
+            self.driver.find_elements(By.CSS_SELECTOR, "#clients tbody tr")) == CLIENTS)
+        self.screenshot("dashboard.png")
+        rows = self.driver.find_elements(By.CSS_SELECTOR, "#clients tbody tr")
+        self.assertEqual(sorted(r.get_attribute("data-client") for r in rows),
+                         [f"edge-{i}" for i in range(CLIENTS)])
+
+        # The end: every round, a point per round on the charts, each client's updates counted.
+        self.wait_for("the run to finish", lambda: self.text("state") == "finished")
+        self.assertEqual(coord.wait(timeout=120), 0, self.log("coordinator"))
+        for i, c in enumerate(clients):
+            self.assertEqual(c.wait(timeout=60), 0, self.log(f"edge-{i}"))
+        self.assertEqual(self.text("rounds-done"), str(ROUNDS))
+        self.assertEqual(self.text("round"), str(ROUNDS))
+        self.assertEqual(self.points("duration"), ROUNDS)
+        self.assertEqual(self.points("accuracy"), ROUNDS)  # server-side evaluation every round
+        self.assertEqual(self.points("bytes"), 2 * ROUNDS)  # up and down
+        with open(events) as f:
+            lines = [json.loads(l) for l in f]
+        accepted = {}
+        for e in lines:
+            if e["event"] == "update_accepted":
+                accepted[e["client"]] = accepted.get(e["client"], 0) + 1
+        for r in self.driver.find_elements(By.CSS_SELECTOR, "#clients tbody tr"):
+            cells = r.find_elements(By.TAG_NAME, "td")
+            self.assertEqual(int(cells[3].text), accepted[r.get_attribute("data-client")])
+        self.assertEqual(self.driver.execute_script("return window.__notReloaded;"), 42)
+        self.screenshot("dashboard-finished.png")
+        print(f"dashboard: round {done} seen live, {ROUNDS} rounds at the end", file=sys.stderr)
+
+    def test_report_html_draws_its_charts(self):
+        report = self.path("report")
+        subprocess.run([SIM, "--set", "data.dataset=synthetic", "--set", "data.num_clients=8",
+                        "--set", "data.train_examples=800", "--set", "data.test_examples=200",
+                        "--set", "run.model=mlp", "--set", "run.rounds=5",
+                        "--set", "run.clients_per_round=4", "--set", "eval.every=2",
+                        "--set", "fit.epochs=1", "--set", "sim.target_accuracy=0",
+                        "--set", f"sim.report_dir={report}"],
+                       check=True, capture_output=True, timeout=300)
+        with open(os.path.join(report, "report.json")) as f:
+            rounds = json.load(f)["rounds"]
+        evaluated = [r for r in rounds if "test_accuracy" in r]
+        self.assertEqual(len(rounds), 5)
+        self.assertEqual([r["round"] for r in evaluated], [2, 4])  # eval.every = 2
+        self.driver.get("file://" + os.path.join(report, "report.html"))
+        self.assertEqual(self.points("accuracy"), len(evaluated))
+        self.assertEqual(self.points("upload"), len(evaluated))
+        self.assertEqual(self.points("duration"), len(rounds))
+        # The accuracy chart's points carry the report's numbers (in the tooltips).
+        titles = [t.get_attribute("textContent") for t in self.driver.find_elements(
+            By.CSS_SELECTOR, 'svg[data-chart="accuracy"] circle.point title')]
+        self.assertEqual(len(titles), len(evaluated))
+        last = evaluated[-1]["test_accuracy"]
+        self.assertIn(f"{100 * last:.0f}%", titles[-1])
+        self.screenshot("report.png")
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
