@@ -26,7 +26,9 @@ void EventLog::OnEvent(const RunEvent& event) {
   const nlohmann::json fields = ToJson(event);
   for (const auto& [key, value] : fields.items())
     if (key != "event") line[key] = value;
-  const std::string text = line.dump() + "\n";
+  // Client ids and refusal reasons come from the network: bytes that are not UTF-8 are replaced.
+  const std::string text =
+      line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   Status s = file_->Append(std::span(reinterpret_cast<const uint8_t*>(text.data()), text.size()));
   if (!s.ok() && !warned_) {
     warned_ = true;

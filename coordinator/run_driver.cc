@@ -205,7 +205,14 @@ Status RunDriver::Resume(Strategy& strategy, ModelWeights* model, uint64_t* roun
 void RunDriver::AddObserver(RunObserver* observer) { observers_.push_back(observer); }
 
 void RunDriver::Publish(const RunEvent& event) {
-  for (RunObserver* o : observers_) o->OnEvent(event);
+  for (RunObserver* o : observers_) {
+    // An observer that fails (a log, a database, a dashboard) is reported; the run goes on.
+    try {
+      o->OnEvent(event);
+    } catch (const std::exception& e) {
+      Log().warn("an observer of the run failed on {}: {}", RunEventName(event), e.what());
+    }
+  }
 }
 
 void RunDriver::Start() { Publish(started_); }

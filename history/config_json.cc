@@ -40,7 +40,7 @@ std::string ConfigJson(const ConfigSchema& schema) {
       value = "<redacted>";
     out[key->name()] = value;
   }
-  return out.dump();
+  return out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 }  // namespace tributary

@@ -202,10 +202,18 @@ std::string EventLine(const EventRecord& e) {
         items.emplace_back(key, value);
     }
     for (const auto& [key, value] : items) {
-      // Strings bare when they are one word, else quoted, so that the line still splits.
-      const bool bare = value.is_string() && !value.get<std::string>().empty() &&
-                        value.get<std::string>().find_first_of(" \t\"=") == std::string::npos;
-      rest += " " + key + "=" + (bare ? value.get<std::string>() : value.dump());
+      // Strings bare when they are one word of printable characters, else quoted and escaped as
+      // JSON, so that the line still splits and a client id or a reason from the network cannot
+      // send escape sequences to the terminal.
+      const auto printable = [](const std::string& s) {
+        for (unsigned char c : s)
+          if (c < 0x20 || c == 0x7f || c == ' ' || c == '"' || c == '=') return false;
+        return !s.empty();
+      };
+      const bool bare = value.is_string() && printable(value.get<std::string>());
+      rest += " " + key + "=" +
+              (bare ? value.get<std::string>()
+                    : value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     }
   } else {
     rest = " " + e.json;

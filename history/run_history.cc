@@ -70,7 +70,17 @@ Result<std::unique_ptr<RunHistory>> RunHistory::OpenForRun(const std::string& ke
 }
 
 RunHistory::~RunHistory() {
-  if (enabled_ && run_.id != 0 && (!pending_.empty() || !dirty_.empty())) Flush();
+  if (!enabled_ || run_.id == 0) return;
+  if (run_.status == "running") {
+    // The program is ending without having finished the run (it could not listen, say): the
+    // record must not read as an interrupted run that a resume would continue.
+    run_.status = "failed";
+    run_.error = "the program ended before the run did";
+    run_.ended_at = Now();
+    Flush();
+  } else if (!pending_.empty() || !dirty_.empty()) {
+    Flush();
+  }
 }
 
 void RunHistory::Disable(const Status& why) {
@@ -122,7 +132,9 @@ Status RunHistory::Start(const RunStarted& e, double now) {
     run_.checkpoint_dir = identity_.checkpoint_dir;
     run_.event_log = identity_.event_log;
     TRIB_RETURN_IF_ERROR(db_->UpdateRun(run_));
-    return db_->AppendEvent(EventRecord{run_.id, ++seq_, now, ToJson(RunEvent(e)).dump()});
+    return db_->AppendEvent(EventRecord{
+        run_.id, ++seq_, now,
+        ToJson(RunEvent(e)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)});
   }();
   if (status.ok()) status = db_->Commit();
   if (!status.ok()) {
@@ -218,7 +230,9 @@ void RunHistory::OnEvent(const RunEvent& event) {
     return;
   }
   if (run_.id == 0) return;  // no RunStarted: not a run this observer was given from its start
-  pending_.push_back(EventRecord{run_.id, ++seq_, now, ToJson(event).dump()});
+  pending_.push_back(
+      EventRecord{run_.id, ++seq_, now,
+                  ToJson(event).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)});
   bool commit = false;
   std::visit(
       [&](const auto& e) {

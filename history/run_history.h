@@ -69,7 +69,10 @@ class RunHistory final : public RunObserver {
   // cannot be opened.
   static Result<std::unique_ptr<RunHistory>> OpenForRun(const std::string& key_value,
                                                         Identity identity);
-  ~RunHistory() override;  // commits what is pending
+  // Commits what is pending. A run that saw no RunFinished is recorded as failed ("the program
+  // ended before the run did"): its program is exiting (it could not listen, say). A crash runs no
+  // destructor and leaves 'running', which readers show as interrupted.
+  ~RunHistory() override;
 
   void OnEvent(const RunEvent& event) override;
 

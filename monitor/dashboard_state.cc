@@ -23,11 +23,7 @@ double DashboardState::Now() const {
 DashboardState::ClientRow* DashboardState::Client(const std::string& id, Changes& changes) {
   auto it = clients_.find(id);
   if (it == clients_.end()) {
-    if (clients_.size() >= max_clients_) {
-      ++clients_untracked_;
-      changes.run = true;
-      return nullptr;
-    }
+    if (clients_.size() >= max_clients_) return nullptr;  // counted at the next sample
     it = clients_.emplace(id, ClientRow{}).first;
   }
   changes.clients.push_back(id);
@@ -39,10 +35,15 @@ void DashboardState::SampleClients(Changes& changes) {
   const std::vector<ClientSample> samples = sampler_();
   std::set<std::string> present;
   int64_t idle = 0;
+  uint64_t untracked = 0;
   for (const ClientSample& s : samples) {
     present.insert(s.id);
     if (!s.busy) ++idle;
     auto it = clients_.find(s.id);
+    if (it == clients_.end() && clients_.size() >= max_clients_) {
+      ++untracked;
+      continue;
+    }
     const std::string state = s.busy ? "training" : "idle";
     // Heartbeats move last_seen all the time: a row is sent again when its state changed or it
     // was last sent more than a few seconds ago, not at every event.
@@ -58,6 +59,10 @@ void DashboardState::SampleClients(Changes& changes) {
     if (row.state == "left" || present.count(id) != 0) continue;
     row.state = "left";
     changes.clients.push_back(id);
+  }
+  if (untracked != clients_untracked_) {
+    clients_untracked_ = untracked;
+    changes.run = true;
   }
   const auto connected = static_cast<int64_t>(samples.size());
   if (run_.value("clients_connected", int64_t{-1}) != connected ||

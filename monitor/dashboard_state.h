@@ -19,7 +19,7 @@
 // Clients' states come from a sampler (the round engine's registry, read on the run's thread) at
 // the events that change them in bulk: RunStarted, RoundOpened, RoundFailed, RoundClosed and
 // RunFinished. Accepted and refused updates change their client's row at once. The table keeps at
-// most max_clients rows; run.clients_untracked counts the events about clients beyond them.
+// most max_clients rows; run.clients_untracked is how many connected clients are beyond them.
 //
 // Thread-safe: OnEvent on the run's thread; Snapshot from any (the monitor's); the publisher is
 // called on the run's thread, outside the lock, in seq order.

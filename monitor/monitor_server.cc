@@ -75,17 +75,20 @@ std::optional<std::string> QueryParameter(std::string_view target, std::string_v
   return std::nullopt;
 }
 
-// `message` as one server-sent event: a "data:" line per line of it, then a blank line.
+// `message` as one server-sent event: a "data:" line per line of it, then a blank line. CR, LF and
+// CRLF all end a line for EventSource, so each of them starts a new "data:" line here: a message
+// can never smuggle in a field of its own (event:, id:, retry:).
 std::string SseEvent(std::string_view message) {
   std::string out;
   out.reserve(message.size() + 16);
   while (true) {
-    const size_t nl = message.find('\n');
+    const size_t end = message.find_first_of("\r\n");
     out += "data: ";
-    out += message.substr(0, nl);
+    out += message.substr(0, end);
     out += '\n';
-    if (nl == std::string_view::npos) break;
-    message = message.substr(nl + 1);
+    if (end == std::string_view::npos) break;
+    const size_t next = message.compare(end, 2, "\r\n") == 0 ? end + 2 : end + 1;
+    message = message.substr(next);
   }
   out += '\n';
   return out;
@@ -172,16 +175,21 @@ class StreamSession : public std::enable_shared_from_this<StreamSession> {
   ~StreamSession() { server_->streams_open.fetch_sub(1); }
 
   void Start(std::string hello) {
-    Send("HTTP/1.1 200 OK\r\nServer: tributary-coordinator\r\n"
-         "Content-Type: text/event-stream; charset=utf-8\r\nCache-Control: no-store\r\n"
-         "X-Accel-Buffering: no\r\nConnection: close\r\n\r\n" +
-         SseEvent(hello));
+    Send(
+        "HTTP/1.1 200 OK\r\nServer: tributary-coordinator\r\n"
+        "Content-Type: text/event-stream; charset=utf-8\r\nCache-Control: no-store\r\n"
+        "X-Accel-Buffering: no\r\nConnection: close\r\n\r\n" +
+        SseEvent(hello));
     // Reading only notices that the viewer went away (a stream's request has no body).
-    socket_.async_read_some(asio::buffer(sink_),
-                            [self = shared_from_this()](beast::error_code, size_t) {
-                              self->Close();
-                            });
+    socket_.async_read_some(asio::buffer(sink_), [self = shared_from_this()](
+                                                     beast::error_code, size_t) { self->Close(); });
     ArmKeepalive();
+  }
+
+  // Closes once what is queued has been sent (at once when nothing is).
+  void CloseWhenSent() {
+    close_when_sent_ = true;
+    if (queue_.empty()) Close();
   }
 
   void Send(std::string bytes) {
@@ -198,12 +206,16 @@ class StreamSession : public std::enable_shared_from_this<StreamSession> {
 
  private:
   void WriteNext() {
+    write_started_ = std::chrono::steady_clock::now();
     asio::async_write(socket_, asio::buffer(queue_.front()),
                       [self = shared_from_this()](beast::error_code ec, size_t) {
                         if (ec || self->closed_) return self->Close();
                         self->backlog_ -= self->queue_.front().size();
                         self->queue_.pop_front();
-                        if (!self->queue_.empty()) self->WriteNext();
+                        if (!self->queue_.empty())
+                          self->WriteNext();
+                        else if (self->close_when_sent_)
+                          self->Close();
                       });
   }
 
@@ -211,7 +223,15 @@ class StreamSession : public std::enable_shared_from_this<StreamSession> {
     keepalive_.expires_after(server_->options.keepalive);
     keepalive_.async_wait([self = shared_from_this()](beast::error_code ec) {
       if (ec || self->closed_) return;
-      if (self->queue_.empty()) self->Send(": keepalive\n\n");
+      if (self->queue_.empty()) {
+        self->Send(": keepalive\n\n");
+      } else if (std::chrono::steady_clock::now() - self->write_started_ >
+                 2 * self->server_->options.keepalive) {
+        // A viewer that stopped reading without closing (a laptop put to sleep): its write
+        // would wait forever and hold a stream's place.
+        Log().info("monitor: a viewer stopped reading; disconnecting it");
+        return self->Close();
+      }
       self->ArmKeepalive();
     });
   }
@@ -230,7 +250,9 @@ class StreamSession : public std::enable_shared_from_this<StreamSession> {
   asio::steady_timer keepalive_;
   std::deque<std::string> queue_;
   size_t backlog_ = 0;
+  std::chrono::steady_clock::time_point write_started_;
   bool closed_ = false;
+  bool close_when_sent_ = false;
   char sink_[256];
 };
 
@@ -402,6 +424,18 @@ Result<std::unique_ptr<MonitorServer>> MonitorServer::Start(MonitorServerOptions
 }
 
 MonitorServer::~MonitorServer() {
+  // The streams send what is queued (the run's last changes) before the server stops: up to a
+  // second, for viewers that read.
+  Impl* impl = impl_.get();
+  asio::post(impl->io, [impl] {
+    impl->acceptor.close();
+    for (auto& [path, list] : impl->viewers)
+      for (auto& weak : list)
+        if (auto viewer = weak.lock()) viewer->CloseWhenSent();
+  });
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  while (impl->streams_open.load() > 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
   impl_->io.stop();
   if (impl_->thread.joinable()) impl_->thread.join();
 }

@@ -135,15 +135,16 @@ int Run(CoordinatorConfig& cfg, bool resume, bool resume_or_start) {
   dashboard.set_client_sampler([run] {
     std::vector<DashboardState::ClientSample> out;
     const auto now = std::chrono::steady_clock::now();
-    const double wall = std::chrono::duration<double>(
-                            std::chrono::system_clock::now().time_since_epoch())
-                            .count();
+    const double wall =
+        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
     for (const auto& [id, record] : run->engine().registry().records())
-      out.push_back({id, record.busy,
-                     wall - std::chrono::duration<double>(now - record.last_seen).count()});
+      out.push_back(
+          {id, record.busy, wall - std::chrono::duration<double>(now - record.last_seen).count()});
     return out;
   });
   (*driver)->AddObserver(&dashboard);
+  // Declared before the engine's pool, which may still publish to it until the pool is joined.
+  std::unique_ptr<MonitorServer> monitor;
 #endif
 
   // Transport: mutual TLS, with the optional deny list of revoked client ids.
@@ -184,7 +185,6 @@ int Run(CoordinatorConfig& cfg, bool resume, bool resume_or_start) {
   // The operators' endpoint (monitor.listen), on its own thread: Prometheus metrics, and the live
   // dashboard (its page, its state as JSON, and the state's changes as server-sent events).
 #if TRIBUTARY_HAVE_MONITOR
-  std::unique_ptr<MonitorServer> monitor;
   if (!cfg.monitor_listen.empty()) {
     MonitorServerOptions mopts;
     mopts.listen = cfg.monitor_listen;
@@ -203,8 +203,7 @@ int Run(CoordinatorConfig& cfg, bool resume, bool resume_or_start) {
         [server](std::string delta) { server->Publish("/api/events", std::move(delta)); });
     Log().info("monitor: dashboard at http://{}/{}, Prometheus metrics at http://{}/metrics{}",
                cfg.monitor_listen, cfg.monitor_token.empty() ? "" : "?access_token=<monitor.token>",
-               cfg.monitor_listen,
-               cfg.monitor_token.empty() ? "" : " (bearer token required)");
+               cfg.monitor_listen, cfg.monitor_token.empty() ? "" : " (bearer token required)");
   }
 #else
   if (!cfg.monitor_listen.empty())

@@ -87,7 +87,9 @@ Status RunLog(const std::string& path, int64_t id, bool follow, bool json) {
                             db->EventsAfter(id, last, kEventBatch));
       std::string text;
       for (const EventRecord& e : events)
-        text += (json ? EventJson(e).dump() : EventLine(e)) + "\n";
+        text += (json ? EventJson(e).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
+                      : EventLine(e)) +
+                "\n";
       if (!events.empty()) last = events.back().seq;
       Print(text);
       if (static_cast<int64_t>(events.size()) < kEventBatch) break;

@@ -7,11 +7,14 @@
 
 #include <gtest/gtest.h>
 
+#include <stdexcept>
+
 #include "compression/dense_codec.h"
 #include "coordinator/checkpoint.h"
 #include "core/file_util.h"
 #include "tests/coordinator/run_recorder.h"
 #include "tests/core/fault_injection_env.h"
+#include "tests/core/log_capture.h"
 #include "tributary/safetensors.h"
 
 namespace tributary {
@@ -145,6 +148,35 @@ TEST(RunDriverTest, AStoppedRunSavesNoFinalModelAndAFailedOneSaysWhy) {
   EXPECT_NE(f[0].status.find("round 2 failed 3 attempts"), std::string::npos);
   EXPECT_TRUE(f[0].final_model.empty());
   EXPECT_FALSE(env.FileExists("runs/a/final.safetensors"));
+}
+
+// An observer whose OnEvent throws (a database or a dashboard failing on bad input).
+struct Throwing final : RunObserver {
+  void OnEvent(const RunEvent&) override {
+    ++calls;
+    throw std::runtime_error("invalid UTF-8 byte");
+  }
+  int calls = 0;
+};
+
+TEST(RunDriverTest, AnObserverThatThrowsIsLoggedAndTheRunAndTheOtherObserversGoOn) {
+  FaultInjectionEnv env;
+  auto d = Make(Config(), &env);
+  ASSERT_TRUE(d.ok());
+  Throwing throwing;
+  testing::RunRecorder rec;
+  (*d)->AddObserver(&throwing);
+  (*d)->AddObserver(&rec);
+  testing::LogCapture log(LogLevel::kWarn);
+  (*d)->Start();
+  for (int r = 1; r <= 3; ++r) PlayRound(**d, 1.0f);
+  ASSERT_TRUE((*d)->Finish(Status::Ok()).ok());
+  EXPECT_EQ(rec.All<RoundClosed>().size(), 3u);
+  EXPECT_EQ(static_cast<size_t>(throwing.calls), rec.Names().size());
+  ASSERT_EQ(log.lines().size(), rec.Names().size());
+  EXPECT_NE(log.lines()[0].find("an observer of the run failed on run_started: invalid UTF-8"),
+            std::string::npos)
+      << log.lines()[0];
 }
 
 TEST(RunDriverTest, ResumeContinuesExactlyAndRefusesAnotherModelOrStrategySayingWhatDiffers) {

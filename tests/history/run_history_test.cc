@@ -11,8 +11,11 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
+#include <string>
 #include <thread>
 
 #include "coordinator/checkpoint.h"
@@ -232,7 +235,10 @@ TEST(RunHistoryTest, AResumedRunContinuesItsRecordAndRedoesTheRoundsAfterItsChec
   }
   std::unique_ptr<HistoryDb> reader = Reader(db_path);
   EXPECT_EQ(reader->GetRounds(1)->size(), 3u);
-  EXPECT_EQ(reader->GetRun(1)->status, "running");
+  // Its program ended without finishing the run (a crash would leave 'running', read as
+  // interrupted: AWriterKilledInATransactionLeavesItsLastCommit).
+  EXPECT_EQ(reader->GetRun(1)->status, "failed");
+  EXPECT_EQ(reader->GetRun(1)->error, "the program ended before the run did");
 
   // The restart, resumed from round 2's checkpoint, names the directory another way.
   const std::string same_dir = dir.path("ck") + "/./";
@@ -371,11 +377,17 @@ TEST(RunHistoryTest, OpenForRunFailsOnlyForADatabaseTheUserNamed) {
   ASSERT_TRUE(none.ok());
   EXPECT_EQ(*none, nullptr);
   // The default place, unusable: a warning, and the run goes on without history.
+  const char* old_state = std::getenv("XDG_STATE_HOME");
+  const std::optional<std::string> saved_state =
+      old_state ? std::optional<std::string>(old_state) : std::nullopt;
   ::setenv("XDG_STATE_HOME", dir.path("state-is-a-file").c_str(), 1);
   { std::ofstream(dir.path("state-is-a-file")) << "x"; }
   testing::LogCapture log(LogLevel::kWarn);
   Result<std::unique_ptr<RunHistory>> fallback = RunHistory::OpenForRun("", {});
-  ::unsetenv("XDG_STATE_HOME");
+  if (saved_state)
+    ::setenv("XDG_STATE_HOME", saved_state->c_str(), 1);
+  else
+    ::unsetenv("XDG_STATE_HOME");
   ASSERT_TRUE(fallback.ok()) << fallback.status();
   EXPECT_EQ(*fallback, nullptr);
   ASSERT_EQ(log.lines().size(), 1u);

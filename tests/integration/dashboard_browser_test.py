@@ -36,7 +36,7 @@ CLIENT = os.environ.get("TRIBUTARY_CLIENT_BIN")
 SIM = os.environ.get("TRIBUTARY_SIM_BIN")
 CHROMIUM = shutil.which("chromium")
 CHROMEDRIVER = shutil.which("chromedriver")
-ROUNDS = 6
+ROUNDS = 8
 CLIENTS = 2
 TOKEN = "dashboard-token-5678"
 

@@ -89,8 +89,7 @@ TEST_F(DashboardStateTest, ARoundBecomesARowAndEveryClientARow) {
   EXPECT_EQ(snap["clients"][2]["id"], "carol");
   EXPECT_EQ(snap["clients"][2]["state"], "left");
   EXPECT_EQ(snap["clients"][2]["refused"], 1);
-  EXPECT_EQ(snap["clients"][2]["last_refusal"],
-            "InvalidArgument: the update's norm is not finite");
+  EXPECT_EQ(snap["clients"][2]["last_refusal"], "InvalidArgument: the update's norm is not finite");
 }
 
 TEST_F(DashboardStateTest, DeltasCarryOnlyWhatChangedInSeqOrder) {
@@ -151,10 +150,20 @@ TEST_F(DashboardStateTest, TheEndAndPrivacyAreShownAndBadBytesDoNotThrow) {
 
 TEST(DashboardStateLimitTest, TheClientsTableIsBounded) {
   DashboardState state(2);
-  for (const char* id : {"a", "b", "c", "d"}) state.OnEvent(UpdateAccepted{1, id, 1, 1});
-  const nlohmann::json snap = state.SnapshotJson();
+  std::vector<DashboardState::ClientSample> samples = {
+      {"a", false, 1.0}, {"b", false, 1.0}, {"c", false, 1.0}, {"d", false, 1.0}};
+  state.set_client_sampler([&] { return samples; });
+  state.OnEvent(RoundOpened{1, 1, 2, 0});
+  for (const char* id : {"a", "b", "c", "d", "c", "d"}) state.OnEvent(UpdateAccepted{1, id, 1, 1});
+  state.OnEvent(RoundOpened{2, 1, 2, 0});
+  nlohmann::json snap = state.SnapshotJson();
   EXPECT_EQ(snap["clients"].size(), 2u);
-  EXPECT_EQ(snap["run"]["clients_untracked"], 2);
+  EXPECT_EQ(snap["run"]["clients_untracked"], 2) << "the connected clients beyond the table";
+  EXPECT_EQ(snap["run"]["clients_connected"], 4);
+  samples.pop_back();
+  state.OnEvent(RoundOpened{3, 1, 2, 0});
+  snap = state.SnapshotJson();
+  EXPECT_EQ(snap["run"]["clients_untracked"], 1);
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "protocol/security_log.h"
+#include "tests/core/log_capture.h"
 
 namespace tributary {
 namespace {
@@ -166,8 +167,19 @@ TEST_F(MonitorServerTest, OversizedSilentAndBodyCarryingRequestsGetNoAnswer) {
 
 TEST_F(MonitorServerTest, AStreamSendsItsHelloThenEveryPublishedMessageInOrder) {
   StartServer("s3cret");
-  Viewer refused(server_->port(), "/events?access_token=wrong");
-  EXPECT_EQ(refused.ReadUntil("\r\n\r\n").rfind("HTTP/1.1 401", 0), 0u);
+  {
+    testing::LogCapture log;
+    Viewer refused(server_->port(), "/events?access_token=wrong-token-123");
+    EXPECT_EQ(refused.ReadUntil("\r\n\r\n").rfind("HTTP/1.1 401", 0), 0u);
+    security_->Flush(true);
+    // The refusal is logged, with the path but never the query string (which holds the token).
+    bool logged = false;
+    for (const std::string& line : log.lines()) {
+      EXPECT_EQ(line.find("wrong-token-123"), std::string::npos) << line;
+      logged = logged || line.find("/events") != std::string::npos;
+    }
+    EXPECT_TRUE(logged);
+  }
   EXPECT_EQ(hellos_.load(), 0);
 
   Viewer viewer(server_->port(), "/events?x=1&access_token=s3cret");
@@ -178,7 +190,12 @@ TEST_F(MonitorServerTest, AStreamSendsItsHelloThenEveryPublishedMessageInOrder) 
   for (int i = 0; i < 100; ++i) server_->Publish("/events", "message " + std::to_string(i));
   server_->Publish("/elsewhere", "not for this viewer");
   server_->Publish("/events", "two\nlines");
-  const std::string& got = viewer.ReadUntil("data: two\ndata: lines\n\n");
+  // CR, CRLF and LF each end a line for EventSource: each becomes a data line of its own, so no
+  // message can inject a field (here an "event:").
+  server_->Publish("/events", "a\revent: x\r\nc");
+  const std::string& got = viewer.ReadUntil("data: a\ndata: event: x\ndata: c\n\n");
+  EXPECT_NE(got.find("data: two\ndata: lines\n\n"), std::string::npos);
+  EXPECT_EQ(got.find("\nevent:"), std::string::npos);
   size_t last = 0;
   for (int i = 0; i < 100; ++i) {
     const size_t at = got.find("data: message " + std::to_string(i) + "\n\n");
@@ -189,7 +206,6 @@ TEST_F(MonitorServerTest, AStreamSendsItsHelloThenEveryPublishedMessageInOrder) 
   EXPECT_EQ(got.find("not for this viewer"), std::string::npos);
   // Nothing published for a while: a keepalive comment (every 200 ms here).
   EXPECT_NE(viewer.ReadUntil(": keepalive\n\n").find(": keepalive\n\n"), std::string::npos);
-  // The token in the query string is not written to the security log's detail.
   EXPECT_EQ(security_->Totals().at("monitor request without a valid token"), 1u);
 
   viewer.Close();
@@ -207,6 +223,19 @@ TEST_F(MonitorServerTest, ViewersBeyondTheLimitGet503AndRoutesStillAnswer) {
   const std::string& refused = c.ReadUntil("too many viewers");
   EXPECT_EQ(refused.rfind("HTTP/1.1 503", 0), 0u) << refused;
   EXPECT_EQ(Get(server_->port(), "/metrics").rfind("HTTP/1.1 200", 0), 0u);
+}
+
+TEST_F(MonitorServerTest, AStoppingServerSendsWhatIsQueuedFirst) {
+  StartServer("");
+  Viewer viewer(server_->port(), "/events");
+  viewer.ReadUntil("hello");
+  ASSERT_TRUE(Eventually([&] { return server_->viewers() == 1; }));
+  const std::string big(100'000, 'x');
+  for (int i = 0; i < 20; ++i) server_->Publish("/events", big);
+  server_->Publish("/events", "the last message");
+  server_.reset();  // the run is over
+  EXPECT_NE(viewer.ReadUntil("data: the last message\n\n").find("data: the last message\n\n"),
+            std::string::npos);
 }
 
 TEST(MonitorServerStartTest, BadAddressesAreNamed) {
