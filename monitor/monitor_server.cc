@@ -10,6 +10,7 @@
 #include <boost/asio/write.hpp>
 
 #include <atomic>
+#include <cctype>
 #include <charconv>
 #include <deque>
 #include <optional>
@@ -335,9 +336,41 @@ std::string_view PathOf(const http::request<http::empty_body>& req) {
 
 }  // namespace
 
+namespace {
+
+// Whether a request's Host names this machine by address or as localhost. Without a token the
+// monitor listens on loopback only; this keeps a web page that an operator's browser loads from
+// elsewhere from reading it through DNS rebinding (its Host is then the page's own name).
+bool LocalHost(std::string_view host) {
+  if (host.size() > 1 && host.front() == '[') {  // [IPv6]:port
+    const size_t close = host.find(']');
+    if (close == std::string_view::npos) return false;
+    host = host.substr(1, close - 1);
+  } else if (const size_t colon = host.rfind(':'); colon != std::string_view::npos) {
+    host = host.substr(0, colon);
+  }
+  std::string name(host);
+  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (name == "localhost") return true;
+  beast::error_code ec;
+  asio::ip::make_address(name, ec);
+  return !ec;
+}
+
+}  // namespace
+
 std::optional<http::response<http::string_body>> MonitorServer::Impl::Refuse(
     const http::request<http::empty_body>& req, const std::string& remote) {
-  if (!options.token.empty()) {
+  if (options.token.empty()) {
+    const auto host = req.find(http::field::host);
+    if (host == req.end() ||
+        !LocalHost(std::string_view(host->value().data(), host->value().size()))) {
+      security->Note("monitor request for another host", remote, std::string(PathOf(req)));
+      return PlainResponse(req.version(), http::status::forbidden,
+                           "403 forbidden: without monitor.token, the Host must be an IP address "
+                           "or localhost\n");
+    }
+  } else {
     const auto auth = req.find(http::field::authorization);
     const std::string_view given =
         auth == req.end() ? std::string_view()

@@ -12,7 +12,9 @@
 // EventSource cannot set headers), as the query parameter "access_token=<token>" (RFC 6750, 2.1
 // and 2.3); it is compared in constant time. Otherwise the answer is 401 with "WWW-Authenticate:
 // Bearer"; refused requests are security events (protocol/security_log.h), at warning level, logged
-// without their query string so that a wrong token is not written to the log.
+// without their query string so that a wrong token is not written to the log. Without a token (the
+// coordinator allows that on loopback only), the Host header must be an IP address or localhost,
+// else 403: a web page elsewhere cannot read the monitor through DNS rebinding.
 //
 // Streams are server-sent events (text/event-stream, the HTML living standard's EventSource): a GET
 // of a stream's path is answered with its hello() message (a snapshot) and then, until either side

@@ -42,7 +42,7 @@ std::string Exchange(uint16_t port, const std::string& request) {
 }
 
 std::string Get(uint16_t port, const std::string& path, const std::string& auth = "") {
-  std::string req = "GET " + path + " HTTP/1.1\r\nHost: test\r\n";
+  std::string req = "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n";
   if (!auth.empty()) req += "Authorization: " + auth + "\r\n";
   return Exchange(port, req + "\r\n");
 }
@@ -81,7 +81,8 @@ class Viewer {
  public:
   Viewer(uint16_t port, const std::string& target) : socket_(io_) {
     socket_.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
-    asio::write(socket_, asio::buffer("GET " + target + " HTTP/1.1\r\nHost: t\r\n\r\n"));
+    asio::write(socket_,
+                asio::buffer("GET " + target + " HTTP/1.1\r\nHost: localhost:9464\r\n\r\n"));
   }
   // Reads until `text` has arrived (or the server closes); everything received so far.
   const std::string& ReadUntil(const std::string& text) {
@@ -118,9 +119,11 @@ TEST_F(MonitorServerTest, ServesItsRoutesAndNothingElse) {
   EXPECT_EQ(Get(server_->port(), "/metrics?x=1").rfind("HTTP/1.1 200", 0), 0u);
   EXPECT_EQ(Get(server_->port(), "/secrets").rfind("HTTP/1.1 404", 0), 0u);
   const std::string post =
-      Exchange(server_->port(), "POST /metrics HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n");
+      Exchange(server_->port(),
+               "POST /metrics HTTP/1.1\r\nHost: 127.0.0.1:9464\r\nContent-Length: 0\r\n\r\n");
   EXPECT_EQ(post.rfind("HTTP/1.1 405", 0), 0u) << post;
-  const std::string head = Exchange(server_->port(), "HEAD /metrics HTTP/1.1\r\nHost: t\r\n\r\n");
+  const std::string head =
+      Exchange(server_->port(), "HEAD /metrics HTTP/1.1\r\nHost: LocalHost\r\n\r\n");
   EXPECT_EQ(head.rfind("HTTP/1.1 200", 0), 0u) << head;
   EXPECT_EQ(head.find("tributary_round 7"), std::string::npos) << "HEAD has no body";
   EXPECT_NE(head.find("Content-Length: 18\r\n"), std::string::npos) << "the GET's length: " << head;
@@ -128,6 +131,26 @@ TEST_F(MonitorServerTest, ServesItsRoutesAndNothingElse) {
   // A route that throws answers 500, and the server goes on.
   EXPECT_EQ(Get(server_->port(), "/broken").rfind("HTTP/1.1 500", 0), 0u);
   EXPECT_EQ(Get(server_->port(), "/metrics").rfind("HTTP/1.1 200", 0), 0u);
+}
+
+TEST_F(MonitorServerTest, WithoutATokenOnlyRequestsForThisMachineAreAnswered) {
+  StartServer("");
+  const auto with_host = [&](const std::string& host) {
+    return Exchange(server_->port(), "GET /metrics HTTP/1.1\r\nHost: " + host + "\r\n\r\n");
+  };
+  for (const char* local :
+       {"127.0.0.1", "127.0.0.1:9464", "localhost", "LOCALHOST:1", "[::1]:9464", "10.1.2.3:9464"})
+    EXPECT_EQ(with_host(local).rfind("HTTP/1.1 200", 0), 0u) << local;
+  // A page from elsewhere that rebinds its own name to 127.0.0.1 sends its own name as Host.
+  for (const char* foreign :
+       {"attacker.example", "attacker.example:9464", "localhost.evil.com", "[::1", ""}) {
+    const std::string refused = with_host(foreign);
+    EXPECT_EQ(refused.rfind("HTTP/1.1 403", 0), 0u) << foreign << ": " << refused;
+  }
+  EXPECT_EQ(Exchange(server_->port(), "GET /metrics HTTP/1.1\r\n\r\n").rfind("HTTP/1.1 403", 0), 0u)
+      << "no Host at all";
+  EXPECT_EQ(scrapes_.load(), 6);
+  EXPECT_EQ(security_->Totals().at("monitor request for another host"), 6u);
 }
 
 TEST_F(MonitorServerTest, WithATokenEveryRequestMustCarryIt) {
@@ -150,11 +173,11 @@ TEST_F(MonitorServerTest, OversizedSilentAndBodyCarryingRequestsGetNoAnswer) {
   StartServer("");
   // A header over 8 KiB: the connection is closed without an answer.
   const std::string big =
-      "GET /metrics HTTP/1.1\r\nHost: t\r\nX-Pad: " + std::string(9000, 'a') + "\r\n\r\n";
+      "GET /metrics HTTP/1.1\r\nHost: [::1]:9464\r\nX-Pad: " + std::string(9000, 'a') + "\r\n\r\n";
   EXPECT_EQ(Exchange(server_->port(), big), "");
   // A body (none is accepted).
   EXPECT_EQ(Exchange(server_->port(),
-                     "GET /metrics HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhello"),
+                     "GET /metrics HTTP/1.1\r\nHost: localhost\r\nContent-Length: 5\r\n\r\nhello"),
             "");
   // A client that sends half a request is closed at the request timeout (300 ms here).
   const auto t0 = std::chrono::steady_clock::now();
