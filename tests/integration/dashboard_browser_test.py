@@ -23,7 +23,7 @@ import unittest
 import urllib.error
 import urllib.request
 
-from process_harness import CERTS, COORDINATOR, ProcessTest
+from process_harness import CERTS, CLIENT, COORDINATOR, ProcessTest, cnn_run_toml
 
 try:
     from selenium import webdriver
@@ -32,7 +32,6 @@ try:
 except ImportError:  # reported by the skip below
     webdriver = None
 
-CLIENT = os.environ.get("TRIBUTARY_CLIENT_BIN")
 SIM = os.environ.get("TRIBUTARY_SIM_BIN")
 CHROMIUM = shutil.which("chromium")
 CHROMEDRIVER = shutil.which("chromedriver")
@@ -104,23 +103,7 @@ class DashboardBrowserTest(ProcessTest):
     def test_dashboard_follows_a_live_run(self):
         port = free_port()
         events = self.path("events.jsonl")
-        coord, addr = self.start_coordinator(f"""[run]
-model = "cnn"
-rounds = {ROUNDS}
-clients_per_round = {CLIENTS}
-min_available = {CLIENTS}
-min_completed = {CLIENTS}
-round_timeout_s = 120
-[fit]
-epochs = 1
-[eval]
-every = 1
-[data]
-dataset = "synthetic"
-test_examples = 200
-synthetic.height = 28
-synthetic.width = 28
-[monitor]
+        coord, addr = self.start_coordinator(cnn_run_toml(ROUNDS, CLIENTS) + f"""[monitor]
 listen = "127.0.0.1:{port}"
 token = "{TOKEN}"
 [output]
@@ -143,15 +126,7 @@ event_log = "{events}"
         self.assertEqual(self.text("rounds-total"), str(ROUNDS))
         self.driver.execute_script("window.__notReloaded = 42;")
 
-        clients = []
-        for i in range(CLIENTS):
-            ca, cert, key = self.client_tls(f"edge-{i}")
-            clients.append(self.start(f"edge-{i}", [
-                CLIENT, "--coordinator", addr, "--ca", ca, "--cert", cert, "--key", key,
-                "--set", "run.model=cnn", "--num-clients", str(CLIENTS), "--client-index", str(i),
-                "--set", "data.dataset=synthetic", "--set", "data.train_examples=3000",
-                "--set", "data.test_examples=200", "--set", "data.synthetic.height=28",
-                "--set", "data.synthetic.width=28", "--threads", "1"]))
+        clients = self.start_cnn_clients(addr, CLIENTS)
 
         # Mid-run: a new round arrives through the live update.
         done = int(self.wait_for("round 2 to close",

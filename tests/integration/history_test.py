@@ -17,14 +17,11 @@ import subprocess
 import time
 import unittest
 
-from process_harness import CERTS, COORDINATOR, ProcessTest
+from process_harness import CERTS, CLIENT, COORDINATOR, ProcessTest, cnn_run_toml
 
-CLIENT = os.environ.get("TRIBUTARY_CLIENT_BIN")
 TRIBUTARY = os.environ.get("TRIBUTARY_BIN")
 ROUNDS = 5
 CLIENTS = 2
-DATA = ["data.dataset=synthetic", "data.synthetic.height=28", "data.synthetic.width=28",
-        "data.train_examples=3000", "data.test_examples=200"]
 
 
 def free_port():
@@ -54,59 +51,19 @@ class HistoryTest(ProcessTest):
     def coordinator(self, name, resume):
         """Starts the coordinator on a fixed port (the clients redial it after the kill) and waits
         until it listens."""
-        # The cnn on 28x28 synthetic images: rounds of about a second, long enough to be killed in.
-        with open(self.path("coordinator.toml"), "w") as f:
-            f.write(f"""log_level = "info"
-[run]
-model = "cnn"
-rounds = {ROUNDS}
-clients_per_round = {CLIENTS}
-min_available = {CLIENTS}
-min_completed = {CLIENTS}
-round_timeout_s = 120
-[fit]
-epochs = 1
-[eval]
-every = 1
-[data]
-dataset = "synthetic"
-test_examples = 200
-synthetic.height = 28
-synthetic.width = 28
-[output]
+        toml = 'log_level = "info"\n' + cnn_run_toml(ROUNDS, CLIENTS) + f"""[output]
 checkpoint_dir = "{self.path('ck')}"
 event_log = "{self.path('events.jsonl')}"
 history = "{self.db}"
-""")
-        ready = self.path(name + ".ready")
-        args = [COORDINATOR, "--config", self.path("coordinator.toml")]
-        for key, value in {"net.listen": f"127.0.0.1:{self.port}",
-                           "net.heartbeat_interval_s": "1", "tls.ca": f"{self.pki}/ca.crt",
-                           "tls.cert": f"{self.pki}/server.crt",
-                           "tls.key": f"{self.pki}/server.key",
-                           "output.ready_file": ready}.items():
-            args += ["--set", f"{key}={value}"]
-        if resume:
-            args.append("--resume")
-        coord = self.start(name, args)
-        for _ in range(300):
-            if os.path.exists(ready) or coord.poll() is not None:
-                break
-            time.sleep(0.1)
-        self.assertTrue(os.path.exists(ready), self.log(name))
+"""
+        coord, _ = self.start_coordinator(toml, name=name, port=self.port,
+                                          args=["--resume"] if resume else [])
         return coord
 
     def clients(self):
-        procs = []
-        for i in range(CLIENTS):
-            ca, cert, key = self.client_tls(f"edge-{i}")
-            procs.append(self.start(f"edge-{i}", [
-                CLIENT, "--coordinator", f"127.0.0.1:{self.port}", "--ca", ca, "--cert", cert,
-                "--key", key, "--set", "run.model=cnn", "--num-clients", str(CLIENTS),
-                "--client-index", str(i), "--threads", "1",
-                *[a for kv in DATA for a in ("--set", kv)], "--set", "backoff.initial_s=0.1",
-                "--set", "backoff.max_s=0.5", "--set", "net.connect_timeout_s=2"]))
-        return procs
+        return self.start_cnn_clients(f"127.0.0.1:{self.port}", CLIENTS,
+                                      "--set", "backoff.initial_s=0.1", "--set", "backoff.max_s=0.5",
+                                      "--set", "net.connect_timeout_s=2")
 
     def runs(self, *args, check=True):
         """`tributary runs ARGS --db <this test's history>`; its CompletedProcess."""

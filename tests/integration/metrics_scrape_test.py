@@ -16,9 +16,8 @@ import urllib.request
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from process_harness import CERTS, COORDINATOR, ProcessTest
+from process_harness import CERTS, CLIENT, COORDINATOR, ProcessTest, cnn_run_toml
 
-CLIENT = os.environ.get("TRIBUTARY_CLIENT_BIN")
 ROUNDS = 4
 CLIENTS = 2
 TOKEN = "monitor-token-1234"
@@ -53,23 +52,7 @@ class MetricsScrapeTest(ProcessTest):
         port = free_port()
         events = self.path("events.jsonl")
         # The cnn on 28x28 synthetic images: rounds long enough (about a second) to be seen live.
-        coord, addr = self.start_coordinator(f"""[run]
-model = "cnn"
-rounds = {ROUNDS}
-clients_per_round = {CLIENTS}
-min_available = {CLIENTS}
-min_completed = {CLIENTS}
-round_timeout_s = 120
-[fit]
-epochs = 1
-[eval]
-every = 1
-[data]
-dataset = "synthetic"
-test_examples = 200
-synthetic.height = 28
-synthetic.width = 28
-[monitor]
+        coord, addr = self.start_coordinator(cnn_run_toml(ROUNDS, CLIENTS) + f"""[monitor]
 listen = "127.0.0.1:{port}"
 token = "{TOKEN}"
 [output]
@@ -89,15 +72,7 @@ event_log = "{events}"
         self.assertEqual(first[("tributary_run_rounds", frozenset())], ROUNDS)
         self.assertEqual(first[("tributary_rounds_closed_total", frozenset())], 0)
 
-        clients = []
-        for i in range(CLIENTS):
-            ca, cert, key = self.client_tls(f"edge-{i}")
-            clients.append(self.start(f"edge-{i}", [
-                CLIENT, "--coordinator", addr, "--ca", ca, "--cert", cert, "--key", key,
-                "--set", "run.model=cnn", "--num-clients", str(CLIENTS), "--client-index", str(i),
-                "--set", "data.dataset=synthetic", "--set", "data.train_examples=3000",
-                "--set", "data.test_examples=200", "--set", "data.synthetic.height=28",
-                "--set", "data.synthetic.width=28", "--threads", "1"]))
+        clients = self.start_cnn_clients(addr, CLIENTS)
 
         # Scrape while the run goes: every scrape parses, and the counters never go back.
         seen_rounds, last_closed, live_connected = set(), 0, 0

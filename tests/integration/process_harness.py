@@ -17,6 +17,34 @@ import unittest
 
 CERTS = os.environ.get("TRIBUTARY_CERTS_BIN")
 COORDINATOR = os.environ.get("TRIBUTARY_COORDINATOR_BIN")
+CLIENT = os.environ.get("TRIBUTARY_CLIENT_BIN")
+
+# The clients' data for a cnn run on synthetic 28x28 images (CNN_RUN_TOML): --set values.
+CNN_CLIENT_DATA = ["run.model=cnn", "data.dataset=synthetic", "data.train_examples=3000",
+                   "data.test_examples=200", "data.synthetic.height=28", "data.synthetic.width=28"]
+
+
+def cnn_run_toml(rounds, clients):
+    """The coordinator's [run], [fit], [eval] and [data] for the cnn on synthetic 28x28 images:
+    rounds of about a second on 2 cores (long enough to be watched or killed in), every client in
+    every round, server-side evaluation after each. Tables of the caller's may follow."""
+    return f"""[run]
+model = "cnn"
+rounds = {rounds}
+clients_per_round = {clients}
+min_available = {clients}
+min_completed = {clients}
+round_timeout_s = 120
+[fit]
+epochs = 1
+[eval]
+every = 1
+[data]
+dataset = "synthetic"
+test_examples = 200
+synthetic.height = 28
+synthetic.width = 28
+"""
 
 
 class ProcessTest(unittest.TestCase):
@@ -74,22 +102,36 @@ class ProcessTest(unittest.TestCase):
         self.procs.append(p)
         return p
 
-    def start_coordinator(self, toml, host="127.0.0.1", name="coordinator"):
-        """Starts the coordinator on `toml` plus this test's TLS files, a free port on `host` and a
-        ready file (given as --set, so `toml` need not mention them); waits until it listens and
-        returns (process, "host:port"). Its output goes to <name>.log."""
+    def start_cnn_clients(self, addr, n, *extra):
+        """Starts n tributary-client processes, edge-0 .. edge-<n-1>, for a cnn_run_toml run at
+        `addr`, each with its share of the data and one thread; `extra` goes to each one's command
+        line. Returns the processes."""
+        procs = []
+        for i in range(n):
+            ca, cert, key = self.client_tls(f"edge-{i}")
+            procs.append(self.start(f"edge-{i}", [
+                CLIENT, "--coordinator", addr, "--ca", ca, "--cert", cert, "--key", key,
+                "--num-clients", str(n), "--client-index", str(i), "--threads", "1",
+                *[a for kv in CNN_CLIENT_DATA for a in ("--set", kv)], *extra]))
+        return procs
+
+    def start_coordinator(self, toml, host="127.0.0.1", name="coordinator", port=0, args=()):
+        """Starts the coordinator on `toml` plus this test's TLS files, `port` on `host` (0: a free
+        one) and a ready file (given as --set, so `toml` need not mention them), with `args` added
+        to its command line; waits until it listens and returns (process, "host:port"). Its output
+        goes to <name>.log."""
         ready = self.path(name + ".ready")
         if os.path.exists(ready):
             os.remove(ready)  # a coordinator started earlier in this test left its own
         with open(self.path(name + ".toml"), "w") as f:
             f.write(toml)
-        sets = {"net.listen": f"{host}:0", "net.heartbeat_interval_s": "1",
+        sets = {"net.listen": f"{host}:{port}", "net.heartbeat_interval_s": "1",
                 "tls.ca": f"{self.pki}/ca.crt", "tls.cert": f"{self.pki}/server.crt",
                 "tls.key": f"{self.pki}/server.key", "output.ready_file": ready}
-        args = [COORDINATOR, "--config", self.path(name + ".toml")]
+        command = [COORDINATOR, "--config", self.path(name + ".toml"), *args]
         for key, value in sets.items():
-            args += ["--set", f"{key}={value}"]
-        coord = self.start(name, args)
+            command += ["--set", f"{key}={value}"]
+        coord = self.start(name, command)
         for _ in range(300):
             if os.path.exists(ready) or coord.poll() is not None:
                 break
