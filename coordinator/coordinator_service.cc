@@ -56,6 +56,12 @@ void CoordinatorService::OnEngine(F&& fn) {
   });
 }
 
+void CoordinatorService::RunOnEngine(std::function<void()> fn) {
+  asio::post(engine_strand_, [self = shared_from_this(), fn = std::move(fn)] {
+    if (!self->run_over_) fn();
+  });
+}
+
 Status CoordinatorService::Start() {
   std::weak_ptr<CoordinatorService> weak = weak_from_this();
   TRIB_ASSIGN_OR_RETURN(

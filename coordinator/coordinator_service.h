@@ -70,6 +70,10 @@ class CoordinatorService : public std::enable_shared_from_this<CoordinatorServic
   // Runs once, on the I/O strand, when the run has ended: with the driver's outcome (OK after all
   // rounds or Stop, else why the run failed).
   void set_on_finished(std::function<void(Status)> cb) { on_finished_ = std::move(cb); }
+  // Runs `fn` on the engine strand, where the driver's observers run and the engine may be read
+  // (monitors sample the client registry this way between events); not once the run is over.
+  // Thread-safe.
+  void RunOnEngine(std::function<void()> fn);
 
  private:
   using Strand = boost::asio::strand<boost::asio::any_io_executor>;

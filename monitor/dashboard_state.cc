@@ -178,34 +178,49 @@ void DashboardState::Apply(const RunEvent& event, Changes& changes) {
       event);
 }
 
+std::string DashboardState::Delta(const Changes& changes) {
+  if (!changes.run && changes.rounds.empty() && changes.clients.empty()) return "";
+  run_["last_event_at"] = Now();
+  const uint64_t seq = ++seq_;
+  if (!publisher_) return "";
+  nlohmann::json out = {{"kind", "delta"}, {"seq", seq}};
+  if (changes.run) out["run"] = RunJson();
+  if (!changes.rounds.empty()) {
+    nlohmann::json rows = nlohmann::json::array();
+    for (uint64_t r : std::set<uint64_t>(changes.rounds.begin(), changes.rounds.end()))
+      rows.push_back(rounds_.at(r));
+    out["rounds"] = std::move(rows);
+  }
+  if (!changes.clients.empty()) {
+    nlohmann::json rows = nlohmann::json::array();
+    for (const std::string& id :
+         std::set<std::string>(changes.clients.begin(), changes.clients.end()))
+      rows.push_back(ClientJson(id, clients_.at(id)));
+    out["clients"] = std::move(rows);
+  }
+  return out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 void DashboardState::OnEvent(const RunEvent& event) {
   std::string delta;
   {
     std::lock_guard<std::mutex> lock(mu_);
     Changes changes;
     Apply(event, changes);
-    if (!changes.run && changes.rounds.empty() && changes.clients.empty()) return;
-    run_["last_event_at"] = Now();
-    const uint64_t seq = ++seq_;
-    if (!publisher_) return;
-    nlohmann::json out = {{"kind", "delta"}, {"seq", seq}};
-    if (changes.run) out["run"] = RunJson();
-    if (!changes.rounds.empty()) {
-      nlohmann::json rows = nlohmann::json::array();
-      for (uint64_t r : std::set<uint64_t>(changes.rounds.begin(), changes.rounds.end()))
-        rows.push_back(rounds_.at(r));
-      out["rounds"] = std::move(rows);
-    }
-    if (!changes.clients.empty()) {
-      nlohmann::json rows = nlohmann::json::array();
-      for (const std::string& id :
-           std::set<std::string>(changes.clients.begin(), changes.clients.end()))
-        rows.push_back(ClientJson(id, clients_.at(id)));
-      out["clients"] = std::move(rows);
-    }
-    delta = out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    delta = Delta(changes);
   }
-  publisher_(std::move(delta));
+  if (!delta.empty()) publisher_(std::move(delta));
+}
+
+void DashboardState::RefreshClients() {
+  std::string delta;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Changes changes;
+    SampleClients(changes);
+    delta = Delta(changes);
+  }
+  if (!delta.empty()) publisher_(std::move(delta));
 }
 
 nlohmann::json DashboardState::RunJson() const {

@@ -18,8 +18,9 @@
 //
 // Clients' states come from a sampler (the round engine's registry, read on the run's thread) at
 // the events that change them in bulk: RunStarted, RoundOpened, RoundFailed, RoundClosed and
-// RunFinished. Accepted and refused updates change their client's row at once. The table keeps at
-// most max_clients rows; run.clients_untracked is how many connected clients are beyond them.
+// RunFinished, and whenever RefreshClients is called (the coordinator does every 2 s). Accepted and
+// refused updates change their client's row at once. The table keeps at most max_clients rows;
+// run.clients_untracked is how many connected clients are beyond them.
 //
 // Thread-safe: OnEvent on the run's thread; Snapshot from any (the monitor's); the publisher is
 // called on the run's thread, outside the lock, in seq order.
@@ -42,8 +43,8 @@ class DashboardState final : public RunObserver {
  public:
   struct ClientSample {
     std::string id;
-    bool busy = false;        // has a task in the open round attempt
-    double last_seen = 0.0;   // Unix seconds
+    bool busy = false;       // has a task in the open round attempt
+    double last_seen = 0.0;  // Unix seconds
   };
   using Sampler = std::function<std::vector<ClientSample>()>;
   using Publisher = std::function<void(std::string json)>;
@@ -57,6 +58,9 @@ class DashboardState final : public RunObserver {
   void set_wall_clock(std::function<double()> now) { now_ = std::move(now); }
 
   void OnEvent(const RunEvent& event) override;
+  // Samples the clients again between events (on the run's thread, like OnEvent), publishing a
+  // delta when a client joined, left, changed state or was heard from.
+  void RefreshClients();
   std::string Snapshot() const;
   nlohmann::json SnapshotJson() const;
 
@@ -75,6 +79,8 @@ class DashboardState final : public RunObserver {
   };
 
   void Apply(const RunEvent& event, Changes& changes);
+  // The delta for `changes` (under mu_), or "" when nothing changed or nobody listens.
+  std::string Delta(const Changes& changes);
   void SampleClients(Changes& changes);
   ClientRow* Client(const std::string& id, Changes& changes);
   nlohmann::json RunJson() const;

@@ -101,11 +101,14 @@ prometheus::Counter& RunMetrics::Bytes(const std::string& direction, const std::
   return bytes_->Add({{"direction", direction}, {"codec", codec}});
 }
 
+void RunMetrics::RefreshClients() {
+  if (!sampler_) return;
+  const auto [connected, idle] = sampler_();
+  SetClients(connected, idle, connected - idle);
+}
+
 void RunMetrics::OnEvent(const RunEvent& event) {
-  if (sampler_) {
-    const auto [connected, idle] = sampler_();
-    SetClients(connected, idle, connected - idle);
-  }
+  RefreshClients();
   std::visit(
       [&](const auto& e) {
         using E = std::decay_t<decltype(e)>;

@@ -59,6 +59,9 @@ class RunMetrics final : public RunObserver {
   void set_client_sampler(std::function<std::pair<int64_t, int64_t>()> sampler) {
     sampler_ = std::move(sampler);
   }
+  // Samples the clients again (on the run's thread, like OnEvent): between events, clients join
+  // and leave too.
+  void RefreshClients();
   std::string Scrape() const;
 
  private:

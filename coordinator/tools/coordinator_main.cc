@@ -16,6 +16,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <cstdio>
+#include <functional>
 #include <thread>
 
 #include "coordinator/console_observer.h"
@@ -222,6 +223,23 @@ int Run(CoordinatorConfig& cfg, bool resume, bool resume_or_start) {
     timer->async_wait([&io, timer](const boost::system::error_code&) { io.stop(); });
   });
   if (Status s = service->Start(); !s.ok()) return Fail(s.WithContext("listen on " + cfg.listen));
+#if TRIBUTARY_HAVE_MONITOR
+  // Between the run's events clients join, leave and are heard from: the monitor samples them
+  // again every 2 s, on the engine strand (where the registry may be read).
+  asio::steady_timer client_refresh(io);
+  std::function<void()> refresh_clients = [&] {
+    client_refresh.expires_after(std::chrono::seconds(2));
+    client_refresh.async_wait([&](const boost::system::error_code& ec) {
+      if (ec) return;
+      service->RunOnEngine([&metrics, &dashboard] {
+        metrics.RefreshClients();
+        dashboard.RefreshClients();
+      });
+      refresh_clients();
+    });
+  };
+  if (monitor) refresh_clients();
+#endif
   const ModelWeights& model = (*driver)->engine().model();
   const std::string what = cfg.run.initial_model.empty() ? cfg.run.model
                            : cfg.run.model.empty()

@@ -83,13 +83,23 @@ class DashboardBrowserTest(ProcessTest):
     def text(self, element_id):
         return self.driver.find_element(By.ID, element_id).text
 
+    # The page redraws its charts and table (at every change, and every 5 s), so they are read in
+    # one script each: a script runs between two redraws, never during one.
     def points(self, chart):
-        svg = self.driver.find_elements(By.CSS_SELECTOR, f'svg[data-chart="{chart}"]')
-        if not svg:
-            return -1
-        circles = svg[0].find_elements(By.CSS_SELECTOR, "circle.point")
-        self.assertEqual(len(circles), int(svg[0].get_attribute("data-points")))
-        return len(circles)
+        """The points drawn on a chart (-1 without the chart); checked against its data-points."""
+        circles, declared = self.driver.execute_script(
+            "const svg = document.querySelector(arguments[0]);"
+            "return svg ? [svg.querySelectorAll('circle.point').length,"
+            "              Number(svg.getAttribute('data-points'))] : [-1, -1];",
+            f'svg[data-chart="{chart}"]')
+        self.assertEqual(circles, declared)
+        return circles
+
+    def client_rows(self):
+        """[[id, state, last seen, accepted, refused, last refusal]] of the clients table now."""
+        return self.driver.execute_script(
+            "return [...document.querySelectorAll('#clients tbody tr')].map(r =>"
+            "  [r.dataset.client, ...[...r.cells].slice(1).map(c => c.textContent)]);")
 
     def wait_for(self, what, fn, timeout=240):
         deadline = time.time() + timeout
@@ -126,18 +136,24 @@ event_log = "{events}"
         self.assertEqual(self.text("rounds-total"), str(ROUNDS))
         self.driver.execute_script("window.__notReloaded = 42;")
 
-        clients = self.start_cnn_clients(addr, CLIENTS)
+        # One client first: the round waits for both, and the table shows it joined meanwhile
+        # (the monitor samples the clients every 2 s between the run's events).
+        clients = self.start_cnn_clients(addr, CLIENTS, only=[0])
+        self.wait_for("the first client in the table",
+                      lambda: [r[:2] for r in self.client_rows()] == [["edge-0", "idle"]],
+                      timeout=60)
+        self.assertEqual(self.text("clients-connected"), "1")
+        self.assertEqual(self.text("rounds-done"), "0")
+        clients += self.start_cnn_clients(addr, CLIENTS, only=range(1, CLIENTS))
 
         # Mid-run: a new round arrives through the live update.
         done = int(self.wait_for("round 2 to close",
                                  lambda: int(self.text("rounds-done")) >= 2 and self.text("rounds-done")))
         self.assertLess(done, ROUNDS, "the run must still be going when the page is checked")
         self.assertEqual(self.driver.execute_script("return window.__notReloaded;"), 42)
-        self.wait_for("the clients table", lambda: len(
-            self.driver.find_elements(By.CSS_SELECTOR, "#clients tbody tr")) == CLIENTS)
+        self.wait_for("the clients table", lambda: len(self.client_rows()) == CLIENTS)
         self.screenshot("dashboard.png")
-        rows = self.driver.find_elements(By.CSS_SELECTOR, "#clients tbody tr")
-        self.assertEqual(sorted(r.get_attribute("data-client") for r in rows),
+        self.assertEqual(sorted(r[0] for r in self.client_rows()),
                          [f"edge-{i}" for i in range(CLIENTS)])
 
         # The end: every round, a point per round on the charts, each client's updates counted.
@@ -156,9 +172,10 @@ event_log = "{events}"
         for e in lines:
             if e["event"] == "update_accepted":
                 accepted[e["client"]] = accepted.get(e["client"], 0) + 1
-        for r in self.driver.find_elements(By.CSS_SELECTOR, "#clients tbody tr"):
-            cells = r.find_elements(By.TAG_NAME, "td")
-            self.assertEqual(int(cells[3].text), accepted[r.get_attribute("data-client")])
+        rows = self.client_rows()
+        self.assertEqual(len(rows), CLIENTS)
+        for row in rows:
+            self.assertEqual(int(row[3]), accepted[row[0]], row)
         self.assertEqual(self.driver.execute_script("return window.__notReloaded;"), 42)
         self.screenshot("dashboard-finished.png")
         print(f"dashboard: round {done} seen live, {ROUNDS} rounds at the end", file=sys.stderr)
@@ -182,8 +199,9 @@ event_log = "{events}"
         self.assertEqual(self.points("upload"), len(evaluated))
         self.assertEqual(self.points("duration"), len(rounds))
         # The accuracy chart's points carry the report's numbers (in the tooltips).
-        titles = [t.get_attribute("textContent") for t in self.driver.find_elements(
-            By.CSS_SELECTOR, 'svg[data-chart="accuracy"] circle.point title')]
+        titles = self.driver.execute_script(
+            "return [...document.querySelectorAll('svg[data-chart=\"accuracy\"] circle.point title')]"
+            ".map(t => t.textContent);")
         self.assertEqual(len(titles), len(evaluated))
         last = evaluated[-1]["test_accuracy"]
         self.assertIn(f"{100 * last:.0f}%", titles[-1])

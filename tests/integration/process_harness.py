@@ -102,12 +102,12 @@ class ProcessTest(unittest.TestCase):
         self.procs.append(p)
         return p
 
-    def start_cnn_clients(self, addr, n, *extra):
-        """Starts n tributary-client processes, edge-0 .. edge-<n-1>, for a cnn_run_toml run at
-        `addr`, each with its share of the data and one thread; `extra` goes to each one's command
-        line. Returns the processes."""
+    def start_cnn_clients(self, addr, n, *extra, only=None):
+        """Starts n tributary-client processes, edge-0 .. edge-<n-1> (or those of them whose index
+        is in `only`), for a cnn_run_toml run at `addr`, each with its share of the data and one
+        thread; `extra` goes to each one's command line. Returns the processes."""
         procs = []
-        for i in range(n):
+        for i in range(n) if only is None else only:
             ca, cert, key = self.client_tls(f"edge-{i}")
             procs.append(self.start(f"edge-{i}", [
                 CLIENT, "--coordinator", addr, "--ca", ca, "--cert", cert, "--key", key,

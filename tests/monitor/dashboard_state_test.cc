@@ -148,6 +148,33 @@ TEST_F(DashboardStateTest, TheEndAndPrivacyAreShownAndBadBytesDoNotThrow) {
   EXPECT_EQ(snap["clients"].size(), 4u);
 }
 
+TEST_F(DashboardStateTest, ClientsThatJoinBetweenEventsShowAtTheNextRefresh) {
+  deltas_.clear();
+  state_.RefreshClients();
+  EXPECT_TRUE(deltas_.empty()) << "nothing changed, nothing sent";
+  samples_.push_back({"dave", false, 100.5});
+  state_.RefreshClients();
+  ASSERT_EQ(deltas_.size(), 1u);
+  ASSERT_EQ(deltas_[0]["clients"].size(), 1u);
+  EXPECT_EQ(deltas_[0]["clients"][0]["id"], "dave");
+  EXPECT_EQ(deltas_[0]["clients"][0]["state"], "idle");
+  EXPECT_EQ(deltas_[0]["run"]["clients_connected"], 4);
+  // Heard from again within a few seconds: not worth a delta; later, it is.
+  samples_.back().last_seen = 102.0;
+  state_.RefreshClients();
+  EXPECT_EQ(deltas_.size(), 1u);
+  samples_.back().last_seen = 110.0;
+  state_.RefreshClients();
+  ASSERT_EQ(deltas_.size(), 2u);
+  EXPECT_DOUBLE_EQ(deltas_[1]["clients"][0]["last_seen"].get<double>(), 110.0);
+  EXPECT_FALSE(deltas_[1].contains("run")) << "the counts did not change";
+  samples_.pop_back();
+  state_.RefreshClients();
+  ASSERT_EQ(deltas_.size(), 3u);
+  EXPECT_EQ(deltas_[2]["clients"][0]["state"], "left");
+  EXPECT_EQ(nlohmann::json::parse(state_.Snapshot())["run"]["clients_connected"], 3);
+}
+
 TEST(DashboardStateLimitTest, TheClientsTableIsBounded) {
   DashboardState state(2);
   std::vector<DashboardState::ClientSample> samples = {
