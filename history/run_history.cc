@@ -1,22 +1,20 @@
 #include "history/run_history.h"
 
 #include <algorithm>
-#include <chrono>
 #include <filesystem>
 #include <system_error>
 #include <type_traits>
 
 #include "coordinator/checkpoint.h"
 #include "core/log.h"
+#include "core/wall_clock.h"
 #include "history/history_path.h"
 #include "history/process_identity.h"
 
 namespace tributary {
 namespace {
 
-double Now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
+double Now() { return UnixSeconds(); }
 
 // The same directory always gives the same text, however the run named it (relative, through a
 // symbolic link): it is what a resumed run's record is found by.

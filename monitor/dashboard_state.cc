@@ -1,9 +1,10 @@
 #include "monitor/dashboard_state.h"
 
-#include <chrono>
 #include <cmath>
 #include <set>
 #include <type_traits>
+
+#include "core/wall_clock.h"
 
 namespace tributary {
 namespace {
@@ -15,10 +16,7 @@ nlohmann::json Number(double v) { return std::isfinite(v) ? nlohmann::json(v) : 
 
 }  // namespace
 
-double DashboardState::Now() const {
-  if (now_) return now_();
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
+double DashboardState::Now() const { return now_ ? now_() : UnixSeconds(); }
 
 DashboardState::ClientRow* DashboardState::Client(const std::string& id, Changes& changes) {
   auto it = clients_.find(id);

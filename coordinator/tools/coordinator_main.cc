@@ -27,6 +27,7 @@
 #include "core/file_util.h"
 #include "core/log.h"
 #include "core/stderr_log.h"
+#include "core/wall_clock.h"
 #include "crypto/deny_list.h"
 #include "crypto/tls_context.h"
 #include "protocol/tls_transport.h"
@@ -136,8 +137,7 @@ int Run(CoordinatorConfig& cfg, bool resume, bool resume_or_start) {
   dashboard.set_client_sampler([run] {
     std::vector<DashboardState::ClientSample> out;
     const auto now = std::chrono::steady_clock::now();
-    const double wall =
-        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    const double wall = UnixSeconds();
     for (const auto& [id, record] : run->engine().registry().records())
       out.push_back(
           {id, record.busy, wall - std::chrono::duration<double>(now - record.last_seen).count()});
