@@ -15,7 +15,6 @@ is how docs/images/ gets them).
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -23,7 +22,7 @@ import unittest
 import urllib.error
 import urllib.request
 
-from process_harness import CERTS, CLIENT, COORDINATOR, ProcessTest, cnn_run_toml
+from process_harness import CERTS, CLIENT, COORDINATOR, ProcessTest
 
 try:
     from selenium import webdriver
@@ -38,12 +37,6 @@ CHROMEDRIVER = shutil.which("chromedriver")
 ROUNDS = 8
 CLIENTS = 2
 TOKEN = "dashboard-token-5678"
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def browser():
@@ -111,14 +104,7 @@ class DashboardBrowserTest(ProcessTest):
         self.fail(f"timed out waiting for {what}; coordinator log:\n{self.log('coordinator')}")
 
     def test_dashboard_follows_a_live_run(self):
-        port = free_port()
-        events = self.path("events.jsonl")
-        coord, addr = self.start_coordinator(cnn_run_toml(ROUNDS, CLIENTS) + f"""[monitor]
-listen = "127.0.0.1:{port}"
-token = "{TOKEN}"
-[output]
-event_log = "{events}"
-""")
+        coord, addr, port, events = self.start_monitored_cnn_run(ROUNDS, CLIENTS, TOKEN)
         base = f"http://127.0.0.1:{port}/"
         # Without the token: 401, for the page and for its data.
         for path in ("", "api/state", "api/events", f"?access_token={TOKEN}x"):

@@ -11,23 +11,16 @@ finishes the run, and the history holds ONE run, finished, resumed once, with ev
 import json
 import os
 import signal
-import socket
 import struct
 import subprocess
 import time
 import unittest
 
-from process_harness import CERTS, CLIENT, COORDINATOR, ProcessTest, cnn_run_toml
+from process_harness import CERTS, CLIENT, COORDINATOR, ProcessTest, cnn_run_toml, free_port
 
 TRIBUTARY = os.environ.get("TRIBUTARY_BIN")
 ROUNDS = 5
 CLIENTS = 2
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def checkpoint_round(path):

@@ -13,13 +13,12 @@ import os
 import random
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
 import unittest
 
-from process_harness import CERTS, COORDINATOR, ProcessTest
+from process_harness import CERTS, COORDINATOR, ProcessTest, free_port
 
 CLIENT = os.environ.get("TRIBUTARY_CLIENT_BIN")
 LONG = bool(os.environ.get("TRIBUTARY_LONG"))
@@ -35,12 +34,6 @@ layers = [
 """
 DATA = ["data.dataset=synthetic", "data.synthetic.height=28", "data.synthetic.width=28",
         "data.train_examples=12000", "data.test_examples=300"]
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @unittest.skipUnless(all([CERTS, COORDINATOR, CLIENT]), "run through ctest, which names the binaries")

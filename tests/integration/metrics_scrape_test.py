@@ -7,7 +7,6 @@ run goes and parses every scrape with Prometheus' own exposition-format parser
 """
 import json
 import os
-import socket
 import sys
 import time
 import unittest
@@ -16,17 +15,11 @@ import urllib.request
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from process_harness import CERTS, CLIENT, COORDINATOR, ProcessTest, cnn_run_toml
+from process_harness import CERTS, CLIENT, COORDINATOR, ProcessTest
 
 ROUNDS = 4
 CLIENTS = 2
 TOKEN = "monitor-token-1234"
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def scrape(url, token=TOKEN):
@@ -49,15 +42,7 @@ class MetricsScrapeTest(ProcessTest):
     prefix = "trib_metrics_"
 
     def test_metrics_follow_a_live_run(self):
-        port = free_port()
-        events = self.path("events.jsonl")
-        # The cnn on 28x28 synthetic images: rounds long enough (about a second) to be seen live.
-        coord, addr = self.start_coordinator(cnn_run_toml(ROUNDS, CLIENTS) + f"""[monitor]
-listen = "127.0.0.1:{port}"
-token = "{TOKEN}"
-[output]
-event_log = "{events}"
-""")
+        coord, addr, port, events = self.start_monitored_cnn_run(ROUNDS, CLIENTS, TOKEN)
         url = f"http://127.0.0.1:{port}/metrics"
         # Without the token: 401, and the body reveals nothing.
         with self.assertRaises(urllib.error.HTTPError) as refused:

@@ -9,6 +9,7 @@ The binaries come from the environment ctest sets: TRIBUTARY_CERTS_BIN, TRIBUTAR
 """
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -22,6 +23,13 @@ CLIENT = os.environ.get("TRIBUTARY_CLIENT_BIN")
 # The clients' data for a cnn run on synthetic 28x28 images (CNN_RUN_TOML): --set values.
 CNN_CLIENT_DATA = ["run.model=cnn", "data.dataset=synthetic", "data.train_examples=3000",
                    "data.test_examples=200", "data.synthetic.height=28", "data.synthetic.width=28"]
+
+
+def free_port():
+    """A TCP port on 127.0.0.1 that was free a moment ago."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def cnn_run_toml(rounds, clients):
@@ -101,6 +109,20 @@ class ProcessTest(unittest.TestCase):
         p = subprocess.Popen(args, stdout=f, stderr=subprocess.STDOUT)
         self.procs.append(p)
         return p
+
+    def start_monitored_cnn_run(self, rounds, clients, token):
+        """Starts the coordinator of a cnn_run_toml run with its monitor on a free port of
+        127.0.0.1 behind `token`, and its event log at events.jsonl; returns (process,
+        "host:port" of the clients' listener, the monitor's port, the event log's path)."""
+        port = free_port()
+        events = self.path("events.jsonl")
+        coord, addr = self.start_coordinator(cnn_run_toml(rounds, clients) + f"""[monitor]
+listen = "127.0.0.1:{port}"
+token = "{token}"
+[output]
+event_log = "{events}"
+""")
+        return coord, addr, port, events
 
     def start_cnn_clients(self, addr, n, *extra, only=None):
         """Starts n tributary-client processes, edge-0 .. edge-<n-1> (or those of them whose index
