@@ -45,11 +45,11 @@ void ConsoleObserver::OnEvent(const RunEvent& event) {
                 s.dp ? fmt::format("  eps {:.3f}  clip {:.3g}", s.dp->epsilon, s.dp->clip_norm)
                      : std::string();
             std::printf(
-                "round %3llu/%lld  %supdates %lld/%lld (rejected %lld, dropped %lld)  up %s  "
+                "round %3llu/%lld  %supdates %lld/%lld (refused %lld, dropped %lld)  up %s  "
                 "down %s  %.1fs%s\n",
                 static_cast<unsigned long long>(s.round), static_cast<long long>(total_rounds_),
-                acc.c_str(), static_cast<long long>(s.completed),
-                static_cast<long long>(s.selected), static_cast<long long>(s.rejected),
+                acc.c_str(), static_cast<long long>(s.accepted),
+                static_cast<long long>(s.selected), static_cast<long long>(s.refused),
                 static_cast<long long>(s.dropped), Megabytes(s.bytes_up).c_str(),
                 Megabytes(s.bytes_down).c_str(), s.duration_s, dp.c_str());
           },

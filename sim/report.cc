@@ -53,14 +53,14 @@ nlohmann::json SimConfigJson(const SimConfig& config) {
 
 std::string RoundsCsv(const SimResult& result) {
   std::string out =
-      "round,attempts,selected,completed,rejected,dropped,unavailable,dropouts,stragglers,bytes_up,"
+      "round,attempts,selected,accepted,refused,dropped,unavailable,dropouts,stragglers,bytes_up,"
       "bytes_down,cum_bytes_up,cum_bytes_down,sim_seconds,sim_clock,wall_seconds,wall_clock,"
       "train_loss,test_accuracy,test_loss,malicious,secagg_bytes_up,secagg_bytes_down,secagg_"
       "clients,"
       "secagg_client_seconds,secagg_server_seconds,epsilon,dp_clip_norm,dp_clipped\n";
   for (const SimRound& r : result.rounds) {
     out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},",
-                       r.round, r.attempts, r.selected, r.completed, r.rejected, r.dropped,
+                       r.round, r.attempts, r.selected, r.accepted, r.refused, r.dropped,
                        r.unavailable, r.dropouts, r.stragglers, r.bytes_up, r.bytes_down,
                        r.cum_bytes_up, r.cum_bytes_down, r.sim_seconds, r.sim_clock, r.wall_seconds,
                        r.wall_clock, r.train_loss);
@@ -123,8 +123,8 @@ Status WriteReport(const std::string& dir, const SimConfig& config, const SimRes
     nlohmann::json j = {{"round", r.round},
                         {"attempts", r.attempts},
                         {"selected", r.selected},
-                        {"completed", r.completed},
-                        {"rejected", r.rejected},
+                        {"accepted", r.accepted},
+                        {"refused", r.refused},
                         {"dropped", r.dropped},
                         {"unavailable", r.unavailable},
                         {"dropouts", r.dropouts},

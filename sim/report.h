@@ -1,6 +1,6 @@
 // The simulator's report directory.
 //
-//   rounds.csv   one row per round: round, attempts, selected, completed, rejected, dropped,
+//   rounds.csv   one row per round: round, attempts, selected, accepted, refused, dropped,
 //                unavailable, dropouts, stragglers, bytes_up, bytes_down, cum_bytes_up,
 //                cum_bytes_down, sim_seconds, sim_clock, wall_seconds, wall_clock, train_loss,
 //                test_accuracy, test_loss (empty when the round was not evaluated), malicious

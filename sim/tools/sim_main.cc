@@ -44,9 +44,9 @@ void PrintRound(const SimRound& r, int64_t total) {
       r.evaluated ? fmt::format("acc {:6.2f}%  loss {:.4f}  ", 100 * r.test_accuracy, r.test_loss)
                   : std::string();
   std::string extra;
-  if (r.unavailable + r.dropouts + r.stragglers + r.rejected > 0)
-    extra = fmt::format("  (unavail {}, dropped {}, late {}, rejected {})", r.unavailable,
-                        r.dropouts, r.stragglers, r.rejected);
+  if (r.unavailable + r.dropouts + r.stragglers + r.refused > 0)
+    extra = fmt::format("  (unavail {}, dropped {}, late {}, refused {})", r.unavailable,
+                        r.dropouts, r.stragglers, r.refused);
   if (r.attempts > 1) extra += fmt::format("  attempts {}", r.attempts);
   if (r.malicious > 0) extra += fmt::format("  malicious {}", r.malicious);
   if (r.dp) extra += fmt::format("  eps {:.3f}  clip {:.3g}", r.epsilon, r.dp_clip_norm);

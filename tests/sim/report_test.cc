@@ -27,7 +27,7 @@ SimResult ThreeRounds() {
     SimRound x;
     x.round = static_cast<uint64_t>(i);
     x.attempts = 1;
-    x.selected = x.completed = 10;
+    x.selected = x.accepted = 10;
     x.bytes_up = x.bytes_down = 1000000;
     up += x.bytes_up;
     x.cum_bytes_up = x.cum_bytes_down = up;
