@@ -4,14 +4,11 @@
 
 #include <cstdio>
 
+#include "core/human_units.h"
 #include "core/log.h"
 
 namespace tributary {
 namespace {
-
-std::string Megabytes(uint64_t bytes) {
-  return fmt::format("{:.1f} MB", static_cast<double>(bytes) / 1e6);
-}
 
 template <class... Ts>
 struct Overloaded : Ts... {
@@ -21,6 +18,22 @@ template <class... Ts>
 Overloaded(Ts...) -> Overloaded<Ts...>;
 
 }  // namespace
+
+std::string RoundLine(const RoundClosed& e, int64_t total_rounds) {
+  const RoundSummary& s = e.summary;
+  const std::string acc = e.evaluation
+                              ? fmt::format("test-acc {:5.2f}%  test-loss {:.4f}  ",
+                                            100 * e.evaluation->accuracy, e.evaluation->loss)
+                              : std::string();
+  const std::string dp =
+      s.dp ? fmt::format("  eps {:.3f}  clip {:.3g}", s.dp->epsilon, s.dp->clip_norm)
+           : std::string();
+  return fmt::format(
+      "round {:3}/{}  {}updates {}/{} (refused {}, dropped {})  up {}  down {}  {}{}", s.round,
+      total_rounds, acc, s.accepted, s.selected, s.refused, s.dropped,
+      FormatBytes(static_cast<double>(s.bytes_up)), FormatBytes(static_cast<double>(s.bytes_down)),
+      FormatDuration(s.duration_s), dp);
+}
 
 void ConsoleObserver::OnEvent(const RunEvent& event) {
   std::visit(
@@ -35,24 +48,7 @@ void ConsoleObserver::OnEvent(const RunEvent& event) {
                   static_cast<unsigned long long>(e.model_version),
                   static_cast<unsigned long long>(e.model_hash));
           },
-          [&](const RoundClosed& e) {
-            const RoundSummary& s = e.summary;
-            const std::string acc =
-                e.evaluation ? fmt::format("test-acc {:5.2f}%  test-loss {:.4f}  ",
-                                           100 * e.evaluation->accuracy, e.evaluation->loss)
-                             : std::string();
-            const std::string dp =
-                s.dp ? fmt::format("  eps {:.3f}  clip {:.3g}", s.dp->epsilon, s.dp->clip_norm)
-                     : std::string();
-            std::printf(
-                "round %3llu/%lld  %supdates %lld/%lld (rejected %lld, dropped %lld)  up %s  "
-                "down %s  %.1fs%s\n",
-                static_cast<unsigned long long>(s.round), static_cast<long long>(total_rounds_),
-                acc.c_str(), static_cast<long long>(s.completed),
-                static_cast<long long>(s.selected), static_cast<long long>(s.rejected),
-                static_cast<long long>(s.dropped), Megabytes(s.bytes_up).c_str(),
-                Megabytes(s.bytes_down).c_str(), s.duration_s, dp.c_str());
-          },
+          [&](const RoundClosed& e) { std::printf("%s\n", RoundLine(e, total_rounds_).c_str()); },
           [](const RoundFailed& e) {
             Log().warn("round {} attempt {} failed: {}", e.round, e.attempt, e.reason);
           },

@@ -143,13 +143,13 @@ Status RoundEngine::Reject(const std::string& id, ErrorCode code, std::string_vi
                            const std::string& reason) {
   Status why = code == ErrorCode::kMalformedMessage ? Status::InvalidArgument(reason)
                                                     : Status::FailedPrecondition(reason);
-  outbox_.push_back({id, Error{static_cast<uint32_t>(code), "update rejected: " + reason}});
+  outbox_.push_back({id, Error{static_cast<uint32_t>(code), "update refused: " + reason}});
   if (in_round_) {
-    ++summary_.rejected;
+    ++summary_.refused;
     if (attempt_refusals_.emplace(kind).second && attempt_refusals_.size() == 1)
       attempt_refusal_example_ = reason;
   }
-  if (hooks_.on_rejected) hooks_.on_rejected(id, rounds_done_ + 1, why);
+  if (hooks_.on_refused) hooks_.on_refused(id, rounds_done_ + 1, why);
   return why;
 }
 
@@ -220,7 +220,7 @@ Status RoundEngine::OnUpdate(const std::string& id, const UpdateSubmission& u, T
   }();
   if (verdict.ok()) {
     if (hooks_.on_accepted) hooks_.on_accepted(id, u.round, u.num_examples, u.update.bytes.size());
-    ++summary_.completed;
+    ++summary_.accepted;
     summary_.num_examples += u.num_examples;
     for (const auto& [k, v] : u.metrics)
       if (std::isfinite(v)) metric_sums_[k] += v * static_cast<double>(u.num_examples);
@@ -265,10 +265,10 @@ void RoundEngine::OnTick(TimePoint now) {
     summary_.dropped += static_cast<int64_t>(assigned_.size());
     answered_.insert(assigned_.begin(), assigned_.end());
     assigned_.clear();
-    if (summary_.completed >= MinCompleted()) {
+    if (summary_.accepted >= MinCompleted()) {
       CloseRound(now);
     } else {
-      FailAttempt(now, "deadline passed with " + std::to_string(summary_.completed) + " of the " +
+      FailAttempt(now, "deadline passed with " + std::to_string(summary_.accepted) + " of the " +
                            std::to_string(MinCompleted()) + " updates needed");
     }
   }
@@ -278,12 +278,12 @@ void RoundEngine::OnTick(TimePoint now) {
 void RoundEngine::MaybeFinishEarly(TimePoint now) {
   if (!in_round_ || secagg_) return;  // secure aggregation's phases decide for themselves
   const int64_t outstanding = static_cast<int64_t>(assigned_.size());
-  if (summary_.completed >= TargetUpdates() ||
-      (outstanding == 0 && summary_.completed >= MinCompleted())) {
+  if (summary_.accepted >= TargetUpdates() ||
+      (outstanding == 0 && summary_.accepted >= MinCompleted())) {
     CloseRound(now);
     MaybeStartRound(now);
-  } else if (summary_.completed + outstanding < MinCompleted()) {
-    FailAttempt(now, "only " + std::to_string(summary_.completed + outstanding) +
+  } else if (summary_.accepted + outstanding < MinCompleted()) {
+    FailAttempt(now, "only " + std::to_string(summary_.accepted + outstanding) +
                          " selected clients remain, fewer than min_completed " +
                          std::to_string(MinCompleted()));
     MaybeStartRound(now);
@@ -479,7 +479,7 @@ void RoundEngine::FailAttempt(TimePoint, const std::string& reason) {
   // clients does not help when the cause is the run itself (a model every client's update turns
   // non-finite, a bound nobody meets). kSameRefusalLimit such attempts in a row end the run.
   const bool refused_alike =
-      summary_.completed == 0 && summary_.rejected > 0 && attempt_refusals_.size() == 1;
+      summary_.accepted == 0 && summary_.refused > 0 && attempt_refusals_.size() == 1;
   if (!refused_alike) {
     same_refusal_kind_.clear();
     same_refusals_ = 0;
@@ -584,7 +584,7 @@ Status RoundEngine::OnSecAgg(const std::string& id, const Message& m, TimePoint 
   if (!s.ok()) {
     outbox_.push_back(
         {id, Error{static_cast<uint32_t>(ErrorCode::kProtocolViolation), s.message()}});
-    if (in_round_) ++summary_.rejected;
+    if (in_round_) ++summary_.refused;
   }
   AfterSecAgg(now);
   return s;
@@ -604,7 +604,7 @@ void RoundEngine::AfterSecAgg(TimePoint now) {
   // The mean of the survivors' updates, folded once with their total weight: FedAvg and the
   // server optimizers need only that.
   const std::vector<float>& mean = secagg_->mean();
-  summary_.completed = static_cast<int64_t>(secagg_->survivors().size());
+  summary_.accepted = static_cast<int64_t>(secagg_->survivors().size());
   summary_.num_examples = secagg_->total_weight();
   summary_.bytes_up += secagg_->masked_bytes_up() + secagg_->protocol_bytes_up();
   summary_.bytes_down += secagg_->protocol_bytes_down();
@@ -619,10 +619,10 @@ void RoundEngine::AfterSecAgg(TimePoint now) {
   if (dp_) {
     // Each survivor added 1/M of the noise's variance: fewer than M would leave less than the
     // whole noise in the sum, so the attempt fails instead of releasing it.
-    if (summary_.completed < DpFewestInputs()) {
+    if (summary_.accepted < DpFewestInputs()) {
       FailAttempt(now, fmt::format("differential privacy: {} masked inputs arrived, fewer than the "
                                    "{} whose noise adds up to the full noise",
-                                   summary_.completed, DpFewestInputs()));
+                                   summary_.accepted, DpFewestInputs()));
       MaybeStartRound(now);
       return;
     }

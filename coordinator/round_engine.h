@@ -8,7 +8,7 @@
 // ceil(K * over_selection) of them with an RNG seeded by (seed, round, attempt), sends each a
 // TaskAssignment, and waits. Each UpdateSubmission is validated (assigned, not late, not a
 // duplicate, current model version, matching layout and codec, num_examples in bounds, finite
-// values within range) and folded into the strategy at once; a rejected update gets an Error
+// values within range) and folded into the strategy at once; a refused update gets an Error
 // message naming the reason and changes nothing. The round closes when K updates are in, or at the
 // deadline (or when every selected client has answered or left) with at least min_completed;
 // otherwise the attempt fails and the round is retried with a fresh selection, up to
@@ -55,8 +55,8 @@ struct RoundSummary {
   uint64_t model_version = 0;  // the version produced by this round
   int64_t attempts = 0;        // 1 when the first attempt succeeded
   int64_t selected = 0;
-  int64_t completed = 0;    // updates folded in
-  int64_t rejected = 0;     // updates refused (late, duplicate, malformed, ...)
+  int64_t accepted = 0;     // updates folded in
+  int64_t refused = 0;      // updates refused (late, duplicate, malformed, ...)
   int64_t dropped = 0;      // selected clients that left or never answered
   uint64_t bytes_down = 0;  // model payload bytes sent in this round's assignments
   uint64_t bytes_up = 0;    // encoded update bytes received
@@ -95,10 +95,9 @@ class RoundEngine {
     std::function<void(const std::string& client_id, uint64_t round, uint64_t num_examples,
                        uint64_t bytes)>
         on_accepted;
-    // When an update is rejected: who, for which round (the current one), and why (already sent
+    // When an update is refused: who, for which round (the current one), and why (already sent
     // to the client as an Error).
-    std::function<void(const std::string& client_id, uint64_t round, const Status& why)>
-        on_rejected;
+    std::function<void(const std::string& client_id, uint64_t round, const Status& why)> on_refused;
   };
 
   // `rounds_done` and `model_version` restore a checkpoint; a fresh run passes 0 and 0.
@@ -109,7 +108,7 @@ class RoundEngine {
 
   void OnJoined(const std::string& id, const ClientCapabilities& caps, TimePoint now);
   void OnLeft(const std::string& id, TimePoint now);
-  // OK when the update was folded in; otherwise why it was rejected.
+  // OK when the update was folded in; otherwise why it was refused.
   Status OnUpdate(const std::string& id, const UpdateSubmission& update, TimePoint now);
   Status OnEvaluateResult(const std::string& id, const EvaluateResult& result, TimePoint now);
   // A secure aggregation message (types 10-16) from a client of this round (config.secagg).
@@ -201,7 +200,7 @@ class RoundEngine {
   int64_t attempt_ = 0;
   TimePoint round_start_{}, deadline_{};
   std::set<std::string> assigned_;  // selected and not yet answered
-  std::set<std::string> answered_;  // submitted (accepted or rejected) or dropped
+  std::set<std::string> answered_;  // submitted (accepted or refused) or dropped
   RoundSummary summary_;
   std::map<std::string, double> metric_sums_;
 

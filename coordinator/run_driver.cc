@@ -119,7 +119,7 @@ Result<std::unique_ptr<RunDriver>> RunDriver::Create(const RunConfig& config, Op
   hooks.on_accepted = [self](const std::string& id, uint64_t round, uint64_t n, uint64_t bytes) {
     self->Publish(UpdateAccepted{round, id, n, bytes});
   };
-  hooks.on_rejected = [self](const std::string& id, uint64_t round, const Status& why) {
+  hooks.on_refused = [self](const std::string& id, uint64_t round, const Status& why) {
     self->Publish(UpdateRefused{round, id, why.message(), std::string(StatusCodeName(why.code()))});
   };
   hooks.on_round_failed = [self](uint64_t round, int64_t attempt, const std::string& why) {

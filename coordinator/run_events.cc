@@ -124,7 +124,7 @@ void from_json(const json& j, Evaluated& e) {
 void to_json(json& j, const RoundSummary& s) {
   j = {{"round", s.round},           {"model_version", s.model_version},
        {"attempts", s.attempts},     {"selected", s.selected},
-       {"completed", s.completed},   {"rejected", s.rejected},
+       {"accepted", s.accepted},     {"refused", s.refused},
        {"dropped", s.dropped},       {"bytes_down", s.bytes_down},
        {"bytes_up", s.bytes_up},     {"num_examples", s.num_examples},
        {"duration_s", s.duration_s}, {"client_metrics", s.client_metrics}};
@@ -145,8 +145,11 @@ void from_json(const json& j, RoundSummary& s) {
   j.at("model_version").get_to(s.model_version);
   j.at("attempts").get_to(s.attempts);
   j.at("selected").get_to(s.selected);
-  j.at("completed").get_to(s.completed);
-  j.at("rejected").get_to(s.rejected);
+  // Event logs written before the counts were named after update_accepted/update_refused call them
+  // "completed" and "rejected": those are read too.
+  j.at(j.contains("accepted") || !j.contains("completed") ? "accepted" : "completed")
+      .get_to(s.accepted);
+  j.at(j.contains("refused") || !j.contains("rejected") ? "refused" : "rejected").get_to(s.refused);
   j.at("dropped").get_to(s.dropped);
   j.at("bytes_down").get_to(s.bytes_down);
   j.at("bytes_up").get_to(s.bytes_up);

@@ -7,6 +7,8 @@
 #include <ctime>
 #include <filesystem>
 
+#include "core/human_units.h"
+
 namespace tributary {
 namespace {
 
@@ -26,13 +28,7 @@ std::string Duration(double seconds) {
   return fmt::format("{}h {:02}m", s / 3600, (s % 3600) / 60);
 }
 
-std::string Bytes(int64_t b) {
-  const double v = static_cast<double>(b);
-  if (v >= 1e9) return fmt::format("{:.2f} GB", v / 1e9);
-  if (v >= 1e6) return fmt::format("{:.1f} MB", v / 1e6);
-  if (v >= 1e3) return fmt::format("{:.1f} kB", v / 1e3);
-  return fmt::format("{} B", b);
-}
+std::string Bytes(int64_t b) { return FormatBytes(static_cast<double>(b)); }
 
 // A model file's name, not its path, in tables.
 std::string ShortModel(const std::string& model) {

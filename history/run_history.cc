@@ -269,8 +269,8 @@ void RunHistory::OnEvent(const RunEvent& event) {
           RoundRecord& r = Round(s.round, now);
           r.attempts = s.attempts;
           r.selected = s.selected;
-          r.accepted = s.completed;
-          r.refused = s.rejected;
+          r.accepted = s.accepted;
+          r.refused = s.refused;
           r.dropped = s.dropped;
           r.bytes_up = Signed(s.bytes_up);
           r.bytes_down = Signed(s.bytes_down);

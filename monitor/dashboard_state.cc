@@ -132,8 +132,8 @@ void DashboardState::Apply(const RunEvent& event, Changes& changes) {
           row["round"] = s.round;
           row["attempts"] = s.attempts;
           row["selected"] = s.selected;
-          row["accepted"] = s.completed;
-          row["refused"] = s.rejected;
+          row["accepted"] = s.accepted;
+          row["refused"] = s.refused;
           row["dropped"] = s.dropped;
           row["bytes_up"] = s.bytes_up;
           row["bytes_down"] = s.bytes_down;

@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <string_view>
 
 #include "core/file_util.h"
+#include "core/human_units.h"
 #include "web/web_assets.h"
 
 namespace tributary {
@@ -28,6 +30,9 @@ std::string Escape(const std::string& s) {
       case '"':
         out += "&quot;";
         break;
+      case '\'':  // attributes are in single quotes
+        out += "&#39;";
+        break;
       default:
         out += c;
     }
@@ -35,7 +40,53 @@ std::string Escape(const std::string& s) {
   return out;
 }
 
+std::string Percent(double fraction) { return fmt::format("{:.2f}%", 100 * fraction); }
+
+bool EndsWith(const std::string& s, std::string_view tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+// The best evaluated round (the first of equals); nullptr when none was evaluated.
+const SimRound* BestRound(const SimResult& result) {
+  const SimRound* best = nullptr;
+  for (const SimRound& r : result.rounds)
+    if (r.evaluated && (!best || r.test_accuracy > best->test_accuracy)) best = &r;
+  return best;
+}
+
+const SimRound* LastEvaluated(const SimResult& result) {
+  for (auto it = result.rounds.rbegin(); it != result.rounds.rend(); ++it)
+    if (it->evaluated) return &*it;
+  return nullptr;
+}
+
+// A summary box: a label, the value in bold, and an optional note under it.
+std::string Box(const std::string& id, const std::string& label, const std::string& value,
+                const std::string& note = "") {
+  return "<div data-summary='" + id + "'>" + Escape(label) + " <b>" + Escape(value) + "</b>" +
+         (note.empty() ? "" : "<small>" + Escape(note) + "</small>") + "</div>\n";
+}
+
+// A JSON value as text: a string without its quotes, anything else as report.json writes it.
+std::string CellText(const nlohmann::json& v) {
+  return v.is_string() ? v.get<std::string>() : v.dump();
+}
+
 }  // namespace
+
+std::string HumanTotal(const std::string& key, const nlohmann::json& v) {
+  if (v.is_null()) return key == "epsilon" ? "\xE2\x88\x9E (no noise)" : "n/a";
+  if (!v.is_number()) return CellText(v);
+  const double x = v.get<double>();
+  if (key == "target_round" && x == 0) return "not reached";
+  if (EndsWith(key, "accuracy")) return Percent(x);
+  if (key.find("bytes") != std::string::npos) return FormatBytes(x);
+  if (EndsWith(key, "seconds") || key.find("_seconds_per_") != std::string::npos)
+    return FormatDuration(x);
+  if (key.find("_ms_per_") != std::string::npos) return FormatDuration(x / 1000);
+  if (v.is_number_integer() || v.is_number_unsigned()) return v.dump();
+  return fmt::format("{:.4g}", x);  // losses, epsilon, delta, noise multiplier: 4 digits
+}
 
 nlohmann::json SimConfigJson(const SimConfig& config) {
   // Every key through the simulator's schema: one list of keys, whatever is added to it.
@@ -53,14 +104,14 @@ nlohmann::json SimConfigJson(const SimConfig& config) {
 
 std::string RoundsCsv(const SimResult& result) {
   std::string out =
-      "round,attempts,selected,completed,rejected,dropped,unavailable,dropouts,stragglers,bytes_up,"
+      "round,attempts,selected,accepted,refused,dropped,unavailable,dropouts,stragglers,bytes_up,"
       "bytes_down,cum_bytes_up,cum_bytes_down,sim_seconds,sim_clock,wall_seconds,wall_clock,"
       "train_loss,test_accuracy,test_loss,malicious,secagg_bytes_up,secagg_bytes_down,secagg_"
       "clients,"
       "secagg_client_seconds,secagg_server_seconds,epsilon,dp_clip_norm,dp_clipped\n";
   for (const SimRound& r : result.rounds) {
     out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},",
-                       r.round, r.attempts, r.selected, r.completed, r.rejected, r.dropped,
+                       r.round, r.attempts, r.selected, r.accepted, r.refused, r.dropped,
                        r.unavailable, r.dropouts, r.stragglers, r.bytes_up, r.bytes_down,
                        r.cum_bytes_up, r.cum_bytes_down, r.sim_seconds, r.sim_clock, r.wall_seconds,
                        r.wall_clock, r.train_loss);
@@ -82,7 +133,12 @@ std::string ReportHtml(const SimConfig& config, const SimResult& result,
   for (const SimRound& r : result.rounds) {
     nlohmann::json row = {
         {"round", r.round}, {"cum_bytes_up", r.cum_bytes_up}, {"wall_seconds", r.wall_seconds}};
-    if (r.evaluated) row["test_accuracy"] = r.test_accuracy;
+    // A training loss of exactly 0 is one no client reported (the noop trainer's rounds).
+    if (r.train_loss > 0 && std::isfinite(r.train_loss)) row["train_loss"] = r.train_loss;
+    if (r.evaluated) {
+      row["test_accuracy"] = r.test_accuracy;
+      row["test_loss"] = r.test_loss;
+    }
     if (r.dp && std::isfinite(r.epsilon)) row["epsilon"] = r.epsilon;
     rows.push_back(std::move(row));
   }
@@ -95,18 +151,82 @@ std::string ReportHtml(const SimConfig& config, const SimResult& result,
   html += fmt::format("<h1>Tributary simulation: {} on {}, {} clients, {} per round</h1>\n",
                       Escape(config.run.model), Escape(config.data.dataset),
                       config.data.num_clients, config.run.round.clients_per_round);
-  html += "<div class='charts'><div id='chart-round'></div><div id='chart-upload'></div>";
+
+  // What a person asks first: how good the model got, when the target was reached, what it cost.
+  html += "<div class='summary' id='summary'>\n";
+  const SimRound* last = LastEvaluated(result);
+  const SimRound* best = BestRound(result);
+  if (last) {
+    html += Box("final_accuracy", "final test accuracy", Percent(last->test_accuracy),
+                fmt::format("round {}", last->round));
+    html += Box("best_accuracy", "best test accuracy", Percent(best->test_accuracy),
+                fmt::format("round {}", best->round));
+  } else {
+    html += Box("final_accuracy", "final test accuracy", "not evaluated");
+  }
+  if (config.target_accuracy > 0) {
+    const std::string label = "target " + Percent(config.target_accuracy);
+    html += result.target_round > 0
+                ? Box("target", label, fmt::format("round {}", result.target_round),
+                      "after " + FormatDuration(result.target_wall_seconds) + " wall")
+                : Box("target", label, "not reached");
+  }
+  if (last) html += Box("final_loss", "final test loss", fmt::format("{:.4g}", last->test_loss));
+  html += Box("rounds", "rounds",
+              fmt::format("{} of {}", result.rounds.size(), config.run.round.rounds));
+  const uint64_t up = result.rounds.empty() ? 0 : result.rounds.back().cum_bytes_up;
+  const uint64_t down = result.rounds.empty() ? 0 : result.rounds.back().cum_bytes_down;
+  html += Box("bytes_up", "uploaded", FormatBytes(static_cast<double>(up)));
+  html += Box("bytes_down", "downloaded", FormatBytes(static_cast<double>(down)));
+  html += Box("wall_time", "wall time", FormatDuration(result.wall_seconds),
+              FormatDuration(result.sim_seconds) + " simulated");
+  if (dp && totals.contains("epsilon"))
+    html += Box("epsilon", "privacy spent (\xCE\xB5)", HumanTotal("epsilon", totals["epsilon"]),
+                fmt::format("at \xCE\xB4 = {:.3g}", totals.value("delta", 0.0)));
+  if (!result.stopped.empty()) html += Box("stopped", "stopped early", result.stopped);
+  html += "</div>\n";
+
+  html +=
+      "<div class='charts'><div id='chart-round'></div><div id='chart-loss'></div>"
+      "<div id='chart-upload'></div>";
   if (dp) html += "<div id='chart-epsilon'></div>";
-  html += "<div id='chart-duration'></div></div>\n<h2>Totals</h2>\n<table>\n";
-  for (const auto& item : totals.items())
-    html += "<tr><th>" + Escape(item.key()) + "</th><td>" + Escape(item.value().dump()) +
+  html += "<div id='chart-duration'></div></div>\n<h2>Totals</h2>\n<table id='totals'>\n";
+  // Each in the unit that fits; the raw number (as report.json has it) in the cell's tooltip.
+  // The times of a target never reached are 0 in report.json: here they say so.
+  const bool missed = totals.value("target_round", uint64_t{1}) == 0;
+  for (const auto& item : totals.items()) {
+    const bool unreached =
+        missed && item.key().rfind("target_", 0) == 0 && EndsWith(item.key(), "seconds");
+    html += "<tr><th>" + Escape(item.key()) + "</th><td title='" + Escape(CellText(item.value())) +
+            "'>" + Escape(unreached ? "not reached" : HumanTotal(item.key(), item.value())) +
             "</td></tr>\n";
-  html += "</table>\n<h2>Configuration</h2>\n<table>\n";
+  }
+  html += "</table>\n";
+
+  // The configuration: what this run changed, then every key on demand.
   const nlohmann::json cj = SimConfigJson(config);
+  const nlohmann::json defaults = SimConfigJson(SimConfig());
+  std::string changed;
+  int changed_count = 0;
+  for (const std::string& key : ChangedSimKeys(config)) {
+    if (!cj.contains(key)) continue;  // a key this program refuses
+    ++changed_count;
+    changed += "<tr><th>" + Escape(key) + "</th><td>" + Escape(CellText(cj[key])) + "</td><td>" +
+               Escape(defaults.contains(key) ? CellText(defaults[key]) : "") + "</td></tr>\n";
+  }
+  html += fmt::format(
+      "<h2>Configuration</h2>\n<p>{} of the {} keys differ from their "
+      "defaults.</p>\n",
+      changed_count, cj.size());
+  if (changed_count > 0)
+    html += "<table id='config-changed'>\n<tr><th>key</th><th>value</th><th>default</th></tr>\n" +
+            changed + "</table>\n";
+  html +=
+      fmt::format("<details id='config-all'><summary>All {} keys</summary>\n<table>\n", cj.size());
   for (const auto& item : cj.items())
-    html += "<tr><th>" + Escape(item.key()) + "</th><td>" + Escape(item.value().dump()) +
+    html += "<tr><th>" + Escape(item.key()) + "</th><td>" + Escape(CellText(item.value())) +
             "</td></tr>\n";
-  html += "</table>\n<script type='application/json' id='report-data'>" +
+  html += "</table>\n</details>\n<script type='application/json' id='report-data'>" +
           web::ScriptSafeJson(data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)) +
           "</script>\n<script>" + std::string(web::ChartsJs()) + "</script>\n<script>" +
           std::string(web::ReportJs()) + "</script>\n</body></html>\n";
@@ -123,8 +243,8 @@ Status WriteReport(const std::string& dir, const SimConfig& config, const SimRes
     nlohmann::json j = {{"round", r.round},
                         {"attempts", r.attempts},
                         {"selected", r.selected},
-                        {"completed", r.completed},
-                        {"rejected", r.rejected},
+                        {"accepted", r.accepted},
+                        {"refused", r.refused},
                         {"dropped", r.dropped},
                         {"unavailable", r.unavailable},
                         {"dropouts", r.dropouts},
@@ -184,11 +304,12 @@ Status WriteReport(const std::string& dir, const SimConfig& config, const SimRes
     totals["dp_placement"] = dp.placement;
   }
   if (!result.stopped.empty()) totals["stopped"] = result.stopped;
-  for (auto it = result.rounds.rbegin(); it != result.rounds.rend(); ++it) {
-    if (!it->evaluated) continue;
-    totals["final_test_accuracy"] = it->test_accuracy;
-    totals["final_test_loss"] = it->test_loss;
-    break;
+  if (const SimRound* last = LastEvaluated(result)) {
+    totals["final_test_accuracy"] = last->test_accuracy;
+    totals["final_test_loss"] = last->test_loss;
+    const SimRound* best = BestRound(result);
+    totals["best_test_accuracy"] = best->test_accuracy;
+    totals["best_test_round"] = best->round;
   }
   if (config.target_accuracy > 0) {
     totals["target_accuracy"] = config.target_accuracy;

@@ -8,8 +8,8 @@ SimRound SimRoundOf(const RoundClosed& closed) {
   r.round = s.round;
   r.attempts = s.attempts;
   r.selected = s.selected;
-  r.completed = s.completed;
-  r.rejected = s.rejected;
+  r.accepted = s.accepted;
+  r.refused = s.refused;
   r.dropped = s.dropped;
   r.bytes_up = s.bytes_up;
   r.bytes_down = s.bytes_down;

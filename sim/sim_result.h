@@ -17,10 +17,10 @@ namespace tributary {
 struct SimRound {
   uint64_t round = 0;
   int64_t attempts = 0;
-  int64_t selected = 0;   // in the attempt that closed the round
-  int64_t completed = 0;  // updates folded in
-  int64_t rejected = 0;   // refused by the engine (late stragglers included)
-  int64_t dropped = 0;    // selected in the closing attempt and never answered (the engine's count)
+  int64_t selected = 0;  // in the attempt that closed the round
+  int64_t accepted = 0;  // updates folded in
+  int64_t refused = 0;   // refused by the engine (late stragglers included)
+  int64_t dropped = 0;   // selected in the closing attempt and never answered (the engine's count)
   // In-process only (0 in deployment):
   int64_t unavailable = 0;  // selected but unreachable (all attempts)
   int64_t dropouts = 0;     // started, then left mid-task (all attempts)

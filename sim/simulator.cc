@@ -385,7 +385,7 @@ Status Simulator::RunAttempt(std::vector<RoundEngine::Outgoing> tasks,
     } else {
       s = engine.OnUpdate(id, *e.job->submission, At(e.t));
     }
-    if (!s.ok()) Log().debug("update from {} rejected: {}", id, s.ToString());
+    if (!s.ok()) Log().debug("update from {} refused: {}", id, s.ToString());
   }
   if (open()) {
     now_ = std::max(now_, deadline);

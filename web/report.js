@@ -1,6 +1,7 @@
 // tributary-sim's report.html: draws the report's charts (charts.js) from the rounds embedded in the
 // page as JSON (<script type="application/json" id="report-data">, written by sim/report.cc):
-// test accuracy by round, against cumulative upload bytes, and, for private runs, against epsilon.
+// test accuracy by round, training and test loss by round (as the dashboard's loss chart), test
+// accuracy against cumulative upload bytes, for private runs against epsilon, and round durations.
 (function () {
   'use strict';
   const data = JSON.parse(document.getElementById('report-data').textContent);
@@ -9,6 +10,11 @@
   C.lineChart(document.getElementById('chart-round'), {id: 'accuracy', title: 'Test accuracy by round', xLabel: 'round',
     yFormat: 'percent', integerX: true, empty: 'no evaluated rounds',
     series: [{name: 'test accuracy', points: evaluated.map(r => [r.round, r.test_accuracy])}]});
+  C.lineChart(document.getElementById('chart-loss'), {id: 'loss', title: 'Loss by round', xLabel: 'round',
+    integerX: true, empty: 'no loss reported',
+    series: [{name: 'training', color: '#ff7f0e', points: data.rounds.filter(r => typeof r.train_loss === 'number')
+                                                                .map(r => [r.round, r.train_loss])},
+             {name: 'test', color: '#1f77b4', points: evaluated.map(r => [r.round, r.test_loss])}]});
   C.lineChart(document.getElementById('chart-upload'), {id: 'upload', title: 'Test accuracy by cumulative upload',
     xLabel: 'upload bytes (log scale)', xFormat: 'bytes', yFormat: 'percent', logX: true, empty: 'no evaluated rounds',
     series: [{name: 'test accuracy', points: evaluated.map(r => [r.cum_bytes_up, r.test_accuracy])}]});

@@ -116,8 +116,8 @@ py::dict RoundToDict(const SimRound& r) {
   d["round"] = r.round;
   d["attempts"] = r.attempts;
   d["selected"] = r.selected;
-  d["completed"] = r.completed;
-  d["rejected"] = r.rejected;
+  d["accepted"] = r.accepted;
+  d["refused"] = r.refused;
   d["dropped"] = r.dropped;
   d["bytes_up"] = r.bytes_up;
   d["bytes_down"] = r.bytes_down;

@@ -16,11 +16,13 @@
 
 #include "coordinator/event_log.h"
 #include "core/config_cli.h"
+#include "core/human_units.h"
 #include "core/log.h"
 #include "core/process_stats.h"
 #include "core/stderr_log.h"
 #include "sim/deploy.h"
 #include "sim/report.h"
+#include "sim/round_line.h"
 #include "sim/simulator.h"
 #include "tributary/config.h"
 #if TRIBUTARY_HAVE_HISTORY
@@ -31,37 +33,16 @@
 namespace tributary {
 namespace {
 
-std::string Bytes(double b) {
-  if (b >= 1e9) return fmt::format("{:.2f} GB", b / 1e9);
-  if (b >= 1e6) return fmt::format("{:.1f} MB", b / 1e6);
-  return fmt::format("{:.1f} kB", b / 1e3);
-}
-
 void PrintRound(const SimRound& r, int64_t total) {
-  const double eta = r.wall_clock / static_cast<double>(r.round) *
-                     static_cast<double>(total - static_cast<int64_t>(r.round));
-  std::string acc =
-      r.evaluated ? fmt::format("acc {:6.2f}%  loss {:.4f}  ", 100 * r.test_accuracy, r.test_loss)
-                  : std::string();
-  std::string extra;
-  if (r.unavailable + r.dropouts + r.stragglers + r.rejected > 0)
-    extra = fmt::format("  (unavail {}, dropped {}, late {}, rejected {})", r.unavailable,
-                        r.dropouts, r.stragglers, r.rejected);
-  if (r.attempts > 1) extra += fmt::format("  attempts {}", r.attempts);
-  if (r.malicious > 0) extra += fmt::format("  malicious {}", r.malicious);
-  if (r.dp) extra += fmt::format("  eps {:.3f}  clip {:.3g}", r.epsilon, r.dp_clip_norm);
-  std::printf("round %3llu/%lld  %sup %s  down %s  %.2fs (sim %.1fs)  ETA %.0fs%s\n",
-              static_cast<unsigned long long>(r.round), static_cast<long long>(total), acc.c_str(),
-              Bytes(static_cast<double>(r.bytes_up)).c_str(),
-              Bytes(static_cast<double>(r.bytes_down)).c_str(), r.wall_seconds, r.sim_seconds, eta,
-              extra.c_str());
+  std::printf("%s\n", SimRoundLine(r, total).c_str());
   std::fflush(stdout);
 }
 
 int Finish(const SimConfig& cfg, const SimResult& result, nlohmann::json extra) {
-  double client_rounds = 0;
-  for (const SimRound& r : result.rounds) client_rounds += static_cast<double>(r.selected);
-  const double ms = 1000.0 * result.wall_seconds / std::max(1.0, client_rounds);
+  int64_t client_rounds = 0;  // a count: an integer in report.json
+  for (const SimRound& r : result.rounds) client_rounds += r.selected;
+  const double ms =
+      1000.0 * result.wall_seconds / std::max(1.0, static_cast<double>(client_rounds));
   extra["peak_rss_bytes"] = PeakRssBytes();
   extra["client_rounds"] = client_rounds;
   extra["wall_ms_per_client_round"] = ms;
@@ -70,10 +51,11 @@ int Finish(const SimConfig& cfg, const SimResult& result, nlohmann::json extra) 
     return 1;
   }
   std::printf(
-      "done: %zu rounds in %.1f s wall (%.1f s simulated); %.3f ms wall per client-round; "
-      "peak RSS %s; final model hash %016llx\n",
-      result.rounds.size(), result.wall_seconds, result.sim_seconds, ms,
-      Bytes(static_cast<double>(PeakRssBytes())).c_str(),
+      "done: %zu rounds in %s wall (%s simulated); %s wall per client-round; peak RSS %s; final "
+      "model hash %016llx\n",
+      result.rounds.size(), FormatDuration(result.wall_seconds).c_str(),
+      FormatDuration(result.sim_seconds).c_str(), FormatDuration(ms / 1000).c_str(),
+      FormatBytes(static_cast<double>(PeakRssBytes())).c_str(),
       static_cast<unsigned long long>(result.model_hash));
   if (cfg.run.round.secagg.enabled && !result.rounds.empty()) {
     const SimRound sum = result.SecAggTotals();
@@ -82,8 +64,8 @@ int Finish(const SimConfig& cfg, const SimResult& result, nlohmann::json extra) 
     std::printf(
         "secure aggregation: protocol messages %s up, %s down per round (besides the masked "
         "inputs); client compute %.1f ms per client-round; coordinator %.1f ms per round\n",
-        Bytes(static_cast<double>(sum.secagg_bytes_up) / rounds).c_str(),
-        Bytes(static_cast<double>(sum.secagg_bytes_down) / rounds).c_str(),
+        FormatBytes(static_cast<double>(sum.secagg_bytes_up) / rounds).c_str(),
+        FormatBytes(static_cast<double>(sum.secagg_bytes_down) / rounds).c_str(),
         1000 * sum.secagg_client_seconds / clients, 1000 * sum.secagg_server_seconds / rounds);
   }
   if (cfg.run.round.dp.enabled && !result.rounds.empty()) {
@@ -97,9 +79,9 @@ int Finish(const SimConfig& cfg, const SimResult& result, nlohmann::json extra) 
   if (!result.stopped.empty()) std::printf("stopped: %s\n", result.stopped.c_str());
   if (cfg.target_accuracy > 0) {
     if (result.target_round > 0)
-      std::printf("reached %.2f%% test accuracy at round %llu after %.1f s wall\n",
+      std::printf("reached %.2f%% test accuracy at round %llu after %s wall\n",
                   100 * cfg.target_accuracy, static_cast<unsigned long long>(result.target_round),
-                  result.target_wall_seconds);
+                  FormatDuration(result.target_wall_seconds).c_str());
     else
       std::printf("did not reach %.2f%% test accuracy\n", 100 * cfg.target_accuracy);
   }
@@ -176,11 +158,12 @@ int Run(SimConfig& cfg, bool deploy) {
                             static_cast<double>(cfg.data.num_clients);
   // Below ~10k clients the growth is lost in allocator noise; say so rather than print noise.
   if (cfg.data.num_clients >= 10000)
-    std::printf("registered %lld clients in %.2f s: %.0f bytes of RSS per idle client\n",
-                static_cast<long long>(cfg.data.num_clients), s.join_seconds(), per_client);
+    std::printf("registered %lld clients in %s: %s of RSS per idle client\n",
+                static_cast<long long>(cfg.data.num_clients),
+                FormatDuration(s.join_seconds()).c_str(), FormatBytes(per_client).c_str());
   else
-    std::printf("registered %lld clients in %.2f s\n", static_cast<long long>(cfg.data.num_clients),
-                s.join_seconds());
+    std::printf("registered %lld clients in %s\n", static_cast<long long>(cfg.data.num_clients),
+                FormatDuration(s.join_seconds()).c_str());
   std::fflush(stdout);
   Result<SimResult> result = s.Run([&](const SimRound& r) { PrintRound(r, total); });
   if (!result.ok()) return fail(result.status());

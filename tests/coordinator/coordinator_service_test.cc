@@ -195,7 +195,7 @@ TEST_P(CoordinatorServiceTest, RunsRoundsToCompletionAndSaysGoodbye) {
   ASSERT_TRUE(done.has_value()) << "the run did not finish";
   EXPECT_TRUE(done->ok()) << *done;
   ASSERT_EQ(rounds_.size(), 3u);
-  for (const RoundSummary& r : rounds_) EXPECT_EQ(r.completed, 3);
+  for (const RoundSummary& r : rounds_) EXPECT_EQ(r.accepted, 3);
   // Each round adds the mean delta (1+2+3)/3 = 2 to every weight.
   EXPECT_FLOAT_EQ(model().data()[0], 6.0f);
   for (auto& c : clients) {
@@ -260,7 +260,7 @@ TEST_P(CoordinatorServiceTest, ADisconnectMidRoundDoesNotStopTheRound) {
   auto done = finished_.Wait(30s);
   ASSERT_TRUE(done.has_value());
   ASSERT_EQ(rounds_.size(), 1u);
-  EXPECT_EQ(rounds_[0].completed, 2);
+  EXPECT_EQ(rounds_[0].accepted, 2);
   EXPECT_EQ(rounds_[0].dropped, 1);
   EXPECT_FLOAT_EQ(model().data()[3], 2.0f);  // the quitter's 100 is not in it
 }
@@ -329,7 +329,7 @@ TEST_P(CoordinatorServiceTest, TheRoundDeadlineRunsOnTheServicesClock) {
   ASSERT_TRUE(done.has_value());
   EXPECT_TRUE(done->ok()) << *done;
   ASSERT_EQ(rounds_.size(), 1u);
-  EXPECT_EQ(rounds_[0].completed, 1);
+  EXPECT_EQ(rounds_[0].accepted, 1);
   EXPECT_EQ(rounds_[0].dropped, 1);
   EXPECT_DOUBLE_EQ(rounds_[0].duration_s, 60.0);
   EXPECT_FLOAT_EQ(model().data()[0], 2.0f);
@@ -360,7 +360,7 @@ TEST_P(CoordinatorServiceTest, AClientWithAnotherLayoutIsRefusedAtHelloAndNeverS
   ASSERT_EQ(rounds_.size(), 2u);
   for (const RoundSummary& r : rounds_) {
     EXPECT_EQ(r.selected, 2);
-    EXPECT_EQ(r.completed, 2);
+    EXPECT_EQ(r.accepted, 2);
     EXPECT_EQ(r.dropped, 0);
   }
   EXPECT_FLOAT_EQ(model().data()[0], 4.0f);  // two rounds of mean(1, 3): no 100 ever folded in

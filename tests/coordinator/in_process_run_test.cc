@@ -149,7 +149,7 @@ TEST_P(InProcessRunTest, SecureAggregationGivesTheSameModelWithinTheQuantization
   auto closed = recorder_.All<RoundClosed>();
   ASSERT_EQ(closed.size(), 3u);
   for (const RoundClosed& c : closed) {
-    EXPECT_EQ(c.summary.completed, 4);
+    EXPECT_EQ(c.summary.accepted, 4);
     EXPECT_EQ(c.summary.num_examples, 400u);  // the total weight, learned from the sum
     EXPECT_EQ(c.summary.attempts, 1);
   }
@@ -169,7 +169,7 @@ TEST_P(InProcessRunTest, TheModelIsTheFedAvgOfTheClientsUpdatesAndEveryClientIsT
   auto closed = recorder_.All<RoundClosed>();
   ASSERT_EQ(closed.size(), 3u);
   for (const RoundClosed& c : closed) {
-    EXPECT_EQ(c.summary.completed, 4);
+    EXPECT_EQ(c.summary.accepted, 4);
     EXPECT_EQ(c.summary.num_examples, 400u);
     EXPECT_EQ(c.summary.client_metrics.at("train_loss"), 1.0);
   }
@@ -199,7 +199,7 @@ TEST_P(InProcessRunTest, CompressedUpdatesWithResidualsAndAQuantizedDownload) {
   // Half the values at a byte each (plus indices) instead of 4 bytes each, and a q8 model down.
   const uint64_t n = FakeTrainer::Layout().size();
   for (const RoundClosed& c : closed) {
-    EXPECT_EQ(c.summary.completed, 4);
+    EXPECT_EQ(c.summary.accepted, 4);
     EXPECT_LT(c.summary.bytes_up, 4 * n * 4);
     EXPECT_LT(c.summary.bytes_down, 4 * n * 4);
   }

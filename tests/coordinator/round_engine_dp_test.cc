@@ -172,7 +172,7 @@ TEST_F(RoundEngineDpTest, PoissonSamplingDrawsEachClientWithProbabilityQ) {
   ASSERT_EQ(summaries_.size(), 20u);
   for (const RoundSummary& s : summaries_) {
     EXPECT_DOUBLE_EQ(s.dp->sampling_rate, 0.1);
-    EXPECT_EQ(s.completed, s.selected);  // the round waits for its whole sample
+    EXPECT_EQ(s.accepted, s.selected);  // the round waits for its whole sample
   }
   // 20 rounds of Binomial(500, 0.1): mean 1000, standard deviation 30.
   EXPECT_NEAR(static_cast<double>(total), 1000.0, 120.0);

@@ -151,7 +151,7 @@ TEST_F(RoundEngineSecAggTest, ARoundClosesWithTheWeightedMeanOfMaskedUpdates) {
   engine_->OnTick(now_);
   Play({});
   ASSERT_EQ(summaries_.size(), 1u) << (failures_.empty() ? "" : failures_[0]);
-  EXPECT_EQ(summaries_[0].completed, 6);
+  EXPECT_EQ(summaries_[0].accepted, 6);
   EXPECT_EQ(summaries_[0].num_examples, 2100u);  // 100 + ... + 600
   EXPECT_GT(summaries_[0].bytes_up, 0u);
   const IntDomain domain = *IntDomain::Create({0.5f, 12, 1024, 6});
@@ -171,7 +171,7 @@ TEST_F(RoundEngineSecAggTest, AClientSilentFromTheStartIsLeftOutAtThePhaseDeadli
   engine_->OnTick(now_);
   Play({"edge-5"});
   ASSERT_EQ(summaries_.size(), 1u) << (failures_.empty() ? "" : failures_[0]);
-  EXPECT_EQ(summaries_[0].completed, 5);
+  EXPECT_EQ(summaries_[0].accepted, 5);
   const IntDomain domain = *IntDomain::Create({0.5f, 12, 1024, 6});
   const std::vector<double> want = Expected({"edge-5"});
   for (size_t j = 0; j < want.size(); ++j)

@@ -96,7 +96,7 @@ TEST_F(RoundEngineTest, RunsAWeightedRoundAndStartsTheNext) {
   EXPECT_FLOAT_EQ(models_[0].data()[0], 2.6f);
   EXPECT_FLOAT_EQ(models_[0].data()[1], 0.2f);
   EXPECT_FLOAT_EQ(models_[0].data()[3], 1.4f);
-  EXPECT_EQ(summaries_[0].completed, 3);
+  EXPECT_EQ(summaries_[0].accepted, 3);
   EXPECT_EQ(summaries_[0].num_examples, 500u);
   EXPECT_EQ(summaries_[0].bytes_up, 3u * 16);
   EXPECT_DOUBLE_EQ(summaries_[0].client_metrics["train_loss"], 0.5);
@@ -293,13 +293,13 @@ TEST_F(RoundEngineTest, RejectsBadUpdatesWithReasonsAndTheRoundIsUnaffected) {
             std::string::npos);
   EXPECT_TRUE(engine_->OnUpdate(b, Update(tasks[b], {2, 2, 2, 2}), now_).ok());
   ASSERT_EQ(summaries_.size(), 1u);  // outstanding == 0 and min_completed == 1
-  EXPECT_EQ(summaries_[0].completed, 1);
-  EXPECT_EQ(summaries_[0].rejected, 4);
+  EXPECT_EQ(summaries_[0].accepted, 1);
+  EXPECT_EQ(summaries_[0].refused, 4);
   EXPECT_FLOAT_EQ(models_[0].data()[0], 2.0f);  // only the good update counts
   Tasks();
   EXPECT_EQ(errors_[out].size(), 1u);
   EXPECT_EQ(errors_[a].size(), 3u);
-  EXPECT_NE(errors_[a][1].find("update rejected: update has 3 values"), std::string::npos)
+  EXPECT_NE(errors_[a][1].find("update refused: update has 3 values"), std::string::npos)
       << errors_[a][1];
 }
 
@@ -362,8 +362,8 @@ TEST_F(RoundEngineTest, LateUpdatesAreRejectedAndTheDeadlineClosesWithMinComplet
   EXPECT_NE(late.message().find("deadline"), std::string::npos) << late;
   engine_->OnTick(now_ + 11s);
   ASSERT_EQ(summaries_.size(), 1u);
-  EXPECT_EQ(summaries_[0].completed, 3);
-  EXPECT_EQ(summaries_[0].rejected, 1);
+  EXPECT_EQ(summaries_[0].accepted, 3);
+  EXPECT_EQ(summaries_[0].refused, 1);
   EXPECT_EQ(summaries_[0].dropped, 1);  // c4 never answered
   Status after = engine_->OnUpdate("c4", Update(tasks["c4"], {1, 0, 0, 0}), now_ + 12s);
   EXPECT_NE(after.message().find("round 1 is closed"), std::string::npos) << after;
@@ -408,7 +408,7 @@ TEST_F(RoundEngineTest, ClientsLeavingMidRoundAreDroppedAndTheRoundCompletes) {
   EXPECT_TRUE(engine_->OnUpdate("c4", Update(tasks["c4"], {1, 1, 1, 1}), now_ + 3s).ok());
   ASSERT_EQ(summaries_.size(), 1u);  // everyone answered or left: closes before the deadline
   EXPECT_EQ(summaries_[0].dropped, 2);
-  EXPECT_EQ(summaries_[0].completed, 3);
+  EXPECT_EQ(summaries_[0].accepted, 3);
   // Below min_completed after departures, the attempt fails at once.
   engine_->TakeOutbox();
   engine_->OnLeft("c0", now_ + 4s);

@@ -114,7 +114,7 @@ TEST(RunDriverTest, EventsComeInOrderAndEvaluationCheckpointsAndTheFinalModelHap
   ASSERT_TRUE(closed[1].evaluation.has_value());
   EXPECT_DOUBLE_EQ(closed[1].evaluation->accuracy, 1.5);
   EXPECT_EQ(evaluator->calls, 1);
-  EXPECT_EQ(closed[2].summary.completed, 2);
+  EXPECT_EQ(closed[2].summary.accepted, 2);
   // The final model, saved through the Env, is the engine's, and RunFinished says where.
   auto finished = rec.All<RunFinished>();
   ASSERT_EQ(finished.size(), 1u);

@@ -15,8 +15,8 @@ std::vector<RunEvent> OneOfEach() {
   s.model_version = 4;
   s.attempts = 2;
   s.selected = 10;
-  s.completed = 8;
-  s.rejected = 1;
+  s.accepted = 8;
+  s.refused = 1;
   s.dropped = 1;
   s.bytes_down = 123456789012;
   s.bytes_up = 42;
@@ -74,6 +74,36 @@ TEST(RunEventsTest, EveryEventReadsBackFromItsJson) {
   const nlohmann::json dp = ToJson(OneOfEach()[11]);
   EXPECT_EQ(dp["dp"]["epsilon"], 0.8125);
   EXPECT_EQ(dp["dp"]["clipped"], 12);
+}
+
+// The counts are "accepted" and "refused", as in update_accepted/update_refused, the dashboard,
+// the history and the metrics; a line of an event log written when they were "completed" and
+// "rejected" still reads, with the same numbers.
+TEST(RunEventsTest, RoundCountsAreAcceptedAndRefusedAndOldLogsStillRead) {
+  const nlohmann::json closed = ToJson(OneOfEach()[7]);
+  EXPECT_EQ(closed["accepted"], 8);
+  EXPECT_EQ(closed["refused"], 1);
+  EXPECT_FALSE(closed.contains("completed"));
+  EXPECT_FALSE(closed.contains("rejected"));
+
+  const std::string old_line =
+      R"({"ts_ms":1764424331123,"event":"round_closed","round":3,"model_version":3,)"
+      R"("attempts":1,"selected":10,"completed":9,"rejected":2,"dropped":1,"bytes_down":7800,)"
+      R"("bytes_up":7020,"num_examples":5400,"duration_s":2.3,"client_metrics":{}})";
+  Result<RunEvent> old = RunEventFromJson(nlohmann::json::parse(old_line));
+  ASSERT_TRUE(old.ok()) << old.status();
+  const RoundSummary& s = std::get<RoundClosed>(*old).summary;
+  EXPECT_EQ(s.accepted, 9);
+  EXPECT_EQ(s.refused, 2);
+  EXPECT_EQ(s.dropped, 1);
+  EXPECT_EQ(ToJson(*old)["accepted"], 9);  // written back under the new names
+
+  // Neither name: refused, naming the new one.
+  nlohmann::json neither = closed;
+  neither.erase("accepted");
+  Result<RunEvent> bad = RunEventFromJson(neither);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("accepted"), std::string::npos) << bad.status();
 }
 
 TEST(RunEventsTest, AnInfiniteEpsilonIsWrittenAsNullAndReadBackAsInfinity) {

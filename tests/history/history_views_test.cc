@@ -87,7 +87,7 @@ TEST(HistoryViewsTest, TextShowsTheRunsAndTheirRounds) {
   EXPECT_NE(text.find("1 of 2 done"), std::string::npos) << text;
   EXPECT_NE(text.find("resumed:"), std::string::npos) << text;
   EXPECT_NE(text.find("/runs/ck/checkpoint.bin"), std::string::npos) << text;
-  EXPECT_NE(text.find("2.5 MB"), std::string::npos) << text;
+  EXPECT_NE(text.find("2.4 MiB"), std::string::npos) << text;  // 2500000 bytes
   EXPECT_NE(text.find("84.21%"), std::string::npos) << text;
   EXPECT_NE(text.find("open"), std::string::npos) << text;
 

@@ -58,7 +58,7 @@ RoundClosed Closed(uint64_t round, int64_t completed, uint64_t bytes_up, double 
   c.summary.model_version = round;
   c.summary.attempts = 1;
   c.summary.selected = 2;
-  c.summary.completed = completed;
+  c.summary.accepted = completed;
   c.summary.bytes_up = bytes_up;
   c.summary.bytes_down = 2 * bytes_up;
   c.summary.num_examples = 100 * static_cast<uint64_t>(completed);
@@ -110,7 +110,7 @@ TEST(RunHistoryTest, EventsBecomeRowsWithTheirNumbers) {
   EXPECT_EQ(rounds[0].checkpoint_path, "/ck/checkpoint.bin");
   h->OnEvent(Evaluated{1, 1, 0.75, 0.625, 200});
   RoundClosed closed = Closed(1, 2, 8000, 0.75, 0.625);
-  closed.summary.rejected = 1;
+  closed.summary.refused = 1;
   closed.summary.dropped = 1;
   closed.summary.duration_s = 3.5;
   DpRoundReport dp;

@@ -7,7 +7,10 @@ tributary-client processes over mutual TLS. The page is opened before the client
 test sees the run move while the page stays loaded (no reload: a marker set on the window survives):
 the round number advances, the clients table gets a row per client, and the round-duration and
 accuracy charts get a point per closed round. Without the token the dashboard answers 401. Then
-tributary-sim's report.html, opened from the file system: one point per evaluated round.
+tributary-sim's report.html, opened from the file system: one point per evaluated round, a loss
+chart, the summary first in units a person reads (and the same as the page's own formatting,
+charts.js's formatBytes and formatDuration, tested with numbers), and only the changed keys
+shown.
 
 Screenshots go to the test's directory, and also to $TRIBUTARY_SCREENSHOT_DIR when it is set (that
 is how docs/images/ gets them).
@@ -172,18 +175,24 @@ class DashboardBrowserTest(ProcessTest):
                         "--set", "data.train_examples=800", "--set", "data.test_examples=200",
                         "--set", "run.model=mlp", "--set", "run.rounds=5",
                         "--set", "run.clients_per_round=4", "--set", "eval.every=2",
-                        "--set", "fit.epochs=1", "--set", "sim.target_accuracy=0",
+                        "--set", "fit.epochs=1", "--set", "sim.target_accuracy=0.5",
                         "--set", f"sim.report_dir={report}"],
                        check=True, capture_output=True, timeout=300)
         with open(os.path.join(report, "report.json")) as f:
-            rounds = json.load(f)["rounds"]
+            doc = json.load(f)
+        rounds, totals = doc["rounds"], doc["totals"]
         evaluated = [r for r in rounds if "test_accuracy" in r]
+        trained = [r for r in rounds if r["train_loss"] > 0]
         self.assertEqual(len(rounds), 5)
         self.assertEqual([r["round"] for r in evaluated], [2, 4])  # eval.every = 2
+        self.assertEqual([r["accepted"] for r in rounds], [4] * 5)
+        self.assertNotIn("completed", rounds[0])
         self.driver.get("file://" + os.path.join(report, "report.html"))
         self.assertEqual(self.points("accuracy"), len(evaluated))
         self.assertEqual(self.points("upload"), len(evaluated))
         self.assertEqual(self.points("duration"), len(rounds))
+        self.assertGreater(len(trained), 0, "the native trainer reports a training loss")
+        self.assertEqual(self.points("loss"), len(trained) + len(evaluated))  # training and test
         # The accuracy chart's points carry the report's numbers (in the tooltips).
         titles = self.driver.execute_script(
             "return [...document.querySelectorAll('svg[data-chart=\"accuracy\"] circle.point title')]"
@@ -191,7 +200,64 @@ class DashboardBrowserTest(ProcessTest):
         self.assertEqual(len(titles), len(evaluated))
         last = evaluated[-1]["test_accuracy"]
         self.assertIn(f"{100 * last:.0f}%", titles[-1])
+
+        # The page's own formatting (charts.js), with numbers: the rules of core/human_units.h.
+        fmt = self.driver.execute_script(
+            "const C = TributaryCharts; return ["
+            "C.formatBytes(780), C.formatBytes(1536), C.formatBytes(1048575),"
+            "C.formatBytes(796957000), C.formatDuration(0.002056135999964681),"
+            "C.formatDuration(0.25), C.formatDuration(2.3), C.formatDuration(150)];")
+        self.assertEqual(fmt, ["780 B", "1.5 KiB", "1.0 MiB", "760.0 MiB", "2.1 ms", "250 ms",
+                               "2.30 s", "2.5 min"])
+
+        # The summary leads, in units a person reads, and agrees with report.json.
+        summary = self.driver.execute_script(
+            "return Object.fromEntries([...document.querySelectorAll('#summary [data-summary]')]"
+            ".map(d => [d.dataset.summary, d.querySelector('b').textContent]));")
+        self.assertEqual(summary["final_accuracy"], f"{100 * totals['final_test_accuracy']:.2f}%")
+        best = max(evaluated, key=lambda r: r["test_accuracy"])
+        self.assertEqual(summary["best_accuracy"], f"{100 * best['test_accuracy']:.2f}%")
+        self.assertEqual(totals["best_test_round"], best["round"])
+        self.assertEqual(summary["target"], f"round {totals['target_round']}"
+                         if totals["target_round"] else "not reached")
+        self.assertEqual(summary["final_loss"], f"{totals['final_test_loss']:.4g}")
+        self.assertEqual(summary["rounds"], "5 of 5")
+        for key in ("bytes_up", "bytes_down"):  # the C++ and the JS helpers agree
+            self.assertEqual(summary[key], self.driver.execute_script(
+                "return TributaryCharts.formatBytes(arguments[0]);", totals[key]))
+            self.assertRegex(summary[key], r"^\d+(\.\d)? (B|KiB|MiB|GiB)$")
+        self.assertEqual(summary["wall_time"], self.driver.execute_script(
+            "return TributaryCharts.formatDuration(arguments[0]);", totals["wall_seconds"]))
+        first_chart = self.driver.execute_script(
+            "const s = document.getElementById('summary'), c = document.getElementById('chart-round');"
+            "return s.getBoundingClientRect().top < c.getBoundingClientRect().top;")
+        self.assertTrue(first_chart, "the summary is above the charts")
+        # The upload axis is labelled in binary units.
+        ticks = self.driver.execute_script(
+            "return [...document.querySelectorAll('svg[data-chart=\"upload\"] text.tick')]"
+            ".map(t => t.textContent);")
+        self.assertTrue(any(t.endswith("iB") or t.endswith(" B") for t in ticks), ticks)
+        self.assertFalse(any(t.endswith("kB") or t.endswith("MB") for t in ticks), ticks)
+
+        # The configuration: the keys this run set, visible; every key only on demand.
+        changed = self.driver.execute_script(
+            "return [...document.querySelectorAll('#config-changed tr')].slice(1)"
+            ".map(r => r.cells[0].textContent);")
+        self.assertEqual(sorted(changed), sorted([
+            "data.dataset", "data.num_clients", "data.train_examples", "data.test_examples",
+            "run.rounds", "run.clients_per_round", "eval.every",
+            "sim.target_accuracy", "sim.report_dir"]))
         self.screenshot("report.png")
+        details = self.driver.find_element(By.ID, "config-all")
+        self.assertIsNone(details.get_attribute("open"))
+        visible = ("const th = [...document.querySelectorAll('#config-all th')]"
+                   "  .find(t => t.textContent === 'attack.kind');"
+                   "return th.checkVisibility();")
+        self.assertFalse(self.driver.execute_script(visible), "a default key is hidden at first")
+        details.find_element(By.TAG_NAME, "summary").click()
+        self.assertEqual(details.get_attribute("open"), "true")
+        self.assertTrue(self.driver.execute_script(visible), "and shown on demand")
+        self.assertEqual(len(details.find_elements(By.TAG_NAME, "tr")), len(doc["config"]))
 
 
 if __name__ == "__main__":

@@ -161,7 +161,7 @@ TEST_F(FederatedRunTest, FiveClientsFiveRoundsOfMlpRaiseTestAccuracy) {
   ASSERT_EQ(coordinator_->Wait(180s), 0) << CoordinatorLogs();
   auto rounds = Events(events(), "round_closed");
   ASSERT_EQ(rounds.size(), 5u);
-  for (auto& r : rounds) EXPECT_EQ(r["completed"], 5);
+  for (auto& r : rounds) EXPECT_EQ(r["accepted"], 5);
   const double first = rounds.front()["test_accuracy"], last = rounds.back()["test_accuracy"];
   EXPECT_GT(last, 0.75) << "accuracy after 5 rounds";
   EXPECT_GT(last, first);
@@ -185,9 +185,9 @@ TEST_F(FederatedRunTest, TwoOfFiveClientsKilledMidRoundAndTheRoundCompletes) {
   ASSERT_EQ(coordinator_->Wait(180s), 0) << CoordinatorLogs();
   auto rounds = Events(events(), "round_closed");
   ASSERT_EQ(rounds.size(), 3u);
-  EXPECT_EQ(rounds[1]["completed"], 3);
+  EXPECT_EQ(rounds[1]["accepted"], 3);
   EXPECT_EQ(rounds[1]["dropped"], 2);
-  EXPECT_EQ(rounds[2]["completed"], 3);
+  EXPECT_EQ(rounds[2]["accepted"], 3);
 }
 
 TEST_F(FederatedRunTest, CoordinatorKilledAfterRoundThreeResumesExactly) {
@@ -323,7 +323,7 @@ TEST_F(FederatedRunTest, BadUpdatesAreRejectedAndRoundsGoOn) {
   EXPECT_TRUE(has("199209 values, the model has 199210")) << nlohmann::json(reasons).dump();
   EXPECT_TRUE(has("late")) << nlohmann::json(reasons).dump();
   EXPECT_TRUE(has("duplicate")) << nlohmann::json(reasons).dump();
-  for (auto& r : rounds) EXPECT_GE(r["completed"], 1);  // the honest client's update always counts
+  for (auto& r : rounds) EXPECT_GE(r["accepted"], 1);  // the honest client's update always counts
   std::lock_guard<std::mutex> lock(mu);
   EXPECT_GE(errors.size(), 4u);  // each rejection reached mallory as an Error message
   c->Close();

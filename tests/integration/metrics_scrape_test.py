@@ -95,7 +95,7 @@ class MetricsScrapeTest(ProcessTest):
         self.assertEqual(final[("tributary_rounds_closed_total", frozenset())], ROUNDS)
         self.assertEqual(final[("tributary_run_ok", frozenset())], 1)
         self.assertEqual(final[("tributary_updates_accepted_total", frozenset())],
-                         sum(e["completed"] for e in closed))
+                         sum(e["accepted"] for e in closed))
         self.assertEqual(final[("tributary_transfer_bytes_total",
                                 frozenset({("direction", "up"), ("codec", "dense")}))],
                          sum(e["bytes_up"] for e in closed))

@@ -85,7 +85,7 @@ event_log = "{events}"
         closed = [e for e in lines if e["event"] == "round_closed"]
         self.assertEqual([e["round"] for e in closed], list(range(1, ROUNDS + 1)))
         for e in closed:
-            self.assertEqual(e["completed"], CLIENTS, e)
+            self.assertEqual(e["accepted"], CLIENTS, e)
         emulated = [e for e in lines
                     if e["event"] == "update_accepted" and e["client"] == emulated_name]
         self.assertEqual([e["round"] for e in emulated], list(range(1, ROUNDS + 1)))

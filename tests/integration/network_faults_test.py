@@ -104,7 +104,7 @@ event_log = "{events}"
             closed = [json.loads(l) for l in f if '"round_closed"' in l]
         self.assertEqual([e["round"] for e in closed], list(range(1, rounds + 1)))
         for e in closed:
-            self.assertEqual(e["completed"], CLIENTS, e)
+            self.assertEqual(e["accepted"], CLIENTS, e)
         durations = [round(e["duration_s"], 2) for e in closed]
         attempts = [e["attempts"] for e in closed]
         print(f"{name}: {rounds} rounds closed, durations {durations} s, attempts {attempts}",

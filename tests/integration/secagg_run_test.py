@@ -84,7 +84,7 @@ final_model = "{final}"
             closed = [json.loads(l) for l in f if '"round_closed"' in l]
         self.assertEqual([e["round"] for e in closed], list(range(1, ROUNDS + 1)))
         for e in closed:
-            self.assertEqual(e["completed"], CLIENTS, e)
+            self.assertEqual(e["accepted"], CLIENTS, e)
         return load_safetensors(final), closed
 
     def test_masked_rounds_match_the_plaintext_run(self):

@@ -16,8 +16,8 @@ RoundClosed Closed(uint64_t round, double seconds, std::optional<Evaluated> eval
   c.summary.model_version = round;
   c.summary.attempts = 1;
   c.summary.selected = 3;
-  c.summary.completed = 2;
-  c.summary.rejected = 1;
+  c.summary.accepted = 2;
+  c.summary.refused = 1;
   c.summary.dropped = 0;
   c.summary.bytes_up = 1000 * round;
   c.summary.bytes_down = 5000;

@@ -50,7 +50,7 @@ TEST(RunMetricsTest, EventsBecomeTheirMetrics) {
   m.OnEvent(Evaluated{1, 1, 0.75, 0.625, 100});
   RoundSummary s;
   s.round = 1;
-  s.completed = 2;
+  s.accepted = 2;
   s.dropped = 1;
   s.bytes_up = 8000;
   s.bytes_down = 12000;

@@ -59,7 +59,7 @@ class BindingsTest(unittest.TestCase):
         seen = []
         result = tb.simulate(self.sim_config(), trainer=PlusOne, on_round=seen.append)
         self.assertEqual([r["round"] for r in result["rounds"]], [1, 2, 3])
-        self.assertEqual([r["completed"] for r in result["rounds"]], [4, 4, 4])
+        self.assertEqual([r["accepted"] for r in result["rounds"]], [4, 4, 4])
         self.assertEqual(len(seen), 3)
         self.assertAlmostEqual(result["rounds"][0]["train_loss"], 0.5)
         final = result["final_model"]

@@ -272,7 +272,7 @@ TEST(AttackSimTest, SignFlipAndScaleNegateAndBoostTheRoundsAggregate) {
   Result<SimRun> flipped = RunSim(c);
   ASSERT_TRUE(flipped.ok()) << flipped.status().ToString();
   EXPECT_EQ(flipped->result.rounds[0].malicious, 5);
-  EXPECT_EQ(flipped->result.rounds[0].completed, 5);
+  EXPECT_EQ(flipped->result.rounds[0].accepted, 5);
   std::vector<double> sum(honest->delta.size());
   for (size_t i = 0; i < sum.size(); ++i) sum[i] = honest->delta[i] + flipped->delta[i];
   EXPECT_LT(MaxAbs(sum), 1e-4 * size);  // aggregate(flipped) = -aggregate(honest)

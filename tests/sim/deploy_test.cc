@@ -32,7 +32,7 @@ void ExpectDeploymentMatchesInProcess(const SimConfig& c) {
     ASSERT_TRUE(deployed->rounds[i].evaluated);
     EXPECT_EQ(deployed->rounds[i].test_accuracy, local->rounds[i].test_accuracy)
         << "round " << i + 1;
-    EXPECT_EQ(deployed->rounds[i].completed, c.run.round.clients_per_round);
+    EXPECT_EQ(deployed->rounds[i].accepted, c.run.round.clients_per_round);
     EXPECT_EQ(deployed->rounds[i].dropped, 0);
   }
   EXPECT_EQ(deployed->model_hash, local->model_hash);

@@ -27,7 +27,7 @@ SimResult ThreeRounds() {
     SimRound x;
     x.round = static_cast<uint64_t>(i);
     x.attempts = 1;
-    x.selected = x.completed = 10;
+    x.selected = x.accepted = 10;
     x.bytes_up = x.bytes_down = 1000000;
     up += x.bytes_up;
     x.cum_bytes_up = x.cum_bytes_down = up;
@@ -38,6 +38,7 @@ SimResult ThreeRounds() {
     x.evaluated = i != 2;  // round 2 not evaluated: an empty CSV cell, no JSON key
     x.test_accuracy = 0.5 + 0.1 * i;
     x.test_loss = 1.0 / i;
+    x.train_loss = 2.0 / i;
     x.malicious = i - 1;
     r.rounds.push_back(x);
   }
@@ -135,6 +136,113 @@ TEST(ReportTest, FilesAreWellFormedAndAgree) {
   EXPECT_EQ(data["rounds"][2]["cum_bytes_up"], 3000000);
   EXPECT_NE(html.find("mlp &lt;&amp;&gt;"), std::string::npos);
   EXPECT_EQ(html.find("mlp <&>"), std::string::npos);
+}
+
+// The text between `open` (found at or after `from`) and the next '<'.
+std::string TextAfter(const std::string& html, const std::string& open) {
+  const size_t at = html.find(open);
+  if (at == std::string::npos) return "(" + open + " not found)";
+  const size_t begin = at + open.size();
+  return html.substr(begin, html.find('<', begin) - begin);
+}
+
+// The numbers the issue found printed raw, as the page shows them now.
+TEST(ReportTest, TotalsAreShownInUnitsAPersonReads) {
+  using nlohmann::json;
+  EXPECT_EQ(HumanTotal("bytes_down", json(796957000)), "760.0 MiB");
+  EXPECT_EQ(HumanTotal("bytes_up", json(780)), "780 B");
+  EXPECT_EQ(HumanTotal("final_test_loss", json(0.36859366667136323)), "0.3686");
+  EXPECT_EQ(HumanTotal("final_test_accuracy", json(0.869)), "86.90%");
+  EXPECT_EQ(HumanTotal("join_seconds", json(0.002056135999964681)), "2.1 ms");
+  EXPECT_EQ(HumanTotal("wall_seconds", json(150.0)), "2.5 min");
+  EXPECT_EQ(HumanTotal("client_rounds", json(1000)), "1000");
+  EXPECT_EQ(HumanTotal("rss_bytes_per_idle_client", json(33177.6)), "32.4 KiB");
+  EXPECT_EQ(HumanTotal("wall_ms_per_client_round", json(77.83)), "78 ms");
+  EXPECT_EQ(HumanTotal("secagg_client_seconds_per_client_round", json(0.0083)), "8.3 ms");
+  EXPECT_EQ(HumanTotal("target_round", json(0)), "not reached");
+  EXPECT_EQ(HumanTotal("target_round", json(12)), "12");
+  EXPECT_EQ(HumanTotal("epsilon", json(nullptr)), "\xE2\x88\x9E (no noise)");
+  EXPECT_EQ(HumanTotal("delta", json(1.5e-7)), "1.5e-07");
+  EXPECT_EQ(HumanTotal("model_hash", json("0000000000abcdef")), "0000000000abcdef");
+}
+
+// report.html leads with what a person asks first, in units, then the charts (a loss chart among
+// them), the totals and only the keys this run changed (every key on demand).
+TEST(ReportTest, TheReportLeadsWithASummaryAndShowsTheChangedKeys) {
+  testing::TempDir dir;
+  SimConfig cfg;
+  cfg.run.model = "cnn";
+  cfg.target_accuracy = 0.75;
+  cfg.data.num_clients = 8;  // three keys changed from their defaults: these
+  SimResult result = ThreeRounds();
+  result.rounds[0].test_accuracy = 0.85;  // the best round is the first: 85%, not the last's 80%
+  result.target_round = 1;
+  result.target_wall_seconds = 0.5;
+  ASSERT_TRUE(WriteReport(dir.path(), cfg, result, {{"client_rounds", 30}}).ok());
+  const std::string html = Slurp(dir.file("report.html"));
+
+  EXPECT_EQ(TextAfter(html, "<div data-summary='final_accuracy'>final test accuracy <b>"),
+            "80.00%");
+  EXPECT_EQ(TextAfter(html,
+                      "<div data-summary='final_accuracy'>final test accuracy <b>80.00%</b>"
+                      "<small>"),
+            "round 3");
+  EXPECT_EQ(TextAfter(html, "<div data-summary='best_accuracy'>best test accuracy <b>"), "85.00%");
+  EXPECT_NE(html.find("85.00%</b><small>round 1</small>"), std::string::npos);
+  EXPECT_EQ(TextAfter(html, "<div data-summary='target'>target 75.00% <b>"), "round 1");
+  EXPECT_EQ(TextAfter(html, "<div data-summary='final_loss'>final test loss <b>"), "0.3333");
+  EXPECT_EQ(TextAfter(html, "<div data-summary='rounds'>rounds <b>"), "3 of 20");
+  EXPECT_EQ(TextAfter(html, "<div data-summary='bytes_up'>uploaded <b>"), "2.9 MiB");
+  EXPECT_EQ(TextAfter(html, "<div data-summary='wall_time'>wall time <b>"), "1.50 s");
+  EXPECT_LT(html.find("id='summary'"), html.find("id='chart-round'")) << "the summary comes first";
+
+  // The totals in units, the raw number in the tooltip; report.json keeps the raw numbers.
+  EXPECT_NE(html.find("<th>bytes_up</th><td title='3000000'>2.9 MiB</td>"), std::string::npos);
+  EXPECT_NE(html.find("<th>final_test_loss</th><td title='0.3333333333333333'>0.3333</td>"),
+            std::string::npos);
+  EXPECT_NE(html.find("<th>client_rounds</th><td title='30'>30</td>"), std::string::npos);
+  EXPECT_EQ(html.find("3000000</td>"), std::string::npos) << "no raw byte count shown";
+  const nlohmann::json j = nlohmann::json::parse(Slurp(dir.file("report.json")));
+  EXPECT_EQ(j["totals"]["bytes_up"], 3000000);
+  EXPECT_EQ(j["totals"]["client_rounds"], 30);
+  EXPECT_NEAR(j["totals"]["best_test_accuracy"].get<double>(), 0.85, 1e-12);
+  EXPECT_EQ(j["totals"]["best_test_round"], 1);
+
+  // A loss chart, from the rows' training and test losses.
+  EXPECT_NE(html.find("id='chart-loss'"), std::string::npos);
+  const nlohmann::json data = ReportData(html);
+  EXPECT_NEAR(data["rounds"][1]["train_loss"].get<double>(), 1.0, 1e-12);
+  EXPECT_FALSE(data["rounds"][1].contains("test_loss"));  // round 2 was not evaluated
+  EXPECT_NEAR(data["rounds"][2]["test_loss"].get<double>(), 1.0 / 3, 1e-12);
+
+  // The configuration: the changed keys (with their defaults) in a table of their own, every key
+  // only inside the <details>.
+  const size_t changed = html.find("<table id='config-changed'>");
+  const size_t all = html.find("<details id='config-all'>");
+  ASSERT_NE(changed, std::string::npos);
+  ASSERT_NE(all, std::string::npos);
+  const std::string changed_table = html.substr(changed, all - changed);
+  EXPECT_NE(changed_table.find("<th>run.model</th><td>cnn</td><td>mlp</td>"), std::string::npos)
+      << changed_table;
+  EXPECT_NE(changed_table.find("<th>data.num_clients</th><td>8</td><td>100</td>"),
+            std::string::npos);
+  EXPECT_NE(changed_table.find("<th>sim.target_accuracy</th><td>0.75</td><td>0.0</td>"),
+            std::string::npos)
+      << changed_table;
+  EXPECT_EQ(changed_table.find("attack.kind"), std::string::npos) << "a default is not listed";
+  EXPECT_EQ(changed_table.find("dp.enabled"), std::string::npos);
+  size_t rows = 0;
+  for (size_t at = changed_table.find("<tr>"); at != std::string::npos;
+       at = changed_table.find("<tr>", at + 1))
+    ++rows;
+  --rows;  // less the header row
+  const size_t keys = j["config"].size();
+  EXPECT_EQ(rows, 3u) << changed_table;
+  EXPECT_NE(html.find("3 of the " + std::to_string(keys) + " keys differ from their defaults"),
+            std::string::npos);
+  EXPECT_NE(html.find("<summary>All " + std::to_string(keys) + " keys</summary>"),
+            std::string::npos);
+  EXPECT_NE(html.find("<th>attack.kind</th><td>none</td>", all), std::string::npos);
 }
 
 TEST(ReportTest, APrivateRunReportsEpsilonAndPlotsAccuracyAgainstIt) {

@@ -54,7 +54,7 @@ TEST(SimSecAggTest, ExactSumsAreReproducibleAcrossThreadCountsAndCloseToPlaintex
   const uint64_t params = one->final_model.size();
   for (const SimRound& r : one->rounds) {
     EXPECT_EQ(r.secagg_clients, 5);
-    EXPECT_EQ(r.completed, 5);
+    EXPECT_EQ(r.accepted, 5);
     // Up: five masked inputs (framed), plus keys, shares and unmasking answers.
     EXPECT_GE(r.bytes_up - r.secagg_bytes_up, 5 * MaskedBytes(params, 16 + 3));
     EXPECT_LT(r.bytes_up - r.secagg_bytes_up, 5 * (MaskedBytes(params, 16 + 3 + 11) + 4096));
@@ -152,7 +152,7 @@ TEST(SimSecAggTest, ClientsThatDropAfterSharingAreUnmaskedAndTheRunIsReproducibl
   for (const SimRound& x : r->rounds) {
     dropouts += x.dropouts;
     unavailable += x.unavailable;
-    EXPECT_GE(x.completed, 3);
+    EXPECT_GE(x.accepted, 3);
     // More left the closing (first) attempt than were unreachable: some left after sharing their
     // keys, and the survivors' sum was unmasked without their inputs.
     if (x.attempts == 1 && x.dropped > x.unavailable) ++unmasked_rounds;
@@ -178,7 +178,7 @@ TEST(SimSecAggTest, TooFewSurvivorsFailTheAttemptWhichIsRetriedOrEndsTheRunByNam
   int64_t attempts = 0;
   for (const SimRound& x : r->rounds) {
     attempts += x.attempts;
-    EXPECT_GE(x.completed, 5);
+    EXPECT_GE(x.accepted, 5);
   }
   EXPECT_GT(attempts, 2);
 

@@ -89,8 +89,8 @@ TEST(SimulatorTest, DropoutsUnreachableClientsAndStragglersAreHandled) {
     unavailable += x.unavailable;
     dropouts += x.dropouts;
     late += x.stragglers;
-    EXPECT_GE(x.completed, 3);
-    EXPECT_LE(x.completed, 6);
+    EXPECT_GE(x.accepted, 3);
+    EXPECT_LE(x.accepted, 6);
     // Judged in simulated time: a round never lasts longer than its deadline per attempt.
     EXPECT_LE(x.sim_seconds, 5.0 * x.attempts + 1e-9);
     EXPECT_GT(x.sim_seconds, 0.02);  // at least one latency
@@ -123,7 +123,7 @@ TEST(SimulatorTest, FailedAttemptsAreRetriedWithAFreshSelection) {
   int64_t attempts = 0;
   for (const SimRound& x : r->rounds) {
     attempts += x.attempts;
-    EXPECT_EQ(x.completed, 5);
+    EXPECT_EQ(x.accepted, 5);
   }
   EXPECT_GT(attempts, 3);
 }
@@ -158,8 +158,8 @@ TEST(SimulatorTest, HundredThousandClientsFitInAKibibyteEach) {
   Result<SimResult> r = (*sim)->Run();
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   ASSERT_EQ(r->rounds.size(), 2u);
-  EXPECT_EQ(r->rounds[0].completed, 100);
-  EXPECT_EQ(r->rounds[1].completed, 100);
+  EXPECT_EQ(r->rounds[0].accepted, 100);
+  EXPECT_EQ(r->rounds[1].accepted, 100);
 }
 
 TEST(SimulatorTest, ErrorFeedbackResidualsFollowEachClient) {
@@ -200,7 +200,7 @@ TEST(SimulatorTest, AModelOnlyTheClientsKnowStartsFromItsWeightsFile) {
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   ASSERT_EQ(r->rounds.size(), 2u);
   for (const SimRound& round : r->rounds) {
-    EXPECT_EQ(round.completed, 5);
+    EXPECT_EQ(round.accepted, 5);
     EXPECT_FALSE(round.evaluated);  // eval.every = 1, but there is no model to evaluate
   }
   EXPECT_EQ(r->final_model, init);  // noop updates are zero: the weights come back bit for bit
