@@ -4,7 +4,7 @@
 #
 #   cmake --install build/release --prefix /opt/tributary
 #   # in the app: find_package(Tributary CONFIG REQUIRED)  target_link_libraries(app Tributary::client)
-include(GNUInstallDirs)
+include(GNUInstallDirs)  # already included by the top-level CMakeLists.txt; harmless again
 include(CMakePackageConfigHelpers)
 
 set(TRIBUTARY_INSTALL_CMAKEDIR "${CMAKE_INSTALL_LIBDIR}/cmake/Tributary"
@@ -71,7 +71,9 @@ install(FILES
   ${PROJECT_BINARY_DIR}/TributaryConfigVersion.cmake
   DESTINATION ${TRIBUTARY_INSTALL_CMAKEDIR})
 
-# The binaries that exist in this build (OPTIONAL: a partial build installs what it built).
+# The binaries that exist in this build (OPTIONAL: a partial build installs what it built; so is the
+# Python package, python/CMakeLists.txt). The libraries, headers and CMake package above are not
+# optional: every program links the libraries, so any build of a program has them.
 foreach(binary tributary-coordinator tributary-client tributary-sim tributary-certs tributary-train tributary-dp
     tributary)
   if(TARGET ${binary})

@@ -21,17 +21,23 @@ void BindCoordinatorConfig(ConfigSchema& s, CoordinatorConfig* c) {
   s.Bind("net.transfer_budget_mb", &c->transfer_budget_mb,
          "MiB all connections may hold in partly received updates; over it, uploads wait");
   s.Bind("eval.threads", &c->eval_threads, "threads of server-side evaluation (0: one per core)");
-  s.Bind("tls.ca", &c->tls_ca, "CA certificate (PEM); required").Flag("--ca");
-  s.Bind("tls.cert", &c->tls_cert, "the coordinator's certificate (PEM); required").Flag("--cert");
-  s.Bind("tls.key", &c->tls_key, "the coordinator's private key (PEM); required").Flag("--key");
-  s.Bind("tls.deny_list", &c->deny_list, "file of revoked client ids, one per line");
+  s.Bind("tls.ca", &c->tls_ca, "CA certificate (PEM); required").Flag("--ca").Path();
+  s.Bind("tls.cert", &c->tls_cert, "the coordinator's certificate (PEM); required")
+      .Flag("--cert")
+      .Path();
+  s.Bind("tls.key", &c->tls_key, "the coordinator's private key (PEM); required")
+      .Flag("--key")
+      .Path();
+  s.Bind("tls.deny_list", &c->deny_list, "file of revoked client ids, one per line").Path();
   s.Bind("output.ready_file", &c->ready_file, "written with the listening address once ready")
-      .Flag("--ready-file");
+      .Flag("--ready-file")
+      .Path();
   s.Bind("monitor.listen", &c->monitor_listen,
          "host:port (an IP address) serving Prometheus metrics at /metrics (\"\": off)")
       .Flag("--monitor-listen");
   s.Bind("monitor.token", &c->monitor_token,
-         "bearer token the monitor requires (\"\": none; required off loopback)");
+         "bearer token the monitor requires (\"\": none; required off loopback)")
+      .Secret();
   BindRunConfig(s, &c->run);
   BindDataConfig(s, &c->data, /*partitioned=*/false);
   s.Rename("listen", "net.listen");

@@ -3,16 +3,21 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <string_view>
+
+#include "train/model_file.h"
 
 namespace tributary {
 
 void BindRunConfig(ConfigSchema& s, RunConfig* r) {
   s.Bind("run.model", &r->model, "a built-in model (mlp, cnn, lenet) or a model file (.toml)")
-      .Flag("--model");
+      .Flag("--model")
+      .Path(IsModelFilePath);
   s.Bind("run.init_seed", &r->init_seed, "seeds the model's initial weights").Flag("--init-seed");
   s.Bind("run.initial_model", &r->initial_model,
          "start from these weights (safetensors, any layout; \"\": run.model's initial weights)")
-      .Flag("--initial-model");
+      .Flag("--initial-model")
+      .Path();
   s.Bind("run.strategy", &r->strategy,
          "the aggregation rule, e.g. fedavg, fedadam(server_lr=0.01), clip(norm=5)+krum(f=2)")
       .Flag("--strategy");
@@ -23,14 +28,16 @@ void BindRunConfig(ConfigSchema& s, RunConfig* r) {
   s.Bind("eval.batch_size", &r->eval_batch_size, "server-side evaluation batch size");
   s.Bind("output.checkpoint_dir", &r->checkpoint_dir,
          "where the checkpoint is written after every round")
-      .Flag("--checkpoint-dir");
+      .Flag("--checkpoint-dir")
+      .Path();
   s.Bind("output.keep_checkpoints", &r->keep_checkpoints,
          "checkpoints kept (the newest k rounds'); --resume falls back to an older good one");
-  s.Bind("output.event_log", &r->event_log, "the JSON-lines event log");
-  s.Bind("output.final_model", &r->final_model, "the final model (safetensors)");
+  s.Bind("output.event_log", &r->event_log, "the JSON-lines event log").Path();
+  s.Bind("output.final_model", &r->final_model, "the final model (safetensors)").Path();
   s.Bind("output.history", &r->history,
          "the run history database (SQLite; \"\": $XDG_STATE_HOME/tributary/history.db, "
-         "\"none\": off)");
+         "\"none\": off)")
+      .Path([](std::string_view v) { return v != "none"; });
 }
 
 Status RunConfig::Validate() const {

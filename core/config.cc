@@ -1,6 +1,7 @@
 #include "core/config.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <functional>
 #include <vector>
 
@@ -36,6 +37,7 @@ Result<Config> Config::LoadFile(const std::string& path) {
   return FromParse([&] { return toml::parse_file(path); }, path,
                    [](Config& c, toml::table t, std::string src) {
                      c.table_ = std::move(t);
+                     c.base_dir_ = std::filesystem::path(src).parent_path().string();
                      c.source_ = std::move(src);
                    });
 }

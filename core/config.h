@@ -6,6 +6,11 @@
 //
 // Keys are dotted paths ("train.lr"). A missing key yields the default; a key present with the
 // wrong type is an InvalidArgument naming the key, the source file, and the expected type.
+//
+// base_dir() is the directory relative paths in the document are relative to: the file's own
+// directory for LoadFile (as the path was given: "examples/configs" for
+// "examples/configs/sim.toml", "" for a file in the working directory), "" (the working directory)
+// for Parse. ConfigSchema::Load resolves the values of path keys against it.
 #pragma once
 
 #include <toml++/toml.h>
@@ -35,12 +40,14 @@ class Config {
   Status CheckKnownKeys(std::initializer_list<std::string_view> allowed) const;
 
   const std::string& source() const { return source_; }
+  const std::string& base_dir() const { return base_dir_; }
   const toml::table& table() const { return table_; }
 
  private:
   Status TypeError(std::string_view key, std::string_view expected) const;
   toml::table table_;
   std::string source_;
+  std::string base_dir_;
 };
 
 }  // namespace tributary

@@ -5,7 +5,9 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <limits>
+#include <optional>
 
 #include "core/check.h"
 
@@ -120,6 +122,31 @@ std::string TomlString(std::string_view s) {
   return out + "\"";
 }
 
+std::string ResolveConfigPath(std::string_view base_dir, std::string_view path) {
+  const std::filesystem::path p(path);
+  if (path.empty() || base_dir.empty() || p.is_absolute()) return std::string(path);
+  return (std::filesystem::path(base_dir) / p).lexically_normal().string();
+}
+
+ConfigSchema::Key& ConfigSchema::Key::Path(bool (*is_path)(std::string_view)) {
+  TRIB_CHECK(type_ == Type::kString && string_field_ != nullptr, "a path key must be a string");
+  path_ = true;
+  is_path_ = is_path;
+  return *this;
+}
+
+bool ConfigSchema::Key::IsPathValue(std::string_view value) const {
+  return path_ && !value.empty() && (is_path_ == nullptr || is_path_(value));
+}
+
+std::string ConfigSchema::Key::recorded_text() const {
+  std::string text = get_();
+  // Not the default: a schema bound to a copy of the loaded values (as the programs record them)
+  // has those values as its defaults.
+  if (secret_ && text != "\"\"" && text != "0") return TomlString("<redacted>");
+  return text;
+}
+
 ConfigSchema::Key& ConfigSchema::Add(std::string name, Type type, std::string help) {
   TRIB_CHECK(!by_name_.count(name), "config key bound twice");
   auto key = std::make_unique<Key>();
@@ -146,6 +173,7 @@ ConfigSchema::Key& ConfigSchema::Bind(std::string name, std::string* field, std:
   };
   k.get_ = [field] { return TomlString(*field); };
   k.default_text_ = k.get_();
+  k.string_field_ = field;
   return k;
 }
 
@@ -317,6 +345,13 @@ Status ConfigSchema::Load(const Config& cfg) {
       return Status::InvalidArgument(fmt::format("{}: unknown key '{}'", where, path));
     const Key& k = *it->second;
     if (!k.refusal_.empty()) return Reject(k, where);
+    if (k.path_) {
+      // A path in the file is relative to the file's directory.
+      const std::optional<std::string> v = node.value_exact<std::string>();
+      if (!v) return WrongType(where, k.name_, k.type_, "");
+      if (!k.IsPathValue(*v)) return k.from_text_(*v, where);
+      return k.from_text_(ResolveConfigPath(cfg.base_dir(), *v), where);
+    }
     return k.from_toml_(node, where);
   });
 }
@@ -382,7 +417,14 @@ std::string ConfigSchema::ValuesToml() const {
   std::string out = fmt::format("# {} configuration\n", program_);
   for (const auto& k : keys_) {
     if (!k->refusal_.empty()) continue;
-    out += fmt::format("{} = {}\n", k->name_, k->get_());
+    std::string text = k->get_();
+    // A path is written absolute, so that the file means the same wherever it is read from.
+    if (k->path_ && k->IsPathValue(*k->string_field_)) {
+      std::error_code ec;
+      const std::filesystem::path abs = std::filesystem::absolute(*k->string_field_, ec);
+      if (!ec) text = TomlString(abs.lexically_normal().string());
+    }
+    out += fmt::format("{} = {}\n", k->name_, text);
   }
   return out;
 }

@@ -18,9 +18,21 @@
 // here: the error says why), and on a value of the wrong type. Durations are numbers of seconds
 // (keys ending in _s) bound to std::chrono::milliseconds.
 //
+// Paths. A key marked Path() names a file or directory. A relative path in a configuration file is
+// relative to the directory of that file: Load() joins it to Config::base_dir() (lexically:
+// "examples/configs" and "../../runs/demo" give "runs/demo"). A path given on the command line (a
+// key's flag, --set: Set() and Assign()) is relative to the working directory and is kept as given.
+// Absolute paths and "" are never changed. This is the one place paths are resolved; the programs
+// use the values as they are.
+//
+// Secrets. A key marked Secret() holds a value that must not be recorded (dp.noise_seed,
+// monitor.token): whatever records or shows a configuration (the run history, reports) writes
+// Key::recorded_text(), which hides the value unless it is unset ("" or 0).
+//
 // DefaultsToml() and ValuesToml() write TOML that Load() reads back: `key = value  # help` lines
 // with dotted keys, the defaults or the current values. Deployment mode hands a configuration to
-// real processes this way.
+// real processes this way; ValuesToml() writes relative paths made absolute (against the working
+// directory), so the file means the same wherever it is written and read. Neither hides secrets.
 //
 // Not thread-safe; the bound fields must outlive the schema.
 #pragma once
@@ -50,6 +62,15 @@ class ConfigSchema {
       flag_ = std::move(flag);
       return *this;
     }
+    // Marks a string key as a path (see Paths above). `is_path`, when given, says which non-empty
+    // values are paths (run.model: a model file, not a built-in model's name); without it every
+    // non-empty value is one. Marking a key of another type aborts (a bug, not bad input).
+    Key& Path(bool (*is_path)(std::string_view) = nullptr);
+    // Marks the key's value as a secret (see Secrets above).
+    Key& Secret() {
+      secret_ = true;
+      return *this;
+    }
     const std::string& name() const { return name_; }
     Type type() const { return type_; }
     const std::string& help() const { return help_; }
@@ -57,6 +78,15 @@ class ConfigSchema {
     // The default and the current value, as TOML values ("mlp" with its quotes, 10, 0.05, true).
     const std::string& default_text() const { return default_text_; }
     std::string value_text() const { return get_(); }
+    // value_text() as a record of the configuration may show it: for a Secret() key whose value is
+    // set (not "" or 0: dp.noise_seed = 0 is OS randomness, monitor.token = "" no token),
+    // "\"<redacted>\"" (a TOML string) instead.
+    std::string recorded_text() const;
+    bool is_path() const { return path_; }
+    bool secret() const { return secret_; }
+    // True when `value` of this key is a path: a Path() key, a non-empty value that its
+    // predicate (if any) accepts.
+    bool IsPathValue(std::string_view value) const;
     // Non-empty when this program refuses the key: why.
     const std::string& refusal() const { return refusal_; }
 
@@ -65,6 +95,9 @@ class ConfigSchema {
     std::string name_;
     Type type_ = Type::kString;
     std::string help_, flag_, default_text_, refusal_;
+    bool path_ = false, secret_ = false;
+    bool (*is_path_)(std::string_view) = nullptr;
+    std::string* string_field_ = nullptr;  // the bound field of a string key
     std::function<Status(const toml::node&, const std::string& where)> from_toml_;
     std::function<Status(std::string_view, const std::string& where)> from_text_;
     std::function<std::string()> get_;
@@ -125,5 +158,10 @@ class ConfigSchema {
 
 // The TOML text of a string value: quoted and escaped.
 std::string TomlString(std::string_view s);
+
+// `path` relative to `base_dir`: `path` itself when it is absolute or empty, or when `base_dir` is
+// empty (the working directory); else base_dir/path, lexically normalized ("a/b" and "../c" give
+// "a/c").
+std::string ResolveConfigPath(std::string_view base_dir, std::string_view path);
 
 }  // namespace tributary

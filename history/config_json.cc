@@ -7,17 +7,10 @@
 namespace tributary {
 namespace {
 
-bool IsSecret(const std::string& key) {
-  for (const char* suffix : {"token", "password", "secret"}) {
-    const std::string s(suffix);
-    if (key.size() >= s.size() && key.compare(key.size() - s.size(), s.size(), s) == 0) return true;
-  }
-  return false;
-}
-
-// The key's TOML value text (value_text()) as JSON; the text itself when toml++ cannot read it.
+// The key's TOML value text as records show it (recorded_text(): a secret is "<redacted>") as
+// JSON; the text itself when toml++ cannot read it.
 nlohmann::json Value(const ConfigSchema::Key& key) {
-  const std::string text = key.value_text();
+  const std::string text = key.recorded_text();
   Result<Config> doc = Config::Parse("v = " + text);
   if (!doc.ok()) return text;
   const toml::node* v = doc->table().get("v");
@@ -35,10 +28,7 @@ std::string ConfigJson(const ConfigSchema& schema) {
   nlohmann::ordered_json out = nlohmann::ordered_json::object();
   for (const ConfigSchema::Key* key : schema.keys()) {
     if (!key->refusal().empty()) continue;
-    nlohmann::json value = Value(*key);
-    if (IsSecret(key->name()) && !(value.is_string() && value.get<std::string>().empty()))
-      value = "<redacted>";
-    out[key->name()] = value;
+    out[key->name()] = Value(*key);
   }
   return out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }

@@ -35,7 +35,8 @@ void BindSimConfig(ConfigSchema& s, SimConfig* c) {
          "report the first round reaching this test accuracy, a fraction (0: none)");
   s.Bind("sim.report_dir", &c->report_dir,
          "where report.html, report.json, rounds.csv, events.jsonl and the final model go")
-      .Flag("--report-dir");
+      .Flag("--report-dir")
+      .Path();
   HeterogeneityConfig& h = c->hetero;
   s.Bind("hetero.speed_tiers", &h.speed_tiers,
          "compute tiers \"name:fraction:samples_per_s,...\" (\"\": one at hetero.samples_per_s)")

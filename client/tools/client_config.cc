@@ -8,6 +8,7 @@
 
 #include "core/rng.h"
 #include "train/device.h"
+#include "train/model_file.h"
 
 namespace tributary {
 namespace {
@@ -30,16 +31,18 @@ void BindClientConfig(ConfigSchema& s, ClientConfig* c) {
       .Flag("--heartbeat-interval-s");
   s.Bind("net.connect_timeout_s", &c->connect_timeout,
          "TCP connect plus TLS handshake must finish within this");
-  s.Bind("tls.ca", &c->ca, "CA certificate (PEM); required").Flag("--ca");
-  s.Bind("tls.cert", &c->cert, "this client's certificate (PEM); required").Flag("--cert");
-  s.Bind("tls.key", &c->key, "this client's private key (PEM); required").Flag("--key");
+  s.Bind("tls.ca", &c->ca, "CA certificate (PEM); required").Flag("--ca").Path();
+  s.Bind("tls.cert", &c->cert, "this client's certificate (PEM); required").Flag("--cert").Path();
+  s.Bind("tls.key", &c->key, "this client's private key (PEM); required").Flag("--key").Path();
   s.Bind("state_dir", &c->state_dir, "local state directory, created if missing (\"\": none)")
-      .Flag("--state-dir");
+      .Flag("--state-dir")
+      .Path();
   s.Bind("device", &c->device, "cpu, auto or cuda[:N]").Flag("--device");
   s.Bind("train.threads", &c->threads, kCpuThreadsHelp).Flag("--threads");
   s.Bind("run.model", &c->model,
          "the coordinator's model: a built-in model (mlp, cnn, lenet) or a model file (.toml)")
-      .Flag("--model");
+      .Flag("--model")
+      .Path(IsModelFilePath);
   s.Bind("run.init_seed", &c->init_seed,
          "seeds the initial weights (the coordinator sends its own)")
       .Flag("--init-seed");

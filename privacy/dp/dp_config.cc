@@ -102,7 +102,8 @@ void BindDpConfig(ConfigSchema& s, DpConfig* dp) {
   s.Bind("dp.adaptive_count_noise", &dp->adaptive_count_noise,
          "adaptive clipping: the noise on the unclipped count (0: expected clients / 20)");
   s.Bind("dp.noise_seed", &dp->noise_seed,
-         "0: noise from OpenSSL's generator; else reproducible noise, for experiments only");
+         "0: noise from OpenSSL's generator; else reproducible noise, for experiments only")
+      .Secret();
 }
 
 }  // namespace tributary

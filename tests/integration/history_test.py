@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """The run history across a coordinator killed mid-round: a real tributary-coordinator with
 output.history in the test's directory, two real tributary-client processes over mutual TLS, and
-the `tributary runs` CLI reading the history as the run goes.
+the `tributary runs` CLI reading the history as the run goes. The config sets the secret
+dp.noise_seed (without DP, so it changes nothing), which the history must not hold.
 
 The coordinator is SIGKILLed while a round is open; `runs show --json` must then read the run as
 interrupted with its closed rounds. The coordinator restarted with --resume and the same config
@@ -48,6 +49,8 @@ class HistoryTest(ProcessTest):
 checkpoint_dir = "{self.path('ck')}"
 event_log = "{self.path('events.jsonl')}"
 history = "{self.db}"
+[dp]
+noise_seed = 90210
 """
         coord, _ = self.start_coordinator(toml, name=name, port=self.port,
                                           args=["--resume"] if resume else [])
@@ -134,6 +137,9 @@ history = "{self.db}"
         self.assertEqual(run["producer"], "tributary-coordinator")
         self.assertEqual(run["config"]["output.history"], self.db)
         self.assertEqual(run["config"]["run.rounds"], ROUNDS)
+        # dp.noise_seed is a secret (whoever knows it can subtract the noise): not recorded.
+        self.assertEqual(run["config"]["dp.noise_seed"], "<redacted>")
+        self.assertNotIn("90210", json.dumps(run))
         self.assertTrue(os.path.exists(run["final_model"]), run["final_model"])
         show = self.runs_json("show", str(run_id))
         self.assertEqual([r["round"] for r in show["rounds"]], list(range(1, ROUNDS + 1)))

@@ -11,8 +11,12 @@ build=${1:?build dir}
 src=${2:?source dir}
 work=$(mktemp -d /tmp/trib_install.XXXXXX)
 trap 'rm -rf "$work"' EXIT
-echo "[install-example] installing $build into $work/prefix"
-cmake --install "$build" --prefix "$work/prefix" > "$work/install.log"
+# The install, with install_layout_test.py's checks (every file under the prefix, as
+# docs/embedding.md lists them); it leaves the tree in $work/install, prefix /opt/tributary under
+# DESTDIR $work/install/root. The package is relocatable: it moves to $work/prefix.
+echo "[install-example] installing $build (install_layout_test.py)"
+/usr/bin/python3 "$src/tests/integration/install_layout_test.py" "$build" "$src" --keep "$work/install"
+mv "$work/install/root/opt/tributary" "$work/prefix"
 # The package asks a consumer only for what it links: no header-only library Tributary is built with
 # (Boost, cereal, nlohmann-json) is named in it, and every library is found, not linked by a bare
 # name (-lzstd).
@@ -37,8 +41,11 @@ cmake -S "$src/examples/byo_model" -B "$work/byo-build" -G Ninja -DCMAKE_BUILD_T
   -DCMAKE_PREFIX_PATH="$work/prefix" $no_headers_only > "$work/byo-configure.log" || { cat "$work/byo-configure.log"; exit 1; }
 cmake --build "$work/byo-build" > "$work/byo-build.log" || { cat "$work/byo-build.log"; exit 1; }
 test -x "$work/byo-build/logreg_client" && test -x "$work/byo-build/logreg_client_c"
-pydir=$(find "$work/prefix" -type d -path '*/dist-packages/tributary' | head -1)
-if [[ -n "$pydir" ]]; then
+# The Python package, when the build has it (install_layout_test.py checked that it is installed
+# then; an install without it leaves an empty directory).
+pyinit=$(find "$work/prefix/" -path '*/dist-packages/tributary/__init__.py' | head -1)
+pydir=${pyinit%/__init__.py}
+if [[ -n "$pyinit" ]]; then
   echo "[install-example] importing tributary from $(dirname "$pydir")"
   PYTHONPATH=$(dirname "$pydir") /usr/bin/python3 -c \
     "import tributary as tb; assert tb.__version__; tb.ClientOptions(coordinator='x:1')"

@@ -17,7 +17,8 @@ void BindDataConfig(ConfigSchema& s, DataConfig* d, bool partitioned) {
          "\"fashion-mnist\", \"synthetic\" or \"files\" (data.train and data.test)")
       .Flag("--dataset");
   s.Bind("data.dir", &d->dir, "Fashion-MNIST directory (\"\": Debian's dataset-fashion-mnist)")
-      .Flag("--data");
+      .Flag("--data")
+      .Path();
   s.Bind("data.train_examples", &d->train_examples,
          "use the first N training examples (0: all; synthetic: 60000)")
       .Flag("--train-examples");
@@ -30,13 +31,17 @@ void BindDataConfig(ConfigSchema& s, DataConfig* d, bool partitioned) {
   s.Bind("data.synthetic.noise", &d->synthetic_noise, "synthetic per-pixel noise (std. dev.)");
   s.Bind("data.train", &d->train,
          "files: the training data, a .npz, .csv, .npy of features or IDX images")
-      .Flag("--train-data");
+      .Flag("--train-data")
+      .Path();
   s.Bind("data.train_labels", &d->train_labels, "files: the labels of a .npy or IDX data.train")
-      .Flag("--train-labels");
+      .Flag("--train-labels")
+      .Path();
   s.Bind("data.test", &d->test, "files: the test data, as data.train (\"\": none)")
-      .Flag("--test-data");
+      .Flag("--test-data")
+      .Path();
   s.Bind("data.test_labels", &d->test_labels, "files: the labels of a .npy or IDX data.test")
-      .Flag("--test-labels");
+      .Flag("--test-labels")
+      .Path();
   s.Bind("data.format", &d->format,
          "files: npz, npy, csv or idx for every file (\"\": by the file names)");
   s.Bind("data.npz.features", &d->npz_features, "files: the array of features in a .npz");

@@ -56,7 +56,8 @@ struct TrainConfig {
 void BindTrainConfig(ConfigSchema& s, TrainConfig* c) {
   s.Bind("log_level", &c->log_level, "trace, debug, info, warn or error").Flag("--log-level");
   s.Bind("run.model", &c->model, "a built-in model (mlp, cnn, lenet) or a model file (.toml)")
-      .Flag("--model");
+      .Flag("--model")
+      .Path(IsModelFilePath);
   s.Bind("run.init_seed", &c->init_seed, "seeds the initial weights and the shuffling")
       .Flag("--seed");
   BindFitConfig(s, &c->fit);
@@ -69,7 +70,8 @@ void BindTrainConfig(ConfigSchema& s, TrainConfig* c) {
   s.Bind("device", &c->device, "cpu, auto or cuda[:N]").Flag("--device");
   s.Bind("train.threads", &c->threads, kCpuThreadsHelp).Flag("--threads");
   s.Bind("output.final_model", &c->save, "write the trained model here (safetensors)")
-      .Flag("--save");
+      .Flag("--save")
+      .Path();
   const std::pair<const char*, const char*> renamed[] = {
       {"model", "run.model"},
       {"seed", "run.init_seed"},
