@@ -96,8 +96,9 @@ nlohmann::json SimConfigJson(const SimConfig& config) {
   nlohmann::json out = nlohmann::json::object();
   for (const ConfigSchema::Key* k : schema.keys()) {
     if (!k->refusal().empty()) continue;
-    // A key's TOML value text (a quoted string, a number, true or false) is valid JSON too.
-    out[k->name()] = nlohmann::json::parse(k->value_text());
+    // A key's TOML value text (a quoted string, a number, true or false) is valid JSON too;
+    // a secret key (dp.noise_seed) is recorded as "<redacted>" once set.
+    out[k->name()] = nlohmann::json::parse(k->recorded_text());
   }
   return out;
 }

@@ -259,6 +259,7 @@ TEST(ReportTest, APrivateRunReportsEpsilonAndPlotsAccuracyAgainstIt) {
     result.rounds[i].dp_clipped = 4;
   }
   result.stopped = "differential privacy: the run stops before round 4";
+  cfg.run.round.dp.noise_seed = 90210;  // whoever knows it can remove the noise
   ASSERT_TRUE(WriteReport(dir.path(), cfg, result, nlohmann::json::object()).ok());
 
   const std::string csv = Slurp(dir.file("rounds.csv"));
@@ -270,6 +271,9 @@ TEST(ReportTest, APrivateRunReportsEpsilonAndPlotsAccuracyAgainstIt) {
   EXPECT_NEAR(j["totals"]["delta"].get<double>(), std::pow(3000.0, -1.1), 1e-15);
   EXPECT_EQ(j["totals"]["noise_multiplier"], 1.2);
   EXPECT_EQ(j["totals"]["stopped"], result.stopped);
+  // The schema marks dp.noise_seed secret: report.json and report.html never show its value.
+  EXPECT_EQ(j["config"]["dp.noise_seed"], "<redacted>");
+  EXPECT_EQ(j["config"]["dp.noise_multiplier"], 1.2) << "other keys are recorded as they are";
 
   // A third chart: accuracy against epsilon, one point per evaluated round.
   const std::string html = Slurp(dir.file("report.html"));
@@ -278,6 +282,7 @@ TEST(ReportTest, APrivateRunReportsEpsilonAndPlotsAccuracyAgainstIt) {
   EXPECT_TRUE(data["dp"].get<bool>());
   ASSERT_EQ(data["rounds"].size(), 3u);
   EXPECT_EQ(data["rounds"][1]["epsilon"], 0.5);
+  EXPECT_EQ(html.find("90210"), std::string::npos) << "the noise seed is in report.html";
 }
 
 }  // namespace
