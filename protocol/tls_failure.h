@@ -11,7 +11,7 @@
 //                       record that does not decrypt, a peer that vanished mid-handshake
 //
 // The message is "<what>: <OpenSSL's reason>", followed for a refusal by what it means, e.g.
-// "read from 127.0.0.1:7070: tlsv1 alert unknown ca (SSL routines) (the peer does not trust the
+// "read from 127.0.0.1:7070: tlsv1 alert unknown ca (the peer does not trust the
 // CA that issued this side's certificate)". Note that in TLS 1.3 a client learns that the server
 // refused its certificate only from the first read after the handshake, as such an alert.
 // Thread-safe (pure).
