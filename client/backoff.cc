@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <exception>
+#include <random>
 #include <string>
 
 namespace tributary {
@@ -26,7 +29,28 @@ Status BackoffOptions::Validate() const {
   return Status::Ok();
 }
 
-Backoff::Backoff(const BackoffOptions& options) : options_(options), rng_(options.seed) {}
+namespace {
+
+// A seed from the operating system's randomness (getrandom on Linux), so that every client draws
+// its own jitter; the clock and this object's address when there is none to be had.
+uint64_t DrawSeed(const void* salt) {
+  uint64_t seed = 0;
+  try {
+    std::random_device device;
+    seed = (static_cast<uint64_t>(device()) << 32) ^ device();
+  } catch (const std::exception&) {
+    seed = 0;
+  }
+  const auto now =
+      static_cast<uint64_t>(std::chrono::high_resolution_clock::now().time_since_epoch().count());
+  seed = DeriveSeed(seed, {now, reinterpret_cast<uintptr_t>(salt)});
+  return seed == 0 ? 1 : seed;
+}
+
+}  // namespace
+
+Backoff::Backoff(const BackoffOptions& options)
+    : options_(options), rng_(options.seed != 0 ? options.seed : DrawSeed(this)) {}
 
 std::chrono::milliseconds Backoff::NextDelay() {
   // Computed in double and capped before converting, so a long run of failures cannot overflow.

@@ -3,7 +3,9 @@
 // The n-th consecutive failure (n = 0, 1, ...) gives d = min(max_delay, initial_delay *
 // multiplier^n), reduced by up to `jitter` of itself: the delay is uniform in
 // [d * (1 - jitter), d]. Reset() after a successful connection starts again at initial_delay.
-// Deterministic for BackoffOptions::seed. Not thread-safe.
+// Deterministic for a BackoffOptions::seed other than 0; with seed 0 (the default) each Backoff
+// draws its own seed from the operating system's randomness, so clients that share their options
+// do not retry in lockstep. Not thread-safe.
 #pragma once
 
 #include <chrono>

@@ -11,14 +11,23 @@
 //           -> Heartbeat every heartbeat interval while connected (the coordinator echoes it)
 //           <- Goodbye: the run is over; Wait() returns OK, or Aborted when its code is RUN_FAILED
 // An Error from the coordinator is logged (a rejected update is not fatal), except REVOKED,
-// UNAUTHENTICATED, UNSUPPORTED_VERSION and LAYOUT_MISMATCH, which end the run: retrying cannot
-// help. When the
-// connection is refused or lost the runtime reconnects after Backoff::NextDelay(); after
-// backoff.max_attempts consecutive attempts without a Welcome, Wait() returns Unavailable naming
-// the last error. A connection on which nothing (not even a heartbeat echo) arrived for
-// heartbeat_timeout is taken as lost: the coordinator vanished without closing it (a crash, a
-// network partition, a NAT that forgot the flow). A result computed for a connection that has since
-// closed is dropped (the coordinator has counted this client out of that round).
+// UNAUTHENTICATED, UNSUPPORTED_VERSION and LAYOUT_MISMATCH, and PROTOCOL_VIOLATION before the
+// Welcome (the coordinator refusing the Hello), which end the run: retrying cannot help.
+// When a connection attempt fails, or the connection is lost, the failure's StatusCode decides:
+// PermissionDenied or FailedPrecondition cannot heal by waiting (a TLS certificate either side
+// refuses, protocol/tls_failure.h and TlsTransport; no TLS or frame version both accept), so the
+// run ends with that status, after one attempt; anything else (Unavailable, DeadlineExceeded, ...:
+// nothing listening, a reset, a timeout, a coordinator going away) is retried after
+// Backoff::NextDelay(). After backoff.max_attempts consecutive attempts without a Welcome, Wait()
+// returns Unavailable naming the last error. A connection on which nothing (not even a heartbeat
+// echo) arrived for heartbeat_timeout is taken as lost: the coordinator vanished without closing
+// it (a crash, a network partition, a NAT that forgot the flow).
+//
+// Work for a lost connection is not done: the coordinator has counted this client out of that
+// round, and a restarted coordinator sends its tasks again. A task still queued on the worker when
+// its connection is lost is dropped without calling the Trainer; a fit in progress sees its
+// FitConfig::stop requested (trainer.h) and may stop at its next batch; the result of either is
+// dropped, neither sent nor reported to on_task nor counted in the state dir.
 //
 // Time (heartbeats, the silence check, backoff delays) comes from `clock`, so tests drive it with
 // a ManualClock.

@@ -24,6 +24,22 @@ Error ErrorFromStatus(const Status& s) {
   return Error{static_cast<uint32_t>(ProtocolErrorCodeOf(s)), s.message()};
 }
 
+// A failure that waiting cannot heal: a certificate either side refuses, no TLS or protocol
+// version both accept (protocol/tls_failure.h, TlsTransport::Connect, frame versions). Everything
+// else (nothing listening, a reset, a timeout, a coordinator going away) may heal.
+bool CannotHealByWaiting(const Status& s) {
+  return s.code() == StatusCode::kPermissionDenied || s.code() == StatusCode::kFailedPrecondition;
+}
+
+const char* KindName(const Message& task) {
+  return std::holds_alternative<TaskAssignment>(task) ? "fit" : "evaluate";
+}
+
+uint64_t RoundOf(const Message& task) {
+  if (const auto* fit = std::get_if<TaskAssignment>(&task)) return fit->round;
+  return std::get<EvaluateTask>(task).round;
+}
+
 void LogReport(const TaskReport& r) {
   if (!r.status.ok()) {
     Log().warn("round {}: {} failed, told the coordinator: {}", r.round,
@@ -140,6 +156,7 @@ void RuntimeCore::OnConnected(uint64_t gen, Result<std::shared_ptr<Connection>> 
     return;
   }
   conn_ = std::move(*connection);
+  connection_stop_ = std::stop_source();  // the tasks of this connection watch it
   last_heard_ = clock_->Now();
   conn_->Start(
       [self = shared_from_this(), gen](Message m) mutable {
@@ -170,9 +187,13 @@ void RuntimeCore::OnMessage(uint64_t gen, Message message) {
     if (auto* fit = std::get_if<TaskAssignment>(&message);
         fit && secagg_ && secagg_->round() == fit->round)
       secagg = secagg_;
+    // The task is dropped, or its fit told to stop, once this connection is gone (RunTask).
+    std::stop_token stop = connection_stop_.get_token();
+    if (auto* fit = std::get_if<TaskAssignment>(&message)) fit->fit.stop = stop;
     auto task = std::make_shared<Message>(std::move(message));
-    worker_->Submit(
-        [self = shared_from_this(), gen, task, secagg] { self->RunTask(gen, task, secagg); });
+    worker_->Submit([self = shared_from_this(), gen, task, secagg, stop] {
+      self->RunTask(gen, task, secagg, stop);
+    });
   } else if (std::holds_alternative<SecAggStartMsg>(message) ||
              std::holds_alternative<SecAggRosterMsg>(message) ||
              std::holds_alternative<SecAggInboxMsg>(message) ||
@@ -297,6 +318,15 @@ void RuntimeCore::OnCoordinatorError(const Error& error) {
       Finish(
           Status::FailedPrecondition("the coordinator speaks another protocol version: " + text));
       return;
+    case ErrorCode::kProtocolViolation:
+      // Before Welcome it is the coordinator refusing this Hello (a codec this client lacks, a
+      // message out of order): the next Hello would be refused the same way.
+      if (!welcomed_) {
+        Log().error("the coordinator refused this client at Hello: {}", text);
+        Finish(Status::FailedPrecondition("the coordinator refused this client at Hello: " + text));
+        return;
+      }
+      [[fallthrough]];
     default:
       // Most often an update the coordinator rejected (late, duplicate, ...): not fatal.
       Log().warn("the coordinator reported: {}", text);
@@ -316,7 +346,8 @@ void RuntimeCore::LoseConnection(Status why) {
     conn_.reset();
   }
   heartbeat_timer_->Cancel();
-  ++generation_;  // results still being computed for this connection are dropped
+  ++generation_;                    // results still being computed for this connection are dropped
+  connection_stop_.request_stop();  // and its queued tasks are not started, its fit stops
   RetryLater(why.WithContext("connection to " + options_.address + " lost"));
 }
 
@@ -324,6 +355,11 @@ void RuntimeCore::RetryLater(const Status& why) {
   const bool was_welcomed = welcomed_;
   welcomed_ = false;
   last_error_ = why;
+  if (CannotHealByWaiting(why)) {
+    Log().error("{}; not retrying: waiting cannot fix this", why.ToString());
+    Finish(why.WithContext("not retrying (waiting cannot fix this)"));
+    return;
+  }
   const std::chrono::milliseconds delay = backoff_.NextDelay();
   if (was_welcomed) {
     backoff_.Reset();  // a session that got as far as Welcome is not a failed attempt
@@ -374,6 +410,7 @@ void RuntimeCore::Finish(Status result) {
   finished_ = true;
   stopping_ = true;
   ++generation_;
+  connection_stop_.request_stop();
   reconnect_timer_->Cancel();
   heartbeat_timer_->Cancel();
   if (conn_) {
@@ -386,8 +423,14 @@ void RuntimeCore::Finish(Status result) {
 }
 
 void RuntimeCore::RunTask(uint64_t gen, const std::shared_ptr<Message>& task,
-                          std::shared_ptr<SecAggTask> secagg) {
+                          std::shared_ptr<SecAggTask> secagg, const std::stop_token& stop) {
   if (stopping_) return;
+  if (stop.stop_requested()) {
+    // Its connection closed while it waited: nobody would accept the answer.
+    Log().info("round {}: dropping a {} task of a lost connection without running it",
+               RoundOf(*task), KindName(*task));
+    return;
+  }
   TaskReport report;
   Message reply;
   bool masked_later = false;
@@ -425,6 +468,13 @@ void RuntimeCore::RunTask(uint64_t gen, const std::shared_ptr<Message>& task,
       reply = std::move(*r);
     else
       report.status = r.status();
+  }
+  if (stop.stop_requested()) {
+    // The connection closed during the task (the fit may have stopped early): drop the result
+    // rather than report a task nobody will accept.
+    Log().info("round {}: dropping the {} result of a lost connection", report.round,
+               KindName(*task));
+    return;
   }
   if (!report.status.ok()) reply = ErrorFromStatus(report.status);
   LogReport(report);

@@ -10,7 +10,10 @@
 //
 // Every connection attempt gets a new generation number. Events (messages, close, timer expiries,
 // worker results) carry the generation they belong to, and anything from an older generation is
-// ignored, so a late result never lands on a newer connection.
+// ignored, so a late result never lands on a newer connection. Each connection also has a
+// std::stop_source, stopped when it is lost or the run ends: its tasks carry the token (also as
+// FitConfig::stop, for the trainer), so the worker skips the queued ones and a fit in progress can
+// stop at its next batch instead of training for a coordinator that will not take the result.
 #pragma once
 
 #include <atomic>
@@ -20,6 +23,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <stop_token>
 #include <string>
 
 #include "client/backoff.h"
@@ -76,7 +80,7 @@ class RuntimeCore : public std::enable_shared_from_this<RuntimeCore> {
 
   // On the worker.
   void RunTask(uint64_t gen, const std::shared_ptr<Message>& task,
-               std::shared_ptr<SecAggTask> secagg);
+               std::shared_ptr<SecAggTask> secagg, const std::stop_token& stop);
   // Masks the trained update and sends it (the worker, when the inbox and the update are both in).
   void MaskAndSend(uint64_t gen, const std::shared_ptr<SecAggTask>& secagg);
   void SaveState(const std::function<void(ClientStateData&)>& update);
@@ -93,6 +97,7 @@ class RuntimeCore : public std::enable_shared_from_this<RuntimeCore> {
   TimePoint last_heard_{};  // the last message from the coordinator on the current connection
   Backoff backoff_;
   std::shared_ptr<Connection> conn_;
+  std::stop_source connection_stop_;    // of conn_; stopped when it is lost or the run ends
   std::shared_ptr<SecAggTask> secagg_;  // the round with secure aggregation in progress, if any
   uint64_t generation_ = 0;
   bool welcomed_ = false;  // on the current connection

@@ -142,6 +142,10 @@ Result<UpdateSubmission> TaskExecutor::Fit(const TaskAssignment& task, TaskRepor
   if (on_global_model_) on_global_model_(global, task.round, task.model_version);
 
   Result<FitResult> fit = trainer_->fit(global, task.fit);
+  if (task.fit.stop.stop_requested())
+    return Status::Aborted(fmt::format(
+        "{}: stopped: the result is no longer wanted (FitConfig::stop), nothing was encoded",
+        what));
   if (!fit.ok())
     return ProtocolError(ErrorCode::kInternal,
                          fmt::format("{}: trainer.fit failed: {}", what, fit.status().ToString()));

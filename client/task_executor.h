@@ -16,6 +16,9 @@
 //                       trainer's layout (validated before anything is decoded)
 //   INTERNAL            the trainer failed, or returned weights of another layout, a negative
 //                       num_examples, or an update the codec could not encode
+//   ABORTED             the task's FitConfig::stop was requested by the time fit() returned
+//                       (the host no longer wants the result): nothing is encoded, the
+//                       error-feedback residual is left as it was; not meant to be sent
 // Metrics with non-finite values, over-long names, or past the wire's cap are left out, so one odd
 // metric never makes the whole submission unsendable.
 //

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "core/log.h"
+#include "protocol/tls_failure.h"
 #include "protocol/transfer_budget.h"
 
 namespace tributary {
@@ -142,7 +143,8 @@ void FramedConnection::on_read(const error_code& ec, size_t n) {
       return fail(std::move(why), /*send_error=*/false);
     }
     if (close_reason_.ok()) {
-      close_reason_ = Status::Unavailable("read from " + peer_.address + ": " + ec.message());
+      // A TLS alert refusing our certificate is PermissionDenied (tls_failure.h).
+      close_reason_ = TlsFailureStatus(ec, "read from " + peer_.address);
     }
     return finish();
   }
@@ -267,7 +269,7 @@ void FramedConnection::on_write(const error_code& ec, size_t /*n*/) {
   if (state_ == State::kClosed) return;
   if (ec) {
     if (close_reason_.ok()) {
-      close_reason_ = Status::Unavailable("write to " + peer_.address + ": " + ec.message());
+      close_reason_ = TlsFailureStatus(ec, "write to " + peer_.address);
     }
     return finish();
   }

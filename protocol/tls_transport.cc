@@ -11,6 +11,7 @@
 
 #include "crypto/tls_context.h"
 #include "protocol/framed_connection.h"
+#include "protocol/tls_failure.h"
 #include "protocol/tls_listener.h"
 #include "protocol/tls_stream.h"
 #include "protocol/transport_util.h"
@@ -107,7 +108,9 @@ class TlsClientConnect : public std::enable_shared_from_this<TlsClientConnect> {
           std::string(" (certificate verify: ") + X509_verify_cert_error_string(verify) + ")";
       return finish(Status::PermissionDenied(std::move(message)));
     }
-    finish(Status::Unavailable(std::move(message)));
+    // The server's alert (a protocol version it does not accept, say) is classified like one
+    // after the handshake; anything else (reset, refused) is Unavailable.
+    finish(TlsFailureStatus(ec, std::string(step) + " " + what()));
   }
 
   void finish(Result<std::unique_ptr<TlsStream>> result) {

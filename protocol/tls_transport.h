@@ -5,11 +5,13 @@
 // handshake cap and timeout, client id from the certificate, deny list). The client side resolves,
 // connects and handshakes under handshake_timeout, sending SNI and checking the server
 // certificate's SAN against the host it dialled (ConfigureClientSsl); a mismatch, an unknown CA or
-// an expired certificate fails the connect with PermissionDenied naming OpenSSL's verify error.
+// an expired certificate fails the connect with PermissionDenied naming OpenSSL's verify error; an
+// alert from the server fails it as TlsFailureStatus (tls_failure.h) says; other failures
+// (nothing listening, a reset, a timeout) are Unavailable or DeadlineExceeded.
 //
 // Note that in TLS 1.3 the client finishes its handshake before the server has checked the client
 // certificate: a client whose certificate the server refuses sees Connect succeed and then the
-// connection close with the server's alert.
+// connection close with the server's alert (PermissionDenied, from the connection's first read).
 //
 // Thread safety: all methods may be called from any thread.
 #pragma once

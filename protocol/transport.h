@@ -88,7 +88,8 @@ class Connection {
   using MessageHandler = std::function<void(Message)>;
   // Called exactly once when the connection is closed: OK after Close() or an orderly close by the
   // peer between messages; otherwise why it closed (a ProtocolError for bad input from the peer,
-  // DeadlineExceeded for a timeout, Unavailable for a network failure).
+  // DeadlineExceeded for a timeout, Unavailable for a network failure, PermissionDenied or
+  // FailedPrecondition for a TLS alert refusing this side: see protocol/tls_failure.h).
   using CloseHandler = std::function<void(Status)>;
   // OK once the whole message was handed to the network; otherwise why not (Aborted when the
   // connection closed first; the encode error when the message breaks a cap).

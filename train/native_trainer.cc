@@ -80,13 +80,19 @@ Result<FitResult> NativeTrainer::fit(const ModelWeights& global, const FitConfig
     StepStats ep;
     auto t0 = std::chrono::steady_clock::now();
     for (int64_t i = 0; i < n; i += batch) {
+      // The caller no longer wants the result: stop before the next batch, leaving the trainer's
+      // weights as they were.
+      if (cfg.stop.stop_requested())
+        return Status::Aborted("fit: stopped on request after " + std::to_string(steps) +
+                               " steps (FitConfig::stop)");
       const int64_t len = std::min(batch, n - i);
       StepStats st =
           engine_->TrainStep(*train_, std::span<const uint32_t>(order).subspan(i, len), sgd);
       ep.loss_sum += st.loss_sum;
       ep.correct += st.correct;
       ep.count += st.count;
-      if (cfg.max_steps > 0 && ++steps >= cfg.max_steps) {
+      ++steps;
+      if (cfg.max_steps > 0 && steps >= cfg.max_steps) {
         capped = true;
         break;
       }

@@ -2,7 +2,9 @@
 //
 // It trains a zoo model (train/model_spec.h) on an in-memory Dataset with SGD, on the CPU engine or
 // on another Engine supplied by a factory (the CUDA backend). Deterministic for a seed: the same
-// global weights, data and FitConfig give bitwise-identical results on the same backend.
+// global weights, data and FitConfig give bitwise-identical results on the same backend. fit()
+// checks FitConfig::stop before every batch: once it is requested, fit returns Aborted and the
+// trainer's weights stay as they were before the call.
 // Not thread-safe; use one NativeTrainer per thread (they share datasets read-only).
 #pragma once
 

@@ -61,7 +61,8 @@ void BindClientConfig(ConfigSchema& s, ClientConfig* c) {
   s.Bind("backoff.max_attempts", &c->max_attempts,
          "give up after this many failed connection attempts in a row (0: never)")
       .Flag("--max-attempts");
-  s.Bind("backoff.seed", &c->backoff_seed, "seed of the reconnect jitter (mixed with the index)")
+  s.Bind("backoff.seed", &c->backoff_seed,
+         "seed of the reconnect jitter, mixed with the index (0: drawn per client)")
       .Flag("--backoff-seed");
   s.Rename("coordinator", "net.coordinator");
   s.Rename("server_name", "net.server_name");
@@ -142,8 +143,11 @@ ClientOptions ToClientOptions(const ClientConfig& o, uint64_t num_examples) {
   c.backoff.multiplier = o.backoff_multiplier;
   c.backoff.jitter = o.backoff_jitter;
   c.backoff.max_attempts = o.max_attempts;
-  // Clients that share a config must not retry in lockstep.
-  c.backoff.seed = DeriveSeed(o.backoff_seed, {static_cast<uint64_t>(o.client_index)});
+  // Clients that share a config must not retry in lockstep: 0 lets each draw its own seed; a seed
+  // that was set is mixed with the index (and stays deterministic).
+  c.backoff.seed = o.backoff_seed == 0
+                       ? 0
+                       : DeriveSeed(o.backoff_seed, {static_cast<uint64_t>(o.client_index)}) | 1;
   c.heartbeat_interval = o.heartbeat_interval;
   c.connect_timeout = o.connect_timeout;
   return c;

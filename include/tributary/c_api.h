@@ -167,12 +167,12 @@ typedef struct tributary_client_options {
   tributary_evaluate_fn evaluate; /* NULL: evaluation requests are answered with an error */
   void* user_data;                /* passed to the fit, evaluate and predict callbacks */
 
-  uint32_t backoff_initial_ms; /* default 500 */
-  uint32_t backoff_max_ms;     /* default 30000 */
-  double backoff_multiplier;   /* default 2 */
-  double backoff_jitter;       /* default 0.5 */
-  uint32_t max_attempts;       /* consecutive failed connects before giving up; 0 = never */
-  uint64_t backoff_seed;
+  uint32_t backoff_initial_ms;    /* default 500 */
+  uint32_t backoff_max_ms;        /* default 30000 */
+  double backoff_multiplier;      /* default 2 */
+  double backoff_jitter;          /* default 0.5 */
+  uint32_t max_attempts;          /* consecutive failed connects before giving up; 0 = never */
+  uint64_t backoff_seed;          /* seeds the jitter; 0 (default): drawn per client from the OS */
   uint32_t heartbeat_interval_ms; /* 0: the coordinator's */
   uint32_t connect_timeout_ms;    /* default 10000 */
 
@@ -202,8 +202,12 @@ tributary_client* tributary_client_create(const tributary_client_options* option
 /* Blocks until the run is over: TRIBUTARY_OK when the coordinator completed (or stopped) it,
  * TRIBUTARY_ABORTED after tributary_client_stop() or when the coordinator's run failed,
  * TRIBUTARY_UNAVAILABLE when max_attempts connects failed, TRIBUTARY_PERMISSION_DENIED when the
- * coordinator refused this client, TRIBUTARY_FAILED_PRECONDITION when it refused this client's
- * model layout (the tensors do not match the run's). tributary_client_last_error() says why. */
+ * coordinator refused this client (a denied id, or a certificate it does not accept, e.g. one
+ * from another CA: "tlsv1 alert unknown ca") or this client could not verify the coordinator's
+ * certificate, TRIBUTARY_FAILED_PRECONDITION when it refused this client's model layout (the
+ * tensors do not match the run's) or protocol version. Refusals that waiting cannot heal end the
+ * run at the first attempt instead of retrying (client.h, Client::wait()).
+ * tributary_client_last_error() says why. */
 int tributary_client_run(tributary_client* client);
 /* Starts in the background and returns; tributary_client_wait() collects the outcome. */
 int tributary_client_start(tributary_client* client);

@@ -6,9 +6,16 @@
 // over: for each TaskAssignment it calls trainer.fit() on the global model, encodes the delta
 // (new - global) with the codec the coordinator asked for and submits it; for each EvaluateTask it
 // calls trainer.evaluate(). It sends heartbeats while connected, and when the connection is lost
-// or refused it reconnects with exponential backoff and jitter. It keeps the latest global model it
-// received (in memory, and in the state dir when there is one), so the app can predict() with the
-// federated model between rounds.
+// or cannot be made for a reason that may heal by waiting (nothing listening, a reset, a timeout,
+// the coordinator restarting or shutting down) it reconnects with exponential backoff and jitter.
+// A refusal that waiting cannot heal ends run() instead, with an error naming the cause (see
+// wait()): a certificate the coordinator refuses (another CA, expired, revoked) or one this client
+// cannot verify (another CA, expired, a wrong name), a denied client id, a model layout or
+// protocol version the coordinator does not accept. Tasks of a connection that is gone are
+// dropped: a queued one is never started, and a fit in progress is asked to stop
+// (FitConfig::stop, trainer.h); neither is reported to on_task. It keeps the latest global model
+// it received (in memory, and in the state dir when there is one), so the app can predict() with
+// the federated model between rounds.
 //
 //   ClientOptions options;
 //   options.coordinator = "coord.example.org:7070";
@@ -49,16 +56,20 @@ namespace tributary {
 // Reconnect policy. The n-th consecutive failed attempt (n = 0, 1, ...) waits
 // d = min(max_delay, initial_delay * multiplier^n), reduced by a random fraction of up to
 // `jitter` (the wait is uniform in [d * (1 - jitter), d]), so clients that lost the coordinator
-// together do not all come back in the same instant. The random draws come from `seed`.
+// together do not all come back in the same instant. The random draws come from `seed`: 0 (the
+// default) draws a seed of its own per client from the operating system's randomness, so a fleet
+// that lost its coordinator together comes back spread out; any other value gives the same
+// delays every time (tests).
 struct BackoffOptions {
   std::chrono::milliseconds initial_delay{500};
   std::chrono::milliseconds max_delay{30'000};
   double multiplier = 2.0;  // >= 1
   double jitter = 0.5;      // in [0, 1]; 0 disables jitter
   // Give up (run() returns Unavailable) after this many consecutive attempts that did not reach
-  // a Welcome. 0 retries until stop().
+  // a Welcome. 0 retries until stop(). Refusals that waiting cannot heal end the run at the first
+  // attempt, whatever this is (see Client::wait()).
   int64_t max_attempts = 0;
-  uint64_t seed = 0;
+  uint64_t seed = 0;  // 0: drawn per client (above)
 
   // InvalidArgument naming the field when a value is out of range.
   Status Validate() const;
@@ -155,12 +166,21 @@ class Client {
   //   OK                 the coordinator completed the run, or stopped it (Goodbye)
   //   Aborted            stop() was called, or the coordinator's run failed (the message says
   //                      why, e.g. a round that failed max_round_attempts times)
-  //   Unavailable        backoff.max_attempts consecutive connection attempts failed
-  //   PermissionDenied   the coordinator refused this client (revoked or unauthenticated)
+  //   Unavailable        backoff.max_attempts consecutive connection attempts failed, each for a
+  //                      reason that may heal (the message names the last)
+  //   PermissionDenied   the coordinator refused this client: its id is revoked (denied) or
+  //                      unauthenticated, or the TLS handshake refused this client's certificate
+  //                      (e.g. "tlsv1 alert unknown ca": the coordinator does not trust the CA that
+  //                      issued cert_file; or it expired, or was revoked); or this client could not
+  //                      verify the coordinator's certificate (the message has OpenSSL's verify
+  //                      error: not issued by ca_cert_file's CA, expired, or not for the host
+  //                      dialled). Found at the first attempt, which is the only one.
   //   FailedPrecondition the coordinator refused this client's model: its layout (from
   //                      trainer.get_parameters()) is not the run's, and the message names the
   //                      first tensor that differs on both sides; or the coordinator speaks
-  //                      another protocol version; or start() was never called
+  //                      another protocol (or TLS) version; or it refused this client's Hello
+  //                      otherwise (e.g. a codec the run uses that this build lacks); or start()
+  //                      was never called
   Status wait();
 
   // The id the coordinator read from this client's certificate (from Welcome); empty before.

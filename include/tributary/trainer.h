@@ -8,11 +8,18 @@
 // returns the new weights, not a delta; the caller computes the delta. num_examples is the count
 // of training examples the update represents (it becomes the FedAvg weight). A Trainer is used from
 // one thread at a time.
+//
+// Stopping early: the client sets FitConfig::stop, and requests it when nobody will accept the
+// result any more (the connection the task came on is lost, or the client is stopping). A fit()
+// that checks config.stop.stop_requested() between batches, and returns as soon as it is true (any
+// result or status: it is discarded), saves that work; one that never checks is still correct,
+// it just trains to the end for nothing. NativeTrainer checks before every batch.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <span>
+#include <stop_token>
 #include <string>
 #include <vector>
 
@@ -35,8 +42,16 @@ struct FitConfig {
   int64_t max_steps = 0;
   // Seeds the shuffling of local data; the round engine derives it per client and round.
   uint64_t seed = 0;
+  // Requested when the result is no longer wanted (see "Stopping early" above). Set by the client
+  // runtime, never sent on the wire, and not part of the value (operator== ignores it). The
+  // default token is never requested.
+  std::stop_token stop;
 
-  friend bool operator==(const FitConfig&, const FitConfig&) = default;
+  friend bool operator==(const FitConfig& a, const FitConfig& b) {
+    return a.epochs == b.epochs && a.batch_size == b.batch_size && a.lr == b.lr &&
+           a.momentum == b.momentum && a.weight_decay == b.weight_decay &&
+           a.proximal_mu == b.proximal_mu && a.max_steps == b.max_steps && a.seed == b.seed;
+  }
 };
 
 struct FitResult {

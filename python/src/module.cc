@@ -250,6 +250,11 @@ PYBIND11_MODULE(_tributary, m) {
       .def_readwrite("proximal_mu", &FitConfig::proximal_mu)
       .def_readwrite("max_steps", &FitConfig::max_steps)
       .def_readwrite("seed", &FitConfig::seed)
+      .def_property_readonly(
+          "stop_requested", [](const FitConfig& c) { return c.stop.stop_requested(); },
+          "True once the client no longer wants this fit's result (its connection to the "
+          "coordinator is gone, or the client is stopping): a fit() that checks it between "
+          "batches may return at once, and what it returns then is discarded")
       .def("__repr__", [](const FitConfig& c) {
         return fmt::format(
             "FitConfig(epochs={}, batch_size={}, lr={}, momentum={}, weight_decay={}, "

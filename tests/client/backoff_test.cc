@@ -47,6 +47,23 @@ TEST(BackoffTest, JitterStaysWithinItsBandAndDependsOnlyOnTheSeed) {
   EXPECT_NE(a, Delays(o, 200));
 }
 
+TEST(BackoffTest, TheDefaultSeedIsDrawnPerBackoffSoClientsDoNotRetryInLockstep) {
+  BackoffOptions o;  // seed 0: drawn from the operating system for each Backoff
+  o.initial_delay = 1000ms;
+  o.max_delay = 8000ms;
+  o.jitter = 0.5;
+  ASSERT_EQ(o.seed, 0u);
+  // Before, every client drew 350, 626, 1897, ... ms with these defaults.
+  std::vector<std::vector<int64_t>> fleet;
+  for (int client = 0; client < 8; ++client) fleet.push_back(Delays(o, 6));
+  for (size_t a = 0; a < fleet.size(); ++a)
+    for (size_t b = a + 1; b < fleet.size(); ++b)
+      EXPECT_NE(fleet[a], fleet[b]) << "clients " << a << " and " << b;
+  // An explicit seed still repeats exactly, and 0 is the only value that is drawn.
+  o.seed = 1;
+  EXPECT_EQ(Delays(o, 6), Delays(o, 6));
+}
+
 TEST(BackoffTest, ExhaustedAfterMaxAttemptsAndResetStartsOver) {
   BackoffOptions o;
   o.initial_delay = 10ms;

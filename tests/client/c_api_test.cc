@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <future>
+#include <memory>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -84,6 +86,29 @@ TEST(CApiTest, ACClientTrainsEvaluatesAndFinishes) {
   EXPECT_STREQ(outcome.client_id, "c-edge");
   EXPECT_EQ(outcome.id_length, 6u);
   EXPECT_EQ(outcome.fit_calls, 1);
+}
+
+TEST(CApiTest, ACertificateFromAnotherCaEndsTheRunWithPermissionDeniedAndTheReason) {
+  TlsCoordinatorFixture fx;
+  Result<PemPair> rogue_ca = MakeCaCertificate("Rogue CA");
+  ASSERT_TRUE(rogue_ca.ok());
+  const auto f = fx.ClientFiles("c-rogue", &*rogue_ca);
+  const std::string address = fx.address();
+  // The client retries forever (max_attempts 0) unless the refusal is final. A thread of its own,
+  // so that a client that keeps retrying fails this test instead of hanging it.
+  auto outcome = std::make_shared<trib_c_outcome>();
+  std::promise<int> done;
+  std::future<int> rc = done.get_future();
+  std::thread([f, address, outcome, done = std::move(done)]() mutable {
+    done.set_value(trib_c_run_client(address.c_str(), f.ca.c_str(), f.cert.c_str(), f.key.c_str(),
+                                     /*fail_evaluate=*/0, outcome.get()));
+  }).detach();
+  ASSERT_EQ(rc.wait_for(10s), std::future_status::ready) << "the C client is still retrying";
+  EXPECT_EQ(rc.get(), TRIBUTARY_PERMISSION_DENIED) << outcome->error;
+  EXPECT_NE(std::string(outcome->error).find("tlsv1 alert unknown ca"), std::string::npos)
+      << outcome->error;
+  EXPECT_EQ(outcome->fit_calls, 0);
+  EXPECT_EQ(fx.coordinator().session_count(), 0u);
 }
 
 TEST(CApiTest, TheLogCallbackGetsTheClientsLinesWithItsUserData) {

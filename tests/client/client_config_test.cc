@@ -80,10 +80,18 @@ TEST(ClientConfigTest, ReadsEveryTableAndValidates) {
   EXPECT_EQ(c.backoff.max_attempts, 7);
   EXPECT_EQ(c.heartbeat_interval.count(), 250);
   EXPECT_EQ(c.state_dir, "/tmp/state");
-  // Clients differing only in their index jitter differently.
-  ClientConfig other = *o;
+  // No backoff.seed: each client draws its own (BackoffOptions::seed 0), whatever its index.
+  EXPECT_EQ(c.backoff.seed, 0u);
+  // A seed that was set is mixed with the index: clients differing only in their index jitter
+  // differently, and deterministically.
+  ClientConfig seeded = *o;
+  seeded.backoff_seed = 9;
+  ClientConfig other = seeded;
   other.client_index = 4;
-  EXPECT_NE(ToClientOptions(other, 0).backoff.seed, c.backoff.seed);
+  const uint64_t s3 = ToClientOptions(seeded, 0).backoff.seed;
+  EXPECT_NE(s3, 0u);
+  EXPECT_EQ(s3, ToClientOptions(seeded, 0).backoff.seed);
+  EXPECT_NE(ToClientOptions(other, 0).backoff.seed, s3);
 }
 
 TEST(ClientConfigTest, FlagsWin) {

@@ -5,7 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <future>
 #include <mutex>
+#include <stop_token>
 
 #include "client/backoff.h"
 #include "compression/codec.h"
@@ -87,6 +90,28 @@ class ClientRuntimeTest : public ::testing::Test {
     ASSERT_TRUE(rt.ok()) << rt.status();
     runtime_ = std::move(*rt);
     ASSERT_TRUE(runtime_->Start().ok());
+  }
+
+  // The first n reconnect delays of a runtime with `backoff` that nobody answers, on a clock of its
+  // own.
+  std::vector<std::chrono::milliseconds> ReconnectDelays(const BackoffOptions& backoff, int n) {
+    ManualClock clock;
+    ClientRuntimeOptions o = Options();
+    o.address = "nobody-listens";
+    o.clock = &clock;
+    o.backoff = backoff;
+    auto rt = ClientRuntime::Create(io_.io(), *client_transport_, trainer_, o);
+    EXPECT_TRUE(rt.ok()) << rt.status();
+    if (!rt.ok() || !(*rt)->Start().ok()) return {};
+    std::vector<std::chrono::milliseconds> delays;
+    for (int i = 0; i < n && clock.WaitForTimers(1); ++i) {
+      delays.push_back(std::chrono::duration_cast<std::chrono::milliseconds>(
+          clock.ArmedTimers()[0] - clock.Now()));
+      clock.AdvanceToNextTimer();
+    }
+    (*rt)->Stop();
+    (void)(*rt)->Wait();
+    return delays;
   }
 
   IoThreads io_{2};
@@ -278,6 +303,30 @@ TEST_F(ClientRuntimeTest, KeepsRetryingUntilACoordinatorAppears) {
   EXPECT_TRUE(session->hello());
 }
 
+TEST_F(ClientRuntimeTest, ClientsWithTheDefaultSeedDrawDifferentDelaysAndAnExplicitSeedRepeats) {
+  BackoffOptions b;
+  b.initial_delay = 1000ms;
+  b.max_delay = 8000ms;
+  b.jitter = 0.5;
+  ASSERT_EQ(b.seed, 0u);  // the default: drawn per client
+  const auto first = ReconnectDelays(b, 6);
+  const auto second = ReconnectDelays(b, 6);
+  ASSERT_EQ(first.size(), 6u);
+  ASSERT_EQ(second.size(), 6u);
+  // Six draws of up to 500..4000 ms of jitter each: equal sequences would be lockstep.
+  EXPECT_NE(first, second);
+  for (size_t i = 0; i < first.size(); ++i) {
+    const auto full = std::min(8000ms, 1000ms * (1 << i));
+    EXPECT_GE(first[i], full / 2) << i;
+    EXPECT_LE(first[i], full) << i;
+  }
+  b.seed = 77;
+  const auto seeded = ReconnectDelays(b, 6);
+  EXPECT_EQ(seeded, ReconnectDelays(b, 6));
+  Backoff expected(b);
+  for (size_t i = 0; i < seeded.size(); ++i) EXPECT_EQ(seeded[i], expected.NextDelay()) << i;
+}
+
 TEST_F(ClientRuntimeTest, GivesUpAfterMaxAttempts) {
   ClientRuntimeOptions o = Options();
   o.backoff.max_attempts = 3;
@@ -424,6 +473,90 @@ TEST_F(ClientRuntimeTest, ARefusedLayoutEndsTheRunWithFailedPrecondition) {
       << s;
   EXPECT_EQ(coordinator_->session_count(), 1u);  // no second attempt
   EXPECT_EQ(runtime_->sessions(), 0);
+}
+
+TEST_F(ClientRuntimeTest, AHelloRefusedAsAProtocolViolationEndsTheRunAfterOneAttempt) {
+  // What the coordinator answers a client that lacks the run's codec.
+  FakeCoordinatorOptions fo;
+  fo.refuse_with = ErrorCode::kProtocolViolation;
+  StartCoordinator(fo);
+  ClientRuntimeOptions o = Options();
+  o.backoff.max_attempts = 3;  // would give up Unavailable after 3, were the refusal not final
+  StartRuntime(o);
+  const Status s = runtime_->Wait();
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s;
+  EXPECT_NE(s.message().find("refused this client at Hello: PROTOCOL_VIOLATION"), std::string::npos)
+      << s;
+  EXPECT_EQ(coordinator_->session_count(), 1u);
+}
+
+TEST_F(ClientRuntimeTest, AShuttingDownCoordinatorIsRetriedAndTheNextOneIsJoined) {
+  // The first coordinator refuses with SHUTTING_DOWN (it is going away): that heals by waiting.
+  FakeCoordinatorOptions fo;
+  fo.refuse_with = ErrorCode::kShuttingDown;
+  StartCoordinator(fo);
+  StartRuntime(Options());
+  auto refused = coordinator_->WaitSession(0);
+  ASSERT_TRUE(refused);
+  ASSERT_TRUE(refused->WaitClosed());
+  coordinator_.reset();  // the next coordinator comes up under the same name
+  StartCoordinator();
+  auto session = coordinator_->WaitSession(0);
+  ASSERT_TRUE(session);
+  session->Send(MakeTask(1));
+  ASSERT_TRUE(session->Next<UpdateSubmission>());
+  EXPECT_EQ(runtime_->sessions(), 1);
+}
+
+TEST_F(ClientRuntimeTest, ATaskOfALostConnectionIsNeverTrainedAfterTheClientHasReconnected) {
+  // The fit of round 1 is in progress when its connection is lost; rounds 2 and 3 wait behind it
+  // on the worker. Only round 1's fit (asked to stop) and round 4's, on the new connection, run.
+  std::promise<void> fit_started;
+  std::atomic<bool> stop_seen{false};
+  std::atomic<int> calls{0};
+  trainer_->during_fit = [&] {
+    if (++calls != 1) return;
+    std::promise<void> stopped;
+    std::stop_callback on_stop(trainer_->fit_stop, [&] { stopped.set_value(); });
+    fit_started.set_value();
+    // Bounded, so the test fails rather than hangs when the stop never comes.
+    stop_seen = stopped.get_future().wait_for(10s) == std::future_status::ready;
+  };
+  std::vector<uint64_t> reported;
+  std::mutex mu;
+  ClientRuntimeOptions o = Options();
+  o.on_task = [&](const TaskReport& r) {
+    std::lock_guard<std::mutex> lock(mu);
+    reported.push_back(r.round);
+  };
+  StartCoordinator();
+  StartRuntime(o);
+  auto first = coordinator_->WaitSession(0);
+  ASSERT_TRUE(first);
+  first->Send(MakeTask(1));
+  ASSERT_EQ(fit_started.get_future().wait_for(20s), std::future_status::ready);
+  first->Send(MakeTask(2));
+  const ModelWeights g = GlobalModel();
+  EvaluateTask eval;
+  eval.round = 3;
+  eval.model_version = 2;
+  eval.model.layout_fingerprint = g.fingerprint();
+  eval.model.values.mutable_values().assign(g.data().begin(), g.data().end());
+  first->Send(eval);
+  // Close sends what is queued first: the client has both tasks before it sees the close.
+  first->Close();
+
+  auto second = coordinator_->WaitSession(1);
+  ASSERT_TRUE(second);
+  second->Send(MakeTask(4));
+  std::optional<UpdateSubmission> up = second->Next<UpdateSubmission>();
+  ASSERT_TRUE(up);
+  EXPECT_EQ(up->round, 4u);
+  EXPECT_TRUE(stop_seen) << "the fit in progress was not asked to stop";
+  EXPECT_EQ(trainer_->fit_calls, 2) << "a task of the lost connection was trained";
+  EXPECT_EQ(trainer_->eval_calls, 0);
+  runtime_.reset();  // the worker has finished with `reported`
+  EXPECT_EQ(reported, std::vector<uint64_t>{4});
 }
 
 TEST_F(ClientRuntimeTest, AGoodbyeSayingTheRunFailedEndsWithAbortedAndTheReason) {

@@ -3,9 +3,13 @@
 
 #include <gtest/gtest.h>
 
+#include <boost/asio/ip/tcp.hpp>
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <mutex>
+#include <string_view>
 
 #include "client/client_state.h"
 #include "compression/codec.h"
@@ -105,18 +109,138 @@ TEST(ClientTest, StopFromAnotherThreadEndsRun) {
   EXPECT_TRUE(session->Next<Goodbye>());
 }
 
-TEST(ClientTest, ACertificateFromAnotherCaIsRefusedAndTheClientGivesUp) {
+// Counts the client's connection attempts (its "connecting to" lines) through the process's log
+// handler, which it installs for its lifetime and removes after.
+class AttemptCounter {
+ public:
+  AttemptCounter() {
+    SetLogHandler(LogLevel::kDebug, [this](LogLevel, std::string_view line) {
+      if (line.starts_with("connecting to ")) {
+        std::lock_guard<std::mutex> lock(mu_);
+        ++attempts_;
+        cv_.notify_all();
+      }
+    });
+  }
+  ~AttemptCounter() { SetLogHandler(LogLevel::kOff, nullptr); }
+  int attempts() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return attempts_;
+  }
+  bool WaitFor(int n, std::chrono::milliseconds timeout = 20s) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, timeout, [&] { return attempts_ >= n; });
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int attempts_ = 0;
+};
+
+// run() of a client that would retry forever, were its failure not final: how it ended, within
+// `limit` (after which the test stops it), and how long it took.
+struct Ending {
+  bool within_limit;
+  Status status;
+  std::chrono::steady_clock::duration took;
+};
+Ending RunBounded(Client& client, std::chrono::seconds limit = 10s) {
+  const auto t0 = std::chrono::steady_clock::now();
+  auto run = std::async(std::launch::async, [&] { return client.run(); });
+  const bool within = run.wait_for(limit) == std::future_status::ready;
+  if (!within) client.stop();
+  Status s = run.get();
+  return {within, std::move(s), std::chrono::steady_clock::now() - t0};
+}
+
+TEST(ClientTest, ACertificateFromAnotherCaEndsTheRunAtTheFirstAttemptNamingTheCause) {
   TlsCoordinatorFixture fx;
   Result<PemPair> rogue_ca = MakeCaCertificate("Rogue CA");
   ASSERT_TRUE(rogue_ca.ok());
   ClientOptions o = OptionsFor(fx.ClientFiles("edge-9", &*rogue_ca), fx.address());
-  o.backoff.max_attempts = 2;
+  o.backoff.max_attempts = 0;  // retry until stopped
   auto client = Client::Create(o, std::make_shared<FakeTrainer>());
   ASSERT_TRUE(client.ok()) << client.status();
-  const Status s = (*client)->run();
-  EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s;
-  EXPECT_NE(s.message().find("2 consecutive failed attempts"), std::string::npos) << s;
+  AttemptCounter counter;
+  const Ending end = RunBounded(**client);
+  EXPECT_TRUE(end.within_limit) << "still retrying after 10 s, " << counter.attempts()
+                                << " attempts";
+  EXPECT_EQ(end.status.code(), StatusCode::kPermissionDenied) << end.status;
+  EXPECT_NE(end.status.message().find("tlsv1 alert unknown ca"), std::string::npos) << end.status;
+  EXPECT_NE(end.status.message().find("does not trust the CA that issued"), std::string::npos)
+      << end.status;
+  EXPECT_NE(end.status.message().find("not retrying"), std::string::npos) << end.status;
+  EXPECT_EQ(counter.attempts(), 1);
+  EXPECT_LT(end.took, 5s);
   EXPECT_TRUE((*client)->client_id().empty());
+  EXPECT_EQ(fx.coordinator().session_count(), 0u);  // refused in the handshake, never a session
+}
+
+TEST(ClientTest, AnExpiredCertificateEndsTheRunAtTheFirstAttempt) {
+  TlsCoordinatorFixture fx;
+  CertOptions expired;
+  expired.valid_days = 1;
+  expired.not_before_offset_s = -3 * 86400;
+  ClientOptions o = OptionsFor(fx.ClientFiles("edge-old", nullptr, expired), fx.address());
+  auto client = Client::Create(o, std::make_shared<FakeTrainer>());
+  ASSERT_TRUE(client.ok()) << client.status();
+  AttemptCounter counter;
+  const Ending end = RunBounded(**client);
+  EXPECT_TRUE(end.within_limit);
+  EXPECT_EQ(end.status.code(), StatusCode::kPermissionDenied) << end.status;
+  EXPECT_NE(end.status.message().find("expired"), std::string::npos) << end.status;
+  EXPECT_EQ(counter.attempts(), 1);
+}
+
+TEST(ClientTest, ACoordinatorCertificateFromAnotherCaEndsTheRunAtTheFirstAttempt) {
+  TlsCoordinatorFixture fx;
+  auto files = fx.ClientFiles("edge-5");
+  Result<PemPair> rogue_ca = MakeCaCertificate("Rogue CA");
+  ASSERT_TRUE(rogue_ca.ok());
+  files.ca = fx.dir().file("rogue-ca.crt");  // this client trusts another CA than the server's
+  TlsCoordinatorFixture::Write(files.ca, rogue_ca->cert_pem);
+  auto client = Client::Create(OptionsFor(files, fx.address()), std::make_shared<FakeTrainer>());
+  ASSERT_TRUE(client.ok()) << client.status();
+  AttemptCounter counter;
+  const Ending end = RunBounded(**client);
+  EXPECT_TRUE(end.within_limit);
+  EXPECT_EQ(end.status.code(), StatusCode::kPermissionDenied) << end.status;
+  EXPECT_NE(end.status.message().find("certificate verify failed"), std::string::npos)
+      << end.status;
+  EXPECT_NE(end.status.message().find("(certificate verify: "), std::string::npos) << end.status;
+  EXPECT_EQ(counter.attempts(), 1);
+}
+
+TEST(ClientTest, NothingListeningIsRetriedUntilACoordinatorAppears) {
+  // A port with nothing on it: connection refused, which heals once a coordinator starts there.
+  std::string address;
+  {
+    boost::asio::io_context io;
+    boost::asio::ip::tcp::acceptor probe(
+        io, boost::asio::ip::tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), 0));
+    address = "127.0.0.1:" + std::to_string(probe.local_endpoint().port());
+  }
+  TempDir dir;
+  Result<PemPair> cert = MakeClientCertificate(TestPki::Get().ca, "edge-late");
+  ASSERT_TRUE(cert.ok());
+  TlsCoordinatorFixture::Files files{dir.file("ca.crt"), dir.file("c.crt"), dir.file("c.key")};
+  TlsCoordinatorFixture::Write(files.ca, TestPki::Get().ca.cert_pem);
+  TlsCoordinatorFixture::Write(files.cert, cert->cert_pem);
+  TlsCoordinatorFixture::Write(files.key, cert->key_pem);
+  auto client = Client::Create(OptionsFor(files, address), std::make_shared<FakeTrainer>());
+  ASSERT_TRUE(client.ok()) << client.status();
+  AttemptCounter counter;
+  auto run = std::async(std::launch::async, [&] { return (*client)->run(); });
+  ASSERT_TRUE(counter.WaitFor(3)) << "the client stopped redialling after a refused connection";
+  TlsCoordinatorFixture fx({}, address);
+  auto session = fx.coordinator().WaitSession(0);
+  ASSERT_TRUE(session);
+  EXPECT_EQ(session->peer_id(), "edge-late");
+  session->Send(Goodbye{"finished"});
+  ASSERT_EQ(run.wait_for(20s), std::future_status::ready);
+  EXPECT_TRUE(run.get().ok());
+  EXPECT_GE(counter.attempts(), 3);  // the first two were refused (a third began after them)
 }
 
 TEST(ClientTest, CreateNamesWhatIsWrong) {

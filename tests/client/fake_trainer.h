@@ -8,7 +8,8 @@
 //           (W = fc.weight, b = fc.bias); InvalidArgument when inputs is not count * 2 values.
 // Counts its calls; thread-safe counters (the client calls it from its worker thread, predict from
 // the app's). `overlapping_calls` counts calls that began while another was still running (the
-// Trainer contract says there are none). `during_fit`, when set, runs inside fit.
+// Trainer contract says there are none). `during_fit`, when set, runs inside fit, which first
+// stores the call's FitConfig::stop in `fit_stop` (read it from during_fit: same thread).
 #pragma once
 
 #include <atomic>
@@ -32,6 +33,7 @@ class FakeTrainer final : public Trainer {
     InCall in(this);
     ++fit_calls;
     last_seed = config.seed;
+    fit_stop = config.stop;
     if (during_fit) during_fit();
     FitResult r;
     r.weights = global;
@@ -74,6 +76,7 @@ class FakeTrainer final : public Trainer {
   std::atomic<int> overlapping_calls{0};
   std::atomic<uint64_t> last_seed{0};
   std::function<void()> during_fit;
+  std::stop_token fit_stop;
 
  private:
   struct InCall {

@@ -2,6 +2,7 @@
 // process-wide (tributary/log.h), and silence when the app asks for nothing.
 #include <gtest/gtest.h>
 
+#include <boost/asio/ip/tcp.hpp>
 #include <future>
 #include <mutex>
 #include <string>
@@ -43,6 +44,10 @@ class Recorder {
   std::vector<Line> lines() {
     std::lock_guard<std::mutex> lock(mu_);
     return lines_;
+  }
+  void Clear() {
+    std::lock_guard<std::mutex> lock(mu_);
+    lines_.clear();
   }
   // The lines at `level` and above.
   std::vector<Line> AtLeast(LogLevel level) {
@@ -146,24 +151,52 @@ TEST_F(ClientLogTest, ACallbackAtWarnGetsWarningsAndErrorsOnly) {
   ASSERT_TRUE(JoinAndLeave(o).ok());
   EXPECT_EQ(r.lines(), std::vector<Line>{});  // a session without trouble has no warnings
 
-  // A certificate the coordinator does not trust: two failed attempts, one warning between them
-  // and one error at the end.
+  // A certificate the coordinator does not trust: one attempt, no warning, and one error that
+  // says why the client stops (waiting cannot fix it).
   Result<PemPair> rogue_ca = MakeCaCertificate("Rogue CA");
   ASSERT_TRUE(rogue_ca.ok());
   const TlsCoordinatorFixture::Files f = fx_.ClientFiles("edge-9", &*rogue_ca);
-  o.cert_file = f.cert;
-  o.key_file = f.key;
-  o.log_callback = nullptr;  // the handler installed above stays
-  o.backoff.max_attempts = 2;
-  auto client = Client::Create(o, std::make_shared<FakeTrainer>());
+  ClientOptions rogue = o;
+  rogue.cert_file = f.cert;
+  rogue.key_file = f.key;
+  rogue.log_callback = nullptr;  // the handler installed above stays
+  rogue.backoff.max_attempts = 2;
+  auto client = Client::Create(rogue, std::make_shared<FakeTrainer>());
   ASSERT_TRUE(client.ok()) << client.status();
-  EXPECT_EQ((*client)->run().code(), StatusCode::kUnavailable);
+  EXPECT_EQ((*client)->run().code(), StatusCode::kPermissionDenied);
   client->reset();
   // The coordinator in this process logs through the same library logger: its security warning
   // (the handshake it refused) is left out, as an app without a coordinator would never see it.
-  std::vector<Line> lines;
-  for (const Line& l : r.lines())
-    if (l.text.rfind("security: ", 0) != 0) lines.push_back(l);
+  auto client_lines = [&] {
+    std::vector<Line> lines;
+    for (const Line& l : r.lines())
+      if (l.text.rfind("security: ", 0) != 0) lines.push_back(l);
+    return lines;
+  };
+  std::vector<Line> lines = client_lines();
+  ASSERT_EQ(lines.size(), 1u) << ::testing::PrintToString(r.lines());
+  EXPECT_EQ(lines[0].level, LogLevel::kError);
+  EXPECT_NE(lines[0].text.find("tlsv1 alert unknown ca"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].text.find("; not retrying: waiting cannot fix this"), std::string::npos)
+      << lines[0];
+
+  // Nothing listening heals by waiting: two failed attempts, one warning between them and one
+  // error at the end.
+  r.Clear();
+  ClientOptions nobody = o;
+  nobody.log_callback = nullptr;
+  nobody.backoff.max_attempts = 2;
+  {
+    boost::asio::io_context io;
+    boost::asio::ip::tcp::acceptor probe(
+        io, boost::asio::ip::tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), 0));
+    nobody.coordinator = "127.0.0.1:" + std::to_string(probe.local_endpoint().port());
+  }
+  client = Client::Create(nobody, std::make_shared<FakeTrainer>());
+  ASSERT_TRUE(client.ok()) << client.status();
+  EXPECT_EQ((*client)->run().code(), StatusCode::kUnavailable);
+  client->reset();
+  lines = client_lines();
   ASSERT_EQ(lines.size(), 2u) << ::testing::PrintToString(r.lines());
   EXPECT_EQ(lines[0].level, LogLevel::kWarn);
   EXPECT_NE(lines[0].text.find("; reconnecting in "), std::string::npos) << lines[0];

@@ -16,11 +16,13 @@ namespace tributary::testing {
 
 class TlsCoordinatorFixture {
  public:
-  explicit TlsCoordinatorFixture(FakeCoordinatorOptions options = {}) {
+  // Listens on `address` (by default a free port of 127.0.0.1).
+  explicit TlsCoordinatorFixture(FakeCoordinatorOptions options = {},
+                                 const std::string& address = "127.0.0.1:0") {
     TlsTransportOptions o;
     o.server_context = TestPki::Get().ServerContext();
     server_ = std::move(*TlsTransport::Create(io_.io(), o));
-    coordinator_ = FakeCoordinator::Start(*server_, "127.0.0.1:0", options);
+    coordinator_ = FakeCoordinator::Start(*server_, address, options);
   }
   ~TlsCoordinatorFixture() {
     coordinator_.reset();
@@ -35,9 +37,11 @@ class TlsCoordinatorFixture {
   struct Files {
     std::string ca, cert, key;
   };
-  Files ClientFiles(const std::string& id, const PemPair* ca = nullptr) {
+  // `cert` sets the certificate's lifetime (an expired one, say).
+  Files ClientFiles(const std::string& id, const PemPair* ca = nullptr,
+                    const CertOptions& cert = {}) {
     const PemPair& issuer = ca ? *ca : TestPki::Get().ca;
-    Result<PemPair> pair = MakeClientCertificate(issuer, id);
+    Result<PemPair> pair = MakeClientCertificate(issuer, id, cert);
     TRIB_CHECK(pair.ok(), "client certificate");
     Files f{dir_.file("ca.crt"), dir_.file(id + ".crt"), dir_.file(id + ".key")};
     Write(f.ca, TestPki::Get().ca.cert_pem);
@@ -47,13 +51,13 @@ class TlsCoordinatorFixture {
   }
   const TempDir& dir() const { return dir_; }
 
- private:
   static void Write(const std::string& path, const std::string& text) {
     TRIB_CHECK(
         WriteFileAtomic(path, {reinterpret_cast<const uint8_t*>(text.data()), text.size()}).ok(),
         "write test file");
   }
 
+ private:
   TempDir dir_;
   IoThreads io_{2};
   std::unique_ptr<TlsTransport> server_;

@@ -11,7 +11,9 @@ Run by ctest (tests/integration/CMakeLists.txt), which sets the binaries' paths 
 import json
 import os
 import struct
+import subprocess
 import sys
+import time
 import unittest
 
 import numpy as np
@@ -239,6 +241,33 @@ final_model = "{self.path('final.safetensors')}"
             self.assertIn("the run did not complete", out)
             self.assertIn("Aborted", out)  # TRIBUTARY_ABORTED in C: its name is printed
             self.assertIn("round 1 failed 1 attempts", out)
+
+    def test_a_certificate_from_another_ca_ends_every_client_api_at_the_first_attempt(self):
+        init_path = self.path("init.safetensors")
+        write_safetensors(init_path, {n: np.zeros(s, np.float32) for n, s in layout(0)})
+        self.make_data(7)
+        coord, addr = self.start_run(init_path)
+        # Certificates from a CA of their own, which the coordinator does not trust.
+        rogue = self.path("rogue-pki")
+        subprocess.run([CERTS, "init", "--dir", rogue], check=True, capture_output=True)
+        clients = {"cpp-client": "cpp", "c-client": "c", "py-client": "py"}
+        procs = {}
+        for name, kind in clients.items():
+            subprocess.run([CERTS, "client", "--id", name, "--dir", rogue], check=True,
+                           capture_output=True)
+            args = self.client_args(kind, name, addr, 0)
+            # The same positions and flags, with the rogue certificate and key.
+            args = [a.replace(f"{self.pki}/clients/", f"{rogue}/clients/") for a in args]
+            procs[name] = (self.start(name, args), time.monotonic())
+        for name, (p, started) in procs.items():
+            # max_attempts = 20 in every example: retrying would take minutes.
+            self.assertEqual(p.wait(timeout=60), 1, self.log(name))
+            self.assertLess(time.monotonic() - started, 20, self.log(name))
+            out = self.log(name)
+            self.assertIn("PermissionDenied", out)  # TRIBUTARY_PERMISSION_DENIED's name in C
+            self.assertIn("tlsv1 alert unknown ca", out)
+            self.assertNotIn("reconnecting in", out)
+        coord.kill()
 
 
 if __name__ == "__main__":

@@ -7,6 +7,11 @@ selection never depends on who reconnected first) and keep redialling the coordi
 port. The reference run and the killed run use the same config; their final model files must be
 byte for byte the same. The short mode (CI) runs 12 rounds; TRIBUTARY_LONG=1 runs 60 rounds and
 prints the number of kills (docs/results.md, reliability).
+
+Bounded, so it cannot hang CI: each start of the killed run lives a random time drawn from
+[0.3 s, max(1.5 s, 1 s + 3 x the reference run's time per round)] (kills land before, during and
+after rounds, whatever the machine's speed), and after MAX_STARTS starts (or KILL_BUDGET_S seconds
+of killing) the last start runs to the end without a kill.
 """
 import hashlib
 import os
@@ -24,6 +29,8 @@ CLIENT = os.environ.get("TRIBUTARY_CLIENT_BIN")
 LONG = bool(os.environ.get("TRIBUTARY_LONG"))
 ROUNDS = 60 if LONG else 12
 CLIENTS = 3
+MAX_STARTS = int(os.environ.get("KILL_LOOP_MAX_STARTS", 120 if LONG else 30))
+KILL_BUDGET_S = float(os.environ.get("KILL_LOOP_BUDGET_S", 300 if LONG else 150))
 MODEL = """name = "mlp2"
 layers = [
   { type = "flatten" },
@@ -97,37 +104,51 @@ final_model = "{self.path(out, 'final.safetensors')}"
 
     def test_random_kills_resume_bit_exactly(self):
         port = free_port()
+        t0 = time.monotonic()
         coord = self.coordinator("reference", "reference", port, resume=False)
         clients = self.clients("reference", port)
         self.assertEqual(coord.wait(timeout=600), 0, self.log("reference"))
+        reference_s = time.monotonic() - t0
         for c in clients:
             c.wait(timeout=60)
         reference = self.final_hash("reference")
 
+        # The time per round of this machine, start-up and joining included: a start that lives
+        # up to three of them (plus a second for the clients to redial) often gets a round done,
+        # and often dies before one.
+        round_s = reference_s / ROUNDS
+        low, high = 0.3, max(1.5, 1.0 + 3.0 * round_s)
         rng = random.Random(int(os.environ.get("KILL_LOOP_SEED", "5")))
         port = free_port()
         clients = self.clients("killed", port)
         kills, starts = 0, 0
+        t1 = time.monotonic()
         while True:
             starts += 1
             coord = self.coordinator(f"killed-{starts}", "killed", port, resume=True)
+            last = starts >= MAX_STARTS or time.monotonic() - t1 > KILL_BUDGET_S
             try:
-                coord.wait(timeout=rng.uniform(0.3, 1.5))
+                # The last start is not killed: it must finish the run (and a hang fails here).
+                coord.wait(timeout=600 if last else rng.uniform(low, high))
             except subprocess.TimeoutExpired:
+                if last:
+                    raise
                 coord.send_signal(signal.SIGKILL)
                 coord.wait()
                 kills += 1
                 continue
             self.assertEqual(coord.returncode, 0, self.log(f"killed-{starts}"))
             break
+        killed_s = time.monotonic() - t1
         for c in clients:
             c.terminate()
-        print(f"kill loop: {ROUNDS} rounds, {kills} SIGKILLs, {starts} starts; final model "
+        print(f"kill loop: {ROUNDS} rounds, {kills} SIGKILLs, {starts} starts (cap {MAX_STARTS}), "
+              f"kills after {low:.1f}-{high:.1f} s; reference run {reference_s:.1f} s "
+              f"({round_s:.2f} s per round), killed run {killed_s:.1f} s; final model "
               f"{'identical' if self.final_hash('killed') == reference else 'DIFFERENT'}",
               file=sys.stderr)
         self.assertGreaterEqual(kills, 2, "the run ended before it could be killed")
         self.assertEqual(self.final_hash("killed"), reference)
-
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

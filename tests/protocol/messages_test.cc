@@ -26,7 +26,7 @@ std::vector<Message> SampleMessages() {
   TaskAssignment task;
   task.round = 12;
   task.model_version = 11;
-  task.fit = {2, 64, 0.01f, 0.9f, 1e-4f, 0.1f, 100, 0xfeedULL};
+  task.fit = {2, 64, 0.01f, 0.9f, 1e-4f, 0.1f, 100, 0xfeedULL, {}};  // {}: FitConfig::stop
   task.codec.spec = "topk(0.01)+q8";
   task.deadline_ms = 30000;
   task.model = {0x1234abcdULL, {1.5f, -2.0f, 0.0f, 3.25f}};

@@ -118,6 +118,9 @@ class BindingsTest(unittest.TestCase):
         self.assertEqual((o.num_examples, o.heartbeat_interval_s, o.device), (7, 2.5, "cpu"))
         o.backoff.max_attempts = 3
         self.assertEqual(o.backoff.max_attempts, 3)
+        self.assertEqual(o.backoff.seed, 0)  # 0: each client draws its own jitter seed
+        # Set by the client runtime when a fit's result is no longer wanted; never by default.
+        self.assertFalse(tb.FitConfig().stop_requested)
         with self.assertRaises(TypeError):
             tb.ClientOptions(coordinatr="typo:1")
         with self.assertRaises(ValueError):

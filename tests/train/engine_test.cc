@@ -102,6 +102,42 @@ TEST(NativeTrainerTest, DeterministicForASeed) {
   EXPECT_NE(ra.weights.content_hash(), rc.weights.content_hash());
 }
 
+TEST(NativeTrainerTest, AStopRequestedDuringAFitEndsItAtTheNextBatchAndKeepsTheWeights) {
+  auto data = std::make_shared<Dataset>(Synthetic(256, 8));
+  auto spec = *ModelSpecByName("mlp");
+  auto t = *NativeTrainer::Create(spec, data, nullptr, 1);
+  const ModelWeights w0 = *t->get_parameters();
+  std::stop_source stop;
+  int epochs_seen = 0;
+  // The stop comes after the first epoch (8 batches of 32): the second epoch's first batch is
+  // never trained.
+  t->set_epoch_callback([&](const EpochReport&) {
+    ++epochs_seen;
+    stop.request_stop();
+  });
+  FitConfig cfg;
+  cfg.epochs = 5;
+  cfg.batch_size = 32;
+  cfg.stop = stop.get_token();
+  Result<FitResult> r = t->fit(w0, cfg);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kAborted) << r.status();
+  EXPECT_NE(r.status().message().find("after 8 steps"), std::string::npos) << r.status();
+  EXPECT_EQ(epochs_seen, 1);
+  EXPECT_EQ(t->get_parameters()->content_hash(), w0.content_hash());
+
+  // Requested before the call: no batch at all. Without a request (the default token) the same
+  // fit runs to the end.
+  epochs_seen = 0;
+  Result<FitResult> none = t->fit(w0, cfg);
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("after 0 steps"), std::string::npos) << none.status();
+  EXPECT_EQ(epochs_seen, 0);
+  t->set_epoch_callback(nullptr);
+  cfg.stop = {};
+  ASSERT_TRUE(t->fit(w0, cfg).ok());
+}
+
 TEST(NativeTrainerTest, ProximalTermPullsTowardGlobal) {
   auto data = std::make_shared<Dataset>(Synthetic(256, 8));
   auto spec = *ModelSpecByName("mlp");
