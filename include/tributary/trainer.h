@@ -45,7 +45,7 @@ struct FitConfig {
   // Requested when the result is no longer wanted (see "Stopping early" above). Set by the client
   // runtime, never sent on the wire, and not part of the value (operator== ignores it). The
   // default token is never requested.
-  std::stop_token stop;
+  std::stop_token stop{};
 
   friend bool operator==(const FitConfig& a, const FitConfig& b) {
     return a.epochs == b.epochs && a.batch_size == b.batch_size && a.lr == b.lr &&
