@@ -5,8 +5,8 @@
 // Adding partial sums is integer addition: Add(a, b) in any grouping and order gives bitwise the
 // sum one process would have folded from the same updates (tests/aggregation/partial_sum_test.cc
 // checks the model hash). A partial sum holds, per coordinate, the sum of weight * value in
-// 2^-32 units (FixedPointSink, 128 bits), the total weight (the integer sum of the updates'
-// num_examples) and the number of updates.
+// 2^-32 units (FixedPointSum: exact, an int64 lane carried into 128 bits), the total weight
+// (the integer sum of the updates' num_examples) and the number of updates.
 //
 // Invariants (Check): every weight is >= 1, so count <= total_weight <= kMaxTotalWeight = 2^53,
 // which keeps the total exact in the double that normalises the mean; each term is below 2^62
