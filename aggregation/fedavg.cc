@@ -16,9 +16,14 @@ Status FedAvg::BeginRound(const ModelWeights& global) {
   return Status::Ok();
 }
 
-Status FedAvg::Accumulate(double weight, const UpdateWriter& writer) {
+Status FedAvg::Accumulate(uint64_t weight, const UpdateWriter& writer) {
   if (!begun_) return Status::FailedPrecondition("fedavg: Accumulate before BeginRound");
   return mean_.Add(weight, writer);
+}
+
+Status FedAvg::MergePartialSum(const PartialSum& partial) {
+  if (!begun_) return Status::FailedPrecondition("fedavg: MergePartialSum before BeginRound");
+  return mean_.Merge(partial);
 }
 
 Result<ModelWeights> FedAvg::Finalize() {

@@ -1,7 +1,8 @@
 #include "aggregation/norm_clip.h"
 
 #include <algorithm>
-#include <cmath>
+
+#include "compression/l2_clip.h"
 
 namespace tributary {
 
@@ -16,22 +17,18 @@ Status NormClip::BeginRound(const ModelWeights& global) {
   return Status::Ok();
 }
 
-Status NormClip::Accumulate(double weight, const UpdateWriter& writer) {
+Status NormClip::Accumulate(uint64_t weight, const UpdateWriter& writer) {
   // The scratch buffer is sized by BeginRound; never let a writer run past it.
   if (!begun_) return Status::FailedPrecondition(name_ + ": Accumulate before BeginRound");
   std::fill(scratch_.begin(), scratch_.end(), 0.0f);
   BufferSink sink(scratch_);
   writer(sink, 1.0f);
-  double sq = 0.0;
-  for (float v : scratch_) sq += static_cast<double>(v) * v;
-  const double norm = std::sqrt(sq);
-  if (!std::isfinite(norm))
-    return Status::InvalidArgument(name_ + ": update has a non-finite norm");
-  const bool clip = norm > max_norm_;
-  const float factor = clip ? static_cast<float>(max_norm_ / norm) : 1.0f;
+  // The one L2 clip (compression/l2_clip.h), the same bits as a client's clip of the same update.
+  Result<L2Clip> clip = ClipL2(scratch_, max_norm_);
+  if (!clip.ok()) return clip.status().WithContext(name_);
   Status s = inner_->Accumulate(
-      weight, [&](UpdateSink& out, float scale) { out.AddDense(0, scratch_, scale * factor); });
-  if (s.ok() && clip) ++clipped_;
+      weight, [&](UpdateSink& out, float scale) { out.AddDense(0, scratch_, scale); });
+  if (s.ok() && clip->clipped) ++clipped_;
   return s;
 }
 

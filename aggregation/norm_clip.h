@@ -1,10 +1,12 @@
 // NormClip: a pre-aggregation stage ("clip(norm=C)+<rule>") that bounds each update's L2 norm.
 //
-// Every update u is first decoded (unscaled) into an O(model) scratch buffer; if ||u||_2 > C it is
-// scaled by C / ||u||_2 (so its norm becomes C), then handed to the wrapped rule with the same
-// aggregation weight. Norm bounding limits how far one client, honest or not, can move the model
-// (Sun et al. 2019, "Can You Really Backdoor Federated Learning?"). Streaming rules stay streaming:
-// the stage adds one model-sized float buffer, whatever the number of clients.
+// Every update u is first decoded (unscaled) into an O(model) scratch buffer and clipped there by
+// ClipL2 (compression/l2_clip.h, the clip the clients and differential privacy use too): if
+// ||u||_2 > C every value is scaled by C / ||u||_2 (so its norm becomes C). The clipped values
+// are then handed to the wrapped rule with the same aggregation weight. Norm bounding limits how
+// far one client, honest or not, can move the model (Sun et al. 2019, "Can You Really Backdoor
+// Federated Learning?"). Streaming rules stay streaming: the stage adds one model-sized float
+// buffer, whatever the number of clients.
 //
 // Everything else (round-size checks, proximal mu, state) is the wrapped rule's. Not thread-safe.
 #pragma once
@@ -29,7 +31,7 @@ class NormClip final : public Strategy {
 
   std::string_view name() const override { return name_; }
   Status BeginRound(const ModelWeights& global) override;
-  Status Accumulate(double weight, const UpdateWriter& writer) override;
+  Status Accumulate(uint64_t weight, const UpdateWriter& writer) override;
   size_t num_accumulated() const override { return inner_->num_accumulated(); }
   Result<ModelWeights> Finalize() override { return inner_->Finalize(); }
   Status CheckRoundSize(int64_t n) const override { return inner_->CheckRoundSize(n); }
@@ -39,7 +41,11 @@ class NormClip final : public Strategy {
     return inner_->LoadState(state, model_size);
   }
   // Clipping bounds every value by max_norm, so the wrapped rule sees at most that.
-  Status CheckUpdate(const UpdateStats& stats, double weight) const override {
+  const PartialSum* partial_sum() const override { return inner_->partial_sum(); }
+  Status MergePartialSum(const PartialSum& partial) override {
+    return inner_->MergePartialSum(partial);  // each process clipped its updates before folding
+  }
+  Status CheckUpdate(const UpdateStats& stats, uint64_t weight) const override {
     UpdateStats clipped = stats;
     clipped.max_abs = std::min(stats.max_abs, max_norm_);
     return inner_->CheckUpdate(clipped, weight);

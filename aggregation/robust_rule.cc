@@ -21,10 +21,9 @@ Status RobustRule::BeginRound(const ModelWeights& global) {
   return Status::Ok();
 }
 
-Status RobustRule::Accumulate(double weight, const UpdateWriter& writer) {
+Status RobustRule::Accumulate(uint64_t weight, const UpdateWriter& writer) {
   if (!begun_) return Status::FailedPrecondition(name_ + ": Accumulate before BeginRound");
-  if (!(weight > 0.0) || !std::isfinite(weight))
-    return Status::InvalidArgument(name_ + ": update weight must be a positive number");
+  if (weight < 1) return Status::InvalidArgument(name_ + ": update weight must be at least 1");
   TRIB_ASSIGN_OR_RETURN(std::span<float> row, buffer_.Append());
   BufferSink sink(row);
   writer(sink, 1.0f);

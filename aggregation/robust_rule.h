@@ -38,7 +38,7 @@ class RobustRule : public Strategy {
 
   std::string_view name() const override { return name_; }
   Status BeginRound(const ModelWeights& global) override;
-  Status Accumulate(double weight, const UpdateWriter& writer) override;
+  Status Accumulate(uint64_t weight, const UpdateWriter& writer) override;
   size_t num_accumulated() const override { return buffer_.size(); }
   Result<ModelWeights> Finalize() override;
   Status CheckRoundSize(int64_t n) const override;

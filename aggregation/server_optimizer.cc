@@ -38,10 +38,16 @@ Status ServerOptimizer::BeginRound(const ModelWeights& global) {
   return Status::Ok();
 }
 
-Status ServerOptimizer::Accumulate(double weight, const UpdateWriter& writer) {
+Status ServerOptimizer::Accumulate(uint64_t weight, const UpdateWriter& writer) {
   if (!begun_)
     return Status::FailedPrecondition(std::string(name()) + ": Accumulate before BeginRound");
   return mean_.Add(weight, writer);
+}
+
+Status ServerOptimizer::MergePartialSum(const PartialSum& partial) {
+  if (!begun_)
+    return Status::FailedPrecondition(std::string(name()) + ": MergePartialSum before BeginRound");
+  return mean_.Merge(partial);
 }
 
 Result<ModelWeights> ServerOptimizer::Finalize() {

@@ -46,10 +46,12 @@ class ServerOptimizer final : public Strategy {
 
   std::string_view name() const override;
   Status BeginRound(const ModelWeights& global) override;
-  Status Accumulate(double weight, const UpdateWriter& writer) override;
-  Status CheckUpdate(const UpdateStats& stats, double weight) const override {
+  Status Accumulate(uint64_t weight, const UpdateWriter& writer) override;
+  Status CheckUpdate(const UpdateStats& stats, uint64_t weight) const override {
     return mean_.CheckUpdate(stats, weight);
   }
+  const PartialSum* partial_sum() const override { return &mean_.partial(); }
+  Status MergePartialSum(const PartialSum& partial) override;
   size_t num_accumulated() const override { return mean_.count(); }
   Result<ModelWeights> Finalize() override;
   Result<ModelWeights> SaveState() const override;

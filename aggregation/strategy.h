@@ -29,6 +29,7 @@
 #include <string>
 #include <string_view>
 
+#include "aggregation/partial_sum.h"
 #include "compression/codec.h"
 #include "compression/update_sink.h"
 #include "tributary/model_weights.h"
@@ -45,8 +46,9 @@ class Strategy {
 
   // Starts a round from `global`. Discards anything accumulated and not finalized.
   virtual Status BeginRound(const ModelWeights& global) = 0;
-  // Folds one client's update with aggregation weight `weight` (> 0; FedAvg uses num_examples).
-  virtual Status Accumulate(double weight, const UpdateWriter& writer) = 0;
+  // Folds one client's update with aggregation weight `weight` (an integer >= 1: FedAvg uses
+  // num_examples, exactly; see weighted_mean.h).
+  virtual Status Accumulate(uint64_t weight, const UpdateWriter& writer) = 0;
   // Updates accumulated since BeginRound.
   virtual size_t num_accumulated() const = 0;
   // The next global model. FailedPrecondition when nothing was accumulated, or fewer updates than
@@ -55,8 +57,18 @@ class Strategy {
 
   // OK when the rule can fold an update whose decoded values are described by `stats`, with
   // aggregation weight `weight`; else InvalidArgument saying why.
-  virtual Status CheckUpdate(const UpdateStats& /*stats*/, double /*weight*/) const {
+  virtual Status CheckUpdate(const UpdateStats& /*stats*/, uint64_t /*weight*/) const {
     return Status::Ok();
+  }
+
+  // Partial aggregates (several processes fold parts of one round; partial_sum.h): the exact sum
+  // folded since BeginRound, or null for a rule that needs each update (it has no such sum).
+  virtual const PartialSum* partial_sum() const { return nullptr; }
+  // Adds another process's partial sum of this round, as if its updates had been accumulated
+  // here: bitwise the same Finalize. Unimplemented for a rule without a partial sum;
+  // InvalidArgument when `partial` does not fit (PartialSum::Check).
+  virtual Status MergePartialSum(const PartialSum& /*partial*/) {
+    return Status::Unimplemented(std::string(name()) + " cannot merge partial sums");
   }
 
   // OK when a round of `n` updates satisfies the rule's requirements; else InvalidArgument naming

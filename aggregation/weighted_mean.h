@@ -1,8 +1,16 @@
 // WeightedMean: the streaming accumulator shared by FedAvg and the server optimizers.
 //
-// It folds each client delta, scaled by its aggregation weight, into a FixedPointSink (8 bytes per
-// parameter whatever the number of clients), so the weighted mean does not depend on the order in
-// which updates arrive. Callers validate updates (finite, |weight * value| < 2^30) before writing.
+// It folds each client delta, weighted by its integer aggregation weight (num_examples), into a
+// PartialSum (partial_sum.h: an exact fixed-point sum per coordinate, FixedPointSum: 8 bytes per
+// parameter whatever the number of clients, 24 once a round's terms are large enough to carry), so
+// the weighted mean does not depend on the order in which updates arrive, nor on how they were
+// split among processes whose partial sums are merged.
+//
+// Exact: the weight is an integer, the same in the terms (FixedPointSink multiplies by it in
+// double, exact below 2^53) and in the normaliser (the integer total, at most 2^53 and so exact
+// as a double). CheckUpdate is the running bound callers consult before Add: it refuses an
+// update whose weight would take the round's total past 2^53, or whose values are out of the
+// fixed point's range (|weight * value| >= 2^30); within those bounds no sum can overflow.
 //
 // Not thread-safe.
 #pragma once
@@ -12,6 +20,7 @@
 #include <string_view>
 #include <vector>
 
+#include "aggregation/partial_sum.h"
 #include "aggregation/strategy.h"
 
 namespace tributary {
@@ -23,26 +32,32 @@ class WeightedMean {
 
   // Clears the sum and sizes it for a model of `dim` floats.
   void Reset(size_t dim);
-  // InvalidArgument when `weight` is not a positive finite number; nothing is folded then.
-  Status Add(double weight, const UpdateWriter& writer);
-  // OK when an update with largest |value| max_abs fits the fixed-point sum at `weight`
-  // (|weight * value| < 2^30); else InvalidArgument naming the owner and the numbers.
-  Status CheckUpdate(const UpdateStats& stats, double weight) const;
-  size_t count() const { return count_; }
-  double total_weight() const { return total_weight_; }
-  size_t dim() const { return sum_.size(); }
+  // Folds one update of weight `weight` (the writer is called with scale 1; the sink applies the
+  // weight). InvalidArgument, and nothing folded, when CheckWeight refuses `weight`. Callers
+  // check the values with CheckUpdate first.
+  Status Add(uint64_t weight, const UpdateWriter& writer);
+  // OK when an update with largest |value| max_abs and weight `weight` fits the sum: weight >= 1,
+  // the total weight stays <= 2^53, and |weight * value| < 2^30; else InvalidArgument naming the
+  // owner and the numbers.
+  Status CheckUpdate(const UpdateStats& stats, uint64_t weight) const;
+  // Adds another process's partial sum of the same round (exact). InvalidArgument naming the
+  // owner when it does not pass partial.Check(dim()) or the total weight would pass 2^53.
+  Status Merge(const PartialSum& partial);
+  const PartialSum& partial() const { return partial_; }
+
+  size_t count() const { return partial_.count; }
+  uint64_t total_weight() const { return partial_.total_weight; }
+  size_t dim() const { return partial_.dim(); }
 
   // The weighted mean of the deltas, coordinate i, in double precision. count() > 0.
-  double MeanAt(size_t i) const { return static_cast<double>(sum_[i]) * inv_scale_; }
+  double MeanAt(size_t i) const { return static_cast<double>(partial_.sum.At(i)) * inv_scale_; }
   // Writes the mean into `out` (out.size() == dim()). FailedPrecondition when count() == 0.
   Status MeanInto(std::span<float> out) const;
 
  private:
   std::string_view owner_;
-  std::vector<int64_t> sum_;  // fixed point, 2^-32 units
-  double total_weight_ = 0.0;
+  PartialSum partial_;
   double inv_scale_ = 0.0;  // 1 / (total_weight * 2^32)
-  size_t count_ = 0;
 };
 
 }  // namespace tributary

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "compression/codec.h"
+#include "compression/l2_clip.h"
 #include "compression/update_sink.h"
 #include "core/rng.h"
 #include "privacy/dp/gaussian_noise.h"
@@ -48,35 +49,12 @@ Result<std::shared_ptr<SecAggTask>> SecAggTask::Create(const SecAggStartMsg& sta
   if (!id || !id->key || !id->ca)
     return Status::FailedPrecondition(
         "this client cannot take part in secure aggregation: it has no signing key and CA");
-  IntDomainConfig dc;
-  dc.clip = start.clip;
-  dc.quant_bits = static_cast<int>(start.quant_bits);
-  dc.max_weight = start.max_weight;
-  dc.max_clients = start.max_clients;
-  TRIB_ASSIGN_OR_RETURN(IntDomain domain, IntDomain::Create(dc));
-  if (domain.sum_bits() != static_cast<int>(start.sum_bits))
-    return Status::InvalidArgument(fmt::format(
-        "secure aggregation: the coordinator says the sum has {} bits; its parameters give {}",
-        start.sum_bits, domain.sum_bits()));
-  if (start.vector_length < 1 || start.vector_length > (uint64_t{1} << 36))
-    return Status::InvalidArgument("secure aggregation: a bad vector length");
-  SecAggSession s;
-  s.run_id = start.run_id;
-  s.round = start.round;
-  s.vector_length = start.vector_length;
-  s.modulus_mask = domain.modulus_mask();
-  s.degree = start.degree;
-  s.threshold = start.threshold;
-  s.min_clients = start.min_clients;
-  if (!(start.dp_clip_norm >= 0.0 && start.dp_clip_norm <= 1e6) ||
-      !(start.dp_noise_stddev >= 0.0 && start.dp_noise_stddev <= 1e9))
-    return Status::InvalidArgument(fmt::format(
-        "secure aggregation: bad differential privacy parameters (clip norm {}, noise {})",
-        start.dp_clip_norm, start.dp_noise_stddev));
-  std::shared_ptr<SecAggTask> task(new SecAggTask(s, domain, client_id, std::move(id)));
-  task->dp_clip_norm_ = start.dp_clip_norm;
-  task->dp_noise_stddev_ = start.dp_noise_stddev;
-  task->dp_noise_seed_ = start.dp_noise_seed;
+  // The one mapping of the start message (privacy/secagg/secagg_start.h): the coordinator built
+  // it from the same struct, so both sides derive the same k and t.
+  TRIB_ASSIGN_OR_RETURN(SecAggStart s, FromWire(start));
+  TRIB_ASSIGN_OR_RETURN(IntDomain domain, IntDomain::Create(s.domain));
+  std::shared_ptr<SecAggTask> task(new SecAggTask(s.session, domain, client_id, std::move(id)));
+  task->dp_ = s.dp;
   return task;
 }
 
@@ -115,8 +93,8 @@ Status SecAggTask::SetUpdate(const UpdateSubmission& update, uint64_t rounding_s
     delta = std::move(picked);
   }
   uint64_t weight = domain_.Weight(update.num_examples);
-  if (dp_clip_norm_ > 0.0) {
-    TRIB_RETURN_IF_ERROR(ClipAndNoise(delta, rounding_seed));
+  if (dp_.clip_norm > 0.0) {
+    TRIB_RETURN_IF_ERROR(ClipAndNoise(delta, dp_, rounding_seed));
     weight = 1;
   }
   std::vector<uint64_t> encoded =
@@ -126,23 +104,18 @@ Status SecAggTask::SetUpdate(const UpdateSubmission& update, uint64_t rounding_s
   return Status::Ok();
 }
 
-Status SecAggTask::ClipAndNoise(std::vector<float>& values, uint64_t rounding_seed) const {
-  double sq = 0.0;
-  for (float v : values) sq += static_cast<double>(v) * v;
-  const double norm = std::sqrt(sq);
-  if (!std::isfinite(norm))
-    return Status::InvalidArgument("differential privacy: the update's norm is not finite");
-  if (norm > dp_clip_norm_) {
-    const float f = static_cast<float>(dp_clip_norm_ / norm);
-    for (float& v : values) v *= f;
-  }
-  if (dp_noise_stddev_ == 0.0) return Status::Ok();
-  if (dp_noise_seed_ != 0) {
-    GaussianNoise::FromSeed(dp_noise_seed_, rounding_seed).AddTo(values, dp_noise_stddev_);
+Status SecAggTask::ClipAndNoise(std::vector<float>& values, const DpOnClients& dp,
+                                uint64_t rounding_seed) {
+  // The one L2 clip (compression/l2_clip.h): the coordinator's clip of the same update gives the
+  // same bits.
+  TRIB_RETURN_IF_ERROR(ClipL2(values, dp.clip_norm).status().WithContext("differential privacy"));
+  if (dp.noise_stddev == 0.0) return Status::Ok();
+  if (dp.noise_seed != 0) {
+    GaussianNoise::FromSeed(dp.noise_seed, rounding_seed).AddTo(values, dp.noise_stddev);
     return Status::Ok();
   }
   TRIB_ASSIGN_OR_RETURN(GaussianNoise noise, GaussianNoise::FromSecureRandom());
-  noise.AddTo(values, dp_noise_stddev_);
+  noise.AddTo(values, dp.noise_stddev);
   return Status::Ok();
 }
 

@@ -22,6 +22,7 @@
 #include "privacy/secagg/int_domain.h"
 #include "privacy/secagg/secagg_client.h"
 #include "privacy/secagg/secagg_session.h"
+#include "privacy/secagg/secagg_start.h"
 #include "protocol/messages.h"
 
 namespace tributary {
@@ -41,7 +42,8 @@ struct SecAggIdentity {
 
 class SecAggTask {
  public:
-  // InvalidArgument when the parameters do not describe a domain this client can derive.
+  // InvalidArgument when the parameters do not describe a domain this client can derive
+  // (FromWire in privacy/secagg/secagg_start.h names the field).
   static Result<std::shared_ptr<SecAggTask>> Create(const SecAggStartMsg& start,
                                                     const std::string& client_id,
                                                     std::shared_ptr<const SecAggIdentity> id);
@@ -65,15 +67,18 @@ class SecAggTask {
   Result<SecAggMaskedInputMsg> Mask();
   Result<SecAggUnmaskResponseMsg> Unmask(const SecAggUnmaskRequestMsg& request);
 
+  // Differential privacy on the clients, what SetUpdate does to the values it sums: clips
+  // `values` to L2 norm dp.clip_norm (compression/l2_clip.h, the coordinator's clip too) and adds
+  // N(0, dp.noise_stddev^2) to each (from dp.noise_seed and `rounding_seed` when the seed is set).
+  // InvalidArgument when a value is NaN or infinite; dp.clip_norm > 0.
+  static Status ClipAndNoise(std::vector<float>& values, const DpOnClients& dp,
+                             uint64_t rounding_seed);
+
  private:
   SecAggTask(SecAggSession session, IntDomain domain, const std::string& client_id,
              std::shared_ptr<const SecAggIdentity> id);
 
-  double dp_clip_norm_ = 0.0;
-  double dp_noise_stddev_ = 0.0;
-  uint64_t dp_noise_seed_ = 0;
-  // Differential privacy on the clients: clips `values` to dp_clip_norm_ and adds the noise.
-  Status ClipAndNoise(std::vector<float>& values, uint64_t rounding_seed) const;
+  DpOnClients dp_;
 
   mutable std::mutex mu_;
   const uint64_t round_;

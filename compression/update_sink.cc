@@ -1,5 +1,7 @@
 #include "compression/update_sink.h"
 
+#include <algorithm>
+
 #include "core/check.h"
 #include "core/simd.h"
 
@@ -14,10 +16,20 @@ TRIB_SIMD_CLONES void AxpyF32(float* __restrict dst, const float* __restrict src
   for (size_t i = 0; i < n; ++i) dst[i] += scale * src[i];
 }
 
-TRIB_SIMD_CLONES void FoldFixedPoint(int64_t* __restrict dst, const float* __restrict src, size_t n,
-                                     double k) {
-  for (size_t i = 0; i < n; ++i) dst[i] += static_cast<int64_t>(static_cast<double>(src[i]) * k);
+// Returns an OR of |term| - 1 (t ^ (t >> 63) is |t| for t >= 0 and |t| - 1 below): every term's
+// magnitude is at most the result + 1. Vectorizes with the fold (an OR reduction).
+TRIB_SIMD_CLONES uint64_t FoldFixedPoint(int64_t* __restrict dst, const float* __restrict src,
+                                         size_t n, double k) {
+  uint64_t magnitudes = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t t = static_cast<int64_t>(static_cast<double>(src[i]) * k);
+    dst[i] += t;
+    magnitudes |= static_cast<uint64_t>(t ^ (t >> 63));
+  }
+  return magnitudes;
 }
+
+constexpr uint64_t kCarryAt = uint64_t{1} << 62;
 
 }  // namespace
 
@@ -39,22 +51,80 @@ void BufferSink::AddSparse(std::span<const uint32_t> index, std::span<const floa
   }
 }
 
+void FixedPointSum::Reset(size_t dim) {
+  lane_.assign(dim, 0);
+  wide_.clear();
+  wide_.shrink_to_fit();
+  bound_ = 0;
+}
+
+void FixedPointSum::Carry() {
+  if (wide_.empty()) wide_.assign(lane_.size(), 0);
+  for (size_t i = 0; i < lane_.size(); ++i) {
+    wide_[i] += lane_[i];
+    lane_[i] = 0;
+  }
+  bound_ = 0;
+}
+
+void FixedPointSum::MakeRoom() {
+  if (bound_ >= kCarryAt) Carry();
+}
+
+void FixedPointSum::Add(const FixedPointSum& other) {
+  TRIB_CHECK_EQ(lane_.size(), other.lane_.size(), "adding fixed-point sums of different sizes");
+  if (other.wide_.empty() && bound_ < kCarryAt && other.bound_ < kCarryAt) {
+    for (size_t i = 0; i < lane_.size(); ++i) lane_[i] += other.lane_[i];
+    bound_ += other.bound_;  // below 2^63: no lane passes it
+    return;
+  }
+  Carry();
+  for (size_t i = 0; i < lane_.size(); ++i) wide_[i] += other.At(i);
+}
+
+void FixedPointSum::Assign(std::span<const FixedPoint> values) {
+  Reset(values.size());
+  FixedPoint largest = 0;
+  for (FixedPoint v : values) largest = std::max(largest, v < 0 ? -v : v);
+  if (largest >= static_cast<FixedPoint>(kCarryAt)) {
+    wide_.assign(values.begin(), values.end());
+    return;
+  }
+  for (size_t i = 0; i < values.size(); ++i) lane_[i] = static_cast<int64_t>(values[i]);
+  bound_ = static_cast<uint64_t>(largest);
+}
+
+bool FixedPointSum::operator==(const FixedPointSum& other) const {
+  if (size() != other.size()) return false;
+  for (size_t i = 0; i < size(); ++i)
+    if (At(i) != other.At(i)) return false;
+  return true;
+}
+
 void FixedPointSink::AddDense(size_t offset, std::span<const float> values, float scale) {
   TRIB_CHECK(offset <= target_.size() && values.size() <= target_.size() - offset,
              "dense write out of range");
-  FoldFixedPoint(target_.data() + offset, values.data(), values.size(),
-                 static_cast<double>(scale) * kOne);
+  target_.MakeRoom();
+  const uint64_t magnitudes =
+      FoldFixedPoint(target_.lane_.data() + offset, values.data(), values.size(),
+                     static_cast<double>(scale) * weight_ * kOne);
+  target_.bound_ += magnitudes + 1;
 }
 
 void FixedPointSink::AddSparse(std::span<const uint32_t> index, std::span<const float> values,
                                float scale) {
   TRIB_CHECK_EQ(index.size(), values.size(), "sparse write with mismatched lengths");
-  const double k = static_cast<double>(scale) * kOne;
-  int64_t* dst = target_.data();
+  const double k = static_cast<double>(scale) * weight_ * kOne;
+  target_.MakeRoom();
+  int64_t* dst = target_.lane_.data();
+  uint64_t magnitudes = 0;
   for (size_t i = 0; i < index.size(); ++i) {
     TRIB_DCHECK(index[i] < target_.size(), "sparse index out of range");
-    dst[index[i]] += static_cast<int64_t>(static_cast<double>(values[i]) * k);
+    const int64_t t = static_cast<int64_t>(static_cast<double>(values[i]) * k);
+    dst[index[i]] += t;
+    magnitudes |= static_cast<uint64_t>(t ^ (t >> 63));
   }
+  target_.bound_ += magnitudes + 1;
 }
 
 }  // namespace tributary

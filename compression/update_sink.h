@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <vector>
 
 namespace tributary {
 
@@ -39,27 +40,88 @@ class BufferSink final : public UpdateSink {
   std::span<float> target_;
 };
 
-// The streaming accumulator of FedAvg-like strategies: a fixed-point sum with 32 fractional bits.
+// One coordinate of a fixed-point sum's exact value: a signed 128-bit integer in 2^-32 units.
+using FixedPoint = __int128;
+
+// FixedPointSum: the streaming accumulator of FedAvg-like strategies, a fixed-point sum with 32
+// fractional bits, exact for every run the configuration allows.
 //
 // Integer addition is associative, so the sum is bitwise identical whatever order the updates
-// arrive in: a coordinator resumed from a checkpoint, or a simulation on any number of threads,
-// reproduces the aggregate exactly. Each term scale * value is rounded toward zero to a multiple of
-// 2^-32 (an absolute error below 2.4e-10 per term) and must satisfy |scale * value| < 2^30
-// (kMaxFixedPointTerm), which callers check when they validate an update, so the sum of up to 2^32
-// terms cannot overflow.
-class FixedPointSink final : public UpdateSink {
+// arrive in and however they are split into partial sums that are added later (a coordinator
+// resumed from a checkpoint, a simulation on any number of threads, partial aggregates of several
+// processes: aggregation/partial_sum.h).
+//
+// Why not a plain int64 per coordinate: a term may be as large as |weight * value| < 2^30 real
+// (kMaxFixedPointTerm, which callers check when they validate an update: Strategy::CheckUpdate),
+// i.e. 2^62 units, so an int64 could overflow at the second such term; weights go up to
+// run.max_num_examples (2^30 by default). Why not 128 bits throughout: the fold would no longer
+// vectorize (measured with bench/coordinator/aggregation_bench: 6x the CPU time of the int64 fold
+// at 199,210 values, 2x at 10M; docs/compression.md). So the terms are folded into an int64 lane,
+// and the lane is carried into a 128-bit wide lane (allocated at the first carry) whenever its
+// running bound could pass 2^63:
+//   - `bound_` is at least max_i |lane[i]|: each fold adds, per call, an upper bound of its
+//     terms' magnitudes (an OR of them, cheap in the vectorized loop);
+//   - before each fold, a bound >= 2^62 carries (wide += lane, lane = 0, bound = 0); the fold
+//     then adds terms below 2^62 at most once per coordinate, so no lane ever passes 2^63.
+// The value of coordinate i is wide[i] + lane[i]; at most 2^53 terms (a round's total weight,
+// weighted_mean.h) of under 2^62 units sum below 2^115. Ordinary rounds never carry (terms of
+// |weight * value| around 1 reach the bound after some 2^24 updates), so their cost is the int64
+// fold's, 8 bytes per coordinate.
+//
+// Not thread-safe; a value type.
+class FixedPointSum {
  public:
   static constexpr double kOne = 4294967296.0;                // 2^32
   static constexpr double kMaxFixedPointTerm = 1073741824.0;  // 2^30
 
-  explicit FixedPointSink(std::span<int64_t> target) : target_(target) {}
+  // A zero sum of `dim` coordinates (no wide lane).
+  void Reset(size_t dim);
+  size_t size() const { return lane_.size(); }
+  // The exact value of coordinate i, in 2^-32 units.
+  FixedPoint At(size_t i) const {
+    return wide_.empty() ? FixedPoint{lane_[i]} : wide_[i] + lane_[i];
+  }
+  // Adds `other` (same size), exactly.
+  void Add(const FixedPointSum& other);
+  // Replaces the sum by `values` (each coordinate's exact value).
+  void Assign(std::span<const FixedPoint> values);
+  // Whether a carry into the wide lane has happened (for tests and the bench).
+  bool wide() const { return !wide_.empty(); }
+  bool operator==(const FixedPointSum& other) const;
+
+ private:
+  friend class FixedPointSink;
+  // Carries the lane into the wide lane when the bound could pass 2^63 with one more term.
+  void MakeRoom();
+  void Carry();
+
+  std::vector<int64_t> lane_;
+  std::vector<FixedPoint> wide_;  // empty until the first carry
+  uint64_t bound_ = 0;            // >= max_i |lane_[i]|
+};
+
+// A sink that folds weight * scale * value into a FixedPointSum. Each term is computed in double
+// (the multiplier k = scale * weight * 2^32 is exact for an integer weight below 2^53 and scale 1),
+// rounded toward zero to an int64 (an absolute error below 2^-32 = 2.4e-10 per term) and added.
+// Callers guarantee |weight * scale * value| < 2^30 for every value (Strategy::CheckUpdate), with a
+// factor 2 to spare for float rounding of clipped values, and that a sparse write names each index
+// at most once (codecs validate increasing indices).
+class FixedPointSink final : public UpdateSink {
+ public:
+  static constexpr double kOne = FixedPointSum::kOne;
+  static constexpr double kMaxFixedPointTerm = FixedPointSum::kMaxFixedPointTerm;
+
+  // weight >= 1 (an integer number of examples).
+  explicit FixedPointSink(FixedPointSum& target, uint64_t weight = 1)
+      : target_(target), weight_(static_cast<double>(weight)) {}
   size_t size() const override { return target_.size(); }
   void AddDense(size_t offset, std::span<const float> values, float scale) override;
   void AddSparse(std::span<const uint32_t> index, std::span<const float> values,
                  float scale) override;
 
  private:
-  std::span<int64_t> target_;
+  FixedPointSum& target_;
+  double weight_;
 };
 
 }  // namespace tributary

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "compression/codec_spec.h"
+#include "compression/l2_clip.h"
 #include "core/check.h"
 #include "core/hash.h"
 #include "core/log.h"
@@ -208,13 +209,12 @@ Status RoundEngine::OnUpdate(const std::string& id, const UpdateSubmission& u, T
         return Reject(id, ErrorCode::kMalformedMessage, "invalid values", norm.status().message());
       return Status::Ok();
     }
-    if (Status fits = strategy_->CheckUpdate(*stats, static_cast<double>(u.num_examples));
-        !fits.ok())
+    if (Status fits = strategy_->CheckUpdate(*stats, u.num_examples); !fits.ok())
       return Reject(id, ErrorCode::kMalformedMessage, "out of bounds", fits.message());
     const std::span<const uint8_t> bytes = u.update.bytes.span();
-    Status s = strategy_->Accumulate(
-        static_cast<double>(u.num_examples),
-        [&](UpdateSink& sink, float scale) { codec_->DecodeInto(bytes, sink, scale); });
+    Status s = strategy_->Accumulate(u.num_examples, [&](UpdateSink& sink, float scale) {
+      codec_->DecodeInto(bytes, sink, scale);
+    });
     if (!s.ok()) return Reject(id, ErrorCode::kInternal, "internal", s.message());
     return Status::Ok();
   }();
@@ -404,9 +404,10 @@ ModelPayload RoundEngine::DownloadPayload(uint64_t round) const {
 bool RoundEngine::ReleaseDp(TimePoint now) {
   Result<std::vector<float>> mean = dp_->Release(summary_.round, round_q_);
   Status s = mean.status();
+  if (s.ok()) s = strategy_->CheckUpdate(UpdateStats{LInfNorm(*mean), mean->size()}, 1);
   if (s.ok())
     s = strategy_->Accumulate(
-        1.0, [&](UpdateSink& sink, float scale) { sink.AddDense(0, *mean, scale); });
+        1, [&](UpdateSink& sink, float scale) { sink.AddDense(0, *mean, scale); });
   if (!s.ok()) {
     FailAttempt(now, "differential privacy: " + s.message());
     return false;
@@ -629,9 +630,11 @@ void RoundEngine::AfterSecAgg(TimePoint now) {
     std::vector<float> dense(model_.size(), 0.0f);
     BufferSink sink(dense);
     write_mean(sink, 1.0f);
-    s = dp_->AddNoisedSum(dense, static_cast<double>(secagg_->total_weight()));
+    s = dp_->AddNoisedSum(dense, secagg_->total_weight());
   } else {
-    s = strategy_->Accumulate(static_cast<double>(secagg_->total_weight()), write_mean);
+    // The integer total weight, exact in the terms and the normaliser (weighted_mean.h).
+    s = strategy_->CheckUpdate(UpdateStats{LInfNorm(mean), mean.size()}, secagg_->total_weight());
+    if (s.ok()) s = strategy_->Accumulate(secagg_->total_weight(), write_mean);
   }
   if (!s.ok()) {
     FailAttempt(now, "secure aggregation: the strategy refused the aggregate: " + s.message());

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/log.h"
+#include "privacy/secagg/secagg_start.h"
 #include "privacy/secagg/secagg_wire.h"
 
 namespace tributary {
@@ -16,22 +17,13 @@ Result<std::unique_ptr<SecAggRound>> SecAggRound::Start(Options options,
   if (options.phase_timeout.count() <= 0)
     return Status::InvalidArgument("secure aggregation: the phase timeout must be > 0");
   std::unique_ptr<SecAggRound> r(new SecAggRound(std::move(options), domain));
-  const SecAggSession& s = r->options_.session;
-  const IntDomainConfig& d = r->options_.domain;
-  const SecAggStartMsg start{s.round,
-                             s.run_id,
-                             s.vector_length,
-                             static_cast<uint32_t>(domain.sum_bits()),
-                             d.clip,
-                             static_cast<uint32_t>(d.quant_bits),
-                             d.max_weight,
-                             d.max_clients,
-                             s.degree,
-                             s.threshold,
-                             s.min_clients,
-                             r->options_.dp_clip_norm,
-                             r->options_.dp_noise_stddev,
-                             r->options_.dp_noise_seed};
+  // The one mapping of the start message (privacy/secagg/secagg_start.h), which the clients
+  // read back with FromWire.
+  TRIB_ASSIGN_OR_RETURN(
+      const SecAggStartMsg start,
+      ToWire(SecAggStart{r->options_.session, r->options_.domain,
+                         DpOnClients{r->options_.dp_clip_norm, r->options_.dp_noise_stddev,
+                                     r->options_.dp_noise_seed}}));
   for (const std::string& id : selected) {
     r->Send(id, start);
     r->waiting_.insert(id);

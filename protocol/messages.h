@@ -1,4 +1,4 @@
-// The messages of protocol version 2 (kProtocolVersion), as plain structs with cereal serialize().
+// The messages of protocol version 3 (kProtocolVersion), as plain structs with cereal serialize().
 //
 // A connection carries a std::variant of these (Message). On the wire each message is one cereal
 // binary body behind a frame header whose type byte says which struct it is (frame.h); there are no

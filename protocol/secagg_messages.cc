@@ -18,7 +18,7 @@ uint64_t Names(const std::vector<std::string>& v) {
 }  // namespace
 
 uint64_t WireBytes(const SecAggStartMsg& m) {
-  return kTag + Str(m.run_id) + kTag + 4 + 4 + 4 + 5 * kTag + 8 + 8 + kTag;
+  return kTag + Str(m.run_id) + kTag + 4 + 4 + 4 + 5 * kTag + 8 + 8 + kTag + 8;
 }
 
 uint64_t WireBytes(const SecAggKeysMsg& m) {

@@ -1,4 +1,4 @@
-// The wire messages of secure aggregation (docs/privacy.md), types 10-17 of protocol version 2.
+// The wire messages of secure aggregation (docs/privacy.md), types 10-17 of protocol version 3.
 // Only rounds with secure aggregation send them; privacy/secagg converts them to and from its own
 // structs (secagg_wire.h), where the protocol's rules are checked.
 //
@@ -37,7 +37,7 @@ inline constexpr uint64_t kMaxShareLimbs = 64;
 
 // The parameters of one round of secure aggregation, as the client needs them (privacy/secagg:
 // SecAggSession and IntDomainConfig). The client derives the integer domain itself and checks that
-// it comes to `sum_bits`.
+// it comes to `sum_bits`. privacy/secagg/secagg_start.h is the one mapping to and from it.
 struct SecAggStartMsg {
   uint64_t round = 0;
   std::string run_id;
@@ -56,12 +56,16 @@ struct SecAggStartMsg {
   double dp_clip_norm = 0.0;
   double dp_noise_stddev = 0.0;
   uint64_t dp_noise_seed = 0;
+  // The dropout the default degree is sized for (secagg.max_dropout; SecAggSession::DegreeFor
+  // reads it when degree is 0). Added in protocol version 3: without it the clients sized k for
+  // 0.1 whatever the coordinator did, and refused every share.
+  double max_dropout = 0.1;
 
   template <class Ar>
   void serialize(Ar& ar) {
     ar(round, wire::Capped("secagg.run_id", run_id, kMaxNameBytes), vector_length, sum_bits, clip,
        quant_bits, max_weight, max_clients, degree, threshold, min_clients, dp_clip_norm,
-       dp_noise_stddev, dp_noise_seed);
+       dp_noise_stddev, dp_noise_seed, max_dropout);
   }
   friend bool operator==(const SecAggStartMsg&, const SecAggStartMsg&) = default;
 };

@@ -2,8 +2,8 @@
 // fixed-point accumulator, next to a plain float axpy over the same sizes (the memory-bandwidth
 // reference measured in the same run). Bytes/s counts the memory each loop must touch:
 //   axpy  y += a*x  (float):              4 read x + 4 read y + 4 write y = 12 bytes per element
-//   fold  acc += k*x (int64 accumulator):  4 read x + 8 read acc + 8 write acc = 20 bytes per
-//   element
+//   fold  acc += k*x (the int64 lane of FixedPointSum): 4 read x + 8 read acc + 8 write acc = 20
+//   bytes per element
 #include <benchmark/benchmark.h>
 
 #include <cmath>
@@ -37,10 +37,11 @@ void BM_Axpy(benchmark::State& state) {
 void BM_FixedPointFold(benchmark::State& state) {
   const size_t n = static_cast<size_t>(state.range(0));
   std::vector<float> x = Delta(n);
-  std::vector<int64_t> acc(n, 0);
-  FixedPointSink sink(acc);
+  FixedPointSum acc;
+  acc.Reset(n);
+  FixedPointSink sink(acc, 600);
   for (auto _ : state) {
-    sink.AddDense(0, x, 600.0f);
+    sink.AddDense(0, x, 1.0f);
     benchmark::ClobberMemory();
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * n * 20));

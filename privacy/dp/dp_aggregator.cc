@@ -7,6 +7,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "compression/l2_clip.h"
 #include "compression/update_sink.h"
 
 namespace tributary {
@@ -31,7 +32,7 @@ Result<std::unique_ptr<DpAggregator>> DpAggregator::Create(const DpConfig& confi
 }
 
 void DpAggregator::BeginRound(size_t dim) {
-  sum_.assign(dim, 0);
+  sum_.Reset(dim);
   scratch_.assign(dim, 0.0f);
   added_ = unclipped_ = clipped_ = 0;
   norm_sum_ = 0.0;
@@ -42,32 +43,29 @@ Result<double> DpAggregator::AddUpdate(const DpUpdateWriter& writer) {
   std::fill(scratch_.begin(), scratch_.end(), 0.0f);
   BufferSink decoded(scratch_);
   writer(decoded, 1.0f);
-  double sq = 0.0;
-  for (float v : scratch_) sq += static_cast<double>(v) * v;
-  const double norm = std::sqrt(sq);
-  if (!std::isfinite(norm))
-    return Status::InvalidArgument("differential privacy: the update's norm is not finite");
-  const bool clip = norm > clip_;
+  // The one L2 clip (compression/l2_clip.h): the same bits as a client's (dp.placement = client).
+  Result<L2Clip> clip = ClipL2(scratch_, clip_);
+  if (!clip.ok()) return clip.status().WithContext("differential privacy");
   // Every clipped value is at most C <= 1e6 in magnitude, far inside the fixed point's 2^30.
   FixedPointSink sink(sum_);
-  sink.AddDense(0, scratch_, clip ? static_cast<float>(clip_ / norm) : 1.0f);
+  sink.AddDense(0, scratch_, 1.0f);
   ++added_;
-  (clip ? clipped_ : unclipped_) += 1;
-  norm_sum_ += norm;
-  return norm;
+  (clip->clipped ? clipped_ : unclipped_) += 1;
+  norm_sum_ += clip->norm;
+  return clip->norm;
 }
 
-Status DpAggregator::AddNoisedSum(std::span<const float> mean, double count) {
+Status DpAggregator::AddNoisedSum(std::span<const float> mean, uint64_t count) {
   if (mean.size() != sum_.size())
     return Status::InvalidArgument(
         fmt::format("differential privacy: the aggregate has {} values, the model {}", mean.size(),
                     sum_.size()));
   for (float v : mean)
-    if (!std::isfinite(v) ||
-        std::abs(static_cast<double>(v) * count) >= FixedPointSink::kMaxFixedPointTerm)
+    if (!std::isfinite(v) || !(std::abs(static_cast<double>(v) * static_cast<double>(count)) <
+                               FixedPointSink::kMaxFixedPointTerm))
       return Status::InvalidArgument("differential privacy: the aggregate is out of range");
-  FixedPointSink sink(sum_);
-  sink.AddDense(0, mean, static_cast<float>(count));
+  FixedPointSink sink(sum_, count);
+  sink.AddDense(0, mean, 1.0f);
   added_ += static_cast<int64_t>(count);
   noised_on_clients_ = true;
   return Status::Ok();
@@ -84,7 +82,7 @@ Result<std::vector<float>> DpAggregator::Release(uint64_t round, double q) {
   std::vector<float> out(sum_.size());
   const bool add_noise = !noised_on_clients_ && stddev > 0.0;
   for (size_t i = 0; i < sum_.size(); ++i) {
-    double v = static_cast<double>(sum_[i]) / kFixedOne;
+    double v = static_cast<double>(sum_.At(i)) / kFixedOne;
     if (add_noise) v += stddev * noise.Next();
     out[i] = static_cast<float>(v / expected_);
   }

@@ -59,8 +59,10 @@ class DpAggregator {
   // Decodes, clips and folds one update; returns its norm before clipping. InvalidArgument for a
   // non-finite norm (nothing is folded then).
   Result<double> AddUpdate(const DpUpdateWriter& writer);
-  // Client placement: the mean over `count` clients of their clipped and noised updates.
-  Status AddNoisedSum(std::span<const float> mean, double count);
+  // Client placement: the mean over `count` clients of their clipped and noised updates, folded
+  // with the integer weight `count` (exact, as in WeightedMean). InvalidArgument when a value is
+  // not finite or |value * count| >= 2^30.
+  Status AddNoisedSum(std::span<const float> mean, uint64_t count);
   // Closes the round: the released mean delta (dim values), charged at sampling rate q.
   Result<std::vector<float>> Release(uint64_t round, double q);
 
@@ -91,7 +93,7 @@ class DpAggregator {
   double clip_ = 1.0;
   RdpAccountant accountant_;
 
-  std::vector<int64_t> sum_;  // fixed point, 2^-32 units (FixedPointSink)
+  FixedPointSum sum_;  // fixed point, 2^-32 units, exact (compression/update_sink.h)
   std::vector<float> scratch_;
   int64_t added_ = 0, unclipped_ = 0, clipped_ = 0;
   double norm_sum_ = 0.0;

@@ -31,6 +31,7 @@ struct IntDomainConfig {
   int quant_bits = 16;            // levels per value: 2^quant_bits (1..24)
   uint64_t max_weight = 1 << 16;  // a client's weight (num_examples) is capped here
   uint64_t max_clients = 1000;    // the most clients whose inputs one sum may hold
+  bool operator==(const IntDomainConfig&) const = default;
 };
 
 class IntDomain {

@@ -26,6 +26,7 @@ struct SecAggSession {
   size_t threshold = 0;       // shares that recover a secret (t); 0: DefaultThreshold(k)
   // The fewest clients a phase may end with: a sum of fewer inputs says too much about each.
   size_t min_clients = 3;
+  bool operator==(const SecAggSession&) const = default;
 
   // The bytes a client signs to advertise its keys.
   std::vector<uint8_t> KeysMessage(const SecAggKeys& keys) const;

@@ -68,7 +68,6 @@ TEST(FedAvgTest, StateMachineErrors) {
   ASSERT_TRUE(avg.BeginRound(Model(4)).ok());
   EXPECT_EQ(avg.Finalize().status().code(), StatusCode::kFailedPrecondition);
   EXPECT_EQ(avg.Accumulate(0.0, Dense(d)).code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(avg.Accumulate(std::nan(""), Dense(d)).code(), StatusCode::kInvalidArgument);
   ASSERT_TRUE(avg.Accumulate(2.0, Dense(d)).ok());
   auto next = avg.Finalize();
   ASSERT_TRUE(next.ok());

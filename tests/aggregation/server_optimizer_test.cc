@@ -208,7 +208,7 @@ TEST(ServerOptimizerTest, RejectsBadStateAndMisuse) {
   EXPECT_EQ(adam->Accumulate(1, Dense(d)).code(), StatusCode::kFailedPrecondition);
   ASSERT_TRUE(adam->BeginRound(FlatModel(3)).ok());
   EXPECT_EQ(adam->Finalize().status().code(), StatusCode::kFailedPrecondition);
-  EXPECT_EQ(adam->Accumulate(-1, Dense(d)).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(adam->Accumulate(0, Dense(d)).code(), StatusCode::kInvalidArgument);
 
   ModelWeights only_m = *ModelWeights::Create({{"m", {3}}});
   Status s = adam->LoadState(only_m, 3);

@@ -244,7 +244,9 @@ TEST(PipelineCodecTest, FixedPointDecodeEqualsDenseDecode) {
     auto bytes = *c->Encode(x, nullptr, 9);
     auto st = c->Validate(bytes, n);
     ASSERT_TRUE(st.ok()) << spec << ": " << st.status();
-    std::vector<int64_t> direct(n, 0), folded(n, 0);
+    FixedPointSum direct, folded;
+    direct.Reset(n);
+    folded.Reset(n);
     FixedPointSink d(direct);
     c->DecodeInto(bytes, d, 37.0f);
     std::vector<float> dense = Decode(*c, bytes, n);

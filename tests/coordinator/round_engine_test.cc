@@ -242,7 +242,7 @@ TEST_F(RoundEngineTest, ANonFiniteAggregateEndsTheRun) {
   struct Overflowing final : Strategy {
     std::string_view name() const override { return "overflowing"; }
     Status BeginRound(const ModelWeights& global) override { return inner.BeginRound(global); }
-    Status Accumulate(double weight, const UpdateWriter& writer) override {
+    Status Accumulate(uint64_t weight, const UpdateWriter& writer) override {
       return inner.Accumulate(weight, writer);
     }
     size_t num_accumulated() const override { return inner.num_accumulated(); }
@@ -521,7 +521,7 @@ class CannotBegin final : public Strategy {
   Status BeginRound(const ModelWeights&) override {
     return Status::InvalidArgument("saved state has 2 values, the model has 4");
   }
-  Status Accumulate(double, const UpdateWriter&) override { return Status::Ok(); }
+  Status Accumulate(uint64_t, const UpdateWriter&) override { return Status::Ok(); }
   size_t num_accumulated() const override { return 0; }
   Result<ModelWeights> Finalize() override { return Status::FailedPrecondition("never begun"); }
 };

@@ -48,7 +48,9 @@ void CheckDecode(const Codec& codec, std::span<const uint8_t> bytes, size_t n) {
     Require(std::fabs(v) <= st->max_abs * (1 + 1e-6), "decoded values are within max_abs");
   }
   if (st->max_abs * 4.0 >= FixedPointSink::kMaxFixedPointTerm) return;
-  std::vector<int64_t> direct(n, 0), folded(n, 0);
+  FixedPointSum direct, folded;
+  direct.Reset(n);
+  folded.Reset(n);
   FixedPointSink d(direct), f(folded);
   codec.DecodeInto(bytes, d, 4.0f);
   f.AddDense(0, dense, 4.0f);

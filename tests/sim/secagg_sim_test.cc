@@ -67,6 +67,30 @@ TEST(SimSecAggTest, ExactSumsAreReproducibleAcrossThreadCountsAndCloseToPlaintex
   for (const SimRound& r : plain->rounds) EXPECT_EQ(r.secagg_clients, 0);
 }
 
+// Issue #27, item 9: secagg.max_dropout reaches the clients (SecAggStartMsg, protocol version 3).
+// With secagg.degree = 0 and max_dropout = 0.2 at n = 100 the coordinator derives k = 34; the
+// clients, which rebuilt the session with the default 0.1, derived k = 16 and refused every
+// share, so every attempt failed. Two rounds of 100 clients on a small model.
+TEST(SimSecAggTest, AHundredClientsAtMaxDropout0_2AgreeOnTheDegreeAndEveryRoundCloses) {
+  SimConfig c = SmallSecure();
+  c.data.num_clients = 100;
+  c.data.train_examples = 2000;  // 20 each
+  c.run.round.clients_per_round = 100;
+  c.run.round.rounds = 2;
+  c.run.round.fit.epochs = 1;
+  c.run.round.secagg.degree = 0;
+  c.run.round.secagg.max_dropout = 0.2;
+  c.run.round.max_round_attempts = 2;  // before the fix every attempt failed: end quickly
+  Result<SimResult> r = testing::RunSimulation(c);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->rounds.size(), 2u);
+  for (const SimRound& round : r->rounds) {
+    EXPECT_EQ(round.attempts, 1) << round.round;
+    EXPECT_EQ(round.secagg_clients, 100) << round.round;
+    EXPECT_EQ(round.completed, 100) << round.round;
+  }
+}
+
 // One round from the same start: the model after it, and the one before.
 struct OneRound {
   std::vector<float> before, after;
