@@ -250,7 +250,13 @@ void RunHistory::OnEvent(const RunEvent& event) {
           r.bytes_up += Signed(e.bytes);
           r.num_examples += Signed(e.num_examples);
         } else if constexpr (std::is_same_v<E, UpdateRefused>) {
-          Round(e.round, now).refused += 1;
+          // Only the open round's refusals count in its row, as in the round engine's summary: a
+          // late update for a closed round (or one for a round not yet open) is in the events only.
+          if (auto it = rounds_.find(Signed(e.round));
+              it != rounds_.end() && !it->second.closed_at) {
+            it->second.refused += 1;
+            dirty_.insert(it->first);
+          }
         } else if constexpr (std::is_same_v<E, RoundFailed>) {
           Round(e.round, now).attempts = e.attempt;
           commit = true;
