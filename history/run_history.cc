@@ -298,6 +298,11 @@ void RunHistory::OnEvent(const RunEvent& event) {
             r.federated_loss = e.summary.loss;
             r.federated_accuracy = e.summary.accuracy;
           }
+        } else if constexpr (std::is_same_v<E, ClientRefused>) {
+          // Committed at once: a run whose clients are all refused waits for ever, and the
+          // operator looking for why reads the history meanwhile. The refusal digest bounds how
+          // often this comes.
+          commit = true;
         } else if constexpr (std::is_same_v<E, RunFinished>) {
           run_.rounds_done = Signed(e.rounds_done);
           run_.ended_at = now;
