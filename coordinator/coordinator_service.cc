@@ -45,7 +45,8 @@ CoordinatorService::CoordinatorService(asio::io_context& io, Transport& transpor
                                               driver.engine().model().size())),
       security_(options_.security_log ? options_.security_log : std::make_shared<SecurityLog>()),
       sweep_timer_(clock_->MakeTimer(io_strand_)),
-      deadline_timer_(clock_->MakeTimer(engine_strand_)) {}
+      deadline_timer_(clock_->MakeTimer(engine_strand_)),
+      refusals_(options_.refusal_window) {}
 
 template <class F>
 void CoordinatorService::OnEngine(F&& fn) {
@@ -120,9 +121,18 @@ void CoordinatorService::OnAccept(std::shared_ptr<Connection> conn) {
 
 void CoordinatorService::Refuse(Session& s, ErrorCode code, const std::string& why) {
   const std::string& address = s.conn->peer().address;
-  security_->Note(
-      "client refused at Hello", SourceAddress(address),
-      fmt::format("refusing {} ({}): {}", s.id.empty() ? s.conn->peer().id : s.id, address, why));
+  const std::string& client = s.id.empty() ? s.conn->peer().id : s.id;
+  security_->Note("client refused at Hello", SourceAddress(address),
+                  fmt::format("refusing {} ({}): {}", client, address, why));
+  // The security log names only the first refusal per address in its window; the run's events
+  // name every client refused before it joined (the digest bounds how many events a flood makes).
+  if (s.id.empty()) {
+    ClientRefused refusal{client, SourceAddress(address), why, ErrorCodeName(code)};
+    asio::post(engine_strand_,
+               [self = shared_from_this(), refusal = std::move(refusal), now = clock_->Now()] {
+                 if (!self->run_over_) self->PublishRefusals(self->refusals_.Note(refusal, now));
+               });
+  }
   s.conn->Send(Error{static_cast<uint32_t>(code), why});
   s.conn->Close();
 }
@@ -274,6 +284,10 @@ void CoordinatorService::Deliver(Outbox outbox) {
 void CoordinatorService::Sweep() {
   if (closed_) return;
   const TimePoint now = clock_->Now();
+  // The refusals counted in a window that is over are reported now, not at the next refusal.
+  asio::post(engine_strand_, [self = shared_from_this(), now] {
+    if (!self->run_over_) self->PublishRefusals(self->refusals_.Flush(now));
+  });
   for (auto& [key, s] : sessions_) {
     if (now - s.last_heard > options_.client_timeout) {
       Log().warn("closing {} ({}): silent for over {} ms",
@@ -328,10 +342,15 @@ void CoordinatorService::AfterEngine() {
   }
 }
 
+void CoordinatorService::PublishRefusals(const std::vector<ClientRefused>& events) {
+  for (const ClientRefused& e : events) driver_.Report(e);
+}
+
 void CoordinatorService::FinishRun(Status outcome, const std::string& reason) {
   if (run_over_) return;
   run_over_ = true;
   deadline_timer_->Cancel();
+  PublishRefusals(refusals_.Flush(clock_->Now(), /*force=*/true));  // before RunFinished
   const Status result = driver_.Finish(std::move(outcome));
   asio::post(io_strand_,
              [self = shared_from_this(), result, reason] { self->CloseAll(result, reason); });

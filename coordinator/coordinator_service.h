@@ -3,7 +3,11 @@
 // It accepts connections, expects Hello as each one's first message (protocol version, model
 // layout and codec support are checked; a mismatch gets an Error naming both sides — for a layout,
 // the first tensor that differs — and the connection closes before the client is registered),
-// registers the client under the id the transport authenticated (its certificate), feeds messages
+// registers the client under the id the transport authenticated (its certificate). Each refusal at
+// Hello goes to the security log (rate-limited per reason and address) and, as a ClientRefused run
+// event naming the client, its address and the reason, to the driver's observers (the event log,
+// the history), bounded by a RefusalDigest (options.refusal_window; flushed by the silence sweep
+// and before the run's RunFinished). It feeds messages
 // to the run's engine, delivers the engine's outbox, and wakes the engine at its deadlines. A
 // client that reconnects replaces its old session. Heartbeats are echoed at once (clients measure
 // the round trip and detect a vanished coordinator by it). A connection silent for longer than
@@ -33,6 +37,7 @@
 #include <string>
 #include <vector>
 
+#include "coordinator/refusal_digest.h"
 #include "coordinator/run_driver.h"
 #include "protocol/security_log.h"
 #include "protocol/transport.h"
@@ -51,6 +56,9 @@ struct CoordinatorServiceOptions {
   // Security events (refusals at Hello, peers closed for bad input or timeouts), shared with the
   // TLS listener's in tributary-coordinator. Null: the service keeps its own.
   std::shared_ptr<SecurityLog> security_log;
+  // The window over which repeated refusals at Hello of one client for one reason are reported as
+  // one ClientRefused event (coordinator/refusal_digest.h).
+  std::chrono::milliseconds refusal_window{10'000};
 };
 
 class CoordinatorService : public std::enable_shared_from_this<CoordinatorService> {
@@ -99,6 +107,7 @@ class CoordinatorService : public std::enable_shared_from_this<CoordinatorServic
   void OnEngine(F&& fn);
   void AfterEngine();
   void FinishRun(Status outcome, const std::string& reason);
+  void PublishRefusals(const std::vector<ClientRefused>& events);
 
   Transport& transport_;
   RunDriver& driver_;
@@ -124,6 +133,7 @@ class CoordinatorService : public std::enable_shared_from_this<CoordinatorServic
   // Engine strand only.
   std::unique_ptr<Timer> deadline_timer_;
   bool run_over_ = false;
+  RefusalDigest refusals_;
 };
 
 }  // namespace tributary

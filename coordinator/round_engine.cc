@@ -140,17 +140,20 @@ void RoundEngine::OnLeft(const std::string& id, TimePoint now) {
   if (eval_pending_.empty() && eval_.round != 0) FinishFederatedEval();
 }
 
-Status RoundEngine::Reject(const std::string& id, ErrorCode code, std::string_view kind,
-                           const std::string& reason) {
+Status RoundEngine::Reject(const std::string& id, uint64_t round, ErrorCode code,
+                           std::string_view kind, const std::string& reason) {
   Status why = code == ErrorCode::kMalformedMessage ? Status::InvalidArgument(reason)
                                                     : Status::FailedPrecondition(reason);
   outbox_.push_back({id, Error{static_cast<uint32_t>(code), "update refused: " + reason}});
-  if (in_round_) {
+  // Only a refusal charged to the open round is this attempt's: a late update for an earlier round
+  // (a slow client's, arriving after its round closed) says nothing about this attempt, and must
+  // not make it look refused alike.
+  if (in_round_ && round == rounds_done_ + 1) {
     ++summary_.refused;
     if (attempt_refusals_.emplace(kind).second && attempt_refusals_.size() == 1)
       attempt_refusal_example_ = reason;
   }
-  if (hooks_.on_refused) hooks_.on_refused(id, rounds_done_ + 1, why);
+  if (hooks_.on_refused) hooks_.on_refused(id, round, why);
   return why;
 }
 
@@ -158,17 +161,21 @@ Status RoundEngine::OnUpdate(const std::string& id, const UpdateSubmission& u, T
   registry_.Touch(id, now);
   const uint64_t round = rounds_done_ + 1;
   const std::string r = "round " + std::to_string(u.round);
+  // A refusal is charged to the open round, except a late update's: that one is its own round's
+  // (which is closed), so it counts in none of this attempt's numbers.
+  const uint64_t charged = std::min(u.round, round);
   if (!in_round_ || u.round < round)
-    return Reject(id, ErrorCode::kProtocolViolation, "late", "late: " + r + " is closed");
+    return Reject(id, charged, ErrorCode::kProtocolViolation, "late", "late: " + r + " is closed");
   if (u.round > round)
-    return Reject(id, ErrorCode::kProtocolViolation, "early", r + " has not started");
+    return Reject(id, charged, ErrorCode::kProtocolViolation, "early", r + " has not started");
   if (secagg_)
-    return Reject(id, ErrorCode::kProtocolViolation, "secure aggregation",
+    return Reject(id, charged, ErrorCode::kProtocolViolation, "secure aggregation",
                   r + " uses secure aggregation: updates are sent masked (SecAggMaskedInput)");
   if (answered_.count(id))
-    return Reject(id, ErrorCode::kProtocolViolation, "duplicate", "duplicate update for " + r);
+    return Reject(id, charged, ErrorCode::kProtocolViolation, "duplicate",
+                  "duplicate update for " + r);
   if (!assigned_.count(id))
-    return Reject(id, ErrorCode::kProtocolViolation, "not assigned",
+    return Reject(id, charged, ErrorCode::kProtocolViolation, "not assigned",
                   "client was not assigned " + r);
   // From here on the client's slot in this round is used up, whatever the verdict.
   assigned_.erase(id);
@@ -176,46 +183,48 @@ Status RoundEngine::OnUpdate(const std::string& id, const UpdateSubmission& u, T
   summary_.bytes_up += u.update.bytes.size();
   Status verdict = [&]() -> Status {
     if (now > deadline_)
-      return Reject(id, ErrorCode::kProtocolViolation, "late",
+      return Reject(id, charged, ErrorCode::kProtocolViolation, "late",
                     "late: the deadline of " + r + " passed");
     if (u.model_version != version_)
-      return Reject(id, ErrorCode::kProtocolViolation, "old model version",
+      return Reject(id, charged, ErrorCode::kProtocolViolation, "old model version",
                     "trained on model version " + std::to_string(u.model_version) +
                         ", current is " + std::to_string(version_));
     if (u.update.layout_fingerprint != model_.fingerprint())
-      return Reject(id, ErrorCode::kMalformedMessage, "layout",
+      return Reject(id, charged, ErrorCode::kMalformedMessage, "layout",
                     "layout fingerprint does not match the model");
     if (u.update.num_floats != model_.size())
-      return Reject(id, ErrorCode::kMalformedMessage, "size",
+      return Reject(id, charged, ErrorCode::kMalformedMessage, "size",
                     "update has " + std::to_string(u.update.num_floats) +
                         " values, the model has " + std::to_string(model_.size()));
     if (u.update.codec != codec_->spec())
       return Reject(
-          id, ErrorCode::kMalformedMessage, "codec",
+          id, charged, ErrorCode::kMalformedMessage, "codec",
           "codec '" + u.update.codec + "' is not the run's '" + std::string(codec_->spec()) + "'");
     if (u.num_examples < config_.min_num_examples || u.num_examples > config_.max_num_examples)
-      return Reject(id, ErrorCode::kMalformedMessage, "num_examples",
+      return Reject(id, charged, ErrorCode::kMalformedMessage, "num_examples",
                     "num_examples " + std::to_string(u.num_examples) + " is outside [" +
                         std::to_string(config_.min_num_examples) + ", " +
                         std::to_string(config_.max_num_examples) + "]");
     Result<UpdateStats> stats = codec_->Validate(u.update.bytes.span(), model_.size());
     if (!stats.ok())
-      return Reject(id, ErrorCode::kMalformedMessage, "invalid values", stats.status().message());
+      return Reject(id, charged, ErrorCode::kMalformedMessage, "invalid values",
+                    stats.status().message());
     if (dp_) {  // clipped and summed with weight 1; the strategy sees only the noised mean
       const std::span<const uint8_t> encoded = u.update.bytes.span();
       Result<double> norm = dp_->AddUpdate(
           [&](UpdateSink& sink, float scale) { codec_->DecodeInto(encoded, sink, scale); });
       if (!norm.ok())
-        return Reject(id, ErrorCode::kMalformedMessage, "invalid values", norm.status().message());
+        return Reject(id, charged, ErrorCode::kMalformedMessage, "invalid values",
+                      norm.status().message());
       return Status::Ok();
     }
     if (Status fits = strategy_->CheckUpdate(*stats, u.num_examples); !fits.ok())
-      return Reject(id, ErrorCode::kMalformedMessage, "out of bounds", fits.message());
+      return Reject(id, charged, ErrorCode::kMalformedMessage, "out of bounds", fits.message());
     const std::span<const uint8_t> bytes = u.update.bytes.span();
     Status s = strategy_->Accumulate(u.num_examples, [&](UpdateSink& sink, float scale) {
       codec_->DecodeInto(bytes, sink, scale);
     });
-    if (!s.ok()) return Reject(id, ErrorCode::kInternal, "internal", s.message());
+    if (!s.ok()) return Reject(id, charged, ErrorCode::kInternal, "internal", s.message());
     return Status::Ok();
   }();
   if (verdict.ok()) {

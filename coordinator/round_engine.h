@@ -9,7 +9,9 @@
 // TaskAssignment, and waits. Each UpdateSubmission is validated (assigned, not late, not a
 // duplicate, current model version, matching layout and codec, num_examples in bounds, finite
 // values within range) and folded into the strategy at once; a refused update gets an Error
-// message naming the reason and changes nothing. The round closes when K updates are in, or at the
+// message naming the reason and changes nothing; a late one for an earlier round (a slow client's,
+// after its round closed) is refused and reported with its own round, and counts in none of the
+// open round's numbers. The round closes when K updates are in, or at the
 // deadline (or when every selected client has answered or left) with at least min_completed;
 // otherwise the attempt fails and the round is retried with a fresh selection, up to
 // max_round_attempts; three failed attempts in a row whose every update was refused for the same
@@ -95,8 +97,9 @@ class RoundEngine {
     std::function<void(const std::string& client_id, uint64_t round, uint64_t num_examples,
                        uint64_t bytes)>
         on_accepted;
-    // When an update is refused: who, for which round (the current one), and why (already sent
-    // to the client as an Error).
+    // When an update is refused: who, for which round (the current one, except a late update for
+    // an earlier round: that round, and it counts in no attempt of the current one), and why
+    // (already sent to the client as an Error).
     std::function<void(const std::string& client_id, uint64_t round, const Status& why)> on_refused;
   };
 
@@ -154,7 +157,9 @@ class RoundEngine {
   void FailAttempt(TimePoint now, const std::string& reason);
   void MaybeFinishEarly(TimePoint now);
   // `kind` groups reasons ("late", "size", "invalid values", ...) for the same-refusal check.
-  Status Reject(const std::string& id, ErrorCode code, std::string_view kind,
+  // `round` is the one the refusal is charged to (the open one, or a late update's own); it counts
+  // in the attempt only when that is the open one.
+  Status Reject(const std::string& id, uint64_t round, ErrorCode code, std::string_view kind,
                 const std::string& reason);
   int64_t TargetUpdates() const;
   bool PoissonSampling() const;  // dp.sampling = "poisson"

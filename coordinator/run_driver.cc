@@ -215,7 +215,14 @@ void RunDriver::Publish(const RunEvent& event) {
   }
 }
 
-void RunDriver::Start() { Publish(started_); }
+void RunDriver::Start() {
+  running_ = true;
+  Publish(started_);
+}
+
+void RunDriver::Report(const ClientRefused& refusal) {
+  if (running_) Publish(refusal);
+}
 
 void RunDriver::OnRoundComplete(const RoundSummary& s, const ModelWeights& m) {
   if (!config_.checkpoint_dir.empty()) {
@@ -276,6 +283,7 @@ Status RunDriver::Finish(Status outcome) {
   f.ok = outcome.ok();
   f.status = outcome.ToString();
   finished_ = outcome;
+  running_ = false;
   Publish(f);
   return outcome;
 }

@@ -65,6 +65,10 @@ class RunDriver {
   void AddObserver(RunObserver* observer);
   // Publishes RunStarted. Call once, before feeding the engine.
   void Start();
+  // Publishes what its driver saw outside the engine: a client refused at Hello
+  // (CoordinatorService, through a RefusalDigest). Only between Start() and Finish(), so that
+  // RunStarted stays first and RunFinished last; ignored otherwise.
+  void Report(const ClientRefused& refusal);
 
   RoundEngine& engine() { return *engine_; }
   const RoundEngine& engine() const { return *engine_; }
@@ -91,6 +95,7 @@ class RunDriver {
   std::unique_ptr<RoundEngine> engine_;
   std::vector<RunObserver*> observers_;
   RunStarted started_;
+  bool running_ = false;  // between Start() and Finish()
   std::optional<Status> finished_;
   std::string privacy_state_;  // the resumed checkpoint's, for the engine's DP accountant
 };

@@ -223,12 +223,26 @@ void from_json(const json& j, RunFinished& e) {
   e.stopped = j.value("stopped", std::string());
 }
 
+void to_json(json& j, const ClientRefused& e) {
+  j = {{"client", e.client}, {"address", e.address}, {"reason", e.reason},
+       {"code", e.code},     {"count", e.count},     {"seconds", e.seconds}};
+}
+void from_json(const json& j, ClientRefused& e) {
+  j.at("client").get_to(e.client);
+  j.at("address").get_to(e.address);
+  j.at("reason").get_to(e.reason);
+  j.at("code").get_to(e.code);
+  j.at("count").get_to(e.count);
+  j.at("seconds").get_to(e.seconds);
+}
+
 namespace {
 
 // The event names, in the variant's order.
-constexpr std::string_view kNames[] = {
-    "run_started",        "round_opened", "update_accepted", "update_refused",      "round_failed",
-    "checkpoint_written", "evaluated",    "round_closed",    "federated_evaluated", "run_finished"};
+constexpr std::string_view kNames[] = {"run_started",    "round_opened",  "update_accepted",
+                                       "update_refused", "round_failed",  "checkpoint_written",
+                                       "evaluated",      "round_closed",  "federated_evaluated",
+                                       "run_finished",   "client_refused"};
 static_assert(std::size(kNames) == std::variant_size_v<RunEvent>);
 
 template <size_t I = 0>

@@ -6,6 +6,7 @@
 //   CheckpointWritten (when checkpointing), Evaluated (when evaluation is due) and RoundClosed
 //   (with the evaluation, if any, so a console line needs only this one). FederatedEvaluated comes
 //   when a federated evaluation's results are in. RunStarted comes first and RunFinished last.
+//   ClientRefused (a client refused at Hello, before it joined) may come between any two of them.
 //
 // Every event has a JSON form (ToJson/RunEventFromJson, the "event" field names its type), which
 // is what the event log writes and what deployment mode reads back: one definition, both ways.
@@ -103,9 +104,22 @@ struct RunFinished {
   std::string stopped;
 };
 
-using RunEvent =
-    std::variant<RunStarted, RoundOpened, UpdateAccepted, UpdateRefused, RoundFailed,
-                 CheckpointWritten, Evaluated, RoundClosed, FederatedEvaluated, RunFinished>;
+// Refusals at Hello of one client for one reason (its protocol version, model layout or codecs
+// are not the run's, or it has no authenticated id): it was told why (an Error) and never joined.
+// CoordinatorService reports them bounded by a RefusalDigest (coordinator/refusal_digest.h): the
+// first of a window at once (count 1), the window's others as one event with their count.
+struct ClientRefused {
+  std::string client;    // the id its certificate names ("" when none; "*" for the digest's rest)
+  std::string address;   // where it connected from (the latest one's, without the port)
+  std::string reason;    // what it was told (the window's first reason, at most 512 bytes)
+  std::string code;      // the Error's code name ("LAYOUT_MISMATCH", ...)
+  uint64_t count = 1;    // the refusals this event stands for
+  double seconds = 0.0;  // the window they came in; 0 for one reported as it came
+};
+
+using RunEvent = std::variant<RunStarted, RoundOpened, UpdateAccepted, UpdateRefused, RoundFailed,
+                              CheckpointWritten, Evaluated, RoundClosed, FederatedEvaluated,
+                              RunFinished, ClientRefused>;
 
 // "run_started", "round_opened", ... as the event log writes it.
 std::string_view RunEventName(const RunEvent& event);

@@ -250,7 +250,13 @@ void RunHistory::OnEvent(const RunEvent& event) {
           r.bytes_up += Signed(e.bytes);
           r.num_examples += Signed(e.num_examples);
         } else if constexpr (std::is_same_v<E, UpdateRefused>) {
-          Round(e.round, now).refused += 1;
+          // Only the open round's refusals count in its row, as in the round engine's summary: a
+          // late update for a closed round (or one for a round not yet open) is in the events only.
+          if (auto it = rounds_.find(Signed(e.round));
+              it != rounds_.end() && !it->second.closed_at) {
+            it->second.refused += 1;
+            dirty_.insert(it->first);
+          }
         } else if constexpr (std::is_same_v<E, RoundFailed>) {
           Round(e.round, now).attempts = e.attempt;
           commit = true;
@@ -292,6 +298,11 @@ void RunHistory::OnEvent(const RunEvent& event) {
             r.federated_loss = e.summary.loss;
             r.federated_accuracy = e.summary.accuracy;
           }
+        } else if constexpr (std::is_same_v<E, ClientRefused>) {
+          // Committed at once: a run whose clients are all refused waits for ever, and the
+          // operator looking for why reads the history meanwhile. The refusal digest bounds how
+          // often this comes.
+          commit = true;
         } else if constexpr (std::is_same_v<E, RunFinished>) {
           run_.rounds_done = Signed(e.rounds_done);
           run_.ended_at = now;

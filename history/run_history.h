@@ -19,8 +19,9 @@
 // none).
 //
 // Writes are batched: events are kept in memory and committed in one short transaction at
-// RunStarted, RoundOpened, RoundFailed, CheckpointWritten, RoundClosed and RunFinished, when more
-// than kMaxPendingEvents are waiting (simulated rounds accept thousands of updates), and when
+// RunStarted, RoundOpened, RoundFailed, CheckpointWritten, RoundClosed, ClientRefused (a client
+// refused at Hello: a run that refuses all its clients has no other commit) and RunFinished, when
+// more than kMaxPendingEvents are waiting (simulated rounds accept thousands of updates), and when
 // destroyed. A round costs a few commits, not one per update, and the database's write lock is held
 // only while committing. What a crash loses is what was not committed: at most the events since
 // the last of those points.

@@ -16,7 +16,7 @@
 #include <optional>
 #include <thread>
 
-#include "client/tools/client_config.h"
+#include "client/client_config.h"
 #include "coordinator/coordinator_config.h"
 #include "core/file_util.h"
 #include "crypto/cert_authority.h"

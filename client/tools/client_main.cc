@@ -9,7 +9,7 @@
 //       (one command line)
 //   tributary-client --print-config            every key with its default and flag
 //
-// Flags and --set key=value override the TOML file (client/tools/client_config.h). Logs one line
+// Flags and --set key=value override the TOML file (client/client_config.h). Logs one line
 // per task. Exit status: 0 when the coordinator ends the run or SIGINT/SIGTERM stops the client,
 // 1 when the run fails, 2 for bad settings.
 #include <CLI/CLI.hpp>
@@ -23,8 +23,8 @@
 #include <mutex>
 #include <thread>
 
-#include "client/tools/client_config.h"
-#include "client/tools/client_data.h"
+#include "client/client_config.h"
+#include "client/client_data.h"
 #include "core/config_cli.h"
 #include "core/log.h"
 #include "core/stderr_log.h"

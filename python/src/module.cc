@@ -14,8 +14,8 @@
 #include <optional>
 #include <thread>
 
-#include "client/tools/client_config.h"
-#include "client/tools/client_data.h"
+#include "client/client_config.h"
+#include "client/client_data.h"
 #include "core/config.h"
 #include "core/config_schema.h"
 #include "core/log.h"

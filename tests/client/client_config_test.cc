@@ -1,12 +1,12 @@
 // tributary-client's settings: TOML plus flag overrides, and errors that name the key.
-#include "client/tools/client_config.h"
+#include "client/client_config.h"
 
 #include <gtest/gtest.h>
 
 #include <sys/stat.h>
 #include <set>
 
-#include "client/tools/client_data.h"
+#include "client/client_data.h"
 #include "core/file_util.h"
 #include "tests/client/temp_dir.h"
 #include "train/data/data_config.h"

@@ -167,8 +167,12 @@ class CoordinatorServiceTest : public ::testing::TestWithParam<Kind> {
   struct Rounds final : RunObserver {
     void OnEvent(const RunEvent& e) override {
       if (auto* c = std::get_if<RoundClosed>(&e)) summaries.push_back(c->summary);
+      if (auto* r = std::get_if<ClientRefused>(&e)) refusals.push_back(*r);
+      names.emplace_back(RunEventName(e));
     }
     std::vector<RoundSummary> summaries;
+    std::vector<ClientRefused> refusals;
+    std::vector<std::string> names;  // every event's, in order
   };
   const ModelWeights& model() const { return driver_->engine().model(); }
 
@@ -382,6 +386,52 @@ TEST_P(CoordinatorServiceTest, AClientWithAnotherLayoutIsRefusedAtHelloAndNeverS
       << name.message;
   EXPECT_NE(refusal(*liar).message.find("a fingerprint that does not match them"),
             std::string::npos);
+}
+
+// Issue 27, item 5: refusals at Hello were only in the rate-limited log, which names the first
+// per source address in a window; a second client refused from the same address was a count. Each
+// is now a ClientRefused run event naming the client, its address, the code and the reason.
+TEST_P(CoordinatorServiceTest, EveryClientRefusedAtHelloIsARunEventNamingItAndWhy) {
+  RoundConfig cfg;
+  cfg.rounds = 1;
+  cfg.clients_per_round = 1;
+  cfg.min_available = 1;
+  cfg.round_timeout = 20s;
+  StartCoordinator(cfg);
+  auto wrong = Connect("wrong-shape", 100.0f);
+  wrong->layout = {{"w", "F32", {9}}};
+  auto old = Connect("old-codec", 100.0f);
+  old->codecs = {"q8"};
+  for (ScriptedClient* c : {wrong.get(), old.get()}) c->Start();
+  for (ScriptedClient* c : {wrong.get(), old.get()}) ASSERT_TRUE(c->WaitClosed());
+  auto good = Connect("good", 1.0f);
+  good->Start();
+  auto done = finished_.Wait(30s);
+  ASSERT_TRUE(done.has_value());
+  EXPECT_TRUE(done->ok()) << *done;
+  // Read after the run: the observer runs on the engine strand, which is idle now.
+  const std::vector<ClientRefused>& refusals = observer_.refusals;
+  ASSERT_EQ(refusals.size(), 2u);
+  std::map<std::string, ClientRefused> by_client;
+  for (const ClientRefused& r : refusals) by_client[r.client] = r;
+  ASSERT_EQ(by_client.count("wrong-shape"), 1u);
+  ASSERT_EQ(by_client.count("old-codec"), 1u);
+  const ClientRefused& shape = by_client["wrong-shape"];
+  EXPECT_EQ(shape.code, "LAYOUT_MISMATCH");
+  EXPECT_NE(shape.reason.find("'w' [8] F32 in the run's model and 'w' [9] F32"), std::string::npos)
+      << shape.reason;
+  EXPECT_EQ(shape.count, 1u);
+  const ClientRefused& codec = by_client["old-codec"];
+  EXPECT_EQ(codec.code, "PROTOCOL_VIOLATION");
+  EXPECT_NE(codec.reason.find("codec 'dense'"), std::string::npos) << codec.reason;
+  // One source address for both: the security log would have named only one of them.
+  EXPECT_FALSE(shape.address.empty());
+  EXPECT_EQ(shape.address, codec.address);
+  EXPECT_EQ(shape.address, GetParam() == Kind::kTls ? "127.0.0.1" : "memory");
+  // Between RunStarted and RunFinished, like every event.
+  ASSERT_GE(observer_.names.size(), 4u);
+  EXPECT_EQ(observer_.names.front(), "run_started");
+  EXPECT_EQ(observer_.names.back(), "run_finished");
 }
 
 TEST_P(CoordinatorServiceTest, AFailedRunSaysSoInItsGoodbye) {

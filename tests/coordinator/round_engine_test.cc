@@ -31,6 +31,9 @@ class RoundEngineTest : public ::testing::Test {
       failures_.push_back(why);
     };
     hooks.on_federated_eval = [this](const FederatedEvalSummary& e) { evals_.push_back(e); };
+    hooks.on_refused = [this](const std::string& id, uint64_t round, const Status&) {
+      rejections_.emplace_back(id, round);
+    };
     engine_ = *RoundEngine::Create(cfg, std::make_unique<FedAvg>(), init, 0, 0, hooks);
   }
   void Join(int n) {
@@ -76,6 +79,7 @@ class RoundEngineTest : public ::testing::Test {
   std::vector<std::string> failures_;
   std::vector<FederatedEvalSummary> evals_;
   std::map<std::string, std::vector<std::string>> errors_;
+  std::vector<std::pair<std::string, uint64_t>> rejections_;  // on_refused: who, for which round
 };
 
 TEST_F(RoundEngineTest, RunsAWeightedRoundAndStartsTheNext) {
@@ -367,6 +371,63 @@ TEST_F(RoundEngineTest, LateUpdatesAreRejectedAndTheDeadlineClosesWithMinComplet
   EXPECT_EQ(summaries_[0].dropped, 1);  // c4 never answered
   Status after = engine_->OnUpdate("c4", Update(tasks["c4"], {1, 0, 0, 0}), now_ + 12s);
   EXPECT_NE(after.message().find("round 1 is closed"), std::string::npos) << after;
+}
+
+// Issue 27, item 11: an update for round 1 arriving while round 2 is open was counted in round 2's
+// `rejected` and in its same-refusal streak, and reported as round 2; three such attempts ended the
+// run as "late" although nothing was wrong with round 2. It is reported with its own round and
+// counts in no attempt of round 2.
+TEST_F(RoundEngineTest, ALateUpdateForTheLastRoundCountsInNoAttemptOfTheNext) {
+  RoundConfig cfg = Config(2);
+  cfg.max_round_attempts = 0;  // retried for ever: only the same-refusal rule could end the run
+  Make(cfg);
+  Join(2);
+  auto first = Tasks();
+  ASSERT_TRUE(engine_->OnUpdate("c0", Update(first["c0"], {1, 1, 1, 1}), now_ + 1s).ok());
+  engine_->OnTick(now_ + 11s);  // round 1 closes at its deadline with c0's update; c1 is slow
+  ASSERT_EQ(summaries_.size(), 1u);
+  EXPECT_EQ(summaries_[0].dropped, 1);
+  // Each attempt of round 2 receives only c1's update for round 1, then nothing until its deadline.
+  TimePoint t = now_ + 11s;
+  for (int attempt = 1; attempt <= 3; ++attempt) {
+    auto tasks = Tasks();
+    ASSERT_EQ(tasks.size(), 2u) << attempt;
+    EXPECT_EQ(tasks["c1"].round, 2u);
+    Status late = engine_->OnUpdate("c1", Update(first["c1"], {5, 5, 5, 5}), t + 1s);
+    EXPECT_NE(late.message().find("late: round 1 is closed"), std::string::npos) << late;
+    t += 11s;
+    engine_->OnTick(t);  // the attempt fails: no update for round 2 came
+    ASSERT_FALSE(engine_->finished()) << "attempt " << attempt << ": " << engine_->failure();
+  }
+  EXPECT_EQ(failures_.size(), 3u);
+  // The fourth attempt closes, and its summary counts no refusal.
+  for (auto& [id, task] : Tasks())
+    ASSERT_TRUE(engine_->OnUpdate(id, Update(task, {1, 1, 1, 1}), t + 1s).ok()) << id;
+  ASSERT_EQ(summaries_.size(), 2u);
+  EXPECT_EQ(summaries_[1].round, 2u);
+  EXPECT_EQ(summaries_[1].attempts, 4);
+  EXPECT_EQ(summaries_[1].accepted, 2);
+  EXPECT_EQ(summaries_[1].refused, 0);
+  // Each refusal was reported with the round its update was for.
+  ASSERT_EQ(rejections_.size(), 3u);
+  for (const auto& [id, round] : rejections_) {
+    EXPECT_EQ(id, "c1");
+    EXPECT_EQ(round, 1u);
+  }
+}
+
+// Refusals of updates for the round that is open still count in its attempt and its streak.
+TEST_F(RoundEngineTest, RefusalsOfTheOpenRoundStillCountInItsSummary) {
+  Make(Config(2));
+  Join(2);
+  auto tasks = Tasks();
+  EXPECT_FALSE(engine_->OnUpdate("c0", Update(tasks["c0"], {1, 1, 1}), now_ + 1s).ok());  // size
+  EXPECT_TRUE(engine_->OnUpdate("c1", Update(tasks["c1"], {2, 2, 2, 2}), now_ + 1s).ok());
+  ASSERT_EQ(summaries_.size(), 1u);
+  EXPECT_EQ(summaries_[0].refused, 1);
+  EXPECT_EQ(summaries_[0].accepted, 1);
+  ASSERT_EQ(rejections_.size(), 1u);
+  EXPECT_EQ(rejections_[0], (std::pair<std::string, uint64_t>("c0", 1)));
 }
 
 TEST_F(RoundEngineTest, TooFewUpdatesFailsTheAttemptAndRetriesWithAFreshSelection) {

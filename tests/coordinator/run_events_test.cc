@@ -54,6 +54,8 @@ std::vector<RunEvent> OneOfEach() {
       RoundClosed{private_round, std::nullopt},
       RunFinished{7, true, "OK", 1, "final.safetensors",
                   "differential privacy: the run stops before round 8"},
+      ClientRefused{"edge-7", "127.0.0.1", "the client's model layout is not this run's",
+                    "LAYOUT_MISMATCH", 12, 10.5},
   };
 }
 
@@ -74,6 +76,10 @@ TEST(RunEventsTest, EveryEventReadsBackFromItsJson) {
   const nlohmann::json dp = ToJson(OneOfEach()[11]);
   EXPECT_EQ(dp["dp"]["epsilon"], 0.8125);
   EXPECT_EQ(dp["dp"]["clipped"], 12);
+  const nlohmann::json refused = ToJson(OneOfEach()[13]);
+  EXPECT_EQ(refused["event"], "client_refused");
+  EXPECT_EQ(refused["client"], "edge-7");
+  EXPECT_EQ(refused["count"], 12);
 }
 
 // The counts are "accepted" and "refused", as in update_accepted/update_refused, the dashboard,

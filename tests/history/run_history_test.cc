@@ -193,6 +193,41 @@ TEST(RunHistoryTest, EventsBecomeRowsWithTheirNumbers) {
   EXPECT_EQ(nlohmann::json::parse(events.back().json)["final_model"], "/ck/final.safetensors");
 }
 
+// Issue 27, item 11: a late update for round 1, refused while round 2 is open, is reported with
+// its own round. It is in the events, and counts in neither round's row: round 1 is closed with its
+// summary's numbers, and round 2's refusals are its own.
+TEST(RunHistoryTest, ALateRefusalForAClosedRoundChangesNoRoundsRow) {
+  TempDir dir;
+  const std::string db_path = dir.path("history.db");
+  std::unique_ptr<RunHistory> h = Writer(db_path, "");
+  ASSERT_NE(h, nullptr);
+  h->OnEvent(Started(2));
+  PlayRound(*h, 1, 2, "");
+  h->OnEvent(RoundOpened{2, 1, 2, 1});
+  h->OnEvent(UpdateRefused{1, "slow", "late: round 1 is closed", "FailedPrecondition"});
+  h->OnEvent(UpdateRefused{7, "eager", "round 7 has not started", "FailedPrecondition"});
+  h->OnEvent(UpdateRefused{2, "bad", "update has 3 values, the model has 4", "InvalidArgument"});
+  h->OnEvent(RoundFailed{2, 1, "deadline passed"});  // a commit
+  std::unique_ptr<HistoryDb> reader = Reader(db_path);
+  ASSERT_NE(reader, nullptr);
+  std::vector<RoundRecord> rounds = *reader->GetRounds(1);
+  ASSERT_EQ(rounds.size(), 2u);  // no row for round 7
+  EXPECT_EQ(rounds[0].round, 1);
+  EXPECT_EQ(rounds[0].refused, 0);
+  EXPECT_EQ(rounds[1].round, 2);
+  EXPECT_EQ(rounds[1].refused, 1);
+  std::vector<EventRecord> events = *reader->EventsAfter(1, 0, 0);
+  int late = 0;
+  for (const EventRecord& e : events) {
+    const nlohmann::json j = nlohmann::json::parse(e.json);
+    if (j["event"] == "update_refused" && j["client"] == "slow") {
+      ++late;
+      EXPECT_EQ(j["round"], 1) << e.json;
+    }
+  }
+  EXPECT_EQ(late, 1);
+}
+
 TEST(RunHistoryTest, ManyUpdatesAreCommittedInBatches) {
   TempDir dir;
   std::unique_ptr<RunHistory> h = Writer(dir.path("h.db"), "");

@@ -7,7 +7,8 @@ dp.noise_seed (without DP, so it changes nothing), which the history must not ho
 The coordinator is SIGKILLed while a round is open; `runs show --json` must then read the run as
 interrupted with its closed rounds. The coordinator restarted with --resume and the same config
 finishes the run, and the history holds ONE run, finished, resumed once, with every round. `runs log
---follow` on the live resumed run exits by itself when the run ends.
+--follow` on the live resumed run exits by itself when the run ends. Clients refused at Hello are
+named in the event log and the history.
 """
 import json
 import os
@@ -181,6 +182,49 @@ noise_seed = 90210
         self.assertEqual(out.returncode, 1)
         self.assertIn("there is no run history at " + nowhere, out.stderr)
         self.assertFalse(os.path.exists(nowhere))
+
+    def test_clients_refused_at_hello_are_named_in_the_event_log_and_the_history(self):
+        """Issue 27, item 5: of two clients refused at Hello from one address, the log (rate-limited
+        per reason and address) names only the first. The event log and the history name both,
+        with the reason, while the coordinator still waits for clients it can admit."""
+        events_path = self.path("events.jsonl")
+        toml = cnn_run_toml(ROUNDS, CLIENTS) + f"""[output]
+checkpoint_dir = "{self.path('ck')}"
+event_log = "{events_path}"
+history = "{self.db}"
+"""
+        coord, addr = self.start_coordinator(toml)
+        # Clients of another model (an mlp, not the run's cnn): refused for their layout.
+        self.start_cnn_clients(addr, CLIENTS, "--set", "run.model=mlp")
+        wanted = {f"edge-{i}" for i in range(CLIENTS)}
+
+        def refused_in(events):
+            return {e["client"]: e for e in events if e["event"] == "client_refused"}
+
+        deadline = time.time() + 60
+        logged = {}
+        while time.time() < deadline and not wanted <= logged.keys():
+            with open(events_path) as f:
+                logged = refused_in(json.loads(line) for line in f if line.strip())
+            time.sleep(0.1)
+        self.assertEqual(wanted - logged.keys(), set(), self.log("coordinator"))
+        for name in wanted:
+            e = logged[name]
+            self.assertEqual(e["address"], "127.0.0.1", e)
+            self.assertEqual(e["code"], "LAYOUT_MISMATCH", e)
+            self.assertIn("the client's model layout is not this run's", e["reason"])
+            self.assertGreaterEqual(e["count"], 1, e)
+        # The history has them too, committed as they came: the run is still waiting.
+        self.assertIsNone(coord.poll())
+        run_id = self.runs_json("ls")[0]["id"]
+        recorded = refused_in(json.loads(line) for line in
+                              self.runs("log", str(run_id), "--json").stdout.splitlines())
+        self.assertEqual(wanted - recorded.keys(), set(), recorded)
+        for name in wanted:
+            self.assertEqual(recorded[name]["code"], "LAYOUT_MISMATCH")
+        self.assertIn("client_refused", self.runs("log", str(run_id)).stdout)
+        coord.send_signal(signal.SIGTERM)
+        self.assertEqual(coord.wait(timeout=60), 0, self.log("coordinator"))
 
 
 if __name__ == "__main__":

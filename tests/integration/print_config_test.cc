@@ -5,7 +5,7 @@
 
 #include <filesystem>
 
-#include "client/tools/client_config.h"
+#include "client/client_config.h"
 #include "coordinator/coordinator_config.h"
 #include "sim/sim_config.h"
 #include "tests/integration/process.h"

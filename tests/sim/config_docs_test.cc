@@ -11,7 +11,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "client/tools/client_config.h"
+#include "client/client_config.h"
 #include "coordinator/coordinator_config.h"
 #include "sim/sim_config.h"
 

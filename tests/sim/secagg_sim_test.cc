@@ -87,7 +87,7 @@ TEST(SimSecAggTest, AHundredClientsAtMaxDropout0_2AgreeOnTheDegreeAndEveryRoundC
   for (const SimRound& round : r->rounds) {
     EXPECT_EQ(round.attempts, 1) << round.round;
     EXPECT_EQ(round.secagg_clients, 100) << round.round;
-    EXPECT_EQ(round.completed, 100) << round.round;
+    EXPECT_EQ(round.accepted, 100) << round.round;
   }
 }
 

@@ -15,7 +15,7 @@
 #include <memory>
 #include <string>
 
-#include "client/tools/client_config.h"
+#include "client/client_config.h"
 #include "train/data/dataset.h"
 #include "tributary/result.h"
 

@@ -1,4 +1,4 @@
-#include "client/tools/client_data.h"
+#include "client/client_data.h"
 
 #include <fmt/format.h>
 

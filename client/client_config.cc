@@ -1,4 +1,4 @@
-#include "client/tools/client_config.h"
+#include "client/client_config.h"
 
 #include <fmt/format.h>
 #include <unistd.h>

@@ -1,0 +1,112 @@
+#include "sim/sim_console.h"
+
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <thread>
+
+#include "core/human_units.h"
+#include "core/process_stats.h"
+#include "sim/report.h"
+#include "sim/round_line.h"
+
+namespace tributary {
+void PrintSimStart(const SimConfig& cfg, const DataSplits& data) {
+  std::printf(
+      "tributary-sim: %s on %s (%lld train / %lld test), %lld clients (%s), %lld per round, "
+      "%lld rounds, %d threads\n",
+      cfg.run.model.c_str(), cfg.data.dataset.c_str(), static_cast<long long>(data.train->size()),
+      static_cast<long long>(data.test->size()), static_cast<long long>(cfg.data.num_clients),
+      cfg.data.partition.c_str(), static_cast<long long>(cfg.run.round.clients_per_round),
+      static_cast<long long>(cfg.run.round.rounds),
+      cfg.threads > 0 ? static_cast<int>(cfg.threads)
+                      : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  std::fflush(stdout);
+}
+
+void PrintDeployStart(const SimConfig& cfg) {
+  std::printf(
+      "tributary-sim --deploy: tributary-coordinator + %lld tributary-client processes "
+      "over mutual TLS on loopback; %s, %lld rounds, %lld per round\n",
+      static_cast<long long>(cfg.data.num_clients), cfg.run.model.c_str(),
+      static_cast<long long>(cfg.run.round.rounds),
+      static_cast<long long>(cfg.run.round.clients_per_round));
+  std::fflush(stdout);
+}
+
+double PrintSimJoin(const SimConfig& cfg, double join_seconds, uint64_t rss_before,
+                    uint64_t rss_after) {
+  // Memory per idle virtual client: the RSS that registering the population adds (the engine's
+  // registry record plus the simulator's per-client data), divided by the clients.
+  const double per_client = static_cast<double>(rss_after - std::min(rss_after, rss_before)) /
+                            static_cast<double>(cfg.data.num_clients);
+  // Below ~10k clients the growth is lost in allocator noise; say so rather than print noise.
+  if (cfg.data.num_clients >= 10000)
+    std::printf("registered %lld clients in %s: %s of RSS per idle client\n",
+                static_cast<long long>(cfg.data.num_clients), FormatDuration(join_seconds).c_str(),
+                FormatBytes(per_client).c_str());
+  else
+    std::printf("registered %lld clients in %s\n", static_cast<long long>(cfg.data.num_clients),
+                FormatDuration(join_seconds).c_str());
+  std::fflush(stdout);
+  return per_client;
+}
+
+void PrintSimRound(const SimRound& r, int64_t total) {
+  std::printf("%s\n", SimRoundLine(r, total).c_str());
+  std::fflush(stdout);
+}
+
+Status FinishSimRun(const SimConfig& cfg, const SimResult& result, nlohmann::json extra) {
+  int64_t client_rounds = 0;  // a count: an integer in report.json
+  for (const SimRound& r : result.rounds) client_rounds += r.selected;
+  const double ms =
+      1000.0 * result.wall_seconds / std::max(1.0, static_cast<double>(client_rounds));
+  extra["peak_rss_bytes"] = PeakRssBytes();
+  extra["client_rounds"] = client_rounds;
+  extra["wall_ms_per_client_round"] = ms;
+  TRIB_RETURN_IF_ERROR(WriteReport(cfg.report_dir, cfg, result, extra));
+  std::printf(
+      "done: %zu rounds in %s wall (%s simulated); %s wall per client-round; peak RSS %s; final "
+      "model hash %016llx\n",
+      result.rounds.size(), FormatDuration(result.wall_seconds).c_str(),
+      FormatDuration(result.sim_seconds).c_str(), FormatDuration(ms / 1000).c_str(),
+      FormatBytes(static_cast<double>(PeakRssBytes())).c_str(),
+      static_cast<unsigned long long>(result.model_hash));
+  if (cfg.run.round.secagg.enabled && !result.rounds.empty()) {
+    const SimRound sum = result.SecAggTotals();
+    const double rounds = static_cast<double>(result.rounds.size());
+    const double clients = static_cast<double>(std::max<int64_t>(1, sum.secagg_clients));
+    std::printf(
+        "secure aggregation: protocol messages %s up, %s down per round (besides the masked "
+        "inputs); client compute %.1f ms per client-round; coordinator %.1f ms per round\n",
+        FormatBytes(static_cast<double>(sum.secagg_bytes_up) / rounds).c_str(),
+        FormatBytes(static_cast<double>(sum.secagg_bytes_down) / rounds).c_str(),
+        1000 * sum.secagg_client_seconds / clients, 1000 * sum.secagg_server_seconds / rounds);
+  }
+  if (cfg.run.round.dp.enabled && !result.rounds.empty()) {
+    const DpConfig dp = cfg.EffectiveRun().round.dp;
+    std::printf(
+        "differential privacy: epsilon %.4g at delta %.3g after %zu rounds (noise multiplier %g, "
+        "%s sampling, noise on the %s)\n",
+        result.rounds.back().epsilon, dp.EffectiveDelta(), result.rounds.size(),
+        dp.noise_multiplier, dp.sampling.c_str(), dp.placement.c_str());
+  }
+  if (!result.stopped.empty()) std::printf("stopped: %s\n", result.stopped.c_str());
+  if (cfg.target_accuracy > 0) {
+    if (result.target_round > 0)
+      std::printf("reached %.2f%% test accuracy at round %llu after %s wall\n",
+                  100 * cfg.target_accuracy, static_cast<unsigned long long>(result.target_round),
+                  FormatDuration(result.target_wall_seconds).c_str());
+    else
+      std::printf("did not reach %.2f%% test accuracy\n", 100 * cfg.target_accuracy);
+  }
+  std::printf("report: %s\n",
+              (std::filesystem::path(cfg.report_dir) / "report.html").string().c_str());
+  std::fflush(stdout);
+  return Status::Ok();
+}
+
+}  // namespace tributary

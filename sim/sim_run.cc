@@ -1,0 +1,38 @@
+#include "sim/sim_run.h"
+
+#include <malloc.h>
+
+#include <filesystem>
+
+#include "core/process_stats.h"
+#include "sim/sim_console.h"
+
+namespace tributary {
+
+Result<SimResult> RunSimulation(const SimConfig& cfg,
+                                const std::function<Status(Simulator&)>& attach,
+                                const std::function<void(const SimRound&)>& on_round,
+                                nlohmann::json* extra) {
+  // Keep large buffers (models, encoded updates) in the heap: glibc's default hands each one a
+  // fresh mmap and unmaps it on free, so every client-round would fault in its pages again.
+  mallopt(M_MMAP_THRESHOLD, 256 << 20);
+  mallopt(M_TRIM_THRESHOLD, 512 << 20);
+  TRIB_ASSIGN_OR_RETURN(DataSplits data, LoadDataSplits(cfg.data, true, true));
+  const std::filesystem::path report(cfg.report_dir);
+  TRIB_ASSIGN_OR_RETURN(std::unique_ptr<Simulator> sim,
+                        Simulator::Create(cfg, data, (report / "final.safetensors").string()));
+  if (attach) TRIB_RETURN_IF_ERROR(attach(*sim));
+  PrintSimStart(cfg, data);
+  const uint64_t rss_before = CurrentRssBytes();
+  TRIB_RETURN_IF_ERROR(sim->Join());
+  const double per_client = PrintSimJoin(cfg, sim->join_seconds(), rss_before, CurrentRssBytes());
+  TRIB_ASSIGN_OR_RETURN(SimResult result, sim->Run(on_round));
+  if (extra)
+    *extra = {{"mode", "in-process"},
+              {"rss_bytes_per_idle_client", per_client},
+              {"population_bytes_per_client", sim->population().bytes_per_client()},
+              {"registry_join_seconds", result.join_seconds}};
+  return result;
+}
+
+}  // namespace tributary
