@@ -11,7 +11,7 @@
 #include <set>
 #include <string>
 
-#include "client/tools/client_config.h"
+#include "client/client_config.h"
 #include "coordinator/coordinator_config.h"
 #include "core/config.h"
 #include "sim/sim_config.h"
