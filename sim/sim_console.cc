@@ -1,6 +1,5 @@
 #include "sim/sim_console.h"
 
-
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>

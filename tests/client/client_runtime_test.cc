@@ -256,8 +256,9 @@ TEST_F(ClientRuntimeTest, HeartbeatsFollowTheWelcomeInterval) {
   FakeCoordinatorOptions fo;
   fo.heartbeat_interval_ms = 5;
   StartCoordinator(fo);
-  // The silence deadline is not what this test is about: by default it is 3 intervals (15 ms), which
-  // a loaded machine can miss, and the client then reconnects before session 0 counts 3 beats.
+  // The silence deadline is not what this test is about: by default it is 3 intervals (15 ms),
+  // which a loaded machine can miss, and the client then reconnects before session 0 counts 3
+  // beats.
   ClientRuntimeOptions o = Options();
   o.heartbeat_timeout = 30s;
   StartRuntime(o);
