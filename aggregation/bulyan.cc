@@ -9,7 +9,7 @@
 namespace tributary {
 namespace {
 
-constexpr size_t kBlock = 64;  // coordinates per transposed block
+constexpr size_t kColumnBlock = 64;  // coordinates per transposed block
 
 // The mean of the `beta` values of sorted v[0, n) closest to their median. They form a
 // contiguous window around the median, grown one value at a time toward the closer side.
@@ -50,9 +50,9 @@ void Bulyan::Aggregate(std::span<float> out) {
     left.erase(left.begin() + static_cast<ptrdiff_t>(best));
   }
 
-  ParallelFor((dim + kBlock - 1) / kBlock, [&](size_t b) {
+  ParallelFor((dim + kColumnBlock - 1) / kColumnBlock, [&](size_t b) {
     thread_local std::vector<float> cols;
-    const size_t j0 = b * kBlock, width = std::min(kBlock, dim - j0);
+    const size_t j0 = b * kColumnBlock, width = std::min(kColumnBlock, dim - j0);
     cols.resize(theta * width);
     for (size_t s = 0; s < theta; ++s) {
       const float* r = buf.row(selected_[s]) + j0;

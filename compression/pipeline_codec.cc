@@ -17,7 +17,7 @@ namespace {
 
 static_assert(std::endian::native == std::endian::little, "the codecs assume a little-endian host");
 
-constexpr size_t kBlock = 1024;  // values decoded per sink call
+constexpr size_t kDecodeBlock = 1024;  // values decoded per sink call
 constexpr size_t kSparseHeaderBytes = 4;
 
 // Values the pipelines encode: finite and at most kMaxEncodable in magnitude, so no scale, level
@@ -95,13 +95,13 @@ Result<std::vector<uint8_t>> PipelineCodec::EncodeInner(std::span<const float> x
   const size_t n = x.size();
   const ValueFormat vf = ValueFormat::Of(spec_);
   std::vector<uint8_t> out;
-  float block[kBlock];
+  float block[kDecodeBlock];
   if (spec_.sparsifier == Sparsifier::kNone) {
     out.reserve(vf.SectionBytes(n));
     EncodeValues(vf, x, seed, &out);
     if (feedback) {
-      for (size_t i = 0; i < n; i += kBlock) {
-        const size_t len = std::min(kBlock, n - i);
+      for (size_t i = 0; i < n; i += kDecodeBlock) {
+        const size_t len = std::min(kDecodeBlock, n - i);
         DecodeValues(vf, out, n, i, len, block);
         for (size_t j = 0; j < len; ++j) residual[i + j] -= block[j];
       }
@@ -124,8 +124,8 @@ Result<std::vector<uint8_t>> PipelineCodec::EncodeInner(std::span<const float> x
   EncodeValues(vf, values, DeriveSeed(seed, {2}), &out);
   if (feedback) {
     const std::span<const uint8_t> section(out.data() + value_at, out.size() - value_at);
-    for (size_t j = 0; j < idx.size(); j += kBlock) {
-      const size_t len = std::min(kBlock, idx.size() - j);
+    for (size_t j = 0; j < idx.size(); j += kDecodeBlock) {
+      const size_t len = std::min(kDecodeBlock, idx.size() - j);
       DecodeValues(vf, section, idx.size(), j, len, block);
       for (size_t l = 0; l < len; ++l) residual[idx[j + l]] -= block[l];
     }
@@ -196,10 +196,10 @@ void PipelineCodec::DecodeInner(std::span<const uint8_t> inner, UpdateSink& sink
                                 float scale) const {
   const ValueFormat vf = ValueFormat::Of(spec_);
   const size_t n = sink.size();
-  alignas(64) float values[kBlock];
+  alignas(64) float values[kDecodeBlock];
   if (spec_.sparsifier == Sparsifier::kNone) {
-    for (size_t i = 0; i < n; i += kBlock) {
-      const size_t len = std::min(kBlock, n - i);
+    for (size_t i = 0; i < n; i += kDecodeBlock) {
+      const size_t len = std::min(kDecodeBlock, n - i);
       DecodeValues(vf, inner, n, i, len, values);
       sink.AddDense(i, std::span<const float>(values, len), scale);
     }
@@ -213,9 +213,9 @@ void PipelineCodec::DecodeInner(std::span<const uint8_t> inner, UpdateSink& sink
   std::span<const uint8_t> value_bytes;
   r.Take(r.remaining(), &value_bytes);
   IndexCursor cursor(*section);
-  alignas(64) uint32_t index[kBlock];
+  alignas(64) uint32_t index[kDecodeBlock];
   for (size_t j = 0; j < count;) {
-    const size_t got = cursor.Next(index, std::min<size_t>(kBlock, count - j));
+    const size_t got = cursor.Next(index, std::min<size_t>(kDecodeBlock, count - j));
     TRIB_CHECK(got > 0, "index section ended early");
     DecodeValues(vf, value_bytes, count, j, got, values);
     sink.AddSparse(std::span<const uint32_t>(index, got), std::span<const float>(values, got),

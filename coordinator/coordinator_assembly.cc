@@ -14,6 +14,7 @@
 
 #include "coordinator/coordinator_service.h"
 #include "coordinator/evaluator.h"
+#include "coordinator/exit_status.h"
 #include "coordinator/run_driver.h"
 #include "coordinator/run_observers.h"
 #include "core/file_util.h"
@@ -29,15 +30,6 @@
 namespace tributary {
 
 namespace asio = boost::asio;
-
-namespace {
-
-Status Fail(Status s, int code, int* exit_status) {
-  if (exit_status) *exit_status = code;
-  return s;
-}
-
-}  // namespace
 
 Coordinator::Coordinator() = default;
 Coordinator::~Coordinator() = default;

@@ -5,6 +5,7 @@
 
 #include "coordinator/console_observer.h"
 #include "coordinator/event_log.h"
+#include "coordinator/exit_status.h"
 #include "core/log.h"
 #include "core/wall_clock.h"
 #include "tributary/config.h"
@@ -31,15 +32,6 @@ struct RunObservers::Monitor {
 #else
 struct RunObservers::Monitor {};
 #endif
-
-namespace {
-
-Status Fail(Status s, int code, int* exit_status) {
-  if (exit_status) *exit_status = code;
-  return s;
-}
-
-}  // namespace
 
 RunObservers::RunObservers() = default;
 RunObservers::~RunObservers() = default;

@@ -429,4 +429,8 @@ std::string ConfigSchema::ValuesToml() const {
   return out;
 }
 
+Status KeyError(std::string_view key, std::string_view why) {
+  return Status::InvalidArgument(fmt::format("key '{}' {}", key, why));
+}
+
 }  // namespace tributary

@@ -156,6 +156,10 @@ class ConfigSchema {
   std::map<std::string, std::string, std::less<>> renamed_;
 };
 
+// KeyError("data.num_clients", "must be positive") is InvalidArgument("key 'data.num_clients' must
+// be positive"): the form a Validate() error takes when it names the key at fault.
+Status KeyError(std::string_view key, std::string_view why);
+
 // The TOML text of a string value: quoted and escaped.
 std::string TomlString(std::string_view s);
 

@@ -10,6 +10,7 @@
 namespace tributary {
 namespace {
 
+using crypto_internal::Asn1ToString;
 using crypto_internal::GeneralNamesPtr;
 using crypto_internal::ParseCertificate;
 using crypto_internal::X509Ptr;
@@ -33,11 +34,6 @@ std::string FormatIp(const ASN1_OCTET_STRING* ip) {
   else
     return "?";
   return buf;
-}
-
-std::string Asn1ToString(const ASN1_STRING* s) {
-  return std::string(reinterpret_cast<const char*>(ASN1_STRING_get0_data(s)),
-                     static_cast<size_t>(ASN1_STRING_length(s)));
 }
 
 }  // namespace

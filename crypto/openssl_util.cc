@@ -97,6 +97,11 @@ Result<EvpPkeyPtr> ParsePrivateKey(std::string_view pem, std::string_view source
   return key;
 }
 
+std::string Asn1ToString(const ASN1_STRING* s) {
+  return std::string(reinterpret_cast<const char*>(ASN1_STRING_get0_data(s)),
+                     static_cast<size_t>(ASN1_STRING_length(s)));
+}
+
 Result<std::string> CertificateToPem(X509* cert) {
   BioPtr bio(BIO_new(BIO_s_mem()));
   if (!bio || PEM_write_bio_X509(bio.get(), cert) != 1)

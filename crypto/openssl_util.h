@@ -52,6 +52,9 @@ Result<X509Ptr> ParseCertificate(std::string_view pem, std::string_view source);
 // Parses an unencrypted private key (PKCS#8 or traditional). Encrypted keys are rejected.
 Result<EvpPkeyPtr> ParsePrivateKey(std::string_view pem, std::string_view source);
 
+// An ASN.1 string's bytes (a CN, a SAN entry) as they are; no charset conversion.
+std::string Asn1ToString(const ASN1_STRING* s);
+
 // PEM encodings of a certificate and an (unencrypted, PKCS#8) private key.
 Result<std::string> CertificateToPem(X509* cert);
 Result<std::string> PrivateKeyToPem(EVP_PKEY* key);

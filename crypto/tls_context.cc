@@ -13,6 +13,7 @@
 namespace tributary {
 namespace {
 
+using crypto_internal::Asn1ToString;
 using crypto_internal::CheckKeyMatchesCert;
 using crypto_internal::EvpPkeyPtr;
 using crypto_internal::GeneralNamesPtr;
@@ -131,11 +132,6 @@ Result<SslContextPtr> BuildContext(Role role, const TlsPem& pem, const Sources& 
 bool IsIpLiteral(const std::string& host) {
   unsigned char buf[16];
   return inet_pton(AF_INET, host.c_str(), buf) == 1 || inet_pton(AF_INET6, host.c_str(), buf) == 1;
-}
-
-std::string Asn1ToString(const ASN1_STRING* s) {
-  return std::string(reinterpret_cast<const char*>(ASN1_STRING_get0_data(s)),
-                     static_cast<size_t>(ASN1_STRING_length(s)));
 }
 
 }  // namespace

@@ -21,7 +21,7 @@ std::string LocalTime(double unix_seconds) {
   return text;
 }
 
-std::string Duration(double seconds) {
+std::string Elapsed(double seconds) {
   if (seconds < 60) return fmt::format("{:.1f}s", std::max(0.0, seconds));
   const int64_t s = static_cast<int64_t>(seconds);
   if (s < 3600) return fmt::format("{}m {:02}s", s / 60, s % 60);
@@ -136,7 +136,7 @@ std::string RunsTable(const std::vector<RunRecord>& runs) {
     const double end = r.ended_at.value_or(r.updated_at);
     rows.push_back({std::to_string(r.id), ReportedStatus(r), r.producer, ShortModel(r.model),
                     r.strategy, fmt::format("{}/{}", r.rounds_done, r.rounds_total),
-                    LocalTime(r.started_at), Duration(end - r.started_at)});
+                    LocalTime(r.started_at), Elapsed(end - r.started_at)});
   }
   return Table(rows, 1);
 }
@@ -152,7 +152,7 @@ std::string RunText(const RunRecord& r, const std::vector<RoundRecord>& rounds) 
   fields.push_back({"started", LocalTime(r.started_at)});
   if (r.ended_at)
     fields.push_back({"ended", fmt::format("{} (after {})", LocalTime(*r.ended_at),
-                                           Duration(*r.ended_at - r.started_at))});
+                                           Elapsed(*r.ended_at - r.started_at))});
   else
     fields.push_back({"last update", LocalTime(r.updated_at)});
   if (r.resumes > 0)

@@ -8,6 +8,7 @@
 #include <future>
 #include <map>
 
+#include "core/config_schema.h"
 #include "core/rng.h"
 
 namespace tributary {
@@ -15,10 +16,6 @@ namespace {
 
 constexpr uint64_t kMaliciousStream = 0xbad;
 constexpr uint64_t kNoiseStream = 0x9a55;
-
-Status Bad(const char* key, const std::string& why) {
-  return Status::InvalidArgument(fmt::format("key '{}' {}", key, why));
-}
 
 }  // namespace
 
@@ -214,28 +211,28 @@ std::vector<std::string> AttackKinds() {
 Status AttackConfig::Validate() const {
   const Kind* k = FindKind(kind);
   if (!k)
-    return Bad("attack.kind",
-               fmt::format("= '{}' is unknown; use {}", kind, fmt::join(AttackKinds(), ", ")));
+    return KeyError("attack.kind",
+                    fmt::format("= '{}' is unknown; use {}", kind, fmt::join(AttackKinds(), ", ")));
   const bool none = kind == "none";
   if (!(fraction >= 0.0) || !(fraction < 1.0))
-    return Bad("attack.fraction", fmt::format("= {} must be in [0, 1)", fraction));
+    return KeyError("attack.fraction", fmt::format("= {} must be in [0, 1)", fraction));
   if (none && fraction > 0.0)
-    return Bad("attack.kind", "must name an attack when attack.fraction > 0");
+    return KeyError("attack.kind", "must name an attack when attack.fraction > 0");
   if (!none && fraction == 0.0)
-    return Bad("attack.fraction", "must be > 0 when attack.kind = '" + kind + "'");
+    return KeyError("attack.fraction", "must be > 0 when attack.kind = '" + kind + "'");
   if (!(scale >= 0.0) || !std::isfinite(scale))
-    return Bad("attack.scale", fmt::format("= {} must be > 0 (0: the kind's default)", scale));
+    return KeyError("attack.scale", fmt::format("= {} must be > 0 (0: the kind's default)", scale));
   if (scale > 0.0 && k->scale_default == 0)
-    return Bad("attack.scale",
-               "applies to attack.kind sign_flip and scale only, not '" + kind + "'");
+    return KeyError("attack.scale",
+                    "applies to attack.kind sign_flip and scale only, not '" + kind + "'");
   if (!(noise_std >= 0.0) || !std::isfinite(noise_std))
-    return Bad("attack.noise_std", fmt::format("= {} must be > 0 (0: 1)", noise_std));
+    return KeyError("attack.noise_std", fmt::format("= {} must be > 0 (0: 1)", noise_std));
   if (noise_std > 0.0 && !k->takes_noise_std)
-    return Bad("attack.noise_std", "applies to attack.kind gaussian only, not '" + kind + "'");
+    return KeyError("attack.noise_std", "applies to attack.kind gaussian only, not '" + kind + "'");
   if (!(alie_z >= 0.0) || !std::isfinite(alie_z))
-    return Bad("attack.alie_z", fmt::format("= {} must be >= 0 (0: z_max)", alie_z));
+    return KeyError("attack.alie_z", fmt::format("= {} must be >= 0 (0: z_max)", alie_z));
   if (alie_z > 0.0 && !k->takes_alie_z)
-    return Bad("attack.alie_z", "applies to attack.kind alie only, not '" + kind + "'");
+    return KeyError("attack.alie_z", "applies to attack.kind alie only, not '" + kind + "'");
   return Status::Ok();
 }
 

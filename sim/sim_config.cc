@@ -6,13 +6,6 @@
 #include <filesystem>
 
 namespace tributary {
-namespace {
-
-Status Bad(const char* key, const std::string& why) {
-  return Status::InvalidArgument(fmt::format("key '{}' {}", key, why));
-}
-
-}  // namespace
 
 SimConfig::SimConfig() {
   run.round.rounds = 20;
@@ -114,22 +107,24 @@ RunConfig SimConfig::EffectiveRun() const {
 Status SimConfig::Validate() const {
   TRIB_RETURN_IF_ERROR(data.Validate());
   if (data.dataset == "files" && (data.train.empty() || data.test.empty()))
-    return Bad(data.train.empty() ? "data.train" : "data.test",
-               "is required with data.dataset = 'files': the simulator trains on data.train and "
-               "evaluates on data.test");
+    return KeyError(
+        data.train.empty() ? "data.train" : "data.test",
+        "is required with data.dataset = 'files': the simulator trains on data.train and "
+        "evaluates on data.test");
   TRIB_RETURN_IF_ERROR(EffectiveRun().Validate());
   const int64_t per_round = run.round.clients_per_round;
   if (run.round.fraction == 0.0 && per_round > data.num_clients)
-    return Bad("run.clients_per_round",
-               fmt::format("= {} must be <= data.num_clients = {}", per_round, data.num_clients));
+    return KeyError("run.clients_per_round", fmt::format("= {} must be <= data.num_clients = {}",
+                                                         per_round, data.num_clients));
   if (threads < 0 || threads > 1024)
-    return Bad("sim.threads", "must be in [0, 1024] (0: every core)");
+    return KeyError("sim.threads", "must be in [0, 1024] (0: every core)");
   if (target_accuracy < 0.0 || target_accuracy > 1.0)
-    return Bad("sim.target_accuracy", "must be in [0, 1] (a fraction, 0: none)");
-  if (residual_max_age_rounds < 0) return Bad("residual.max_age_rounds", "must be >= 0 (0: never)");
+    return KeyError("sim.target_accuracy", "must be in [0, 1] (a fraction, 0: none)");
+  if (residual_max_age_rounds < 0)
+    return KeyError("residual.max_age_rounds", "must be >= 0 (0: never)");
   if (!(residual_keep_fraction > 0.0) || residual_keep_fraction > 1.0)
-    return Bad("residual.keep_fraction", "must be in (0, 1]");
-  if (report_dir.empty()) return Bad("sim.report_dir", "must not be empty");
+    return KeyError("residual.keep_fraction", "must be in (0, 1]");
+  if (report_dir.empty()) return KeyError("sim.report_dir", "must not be empty");
   return attack.Validate();
 }
 

@@ -6,15 +6,14 @@
 
 #include "compression/dense_codec.h"
 #include "core/rng.h"
+#include "test_util.h"
 
 namespace tributary {
 namespace {
 
-ModelWeights Model(size_t n) { return *ModelWeights::Create({{"w", {static_cast<int64_t>(n)}}}); }
+using testing::Dense;
 
-UpdateWriter Dense(const std::vector<float>& delta) {
-  return [&delta](UpdateSink& sink, float scale) { sink.AddDense(0, delta, scale); };
-}
+ModelWeights Model(size_t n) { return testing::FlatModel(n); }
 
 TEST(FedAvgTest, WeightedMeanOfDeltasMatchesDoubleReference) {
   const size_t n = 5000;

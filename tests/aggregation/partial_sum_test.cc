@@ -134,15 +134,15 @@ TEST(ExactWeightsTest, OnlyHugeTermsCarryIntoTheWideLane) {
   EXPECT_TRUE(mean.partial().sum.At(0) == 1000 * small_term + 3 * large_term);
 }
 
-struct Round {
+struct RoundInputs {
   ModelWeights global;
   std::vector<std::vector<float>> deltas;
   std::vector<uint64_t> weights;
 };
 
 // Twelve updates with weights from 1 to about 2^30, the large ones with small values.
-Round MakeRound(size_t n) {
-  Round r{FlatModel(n), {}, {}};
+RoundInputs MakeRound(size_t n) {
+  RoundInputs r{FlatModel(n), {}, {}};
   Rng rng(27);
   for (float& v : r.global.data()) v = static_cast<float>(rng.Normal());
   for (int c = 0; c < 12; ++c) {
@@ -158,7 +158,7 @@ Round MakeRound(size_t n) {
 }
 
 TEST(PartialSumTest, TheSumDoesNotDependOnTheOrderOfTheUpdates) {
-  const Round r = MakeRound(3000);
+  const RoundInputs r = MakeRound(3000);
   auto run = [&](std::vector<size_t> order) {
     FedAvg avg;
     EXPECT_TRUE(avg.BeginRound(r.global).ok());
@@ -182,7 +182,7 @@ TEST(PartialSumTest, TheSumDoesNotDependOnTheOrderOfTheUpdates) {
 // Three "processes" each fold a third of the round, send their partial sums as bytes, and a
 // fourth merges them: the model is bitwise the one-process model, whatever the grouping.
 TEST(PartialSumTest, MergedPartialSumsGiveTheOneProcessModelBitForBit) {
-  const Round r = MakeRound(3000);
+  const RoundInputs r = MakeRound(3000);
   FedAvg one;
   ASSERT_TRUE(one.BeginRound(r.global).ok());
   for (size_t c = 0; c < 12; ++c)

@@ -20,14 +20,14 @@ namespace tributary {
 namespace {
 
 using testing::StdioCapture;
-using Lines = std::vector<std::pair<LogLevel, std::string>>;
+using LevelLines = std::vector<std::pair<LogLevel, std::string>>;
 
 class LogTest : public ::testing::Test {
  protected:
   ~LogTest() override { SetLogHandler(LogLevel::kOff, nullptr); }
 
   // The handler's calls never overlap (the library holds a lock), so these need none.
-  static LogCallback Into(Lines* lines) {
+  static LogCallback Into(LevelLines* lines) {
     return [lines](LogLevel level, std::string_view text) {
       lines->emplace_back(level, std::string(text));
     };
@@ -43,7 +43,7 @@ TEST_F(LogTest, TheLibraryIsSilentUntilAHandlerIsInstalled) {
 }
 
 TEST_F(LogTest, TheHandlerGetsTheLinesAtItsLevelAndAboveWithTheirLevels) {
-  Lines lines;
+  LevelLines lines;
   SetLogHandler(LogLevel::kInfo, Into(&lines));
   Log().trace("t");
   Log().debug("d {}", 1);
@@ -51,7 +51,7 @@ TEST_F(LogTest, TheHandlerGetsTheLinesAtItsLevelAndAboveWithTheirLevels) {
   Log().warn("w");
   Log().error("e");
   Log().critical("c");  // the library logs none; if it did, the app would see an error
-  const Lines expected = {{LogLevel::kInfo, "round 3: fit loss 0.25"},
+  const LevelLines expected = {{LogLevel::kInfo, "round 3: fit loss 0.25"},
                           {LogLevel::kWarn, "w"},
                           {LogLevel::kError, "e"},
                           {LogLevel::kError, "c"}};
@@ -59,7 +59,7 @@ TEST_F(LogTest, TheHandlerGetsTheLinesAtItsLevelAndAboveWithTheirLevels) {
 }
 
 TEST_F(LogTest, ANewHandlerReplacesTheOldOneAndOffOrNullRemovesIt) {
-  Lines first, second, third;
+  LevelLines first, second, third;
   SetLogHandler(LogLevel::kTrace, Into(&first));
   Log().trace("one");
   SetLogHandler(LogLevel::kWarn, Into(&second));
@@ -71,9 +71,9 @@ TEST_F(LogTest, ANewHandlerReplacesTheOldOneAndOffOrNullRemovesIt) {
   Log().error("five");
   SetLogHandler(static_cast<LogLevel>(42), Into(&third));  // outside the enum: silent too
   Log().error("six");
-  EXPECT_EQ(first, (Lines{{LogLevel::kTrace, "one"}}));
-  EXPECT_EQ(second, (Lines{{LogLevel::kWarn, "three"}}));
-  EXPECT_EQ(third, Lines{});
+  EXPECT_EQ(first, (LevelLines{{LogLevel::kTrace, "one"}}));
+  EXPECT_EQ(second, (LevelLines{{LogLevel::kWarn, "three"}}));
+  EXPECT_EQ(third, LevelLines{});
 }
 
 TEST_F(LogTest, CallsFromManyThreadsNeverOverlap) {

@@ -9,7 +9,7 @@
 namespace tributary {
 namespace {
 
-RunRecord SomeRun() {
+RunRecord ViewedRun() {
   RunRecord r;
   r.id = 7;
   r.producer = "tributary-coordinator";
@@ -45,7 +45,7 @@ RoundRecord SomeRound(int64_t n, bool closed) {
 }
 
 TEST(HistoryViewsTest, JsonHasTheFieldsAndTheReportedStatus) {
-  RunRecord run = SomeRun();
+  RunRecord run = ViewedRun();
   nlohmann::ordered_json j = RunJson(run);
   EXPECT_EQ(j["id"], 7);
   EXPECT_EQ(j["status"], "running");
@@ -75,14 +75,14 @@ TEST(HistoryViewsTest, JsonHasTheFieldsAndTheReportedStatus) {
 }
 
 TEST(HistoryViewsTest, TextShowsTheRunsAndTheirRounds) {
-  const std::string table = RunsTable({SomeRun()});
+  const std::string table = RunsTable({ViewedRun()});
   EXPECT_NE(table.find("ID  STATUS"), std::string::npos) << table;
   EXPECT_NE(table.find(" 7  running  tributary-coordinator  mlp2.toml  fedavg    1/2"),
             std::string::npos)
       << table;
   EXPECT_NE(table.find("1m 30s"), std::string::npos) << table;
 
-  const std::string text = RunText(SomeRun(), {SomeRound(1, true), SomeRound(2, false)});
+  const std::string text = RunText(ViewedRun(), {SomeRound(1, true), SomeRound(2, false)});
   EXPECT_NE(text.find("run 7\n"), std::string::npos) << text;
   EXPECT_NE(text.find("1 of 2 done"), std::string::npos) << text;
   EXPECT_NE(text.find("resumed:"), std::string::npos) << text;

@@ -30,7 +30,7 @@ struct SimRun {
   std::vector<double> delta;  // final model - initial model
 };
 
-Result<SimRun> RunSim(const SimConfig& c) {
+Result<SimRun> RunWithDelta(const SimConfig& c) {
   TRIB_ASSIGN_OR_RETURN(DataSplits data, LoadDataSplits(c.data, true, true));
   TRIB_ASSIGN_OR_RETURN(std::unique_ptr<Simulator> sim, Simulator::Create(c, data));
   TRIB_ASSIGN_OR_RETURN(ModelWeights init, InitWeights(*sim->spec(), c.run.init_seed));
@@ -259,7 +259,7 @@ TEST(AttackTest, EachAttackRewritesTheHonestDeltaByItsFormula) {
 
 TEST(AttackSimTest, SignFlipAndScaleNegateAndBoostTheRoundsAggregate) {
   SimConfig c = Small();
-  Result<SimRun> honest = RunSim(c);
+  Result<SimRun> honest = RunWithDelta(c);
   ASSERT_TRUE(honest.ok()) << honest.status().ToString();
   EXPECT_EQ(honest->result.rounds[0].malicious, 0);
   const double size = MaxAbs(honest->delta);
@@ -269,7 +269,7 @@ TEST(AttackSimTest, SignFlipAndScaleNegateAndBoostTheRoundsAggregate) {
   c.attack.fraction = 0.999;
   c.attack.kind = "sign_flip";
   c.attack.scale = 1;
-  Result<SimRun> flipped = RunSim(c);
+  Result<SimRun> flipped = RunWithDelta(c);
   ASSERT_TRUE(flipped.ok()) << flipped.status().ToString();
   EXPECT_EQ(flipped->result.rounds[0].malicious, 5);
   EXPECT_EQ(flipped->result.rounds[0].accepted, 5);
@@ -279,7 +279,7 @@ TEST(AttackSimTest, SignFlipAndScaleNegateAndBoostTheRoundsAggregate) {
 
   c.attack.kind = "scale";
   c.attack.scale = 3;
-  Result<SimRun> boosted = RunSim(c);
+  Result<SimRun> boosted = RunWithDelta(c);
   ASSERT_TRUE(boosted.ok()) << boosted.status().ToString();
   for (size_t i = 0; i < sum.size(); ++i) sum[i] = boosted->delta[i] - 3 * honest->delta[i];
   EXPECT_LT(MaxAbs(sum), 1e-4 * size);  // aggregate(boosted) = 3 aggregate(honest)
@@ -290,7 +290,7 @@ TEST(AttackSimTest, GaussianAggregateIsANoiseMixture) {
   c.attack.fraction = 0.999;
   c.attack.kind = "gaussian";
   c.attack.noise_std = 2.0;
-  Result<SimRun> r = RunSim(c);
+  Result<SimRun> r = RunWithDelta(c);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   double sum = 0, sq = 0;
   for (double x : r->delta) {
@@ -309,11 +309,11 @@ TEST(AttackSimTest, GaussianAggregateIsANoiseMixture) {
 TEST(AttackSimTest, LabelFlipTrainsOnFlippedLabels) {
   SimConfig c = Small();
   c.run.round.rounds = 3;
-  Result<SimRun> honest = RunSim(c);
+  Result<SimRun> honest = RunWithDelta(c);
   ASSERT_TRUE(honest.ok()) << honest.status().ToString();
   c.attack.fraction = 0.999;
   c.attack.kind = "label_flip";
-  Result<SimRun> flipped = RunSim(c);
+  Result<SimRun> flipped = RunWithDelta(c);
   ASSERT_TRUE(flipped.ok()) << flipped.status().ToString();
   // Every client learns y -> 9 - y, so the model predicts the wrong class for nearly every example.
   EXPECT_GT(honest->result.rounds.back().test_accuracy, 0.6);
@@ -325,12 +325,12 @@ TEST(AttackSimTest, AlieSubmitsMeanMinusZSigmaOfTheAttackersHonestDeltas) {
   // mean mu, and when all 5 selected clients are attackers they all submit mu - z sigma.
   SimConfig c = Small();
   c.data.partition = "iid";
-  Result<SimRun> honest = RunSim(c);
+  Result<SimRun> honest = RunWithDelta(c);
   ASSERT_TRUE(honest.ok()) << honest.status().ToString();
   c.attack.fraction = 0.999;
   c.attack.kind = "alie";
   c.attack.alie_z = 1e-6;  // ~mu
-  Result<SimRun> mu = RunSim(c);
+  Result<SimRun> mu = RunWithDelta(c);
   ASSERT_TRUE(mu.ok()) << mu.status().ToString();
   const double size = MaxAbs(honest->delta);
   std::vector<double> diff(honest->delta.size());
@@ -339,9 +339,9 @@ TEST(AttackSimTest, AlieSubmitsMeanMinusZSigmaOfTheAttackersHonestDeltas) {
 
   c.attack.alie_z = 1.0;
   c.threads = 1;
-  Result<SimRun> one = RunSim(c);
+  Result<SimRun> one = RunWithDelta(c);
   c.threads = 3;
-  Result<SimRun> three = RunSim(c);
+  Result<SimRun> three = RunWithDelta(c);
   ASSERT_TRUE(one.ok() && three.ok());
   EXPECT_EQ(one->result.model_hash, three->result.model_hash);  // thread count does not matter
   // honest - alie = sigma >= 0 in every coordinate, and > 0 where the clients disagree.
@@ -357,7 +357,7 @@ TEST(AttackSimTest, AlieSubmitsMeanMinusZSigmaOfTheAttackersHonestDeltas) {
   c.attack.alie_z = 0;
   c.attack.fraction = 0.5;
   c.run.round.rounds = 3;
-  Result<SimRun> zmax = RunSim(c);
+  Result<SimRun> zmax = RunWithDelta(c);
   ASSERT_TRUE(zmax.ok()) << zmax.status().ToString();
   int64_t bad = 0;
   for (const SimRound& r : zmax->result.rounds) bad += r.malicious;
@@ -381,7 +381,7 @@ TEST(AttackSimTest, MedianAndKrumOutlastFedAvgUnderSignFlip) {
   std::map<std::string, double> acc;
   for (const char* s : {"fedavg", "median", "krum(f=3)"}) {
     c.run.strategy = s;
-    Result<SimRun> r = RunSim(c);
+    Result<SimRun> r = RunWithDelta(c);
     ASSERT_TRUE(r.ok()) << s << ": " << r.status().ToString();
     acc[s] = r->result.rounds.back().test_accuracy;
   }

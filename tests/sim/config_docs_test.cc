@@ -11,19 +11,13 @@
 #include <fstream>
 #include <sstream>
 
+#include "../core/read_text_file.h"
 #include "client/client_config.h"
 #include "coordinator/coordinator_config.h"
 #include "sim/sim_config.h"
 
 namespace tributary {
 namespace {
-
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 std::string SourceDir() {
   const char* dir = std::getenv("TRIBUTARY_SOURCE_DIR");
@@ -59,7 +53,7 @@ std::vector<std::string> DocRows(const std::string& doc, const std::string& prog
 }
 
 void ExpectDocumented(const ConfigSchema& schema, const std::string& doc_file) {
-  const std::string doc = Slurp(SourceDir() + "/" + doc_file);
+  const std::string doc = testing::ReadTextFile(SourceDir() + "/" + doc_file);
   ASSERT_FALSE(doc.empty()) << "cannot read " << doc_file;
   const std::vector<std::string> want = SchemaRows(schema), have = DocRows(doc, schema.program());
   std::string table = "<!-- keys: " + schema.program() +

@@ -8,17 +8,11 @@
 #include <sstream>
 
 #include "../client/temp_dir.h"
+#include "../core/read_text_file.h"
 #include "sim/report.h"
 
 namespace tributary {
 namespace {
-
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 SimResult ThreeRounds() {
   SimResult r;
@@ -67,7 +61,7 @@ TEST(ReportTest, FilesAreWellFormedAndAgree) {
   ASSERT_TRUE(WriteReport(dir.path(), cfg, result, {{"mode", "test"}}).ok());
 
   // rounds.csv: a header and one row per round, every row with the header's column count.
-  std::istringstream csv(Slurp(dir.file("rounds.csv")));
+  std::istringstream csv(testing::ReadTextFile(dir.file("rounds.csv")));
   std::string line;
   std::vector<std::vector<std::string>> rows;
   while (std::getline(csv, line)) {
@@ -96,7 +90,7 @@ TEST(ReportTest, FilesAreWellFormedAndAgree) {
   EXPECT_EQ(rows[3][20], "2");
 
   // report.json parses and holds the config, every round and the totals.
-  nlohmann::json j = nlohmann::json::parse(Slurp(dir.file("report.json")));
+  nlohmann::json j = nlohmann::json::parse(testing::ReadTextFile(dir.file("report.json")));
   // Every key of the simulator's schema, by its name.
   EXPECT_EQ(j["config"]["run.model"], "mlp <&>");
   EXPECT_EQ(j["config"]["run.rounds"], 20);
@@ -116,7 +110,7 @@ TEST(ReportTest, FilesAreWellFormedAndAgree) {
   // report.html: self-contained (nothing loaded from elsewhere), its rows embedded for the shared
   // chart code (the browser test, tests/integration/dashboard_browser_test.py, draws them), escaped
   // text.
-  const std::string html = Slurp(dir.file("report.html"));
+  const std::string html = testing::ReadTextFile(dir.file("report.html"));
   EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
   EXPECT_NE(html.find("</html>"), std::string::npos);
   EXPECT_EQ(html.find("src="), std::string::npos);
@@ -179,7 +173,7 @@ TEST(ReportTest, TheReportLeadsWithASummaryAndShowsTheChangedKeys) {
   result.target_round = 1;
   result.target_wall_seconds = 0.5;
   ASSERT_TRUE(WriteReport(dir.path(), cfg, result, {{"client_rounds", 30}}).ok());
-  const std::string html = Slurp(dir.file("report.html"));
+  const std::string html = testing::ReadTextFile(dir.file("report.html"));
 
   EXPECT_EQ(TextAfter(html, "<div data-summary='final_accuracy'>final test accuracy <b>"),
             "80.00%");
@@ -202,7 +196,7 @@ TEST(ReportTest, TheReportLeadsWithASummaryAndShowsTheChangedKeys) {
             std::string::npos);
   EXPECT_NE(html.find("<th>client_rounds</th><td title='30'>30</td>"), std::string::npos);
   EXPECT_EQ(html.find("3000000</td>"), std::string::npos) << "no raw byte count shown";
-  const nlohmann::json j = nlohmann::json::parse(Slurp(dir.file("report.json")));
+  const nlohmann::json j = nlohmann::json::parse(testing::ReadTextFile(dir.file("report.json")));
   EXPECT_EQ(j["totals"]["bytes_up"], 3000000);
   EXPECT_EQ(j["totals"]["client_rounds"], 30);
   EXPECT_NEAR(j["totals"]["best_test_accuracy"].get<double>(), 0.85, 1e-12);
@@ -262,9 +256,9 @@ TEST(ReportTest, APrivateRunReportsEpsilonAndPlotsAccuracyAgainstIt) {
   cfg.run.round.dp.noise_seed = 90210;  // whoever knows it can remove the noise
   ASSERT_TRUE(WriteReport(dir.path(), cfg, result, nlohmann::json::object()).ok());
 
-  const std::string csv = Slurp(dir.file("rounds.csv"));
+  const std::string csv = testing::ReadTextFile(dir.file("rounds.csv"));
   EXPECT_NE(csv.find(",0.750000,0.5,4\n"), std::string::npos) << csv;
-  nlohmann::json j = nlohmann::json::parse(Slurp(dir.file("report.json")));
+  nlohmann::json j = nlohmann::json::parse(testing::ReadTextFile(dir.file("report.json")));
   EXPECT_EQ(j["rounds"][0]["epsilon"], 0.25);
   EXPECT_EQ(j["rounds"][2]["dp_clipped"], 4);
   EXPECT_EQ(j["totals"]["epsilon"], 0.75);
@@ -276,7 +270,7 @@ TEST(ReportTest, APrivateRunReportsEpsilonAndPlotsAccuracyAgainstIt) {
   EXPECT_EQ(j["config"]["dp.noise_multiplier"], 1.2) << "other keys are recorded as they are";
 
   // A third chart: accuracy against epsilon, one point per evaluated round.
-  const std::string html = Slurp(dir.file("report.html"));
+  const std::string html = testing::ReadTextFile(dir.file("report.html"));
   EXPECT_NE(html.find("id='chart-epsilon'"), std::string::npos);
   const nlohmann::json data = ReportData(html);
   EXPECT_TRUE(data["dp"].get<bool>());

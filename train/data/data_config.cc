@@ -66,16 +66,14 @@ namespace {
 
 // The "files" keys: each meaningful only with data.dataset = "files", and fitting together.
 Status ValidateFiles(const DataConfig& c) {
-  auto bad = [](const char* key, const std::string& why) {
-    return Status::InvalidArgument(fmt::format("key '{}' {}", key, why));
-  };
   if (c.num_classes < 0 || c.num_classes > 256)
-    return bad("data.num_classes",
-               fmt::format("= {} must be in [0, 256] (0: from the labels)", c.num_classes));
+    return KeyError("data.num_classes",
+                    fmt::format("= {} must be in [0, 256] (0: from the labels)", c.num_classes));
   if (!c.format.empty() && !DataFileFormat("", c.format).ok())
-    return bad("data.format", fmt::format("= '{}' is unknown; use npz, npy, csv or idx (\"\": by "
-                                          "the file names)",
-                                          c.format));
+    return KeyError("data.format",
+                    fmt::format("= '{}' is unknown; use npz, npy, csv or idx (\"\": by "
+                                "the file names)",
+                                c.format));
   if (c.dataset != "files") {
     const std::pair<const char*, const std::string*> paths[] = {
         {"data.train", &c.train},
@@ -85,36 +83,37 @@ Status ValidateFiles(const DataConfig& c) {
         {"data.format", &c.format}};
     for (const auto& [key, value] : paths)
       if (!value->empty())
-        return bad(
+        return KeyError(
             key, fmt::format("= '{}' is for data.dataset = 'files', not '{}'", *value, c.dataset));
     if (c.num_classes != 0)
-      return bad("data.num_classes",
-                 fmt::format("= {} is for data.dataset = 'files' ('{}' has 10 classes)",
-                             c.num_classes, c.dataset));
+      return KeyError("data.num_classes",
+                      fmt::format("= {} is for data.dataset = 'files' ('{}' has 10 classes)",
+                                  c.num_classes, c.dataset));
     return Status::Ok();
   }
   if (c.train.empty() && c.test.empty())
-    return bad("data.train", "and data.test are both empty: data.dataset = 'files' needs one");
-  if (c.npz_features.empty()) return bad("data.npz.features", "must not be empty");
-  if (c.npz_labels.empty()) return bad("data.npz.labels", "must not be empty");
+    return KeyError("data.train", "and data.test are both empty: data.dataset = 'files' needs one");
+  if (c.npz_features.empty()) return KeyError("data.npz.features", "must not be empty");
+  if (c.npz_labels.empty()) return KeyError("data.npz.labels", "must not be empty");
   for (const bool is_train : {true, false}) {
     const std::string& path = is_train ? c.train : c.test;
     const std::string& labels = is_train ? c.train_labels : c.test_labels;
     const char* key = is_train ? "data.train" : "data.test";
     const char* labels_key = is_train ? "data.train_labels" : "data.test_labels";
     if (path.empty()) {
-      if (!labels.empty()) return bad(labels_key, fmt::format("is set but {} is empty", key));
+      if (!labels.empty()) return KeyError(labels_key, fmt::format("is set but {} is empty", key));
       continue;
     }
     Result<std::string> f = DataFileFormat(path, c.format);
     if (!f.ok()) return f.status().WithContext(fmt::format("key '{}'", key));
     if (FormatHasLabelsFile(*f) && labels.empty())
-      return bad(labels_key, fmt::format("is required: {} = '{}' is {} features, whose labels are "
-                                         "in a second file",
-                                         key, path, *f));
+      return KeyError(labels_key,
+                      fmt::format("is required: {} = '{}' is {} features, whose labels are "
+                                  "in a second file",
+                                  key, path, *f));
     if (!FormatHasLabelsFile(*f) && !labels.empty())
-      return bad(labels_key,
-                 fmt::format("must be empty: {} = '{}' ({}) holds its own labels", key, path, *f));
+      return KeyError(labels_key, fmt::format("must be empty: {} = '{}' ({}) holds its own labels",
+                                              key, path, *f));
   }
   return Status::Ok();
 }
@@ -122,22 +121,19 @@ Status ValidateFiles(const DataConfig& c) {
 }  // namespace
 
 Status DataConfig::Validate() const {
-  auto bad = [](const char* key, const std::string& why) {
-    return Status::InvalidArgument(fmt::format("key '{}' {}", key, why));
-  };
   if (dataset != "fashion-mnist" && dataset != "synthetic" && dataset != "files")
-    return bad("data.dataset",
-               "= '" + dataset + "' is unknown; use 'fashion-mnist', 'synthetic' or 'files'");
+    return KeyError("data.dataset",
+                    "= '" + dataset + "' is unknown; use 'fashion-mnist', 'synthetic' or 'files'");
   TRIB_RETURN_IF_ERROR(ValidateFiles(*this));
-  if (train_examples < 0) return bad("data.train_examples", "must be >= 0 (0: all)");
-  if (test_examples < 0) return bad("data.test_examples", "must be >= 0 (0: all)");
+  if (train_examples < 0) return KeyError("data.train_examples", "must be >= 0 (0: all)");
+  if (test_examples < 0) return KeyError("data.test_examples", "must be >= 0 (0: all)");
   if (synthetic_height < 1 || synthetic_width < 1 || synthetic_height * synthetic_width > 4096)
-    return bad("data.synthetic.height",
-               "and data.synthetic.width must be >= 1 with at most 4096 pixels");
+    return KeyError("data.synthetic.height",
+                    "and data.synthetic.width must be >= 1 with at most 4096 pixels");
   if (!(synthetic_noise >= 0.0) || !std::isfinite(synthetic_noise))
-    return bad("data.synthetic.noise", "must be >= 0");
+    return KeyError("data.synthetic.noise", "must be >= 0");
   if (num_clients < 1)
-    return bad("data.num_clients", fmt::format("= {} must be >= 1", num_clients));
+    return KeyError("data.num_clients", fmt::format("= {} must be >= 1", num_clients));
   return Status::Ok();
 }
 

@@ -15,7 +15,7 @@ namespace tributary {
 namespace {
 
 // Inflate at most this much per read, so the buffer grows only with bytes that exist.
-constexpr size_t kChunkBytes = size_t{1} << 20;
+constexpr size_t kInflateChunkBytes = size_t{1} << 20;
 // Members listed in a "no such member" error.
 constexpr zip_int64_t kListedMembers = 10;
 
@@ -173,10 +173,10 @@ Result<NpyArray> ReadArray(zip_t* z, std::string_view name, std::string_view key
   // m.size is within the cap but only a claim: reserve no more than the compressed bytes could
   // plausibly hold and grow with what really inflates.
   bytes.reserve(static_cast<size_t>(
-      std::min<uint64_t>(m.size, std::max<uint64_t>(kChunkBytes, 8 * m.comp_size))));
+      std::min<uint64_t>(m.size, std::max<uint64_t>(kInflateChunkBytes, 8 * m.comp_size))));
   while (bytes.size() < m.size) {
     const size_t old = bytes.size();
-    const size_t chunk = static_cast<size_t>(std::min<uint64_t>(kChunkBytes, m.size - old));
+    const size_t chunk = static_cast<size_t>(std::min<uint64_t>(kInflateChunkBytes, m.size - old));
     bytes.resize(old + chunk);
     TRIB_ASSIGN_OR_RETURN(size_t got, ReadUpTo(m, bytes.data() + old, chunk));
     bytes.resize(old + got);
