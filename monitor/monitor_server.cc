@@ -290,6 +290,13 @@ class StreamSession : public std::enable_shared_from_this<StreamSession> {
     });
     asio::async_write(socket_, asio::buffer(queue_.front()),
                       [self = shared_from_this()](beast::error_code ec, size_t) {
+                        if (ec == asio::error::timed_out && !self->closed_)
+                          // TCP_USER_TIMEOUT: the viewer's kernel took nothing for that long.
+                          self->server_->security->Note(
+                              "monitor viewer stopped reading", self->slot_.address(),
+                              fmt::format("nothing acknowledged in {} ms "
+                                          "(monitor.stream_stall_timeout_s); disconnected",
+                                          self->server_->options.stream_stall_timeout.count()));
                         if (ec || self->closed_) return self->Close();
                         self->backlog_ -= self->queue_.front().size();
                         self->queue_.pop_front();
