@@ -24,7 +24,7 @@ import urllib.request
 from process_harness import CERTS, CLIENT, COORDINATOR, ProcessTest
 
 TOKEN = "monitor-token-5678"
-ROUNDS = 100
+ROUNDS = 150
 STALL_S = 1.0  # monitor.stream_stall_timeout_s
 FIRST_BYTE_S = 2.0  # monitor.first_byte_timeout_s (the default)
 DATA = ["data.dataset=synthetic", "data.train_examples=1000", "data.test_examples=100"]
