@@ -104,6 +104,7 @@ Result<std::unique_ptr<Coordinator>> Coordinator::Assemble(CoordinatorConfig con
   observe.console = true;
   observe.monitor_listen = cfg.monitor_listen;
   observe.monitor_token = cfg.monitor_token;
+  observe.monitor_limits = cfg.monitor_limits;
   observe.security_log = c->security_;
   observe.registry = &c->driver_->engine().registry();
   Result<std::unique_ptr<RunObservers>> observers = RunObservers::Create(observe, exit_status);
@@ -171,8 +172,14 @@ Status Coordinator::Serve() {
   };
   if (observers_->monitored()) refresh_clients();
   PrintStartLine(service_->address());
-  if (!config_.ready_file.empty())
-    TRIB_RETURN_IF_ERROR(WriteFileAtomic(config_.ready_file, service_->address() + "\n"));
+  if (!config_.ready_file.empty()) {
+    // The first line as it always was (scripts read it as the clients' address); the monitor's
+    // bound address, when there is one, on a line of its own after it.
+    std::string ready = service_->address() + "\n";
+    if (const std::string monitor = observers_->monitor_address(); !monitor.empty())
+      ready += "monitor=" + monitor + "\n";
+    TRIB_RETURN_IF_ERROR(WriteFileAtomic(config_.ready_file, ready));
+  }
   asio::signal_set signals(io, SIGINT, SIGTERM);
   signals.async_wait([&](const boost::system::error_code& sec, int sig) {
     if (sec) return;

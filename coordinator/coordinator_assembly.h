@@ -14,7 +14,8 @@
 // for the listener, the service and the monitor). Nothing listens for clients yet.
 //
 // Serve() starts the run (RunStarted), listens on net.listen (CoordinatorService: its engine on a
-// thread of its own, the I/O on two), prints the start-up line, writes output.ready_file, refreshes
+// thread of its own, the I/O on two), prints the start-up line, writes output.ready_file (the
+// clients' host:port; then, with a monitor, "monitor=host:port" with its bound port), refreshes
 // the monitor's client table every 2 s, and returns when the run has ended: OK when every round is
 // done or SIGINT/SIGTERM stopped it (clients are told Goodbye; the last checkpoint is complete),
 // else why the run failed. Call it once.

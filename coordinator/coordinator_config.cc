@@ -29,7 +29,8 @@ void BindCoordinatorConfig(ConfigSchema& s, CoordinatorConfig* c) {
       .Flag("--key")
       .Path();
   s.Bind("tls.deny_list", &c->deny_list, "file of revoked client ids, one per line").Path();
-  s.Bind("output.ready_file", &c->ready_file, "written with the listening address once ready")
+  s.Bind("output.ready_file", &c->ready_file,
+         "written once listening: the clients' host:port, then monitor=host:port with a monitor")
       .Flag("--ready-file")
       .Path();
   s.Bind("monitor.listen", &c->monitor_listen,
@@ -38,6 +39,20 @@ void BindCoordinatorConfig(ConfigSchema& s, CoordinatorConfig* c) {
   s.Bind("monitor.token", &c->monitor_token,
          "bearer token the monitor requires (\"\": none; required off loopback)")
       .Secret();
+  MonitorLimits* m = &c->monitor_limits;
+  s.Bind("monitor.max_connections", &m->max_connections,
+         "monitor requests open at once (dashboard streams are not counted)");
+  s.Bind("monitor.max_connections_per_address", &m->max_connections_per_address,
+         "monitor connections (requests and streams) open at once from one source address");
+  s.Bind("monitor.max_streams", &m->max_streams, "dashboard viewers (event streams) at once");
+  s.Bind("monitor.first_byte_timeout_s", &m->first_byte_timeout,
+         "a monitor connection that sends nothing this long is closed");
+  s.Bind("monitor.request_timeout_s", &m->request_timeout,
+         "a monitor request's header must have arrived this long after connecting");
+  s.Bind("monitor.stream_stall_timeout_s", &m->stream_stall_timeout,
+         "a dashboard viewer that reads nothing this long while data waits for it is dropped");
+  s.Bind("monitor.stream_send_buffer_kb", &m->stream_send_buffer_kb,
+         "KiB the kernel may buffer for one dashboard viewer (0: the kernel's own, megabytes)");
   BindRunConfig(s, &c->run);
   BindDataConfig(s, &c->data, /*partitioned=*/false);
   s.Rename("listen", "net.listen");
@@ -59,6 +74,37 @@ bool IsLoopback(const std::string& listen) {
   return listen.rfind("127.", 0) == 0 || listen.rfind("[::1]:", 0) == 0;
 }
 
+Status InRange(const char* key, int64_t value, int64_t lo, int64_t hi) {
+  if (value >= lo && value <= hi) return Status::Ok();
+  return Status::InvalidArgument(
+      fmt::format("key '{}' = {} must be in [{}, {}]", key, value, lo, hi));
+}
+
+Status ValidateMonitorLimits(const MonitorLimits& m) {
+  using std::chrono::milliseconds;
+  TRIB_RETURN_IF_ERROR(InRange("monitor.max_connections", m.max_connections, 1, 4096));
+  TRIB_RETURN_IF_ERROR(
+      InRange("monitor.max_connections_per_address", m.max_connections_per_address, 1, 4096));
+  TRIB_RETURN_IF_ERROR(InRange("monitor.max_streams", m.max_streams, 1, 4096));
+  TRIB_RETURN_IF_ERROR(
+      InRange("monitor.stream_send_buffer_kb", m.stream_send_buffer_kb, 0, 64 * 1024));
+  if (m.request_timeout <= milliseconds(0) || m.request_timeout > milliseconds(300'000))
+    return Status::InvalidArgument(
+        fmt::format("key 'monitor.request_timeout_s' = {} s must be in (0, 300]",
+                    m.request_timeout.count() / 1e3));
+  if (m.first_byte_timeout <= milliseconds(0) || m.first_byte_timeout > m.request_timeout)
+    return Status::InvalidArgument(
+        fmt::format("key 'monitor.first_byte_timeout_s' = {} s must be in (0, "
+                    "monitor.request_timeout_s = {} s]",
+                    m.first_byte_timeout.count() / 1e3, m.request_timeout.count() / 1e3));
+  if (m.stream_stall_timeout < milliseconds(1'000) ||
+      m.stream_stall_timeout > milliseconds(3'600'000))
+    return Status::InvalidArgument(
+        fmt::format("key 'monitor.stream_stall_timeout_s' = {} s must be in [1, 3600]",
+                    m.stream_stall_timeout.count() / 1e3));
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status CoordinatorConfig::Validate() const {
@@ -67,6 +113,7 @@ Status CoordinatorConfig::Validate() const {
         "key 'monitor.listen' = '" + monitor_listen +
         "' is reachable from other machines: set 'monitor.token' (operators send it as "
         "Authorization: Bearer <token>), or listen on 127.0.0.1");
+  TRIB_RETURN_IF_ERROR(ValidateMonitorLimits(monitor_limits));
   if (tls_ca.empty() || tls_cert.empty() || tls_key.empty())
     return Status::InvalidArgument(
         "keys 'tls.ca', 'tls.cert' and 'tls.key' are required (mutual TLS is always on; make the "

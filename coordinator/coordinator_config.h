@@ -5,6 +5,7 @@
 //   log_level, net.listen, net.heartbeat_interval_s, net.client_timeout_s,
 //   net.max_handshakes_per_address, net.transfer_budget_mb, eval.threads,
 //   tls.ca, tls.cert, tls.key, tls.deny_list, output.ready_file,
+//   monitor.listen, monitor.token and the monitor's limits (monitor_limits.h),
 //   the run (coordinator/run_config.h: run.*, fit.*, eval.*, output.*),
 //   the evaluation data (train/data/data_config.h: data.*, without the partition keys)
 #pragma once
@@ -12,6 +13,7 @@
 #include <chrono>
 #include <string>
 
+#include "coordinator/monitor_limits.h"
 #include "coordinator/run_config.h"
 #include "core/config_schema.h"
 #include "train/data/data_config.h"
@@ -31,12 +33,15 @@ struct CoordinatorConfig {
   int64_t transfer_budget_mb = 1024;
   int64_t eval_threads = 0;  // server-side evaluation's threads; 0: one per core
   std::string tls_ca, tls_cert, tls_key;
-  std::string deny_list;   // optional file of revoked client ids
-  std::string ready_file;  // written with the listening address once accepting
+  std::string deny_list;  // optional file of revoked client ids
+  // Written once accepting: the clients' address ("host:port") on its first line, and with a
+  // monitor, "monitor=host:port" (the bound port, when monitor.listen asked for 0) on the second.
+  std::string ready_file;
   // The operators' HTTP endpoint (monitor/): "" is off; else host:port serving /metrics, with
   // monitor_token required as a bearer token when set (and when the address is not loopback).
   std::string monitor_listen;
   std::string monitor_token;
+  MonitorLimits monitor_limits;
   RunConfig run;    // output.checkpoint_dir defaults to runs/coordinator
   DataConfig data;  // what server-side evaluation runs on
 

@@ -98,6 +98,14 @@ Result<std::unique_ptr<RunObservers>> RunObservers::Create(const RunObserversOpt
   mopts.listen = options.monitor_listen;
   mopts.token = options.monitor_token;
   mopts.security_log = options.security_log;
+  const MonitorLimits& limits = options.monitor_limits;
+  mopts.max_connections = static_cast<size_t>(limits.max_connections);
+  mopts.max_connections_per_address = static_cast<size_t>(limits.max_connections_per_address);
+  mopts.max_streams = static_cast<size_t>(limits.max_streams);
+  mopts.first_byte_timeout = limits.first_byte_timeout;
+  mopts.request_timeout = limits.request_timeout;
+  mopts.stream_stall_timeout = limits.stream_stall_timeout;
+  mopts.stream_send_buffer = static_cast<size_t>(limits.stream_send_buffer_kb) << 10;
   mopts.routes["/metrics"] = {RunMetrics::kContentType, [&m] { return m.metrics.Scrape(); }};
   mopts.routes["/"] = {"text/html; charset=utf-8", [] { return web::DashboardPage(); }};
   mopts.routes["/api/state"] = {"application/json", [&m] { return m.dashboard.Snapshot(); }};
@@ -109,10 +117,11 @@ Result<std::unique_ptr<RunObservers>> RunObservers::Create(const RunObserversOpt
   MonitorServer* server = m.server.get();
   m.dashboard.set_publisher(
       [server](std::string delta) { server->Publish("/api/events", std::move(delta)); });
+  // The bound address, so that with port 0 the line names the real port.
   const bool token = !options.monitor_token.empty();
   Log().info("monitor: dashboard at http://{}/{}, Prometheus metrics at http://{}/metrics{}",
-             options.monitor_listen, token ? "?access_token=<monitor.token>" : "",
-             options.monitor_listen, token ? " (bearer token required)" : "");
+             server->address(), token ? "?access_token=<monitor.token>" : "", server->address(),
+             token ? " (bearer token required)" : "");
 #else
   if (!options.monitor_listen.empty())
     return Fail(Status::Unimplemented("key 'monitor.listen': this build has no monitor "
@@ -129,6 +138,13 @@ uint16_t RunObservers::monitor_port() const {
   if (monitor_ && monitor_->server) return monitor_->server->port();
 #endif
   return 0;
+}
+
+std::string RunObservers::monitor_address() const {
+#if TRIBUTARY_HAVE_MONITOR
+  if (monitor_ && monitor_->server) return monitor_->server->address();
+#endif
+  return "";
 }
 
 void RunObservers::RefreshClients() {

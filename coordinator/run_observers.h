@@ -10,7 +10,8 @@
 //   metrics           RunMetrics and the dashboard's DashboardState, when options.monitor_listen
 //   and dashboard     is set, served there by a MonitorServer (GET /metrics, the dashboard page at
 //                     /, /api/state and the server-sent events /api/events), behind
-//                     options.monitor_token when set. Their clients come from options.registry,
+//                     options.monitor_token when set, within options.monitor_limits. Their
+//                     clients come from options.registry,
 //                     read on the run's thread at its events and at RefreshClients().
 //
 // Errors name the key: "key 'output.history': ..." for a database that cannot be opened, "key
@@ -34,6 +35,7 @@
 #include <vector>
 
 #include "coordinator/client_registry.h"
+#include "coordinator/monitor_limits.h"
 #include "coordinator/run_events.h"
 #include "core/config_schema.h"
 #include "core/env.h"
@@ -63,6 +65,7 @@ struct RunObserversOptions {
   // monitor.listen ("": no metrics, no dashboard) and monitor.token.
   std::string monitor_listen;
   std::string monitor_token;
+  MonitorLimits monitor_limits;
   std::shared_ptr<SecurityLog> security_log;  // the monitor's refusals go here; null: its own
   const ClientRegistry* registry = nullptr;   // null: no client counts or table
 };
@@ -83,6 +86,8 @@ class RunObservers {
   // The port the monitor listens on (the real one when monitor.listen asked for port 0); 0 when
   // none.
   uint16_t monitor_port() const;
+  // The monitor's bound "host:port" ("[v6]:port"), with the real port; "" when none.
+  std::string monitor_address() const;
   // Samples the clients again for the metrics and the dashboard (between events, clients join and
   // leave too). On the run's thread. Nothing without a monitor.
   void RefreshClients();

@@ -9,12 +9,19 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 
+#include <fmt/format.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+#include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <charconv>
 #include <deque>
 #include <optional>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "core/log.h"
@@ -97,6 +104,29 @@ std::string SseEvent(std::string_view message) {
 
 class StreamSession;
 
+// One connection's place in the count of its source address, given back when destroyed; moves
+// from a request to the stream it becomes. On the server's thread only.
+class AddressSlot {
+ public:
+  AddressSlot(std::map<std::string, size_t>* counts, std::string address)
+      : counts_(counts), address_(std::move(address)) {
+    ++(*counts_)[address_];
+  }
+  AddressSlot(AddressSlot&& other) noexcept
+      : counts_(std::exchange(other.counts_, nullptr)), address_(std::move(other.address_)) {}
+  AddressSlot& operator=(AddressSlot&&) = delete;
+  ~AddressSlot() {
+    if (counts_ == nullptr) return;
+    const auto it = counts_->find(address_);
+    if (it != counts_->end() && --it->second == 0) counts_->erase(it);
+  }
+  const std::string& address() const { return address_; }
+
+ private:
+  std::map<std::string, size_t>* counts_;
+  std::string address_;
+};
+
 }  // namespace
 
 struct MonitorServer::Impl {
@@ -105,12 +135,15 @@ struct MonitorServer::Impl {
   std::atomic<size_t> open{0};
   std::atomic<size_t> streams_open{0};
   std::shared_ptr<SecurityLog> security;
-  // The viewers of each stream; touched only on the server's thread.
+  // The viewers of each stream, and the connections open per source address (requests and
+  // streams); touched only on the server's thread.
   std::map<std::string, std::vector<std::weak_ptr<StreamSession>>> viewers;
+  std::map<std::string, size_t> per_address;
   asio::io_context io;
   tcp::acceptor acceptor{io};
   asio::steady_timer retry{io};  // paces accepting again after an accept error
   uint16_t port = 0;
+  std::string address;  // "host:port" as bound
   std::thread thread;
 
   void Accept();
@@ -128,23 +161,37 @@ namespace {
 // One connection: read one request (bounded), answer, close.
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(MonitorServer::Impl* server, tcp::socket socket)
-      : server_(server), stream_(std::move(socket)) {}
+  Session(MonitorServer::Impl* server, tcp::socket socket, AddressSlot slot)
+      : server_(server), stream_(std::move(socket)), slot_(std::move(slot)) {}
   ~Session() { server_->open.fetch_sub(1); }
 
+  // Waits first_byte_timeout for the first bytes, then reads the rest of the header until
+  // request_timeout after connecting: a connection that sends nothing gives its place back soon.
   void Start() {
-    beast::error_code ec;
-    const tcp::endpoint peer = stream_.socket().remote_endpoint(ec);
-    remote_ = ec ? std::string("unknown") : peer.address().to_string();
     parser_.header_limit(kMaxHeaderBytes);
     parser_.body_limit(0);
-    stream_.expires_after(server_->options.request_timeout);
-    http::async_read(stream_, buffer_, parser_,
-                     [self = shared_from_this()](beast::error_code e, size_t) { self->OnRead(e); });
+    connected_ = std::chrono::steady_clock::now();
+    stream_.expires_after(
+        std::min(server_->options.first_byte_timeout, server_->options.request_timeout));
+    stream_.async_read_some(
+        buffer_.prepare(kMaxHeaderBytes),
+        [self = shared_from_this()](beast::error_code e, size_t n) { self->OnFirstBytes(e, n); });
   }
 
  private:
+  void OnFirstBytes(beast::error_code ec, size_t n) {
+    if (ec == beast::error::timeout)
+      server_->security->Note("monitor connection sent no request in time", remote(),
+                              fmt::format("nothing within {} ms (monitor.first_byte_timeout_s)",
+                                          server_->options.first_byte_timeout.count()));
+    if (ec) return;
+    buffer_.commit(n);
+    stream_.expires_at(connected_ + server_->options.request_timeout);
+    http::async_read(stream_, buffer_, parser_,
+                     [self = shared_from_this()](beast::error_code e, size_t) { self->OnRead(e); });
+  }
   void OnRead(beast::error_code ec);
+  const std::string& remote() const { return slot_.address(); }
 
  private:
   friend class StreamSession;
@@ -161,21 +208,41 @@ class Session : public std::enable_shared_from_this<Session> {
 
   MonitorServer::Impl* server_;
   beast::tcp_stream stream_;
+  AddressSlot slot_;
+  std::chrono::steady_clock::time_point connected_;
   beast::flat_buffer buffer_;
   http::request_parser<http::empty_body> parser_;
   http::response<http::string_body> response_;
-  std::string remote_;
 };
 
 // A viewer of a stream: after its header and hello, every published message, in order; a
 // keepalive comment when nothing was sent for a while. Lives on the server's thread.
 class StreamSession : public std::enable_shared_from_this<StreamSession> {
  public:
-  StreamSession(MonitorServer::Impl* server, beast::tcp_stream stream)
-      : server_(server), socket_(stream.release_socket()), keepalive_(socket_.get_executor()) {}
+  StreamSession(MonitorServer::Impl* server, beast::tcp_stream stream, AddressSlot slot)
+      : server_(server),
+        socket_(stream.release_socket()),
+        slot_(std::move(slot)),
+        keepalive_(socket_.get_executor()),
+        stall_(socket_.get_executor()) {}
   ~StreamSession() { server_->streams_open.fetch_sub(1); }
 
   void Start(std::string hello) {
+    // A small send buffer, so that what a viewer does not read waits here, where the stall timer
+    // sees it, and not in the kernel (which autotunes to megabytes); and a user timeout, so that
+    // the kernel cuts a peer that acknowledges nothing (a laptop put to sleep) even while this
+    // side has nothing queued.
+    beast::error_code ignored;
+    const MonitorServerOptions& o = server_->options;
+    if (o.stream_send_buffer > 0)
+      socket_.set_option(asio::socket_base::send_buffer_size(
+                             static_cast<int>(std::min<size_t>(o.stream_send_buffer, 1 << 30))),
+                         ignored);
+#ifdef TCP_USER_TIMEOUT
+    const unsigned int user_timeout_ms = static_cast<unsigned int>(o.stream_stall_timeout.count());
+    ::setsockopt(socket_.native_handle(), IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout_ms,
+                 sizeof user_timeout_ms);
+#endif
     Send(
         "HTTP/1.1 200 OK\r\nServer: tributary-coordinator\r\n"
         "Content-Type: text/event-stream; charset=utf-8\r\nCache-Control: no-store\r\n"
@@ -197,7 +264,8 @@ class StreamSession : public std::enable_shared_from_this<StreamSession> {
     if (closed_) return;
     backlog_ += bytes.size();
     if (backlog_ > server_->options.max_stream_backlog) {
-      Log().info("monitor: a viewer fell {} bytes behind; disconnecting it", backlog_);
+      server_->security->Note("monitor viewer stopped reading", slot_.address(),
+                              fmt::format("{} bytes behind; disconnected", backlog_));
       Close();
       return;
     }
@@ -207,9 +275,28 @@ class StreamSession : public std::enable_shared_from_this<StreamSession> {
 
  private:
   void WriteNext() {
-    write_started_ = std::chrono::steady_clock::now();
+    // Each write has stream_stall_timeout to complete: with the small send buffer, a write waits
+    // only while the viewer does not read, and a viewer that stopped reading without closing
+    // would otherwise hold its place for ever.
+    stall_.expires_after(server_->options.stream_stall_timeout);
+    stall_.async_wait([self = shared_from_this()](beast::error_code ec) {
+      if (ec || self->closed_) return;
+      self->server_->security->Note(
+          "monitor viewer stopped reading", self->slot_.address(),
+          fmt::format("a write waited {} ms (monitor.stream_stall_timeout_s), {} bytes queued; "
+                      "disconnected",
+                      self->server_->options.stream_stall_timeout.count(), self->backlog_));
+      self->Close();
+    });
     asio::async_write(socket_, asio::buffer(queue_.front()),
                       [self = shared_from_this()](beast::error_code ec, size_t) {
+                        if (ec == asio::error::timed_out && !self->closed_)
+                          // TCP_USER_TIMEOUT: the viewer's kernel took nothing for that long.
+                          self->server_->security->Note(
+                              "monitor viewer stopped reading", self->slot_.address(),
+                              fmt::format("nothing acknowledged in {} ms "
+                                          "(monitor.stream_stall_timeout_s); disconnected",
+                                          self->server_->options.stream_stall_timeout.count()));
                         if (ec || self->closed_) return self->Close();
                         self->backlog_ -= self->queue_.front().size();
                         self->queue_.pop_front();
@@ -217,6 +304,8 @@ class StreamSession : public std::enable_shared_from_this<StreamSession> {
                           self->WriteNext();
                         else if (self->close_when_sent_)
                           self->Close();
+                        else
+                          self->stall_.cancel();
                       });
   }
 
@@ -224,15 +313,7 @@ class StreamSession : public std::enable_shared_from_this<StreamSession> {
     keepalive_.expires_after(server_->options.keepalive);
     keepalive_.async_wait([self = shared_from_this()](beast::error_code ec) {
       if (ec || self->closed_) return;
-      if (self->queue_.empty()) {
-        self->Send(": keepalive\n\n");
-      } else if (std::chrono::steady_clock::now() - self->write_started_ >
-                 2 * self->server_->options.keepalive) {
-        // A viewer that stopped reading without closing (a laptop put to sleep): its write
-        // would wait forever and hold a stream's place.
-        Log().info("monitor: a viewer stopped reading; disconnecting it");
-        return self->Close();
-      }
+      if (self->queue_.empty()) self->Send(": keepalive\n\n");
       self->ArmKeepalive();
     });
   }
@@ -242,16 +323,18 @@ class StreamSession : public std::enable_shared_from_this<StreamSession> {
     closed_ = true;
     beast::error_code ignored;
     keepalive_.cancel();
+    stall_.cancel();
     socket_.shutdown(tcp::socket::shutdown_both, ignored);
     socket_.close(ignored);
   }
 
   MonitorServer::Impl* server_;
   tcp::socket socket_;
+  AddressSlot slot_;
   asio::steady_timer keepalive_;
+  asio::steady_timer stall_;  // armed while a write is pending
   std::deque<std::string> queue_;
   size_t backlog_ = 0;
-  std::chrono::steady_clock::time_point write_started_;
   bool closed_ = false;
   bool close_when_sent_ = false;
   char sink_[256];
@@ -260,16 +343,16 @@ class StreamSession : public std::enable_shared_from_this<StreamSession> {
 void Session::OnRead(beast::error_code ec) {
   if (ec) return;  // timed out, closed, or over the limits: nothing to answer
   const auto& req = parser_.get();
-  if (auto refusal = server_->Refuse(req, remote_)) return Respond(std::move(*refusal));
+  if (auto refusal = server_->Refuse(req, remote())) return Respond(std::move(*refusal));
   const MonitorStream* stream = server_->StreamFor(req);
-  if (stream == nullptr) return Respond(server_->Answer(req, remote_));
+  if (stream == nullptr) return Respond(server_->Answer(req, remote()));
   if (server_->streams_open.fetch_add(1) >= server_->options.max_streams) {
     server_->streams_open.fetch_sub(1);
     http::response<http::string_body> busy{http::status::service_unavailable, req.version()};
     busy.set(http::field::content_type, "text/plain; charset=utf-8");
     busy.set(http::field::retry_after, "10");
     busy.body() = "503 too many viewers\n";
-    Log().warn("monitor: refused a viewer from {}: {} streams are open", remote_,
+    Log().warn("monitor: refused a viewer from {}: {} streams are open", remote(),
                server_->options.max_streams);
     return Respond(std::move(busy));
   }
@@ -285,7 +368,7 @@ void Session::OnRead(beast::error_code ec) {
     return Respond(std::move(failed));
   }
   stream_.expires_never();
-  auto viewer = std::make_shared<StreamSession>(server_, std::move(stream_));
+  auto viewer = std::make_shared<StreamSession>(server_, std::move(stream_), std::move(slot_));
   std::string_view target(req.target().data(), req.target().size());
   server_->viewers[std::string(target.substr(0, target.find('?')))].push_back(viewer);
   viewer->Start(std::move(hello));
@@ -306,12 +389,28 @@ void MonitorServer::Impl::Accept() {
       });
       return;
     }
-    if (open.fetch_add(1) >= options.max_connections) {
+    beast::error_code peer_ec;
+    const tcp::endpoint peer = socket.remote_endpoint(peer_ec);
+    std::string remote = peer_ec ? std::string("unknown") : peer.address().to_string();
+    // One address may not take every place; the refusal names it (rate-limited per address).
+    const auto from_it = per_address.find(remote);
+    const size_t from_remote = from_it == per_address.end() ? 0 : from_it->second;
+    beast::error_code ignored;
+    if (from_remote >= options.max_connections_per_address) {
+      security->Note("too many monitor connections from one address", remote,
+                     fmt::format("closed: {} already open from it "
+                                 "(monitor.max_connections_per_address)",
+                                 from_remote));
+      socket.close(ignored);
+    } else if (open.fetch_add(1) >= options.max_connections) {
       open.fetch_sub(1);
-      beast::error_code ignored;
+      security->Note("monitor connection refused: every request slot is taken", remote,
+                     fmt::format("closed: {} requests open (monitor.max_connections)",
+                                 options.max_connections));
       socket.close(ignored);
     } else {
-      std::make_shared<Session>(this, std::move(socket))->Start();
+      AddressSlot slot(&per_address, std::move(remote));
+      std::make_shared<Session>(this, std::move(socket), std::move(slot))->Start();
     }
     Accept();
   });
@@ -447,7 +546,11 @@ Result<std::unique_ptr<MonitorServer>> MonitorServer::Start(MonitorServerOptions
   if (!ec) impl->acceptor.listen(asio::socket_base::max_listen_connections, ec);
   if (ec)
     return Status::Unavailable("monitor: cannot listen on " + options.listen + ": " + ec.message());
-  impl->port = impl->acceptor.local_endpoint(ec).port();
+  const tcp::endpoint bound = impl->acceptor.local_endpoint(ec);
+  impl->port = bound.port();
+  impl->address = (bound.address().is_v6() ? "[" + bound.address().to_string() + "]"
+                                           : bound.address().to_string()) +
+                  ":" + std::to_string(impl->port);
   impl->security = options.security_log ? options.security_log : std::make_shared<SecurityLog>();
   impl->options = std::move(options);
   impl->Accept();
@@ -474,6 +577,8 @@ MonitorServer::~MonitorServer() {
 }
 
 uint16_t MonitorServer::port() const { return impl_->port; }
+
+std::string MonitorServer::address() const { return impl_->address; }
 
 void MonitorServer::Publish(const std::string& path, std::string message) {
   Impl* impl = impl_.get();

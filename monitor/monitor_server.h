@@ -22,10 +22,17 @@
 // line every keepalive so that dead viewers are noticed. A viewer that falls behind by more than
 // max_stream_backlog bytes is disconnected (its browser reconnects and gets a fresh snapshot).
 //
-// Hostile load is bounded: a request's header is at most 8 KiB and carries no body, a connection
-// must send it within request_timeout, gets one answer and is closed, and at most max_connections
-// requests are open at once (more are closed on accept). A stream stays open, outside that count;
-// at most max_streams are (more viewers get 503).
+// Hostile load is bounded (docs/operations.md, "Under hostile load"): a request's header is at
+// most 8 KiB and carries no body; a connection must send its first bytes within
+// first_byte_timeout and the whole header within request_timeout of connecting, else it is closed
+// unanswered; it gets one answer and is closed. At most max_connections requests are open at once,
+// and at most max_connections_per_address connections (requests and streams) from one source
+// address; more are closed on accept, a security event naming the address. A stream stays open,
+// outside max_connections; at most max_streams are (more viewers get 503). A viewer must keep
+// reading: a stream's socket has a send buffer of stream_send_buffer bytes (so the kernel holds
+// little for it) and TCP_USER_TIMEOUT = stream_stall_timeout (a peer that acknowledges nothing is
+// cut by the kernel), and a viewer whose next message has waited stream_stall_timeout to be
+// written, or that falls max_stream_backlog bytes behind, is disconnected (a security event).
 //
 // Thread-safe: the server runs on its own thread; route and hello functions are called there and
 // must be thread-safe with respect to the rest of the program. Publish may be called from any
@@ -60,12 +67,16 @@ struct MonitorServerOptions {
   std::string token;   // "" serves without authentication
   std::map<std::string, MonitorRoute> routes;
   std::map<std::string, MonitorStream> streams;
-  size_t max_connections = 32;
+  size_t max_connections = 32;             // requests open at once (streams are not counted)
+  size_t max_connections_per_address = 8;  // requests and streams open at once from one address
   size_t max_streams = 32;
-  size_t max_stream_backlog = 8 << 20;  // bytes queued for one viewer before it is dropped
+  size_t max_stream_backlog = 8 << 20;   // bytes queued for one viewer before it is dropped
+  size_t stream_send_buffer = 16 << 10;  // SO_SNDBUF of a stream's socket (0: the kernel's own)
   std::chrono::milliseconds keepalive{15'000};
-  std::chrono::milliseconds request_timeout{10'000};
-  std::shared_ptr<SecurityLog> security_log;  // null: a private one
+  std::chrono::milliseconds first_byte_timeout{2'000};     // from connecting to the first bytes
+  std::chrono::milliseconds request_timeout{10'000};       // from connecting to the whole header
+  std::chrono::milliseconds stream_stall_timeout{30'000};  // a viewer's write pending this long
+  std::shared_ptr<SecurityLog> security_log;               // null: a private one
 };
 
 class MonitorServer {
@@ -78,6 +89,8 @@ class MonitorServer {
 
   // The bound port (the real one when listen asked for 0).
   uint16_t port() const;
+  // The bound address as "host:port" ("[v6]:port"), with the real port.
+  std::string address() const;
   // Sends `message` (one line; newlines are sent as separate data lines) to every viewer of the
   // stream at `path`. Thread-safe; returns at once (the sending happens on the server's thread).
   void Publish(const std::string& path, std::string message);

@@ -160,6 +160,9 @@ TEST(RunObserversTest, MonitorListenServesTheRunsMetricsAndDashboard) {
   ASSERT_TRUE(observers.ok()) << observers.status();
   ASSERT_TRUE((*observers)->monitored());
   ASSERT_GT((*observers)->monitor_port(), 0);
+  // The bound address, with the real port (the log line and the ready file use it).
+  EXPECT_EQ((*observers)->monitor_address(),
+            "127.0.0.1:" + std::to_string((*observers)->monitor_port()));
   ASSERT_EQ((*observers)->observers().size(), 2u);  // the metrics, then the dashboard's state
   for (RunObserver* observer : (*observers)->observers()) observer->OnEvent(Started());
   (*observers)->RefreshClients();  // no registry: nothing to sample, and no harm

@@ -81,5 +81,45 @@ TEST(CoordinatorConfigTest, OutputsDefaultIntoTheCheckpointDirectoryAndTlsIsRequ
   EXPECT_NE(s.message().find("net.client_timeout_s"), std::string::npos) << s;
 }
 
+TEST(CoordinatorConfigTest, MonitorLimitsAreReadAndCheckedByName) {
+  CoordinatorConfig defaults;
+  ASSERT_TRUE(Load("", &defaults).ok());
+  EXPECT_EQ(defaults.monitor_limits.max_connections, 32);
+  EXPECT_EQ(defaults.monitor_limits.max_connections_per_address, 8);
+  EXPECT_EQ(defaults.monitor_limits.first_byte_timeout, std::chrono::milliseconds(2'000));
+  EXPECT_EQ(defaults.monitor_limits.stream_stall_timeout, std::chrono::milliseconds(30'000));
+  EXPECT_EQ(defaults.monitor_limits.stream_send_buffer_kb, 16);
+  CoordinatorConfig c;
+  Status s = Load(
+      "[monitor]\nmax_connections_per_address = 2\nfirst_byte_timeout_s = 0.5\n"
+      "stream_stall_timeout_s = 3\nstream_send_buffer_kb = 4\n",
+      &c);
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(c.monitor_limits.max_connections_per_address, 2);
+  EXPECT_EQ(c.monitor_limits.first_byte_timeout, std::chrono::milliseconds(500));
+  EXPECT_EQ(c.monitor_limits.stream_stall_timeout, std::chrono::milliseconds(3'000));
+  EXPECT_EQ(c.monitor_limits.stream_send_buffer_kb, 4);
+  const std::pair<const char*, const char*> bad[] = {
+      {"max_connections = 0", "key 'monitor.max_connections' = 0 must be in [1, 4096]"},
+      {"max_connections_per_address = 5000",
+       "key 'monitor.max_connections_per_address' = 5000 must be in [1, 4096]"},
+      {"max_streams = 0", "key 'monitor.max_streams' = 0 must be in [1, 4096]"},
+      {"first_byte_timeout_s = 20",
+       "key 'monitor.first_byte_timeout_s' = 20 s must be in (0, monitor.request_timeout_s = 10 "
+       "s]"},
+      {"request_timeout_s = 0", "key 'monitor.request_timeout_s' = 0 s must be in (0, 300]"},
+      {"stream_stall_timeout_s = 0.2",
+       "key 'monitor.stream_stall_timeout_s' = 0.2 s must be in [1, 3600]"},
+      {"stream_send_buffer_kb = 100000",
+       "key 'monitor.stream_send_buffer_kb' = 100000 must be in [0, 65536]"},
+  };
+  for (const auto& [line, message] : bad) {
+    CoordinatorConfig b;
+    s = Load(std::string("[monitor]\n") + line + "\n", &b);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << line;
+    EXPECT_NE(s.message().find(message), std::string::npos) << s;
+  }
+}
+
 }  // namespace
 }  // namespace tributary

@@ -159,5 +159,5 @@ event_log = "{events}"
                 break
             time.sleep(0.1)
         self.assertTrue(os.path.exists(ready), self.log(name))
-        with open(ready) as f:
-            return coord, f.read().strip()
+        with open(ready) as f:  # its first line; "monitor=host:port" may follow
+            return coord, f.readline().strip()

@@ -10,6 +10,9 @@
 #include <boost/asio/read.hpp>
 #include <boost/asio/write.hpp>
 #include <chrono>
+#include <cstdio>
+#include <functional>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -49,7 +52,9 @@ std::string Get(uint16_t port, const std::string& path, const std::string& auth 
 
 class MonitorServerTest : public ::testing::Test {
  protected:
-  void StartServer(const std::string& token) {
+  // The server under test; `tweak` changes its options last.
+  void StartServer(const std::string& token,
+                   const std::function<void(MonitorServerOptions&)>& tweak = {}) {
     MonitorServerOptions o;
     o.listen = "127.0.0.1:0";
     o.token = token;
@@ -64,6 +69,7 @@ class MonitorServerTest : public ::testing::Test {
     o.streams["/events"] = {[this] { return "hello " + std::to_string(++hellos_); }};
     o.max_streams = 2;
     o.keepalive = std::chrono::milliseconds(200);
+    if (tweak) tweak(o);
     auto s = MonitorServer::Start(std::move(o));
     ASSERT_TRUE(s.ok()) << s.status();
     server_ = std::move(*s);
@@ -79,7 +85,15 @@ class MonitorServerTest : public ::testing::Test {
 // A viewer of a server-sent event stream over a real socket.
 class Viewer {
  public:
-  Viewer(uint16_t port, const std::string& target) : socket_(io_) {
+  // From `from` (any address of 127.0.0.0/8), with a receive buffer of `receive_buffer` bytes
+  // (0: the kernel's).
+  Viewer(uint16_t port, const std::string& target, const std::string& from = "127.0.0.1",
+         int receive_buffer = 0)
+      : socket_(io_) {
+    socket_.open(tcp::v4());
+    if (receive_buffer > 0)
+      socket_.set_option(asio::socket_base::receive_buffer_size(receive_buffer));
+    socket_.bind(tcp::endpoint(asio::ip::make_address(from), 0));
     socket_.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
     asio::write(socket_,
                 asio::buffer("GET " + target + " HTTP/1.1\r\nHost: localhost:9464\r\n\r\n"));
@@ -108,6 +122,39 @@ template <typename F>
 bool Eventually(F fn) {
   for (int i = 0; i < 500 && !fn(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   return fn();
+}
+
+// A connection from `from` that sends nothing.
+class Silent {
+ public:
+  Silent(uint16_t port, const std::string& from) : socket_(io_) {
+    socket_.open(tcp::v4());
+    socket_.bind(tcp::endpoint(asio::ip::make_address(from), 0));
+    socket_.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
+  }
+  // Whether the server closed it within `wait` (it reads end of stream or an error).
+  bool ClosedWithin(std::chrono::milliseconds wait) {
+    socket_.non_blocking(true);
+    const auto until = std::chrono::steady_clock::now() + wait;
+    char byte;
+    do {
+      boost::system::error_code ec;
+      socket_.read_some(asio::buffer(&byte, 1), ec);
+      if (ec && ec != asio::error::would_block) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    } while (std::chrono::steady_clock::now() < until);
+    return false;
+  }
+
+ private:
+  asio::io_context io_;
+  tcp::socket socket_;
+};
+
+using Clock = std::chrono::steady_clock;
+
+double SecondsSince(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
 TEST_F(MonitorServerTest, ServesItsRoutesAndNothingElse) {
@@ -256,9 +303,122 @@ TEST_F(MonitorServerTest, AStoppingServerSendsWhatIsQueuedFirst) {
   const std::string big(100'000, 'x');
   for (int i = 0; i < 20; ++i) server_->Publish("/events", big);
   server_->Publish("/events", "the last message");
-  server_.reset();  // the run is over
+  // The run is over, while the viewer reads on (what is queued waits in the server, not in the
+  // kernel: a stream's send buffer is small).
+  std::thread reader([&] { viewer.ReadUntil("data: the last message\n\n"); });
+  server_.reset();
+  reader.join();
   EXPECT_NE(viewer.ReadUntil("data: the last message\n\n").find("data: the last message\n\n"),
             std::string::npos);
+}
+
+// The finding: 32 connections that never send a request locked /metrics out for 10 s.
+// Now each gives its place back at the first-byte deadline.
+TEST_F(MonitorServerTest, SilentConnectionsGiveTheirPlaceBackAtTheFirstByteDeadline) {
+  StartServer("", [](MonitorServerOptions& o) {
+    o.max_connections = 4;
+    o.max_connections_per_address = 8;
+    o.first_byte_timeout = std::chrono::milliseconds(200);
+    o.request_timeout = std::chrono::milliseconds(10'000);
+  });
+  std::vector<std::unique_ptr<Silent>> silent;
+  for (int i = 0; i < 4; ++i)
+    silent.push_back(std::make_unique<Silent>(server_->port(), "127.0.0.2"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  const auto t0 = Clock::now();
+  std::string answer;
+  while (SecondsSince(t0) < 5 && answer.rfind("HTTP/1.1 200", 0) != 0)
+    answer = Get(server_->port(), "/metrics");
+  const double waited = SecondsSince(t0);
+  std::printf("a scrape got through %.3f s after 4 silent connections took every place\n", waited);
+  EXPECT_EQ(answer.rfind("HTTP/1.1 200", 0), 0u);
+  EXPECT_LT(waited, 1.5);  // the deadline is 0.2 s; before it, 10 s
+  for (auto& s : silent) EXPECT_TRUE(s->ClosedWithin(std::chrono::milliseconds(500)));
+  EXPECT_EQ(security_->Totals().at("monitor connection sent no request in time"), 4u);
+}
+
+TEST_F(MonitorServerTest, OneAddressCannotTakeEveryPlace) {
+  testing::LogCapture log;
+  StartServer("", [](MonitorServerOptions& o) {
+    o.max_connections = 32;
+    o.max_connections_per_address = 3;
+    o.first_byte_timeout = std::chrono::milliseconds(10'000);
+    o.request_timeout = std::chrono::milliseconds(10'000);
+  });
+  std::vector<std::unique_ptr<Silent>> silent;
+  for (int i = 0; i < 10; ++i)
+    silent.push_back(std::make_unique<Silent>(server_->port(), "127.0.0.2"));
+  int closed = 0;
+  for (auto& s : silent) closed += s->ClosedWithin(std::chrono::milliseconds(100));
+  std::printf("10 silent connections from 127.0.0.2: %d closed at once\n", closed);
+  EXPECT_EQ(closed, 7);
+  // Another address is served at once, and the refusals are logged naming the address.
+  const auto t0 = Clock::now();
+  EXPECT_EQ(Get(server_->port(), "/metrics").rfind("HTTP/1.1 200", 0), 0u);
+  EXPECT_LT(SecondsSince(t0), 1.0);
+  EXPECT_EQ(security_->Totals().at("too many monitor connections from one address"), 7u);
+  bool named = false;
+  for (const std::string& line : log.lines())
+    named = named || (line.find("too many monitor connections from one address from 127.0.0.2") !=
+                          std::string::npos &&
+                      line.find("monitor.max_connections_per_address") != std::string::npos);
+  EXPECT_TRUE(named);
+  // Streams count too: with the three silent ones gone, three viewers from one address, no more.
+  silent.clear();
+  ASSERT_TRUE(Eventually([&] { return Get(server_->port(), "/metrics").size() > 0; }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  Viewer a(server_->port(), "/events", "127.0.0.3"), b(server_->port(), "/events", "127.0.0.3");
+  a.ReadUntil("hello");
+  b.ReadUntil("hello");
+  Silent third(server_->port(), "127.0.0.3");
+  Silent fourth(server_->port(), "127.0.0.3");
+  EXPECT_FALSE(third.ClosedWithin(std::chrono::milliseconds(100)));
+  EXPECT_TRUE(fourth.ClosedWithin(std::chrono::milliseconds(500)));
+}
+
+// The finding: a viewer that never read kept its stream for ever, the kernel buffering
+// 1.56 MB for it. Now what it does not read waits in the server, and it is dropped when a write has
+// waited stream_stall_timeout.
+TEST_F(MonitorServerTest, AViewerThatNeverReadsIsDroppedAtTheStallTimeout) {
+  StartServer("", [](MonitorServerOptions& o) {
+    o.keepalive = std::chrono::milliseconds(10'000);
+    o.stream_stall_timeout = std::chrono::milliseconds(500);
+  });
+  Viewer stuck(server_->port(), "/events", "127.0.0.2", /*receive_buffer=*/4096);
+  stuck.ReadUntil("hello");
+  ASSERT_TRUE(Eventually([&] { return server_->viewers() == 1; }));
+  // 512 KiB, well under the backlog limit (8 MiB) and under what the kernel used to buffer.
+  const auto t0 = Clock::now();
+  const std::string chunk(16 << 10, 'x');
+  for (int i = 0; i < 32; ++i) server_->Publish("/events", chunk);
+  ASSERT_TRUE(Eventually([&] { return server_->viewers() == 0; }))
+      << "the viewer still holds its stream after " << SecondsSince(t0) << " s";
+  const double dropped = SecondsSince(t0);
+  std::printf("a viewer that never reads was dropped %.3f s after 512 KiB were published to it\n",
+              dropped);
+  EXPECT_GT(dropped, 0.4);
+  EXPECT_LT(dropped, 2.0);
+  EXPECT_EQ(security_->Totals().at("monitor viewer stopped reading"), 1u);
+  // A viewer that reads is not affected.
+  Viewer reader(server_->port(), "/events");
+  reader.ReadUntil("hello");
+  for (int i = 0; i < 32; ++i) server_->Publish("/events", chunk);
+  server_->Publish("/events", "the end");
+  EXPECT_NE(reader.ReadUntil("data: the end\n\n").find("data: the end"), std::string::npos);
+  EXPECT_EQ(security_->Totals().at("monitor viewer stopped reading"), 1u);
+}
+
+TEST(MonitorServerStartTest, AddressIsTheBoundOne) {
+  MonitorServerOptions o;
+  o.listen = "127.0.0.1:0";
+  auto s = MonitorServer::Start(o);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_NE((*s)->port(), 0);
+  EXPECT_EQ((*s)->address(), "127.0.0.1:" + std::to_string((*s)->port()));
+  o.listen = "[::1]:0";
+  auto v6 = MonitorServer::Start(o);
+  if (!v6.ok()) GTEST_SKIP() << "no IPv6 loopback: " << v6.status();
+  EXPECT_EQ((*v6)->address(), "[::1]:" + std::to_string((*v6)->port()));
 }
 
 TEST(MonitorServerStartTest, BadAddressesAreNamed) {
