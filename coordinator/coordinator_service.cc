@@ -173,6 +173,13 @@ void CoordinatorService::OnHello(Session& s, const Hello& hello) {
                   "this run sends the model with download codec '" + run.download_codec +
                       "', which the client does not support (it offers: " +
                       (offered.empty() ? "none" : offered) + ")");
+  // The Hello's count bounds every update of this client (RoundConfig::MaxExamplesOf), so the
+  // run's cap applies here, where an operator sees the client that announced too many.
+  if (hello.capabilities.num_examples > run.max_num_examples)
+    return Refuse(s, ErrorCode::kProtocolViolation,
+                  fmt::format("the client announces {} examples, more than this run's cap "
+                              "run.max_num_examples = {}",
+                              hello.capabilities.num_examples, run.max_num_examples));
   const std::string id = s.conn->peer().id;
   if (id.empty()) return Refuse(s, ErrorCode::kUnauthenticated, "no authenticated client id");
   if (auto it = by_id_.find(id); it != by_id_.end() && it->second != s.conn.get()) {

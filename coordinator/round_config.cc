@@ -35,7 +35,11 @@ void BindRoundConfig(ConfigSchema& s, RoundConfig* r) {
   s.Bind("run.min_num_examples", &r->min_num_examples,
          "an update claiming fewer examples is refused");
   s.Bind("run.max_num_examples", &r->max_num_examples,
-         "an update claiming more examples is refused");
+         "the most examples a client may announce at Hello (its updates may claim no more than "
+         "it announced)");
+  s.Bind("run.max_weight", &r->max_weight,
+         "the most an update weighs in the aggregate, whatever its num_examples (0: no cap; 1: "
+         "every client the same)");
   s.Bind("eval.federated_every", &r->federated_eval_every,
          "ask clients to evaluate the new model every k rounds (0: never)");
   s.Bind("secagg.enabled", &r->secagg.enabled,

@@ -2,6 +2,7 @@
 // and its configuration keys (run.rounds, run.clients_per_round, ..., fit.*; BindRoundConfig).
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <string>
@@ -48,9 +49,15 @@ struct RoundConfig {
   // per 512); clients must advertise its stages. The client trains from, and computes its delta
   // against, the decoded model.
   std::string download_codec = "dense";
-  uint64_t seed = 1;              // selection and per-client training seeds
-  uint64_t min_num_examples = 1;  // an update claiming fewer or more examples is rejected
+  uint64_t seed = 1;  // selection and per-client training seeds
+  // An update claiming fewer examples than min_num_examples, or more than its sender announced at
+  // Hello (MaxExamplesOf), is refused; a Hello announcing more than max_num_examples is refused.
+  uint64_t min_num_examples = 1;
   uint64_t max_num_examples = uint64_t{1} << 30;
+  // The most an update weighs in the aggregate, whatever its num_examples (0: no cap beyond
+  // max_num_examples; 1: every client weighs the same). Applied before the fold, so secure
+  // aggregation's integer weights are capped at it too.
+  uint64_t max_weight = 0;
   int64_t federated_eval_every =
       0;  // ask the round's clients to evaluate every k rounds (0: never)
   SecAggConfig secagg;
@@ -58,11 +65,21 @@ struct RoundConfig {
 
   // InvalidArgument naming the key when a value is out of range or inconsistent.
   Status Validate() const;
+
+  // The most examples an update of a client that announced `announced` at Hello may claim: that
+  // count, or max_num_examples when the client announced none (0) or more than it.
+  uint64_t MaxExamplesOf(uint64_t announced) const {
+    return announced == 0 ? max_num_examples : std::min(announced, max_num_examples);
+  }
+  // The aggregation weight of an update of `num_examples` examples: capped at max_weight when set.
+  uint64_t WeightOf(uint64_t num_examples) const {
+    return max_weight == 0 ? num_examples : std::min(num_examples, max_weight);
+  }
 };
 
 // The keys: run.rounds, run.clients_per_round, run.fraction, run.min_available,
 // run.over_selection, run.min_completed, run.round_timeout_s, run.max_round_attempts, run.seed,
-// run.codec, run.download_codec, run.min_num_examples, run.max_num_examples,
+// run.codec, run.download_codec, run.min_num_examples, run.max_num_examples, run.max_weight,
 // eval.federated_every, secagg.*, dp.*, and fit.* (core/fit_config.h).
 void BindRoundConfig(ConfigSchema& schema, RoundConfig* round);
 

@@ -205,6 +205,19 @@ Status RoundEngine::OnUpdate(const std::string& id, const UpdateSubmission& u, T
                     "num_examples " + std::to_string(u.num_examples) + " is outside [" +
                         std::to_string(config_.min_num_examples) + ", " +
                         std::to_string(config_.max_num_examples) + "]");
+    // A weight above the sender's Hello is a client trying to outweigh the others: refused, and a
+    // security event. One that announced none is held to run.max_num_examples (above).
+    const ClientRecord* sender = registry_.Find(id);
+    const uint64_t announced = sender ? sender->capabilities.num_examples : 0;
+    if (u.num_examples > config_.MaxExamplesOf(announced)) {
+      Log().warn(
+          "security: client {} claims {} examples in its update for {}, more than the {} it "
+          "announced at Hello; refused",
+          id, u.num_examples, r, announced);
+      return Reject(id, charged, ErrorCode::kMalformedMessage, "num_examples above Hello",
+                    fmt::format("num_examples {} is more than the {} the client announced at Hello",
+                                u.num_examples, announced));
+    }
     Result<UpdateStats> stats = codec_->Validate(u.update.bytes.span(), model_.size());
     if (!stats.ok())
       return Reject(id, charged, ErrorCode::kMalformedMessage, "invalid values",
@@ -218,12 +231,12 @@ Status RoundEngine::OnUpdate(const std::string& id, const UpdateSubmission& u, T
                       norm.status().message());
       return Status::Ok();
     }
-    if (Status fits = strategy_->CheckUpdate(*stats, u.num_examples); !fits.ok())
+    const uint64_t weight = config_.WeightOf(u.num_examples);  // run.max_weight, when set
+    if (Status fits = strategy_->CheckUpdate(*stats, weight); !fits.ok())
       return Reject(id, charged, ErrorCode::kMalformedMessage, "out of bounds", fits.message());
     const std::span<const uint8_t> bytes = u.update.bytes.span();
-    Status s = strategy_->Accumulate(u.num_examples, [&](UpdateSink& sink, float scale) {
-      codec_->DecodeInto(bytes, sink, scale);
-    });
+    Status s = strategy_->Accumulate(
+        weight, [&](UpdateSink& sink, float scale) { codec_->DecodeInto(bytes, sink, scale); });
     if (!s.ok()) return Reject(id, charged, ErrorCode::kInternal, "internal", s.message());
     return Status::Ok();
   }();
@@ -524,14 +537,15 @@ bool RoundEngine::StartSecAgg(const std::vector<std::string>& selected, uint64_t
   const bool quantized = spec.ok() && spec->values == ValueCoding::kQuantized;
   o.domain.clip = c.clip;
   o.domain.quant_bits = quantized ? spec->bits : static_cast<int>(c.quant_bits);
-  // The weights need only as many bits as the largest num_examples the selected clients announced
-  // (a client that sends more is capped there); one that announced none leaves the configured cap.
+  // The weights need only as many bits as the largest weight a selected client may have: what it
+  // announced at Hello (run.max_num_examples when none), capped at run.max_weight, the bounds of a
+  // plain update. The coordinator sees only the sum, so a client that sends more is capped at the
+  // round's largest (by the domain), not at its own announcement.
   uint64_t largest = 1;
-  for (const std::string& id : selected) {
-    const uint64_t n = registry_.Find(id)->capabilities.num_examples;
-    largest = n == 0 ? c.max_weight : std::max(largest, n);
-    if (n == 0) break;
-  }
+  for (const std::string& id : selected)
+    largest = std::max(
+        largest,
+        config_.WeightOf(config_.MaxExamplesOf(registry_.Find(id)->capabilities.num_examples)));
   o.domain.max_weight = std::min(c.max_weight, largest);
   if (dp_) {
     // Differential privacy on the clients: weight 1 each, and each adds 1/M of the noise's

@@ -120,7 +120,9 @@ struct ClientOptions {
   std::string state_dir;
   // Reported to the coordinator in Hello.
   std::string device = "cpu";
-  uint64_t num_examples = 0;  // local training examples
+  // Local training examples. The coordinator refuses an update claiming more than this, and a
+  // Hello announcing more than its run.max_num_examples; 0 announces none (the run's cap applies).
+  uint64_t num_examples = 0;
   BackoffOptions backoff;
   // Heartbeat period. 0 uses the period the coordinator asks for in Welcome (and none if it asks
   // for none).

@@ -39,6 +39,7 @@ struct ScriptedClient {
   std::vector<std::string> codecs{"dense"};
   ModelLayout layout{{"w", "F32", {8}}};  // the test run's model
   uint64_t lie_fingerprint = 0;           // when set, declared instead of the layout's
+  uint64_t announced = 100;               // num_examples in its Hello (its updates claim 100)
   std::shared_ptr<Connection> conn;
   std::mutex mu;
   std::condition_variable cv;
@@ -74,7 +75,7 @@ struct ScriptedClient {
           closed = s;
           cv.notify_all();
         });
-    ClientCapabilities caps{"cpu", codecs, 100, 0, {}};
+    ClientCapabilities caps{"cpu", codecs, announced, 0, {}};
     DeclareLayout(caps, layout);
     if (lie_fingerprint) caps.layout_fingerprint = lie_fingerprint;
     conn->Send(Hello{kProtocolVersion, caps, "test"});
@@ -386,6 +387,37 @@ TEST_P(CoordinatorServiceTest, AClientWithAnotherLayoutIsRefusedAtHelloAndNeverS
       << name.message;
   EXPECT_NE(refusal(*liar).message.find("a fingerprint that does not match them"),
             std::string::npos);
+}
+
+// Issue 28, item 1: a Hello's num_examples bounds the client's updates, so the run's cap
+// (run.max_num_examples) applies to it: a client announcing more is refused at Hello, naming the
+// cap, and never selected.
+TEST_P(CoordinatorServiceTest, AClientAnnouncingMoreExamplesThanTheRunsCapIsRefusedAtHello) {
+  RoundConfig cfg;
+  cfg.rounds = 1;
+  cfg.clients_per_round = 1;
+  cfg.max_num_examples = 1000;
+  StartCoordinator(cfg);
+  auto big = Connect("big-claim", 100.0f);
+  big->announced = 1'000'000'000;
+  big->Start();
+  ASSERT_TRUE(big->WaitClosed());
+  auto errors = big->Received<Error>();
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].message,
+            "the client announces 1000000000 examples, more than this run's cap "
+            "run.max_num_examples = 1000");
+  EXPECT_TRUE(big->Received<Welcome>().empty());
+  EXPECT_EQ(big->tasks.load(), 0);
+  auto ok = Connect("at-the-cap", 1.0f);
+  ok->announced = 1000;
+  ok->Start();
+  auto done = finished_.Wait(30s);
+  ASSERT_TRUE(done.has_value());
+  EXPECT_TRUE(done->ok()) << *done;
+  EXPECT_FLOAT_EQ(model().data()[0], 1.0f);  // only at-the-cap's update
+  ASSERT_FALSE(observer_.refusals.empty());
+  EXPECT_EQ(observer_.refusals[0].client, "big-claim");
 }
 
 // Issue 27, item 5: refusals at Hello were only in the rate-limited log, which names the first

@@ -48,8 +48,8 @@ class RoundEngineDpTest : public ::testing::Test {
   }
   void Join(int n) {
     for (int i = 0; i < n; ++i)
-      engine_->OnJoined("c" + std::to_string(i), ClientCapabilities{"cpu", {"dense"}, 100, 0, {}},
-                        now_);
+      engine_->OnJoined("c" + std::to_string(i), ClientCapabilities{"cpu", {"dense"}, 500, 0, {}},
+                        now_);  // as many as each update claims
   }
   std::map<std::string, TaskAssignment> Tasks() {
     std::map<std::string, TaskAssignment> out;

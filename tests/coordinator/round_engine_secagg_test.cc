@@ -161,6 +161,27 @@ TEST_F(RoundEngineSecAggTest, ARoundClosesWithTheWeightedMeanOfMaskedUpdates) {
   EXPECT_TRUE(engine_->finished());
 }
 
+// run.max_weight caps a client's weight before the masked fold, as it does a plain update's: the
+// round's integer domain (SecAggStart.max_weight) is capped there, and so is each client's weight.
+TEST_F(RoundEngineSecAggTest, RunMaxWeightCapsTheMaskedWeightsToo) {
+  RoundConfig c = Config(6);
+  c.max_weight = 200;
+  Make(c, 6);  // 100, 200, ..., 600 examples
+  engine_->OnTick(now_);
+  Play({});
+  ASSERT_EQ(summaries_.size(), 1u) << (failures_.empty() ? "" : failures_[0]);
+  ASSERT_TRUE(edges_["edge-0"].start.has_value());
+  EXPECT_EQ(edges_["edge-0"].start->max_weight, 200u);
+  EXPECT_EQ(summaries_[0].num_examples, 1100u);  // the summed weights: 100 + 5 x 200
+  const IntDomain domain = *IntDomain::Create({0.5f, 12, 200, 6});
+  for (size_t j = 0; j < init_.size(); ++j) {
+    double sum = 0;
+    for (auto& [id, e] : edges_)
+      sum += static_cast<double>(std::min<uint64_t>(e.examples, 200)) * e.delta[j];
+    EXPECT_NEAR(models_[0].data()[j], init_.data()[j] + sum / 1100.0, domain.step()) << j;
+  }
+}
+
 TEST_F(RoundEngineSecAggTest, AClientSilentFromTheStartIsLeftOutAtThePhaseDeadline) {
   Make(Config(6), 6);
   engine_->OnTick(now_);

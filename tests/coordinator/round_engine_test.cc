@@ -86,7 +86,9 @@ TEST_F(RoundEngineTest, RunsAWeightedRoundAndStartsTheNext) {
   Make(Config(3));
   Join(2);
   EXPECT_TRUE(Tasks().empty());  // min_available not reached
-  Join(3);
+  engine_->OnJoined("c1", ClientCapabilities{"cpu", {"dense"}, 300, 0, {}}, now_);  // it claims 300
+  EXPECT_TRUE(Tasks().empty());
+  engine_->OnJoined("c2", ClientCapabilities{"cpu", {"dense"}, 100, 0, {}}, now_);
   auto tasks = Tasks();
   ASSERT_EQ(tasks.size(), 3u);
   EXPECT_EQ(tasks["c0"].round, 1u);
@@ -616,6 +618,127 @@ TEST_F(RoundEngineTest, TheStrategyJudgesAnUpdatesRangeAClipStageBoundsIt) {
     } else {
       EXPECT_TRUE(s.ok()) << spec << ": " << s;
     }
+  }
+}
+
+// Issue 28, item 1: FedAvg weighted each update by the num_examples its sender claimed, bounded
+// only by run.max_num_examples (2^30). Nine honest clients (100 examples, +0.01 each) and one that
+// announced 100 at Hello but claimed 1e9 with a delta of -1 took the mean to -1.999998 in two
+// rounds (99.99991% of the weight). An update may claim no more than its sender announced.
+TEST_F(RoundEngineTest, AnUpdateClaimingMoreExamplesThanItsHelloAnnouncedIsRefused) {
+  RoundConfig cfg = Config(10);
+  cfg.rounds = 2;
+  Make(cfg);
+  for (int i = 0; i < 9; ++i)
+    engine_->OnJoined("honest-" + std::to_string(i),
+                      ClientCapabilities{"cpu", {"dense"}, 100, 0, {}}, now_);
+  engine_->OnJoined("attacker", ClientCapabilities{"cpu", {"dense"}, 100, 0, {}}, now_);
+  std::vector<Status> attacker;
+  for (int round = 1; round <= 2; ++round) {
+    auto tasks = Tasks();
+    ASSERT_EQ(tasks.size(), 10u) << "round " << round;
+    for (auto& [id, t] : tasks) {
+      if (id == "attacker") {
+        attacker.push_back(engine_->OnUpdate(id, Update(t, {-1, -1, -1, -1}, 1'000'000'000), now_));
+      } else {
+        EXPECT_TRUE(engine_->OnUpdate(id, Update(t, {0.01f, 0.01f, 0.01f, 0.01f}, 100), now_).ok());
+      }
+    }
+  }
+  Tasks();  // collects the last Error
+  ASSERT_EQ(summaries_.size(), 2u);
+  std::printf("global mean after 2 rounds: %.6f (honest alone: 0.02)\n", models_[1].data()[0]);
+  for (float v : models_[1].data()) EXPECT_NEAR(v, 0.02f, 1e-6f);
+  for (const RoundSummary& s : summaries_) {
+    EXPECT_EQ(s.accepted, 9);
+    EXPECT_EQ(s.refused, 1);
+    EXPECT_EQ(s.num_examples, 900u);
+  }
+  ASSERT_EQ(attacker.size(), 2u);
+  for (const Status& s : attacker) {
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(s.message(),
+              "num_examples 1000000000 is more than the 100 the client announced at Hello");
+  }
+  EXPECT_EQ(errors_["attacker"].size(), 2u);
+  EXPECT_EQ(rejections_,
+            (std::vector<std::pair<std::string, uint64_t>>{{"attacker", 1}, {"attacker", 2}}));
+}
+
+// A client that announced no count (0) is held to run.max_num_examples, the operator's cap; one
+// that announced a count may claim less (its last batch, a shard it could not read).
+TEST_F(RoundEngineTest, AClientThatAnnouncedNoCountIsHeldToTheRunsCap) {
+  RoundConfig cfg = Config(3);
+  cfg.rounds = 1;
+  cfg.max_num_examples = 1000;
+  Make(cfg);
+  engine_->OnJoined("silent-count", ClientCapabilities{"cpu", {"dense"}, 0, 0, {}}, now_);
+  engine_->OnJoined("fewer", ClientCapabilities{"cpu", {"dense"}, 100, 0, {}}, now_);
+  engine_->OnJoined("inflated", ClientCapabilities{"cpu", {"dense"}, 0, 0, {}}, now_);
+  auto tasks = Tasks();
+  ASSERT_EQ(tasks.size(), 3u);
+  EXPECT_TRUE(
+      engine_->OnUpdate("silent-count", Update(tasks["silent-count"], {1, 1, 1, 1}, 1000), now_)
+          .ok());
+  EXPECT_TRUE(engine_->OnUpdate("fewer", Update(tasks["fewer"], {1, 1, 1, 1}, 60), now_).ok());
+  Status s = engine_->OnUpdate("inflated", Update(tasks["inflated"], {-1, -1, -1, -1}, 1001), now_);
+  EXPECT_EQ(s.message(), "num_examples 1001 is outside [1, 1000]");
+  ASSERT_EQ(summaries_.size(), 1u);
+  EXPECT_EQ(summaries_[0].num_examples, 1060u);
+  EXPECT_FLOAT_EQ(models_[0].data()[0], 1.0f);
+}
+
+// run.max_weight caps each update's FedAvg weight before the fold: a client with a million
+// examples (announced and claimed, so not refused) counts as much as one with 100.
+TEST_F(RoundEngineTest, MaxWeightCapsEachUpdatesWeightBeforeTheFold) {
+  for (uint64_t cap : {uint64_t{0}, uint64_t{100}}) {
+    RoundConfig cfg = Config(2);
+    cfg.rounds = 1;
+    cfg.max_weight = cap;
+    summaries_.clear();
+    models_.clear();
+    Make(cfg);
+    engine_->OnJoined("small", ClientCapabilities{"cpu", {"dense"}, 100, 0, {}}, now_);
+    engine_->OnJoined("large", ClientCapabilities{"cpu", {"dense"}, 1'000'000, 0, {}}, now_);
+    auto tasks = Tasks();
+    ASSERT_EQ(tasks.size(), 2u);
+    EXPECT_TRUE(engine_->OnUpdate("small", Update(tasks["small"], {1, 1, 1, 1}, 100), now_).ok());
+    EXPECT_TRUE(
+        engine_->OnUpdate("large", Update(tasks["large"], {-1, -1, -1, -1}, 1'000'000), now_).ok());
+    ASSERT_EQ(models_.size(), 1u);
+    std::printf("run.max_weight = %llu: mean %.6f\n", static_cast<unsigned long long>(cap),
+                models_[0].data()[0]);
+    // Uncapped: (100 - 1e6) / (1e6 + 100); capped at 100: (100 - 100) / 200.
+    EXPECT_NEAR(models_[0].data()[0], cap == 0 ? -0.99980002f : 0.0f, 1e-6f) << cap;
+    EXPECT_EQ(summaries_[0].num_examples, 1'000'100u);  // the examples, not the weights
+  }
+}
+
+// The stance docs/operations.md ("Under hostile load") documents: with its weight bounded (it
+// claims the 100 it announced), one client of ten still moves FedAvg by its share with a large
+// update; clipping bounds that share, and the robust rules remove it.
+TEST_F(RoundEngineTest, WithItsWeightBoundedOneClientStillMovesFedAvgByItsShare) {
+  const std::vector<std::pair<std::string, float>> want = {
+      {"fedavg", -0.091f},               // (9 x 100 x 0.01 - 100) / 1000
+      {"clip(norm=1)+fedavg", -0.041f},  // its norm 2 clipped to 1: (0.09 - 0.5) / 10
+      {"median", 0.01f},
+      {"trimmed_mean(beta=0.1)", 0.01f},
+      {"krum(f=1)", 0.01f}};
+  for (const auto& [spec, mean] : want) {
+    RoundConfig cfg = Config(10);
+    cfg.rounds = 1;
+    ModelWeights init = *ModelWeights::Create({{"w", {4}}});
+    engine_ = *RoundEngine::Create(cfg, *MakeStrategy(spec), init);
+    Join(10);
+    auto tasks = Tasks();
+    ASSERT_EQ(tasks.size(), 10u);
+    for (auto& [id, t] : tasks) {
+      const float d = id == "c9" ? -1.0f : 0.01f;
+      EXPECT_TRUE(engine_->OnUpdate(id, Update(t, {d, d, d, d}, 100), now_).ok()) << spec;
+    }
+    ASSERT_EQ(engine_->rounds_done(), 1u) << spec;
+    std::printf("%-24s mean %.6f\n", spec.c_str(), engine_->model().data()[0]);
+    for (float v : engine_->model().data()) EXPECT_NEAR(v, mean, 1e-6f) << spec;
   }
 }
 

@@ -230,8 +230,9 @@ final_model = "{self.path('final.safetensors')}"
         init_path = self.path("init.safetensors")
         write_safetensors(init_path, {n: np.zeros(s, np.float32) for n, s in layout(0)})
         self.make_data(5)
-        # Every update claims more examples than the run allows: the round's only attempt fails.
-        coord, addr = self.start_run(init_path, "max_round_attempts = 1\nmax_num_examples = 10\n")
+        # Every update claims fewer examples than the run allows: the round's only attempt fails.
+        # (A client announcing more than run.max_num_examples is refused at Hello instead.)
+        coord, addr = self.start_run(init_path, "max_round_attempts = 1\nmin_num_examples = 1000\n")
         clients = {"cpp-client": "cpp", "c-client": "c", "py-client": "py"}
         procs = {n: self.start(n, self.client_args(k, n, addr, 0)) for n, k in clients.items()}
         self.assertNotEqual(coord.wait(timeout=120), 0, self.log("coordinator"))
