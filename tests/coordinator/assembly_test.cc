@@ -279,11 +279,25 @@ TEST(CoordinatorAssemblyTest, ASecondCoordinatorOnTheSameOutputsIsRefusedNamingT
   CoordinatorConfig owns_log = c;
   owns_log.run.checkpoint_dir = dir.path("ck3");
   owns_log.run.event_log = dir.path("logs/events.jsonl");
+  owns_log.run.final_model = dir.path("models/final.safetensors");
   first->reset();  // the first is gone: its lock with it
   Result<std::unique_ptr<Coordinator>> third =
       Coordinator::Assemble(owns_log, Coordinator::Options{}, &exit_status);
   ASSERT_TRUE(third.ok()) << third.status();
   EXPECT_TRUE(std::filesystem::exists(dir.path("logs/events.jsonl.lock")));
+  EXPECT_TRUE(std::filesystem::exists(dir.path("models/final.safetensors.lock")));
+  EXPECT_FALSE(std::filesystem::exists(dir.path("ck3/events.jsonl.lock")));
+  CoordinatorConfig shares_model = c;
+  shares_model.run.checkpoint_dir = dir.path("ck4");
+  shares_model.run.final_model = dir.path("models/final.safetensors");
+  Result<std::unique_ptr<Coordinator>> fifth =
+      Coordinator::Assemble(shares_model, Coordinator::Options{}, &exit_status);
+  ASSERT_FALSE(fifth.ok());
+  EXPECT_NE(
+      fifth.status().message().find("output.final_model " + dir.path("models/final.safetensors") +
+                                    " is in use by another run"),
+      std::string::npos)
+      << fifth.status();
   Result<std::unique_ptr<Coordinator>> fourth =
       Coordinator::Assemble(shares_log, Coordinator::Options{}, &exit_status);
   ASSERT_FALSE(fourth.ok());
