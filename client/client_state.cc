@@ -1,19 +1,14 @@
 #include "client/client_state.h"
 
-#include <fcntl.h>
-#include <sys/file.h>
-#include <unistd.h>
-
 #include <fmt/format.h>
 
-#include <cerrno>
 #include <charconv>
-#include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "compression/codec_state.h"
 #include "core/file_util.h"
+#include "core/lock_file.h"
 #include "core/model_layout.h"
 #include "crypto/model_checksum.h"
 #include "tributary/safetensors.h"
@@ -67,34 +62,17 @@ Result<uint64_t> MetadataU64(const SafetensorsMetadata& meta, const char* key,
 
 Result<std::unique_ptr<ClientState>> ClientState::Open(const std::string& dir) {
   if (dir.empty()) return Status::InvalidArgument("state dir: the path is empty");
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return Status::IoError("cannot create state dir " + dir + ": " + ec.message());
-  if (!std::filesystem::is_directory(dir, ec))
-    return Status::InvalidArgument("state dir " + dir + " exists but is not a directory");
-
-  const std::string lock_path = dir + "/" + kLockFileName;
-  const int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) return Status::IoError("cannot open " + lock_path + ": " + std::strerror(errno));
-  // flock locks belong to the open file description, so a second Open() in this process is
-  // refused just like another process.
-  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    const int err = errno;
-    ::close(fd);
-    if (err == EWOULDBLOCK)
-      return Status::FailedPrecondition("state dir " + dir + " is in use by another client (" +
-                                        lock_path +
-                                        " is locked); give each client its own state dir");
-    return Status::IoError("cannot lock " + lock_path + ": " + std::strerror(err));
-  }
-  std::unique_ptr<ClientState> state(new ClientState(dir, fd));
+  // A LockFile is its own open file description, so a second Open() in this process is refused
+  // just like another process.
+  TRIB_ASSIGN_OR_RETURN(std::unique_ptr<LockFile> lock,
+                        LockFile::AcquireDir(dir, {"state dir " + dir, "another client",
+                                                   "give each client its own state dir"}));
+  std::unique_ptr<ClientState> state(new ClientState(dir, std::move(lock)));
   TRIB_RETURN_IF_ERROR(state->Load());
   return state;
 }
 
-ClientState::~ClientState() {
-  if (lock_fd_ >= 0) ::close(lock_fd_);  // releases the flock
-}
+ClientState::~ClientState() = default;  // the LockFile releases the lock
 
 Status ClientState::Load() {
   const std::string file = state_file();

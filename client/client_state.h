@@ -1,9 +1,10 @@
 // ClientState: a client's local state directory.
 //
 // Open() creates the directory (and its parents) when missing and takes an exclusive lock on
-// <dir>/LOCK (flock), so two clients never share one state dir — it will hold error-feedback
-// residuals, which are per client. The small state file <dir>/client_state.json records who this
-// client is and how far it got:
+// <dir>/LOCK (core/lock_file.h: flock, released when the process ends however it ends, naming the
+// holder's pid and host to whoever finds it held), so two clients never share one state dir — it
+// will hold error-feedback residuals, which are per client. The small state file
+// <dir>/client_state.json records who this client is and how far it got:
 //   {"format": 1, "client_id": "edge-001", "last_round": 7, "last_model_version": 6,
 //    "tasks_completed": 7}
 // Save() replaces it atomically (core/file_util.h WriteFileAtomic), so after a crash it holds
@@ -31,6 +32,7 @@
 #include <utility>
 
 #include "compression/codec.h"
+#include "core/lock_file.h"
 #include "tributary/model_weights.h"
 #include "tributary/result.h"
 
@@ -55,7 +57,7 @@ struct ClientStateData {
 class ClientState {
  public:
   static constexpr const char* kStateFileName = "client_state.json";
-  static constexpr const char* kLockFileName = "LOCK";
+  static constexpr const char* kLockFileName = LockFile::kDirLockName;
   // The state file is tiny; anything larger is not ours.
   static constexpr uint64_t kMaxStateFileBytes = 1 << 20;
 
@@ -90,11 +92,12 @@ class ClientState {
   std::string global_model_file() const { return dir_ + "/" + kGlobalModelFileName; }
 
  private:
-  ClientState(std::string dir, int lock_fd) : dir_(std::move(dir)), lock_fd_(lock_fd) {}
+  ClientState(std::string dir, std::unique_ptr<LockFile> lock)
+      : dir_(std::move(dir)), lock_(std::move(lock)) {}
   Status Load();
 
   std::string dir_;
-  int lock_fd_ = -1;
+  std::unique_ptr<LockFile> lock_;
   ClientStateData data_;
 };
 

@@ -110,6 +110,7 @@ Status SaveCheckpoint(Env* env, const std::string& dir, const CheckpointState& s
                            {"model", st.model_name},
                            {"model_fingerprint", std::to_string(st.model.fingerprint())}};
   if (!st.privacy.empty()) meta["privacy"] = st.privacy;
+  if (!st.run_uid.empty()) meta["run_uid"] = st.run_uid;
   meta[kChecksumKey] = Checksum(meta, all);
   // Rotate: the oldest kept goes, each other moves one generation older, the newest becomes .1.
   for (int g = keep - 1; g >= 1; --g) {
@@ -142,6 +143,7 @@ Result<CheckpointState> LoadCheckpointFile(Env* env, const std::string& path) {
   st.strategy = meta["strategy"];
   st.model_name = meta["model"];
   st.privacy = meta["privacy"];
+  st.run_uid = meta["run_uid"];
   TRIB_ASSIGN_OR_RETURN(st.model, Extract(all, kModelPrefix));
   TRIB_ASSIGN_OR_RETURN(st.strategy_state, Extract(all, kStrategyPrefix));
   if (st.model.size() == 0) return Status::Corruption(path + ": the checkpoint holds no model");

@@ -3,8 +3,9 @@
 //
 // One safetensors file per round, <dir>/checkpoint.safetensors, holding the global model (tensors
 // prefixed "model."), the strategy's state (prefixed "strategy."), and metadata: rounds completed,
-// model version, run seed, strategy name, the model's layout fingerprint, differential privacy's
-// accountant when the run has one, and a SHA-256 over all of
+// model version, run seed, strategy name, the model's layout fingerprint, the run's unique id
+// (run_uid: which run wrote it), differential privacy's accountant when the run has one, and a
+// SHA-256 over all of
 // it ("sha256": the metadata, every tensor's name and shape, and the data). Selection and
 // per-client training seeds are derived from (seed, round, attempt), so no RNG stream state is
 // needed to resume exactly.
@@ -43,6 +44,9 @@ struct CheckpointState {
   // Differential privacy's state (DpAggregator::SaveState: the accountant and the clip norm), in
   // the metadata under "privacy"; empty for a run without it.
   std::string privacy;
+  // The run that wrote it (RunDriver::run_uid), in the metadata under "run_uid"; empty in the
+  // checkpoints of earlier versions, which did not record it.
+  std::string run_uid;
 
   // Filled by LoadCheckpoint: the file read, and "<path>: <reason>" for each newer one skipped.
   std::string path;

@@ -17,6 +17,7 @@
 #include "coordinator/exit_status.h"
 #include "coordinator/run_driver.h"
 #include "coordinator/run_observers.h"
+#include "coordinator/run_output_lock.h"
 #include "core/file_util.h"
 #include "core/stderr_log.h"
 #include "core/thread_pool.h"
@@ -43,6 +44,11 @@ Result<std::unique_ptr<Coordinator>> Coordinator::Assemble(CoordinatorConfig con
   if (Status s = cfg.Validate(); !s.ok()) return Fail(s, 2, exit_status);
   if (Status s = InitLogging(cfg.log_level); !s.ok())
     return Fail(s.WithContext("log_level"), 2, exit_status);
+  // Before anything reads or writes them (a checkpoint to resume, the event log): this run's
+  // outputs are its own.
+  Result<std::unique_ptr<RunOutputLock>> lock = RunOutputLock::Acquire(cfg.run);
+  if (!lock.ok()) return Fail(lock.status(), 1, exit_status);
+  c->output_lock_ = std::move(*lock);
 
   // The run: its model (a built-in or a model file, for the data's shape; or none, when the run
   // knows only run.initial_model's tensors), server-side evaluation on the test set when there is

@@ -6,12 +6,15 @@
 //   Status s = (*c)->Serve();                         // until the run ends, or SIGINT/SIGTERM
 //
 // Assemble() checks the config (after ResolveOutputs) and builds, in this order: logging
-// (log_level); the run's model spec (run.model, for the data's shape) and server-side evaluation on
-// the test set (eval.every, on eval.threads); the RunDriver (resuming a checkpoint with
-// options.resume or options.resume_or_start); the standard observers (RunObservers: event log,
-// console, run history, metrics and the dashboard on monitor.listen); the mutual-TLS transport
-// (tls.*, tls.deny_list, net.max_handshakes_per_address, net.transfer_budget_mb, one security log
-// for the listener, the service and the monitor). Nothing listens for clients yet.
+// (log_level); the lock on the run's outputs (RunOutputLock: output.checkpoint_dir, and the event
+// log and final model when they are elsewhere; held until the Coordinator is destroyed, so a second
+// coordinator on them refuses to start, naming this one's pid and host); the run's model spec
+// (run.model, for the data's shape) and server-side evaluation on the test set (eval.every, on
+// eval.threads); the RunDriver (resuming a checkpoint with options.resume or
+// options.resume_or_start); the standard observers (RunObservers: event log, console, run history,
+// metrics and the dashboard on monitor.listen); the mutual-TLS transport (tls.*, tls.deny_list,
+// net.max_handshakes_per_address, net.transfer_budget_mb, one security log for the listener, the
+// service and the monitor). Nothing listens for clients yet.
 //
 // Serve() starts the run (RunStarted), listens on net.listen (CoordinatorService: its engine on a
 // thread of its own, the I/O on two), prints the start-up line, writes output.ready_file (the
@@ -22,9 +25,9 @@
 //
 // Errors: Assemble's name the key or file at fault; *exit_status (when given) is then 2 when the
 // configuration is (a key's value, a model that does not fit the data, a checkpoint that cannot be
-// resumed, a history database or monitor address that cannot be opened), 1 otherwise (the TLS
-// files, the event log, the evaluation data). Serve's: the address that cannot be listened on, the
-// ready file that cannot be written, or the run's failure.
+// resumed, a history database or monitor address that cannot be opened), 1 otherwise (outputs
+// another run holds, the TLS files, the event log, the evaluation data). Serve's: the address that
+// cannot be listened on, the ready file that cannot be written, or the run's failure.
 //
 // Threading: Assemble and Serve on one thread; Serve blocks it and handles the signals.
 #pragma once
@@ -45,6 +48,7 @@ namespace tributary {
 class CoordinatorService;
 class RunDriver;
 class RunObservers;
+class RunOutputLock;
 class SecurityLog;
 class ThreadPool;
 class TlsTransport;
@@ -72,6 +76,8 @@ class Coordinator {
   void PrintStartLine(const std::string& address) const;
 
   CoordinatorConfig config_;
+  // Declared first, so released last: after everything below has written its last byte.
+  std::unique_ptr<RunOutputLock> output_lock_;
   std::string evaluation_;  // how the run evaluates, for the start-up line
   // Destroyed in the reverse order: the service first, then the transport and the io_context
   // (handlers still queued in it may hold the service, whose engine strand belongs to

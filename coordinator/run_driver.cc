@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <random>
 
 #include "aggregation/strategy_factory.h"
 #include "coordinator/checkpoint.h"
@@ -49,6 +50,15 @@ Result<ModelWeights> LoadInitialModel(Env* env, const RunConfig& c,
           c.model, diff));
   }
   return model;
+}
+
+// 128 random bits as 32 hex digits, from the OS's entropy (not the run's seeded streams: two runs
+// of one config must not share it).
+std::string NewRunUid() {
+  std::random_device rd;
+  std::string uid;
+  for (int i = 0; i < 4; ++i) uid += fmt::format("{:08x}", static_cast<uint32_t>(rd()));
+  return uid;
 }
 
 }  // namespace
@@ -110,6 +120,7 @@ Result<std::unique_ptr<RunDriver>> RunDriver::Create(const RunConfig& config, Op
   st.rounds_done = rounds_done;
   st.model_version = version;
   st.model_hash = model.content_hash();
+  if (st.run_uid.empty()) st.run_uid = NewRunUid();
 
   RunDriver* self = d.get();
   RoundEngine::Hooks hooks;
@@ -198,6 +209,7 @@ Status RunDriver::Resume(Strategy& strategy, ModelWeights* model, uint64_t* roun
   *rounds_done = ck->rounds_done;
   *version = ck->model_version;
   started_.resumed_from = path;
+  started_.run_uid = ck->run_uid;
   started_.skipped_checkpoints = ck->skipped;
   return Status::Ok();
 }
@@ -234,6 +246,7 @@ void RunDriver::OnRoundComplete(const RoundSummary& s, const ModelWeights& m) {
     ck.model_name = config_.model;
     ck.model = m;
     if (const DpAggregator* dp = engine_->dp()) ck.privacy = dp->SaveState();
+    ck.run_uid = started_.run_uid;
     const auto write_start = std::chrono::steady_clock::now();
     Status saved = [&]() -> Status {
       TRIB_ASSIGN_OR_RETURN(ck.strategy_state, engine_->strategy().SaveState());

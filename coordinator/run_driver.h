@@ -73,6 +73,11 @@ class RunDriver {
   RoundEngine& engine() { return *engine_; }
   const RoundEngine& engine() const { return *engine_; }
   const RunConfig& config() const { return config_; }
+  // The run's unique id: 32 random hex digits made when the run starts, or, when it resumes, its
+  // checkpoint's (a checkpoint of an earlier version, which has none, gets a new one). Every
+  // checkpoint and RunStarted carry it: it is what tells two runs apart wherever their outputs
+  // are (the run history finds a resumed run's record by it).
+  const std::string& run_uid() const { return started_.run_uid; }
   Env* env() const { return env_; }
 
   // Ends the run. `outcome` is OK when the run completed or was stopped, else why it failed (the

@@ -32,7 +32,8 @@ void to_json(json& j, const RunStarted& e) {
        {"model_version", e.model_version},
        {"model_hash", e.model_hash},
        {"resumed_from", e.resumed_from},
-       {"skipped_checkpoints", e.skipped_checkpoints}};
+       {"skipped_checkpoints", e.skipped_checkpoints},
+       {"run_uid", e.run_uid}};
 }
 void from_json(const json& j, RunStarted& e) {
   j.at("model").get_to(e.model);
@@ -49,6 +50,7 @@ void from_json(const json& j, RunStarted& e) {
   j.at("model_hash").get_to(e.model_hash);
   j.at("resumed_from").get_to(e.resumed_from);
   e.skipped_checkpoints = j.value("skipped_checkpoints", std::vector<std::string>());
+  e.run_uid = j.value("run_uid", std::string());  // absent in logs before run uids
 }
 
 void to_json(json& j, const RoundOpened& e) {

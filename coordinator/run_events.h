@@ -41,6 +41,9 @@ struct RunStarted {
   std::string resumed_from;  // the checkpoint's path; empty for a new run
   // Newer checkpoints that failed verification when resuming: "<path>: <reason>" each.
   std::vector<std::string> skipped_checkpoints;
+  // The run's unique id (RunDriver::run_uid): a resumed run keeps its checkpoint's. "" in logs of
+  // earlier versions.
+  std::string run_uid;
 };
 
 struct RoundOpened {

@@ -12,7 +12,7 @@
 namespace tributary {
 namespace {
 
-// Version 1. A later version adds its changes as a migration from the one before, in one
+// Version 2. A later version adds its changes as a migration from the one before, in one
 // transaction, and raises user_version.
 constexpr const char* kSchema = R"sql(
 CREATE TABLE runs (
@@ -34,9 +34,11 @@ CREATE TABLE runs (
   checkpoint_dir TEXT NOT NULL DEFAULT '',
   event_log TEXT NOT NULL DEFAULT '',
   final_model TEXT NOT NULL DEFAULT '',
-  resumes INTEGER NOT NULL DEFAULT 0
+  resumes INTEGER NOT NULL DEFAULT 0,
+  run_uid TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX runs_by_checkpoint_dir ON runs (checkpoint_dir, id);
+CREATE INDEX runs_by_uid ON runs (run_uid);
 CREATE TABLE rounds (
   run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
   round INTEGER NOT NULL,
@@ -66,13 +68,25 @@ CREATE TABLE events (
   json TEXT NOT NULL,
   PRIMARY KEY (run_id, seq)
 ) WITHOUT ROWID;
-PRAGMA user_version = 1;
+PRAGMA user_version = 2;
+)sql";
+
+// Version 1 to 2: each run's unique id (RunRecord::run_uid); runs recorded before have none.
+constexpr const char* kMigrateFrom1 = R"sql(
+ALTER TABLE runs ADD COLUMN run_uid TEXT NOT NULL DEFAULT '';
+CREATE INDEX runs_by_uid ON runs (run_uid);
+PRAGMA user_version = 2;
 )sql";
 
 constexpr const char* kRunColumns =
     "id, producer, config_json, model, strategy, rounds_total, rounds_done, status, error, "
     "started_at, ended_at, updated_at, host, pid, pid_started, checkpoint_dir, event_log, "
-    "final_model, resumes";
+    "final_model, resumes, run_uid";
+// What readers select from a version-1 database opened read-only (not migrated): no run_uid.
+constexpr const char* kRunColumnsV1 =
+    "id, producer, config_json, model, strategy, rounds_total, rounds_done, status, error, "
+    "started_at, ended_at, updated_at, host, pid, pid_started, checkpoint_dir, event_log, "
+    "final_model, resumes, '' AS run_uid";
 
 constexpr const char* kRoundColumns =
     "run_id, round, attempts, selected, opened_at, closed_at, duration_seconds, accepted, refused, "
@@ -100,10 +114,11 @@ RunRecord RunFromRow(const SqliteStatement& st) {
   r.event_log = st.Text(16);
   r.final_model = st.Text(17);
   r.resumes = st.Int(18);
+  r.run_uid = st.Text(19);
   return r;
 }
 
-// Binds every field but the id to ?2 .. ?19 (kRunColumns' order).
+// Binds every field but the id to ?2 .. ?20 (kRunColumns' order).
 void BindRun(SqliteStatement& st, const RunRecord& r) {
   st.Bind(2, r.producer)
       .Bind(3, r.config_json)
@@ -122,7 +137,8 @@ void BindRun(SqliteStatement& st, const RunRecord& r) {
       .Bind(16, r.checkpoint_dir)
       .Bind(17, r.event_log)
       .Bind(18, r.final_model)
-      .Bind(19, r.resumes);
+      .Bind(19, r.resumes)
+      .Bind(20, r.run_uid);
 }
 
 RoundRecord RoundFromRow(const SqliteStatement& st) {
@@ -182,7 +198,8 @@ Result<std::unique_ptr<HistoryDb>> HistoryDb::Open(const std::string& path, Mode
   sqlite3_extended_result_codes(db->db_, 1);
   sqlite3_busy_timeout(db->db_, kBusyTimeoutMs);
   // Checked before anything is written: a file of another program or version stays as it is.
-  TRIB_ASSIGN_OR_RETURN(const bool empty, db->CheckSchema(mode));
+  TRIB_ASSIGN_OR_RETURN(const int64_t version, db->CheckSchema(mode));
+  db->columns_ = version == 1 ? kRunColumnsV1 : kRunColumns;
   if (mode == Mode::kReadWrite) {
     // journal_mode answers with the mode it is in: anything but "wal" means it could not switch.
     // (The statement is finalized at the end of this block, before anything else is run.)
@@ -200,7 +217,10 @@ Result<std::unique_ptr<HistoryDb>> HistoryDb::Open(const std::string& path, Mode
   if (mode == Mode::kReadWrite)
     TRIB_RETURN_IF_ERROR(db->Exec("PRAGMA synchronous = NORMAL", "setting synchronous"));
   TRIB_RETURN_IF_ERROR(db->Exec("PRAGMA foreign_keys = ON", "enabling foreign keys"));
-  if (empty) TRIB_RETURN_IF_ERROR(db->CreateSchema());
+  if (mode == Mode::kReadWrite && version < kSchemaVersion) {
+    TRIB_RETURN_IF_ERROR(db->CreateSchema());
+    db->columns_ = kRunColumns;
+  }
   return db;
 }
 
@@ -217,7 +237,7 @@ Status HistoryDb::Exec(const char* sql, const char* what) {
   return rc == SQLITE_OK ? Status::Ok() : Error(rc, what);
 }
 
-Result<bool> HistoryDb::CheckSchema(Mode mode) {
+Result<int64_t> HistoryDb::CheckSchema(Mode mode) {
   TRIB_ASSIGN_OR_RETURN(
       SqliteStatement st,
       SqliteStatement::Prepare(db_,
@@ -240,15 +260,17 @@ Result<bool> HistoryDb::CheckSchema(Mode mode) {
   if (version == 0 && mode == Mode::kReadOnly)
     return Status::FailedPrecondition("history database " + path_ +
                                       " is empty: no run has been recorded in it yet");
-  return version == 0;
+  return version;
 }
 
 Status HistoryDb::CreateSchema() {
   // In a write transaction, checking again: another writer may have made it meanwhile.
   TRIB_RETURN_IF_ERROR(Begin());
-  Result<bool> empty = CheckSchema(Mode::kReadWrite);
-  Status status = empty.status();
-  if (status.ok() && *empty) status = Exec(kSchema, "creating the schema");
+  Result<int64_t> version = CheckSchema(Mode::kReadWrite);
+  Status status = version.status();
+  if (status.ok() && *version == 0) status = Exec(kSchema, "creating the schema");
+  if (status.ok() && *version == 1)
+    status = Exec(kMigrateFrom1, "adding run_uid (schema version 1 to 2)");
   if (status.ok()) status = Commit();
   if (!status.ok()) Rollback();
   return status;
@@ -271,7 +293,7 @@ Result<int64_t> HistoryDb::InsertRun(const RunRecord& run) {
       SqliteStatement::Prepare(
           db_,
           fmt::format("INSERT INTO runs ({}) VALUES (NULL, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, "
-                      "?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)",
+                      "?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)",
                       kRunColumns),
           "history database " + path_ + ": recording a new run"));
   BindRun(st, run);
@@ -288,7 +310,8 @@ Status HistoryDb::UpdateRun(const RunRecord& run) {
           "UPDATE runs SET producer = ?2, config_json = ?3, model = ?4, strategy = ?5, "
           "rounds_total = ?6, rounds_done = ?7, status = ?8, error = ?9, started_at = ?10, "
           "ended_at = ?11, updated_at = ?12, host = ?13, pid = ?14, pid_started = ?15, "
-          "checkpoint_dir = ?16, event_log = ?17, final_model = ?18, resumes = ?19 WHERE id = ?1",
+          "checkpoint_dir = ?16, event_log = ?17, final_model = ?18, resumes = ?19, run_uid = ?20 "
+          "WHERE id = ?1",
           what));
   st.Bind(1, run.id);
   BindRun(st, run);
@@ -368,9 +391,22 @@ Result<std::optional<RunRecord>> HistoryDb::NewestRunIn(const std::string& check
       SqliteStatement::Prepare(
           db_,
           fmt::format("SELECT {} FROM runs WHERE checkpoint_dir = ?1 ORDER BY id DESC LIMIT 1",
-                      kRunColumns),
+                      columns_),
           "history database " + path_ + ": finding the run of " + checkpoint_dir));
   st.Bind(1, checkpoint_dir);
+  TRIB_ASSIGN_OR_RETURN(bool row, st.Step());
+  if (!row) return std::optional<RunRecord>();
+  return std::optional<RunRecord>(RunFromRow(st));
+}
+
+Result<std::optional<RunRecord>> HistoryDb::RunByUid(const std::string& run_uid) {
+  TRIB_ASSIGN_OR_RETURN(
+      SqliteStatement st,
+      SqliteStatement::Prepare(
+          db_,
+          fmt::format("SELECT {} FROM runs WHERE run_uid = ?1 ORDER BY id DESC LIMIT 1", columns_),
+          "history database " + path_ + ": finding run " + run_uid));
+  st.Bind(1, run_uid);
   TRIB_ASSIGN_OR_RETURN(bool row, st.Step());
   if (!row) return std::optional<RunRecord>();
   return std::optional<RunRecord>(RunFromRow(st));
@@ -380,7 +416,7 @@ Result<std::vector<RunRecord>> HistoryDb::ListRuns(int64_t limit) {
   TRIB_ASSIGN_OR_RETURN(
       SqliteStatement st,
       SqliteStatement::Prepare(
-          db_, fmt::format("SELECT {} FROM runs ORDER BY id DESC LIMIT ?1", kRunColumns),
+          db_, fmt::format("SELECT {} FROM runs ORDER BY id DESC LIMIT ?1", columns_),
           "history database " + path_ + ": listing runs"));
   st.Bind(1, limit > 0 ? limit : int64_t{-1});
   std::vector<RunRecord> runs;
@@ -394,7 +430,7 @@ Result<std::vector<RunRecord>> HistoryDb::ListRuns(int64_t limit) {
 Result<RunRecord> HistoryDb::GetRun(int64_t id) {
   TRIB_ASSIGN_OR_RETURN(
       SqliteStatement st,
-      SqliteStatement::Prepare(db_, fmt::format("SELECT {} FROM runs WHERE id = ?1", kRunColumns),
+      SqliteStatement::Prepare(db_, fmt::format("SELECT {} FROM runs WHERE id = ?1", columns_),
                                fmt::format("history database {}: reading run {}", path_, id)));
   st.Bind(1, id);
   TRIB_ASSIGN_OR_RETURN(bool row, st.Step());

@@ -4,12 +4,16 @@
 // Schema version kSchemaVersion, kept in PRAGMA user_version:
 //   runs(id INTEGER PRIMARY KEY, producer, config_json, model, strategy, rounds_total,
 //        rounds_done, status, error, started_at, ended_at, updated_at, host, pid, pid_started,
-//        checkpoint_dir, event_log, final_model, resumes)
+//        checkpoint_dir, event_log, final_model, resumes, run_uid)
 //   rounds(run_id, round, attempts, selected, opened_at, closed_at, duration_seconds, accepted,
 //          refused, dropped, bytes_up, bytes_down, num_examples, eval_loss, eval_accuracy,
 //          federated_loss, federated_accuracy, epsilon, checkpoint_path)
 //          PRIMARY KEY (run_id, round)
 //   events(run_id, seq, at, json)  PRIMARY KEY (run_id, seq): every run event, as ToJson writes it
+// run_uid (version 2) is the run's unique id (RunDriver::run_uid, also in its checkpoints and its
+// RunStarted event): what a resumed run's record is found by, whichever database or directory its
+// runs share; '' for runs recorded by version 1. Opening a version-1 database for writing migrates
+// it to version 2 (one transaction); read-only, it is read as it is (run_uid '').
 // Times are unix seconds (REAL, wall clock). A run's status is written as 'running', 'finished',
 // 'failed' or 'stopped'. Readers report a 'running' run whose writer is gone from this host as
 // "interrupted" (ReportedStatus); that is never written, so a resumed run is simply 'running'
@@ -69,6 +73,7 @@ struct RunRecord {
   std::string event_log;       // absolute
   std::string final_model;     // absolute, once saved
   int64_t resumes = 0;         // how many times the run was resumed from a checkpoint
+  std::string run_uid;         // the run's unique id; "" for runs recorded before version 2
 };
 
 struct RoundRecord {
@@ -104,7 +109,7 @@ std::string ReportedStatus(const RunRecord& run);
 
 class HistoryDb {
  public:
-  static constexpr int kSchemaVersion = 1;
+  static constexpr int kSchemaVersion = 2;
   static constexpr int kBusyTimeoutMs = 10000;
 
   enum class Mode {
@@ -137,6 +142,8 @@ class HistoryDb {
   // Reading.
   // The newest run that kept its checkpoints in `checkpoint_dir` (absolute), if any.
   Result<std::optional<RunRecord>> NewestRunIn(const std::string& checkpoint_dir);
+  // The run with this run_uid (non-empty), if any.
+  Result<std::optional<RunRecord>> RunByUid(const std::string& run_uid);
   // Newest first; limit <= 0: all.
   Result<std::vector<RunRecord>> ListRuns(int64_t limit);
   // NotFound naming the id and the database when there is no such run.
@@ -152,13 +159,15 @@ class HistoryDb {
  private:
   HistoryDb() = default;
   Status Exec(const char* sql, const char* what);
-  // True when the database is new (no schema yet); the errors Open describes.
-  Result<bool> CheckSchema(Mode mode);
+  // The schema's version: 0 when the database is new (no schema yet); the errors Open describes.
+  Result<int64_t> CheckSchema(Mode mode);
+  // Creates the schema in a new database, or migrates an older one to kSchemaVersion.
   Status CreateSchema();
   Status Error(int rc, const std::string& what) const;
 
   std::string path_;
   sqlite3* db_ = nullptr;
+  const char* columns_ = nullptr;  // the runs' columns to select (a version-1 file's lack run_uid)
 };
 
 }  // namespace tributary

@@ -83,6 +83,7 @@ nlohmann::ordered_json RunJson(const RunRecord& r) {
   j["host"] = r.host;
   j["pid"] = r.pid;
   j["resumes"] = r.resumes;
+  j["run_uid"] = r.run_uid;
   j["checkpoint_dir"] = r.checkpoint_dir;
   j["event_log"] = r.event_log;
   j["final_model"] = r.final_model;
@@ -157,6 +158,7 @@ std::string RunText(const RunRecord& r, const std::vector<RoundRecord>& rounds) 
     fields.push_back({"last update", LocalTime(r.updated_at)});
   if (r.resumes > 0)
     fields.push_back({"resumed", r.resumes == 1 ? "once" : fmt::format("{} times", r.resumes)});
+  if (!r.run_uid.empty()) fields.push_back({"run uid", r.run_uid});
   fields.push_back({"checkpoints", r.checkpoint_dir.empty() ? "-" : r.checkpoint_dir});
   fields.push_back({"event log", r.event_log.empty() ? "-" : r.event_log});
   fields.push_back({"final model", r.final_model.empty() ? "-" : r.final_model});

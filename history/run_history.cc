@@ -95,8 +95,17 @@ Status RunHistory::Start(const RunStarted& e, double now) {
   TRIB_RETURN_IF_ERROR(db_->Begin());
   Status status = [&]() -> Status {
     std::optional<RunRecord> previous;
-    if (!e.resumed_from.empty() && !identity_.checkpoint_dir.empty()) {
-      TRIB_ASSIGN_OR_RETURN(previous, db_->NewestRunIn(identity_.checkpoint_dir));
+    if (!e.resumed_from.empty()) {
+      // The record of the run that wrote the checkpoint: the one with its run_uid. A checkpoint
+      // of an earlier version (no uid; the driver gave the run a new one) continues the newest
+      // record in its directory, when that one is from before run uids too.
+      if (!e.run_uid.empty()) {
+        TRIB_ASSIGN_OR_RETURN(previous, db_->RunByUid(e.run_uid));
+      }
+      if (!previous && !identity_.checkpoint_dir.empty()) {
+        TRIB_ASSIGN_OR_RETURN(previous, db_->NewestRunIn(identity_.checkpoint_dir));
+        if (previous && !previous->run_uid.empty()) previous.reset();
+      }
     }
     if (previous) {
       run_ = std::move(*previous);
@@ -129,6 +138,7 @@ Status RunHistory::Start(const RunStarted& e, double now) {
     run_.pid_started = self.start_ticks;
     run_.checkpoint_dir = identity_.checkpoint_dir;
     run_.event_log = identity_.event_log;
+    run_.run_uid = e.run_uid;
     TRIB_RETURN_IF_ERROR(db_->UpdateRun(run_));
     return db_->AppendEvent(EventRecord{
         run_.id, ++seq_, now,

@@ -1,16 +1,19 @@
 // RunHistory: a RunObserver (coordinator/run_events.h) that records its run in the run history
 // (HistoryDb, history/history_db.h): the run's row, a row per round and every event.
 //
-// RunStarted makes the run's record. A resumed run (resumed_from is set) continues the newest
-// record with the same checkpoint directory: its status goes back to 'running', resumes + 1, and
-// the round rows after the checkpoint's round are dropped (the rounds the resumed run does again);
-// with no such record (the history was off, or is new) it gets a new one. Every other run gets a
-// new record. Then each event is appended to the run's events and updates its round's row
-// (RoundOpened, UpdateAccepted, UpdateRefused, RoundFailed, CheckpointWritten, Evaluated,
-// FederatedEvaluated, RoundClosed) or the run's (RoundClosed: rounds_done; RunFinished: status
-// 'finished' when every round is done or the run stopped by design, e.g. its privacy budget,
-// 'stopped' when it was stopped before its last round, 'failed' with the error otherwise, and the
-// final model).
+// RunStarted makes the run's record, with the run's run_uid. A resumed run (resumed_from is set)
+// continues the record with its run_uid (the checkpoint's: the run that wrote it, whatever other
+// runs the database or the directory saw since); a checkpoint of an earlier version, without one,
+// continues the newest record of its checkpoint directory when that has no run_uid either. The
+// record's status goes back to 'running', resumes + 1, and the round rows after the checkpoint's
+// round are dropped (the rounds the resumed run does again); with no such record (the history was
+// off, or is new) it gets a new one. Every other run gets a new record, so two runs are two
+// records even when they share one database and one checkpoint directory. Then each event is
+// appended to the run's events and updates its round's row (RoundOpened, UpdateAccepted,
+// UpdateRefused, RoundFailed, CheckpointWritten, Evaluated, FederatedEvaluated, RoundClosed) or the
+// run's (RoundClosed: rounds_done; RunFinished: status 'finished' when every round is done or the
+// run stopped by design, e.g. its privacy budget, 'stopped' when it was stopped before its last
+// round, 'failed' with the error otherwise, and the final model).
 //
 // Checkpoint paths are where each round's checkpoint is now. Before it writes the newest one,
 // SaveCheckpoint (coordinator/checkpoint.h) moves each older file that exists one generation down

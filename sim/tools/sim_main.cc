@@ -14,6 +14,7 @@
 
 #include "coordinator/run_observers.h"
 #include "core/config_cli.h"
+#include "core/lock_file.h"
 #include "core/stderr_log.h"
 #include "sim/deploy.h"
 #include "sim/sim_console.h"
@@ -30,6 +31,12 @@ int Fail(const Status& s, int code = 2) {
 int Run(SimConfig& cfg, bool deploy) {
   if (Status s = InitLogging(cfg.log_level); !s.ok()) return Fail(s.WithContext("log_level"));
   if (Status s = cfg.Validate(); !s.ok()) return Fail(s);
+  // Its events, final model and report (and in deployment mode its deploy/ directory, cleared
+  // first) are this run's own: a second simulation on one report directory refuses to start.
+  Result<std::unique_ptr<LockFile>> lock = LockFile::AcquireDir(
+      cfg.report_dir, {"sim.report_dir " + cfg.report_dir, "another run",
+                       "give each run its own sim.report_dir, or stop the other one first"});
+  if (!lock.ok()) return Fail(lock.status(), 1);
   const auto print = [total = cfg.run.round.rounds](const SimRound& r) { PrintSimRound(r, total); };
   nlohmann::json extra = {{"mode", "deploy"}};
   Result<SimResult> result = Status::Aborted("not run");

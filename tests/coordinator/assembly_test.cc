@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -243,6 +244,72 @@ TEST(CoordinatorAssemblyTest, RefusalsNameTheKeyWithTheConfigurationsExitStatus)
   ASSERT_FALSE(c.ok());
   EXPECT_NE(c.status().message().find("key 'run.model'"), std::string::npos) << c.status();
   EXPECT_EQ(exit_status, 2);
+}
+
+// Issue 28: a second coordinator on the same output.checkpoint_dir, or the same event log
+// elsewhere, is refused (exit status 1) naming the first's pid; once the first is gone it starts.
+TEST(CoordinatorAssemblyTest, ASecondCoordinatorOnTheSameOutputsIsRefusedNamingTheFirst) {
+  TempDir dir;
+  int exit_status = 0;
+  const CoordinatorConfig c = Config(dir, /*tls=*/true);
+  Result<std::unique_ptr<Coordinator>> first =
+      Coordinator::Assemble(c, Coordinator::Options{}, &exit_status);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_TRUE(std::filesystem::exists(dir.path("ck/LOCK")));
+
+  Result<std::unique_ptr<Coordinator>> second =
+      Coordinator::Assemble(c, Coordinator::Options{}, &exit_status);
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(exit_status, 1);
+  const std::string message = second.status().message();
+  std::printf("second: %s\n", message.c_str());
+  EXPECT_NE(message.find("output.checkpoint_dir " + dir.path("ck") + " is in use by another run"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("pid " + std::to_string(::getpid()) + " on host"), std::string::npos)
+      << message;
+  // Resuming is refused just the same, before the checkpoint is read.
+  Coordinator::Options resume;
+  resume.resume_or_start = true;
+  EXPECT_EQ(Coordinator::Assemble(c, resume, &exit_status).status().code(),
+            StatusCode::kFailedPrecondition);
+
+  // Another checkpoint dir, but the first's event log: refused, naming the key.
+  CoordinatorConfig shares_log = c;
+  shares_log.run.checkpoint_dir = dir.path("ck2");
+  shares_log.run.event_log = dir.path("logs/events.jsonl");
+  CoordinatorConfig owns_log = c;
+  owns_log.run.checkpoint_dir = dir.path("ck3");
+  owns_log.run.event_log = dir.path("logs/events.jsonl");
+  owns_log.run.final_model = dir.path("models/final.safetensors");
+  first->reset();  // the first is gone: its lock with it
+  Result<std::unique_ptr<Coordinator>> third =
+      Coordinator::Assemble(owns_log, Coordinator::Options{}, &exit_status);
+  ASSERT_TRUE(third.ok()) << third.status();
+  EXPECT_TRUE(std::filesystem::exists(dir.path("logs/events.jsonl.lock")));
+  EXPECT_TRUE(std::filesystem::exists(dir.path("models/final.safetensors.lock")));
+  EXPECT_FALSE(std::filesystem::exists(dir.path("ck3/events.jsonl.lock")));
+  CoordinatorConfig shares_model = c;
+  shares_model.run.checkpoint_dir = dir.path("ck4");
+  shares_model.run.final_model = dir.path("models/final.safetensors");
+  Result<std::unique_ptr<Coordinator>> fifth =
+      Coordinator::Assemble(shares_model, Coordinator::Options{}, &exit_status);
+  ASSERT_FALSE(fifth.ok());
+  EXPECT_NE(
+      fifth.status().message().find("output.final_model " + dir.path("models/final.safetensors") +
+                                    " is in use by another run"),
+      std::string::npos)
+      << fifth.status();
+  Result<std::unique_ptr<Coordinator>> fourth =
+      Coordinator::Assemble(shares_log, Coordinator::Options{}, &exit_status);
+  ASSERT_FALSE(fourth.ok());
+  EXPECT_NE(fourth.status().message().find("output.event_log " + dir.path("logs/events.jsonl") +
+                                           " is in use by another run"),
+            std::string::npos)
+      << fourth.status();
+  // The first's directory is free again: a coordinator on it starts.
+  EXPECT_TRUE(Coordinator::Assemble(c, Coordinator::Options{}, &exit_status).ok());
 }
 
 TEST(CoordinatorAssemblyTest, MissingTlsFilesAreTheFileSystemsFaultNamingTheFile) {

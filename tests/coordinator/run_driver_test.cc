@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <stdexcept>
 
 #include "compression/dense_codec.h"
@@ -242,6 +243,48 @@ TEST(RunDriverTest, ResumeContinuesExactlyAndRefusesAnotherModelOrStrategySaying
   auto fresh = RunDriver::Create(c, std::move(or_start));
   ASSERT_TRUE(fresh.ok()) << fresh.status();
   EXPECT_EQ((*fresh)->engine().rounds_done(), 0u);
+}
+
+// Issue 28: every run has its own run_uid, in RunStarted and in each of its checkpoints; a resumed
+// run keeps its checkpoint's, so the run history continues the right record.
+TEST(RunDriverTest, EachRunHasItsOwnUidAndAResumedRunKeepsItsCheckpoints) {
+  FaultInjectionEnv env;
+  const RunConfig c = Config();
+  std::string first_uid;
+  {
+    auto d = Make(c, &env);
+    ASSERT_TRUE(d.ok()) << d.status();
+    first_uid = (*d)->run_uid();
+    PlayRound(**d, 1.0f);
+    PlayRound(**d, 2.0f);
+  }
+  EXPECT_EQ(first_uid.size(), 32u);
+  EXPECT_EQ(first_uid.find_first_not_of("0123456789abcdef"), std::string::npos) << first_uid;
+  for (int g = 0; g < 2; ++g) {
+    Result<CheckpointState> ck = LoadCheckpointFile(&env, CheckpointPath("runs/a", g));
+    ASSERT_TRUE(ck.ok()) << ck.status();
+    EXPECT_EQ(ck->run_uid, first_uid) << g;
+  }
+  // Another run of the same config, not resumed: another uid.
+  auto other = Make(c, &env);
+  ASSERT_TRUE(other.ok()) << other.status();
+  EXPECT_NE((*other)->run_uid(), first_uid);
+  EXPECT_EQ((*other)->run_uid().size(), 32u);
+  other->reset();
+  // Resumed: the checkpoint's, in RunStarted and in the checkpoints it writes.
+  auto r = Make(c, &env, /*resume=*/true);
+  ASSERT_TRUE(r.ok()) << r.status();
+  testing::RunRecorder rec;
+  (*r)->AddObserver(&rec);
+  (*r)->Start();
+  EXPECT_EQ((*r)->run_uid(), first_uid);
+  ASSERT_EQ(rec.All<RunStarted>().size(), 1u);
+  EXPECT_EQ(rec.All<RunStarted>()[0].run_uid, first_uid);
+  PlayRound(**r, 3.0f);
+  EXPECT_EQ(LoadCheckpointFile(&env, CheckpointPath("runs/a"))->rounds_done, 3u);
+  EXPECT_EQ(LoadCheckpointFile(&env, CheckpointPath("runs/a"))->run_uid, first_uid);
+  std::printf("run_uid %s: kept across the resume; a second run of the config got another\n",
+              first_uid.c_str());
 }
 
 TEST(RunDriverTest, APrivateRunResumesItsEpsilonAndItsBudgetStopSavesTheFinalModel) {

@@ -68,7 +68,7 @@ TEST(HistoryDbTest, CreatesItsSchemaInWalModeAndItsDirectory) {
     EXPECT_EQ((*db)->path(), path);
   }
   EXPECT_TRUE(std::filesystem::exists(path));
-  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "1");
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "2");
   EXPECT_EQ(RawQuery(path, "PRAGMA journal_mode"), "wal");
   EXPECT_EQ(RawQuery(path,
                      "SELECT group_concat(name, ',') FROM (SELECT name FROM sqlite_master WHERE "
@@ -81,7 +81,7 @@ TEST(HistoryDbTest, CreatesItsSchemaInWalModeAndItsDirectory) {
   Result<std::vector<RunRecord>> runs = (*reader)->ListRuns(0);
   ASSERT_TRUE(runs.ok()) << runs.status();
   EXPECT_TRUE(runs->empty());
-  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "1");
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "2");
 }
 
 TEST(HistoryDbTest, ReadingNeverCreatesADatabase) {
@@ -104,12 +104,51 @@ TEST(HistoryDbTest, ADatabaseOfANewerSchemaIsRefusedByName) {
     Result<std::unique_ptr<HistoryDb>> db = HistoryDb::Open(path, mode);
     ASSERT_FALSE(db.ok());
     EXPECT_EQ(db.status().code(), StatusCode::kFailedPrecondition);
-    EXPECT_NE(db.status().message().find("schema version 7, newer than this build's 1"),
+    EXPECT_NE(db.status().message().find("schema version 7, newer than this build's 2"),
               std::string::npos)
         << db.status();
     EXPECT_NE(db.status().message().find(path), std::string::npos) << db.status();
   }
   EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "7");
+}
+
+// A database of schema version 1 (before run_uid): read as it is, migrated when opened to write,
+// its runs kept (with run_uid '').
+TEST(HistoryDbTest, AVersion1DatabaseIsReadAndMigrated) {
+  TempDir dir;
+  const std::string path = dir.path("history.db");
+  {
+    Result<std::unique_ptr<HistoryDb>> db = HistoryDb::Open(path, HistoryDb::Mode::kReadWrite);
+    ASSERT_TRUE(db.ok()) << db.status();
+    ASSERT_TRUE((*db)->InsertRun(SomeRun()).ok());
+  }
+  // Back to version 1's schema.
+  EXPECT_EQ(RawQuery(path, "DROP INDEX runs_by_uid"), "");
+  EXPECT_EQ(RawQuery(path, "ALTER TABLE runs DROP COLUMN run_uid"), "");
+  RawQuery(path, "PRAGMA user_version = 1");
+  {
+    Result<std::unique_ptr<HistoryDb>> reader = HistoryDb::Open(path, HistoryDb::Mode::kReadOnly);
+    ASSERT_TRUE(reader.ok()) << reader.status();
+    Result<std::vector<RunRecord>> runs = (*reader)->ListRuns(0);
+    ASSERT_TRUE(runs.ok()) << runs.status();
+    ASSERT_EQ(runs->size(), 1u);
+    EXPECT_EQ((*runs)[0].checkpoint_dir, "/runs/a");
+    EXPECT_EQ((*runs)[0].run_uid, "");
+  }
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "1");  // reading changed nothing
+  Result<std::unique_ptr<HistoryDb>> writer = HistoryDb::Open(path, HistoryDb::Mode::kReadWrite);
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "2");
+  RunRecord next = SomeRun();
+  next.run_uid = std::string(32, 'f');
+  Result<int64_t> id = (*writer)->InsertRun(next);
+  ASSERT_TRUE(id.ok()) << id.status();
+  EXPECT_EQ(*id, 2);
+  EXPECT_EQ((*writer)->GetRun(1)->run_uid, "");
+  Result<std::optional<RunRecord>> found = (*writer)->RunByUid(next.run_uid);
+  ASSERT_TRUE(found.ok() && found->has_value());
+  EXPECT_EQ((**found).id, 2);
+  EXPECT_FALSE((*writer)->RunByUid(std::string(32, 'e'))->has_value());
 }
 
 TEST(HistoryDbTest, AFileThatIsNotADatabaseIsCorruption) {

@@ -323,6 +323,84 @@ TEST(RunHistoryTest, AResumedRunContinuesItsRecordAndRedoesTheRoundsAfterItsChec
   EXPECT_EQ(reader->GetRun(4)->rounds_done, 1);
 }
 
+// Issue 28: two runs that share one database and one checkpoint directory (even at once, their
+// events interleaved) are two records, each with its own rounds; a resume continues the record of
+// the run whose checkpoint it resumes (its run_uid), not the newest one in the directory.
+TEST(RunHistoryTest, TwoRunsInOneDatabaseAndOneDirectoryStayTwoRecords) {
+  TempDir dir;
+  const std::string db_path = dir.path("history.db");
+  const std::string ck = dir.path("ck");
+  std::filesystem::create_directories(ck);
+  const std::string uid_a(32, 'a'), uid_b(32, 'b');
+  {
+    std::unique_ptr<RunHistory> a = Writer(db_path, ck);
+    std::unique_ptr<RunHistory> b = Writer(db_path, ck);
+    RunStarted started_a = Started(4), started_b = Started(4);
+    started_a.run_uid = uid_a;
+    started_b.run_uid = uid_b;
+    a->OnEvent(started_a);
+    b->OnEvent(started_b);
+    // Interleaved: A's rounds have 2 updates, B's 5.
+    PlayRound(*a, 1, 2, ck + "/checkpoint.safetensors");
+    PlayRound(*b, 1, 5, ck + "/checkpoint.safetensors");
+    PlayRound(*a, 2, 2, ck + "/checkpoint.safetensors");
+    PlayRound(*b, 2, 5, ck + "/checkpoint.safetensors");
+    PlayRound(*b, 3, 5, ck + "/checkpoint.safetensors");
+    ASSERT_EQ(a->run_id(), 1);
+    ASSERT_EQ(b->run_id(), 2);
+  }
+  std::unique_ptr<HistoryDb> reader = Reader(db_path);
+  ASSERT_EQ(reader->ListRuns(0)->size(), 2u);
+  EXPECT_EQ(reader->GetRun(1)->run_uid, uid_a);
+  EXPECT_EQ(reader->GetRun(2)->run_uid, uid_b);
+  auto accepted = [&](int64_t run) {
+    std::vector<int64_t> out;
+    for (const RoundRecord& r : *reader->GetRounds(run)) out.push_back(r.accepted);
+    return out;
+  };
+  EXPECT_EQ(accepted(1), (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(accepted(2), (std::vector<int64_t>{5, 5, 5}));
+  EXPECT_EQ(reader->GetRun(1)->rounds_done, 2);
+  EXPECT_EQ(reader->GetRun(2)->rounds_done, 3);
+
+  // A's checkpoint resumed: A's record, although B's is the newest in the directory.
+  {
+    std::unique_ptr<RunHistory> h = Writer(db_path, ck);
+    RunStarted resumed = Started(4, 2, ck + "/checkpoint.safetensors");
+    resumed.run_uid = uid_a;
+    h->OnEvent(resumed);
+    EXPECT_EQ(h->run_id(), 1);
+    PlayRound(*h, 3, 2, ck + "/checkpoint.safetensors");
+  }
+  EXPECT_EQ(reader->GetRun(1)->resumes, 1);
+  EXPECT_EQ(reader->GetRun(2)->resumes, 0);
+  EXPECT_EQ(accepted(1), (std::vector<int64_t>{2, 2, 2}));
+  EXPECT_EQ(accepted(2), (std::vector<int64_t>{5, 5, 5}));
+  // B's: B's record, its rounds after the checkpoint dropped.
+  {
+    std::unique_ptr<RunHistory> h = Writer(db_path, ck);
+    RunStarted resumed = Started(4, 2, ck + "/checkpoint.safetensors");
+    resumed.run_uid = uid_b;
+    h->OnEvent(resumed);
+    EXPECT_EQ(h->run_id(), 2);
+  }
+  EXPECT_EQ(reader->GetRun(2)->resumes, 1);
+  EXPECT_EQ(accepted(2), (std::vector<int64_t>{5, 5}));
+  // A checkpoint of an earlier version (no uid; the driver gave the run a new one) does not take
+  // over a record that has one: a new record.
+  {
+    std::unique_ptr<RunHistory> h = Writer(db_path, ck);
+    RunStarted resumed = Started(4, 1, ck + "/checkpoint.safetensors");
+    resumed.run_uid = std::string(32, 'c');
+    h->OnEvent(resumed);
+    EXPECT_EQ(h->run_id(), 3);
+  }
+  EXPECT_EQ(reader->ListRuns(0)->size(), 3u);
+  std::printf("records: 1 (%s) rounds %zu, 2 (%s) rounds %zu, 3 (%s)\n", uid_a.c_str(),
+              accepted(1).size(), uid_b.c_str(), accepted(2).size(),
+              reader->GetRun(3)->run_uid.c_str());
+}
+
 TEST(RunHistoryTest, CheckpointPathsFollowTheirFilesDownTheGenerations) {
   TempDir dir;
   const std::string ck = std::filesystem::weakly_canonical(dir.path("ck")).string();

@@ -167,6 +167,9 @@ noise_seed = 90210
         self.assertEqual(len(starts), 2)
         self.assertEqual(starts[0]["resumed_from"], "")
         self.assertNotEqual(starts[1]["resumed_from"], "")
+        # One run: the resumed process kept the killed one's run_uid (from its checkpoint).
+        self.assertRegex(starts[0]["run_uid"], r"^[0-9a-f]{32}$")
+        self.assertEqual(starts[1]["run_uid"], starts[0]["run_uid"])
         self.assertEqual(events[-1]["event"], "run_finished")
         self.assertEqual(followed, events[-len(followed):])
         text = self.runs("log", str(run_id)).stdout
