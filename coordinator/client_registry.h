@@ -80,6 +80,16 @@ class ClientRegistry {
   uint64_t CoolingUntil(const std::string& id) const;
   // Clients (connected or not) still cooling down in `round`.
   size_t NumCooling(uint64_t round) const;
+  // The round selection is for now (the round engine sets it as rounds close), for readers that
+  // do not know it: the dashboard and the metrics.
+  void SetRound(uint64_t round) { round_ = round; }
+  uint64_t round() const { return round_; }
+  size_t num_cooling() const { return NumCooling(round_); }
+  // The round `id` may be selected again from, when it is cooling down now; else 0.
+  uint64_t CoolingNow(const std::string& id) const {
+    const uint64_t until = CoolingUntil(id);
+    return until > round_ ? until : 0;
+  }
   // Every client with a miss since its last accepted update, in id order.
   const std::map<std::string, Cooldown, std::less<>>& cooldowns() const { return cooldowns_; }
   // Marks a registered client busy for the current round attempt.
@@ -92,6 +102,7 @@ class ClientRegistry {
   std::vector<std::string> busy_ids_;  // may name clients that left since (skipped on release)
   size_t num_busy_ = 0;
   std::map<std::string, Cooldown, std::less<>> cooldowns_;
+  uint64_t round_ = 1;
 };
 
 }  // namespace tributary

@@ -79,6 +79,7 @@ Result<std::unique_ptr<RoundEngine>> RoundEngine::Create(RoundConfig config,
   e->model_ = std::move(initial);
   e->rounds_done_ = rounds_done;
   e->version_ = model_version;
+  e->registry_.SetRound(rounds_done + 1);
   e->hooks_ = std::move(hooks);
   if (e->config_.dp.enabled) {
     TRIB_ASSIGN_OR_RETURN(e->dp_,
@@ -523,6 +524,7 @@ void RoundEngine::CloseRound(TimePoint now) {
   model_ = std::move(next).value();
   ++version_;
   ++rounds_done_;
+  registry_.SetRound(rounds_done_ + 1);
   in_round_ = false;
   attempt_ = 0;
   summary_.model_version = version_;

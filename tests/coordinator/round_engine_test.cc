@@ -847,6 +847,10 @@ TEST(ClientRegistryTest, MissesCoolAClientDownForLongerEachTimeAndAGoodAnswerCle
   reg.RecordMiss("a", 11, 4, false);
   EXPECT_EQ(reg.CoolingUntil("a"), 16u);  // capped at 4
   EXPECT_EQ(reg.NumCooling(12), 1u);
+  reg.SetRound(12);  // what the dashboard and the metrics read
+  EXPECT_EQ(reg.num_cooling(), 1u);
+  EXPECT_EQ(reg.CoolingNow("a"), 16u);
+  EXPECT_EQ(reg.CoolingNow("b"), 0u);
   reg.Leave("a");
   reg.Join("a", caps, TimePoint{});
   EXPECT_EQ(reg.CoolingUntil("a"), 16u);  // a reconnect does not shed it
