@@ -1,9 +1,15 @@
 #!/usr/bin/python3
-"""Issue 28, item 3, between real processes: a tributary-coordinator and 15 clients of the Python
+"""Issue 28, items 2 and 3, between real processes.
+
+Item 3: a tributary-coordinator and 15 clients of the Python
 package (tributary.Client), 10 honest and 5 that take their task and never answer, K = 10, a 3 s
 deadline. Before selection learned, every round ran to its deadline (the silent five were picked
 again and again); now each silent client costs the run its first miss, and later rounds close at
 the honest clients' pace. Prints each round's duration, selection and drops.
+
+Item 2: a client that answers every task with num_examples = 0 and connects before the others
+ended the run in 0.72 s ("refused for the same reason", all its own refusals). Now it is refused,
+left out, and the run completes once the honest clients come.
 
 Run through ctest (it names the binaries and PYTHONPATH): ctest -R SilentClientsCoolDown -V
 """
@@ -19,14 +25,14 @@ from process_harness import CERTS, COORDINATOR, ProcessTest
 
 HONEST, SILENT, ROUNDS, DEADLINE_S = 10, 5, 5, 3
 
-# One client: honest (adds 0.01 to every weight) or silent (sleeps through every task, its
-# connection and heartbeats alive).
+# One client: honest (adds 0.01 to every weight), silent (sleeps through every task, its
+# connection and heartbeats alive) or zero (claims num_examples = 0, which the run refuses).
 CLIENT_PY = r'''
 import sys, time
 import numpy as np
 import tributary as tb
 
-addr, ca, cert, key, silent = sys.argv[1:6]
+addr, ca, cert, key, mode = sys.argv[1:6]
 
 
 class Trainer(tb.Trainer):
@@ -34,9 +40,10 @@ class Trainer(tb.Trainer):
         return {"w": np.zeros(4, np.float32)}
 
     def fit(self, parameters, config):
-        if silent == "1":
+        if mode == "silent":
             time.sleep(3600)
-        return tb.FitResult({k: v + np.float32(0.01) for k, v in parameters.items()}, 100,
+        return tb.FitResult({k: v + np.float32(0.01) for k, v in parameters.items()},
+                            0 if mode == "zero" else 100,
                             {"train_loss": 0.5})
 
     def evaluate(self, parameters, config):
@@ -87,35 +94,64 @@ def find(obj, key):
 class SilentClientsTest(ProcessTest):
     prefix = "trib_silent_"
 
-    def test_rounds_close_at_the_honest_pace_after_the_first_misses(self):
+    def start_run(self, rounds, min_available):
         init = self.path("init.safetensors")
         write_safetensors(init, {"w": np.zeros(4, np.float32)})
-        script = self.path("client.py")
-        with open(script, "w") as f:
+        self.script = self.path("client.py")
+        with open(self.script, "w") as f:
             f.write(CLIENT_PY)
-        events = self.path("events.jsonl")
-        coord, addr = self.start_coordinator(f"""log_level = "info"
+        self.events = self.path("events.jsonl")
+        return self.start_coordinator(f"""log_level = "info"
 [run]
 model = ""
 initial_model = "{init}"
-rounds = {ROUNDS}
+rounds = {rounds}
 clients_per_round = {HONEST}
-min_available = {HONEST + SILENT}
+min_available = {min_available}
 min_completed = 1
 round_timeout_s = {DEADLINE_S}
 codec = "dense"
 [eval]
 every = 0
 [output]
-event_log = "{events}"
+event_log = "{self.events}"
 """)
+
+    def start_client(self, name, addr):
+        ca, cert, key = self.client_tls(name)
+        return self.start(name, [sys.executable, self.script, addr, ca, cert, key,
+                                 name.split("-")[0]])
+
+    def test_a_client_refused_before_the_others_arrive_does_not_end_the_run(self):
+        coord, addr = self.start_run(rounds=3, min_available=1)  # the defaults' min_available
+        self.start_client("zero-0", addr)
+        start = time.monotonic()
+        while "zero-0' had its update refused" not in self.log("coordinator"):
+            self.assertIsNone(coord.poll(), self.log("coordinator")[-3000:])
+            self.assertLess(time.monotonic() - start, 30, self.log("coordinator")[-3000:])
+            time.sleep(0.1)
+        time.sleep(2.0)  # the coordinator of main had ended the run after 0.72 s
+        alive = coord.poll() is None
+        print(f"2 s after the first refusal the coordinator is {'running' if alive else 'gone'}")
+        self.assertTrue(alive, self.log("coordinator")[-3000:])
+        for i in range(HONEST):
+            self.start_client(f"honest-{i}", addr)
+        rc = coord.wait(timeout=60)
+        log = self.log("coordinator")
+        with open(self.events) as f:
+            closed = [json.loads(l) for l in f if '"round_closed"' in l]
+        refusals = log.count("zero-0' had its update refused")
+        print(f"exit {rc}: {len(closed)} rounds closed, the zero client refused {refusals} times")
+        self.assertEqual(rc, 0, log[-3000:])
+        self.assertEqual(len(closed), 3)
+
+    def test_rounds_close_at_the_honest_pace_after_the_first_misses(self):
+        coord, addr = self.start_run(rounds=ROUNDS, min_available=HONEST + SILENT)
+        events = self.events
         start = time.monotonic()
         names = [f"honest-{i}" for i in range(HONEST)] + [f"silent-{i}" for i in range(SILENT)]
-        clients = []
         for name in names:
-            ca, cert, key = self.client_tls(name)
-            clients.append(self.start(name, [sys.executable, script, addr, ca, cert, key,
-                                             "1" if name.startswith("silent") else "0"]))
+            self.start_client(name, addr)
         rc = coord.wait(timeout=120)
         wall = time.monotonic() - start
         log = self.log("coordinator")
