@@ -115,6 +115,8 @@ codec = "dense"
 every = 0
 [output]
 event_log = "{self.events}"
+checkpoint_dir = "{self.path('ckpt')}"
+final_model = "{self.path('final.safetensors')}"
 """)
 
     def start_client(self, name, addr):
