@@ -8,7 +8,8 @@
 // SHA-256 over all of
 // it ("sha256": the metadata, every tensor's name and shape, and the data). Selection and
 // per-client training seeds are derived from (seed, round, attempt), so no RNG stream state is
-// needed to resume exactly.
+// needed to resume exactly. The clients' cool-downs (ClientRegistry::RecordMiss) are not saved: a
+// resumed coordinator's clients reconnect anew, and it starts with clean records.
 //
 // The newest `keep` checkpoints are kept: checkpoint.safetensors, checkpoint.1.safetensors (the
 // round before), ... . A save rotates them by renames, then replaces the newest with write-temp,

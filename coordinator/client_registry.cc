@@ -1,5 +1,7 @@
 #include "coordinator/client_registry.h"
 
+#include <algorithm>
+
 namespace tributary {
 
 ClientRecord& ClientRegistry::Join(const std::string& id, const ClientCapabilities& caps,
@@ -51,6 +53,54 @@ std::vector<const std::string*> ClientRegistry::EligibleIds() const {
   for (const auto& [id, r] : clients_)
     if (!r.busy) out.push_back(&id);
   return out;
+}
+
+ClientRegistry::Pools ClientRegistry::SelectionPools(uint64_t round) const {
+  Pools p;
+  if (cooldowns_.empty()) {
+    p.clean = EligibleIds();
+    return p;
+  }
+  p.clean.reserve(num_idle());
+  std::vector<std::pair<uint64_t, const std::string*>> waiting;
+  for (const auto& [id, r] : clients_) {
+    if (r.busy) continue;
+    auto c = cooldowns_.find(id);
+    if (c == cooldowns_.end()) {
+      p.clean.push_back(&id);
+    } else if (c->second.until_round <= round) {
+      p.probation.push_back(&id);
+    } else {
+      waiting.emplace_back(c->second.until_round, &id);
+    }
+  }
+  std::stable_sort(waiting.begin(), waiting.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (const auto& w : waiting) p.cooling.push_back(w.second);
+  return p;
+}
+
+void ClientRegistry::RecordMiss(const std::string& id, uint64_t round, uint64_t cap, bool refused) {
+  if (cap == 0) return;
+  Cooldown& c = cooldowns_[id];
+  if (refused) c.refused_in = round;
+  if (c.misses > 0 && c.last_miss == round) return;
+  ++c.misses;
+  c.last_miss = round;
+  const uint64_t rounds =
+      c.misses > 63 ? cap : std::min<uint64_t>(uint64_t{1} << (c.misses - 1), cap);
+  c.until_round = round + 1 + rounds;
+}
+
+uint64_t ClientRegistry::CoolingUntil(const std::string& id) const {
+  auto c = cooldowns_.find(id);
+  return c == cooldowns_.end() ? 0 : c->second.until_round;
+}
+
+size_t ClientRegistry::NumCooling(uint64_t round) const {
+  return static_cast<size_t>(
+      std::count_if(cooldowns_.begin(), cooldowns_.end(),
+                    [&](const auto& c) { return c.second.until_round > round; }));
 }
 
 void ClientRegistry::MarkBusy(ClientRecord& record) {

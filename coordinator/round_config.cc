@@ -27,6 +27,9 @@ void BindRoundConfig(ConfigSchema& s, RoundConfig* r) {
   s.Bind("run.round_timeout_s", &r->round_timeout, "a round's deadline, in seconds");
   s.Bind("run.max_round_attempts", &r->max_round_attempts,
          "a failed round is retried; the run fails after this many attempts (0: never)");
+  s.Bind("run.cooldown_max_rounds", &r->cooldown_max_rounds,
+         "a selected client that sends no update by the deadline, or a refused one, sits out 1, 2, "
+         "4, ... rounds, at most this many (0: never)");
   s.Bind("run.seed", &r->seed, "seeds client selection and the clients' training").Flag("--seed");
   s.Bind("run.codec", &r->codec, "the update codec every client uses (docs/compression.md)")
       .Flag("--codec");
@@ -105,6 +108,10 @@ Status RoundConfig::Validate() const {
   if (max_round_attempts < 0)
     return bad(fmt::format("'run.max_round_attempts' = {} must be >= 0 (0: retry forever)",
                            max_round_attempts));
+  if (cooldown_max_rounds < 0 || cooldown_max_rounds > 1'000'000)
+    return bad(
+        fmt::format("'run.cooldown_max_rounds' = {} must be in [0, 1000000] (0: no cool-down)",
+                    cooldown_max_rounds));
   TRIB_RETURN_IF_ERROR(ValidateFitConfig(fit));
   if (Result<std::unique_ptr<Codec>> c = MakeCodec(codec); !c.ok())
     return bad("'run.codec': " + c.status().message());

@@ -42,8 +42,11 @@ struct RoundConfig {
   int64_t min_completed = 1;
   std::chrono::milliseconds round_timeout{120'000};
   int64_t max_round_attempts = 20;  // a round that fails is retried; 0 retries forever
-  FitConfig fit;                    // sent to clients (the engine derives fit.seed per client)
-  std::string codec = "dense";      // the update pipeline every client must use
+  // A client selected that sends no update by the deadline, or whose update is refused, is left
+  // out of selection for 1, 2, 4, ... rounds (consecutive misses), at most this many; 0: never.
+  int64_t cooldown_max_rounds = 16;
+  FitConfig fit;                // sent to clients (the engine derives fit.seed per client)
+  std::string codec = "dense";  // the update pipeline every client must use
   // How the global model travels to clients (TaskAssignment, EvaluateTask): a codec that is
   // usable_for_download(), e.g. "dense" (raw float32) or "q8" (1 byte per float plus a float scale
   // per 512); clients must advertise its stages. The client trains from, and computes its delta
@@ -78,9 +81,10 @@ struct RoundConfig {
 };
 
 // The keys: run.rounds, run.clients_per_round, run.fraction, run.min_available,
-// run.over_selection, run.min_completed, run.round_timeout_s, run.max_round_attempts, run.seed,
-// run.codec, run.download_codec, run.min_num_examples, run.max_num_examples, run.max_weight,
-// eval.federated_every, secagg.*, dp.*, and fit.* (core/fit_config.h).
+// run.over_selection, run.min_completed, run.round_timeout_s, run.max_round_attempts,
+// run.cooldown_max_rounds, run.seed, run.codec, run.download_codec, run.min_num_examples,
+// run.max_num_examples, run.max_weight, eval.federated_every, secagg.*, dp.*, and fit.*
+// (core/fit_config.h).
 void BindRoundConfig(ConfigSchema& schema, RoundConfig* round);
 
 }  // namespace tributary

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 
 #include "compression/codec_spec.h"
 #include "compression/l2_clip.h"
@@ -78,6 +79,7 @@ Result<std::unique_ptr<RoundEngine>> RoundEngine::Create(RoundConfig config,
   e->model_ = std::move(initial);
   e->rounds_done_ = rounds_done;
   e->version_ = model_version;
+  e->registry_.SetRound(rounds_done + 1);
   e->hooks_ = std::move(hooks);
   if (e->config_.dp.enabled) {
     TRIB_ASSIGN_OR_RETURN(e->dp_,
@@ -150,8 +152,12 @@ Status RoundEngine::Reject(const std::string& id, uint64_t round, ErrorCode code
   // not make it look refused alike.
   if (in_round_ && round == rounds_done_ + 1) {
     ++summary_.refused;
-    if (attempt_refusals_.emplace(kind).second && attempt_refusals_.size() == 1)
-      attempt_refusal_example_ = reason;
+    // The same-refusal streak weighs only verdicts on assigned clients' updates, late ones aside.
+    if (judging_ && kind != "late") {
+      attempt_refused_clients_.insert(id);
+      if (attempt_refusals_.emplace(kind).second && attempt_refusals_.size() == 1)
+        attempt_refusal_example_ = reason;
+    }
   }
   if (hooks_.on_refused) hooks_.on_refused(id, round, why);
   return why;
@@ -166,21 +172,26 @@ Status RoundEngine::OnUpdate(const std::string& id, const UpdateSubmission& u, T
   const uint64_t charged = std::min(u.round, round);
   if (!in_round_ || u.round < round)
     return Reject(id, charged, ErrorCode::kProtocolViolation, "late", "late: " + r + " is closed");
-  if (u.round > round)
+  if (u.round > round) {
+    Miss(id, "sent an update for " + r + ", which has not started", false);
     return Reject(id, charged, ErrorCode::kProtocolViolation, "early", r + " has not started");
+  }
   if (secagg_)
     return Reject(id, charged, ErrorCode::kProtocolViolation, "secure aggregation",
                   r + " uses secure aggregation: updates are sent masked (SecAggMaskedInput)");
   if (answered_.count(id))
     return Reject(id, charged, ErrorCode::kProtocolViolation, "duplicate",
                   "duplicate update for " + r);
-  if (!assigned_.count(id))
+  if (!assigned_.count(id)) {
+    Miss(id, "sent an update for " + r + ", which it was not assigned", false);
     return Reject(id, charged, ErrorCode::kProtocolViolation, "not assigned",
                   "client was not assigned " + r);
+  }
   // From here on the client's slot in this round is used up, whatever the verdict.
   assigned_.erase(id);
   answered_.insert(id);
   summary_.bytes_up += u.update.bytes.size();
+  judging_ = true;
   Status verdict = [&]() -> Status {
     if (now > deadline_)
       return Reject(id, charged, ErrorCode::kProtocolViolation, "late",
@@ -240,7 +251,12 @@ Status RoundEngine::OnUpdate(const std::string& id, const UpdateSubmission& u, T
     if (!s.ok()) return Reject(id, charged, ErrorCode::kInternal, "internal", s.message());
     return Status::Ok();
   }();
+  judging_ = false;
+  if (!verdict.ok())
+    Miss(id, "had its update refused (" + verdict.message() + ")",
+         attempt_refused_clients_.count(id) > 0);
   if (verdict.ok()) {
+    registry_.RecordGood(id);
     if (hooks_.on_accepted) hooks_.on_accepted(id, u.round, u.num_examples, u.update.bytes.size());
     ++summary_.accepted;
     summary_.num_examples += u.num_examples;
@@ -284,6 +300,7 @@ void RoundEngine::OnTick(TimePoint now) {
     secagg_->OnTick(now);
     AfterSecAgg(now);
   } else if (in_round_ && now >= deadline_) {
+    for (const std::string& id : assigned_) Miss(id, "sent no update by the deadline", false);
     summary_.dropped += static_cast<int64_t>(assigned_.size());
     answered_.insert(assigned_.begin(), assigned_.end());
     assigned_.clear();
@@ -312,27 +329,82 @@ void RoundEngine::MaybeFinishEarly(TimePoint now) {
   }
 }
 
+void RoundEngine::Miss(const std::string& id, std::string_view why, bool refused) {
+  if (config_.cooldown_max_rounds == 0) return;
+  const uint64_t round = rounds_done_ + 1;
+  const uint64_t before = registry_.CoolingUntil(id);
+  registry_.RecordMiss(id, round, static_cast<uint64_t>(config_.cooldown_max_rounds), refused);
+  const uint64_t until = registry_.CoolingUntil(id);
+  if (until == before) return;  // its miss of this round is already on record
+  Log().warn(
+      "client '{}' {} in round {}: left out of selection until round {} ({} misses in a row)", id,
+      why, round, until, registry_.cooldowns().find(id)->second.misses);
+}
+
 std::vector<std::string> RoundEngine::Select(uint64_t round) {
   // Shuffle pointers to the ids, not the strings: the same permutation (Shuffle draws the same
   // numbers for any element type) at a fraction of the cost over a million-client registry.
-  std::vector<const std::string*> pool = registry_.EligibleIds();
+  // Clients with a miss on record are not in the main pool (ClientRegistry::RecordMiss); with none
+  // on record, the pool and the draws are what they were before selection learned.
+  ClientRegistry::Pools pools = registry_.SelectionPools(round);
+  std::vector<const std::string*>& pool = pools.clean;
   Rng rng = Rng::Stream(config_.seed, {kSelectionStream, round, static_cast<uint64_t>(attempt_)});
   std::vector<std::string> chosen;
   if (PoissonSampling()) {
-    // Each idle client independently, as the accountant assumes (a client that is not connected
-    // is not in the sample, which only lowers its chance).
+    // Each idle client independently, as the accountant assumes (a client that is not connected,
+    // or cooling down, is not in the sample, which only lowers its chance).
+    if (!pools.probation.empty()) {
+      std::vector<const std::string*> all;
+      std::merge(pool.begin(), pool.end(), pools.probation.begin(), pools.probation.end(),
+                 std::back_inserter(all),
+                 [](const std::string* a, const std::string* b) { return *a < *b; });
+      pool.swap(all);
+    }
     round_q_ =
         static_cast<double>(config_.clients_per_round) / static_cast<double>(config_.dp.population);
     for (const std::string* id : pool)
       if (rng.Uniform() < round_q_) chosen.push_back(*id);
   } else {
-    const int64_t want = static_cast<int64_t>(
+    const size_t want = static_cast<size_t>(
         std::ceil(static_cast<double>(TargetUpdates()) * config_.over_selection));
-    const size_t m = std::min<size_t>(pool.size(), static_cast<size_t>(want));
+    const size_t m = std::min<size_t>(pool.size(), want);
     rng.Shuffle(std::span<const std::string*>(pool));
     chosen.reserve(m);
     for (size_t i = 0; i < m; ++i) chosen.push_back(*pool[i]);
-    round_q_ = pool.empty() ? 0.0 : static_cast<double>(m) / static_cast<double>(pool.size());
+    size_t considered = pool.size();
+    // Clients on probation (a cool-down over, no good answer since) fill what the clean pool
+    // lacks, and a few ride along beyond it (a tenth of the selection, at least one): the round
+    // closes at its target without waiting for them, and an accepted update clears their record.
+    if (!pools.probation.empty()) {
+      rng.Shuffle(std::span<const std::string*>(pools.probation));
+      const size_t extra = std::max<size_t>(1, (want + 9) / 10);
+      const size_t upto = chosen.size() < want ? want : chosen.size() + extra;
+      for (const std::string* id : pools.probation) {
+        if (chosen.size() >= upto) break;
+        chosen.push_back(*id);
+      }
+      considered += pools.probation.size();
+    }
+    // Still too few for what the round needs to start: cooling clients fill it, the earliest to
+    // come back first, rather than the run stall. Not one refused in this round when it is the
+    // only client refused in it: a lone refused client would only burn the round's attempts, so
+    // the round waits for others instead.
+    const size_t fill = std::min<size_t>(
+        want, static_cast<size_t>(std::max<int64_t>({1, config_.min_available, MinCompleted()})));
+    const bool refused_may_fill =
+        std::count_if(registry_.cooldowns().begin(), registry_.cooldowns().end(), [&](auto& c) {
+          return c.second.refused_in == round;
+        }) >= static_cast<std::ptrdiff_t>(kSameRefusalClients);
+    for (const std::string* id : pools.cooling) {
+      if (chosen.size() >= fill) break;
+      if (!refused_may_fill && registry_.cooldowns().find(*id)->second.refused_in == round)
+        continue;
+      chosen.push_back(*id);
+      ++considered;
+    }
+    round_q_ = considered == 0
+                   ? 0.0
+                   : static_cast<double>(chosen.size()) / static_cast<double>(considered);
   }
   std::sort(chosen.begin(), chosen.end());
   return chosen;
@@ -348,6 +420,8 @@ void RoundEngine::MaybeStartRound(TimePoint now) {
   const uint64_t round = rounds_done_ + 1;
   std::vector<std::string> eligible = Select(round);
   const size_t m = eligible.size();
+  // Every idle client was refused in this round (and the streak spans one client): wait for others.
+  if (m == 0 && !PoissonSampling()) return;
   if (dp_ && config_.dp.target_epsilon > 0.0) {
     const PrivacySpent next = dp_->SpentWithOneMore(round_q_);
     if (next.epsilon > config_.dp.target_epsilon) {
@@ -373,6 +447,7 @@ void RoundEngine::MaybeStartRound(TimePoint now) {
   if (dp_) dp_->BeginRound(model_.size());
   in_round_ = true;
   attempt_refusals_.clear();
+  attempt_refused_clients_.clear();
   round_start_ = now;
   deadline_ = now + config_.round_timeout;
   assigned_ = std::set<std::string>(eligible.begin(), eligible.end());
@@ -462,6 +537,7 @@ void RoundEngine::CloseRound(TimePoint now) {
   model_ = std::move(next).value();
   ++version_;
   ++rounds_done_;
+  registry_.SetRound(rounds_done_ + 1);
   in_round_ = false;
   attempt_ = 0;
   summary_.model_version = version_;
@@ -501,23 +577,30 @@ void RoundEngine::FailAttempt(TimePoint, const std::string& reason) {
   // Attempts whose every update was refused for one and the same reason: retrying with other
   // clients does not help when the cause is the run itself (a model every client's update turns
   // non-finite, a bound nobody meets). kSameRefusalLimit such attempts in a row end the run.
+  // Only assigned clients' updates judged in this attempt count (Reject), and the streak must
+  // span kSameRefusalClients different clients: one client refused again and again is that
+  // client's failure (it cools down), not the run's.
   const bool refused_alike =
-      summary_.accepted == 0 && summary_.refused > 0 && attempt_refusals_.size() == 1;
+      summary_.accepted == 0 && !attempt_refused_clients_.empty() && attempt_refusals_.size() == 1;
   if (!refused_alike) {
     same_refusal_kind_.clear();
     same_refusals_ = 0;
+    same_refusal_clients_.clear();
   } else if (*attempt_refusals_.begin() == same_refusal_kind_) {
     ++same_refusals_;
+    same_refusal_clients_.insert(attempt_refused_clients_.begin(), attempt_refused_clients_.end());
   } else {
     same_refusal_kind_ = *attempt_refusals_.begin();
     same_refusals_ = 1;
+    same_refusal_clients_ = attempt_refused_clients_;
   }
-  if (same_refusals_ >= kSameRefusalLimit) {
+  if (same_refusals_ >= kSameRefusalLimit && same_refusal_clients_.size() >= kSameRefusalClients) {
     failed_ = true;
     failure_ = Status::FailedPrecondition(fmt::format(
         "round {}: every update of the last {} attempts was refused for the same reason ({}), "
-        "e.g. '{}'; retrying cannot help",
-        round, same_refusals_, same_refusal_kind_, attempt_refusal_example_));
+        "from {} different clients, e.g. '{}'; retrying cannot help",
+        round, same_refusals_, same_refusal_kind_, same_refusal_clients_.size(),
+        attempt_refusal_example_));
     return;
   }
   if (config_.max_round_attempts > 0 && attempt_ >= config_.max_round_attempts) {

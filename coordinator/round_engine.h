@@ -15,9 +15,31 @@
 // deadline (or when every selected client has answered or left) with at least min_completed;
 // otherwise the attempt fails and the round is retried with a fresh selection, up to
 // max_round_attempts; three failed attempts in a row whose every update was refused for the same
-// kind of reason end the run at once (naming it), as does an aggregated model that is not finite.
-// Closing finalizes the strategy, bumps the model version and calls on_round_complete (checkpoint,
-// evaluation, metrics) before the next round starts. A federated evaluation (every
+// kind of reason, from at least two different clients, end the run at once (naming it), as does an
+// aggregated model that is not finite. Only the verdicts on updates of clients assigned to the
+// attempt count there: late, early, duplicate and unassigned updates are refused but count in no
+// streak, so one client's misbehaviour cannot end the run. A lone client's refusals never do (the
+// run then ends only by max_round_attempts).
+//
+// Selection learns (ClientRegistry::RecordMiss): a client selected that sends no valid update by
+// the deadline (silent, late, or refused), or that sends an update for a round not yet open or
+// one it was not assigned, sits out the rest of the round's attempts and the next 1, 2, 4, ...
+// rounds (consecutive misses, capped at run.cooldown_max_rounds), with a warning naming it. After
+// that it is on probation until its next accepted update clears its record: it fills what the
+// clients with a clean record cannot, and beyond that at most a tenth of the selection (at least
+// one) rides along over the target, so a round closes at its K clean clients' pace without waiting
+// for it. When even that leaves fewer than a round needs to start (min_available, min_completed),
+// cooling clients fill the selection, the earliest to come back first, rather than the run stall;
+// a client refused in this very round is not one of them when it is the only client refused in it
+// (so a lone refused client waits for others instead of burning the round's attempts). Under
+// dp.sampling = "poisson" cooling clients are simply not in the sample. The cool-down is not
+// checkpointed: a resumed run starts with none (its clients reconnect anew), so a silent client
+// costs a resumed run one more miss. Selection stays a function of (seed, round, attempt) and the
+// registry's state, so a simulated run is reproducible for its seed; with no miss on record it
+// draws exactly what it drew before selection learned.
+//
+// Closing finalizes the strategy, bumps the model version and calls on_round_complete
+// (checkpoint, evaluation, metrics) before the next round starts. A federated evaluation (every
 // federated_eval_every rounds) sends the new model to every idle client; it is reported when all
 // have answered or left, or at its deadline (round_timeout) with the results that came, and the run
 // is not finished before the last round's evaluation is reported.
@@ -199,6 +221,13 @@ class RoundEngine {
   std::string attempt_refusal_example_;                  // the first such reason, verbatim
   std::string same_refusal_kind_;
   int64_t same_refusals_ = 0;
+  // The streak must span this many different clients: one client's refusals never end the run.
+  static constexpr size_t kSameRefusalClients = 2;
+  std::set<std::string> attempt_refused_clients_;  // assigned clients refused in this attempt
+  std::set<std::string> same_refusal_clients_;     // ... in the streak's attempts
+  bool judging_ = false;  // inside OnUpdate's verdict on an assigned client's update
+  // A miss by `id` in the open round (the cool-down), with a warning saying why.
+  void Miss(const std::string& id, std::string_view why, bool refused);
 
   // The current round attempt.
   bool in_round_ = false;

@@ -80,13 +80,16 @@ Result<std::unique_ptr<RunObservers>> RunObservers::Create(const RunObserversOpt
       return std::pair<int64_t, int64_t>(static_cast<int64_t>(registry->size()),
                                          static_cast<int64_t>(registry->num_idle()));
     });
+    m.metrics.set_cooling_sampler(
+        [registry] { return static_cast<int64_t>(registry->num_cooling()); });
     m.dashboard.set_client_sampler([registry] {
       std::vector<DashboardState::ClientSample> out;
       const auto now = std::chrono::steady_clock::now();
       const double wall = UnixSeconds();
       for (const auto& [id, record] : registry->records())
         out.push_back({id, record.busy,
-                       wall - std::chrono::duration<double>(now - record.last_seen).count()});
+                       wall - std::chrono::duration<double>(now - record.last_seen).count(),
+                       registry->CoolingNow(id)});
       return out;
     });
   }

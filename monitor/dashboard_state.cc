@@ -32,11 +32,12 @@ void DashboardState::SampleClients(Changes& changes) {
   if (!sampler_) return;
   const std::vector<ClientSample> samples = sampler_();
   std::set<std::string> present;
-  int64_t idle = 0;
+  int64_t idle = 0, cooling = 0;
   uint64_t untracked = 0;
   for (const ClientSample& s : samples) {
     present.insert(s.id);
     if (!s.busy) ++idle;
+    if (s.cooling_until != 0) ++cooling;
     auto it = clients_.find(s.id);
     if (it == clients_.end() && clients_.size() >= max_clients_) {
       ++untracked;
@@ -46,11 +47,13 @@ void DashboardState::SampleClients(Changes& changes) {
     // Heartbeats move last_seen all the time: a row is sent again when its state changed or it
     // was last sent more than a few seconds ago, not at every event.
     if (it != clients_.end() && it->second.state == state &&
+        it->second.cooling_until == s.cooling_until &&
         std::abs(it->second.last_seen - s.last_seen) < kLastSeenResolution)
       continue;
     if (ClientRow* row = Client(s.id, changes)) {
       row->state = state;
       row->last_seen = s.last_seen;
+      row->cooling_until = s.cooling_until;
     }
   }
   for (auto& [id, row] : clients_) {
@@ -64,9 +67,11 @@ void DashboardState::SampleClients(Changes& changes) {
   }
   const auto connected = static_cast<int64_t>(samples.size());
   if (run_.value("clients_connected", int64_t{-1}) != connected ||
-      run_.value("clients_idle", int64_t{-1}) != idle) {
+      run_.value("clients_idle", int64_t{-1}) != idle ||
+      run_.value("clients_cooling", int64_t{-1}) != cooling) {
     run_["clients_connected"] = connected;
     run_["clients_idle"] = idle;
+    run_["clients_cooling"] = cooling;
     changes.run = true;
   }
 }
@@ -231,6 +236,7 @@ nlohmann::json DashboardState::ClientJson(const std::string& id, const ClientRow
   return {{"id", id},
           {"state", row.state},
           {"last_seen", row.last_seen},
+          {"cooling_until", row.cooling_until},
           {"accepted", row.accepted},
           {"refused", row.refused},
           {"last_refusal", row.last_refusal}};

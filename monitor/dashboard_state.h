@@ -3,11 +3,13 @@
 // A RunObserver (coordinator/run_events.h). It keeps three things:
 //   run      the run's header: model, strategy, codecs, rounds done of the total, the round open
 //            now and how far it is, the run's state ("waiting", "training", "finished", "failed"),
-//            privacy spent (with differential privacy), clients connected and idle;
+//            privacy spent (with differential privacy), clients connected, idle and cooling down
+//            (left out of selection after a miss: coordinator/client_registry.h);
 //   rounds   one row per closed round: duration, updates accepted, refused and dropped, bytes up
 //            and down, the clients' mean training loss, the server's and the federated evaluation;
 //   clients  one row per client seen: state ("idle", "training", "left"), last seen (Unix
-//            seconds), updates accepted and refused, the last refusal's reason.
+//            seconds), updates accepted and refused, the last refusal's reason, and
+//            "cooling_until": the round it may be selected again from while it cools down (0: not).
 //
 // Snapshot() is all of it: {"kind": "snapshot", "seq": n, "run": {...}, "rounds": [...],
 // "clients": [...]}. After each event the rows it changed are handed to the publisher as a delta:
@@ -45,6 +47,8 @@ class DashboardState final : public RunObserver {
     std::string id;
     bool busy = false;       // has a task in the open round attempt
     double last_seen = 0.0;  // Unix seconds
+    // Left out of selection until this round (a cool-down after a miss); 0 when it is not.
+    uint64_t cooling_until = 0;
   };
   using Sampler = std::function<std::vector<ClientSample>()>;
   using Publisher = std::function<void(std::string json)>;
@@ -68,6 +72,7 @@ class DashboardState final : public RunObserver {
   struct ClientRow {
     std::string state = "idle";
     double last_seen = 0.0;
+    uint64_t cooling_until = 0;
     uint64_t accepted = 0;
     uint64_t refused = 0;
     std::string last_refusal;

@@ -76,6 +76,13 @@ RunMetrics::RunMetrics() : registry_(std::make_shared<prometheus::Registry>()) {
   connected_ = &clients.Add({{"state", "connected"}});
   idle_ = &clients.Add({{"state", "idle"}});
   training_ = &clients.Add({{"state", "training"}});
+  cooling_ = &BuildGauge()
+                  .Name("tributary_clients_cooling")
+                  .Help(
+                      "clients left out of selection for a cool-down after a miss (no update by "
+                      "the deadline, or one refused)")
+                  .Register(r)
+                  .Add({});
   auto& loss = BuildGauge()
                    .Name("tributary_evaluation_loss")
                    .Help("the latest evaluation's mean loss, on the server or federated")
@@ -105,6 +112,7 @@ void RunMetrics::RefreshClients() {
   if (!sampler_) return;
   const auto [connected, idle] = sampler_();
   SetClients(connected, idle, connected - idle);
+  if (cooling_sampler_) cooling_->Set(static_cast<double>(cooling_sampler_()));
 }
 
 void RunMetrics::OnEvent(const RunEvent& event) {

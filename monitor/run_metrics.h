@@ -18,6 +18,7 @@
 //   tributary_clients_dropped_total            selected clients that left or never answered
 //   tributary_transfer_bytes_total{direction="up"|"down",codec}   bytes of closed rounds
 //   tributary_clients{state="connected"|"idle"|"training"}
+//   tributary_clients_cooling                  clients left out of selection after a miss
 //   tributary_evaluation_loss{source="server"|"federated"}, tributary_evaluation_accuracy{...}
 //   tributary_checkpoint_write_seconds         histogram; tributary_checkpoint_failures_total
 //   tributary_dp_epsilon                       privacy spent (runs with differential privacy)
@@ -59,6 +60,10 @@ class RunMetrics final : public RunObserver {
   void set_client_sampler(std::function<std::pair<int64_t, int64_t>()> sampler) {
     sampler_ = std::move(sampler);
   }
+  // Called with the client sampler, for tributary_clients_cooling.
+  void set_cooling_sampler(std::function<int64_t()> sampler) {
+    cooling_sampler_ = std::move(sampler);
+  }
   // Samples the clients again (on the run's thread, like OnEvent): between events, clients join
   // and leave too.
   void RefreshClients();
@@ -78,6 +83,8 @@ class RunMetrics final : public RunObserver {
   prometheus::Gauge *connected_, *idle_, *training_;
   prometheus::Gauge *server_loss_, *server_accuracy_, *federated_loss_, *federated_accuracy_;
   std::function<std::pair<int64_t, int64_t>()> sampler_;
+  std::function<int64_t()> cooling_sampler_;
+  prometheus::Gauge* cooling_;
   std::mutex mu_;  // the run's codecs, set by RunStarted
   std::string codec_, download_codec_;
 };

@@ -56,6 +56,7 @@
     $('received').textContent = run.round_open ? `${run.received || 0} of ${run.selected || 0}` : '-';
     $('clients-connected').textContent = run.clients_connected ?? 0;
     $('clients-idle').textContent = run.clients_idle ?? 0;
+    $('clients-cooling').textContent = run.clients_cooling ?? 0;
     if (run.epsilon !== undefined && run.epsilon !== null) {
       $('epsilon-box').hidden = false;
       $('epsilon').textContent = run.epsilon.toFixed(3);
@@ -87,6 +88,7 @@
       cell(tr, String(c.accepted), 'num');
       cell(tr, String(c.refused), 'num');
       cell(tr, c.last_refusal || '');
+      cell(tr, c.cooling_until ? 'round ' + c.cooling_until : '');  // a cool-down after a miss
       return tr;
     }));
     $('untracked').hidden = !run.clients_untracked;

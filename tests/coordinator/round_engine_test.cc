@@ -1,9 +1,11 @@
 // The round engine driven directly with events and a fake clock: no sockets, no sleeping.
 #include "coordinator/round_engine.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <set>
 
@@ -740,6 +742,246 @@ TEST_F(RoundEngineTest, WithItsWeightBoundedOneClientStillMovesFedAvgByItsShare)
     std::printf("%-24s mean %.6f\n", spec.c_str(), engine_->model().data()[0]);
     for (float v : engine_->model().data()) EXPECT_NEAR(v, mean, 1e-6f) << spec;
   }
+// Issue 28, item 2: one client that answers every task with num_examples = 0, connected before the
+// others arrive, ended the run in 0.72 s (three attempts "refused alike", all its own). Its update
+// is refused, it is left out of selection, the round waits for the others, and the run goes on.
+TEST_F(RoundEngineTest, AClientRefusedBeforeOthersArriveCostsItsPlaceNotTheRun) {
+  RoundConfig cfg;  // the defaults: K = 10, min_available = 1, min_completed = 1, 20 attempts
+  cfg.rounds = 2;
+  cfg.round_timeout = 10s;
+  Make(cfg);
+  const ClientCapabilities caps{"cpu", {"dense"}, 100, 0, {}};
+  engine_->OnJoined("attacker", caps, now_);
+  int refused = 0;
+  for (int i = 0; i < 25 && !engine_->finished(); ++i) {
+    auto tasks = Tasks();
+    if (tasks.empty()) break;
+    ASSERT_EQ(tasks.count("attacker"), 1u);
+    EXPECT_FALSE(
+        engine_->OnUpdate("attacker", Update(tasks["attacker"], {1, 1, 1, 1}, 0), now_).ok());
+    ++refused;
+  }
+  std::printf("alone: the attacker was refused %d time(s); finished: %d (%s)\n", refused,
+              engine_->finished(), engine_->failure().ToString().c_str());
+  ASSERT_FALSE(engine_->finished()) << engine_->failure();
+  EXPECT_EQ(refused, 1);  // refused once, then left out: the round waits for others
+  EXPECT_EQ(failures_.size(), 1u);
+  EXPECT_EQ(engine_->registry().CoolingUntil("attacker"), 3u);  // sits out rounds 1 and 2
+  for (int i = 0; i < 10; ++i) engine_->OnJoined("h" + std::to_string(i), caps, now_);
+  int opened = 0;
+  while (!engine_->finished() && opened < 10) {
+    auto tasks = Tasks();
+    ASSERT_FALSE(tasks.empty());
+    ++opened;
+    EXPECT_EQ(tasks.count("attacker"), 0u) << "attempt " << opened;
+    for (auto& [id, t] : tasks)
+      ASSERT_TRUE(engine_->OnUpdate(id, Update(t, {1, 1, 1, 1}), now_).ok());
+  }
+  EXPECT_TRUE(engine_->finished());
+  EXPECT_TRUE(engine_->failure().ok()) << engine_->failure();
+  ASSERT_EQ(summaries_.size(), 2u);
+  std::printf("then: %zu rounds closed with %lld and %lld updates\n", summaries_.size(),
+              static_cast<long long>(summaries_[0].accepted),
+              static_cast<long long>(summaries_[1].accepted));
+}
+
+// Issue 28, item 2: a client spamming updates for "round 999" made every failing attempt look
+// "refused alike (early)" and ended the run at 15.1 s. Early updates are refused and count in no
+// attempt's streak; the spammer is left out of selection; the run goes on to its last round.
+TEST_F(RoundEngineTest, UpdatesForRound999FromOneClientDoNotEndTheRun) {
+  RoundConfig cfg = Config(2);
+  cfg.min_available = 4;
+  cfg.min_completed = 2;
+  cfg.max_round_attempts = 0;  // retried for ever: only the same-refusal rule could end the run
+  Make(cfg);
+  Join(3);
+  engine_->OnJoined("spammer", ClientCapabilities{"cpu", {"dense"}, 100, 0, {}}, now_);
+  TimePoint t = now_;
+  auto spam = [&](const TaskAssignment& like) {
+    UpdateSubmission u = Update(like, {1, 1, 1, 1});
+    u.round = 999;
+    Status s = engine_->OnUpdate("spammer", u, t + 1s);
+    EXPECT_NE(s.message().find("round 999 has not started"), std::string::npos) << s;
+  };
+  // Three attempts in which nobody answers its task, and the spammer sends round 999's update.
+  for (int attempt = 1; attempt <= 3; ++attempt) {
+    auto tasks = Tasks();
+    ASSERT_EQ(tasks.size(), 2u) << attempt;
+    spam(tasks.begin()->second);
+    t += 10s;
+    engine_->OnTick(t);
+    ASSERT_FALSE(engine_->finished()) << "attempt " << attempt << ": " << engine_->failure();
+  }
+  EXPECT_EQ(failures_.size(), 3u);
+  EXPECT_GT(engine_->registry().CoolingUntil("spammer"), 1u);
+  // From now on everyone answers its task but the spammer, which goes on spamming.
+  int attempts = 0, spammer_selected = 0;
+  while (!engine_->finished() && attempts < 30) {
+    auto tasks = Tasks();
+    ASSERT_FALSE(tasks.empty());
+    ++attempts;
+    spam(tasks.begin()->second);
+    const size_t closed_before = summaries_.size();
+    for (auto& [id, task] : tasks) {
+      if (id == "spammer") {
+        ++spammer_selected;
+        continue;
+      }
+      if (summaries_.size() > closed_before) break;  // closed at K: a rider's answer is late
+      ASSERT_TRUE(engine_->OnUpdate(id, Update(task, {1, 1, 1, 1}), t + 2s).ok()) << id;
+    }
+    if (summaries_.size() == closed_before) {
+      t += 10s;
+      engine_->OnTick(t);
+    } else {
+      t += 2s;
+    }
+  }
+  std::printf(
+      "after the 3 failed attempts: %d more attempts, the spammer selected in %d; %zu "
+      "rounds closed; finished ok: %d\n",
+      attempts, spammer_selected, summaries_.size(), engine_->failure().ok());
+  EXPECT_TRUE(engine_->finished());
+  EXPECT_TRUE(engine_->failure().ok()) << engine_->failure();
+  EXPECT_EQ(summaries_.size(), 3u);
+}
+
+// Issue 28, item 2, with K = 1: the spammer ended the run while assigned to one attempt of three.
+TEST_F(RoundEngineTest, WithOneClientPerRoundASpammerDoesNotEndTheRun) {
+  RoundConfig cfg = Config(1);
+  cfg.min_available = 4;
+  cfg.max_round_attempts = 0;
+  cfg.seed = 4;  // the spammer is assigned the first attempt, as in the issue's run
+  Make(cfg);
+  Join(3);
+  engine_->OnJoined("spammer", ClientCapabilities{"cpu", {"dense"}, 100, 0, {}}, now_);
+  TimePoint t = now_;
+  int spammer_assigned = 0;
+  for (int attempt = 1; attempt <= 3; ++attempt) {
+    auto tasks = Tasks();
+    ASSERT_EQ(tasks.size(), 1u) << attempt;
+    spammer_assigned += static_cast<int>(tasks.count("spammer"));
+    UpdateSubmission u = Update(tasks.begin()->second, {1, 1, 1, 1});
+    u.round = 999;
+    EXPECT_FALSE(engine_->OnUpdate("spammer", u, t + 1s).ok());
+    t += 10s;
+    engine_->OnTick(t);  // the selected client never answered
+    ASSERT_FALSE(engine_->finished()) << "attempt " << attempt << ": " << engine_->failure();
+  }
+  auto tasks = Tasks();
+  ASSERT_EQ(tasks.size(), 1u);
+  EXPECT_EQ(tasks.count("spammer"), 0u);
+  ASSERT_TRUE(
+      engine_->OnUpdate(tasks.begin()->first, Update(tasks.begin()->second, {1, 1, 1, 1}), t + 1s)
+          .ok());
+  std::printf("K = 1: the spammer was assigned %d of 3 failed attempts; round 1 closed: %zu\n",
+              spammer_assigned, summaries_.size());
+  EXPECT_EQ(spammer_assigned, 1);
+  ASSERT_EQ(summaries_.size(), 1u);
+  EXPECT_EQ(summaries_[0].attempts, 4);
+}
+
+// Issue 28, item 3: 10 honest clients and 5 that never answer, K = 10: every round ran to its
+// deadline and the silent five took 16 of 40 selection slots. A silent client sits out 1, 2, 4, ...
+// rounds and then rides along only beyond the K: after each one's first miss, rounds close at the
+// honest clients' pace (0.3 s here, against an 8 s deadline).
+TEST_F(RoundEngineTest, SilentClientsCoolDownAndRoundsCloseAtTheHonestPace) {
+  RoundConfig cfg = Config(10);
+  cfg.rounds = 8;
+  cfg.min_available = 15;
+  cfg.round_timeout = 8s;
+  Make(cfg);
+  const ClientCapabilities caps{"cpu", {"dense"}, 100, 0, {}};
+  for (int i = 0; i < 10; ++i) engine_->OnJoined("h" + std::to_string(i), caps, now_);
+  for (int i = 0; i < 5; ++i) engine_->OnJoined("s" + std::to_string(i), caps, now_);
+  TimePoint t = now_;
+  std::set<std::string> missed;  // silent clients selected so far
+  std::vector<int> silent_slots;
+  int total_silent = 0, total_slots = 0;
+  while (!engine_->finished() && summaries_.size() + failures_.size() < 20) {
+    auto tasks = Tasks();
+    ASSERT_FALSE(tasks.empty());
+    int silent = 0;
+    const size_t closed_before = summaries_.size();
+    for (auto& [id, task] : tasks) {
+      if (id[0] == 's') {
+        ++silent;
+        missed.insert(id);
+        continue;
+      }
+      ASSERT_TRUE(engine_->OnUpdate(id, Update(task, {1, 1, 1, 1}), t + 300ms).ok()) << id;
+    }
+    silent_slots.push_back(silent);
+    total_silent += silent;
+    total_slots += static_cast<int>(tasks.size());
+    if (summaries_.size() == closed_before) {  // the silent ones hold it until the deadline
+      t += 8s;
+      engine_->OnTick(t);
+    } else {
+      t += 300ms;
+    }
+    std::printf(
+        "round %zu: %zu selected, %d of them silent, %s\n", summaries_.size(), tasks.size(), silent,
+        summaries_.empty() ? "-" : fmt::format("{:.1f} s", summaries_.back().duration_s).c_str());
+  }
+  ASSERT_TRUE(engine_->finished()) << engine_->failure();
+  ASSERT_EQ(summaries_.size(), 8u);
+  EXPECT_TRUE(failures_.empty());
+  std::printf("silent clients took %d of %d selection slots over 8 rounds; cooling now: %zu\n",
+              total_silent, total_slots, engine_->registry().NumCooling(9));
+  EXPECT_EQ(missed.size(), 5u);
+  // Round r closes at the deadline only while some silent client is still unknown (the first
+  // rounds); after that every round closes at 0.3 s.
+  double slow = 0.0;
+  int slow_rounds = 0;
+  for (const RoundSummary& s : summaries_)
+    if (s.duration_s > 1.0) {
+      slow += s.duration_s;
+      ++slow_rounds;
+    }
+  EXPECT_LE(slow_rounds, 3);
+  for (size_t r = 4; r < summaries_.size(); ++r)
+    EXPECT_NEAR(summaries_[r].duration_s, 0.3, 1e-9) << "round " << r + 1;
+  EXPECT_LE(total_silent, 5 + 8);  // each one's first miss, and at most one rider a round
+}
+
+// A miss is kept in the registry: the cool-down doubles with repeats, survives a reconnect and is
+// forgotten at the next accepted update; run.cooldown_max_rounds = 0 turns it off.
+TEST(ClientRegistryTest, MissesCoolAClientDownForLongerEachTimeAndAGoodAnswerClearsThem) {
+  ClientRegistry reg;
+  const ClientCapabilities caps{"cpu", {"dense"}, 100, 0, {}};
+  reg.Join("a", caps, TimePoint{});
+  reg.Join("b", caps, TimePoint{});
+  reg.RecordMiss("a", 1, 4, false);
+  EXPECT_EQ(reg.CoolingUntil("a"), 3u);  // out of round 1's retries and round 2
+  reg.RecordMiss("a", 1, 4, false);      // one miss per round
+  EXPECT_EQ(reg.CoolingUntil("a"), 3u);
+  ClientRegistry::Pools p = reg.SelectionPools(2);
+  ASSERT_EQ(p.clean.size(), 1u);
+  EXPECT_EQ(*p.clean[0], "b");
+  ASSERT_EQ(p.cooling.size(), 1u);
+  p = reg.SelectionPools(3);
+  ASSERT_EQ(p.probation.size(), 1u);  // its cool-down is over; its record is not
+  EXPECT_EQ(*p.probation[0], "a");
+  reg.RecordMiss("a", 3, 4, false);
+  EXPECT_EQ(reg.CoolingUntil("a"), 6u);  // 2 rounds
+  reg.RecordMiss("a", 6, 4, false);
+  EXPECT_EQ(reg.CoolingUntil("a"), 11u);  // 4
+  reg.RecordMiss("a", 11, 4, false);
+  EXPECT_EQ(reg.CoolingUntil("a"), 16u);  // capped at 4
+  EXPECT_EQ(reg.NumCooling(12), 1u);
+  reg.SetRound(12);  // what the dashboard and the metrics read
+  EXPECT_EQ(reg.num_cooling(), 1u);
+  EXPECT_EQ(reg.CoolingNow("a"), 16u);
+  EXPECT_EQ(reg.CoolingNow("b"), 0u);
+  reg.Leave("a");
+  reg.Join("a", caps, TimePoint{});
+  EXPECT_EQ(reg.CoolingUntil("a"), 16u);  // a reconnect does not shed it
+  reg.RecordGood("a");
+  EXPECT_EQ(reg.CoolingUntil("a"), 0u);
+  EXPECT_EQ(reg.NumCooling(12), 0u);
+  reg.RecordMiss("b", 1, 0, false);  // cap 0: off
+  EXPECT_EQ(reg.CoolingUntil("b"), 0u);
 }
 
 TEST(RoundConfigTest, RejectsInconsistentSettings) {

@@ -175,6 +175,24 @@ TEST_F(DashboardStateTest, ClientsThatJoinBetweenEventsShowAtTheNextRefresh) {
   EXPECT_EQ(nlohmann::json::parse(state_.Snapshot())["run"]["clients_connected"], 3);
 }
 
+// Issue 28, item 3: a client left out of selection after a miss shows it, with the round it may
+// be selected again from, and the run's header counts the clients cooling down.
+TEST_F(DashboardStateTest, AClientCoolingDownShowsUntilWhichRound) {
+  samples_ = {{"alice", false, 101.0}, {"bob", false, 101.0, 4}, {"carol", false, 101.0, 6}};
+  now_ = 101.0;
+  state_.RefreshClients();
+  const nlohmann::json snap = state_.SnapshotJson();
+  EXPECT_EQ(snap["run"]["clients_cooling"], 2);
+  std::map<std::string, uint64_t> until;
+  for (const auto& c : snap["clients"]) until[c["id"]] = c["cooling_until"];
+  EXPECT_EQ(until["alice"], 0u);
+  EXPECT_EQ(until["bob"], 4u);
+  EXPECT_EQ(until["carol"], 6u);
+  ASSERT_FALSE(deltas_.empty());
+  EXPECT_EQ(deltas_.back()["run"]["clients_cooling"], 2);
+  EXPECT_EQ(deltas_.back()["clients"].size(), 2u);  // bob's and carol's rows changed
+}
+
 TEST(DashboardStateLimitTest, TheClientsTableIsBounded) {
   DashboardState state(2);
   std::vector<DashboardState::ClientSample> samples = {

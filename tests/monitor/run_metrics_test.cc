@@ -23,6 +23,8 @@ TEST(RunMetricsTest, EventsBecomeTheirMetrics) {
   RunMetrics m;
   int64_t connected = 5, idle = 2;
   m.set_client_sampler([&] { return std::pair<int64_t, int64_t>(connected, idle); });
+  int64_t cooling = 2;
+  m.set_cooling_sampler([&] { return cooling; });
   RunStarted started;
   started.model = "mlp";
   started.strategy = "fedavg";
@@ -37,6 +39,7 @@ TEST(RunMetricsTest, EventsBecomeTheirMetrics) {
   EXPECT_EQ(Sample(text, "tributary_run_rounds"), 10);
   EXPECT_EQ(Sample(text, "tributary_clients{state=\"connected\"}"), 5);
   EXPECT_EQ(Sample(text, "tributary_clients{state=\"training\"}"), 3);
+  EXPECT_EQ(Sample(text, "tributary_clients_cooling"), 2);
   EXPECT_NE(text.find("tributary_run_info{"), std::string::npos);
   EXPECT_NE(text.find("codec=\"q8\""), std::string::npos);
 
