@@ -742,6 +742,8 @@ TEST_F(RoundEngineTest, WithItsWeightBoundedOneClientStillMovesFedAvgByItsShare)
     std::printf("%-24s mean %.6f\n", spec.c_str(), engine_->model().data()[0]);
     for (float v : engine_->model().data()) EXPECT_NEAR(v, mean, 1e-6f) << spec;
   }
+}
+
 // Issue 28, item 2: one client that answers every task with num_examples = 0, connected before the
 // others arrive, ended the run in 0.72 s (three attempts "refused alike", all its own). Its update
 // is refused, it is left out of selection, the round waits for the others, and the run goes on.
