@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <string>
 
 #include "tests/train/synthetic_images.h"
 #include "train/cpu/cpu_engine.h"
@@ -72,7 +73,10 @@ TEST_P(ThreadedEngineTest, TrainingIsBitwiseDeterministicForASeedAndAThreadCount
   EXPECT_LT(RelativeMaxDiff(single.data(), a.data()), 1e-3);
 }
 
-INSTANTIATE_TEST_SUITE_P(Zoo, ThreadedEngineTest, ::testing::Values("mlp", "cnn", "lenet"));
+INSTANTIATE_TEST_SUITE_P(Zoo, ThreadedEngineTest, ::testing::Values("mlp", "cnn", "lenet"),
+                         [](const ::testing::TestParamInfo<const char*>& p) {
+                           return std::string(p.param);
+                         });
 
 TEST(ThreadedEngineTest, ABatchSmallerThanTheThreadCountUsesOneShardPerSample) {
   const ModelSpec spec = *ModelSpecByName("mlp");
