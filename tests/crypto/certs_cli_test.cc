@@ -20,6 +20,7 @@
 namespace tributary {
 namespace {
 
+using testing::FileMode;
 using testing::ReadText;
 using testing::TempDir;
 using testing::VerifyAgainstCa;
@@ -27,12 +28,6 @@ using testing::VerifyAgainstCa;
 // Runs tributary-certs with `args`; stdout and stderr together in `out`.
 testing::CommandResult RunCerts(const std::vector<std::string>& args) {
   return testing::RunCommand(TRIBUTARY_CERTS_BIN, args, /*merge_stderr=*/true);
-}
-
-mode_t FileMode(const std::string& path) {
-  struct stat st {};
-  EXPECT_EQ(::stat(path.c_str(), &st), 0) << path;
-  return st.st_mode & 07777;
 }
 
 class CertsCliTest : public ::testing::Test {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <openssl/x509.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
@@ -13,6 +14,13 @@
 #include "crypto/openssl_util.h"
 
 namespace tributary::testing {
+
+// The permission bits of `path` (an EXPECT fails, naming it, when it cannot be stat'ed).
+inline mode_t FileMode(const std::string& path) {
+  struct stat st {};
+  EXPECT_EQ(::stat(path.c_str(), &st), 0) << path;
+  return st.st_mode & 07777;
+}
 
 // A fresh directory under $TMPDIR (or /tmp), removed with everything in it on destruction.
 class TempDir {

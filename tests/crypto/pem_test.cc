@@ -9,15 +9,10 @@
 namespace tributary {
 namespace {
 
+using testing::FileMode;
 using testing::ReadText;
 using testing::TempDir;
 using testing::WriteText;
-
-mode_t FileMode(const std::string& path) {
-  struct stat st {};
-  EXPECT_EQ(::stat(path.c_str(), &st), 0) << path;
-  return st.st_mode & 07777;
-}
 
 // Runs a block with umask 0, so that file modes come only from what the code asked for.
 class ScopedUmask {

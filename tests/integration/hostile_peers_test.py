@@ -124,15 +124,7 @@ event_log = "{events}"
                 if self.log(name).count("MESSAGE_TOO_LARGE") >= 1:
                     break
                 time.sleep(0.1)
-        clients = []
-        for i in range(2):
-            ca, cert, key = self.client_tls(f"edge-{i}")
-            args = [CLIENT, "--coordinator", addr, "--ca", ca, "--cert", cert, "--key", key,
-                    "--set", "run.model=mlp", "--num-clients", "2", "--client-index", str(i),
-                    "--log-level", "warn"]
-            for kv in DATA:
-                args += ["--set", kv]
-            clients.append(self.start(f"{name}-edge-{i}", args))
+        clients = self.start_mlp_clients(addr, 2, DATA, prefix=f"{name}-")
         try:
             self.assertEqual(coord.wait(timeout=120), 0, self.log(name))
             for i, c in enumerate(clients):

@@ -196,15 +196,7 @@ stream_stall_timeout_s = {STALL_S}
         viewer = GoodViewer(port)
         viewer.start()
         connected = time.time()
-        clients = []
-        for i in range(2):
-            ca, cert, key = self.client_tls(f"edge-{i}")
-            args = [CLIENT, "--coordinator", addr, "--ca", ca, "--cert", cert, "--key", key,
-                    "--set", "run.model=mlp", "--num-clients", "2", "--client-index", str(i),
-                    "--log-level", "warn"]
-            for kv in DATA:
-                args += ["--set", kv]
-            clients.append(self.start(f"edge-{i}", args))
+        clients = self.start_mlp_clients(addr, 2, DATA)
         dropped_after = None
         sent_by_then = 0
         while coord.poll() is None and time.time() - connected < 60:

@@ -91,15 +91,7 @@ history = "{self.path('history.db')}"
         self.assertFalse(os.path.exists(self.path("second.ready")))
 
         # The first runs to its end with two clients.
-        clients = []
-        for i in range(2):
-            ca, cert, key = self.client_tls(f"edge-{i}")
-            args = [CLIENT, "--coordinator", addr, "--ca", ca, "--cert", cert, "--key", key,
-                    "--set", "run.model=mlp", "--num-clients", "2", "--client-index", str(i),
-                    "--log-level", "warn"]
-            for kv in DATA:
-                args += ["--set", kv]
-            clients.append(self.start(f"edge-{i}", args))
+        clients = self.start_mlp_clients(addr, 2, DATA)
         self.assertEqual(first.wait(timeout=120), 0, self.log("first"))
         for i, c in enumerate(clients):
             self.assertEqual(c.wait(timeout=60), 0, self.log(f"edge-{i}"))

@@ -137,6 +137,19 @@ event_log = "{events}"
                 *[a for kv in CNN_CLIENT_DATA for a in ("--set", kv)], *extra]))
         return procs
 
+    def start_mlp_clients(self, addr, n, data, prefix=""):
+        """Starts n tributary-client processes, <prefix>edge-0 .. edge-<n-1>, training the mlp at
+        `addr`, each on its share of `data` (--set values such as "data.dataset=synthetic"),
+        logging warnings only. Returns the processes."""
+        procs = []
+        for i in range(n):
+            ca, cert, key = self.client_tls(f"edge-{i}")
+            procs.append(self.start(f"{prefix}edge-{i}", [
+                CLIENT, "--coordinator", addr, "--ca", ca, "--cert", cert, "--key", key,
+                "--set", "run.model=mlp", "--num-clients", str(n), "--client-index", str(i),
+                "--log-level", "warn", *[a for kv in data for a in ("--set", kv)]]))
+        return procs
+
     def start_coordinator(self, toml, host="127.0.0.1", name="coordinator", port=0, args=()):
         """Starts the coordinator on `toml` plus this test's TLS files, `port` on `host` (0: a free
         one) and a ready file (given as --set, so `toml` need not mention them), with `args` added
