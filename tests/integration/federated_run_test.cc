@@ -3,11 +3,14 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <atomic>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
+#include <thread>
 
 #include "compression/dense_codec.h"
 #include "coordinator/checkpoint.h"
@@ -328,6 +331,125 @@ TEST_F(FederatedRunTest, BadUpdatesAreRejectedAndRoundsGoOn) {
   EXPECT_GE(errors.size(), 4u);  // each rejection reached mallory as an Error message
   c->Close();
 }
+
+// Issue 28, item 2: a client with a valid certificate that sends updates for "round 999" every
+// 5 ms and never answers its tasks. Main's coordinator before the fix counted its refusals
+// ("early") in the same-refusal streak, of any client, assigned to the attempt or not, and ended
+// the run (exit 1, "same reason (early)") after three failed attempts; now they cost only the
+// spammer's own selection (it cools down) and every round closes.
+class SpammerTest : public FederatedRunTest {
+ protected:
+  // `rounds` rounds of K = k with 1.5 s deadlines; two honest clients that train 20 steps. With
+  // `honest_first`, they are there from the start (min_available = 3) and the spammer is selected
+  // among them now and then; without, the spammer alone opens the first attempts (min_available =
+  // 1) and the honest clients arrive once three have failed.
+  void Run(int k, int rounds, bool honest_first) {
+    WriteCoordinatorConfig("rounds = " + std::to_string(rounds) +
+                               "\nclients_per_round = " + std::to_string(k) +
+                               "\nmin_available = " + (honest_first ? "3" : "1") +
+                               "\nmin_completed = 1\nround_timeout_s = 1.5\n",
+                           "epochs = 1\nbatch_size = 32\nlr = 0.05\nmax_steps = 20\n");
+    const auto start = std::chrono::steady_clock::now();
+    auto seconds = [&] {
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    };
+    const std::string addr = StartCoordinator();
+    Certs({"client", "--id", "mallory", "--dir", pki()});
+    testing::IoThreads io(2);
+    auto ctx = MakeClientTlsContext(TlsConfig{pki() + "/ca.crt", pki() + "/clients/mallory.crt",
+                                              pki() + "/clients/mallory.key"});
+    ASSERT_TRUE(ctx.ok()) << ctx.status();
+    auto transport = *TlsTransport::Create(io.io(), {TransportOptions{}, nullptr, *ctx});
+    testing::Waiter<Result<std::shared_ptr<Connection>>> w;
+    transport->Connect(addr, w.Callback());
+    auto conn = w.Wait();
+    ASSERT_TRUE(conn && conn->ok());
+    std::shared_ptr<Connection> c = **conn;
+    std::atomic<int> errors{0}, tasks{0}, sent{0};
+    std::atomic<bool> closed{false};
+    std::atomic<uint64_t> fingerprint{0};
+    c->Start(
+        [&](Message msg) {
+          if (std::holds_alternative<Error>(msg)) ++errors;
+          if (auto* task = std::get_if<TaskAssignment>(&msg)) {
+            ++tasks;  // never answered
+            fingerprint = task->model.layout_fingerprint;
+          }
+        },
+        [&](Status) { closed = true; });
+    ClientCapabilities caps{"cpu", {"dense"}, 100, 0, {}};
+    DeclareLayout(caps, LayoutOf(*InitWeights(*ModelSpecByName("mlp"), 1)));
+    c->Send(Hello{kProtocolVersion, caps, "mallory"});
+    // No payload: the round is what gets each one refused, before anything is decoded.
+    std::atomic<bool> stop{false};
+    std::thread spam([&] {
+      while (!stop && !closed) {
+        UpdateSubmission u;
+        u.round = 999;
+        u.model_version = 999;
+        u.num_examples = 100;
+        u.update.codec = "dense";
+        u.update.layout_fingerprint = fingerprint;
+        c->Send(std::move(u));
+        ++sent;
+        std::this_thread::sleep_for(5ms);
+      }
+    });
+    bool three_failed = true;
+    if (!honest_first)
+      three_failed = WaitFor(
+          [&] { return Events(events(), "round_failed").size() >= 3 || !coordinator_->running(); },
+          30s);
+    const double honest_at = seconds();
+    const bool honest_started = coordinator_->running();
+    if (honest_started)
+      for (int i = 0; i < 2; ++i) StartClient(addr, i, 2, 4000);
+    const std::optional<int> rc = coordinator_->Wait(60s);
+    const double elapsed = seconds();
+    stop = true;
+    spam.join();
+    c->Close();
+    const auto closed_rounds = Events(events(), "round_closed");
+    const auto failed = Events(events(), "round_failed");
+    int refused = 0, accepted_from_spammer = 0;
+    for (auto& r : Events(events(), "update_refused"))
+      if (r.value("client", "") == "mallory") ++refused;
+    for (auto& u : Events(events(), "update_accepted"))
+      if (u.value("client", "") == "mallory") ++accepted_from_spammer;
+    std::printf(
+        "K = %d: exit %d after %.1f s (honest clients %s %.1f s); the spammer sent %d updates for "
+        "round 999: %d refusals logged, %d errors back; it was assigned %d tasks; %zu attempts "
+        "failed, %zu of %d rounds closed\n",
+        k, rc.value_or(-1), elapsed, honest_started ? "started at" : "not started, run over at",
+        honest_at, sent.load(), refused, errors.load(), tasks.load(), failed.size(),
+        closed_rounds.size(), rounds);
+    EXPECT_TRUE(three_failed) << CoordinatorLogs();
+    ASSERT_EQ(rc, 0) << CoordinatorLogs();
+    EXPECT_EQ(CoordinatorLogs().find("same reason"), std::string::npos) << CoordinatorLogs();
+    ASSERT_EQ(closed_rounds.size(), static_cast<size_t>(rounds));
+    for (auto& r : closed_rounds) EXPECT_GE(r["accepted"], 1);
+    EXPECT_EQ(accepted_from_spammer, 0);
+    if (!honest_first) {
+      EXPECT_GE(tasks.load(), 1);  // the first attempts were its own, and it never answered
+      EXPECT_GE(failed.size(), 3u);
+    }
+    // What it costs the spammer instead: it is left out of selection, and the log names it.
+    EXPECT_NE(CoordinatorLogs().find("client 'mallory' sent an update for round"),
+              std::string::npos)
+        << CoordinatorLogs();
+    EXPECT_NE(CoordinatorLogs().find("left out of selection"), std::string::npos);
+    EXPECT_GE(refused, 20) << "the spammer's updates were refused";
+    for (auto& cl : clients_) EXPECT_EQ(cl->Wait(30s), 0) << cl->Log();
+  }
+};
+
+// The spammer connects first (the issue's run ended at 15.1 s, "same reason (early)").
+TEST_F(SpammerTest, UpdatesForRound999FromOneClientDoNotEndTheRun) { Run(2, 3, false); }
+
+// K = 1, the spammer among two honest clients from the start (the issue's run ended at 12.4 s):
+// before the fix it was selected now and then, and its three failed attempts added up across
+// rounds (exit 1 in round 6); now its spam leaves it out of selection and all 8 rounds close.
+TEST_F(SpammerTest, WithOneClientPerRoundASpammerDoesNotEndTheRun) { Run(1, 8, true); }
 
 }  // namespace
 }  // namespace tributary
