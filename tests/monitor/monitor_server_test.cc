@@ -332,8 +332,10 @@ TEST_F(MonitorServerTest, SilentConnectionsGiveTheirPlaceBackAtTheFirstByteDeadl
   const double waited = SecondsSince(t0);
   std::printf("a scrape got through %.3f s after 4 silent connections took every place\n", waited);
   EXPECT_EQ(answer.rfind("HTTP/1.1 200", 0), 0u);
-  EXPECT_LT(waited, 1.5);  // the deadline is 0.2 s; before it, 10 s
-  for (auto& s : silent) EXPECT_TRUE(s->ClosedWithin(std::chrono::milliseconds(500)));
+  // The deadline is 0.2 s; before it, 10 s. The bounds leave room for ThreadSanitizer on a busy
+  // machine (this test failed there once in two full runs, with 1.5 s and 0.5 s).
+  EXPECT_LT(waited, 3.0);
+  for (auto& s : silent) EXPECT_TRUE(s->ClosedWithin(std::chrono::milliseconds(2000)));
   EXPECT_EQ(security_->Totals().at("monitor connection sent no request in time"), 4u);
 }
 
