@@ -154,7 +154,8 @@ event_log = "{events}"
         """Starts the coordinator on `toml` plus this test's TLS files, `port` on `host` (0: a free
         one) and a ready file (given as --set, so `toml` need not mention them), with `args` added
         to its command line; waits until it listens and returns (process, "host:port"). Its output
-        goes to <name>.log."""
+        goes to <name>.log; its checkpoints, event log and final model to <name>-out when `toml`
+        names no output.checkpoint_dir."""
         ready = self.path(name + ".ready")
         if os.path.exists(ready):
             os.remove(ready)  # a coordinator started earlier in this test left its own
@@ -163,6 +164,11 @@ event_log = "{events}"
         sets = {"net.listen": f"{host}:{port}", "net.heartbeat_interval_s": "1",
                 "tls.ca": f"{self.pki}/ca.crt", "tls.cert": f"{self.pki}/server.crt",
                 "tls.key": f"{self.pki}/server.key", "output.ready_file": ready}
+        # Outputs in this test's directory unless `toml` places them: the default,
+        # runs/coordinator under the working directory, is shared by every test ctest runs at
+        # once, and a second coordinator there is refused (its lock, docs/operations.md).
+        if "checkpoint_dir" not in toml:
+            sets["output.checkpoint_dir"] = self.path(name + "-out")
         command = [COORDINATOR, "--config", self.path(name + ".toml"), *args]
         for key, value in sets.items():
             command += ["--set", f"{key}={value}"]
