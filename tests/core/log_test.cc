@@ -52,9 +52,9 @@ TEST_F(LogTest, TheHandlerGetsTheLinesAtItsLevelAndAboveWithTheirLevels) {
   Log().error("e");
   Log().critical("c");  // the library logs none; if it did, the app would see an error
   const LevelLines expected = {{LogLevel::kInfo, "round 3: fit loss 0.25"},
-                          {LogLevel::kWarn, "w"},
-                          {LogLevel::kError, "e"},
-                          {LogLevel::kError, "c"}};
+                               {LogLevel::kWarn, "w"},
+                               {LogLevel::kError, "e"},
+                               {LogLevel::kError, "c"}};
   EXPECT_EQ(lines, expected);
 }
 
