@@ -111,6 +111,11 @@ Status SaveCheckpoint(Env* env, const std::string& dir, const CheckpointState& s
                            {"model_fingerprint", std::to_string(st.model.fingerprint())}};
   if (!st.privacy.empty()) meta["privacy"] = st.privacy;
   if (!st.run_uid.empty()) meta["run_uid"] = st.run_uid;
+  // Only an asynchronous run's: a synchronous checkpoint stays what earlier versions wrote.
+  if (st.mode != "sync") {
+    meta["mode"] = st.mode;
+    meta["dispatches"] = std::to_string(st.dispatches);
+  }
   meta[kChecksumKey] = Checksum(meta, all);
   // Rotate: the oldest kept goes, each other moves one generation older, the newest becomes .1.
   for (int g = keep - 1; g >= 1; --g) {
@@ -144,6 +149,10 @@ Result<CheckpointState> LoadCheckpointFile(Env* env, const std::string& path) {
   st.model_name = meta["model"];
   st.privacy = meta["privacy"];
   st.run_uid = meta["run_uid"];
+  if (meta.count("mode")) {
+    st.mode = meta["mode"];
+    TRIB_ASSIGN_OR_RETURN(st.dispatches, ParseU64(meta, "dispatches", path));
+  }
   TRIB_ASSIGN_OR_RETURN(st.model, Extract(all, kModelPrefix));
   TRIB_ASSIGN_OR_RETURN(st.strategy_state, Extract(all, kStrategyPrefix));
   if (st.model.size() == 0) return Status::Corruption(path + ": the checkpoint holds no model");

@@ -107,7 +107,23 @@ void ClientRegistry::MarkBusy(ClientRecord& record) {
   if (record.busy) return;
   record.busy = true;
   ++num_busy_;
+  // Released one by one (Release), ids of idle clients pile up here: drop them now and then, so
+  // the list stays O(busy clients) in an asynchronous run that never calls ReleaseAll.
+  if (busy_ids_.size() > 2 * num_busy_ + 64) {
+    std::erase_if(busy_ids_, [this](const std::string& id) {
+      const ClientRecord* r = Find(id);
+      return r == nullptr || !r->busy;
+    });
+    std::sort(busy_ids_.begin(), busy_ids_.end());  // a client busy again is listed once
+    busy_ids_.erase(std::unique(busy_ids_.begin(), busy_ids_.end()), busy_ids_.end());
+  }
   busy_ids_.push_back(record.id);
+}
+
+void ClientRegistry::Release(ClientRecord& record) {
+  if (!record.busy) return;
+  record.busy = false;
+  --num_busy_;
 }
 
 void ClientRegistry::ReleaseAll() {

@@ -96,6 +96,8 @@ class ClientRegistry {
   void MarkBusy(ClientRecord& record);
   // Marks every client idle (between rounds); O(busy clients), not O(registered).
   void ReleaseAll();
+  // Marks one client idle (its asynchronous task is over).
+  void Release(ClientRecord& record);
 
  private:
   std::map<std::string, ClientRecord> clients_;

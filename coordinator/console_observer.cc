@@ -28,11 +28,16 @@ std::string RoundLine(const RoundClosed& e, int64_t total_rounds) {
   const std::string dp =
       s.dp ? fmt::format("  eps {:.3f}  clip {:.3g}", s.dp->epsilon, s.dp->clip_norm)
            : std::string();
-  return fmt::format(
-      "round {:3}/{}  {}updates {}/{} (refused {}, dropped {})  up {}  down {}  {}{}", s.round,
-      total_rounds, acc, s.accepted, s.selected, s.refused, s.dropped,
-      FormatBytes(static_cast<double>(s.bytes_up)), FormatBytes(static_cast<double>(s.bytes_down)),
-      FormatDuration(s.duration_s), dp);
+  // An asynchronous step: "step", and how stale its updates were.
+  const std::string stale =
+      s.staleness ? fmt::format("  staleness {:.2f} (max {}), {} in flight", s.staleness->mean,
+                                s.staleness->max, s.staleness->in_flight)
+                  : std::string();
+  return fmt::format("{} {:3}/{}  {}updates {}/{} (refused {}, dropped {})  up {}  down {}  {}{}{}",
+                     s.staleness ? "step" : "round", s.round, total_rounds, acc, s.accepted,
+                     s.selected, s.refused, s.dropped, FormatBytes(static_cast<double>(s.bytes_up)),
+                     FormatBytes(static_cast<double>(s.bytes_down)), FormatDuration(s.duration_s),
+                     dp, stale);
 }
 
 void ConsoleObserver::OnEvent(const RunEvent& event) {

@@ -90,7 +90,7 @@ class CoordinatorService : public std::enable_shared_from_this<CoordinatorServic
     std::string id;  // empty until Hello
     TimePoint last_heard{};
   };
-  using Outbox = std::vector<RoundEngine::Outgoing>;
+  using Outbox = std::vector<Engine::Outgoing>;
 
   // I/O strand.
   void OnAccept(std::shared_ptr<Connection> conn);

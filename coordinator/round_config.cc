@@ -6,11 +6,28 @@
 
 #include "compression/codec.h"
 #include "compression/codec_spec.h"
+#include "coordinator/staleness_weight.h"
 #include "core/fit_config.h"
 
 namespace tributary {
 
 void BindRoundConfig(ConfigSchema& s, RoundConfig* r) {
+  s.Bind("run.mode", &r->mode,
+         "'sync': rounds wait for K updates or their deadline; 'async': buffered asynchronous "
+         "aggregation (FedBuff), run.rounds counts steps")
+      .Flag("--mode");
+  s.Bind("run.concurrency", &r->async.concurrency,
+         "async: clients training at once (C); 0: run.buffer_size")
+      .Flag("--concurrency");
+  s.Bind("run.buffer_size", &r->async.buffer_size,
+         "async: accepted updates per step (K); 0: run.clients_per_round")
+      .Flag("--buffer-size");
+  s.Bind("run.max_staleness", &r->async.max_staleness,
+         "async: an update computed against a model more versions behind the current one is "
+         "refused");
+  s.Bind("run.staleness_weight", &r->async.staleness_weight,
+         "async: how an update is discounted by its staleness t: constant, sqrt (1/sqrt(1+t)), "
+         "polynomial:A ((1+t)^-A), hinge:A:B");
   s.Bind("run.rounds", &r->rounds, "rounds to run").Flag("--rounds");
   s.Bind("run.clients_per_round", &r->clients_per_round,
          "updates each round waits for (K); ignored when run.fraction > 0")
@@ -88,9 +105,43 @@ Status SecAggCodecRefusal(const std::string& codec) {
   return Status::Ok();
 }
 
+Status RoundConfig::ValidateAsync() const {
+  auto bad = [](const std::string& what) { return Status::InvalidArgument("key " + what); };
+  if (async.concurrency < 0 || async.concurrency > 1'000'000)
+    return bad(fmt::format("'run.concurrency' = {} must be in [0, 1000000] (0: run.buffer_size)",
+                           async.concurrency));
+  if (async.buffer_size < 0 || async.buffer_size > 1'000'000)
+    return bad(
+        fmt::format("'run.buffer_size' = {} must be in [0, 1000000] (0: run.clients_per_round)",
+                    async.buffer_size));
+  if (async.max_staleness < 0 || async.max_staleness > 1'000'000)
+    return bad(
+        fmt::format("'run.max_staleness' = {} must be in [0, 1000000]", async.max_staleness));
+  if (Result<StalenessWeight> w = StalenessWeight::Parse(async.staleness_weight); !w.ok())
+    return w.status();
+  if (fraction > 0.0)
+    return bad(
+        "'run.fraction' cannot be used with run.mode = 'async': a step takes a fixed number of "
+        "updates (run.buffer_size)");
+  if (secagg.enabled)
+    return bad(
+        "'secagg.enabled' cannot be used with run.mode = 'async' in this version: secure "
+        "aggregation needs the clients of a cohort dispatched together, which the asynchronous "
+        "engine does not do yet; use run.mode = 'sync'");
+  if (dp.enabled)
+    return bad(
+        "'dp.enabled' cannot be used with run.mode = 'async' in this version: asynchronous "
+        "participation is not uniform sampling, and the accountant has no sound bound for it "
+        "yet; use run.mode = 'sync'");
+  return Status::Ok();
+}
+
 Status RoundConfig::Validate() const {
   auto bad = [](const std::string& what) { return Status::InvalidArgument("key " + what); };
   if (rounds < 1) return bad(fmt::format("'run.rounds' = {} must be >= 1", rounds));
+  if (mode != "sync" && mode != "async")
+    return bad(fmt::format("'run.mode' = '{}' must be 'sync' or 'async'", mode));
+  if (asynchronous()) TRIB_RETURN_IF_ERROR(ValidateAsync());
   if (!(fraction >= 0.0 && fraction <= 1.0))
     return bad(fmt::format("'run.fraction' = {} must be in [0, 1]", fraction));
   if (fraction == 0.0 && clients_per_round < 1)

@@ -32,8 +32,20 @@ struct SecAggConfig {
 // InvalidArgument saying why otherwise (top-k, sign, zstd).
 Status SecAggCodecRefusal(const std::string& codec);
 
+// Asynchronous buffered aggregation (run.mode = "async"; coordinator/async_engine.h, FedBuff).
+struct AsyncConfig {
+  int64_t concurrency = 0;     // clients training at once (C); 0: the buffer size
+  int64_t buffer_size = 0;     // accepted updates per step (K); 0: run.clients_per_round
+  int64_t max_staleness = 20;  // an update more versions behind the current model is refused
+  std::string staleness_weight = "sqrt";  // s(t): coordinator/staleness_weight.h
+};
+
 struct RoundConfig {
-  int64_t rounds = 10;             // rounds to run
+  // "sync": rounds that wait for K updates or their deadline (RoundEngine); "async": buffered
+  // asynchronous aggregation (AsyncEngine), where run.rounds counts steps.
+  std::string mode = "sync";
+  AsyncConfig async;
+  int64_t rounds = 10;             // rounds to run (asynchronous: steps)
   int64_t clients_per_round = 10;  // target updates per round (K); ignored when fraction > 0
   double fraction = 0.0;           // K = ceil(fraction * connected clients) when > 0
   int64_t min_available = 1;       // a round starts only with at least this many idle clients
@@ -69,6 +81,16 @@ struct RoundConfig {
   // InvalidArgument naming the key when a value is out of range or inconsistent.
   Status Validate() const;
 
+  // The run.mode = "async" keys' checks (within Validate).
+  Status ValidateAsync() const;
+
+  bool asynchronous() const { return mode == "async"; }
+  // The asynchronous engine's K and C, their defaults resolved.
+  int64_t BufferSize() const {
+    return async.buffer_size > 0 ? async.buffer_size : clients_per_round;
+  }
+  int64_t Concurrency() const { return async.concurrency > 0 ? async.concurrency : BufferSize(); }
+
   // The most examples an update of a client that announced `announced` at Hello may claim: that
   // count, or max_num_examples when the client announced none (0) or more than it.
   uint64_t MaxExamplesOf(uint64_t announced) const {
@@ -80,7 +102,8 @@ struct RoundConfig {
   }
 };
 
-// The keys: run.rounds, run.clients_per_round, run.fraction, run.min_available,
+// The keys: run.mode, run.concurrency, run.buffer_size, run.max_staleness, run.staleness_weight,
+// run.rounds, run.clients_per_round, run.fraction, run.min_available,
 // run.over_selection, run.min_completed, run.round_timeout_s, run.max_round_attempts,
 // run.cooldown_max_rounds, run.seed, run.codec, run.download_codec, run.min_num_examples,
 // run.max_num_examples, run.max_weight, eval.federated_every, secagg.*, dp.*, and fit.*

@@ -8,6 +8,7 @@
 
 #include "compression/codec_spec.h"
 #include "compression/l2_clip.h"
+#include "coordinator/update_check.h"
 #include "core/check.h"
 #include "core/hash.h"
 #include "core/log.h"
@@ -18,7 +19,6 @@ namespace {
 
 constexpr uint64_t kSelectionStream = 0x5e1ec7;
 constexpr uint64_t kFitSeedStream = 0xf17;
-constexpr uint64_t kDownloadStream = 0xd0;
 
 uint64_t IdHash(const std::string& id) {
   Fnv1a64 h;
@@ -27,11 +27,6 @@ uint64_t IdHash(const std::string& id) {
 }
 
 double Seconds(TimePoint a, TimePoint b) { return std::chrono::duration<double>(b - a).count(); }
-
-ModelPayload ModelPayloadOf(const ModelWeights& model) {
-  return ModelPayload{model.fingerprint(),
-                      std::vector<float>(model.data().begin(), model.data().end())};
-}
 
 // "tensor 'x' value nan at index i" for the first non-finite weight, "" when all are finite.
 std::string FirstNonFinite(const ModelWeights& w) {
@@ -49,7 +44,8 @@ std::string FirstNonFinite(const ModelWeights& w) {
 Result<std::unique_ptr<RoundEngine>> RoundEngine::Create(RoundConfig config,
                                                          std::unique_ptr<Strategy> strategy,
                                                          ModelWeights initial, uint64_t rounds_done,
-                                                         uint64_t model_version, Hooks hooks) {
+                                                         uint64_t model_version, Hooks hooks,
+                                                         uint64_t dispatches) {
   TRIB_RETURN_IF_ERROR(config.Validate());
   if (!strategy) return Status::InvalidArgument("round engine: no strategy");
   if (config.secagg.enabled) {
@@ -72,7 +68,7 @@ Result<std::unique_ptr<RoundEngine>> RoundEngine::Create(RoundConfig config,
   TRIB_ASSIGN_OR_RETURN(std::unique_ptr<Codec> download_codec,
                         MakeDownloadCodec(config.download_codec));
   std::unique_ptr<RoundEngine> e(new RoundEngine());
-  e->download_codec_ = std::move(download_codec);
+  e->download_ = std::make_unique<DownloadCache>(std::move(download_codec), config.seed);
   e->config_ = std::move(config);
   e->strategy_ = std::move(strategy);
   e->codec_ = std::move(codec);
@@ -81,6 +77,8 @@ Result<std::unique_ptr<RoundEngine>> RoundEngine::Create(RoundConfig config,
   e->version_ = model_version;
   e->registry_.SetRound(rounds_done + 1);
   e->hooks_ = std::move(hooks);
+  e->eval_ = std::make_unique<FederatedEval>(e->hooks_.on_federated_eval);
+  e->dispatches_ = dispatches;
   if (e->config_.dp.enabled) {
     TRIB_ASSIGN_OR_RETURN(e->dp_,
                           DpAggregator::Create(e->config_.dp, e->config_.clients_per_round));
@@ -126,12 +124,11 @@ void RoundEngine::OnJoined(const std::string& id, const ClientCapabilities& caps
 
 void RoundEngine::OnLeft(const std::string& id, TimePoint now) {
   registry_.Leave(id);
-  eval_pending_.erase(id);
   if (secagg_) {
     if (in_round_ && assigned_.erase(id)) ++summary_.dropped;
     secagg_->OnLeft(id, now);
     AfterSecAgg(now);
-    if (eval_pending_.empty() && eval_.round != 0) FinishFederatedEval();
+    eval_->OnLeft(id);
     return;
   }
   if (in_round_ && assigned_.erase(id)) {
@@ -139,7 +136,7 @@ void RoundEngine::OnLeft(const std::string& id, TimePoint now) {
     ++summary_.dropped;
     MaybeFinishEarly(now);
   }
-  if (eval_pending_.empty() && eval_.round != 0) FinishFederatedEval();
+  eval_->OnLeft(id);
 }
 
 Status RoundEngine::Reject(const std::string& id, uint64_t round, ErrorCode code,
@@ -200,39 +197,11 @@ Status RoundEngine::OnUpdate(const std::string& id, const UpdateSubmission& u, T
       return Reject(id, charged, ErrorCode::kProtocolViolation, "old model version",
                     "trained on model version " + std::to_string(u.model_version) +
                         ", current is " + std::to_string(version_));
-    if (u.update.layout_fingerprint != model_.fingerprint())
-      return Reject(id, charged, ErrorCode::kMalformedMessage, "layout",
-                    "layout fingerprint does not match the model");
-    if (u.update.num_floats != model_.size())
-      return Reject(id, charged, ErrorCode::kMalformedMessage, "size",
-                    "update has " + std::to_string(u.update.num_floats) +
-                        " values, the model has " + std::to_string(model_.size()));
-    if (u.update.codec != codec_->spec())
-      return Reject(
-          id, charged, ErrorCode::kMalformedMessage, "codec",
-          "codec '" + u.update.codec + "' is not the run's '" + std::string(codec_->spec()) + "'");
-    if (u.num_examples < config_.min_num_examples || u.num_examples > config_.max_num_examples)
-      return Reject(id, charged, ErrorCode::kMalformedMessage, "num_examples",
-                    "num_examples " + std::to_string(u.num_examples) + " is outside [" +
-                        std::to_string(config_.min_num_examples) + ", " +
-                        std::to_string(config_.max_num_examples) + "]");
-    // A weight above the sender's Hello is a client trying to outweigh the others: refused, and a
-    // security event. One that announced none is held to run.max_num_examples (above).
-    const ClientRecord* sender = registry_.Find(id);
-    const uint64_t announced = sender ? sender->capabilities.num_examples : 0;
-    if (u.num_examples > config_.MaxExamplesOf(announced)) {
-      Log().warn(
-          "security: client {} claims {} examples in its update for {}, more than the {} it "
-          "announced at Hello; refused",
-          id, u.num_examples, r, announced);
-      return Reject(id, charged, ErrorCode::kMalformedMessage, "num_examples above Hello",
-                    fmt::format("num_examples {} is more than the {} the client announced at Hello",
-                                u.num_examples, announced));
-    }
-    Result<UpdateStats> stats = codec_->Validate(u.update.bytes.span(), model_.size());
-    if (!stats.ok())
-      return Reject(id, charged, ErrorCode::kMalformedMessage, "invalid values",
-                    stats.status().message());
+    std::variant<UpdateStats, UpdateRefusal> judged =
+        CheckUpdateContent(config_, *codec_, model_, id, registry_.Find(id), u, r);
+    if (const auto* no = std::get_if<UpdateRefusal>(&judged))
+      return Reject(id, charged, no->code, no->kind, no->reason);
+    const UpdateStats stats = std::get<UpdateStats>(judged);
     if (dp_) {  // clipped and summed with weight 1; the strategy sees only the noised mean
       const std::span<const uint8_t> encoded = u.update.bytes.span();
       Result<double> norm = dp_->AddUpdate(
@@ -243,7 +212,7 @@ Status RoundEngine::OnUpdate(const std::string& id, const UpdateSubmission& u, T
       return Status::Ok();
     }
     const uint64_t weight = config_.WeightOf(u.num_examples);  // run.max_weight, when set
-    if (Status fits = strategy_->CheckUpdate(*stats, weight); !fits.ok())
+    if (Status fits = strategy_->CheckUpdate(stats, weight); !fits.ok())
       return Reject(id, charged, ErrorCode::kMalformedMessage, "out of bounds", fits.message());
     const std::span<const uint8_t> bytes = u.update.bytes.span();
     Status s = strategy_->Accumulate(
@@ -257,7 +226,8 @@ Status RoundEngine::OnUpdate(const std::string& id, const UpdateSubmission& u, T
          attempt_refused_clients_.count(id) > 0);
   if (verdict.ok()) {
     registry_.RecordGood(id);
-    if (hooks_.on_accepted) hooks_.on_accepted(id, u.round, u.num_examples, u.update.bytes.size());
+    if (hooks_.on_accepted)
+      hooks_.on_accepted(id, u.round, u.num_examples, u.update.bytes.size(), std::nullopt);
     ++summary_.accepted;
     summary_.num_examples += u.num_examples;
     for (const auto& [k, v] : u.metrics)
@@ -271,31 +241,11 @@ Status RoundEngine::OnUpdate(const std::string& id, const UpdateSubmission& u, T
 Status RoundEngine::OnEvaluateResult(const std::string& id, const EvaluateResult& res,
                                      TimePoint now) {
   registry_.Touch(id, now);
-  if (!eval_pending_.erase(id) || res.round != eval_.round)
-    return Status::FailedPrecondition("unexpected evaluation result from " + id);
-  if (std::isfinite(res.loss) && std::isfinite(res.accuracy) && res.num_examples > 0) {
-    ++eval_.clients;
-    eval_.num_examples += res.num_examples;
-    eval_loss_sum_ += res.loss * static_cast<double>(res.num_examples);
-    eval_correct_sum_ += res.accuracy * static_cast<double>(res.num_examples);
-  }
-  if (eval_pending_.empty()) FinishFederatedEval();
-  return Status::Ok();
-}
-
-void RoundEngine::FinishFederatedEval() {
-  if (eval_.num_examples > 0) {
-    eval_.loss = eval_loss_sum_ / static_cast<double>(eval_.num_examples);
-    eval_.accuracy = eval_correct_sum_ / static_cast<double>(eval_.num_examples);
-  }
-  if (hooks_.on_federated_eval && eval_.round != 0) hooks_.on_federated_eval(eval_);
-  eval_ = FederatedEvalSummary{};
-  eval_pending_.clear();
-  eval_loss_sum_ = eval_correct_sum_ = 0.0;
+  return eval_->OnResult(id, res);
 }
 
 void RoundEngine::OnTick(TimePoint now) {
-  if (!eval_pending_.empty() && now >= eval_deadline_) FinishFederatedEval();
+  eval_->OnTick(now);
   if (in_round_ && secagg_) {
     secagg_->OnTick(now);
     AfterSecAgg(now);
@@ -469,9 +419,11 @@ void RoundEngine::MaybeStartRound(TimePoint now) {
   // the codec's quantization and sparsification (StartSecAgg).
   task.codec.spec = config_.secagg.enabled ? "dense" : std::string(codec_->spec());
   task.deadline_ms = static_cast<uint64_t>(config_.round_timeout.count());
-  task.model = DownloadPayload(round);  // one copy of the model, shared by every assignment
+  // One copy of the model, shared by every assignment.
+  task.model = download_->For(model_, version_, round);
   for (const std::string& id : eligible) {
     registry_.MarkBusy(*registry_.Find(id));
+    ++dispatches_;
     TaskAssignment t = task;  // shares task.model's floats
     t.fit.seed = DeriveSeed(config_.seed, {kFitSeedStream, round, IdHash(id)});
     summary_.bytes_down += t.model.data_bytes();
@@ -480,22 +432,6 @@ void RoundEngine::MaybeStartRound(TimePoint now) {
   if (hooks_.on_round_opened) hooks_.on_round_opened(round, attempt_ + 1, summary_.selected);
   // A Poisson sample may be empty: the round then releases noise alone, as the accounting assumes.
   if (m == 0 && !secagg_) MaybeFinishEarly(now);
-}
-
-ModelPayload RoundEngine::DownloadPayload(uint64_t round) const {
-  if (download_codec_->raw_floats()) return ModelPayloadOf(model_);
-  const uint64_t seed = DeriveSeed(config_.seed, {kDownloadStream, round, version_});
-  Result<std::vector<uint8_t>> bytes = download_codec_->Encode(model_.data(), nullptr, seed);
-  if (!bytes.ok()) {
-    Log().warn("round {}: sending the model raw: download codec '{}' refused it: {}", round,
-               download_codec_->spec(), bytes.status().ToString());
-    return ModelPayloadOf(model_);
-  }
-  ModelPayload p;
-  p.layout_fingerprint = model_.fingerprint();
-  p.encoding = std::string(download_codec_->spec());
-  p.encoded = SharedBytes(std::move(bytes).value());
-  return p;
 }
 
 bool RoundEngine::ReleaseDp(TimePoint now) {
@@ -548,20 +484,12 @@ void RoundEngine::CloseRound(TimePoint now) {
   registry_.ReleaseAll();
   if (config_.federated_eval_every > 0 &&
       rounds_done_ % static_cast<uint64_t>(config_.federated_eval_every) == 0) {
-    if (eval_.round != 0)
-      FinishFederatedEval();  // an older evaluation still waiting: report what came
-    eval_.round = summary_.round;
-    eval_deadline_ = now + config_.round_timeout;
     EvaluateTask task;
     task.round = summary_.round;
     task.model_version = version_;
     task.deadline_ms = static_cast<uint64_t>(config_.round_timeout.count());
-    task.model = DownloadPayload(summary_.round);  // shared by every client's EvaluateTask
-    for (const std::string& id : registry_.Eligible()) {
-      eval_pending_.insert(id);
-      outbox_.push_back({id, task});
-    }
-    if (eval_pending_.empty()) FinishFederatedEval();
+    task.model = download_->For(model_, version_, summary_.round);  // shared by every client's
+    eval_->Start(task, registry_.Eligible(), now + config_.round_timeout, outbox_);
   }
   if (hooks_.on_round_complete) hooks_.on_round_complete(summary_, model_);
 }
@@ -759,7 +687,7 @@ std::vector<RoundEngine::Outgoing> RoundEngine::TakeOutbox() {
 std::optional<TimePoint> RoundEngine::next_wakeup() const {
   std::optional<TimePoint> wake;
   if (in_round_) wake = secagg_ ? secagg_->next_deadline() : deadline_;
-  if (!eval_pending_.empty() && (!wake || eval_deadline_ < *wake)) wake = eval_deadline_;
+  if (std::optional<TimePoint> e = eval_->deadline(); e && (!wake || *e < *wake)) wake = e;
   return wake;
 }
 

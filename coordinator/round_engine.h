@@ -1,4 +1,4 @@
-// RoundEngine: the coordinator's round logic as a state machine, knowing nothing of sockets.
+// RoundEngine: the synchronous Engine (engine.h): the coordinator's rounds as a state machine.
 //
 // It is fed events — a client joined or left, an update or evaluation result arrived, time passed
 // (OnTick) — and queues messages for clients, which the driver (the TLS server, the simulator, a
@@ -67,6 +67,9 @@
 #include "aggregation/strategy.h"
 #include "compression/codec.h"
 #include "coordinator/client_registry.h"
+#include "coordinator/download_cache.h"
+#include "coordinator/engine.h"
+#include "coordinator/federated_eval.h"
 #include "coordinator/round_config.h"
 #include "coordinator/secagg_round.h"
 #include "privacy/dp/dp_aggregator.h"
@@ -74,103 +77,51 @@
 
 namespace tributary {
 
-struct RoundSummary {
-  uint64_t round = 0;          // 1-based number of the round that closed
-  uint64_t model_version = 0;  // the version produced by this round
-  int64_t attempts = 0;        // 1 when the first attempt succeeded
-  int64_t selected = 0;
-  int64_t accepted = 0;     // updates folded in
-  int64_t refused = 0;      // updates refused (late, duplicate, malformed, ...)
-  int64_t dropped = 0;      // selected clients that left or never answered
-  uint64_t bytes_down = 0;  // model payload bytes sent in this round's assignments
-  uint64_t bytes_up = 0;    // encoded update bytes received
-  uint64_t num_examples = 0;
-  double duration_s = 0.0;
-  Metrics client_metrics;           // num_examples-weighted mean of the clients' reported metrics
-  std::optional<DpRoundReport> dp;  // with differential privacy: the clip, noise and epsilon
-};
-
-// A federated evaluation's outcome, weighted by each client's num_examples.
-struct FederatedEvalSummary {
-  uint64_t round = 0;
-  int64_t clients = 0;
-  uint64_t num_examples = 0;
-  double loss = 0.0;
-  double accuracy = 0.0;
-};
-
-class RoundEngine {
+class RoundEngine : public Engine {
  public:
-  struct Outgoing {
-    std::string client_id;
-    Message message;
-  };
-  struct Hooks {
-    // After every closed round, with the new model. The driver checkpoints, evaluates and logs
-    // here.
-    std::function<void(const RoundSummary&, const ModelWeights&)> on_round_complete;
-    // After a round attempt fails (too few updates); `reason` says why.
-    std::function<void(uint64_t round, int64_t attempt, const std::string& reason)> on_round_failed;
-    // When all results of a federated evaluation are in (or its round's deadline passed).
-    std::function<void(const FederatedEvalSummary&)> on_federated_eval;
-    // When a round attempt starts: its selection has been sent its tasks.
-    std::function<void(uint64_t round, int64_t attempt, int64_t selected)> on_round_opened;
-    // When an update is folded in.
-    std::function<void(const std::string& client_id, uint64_t round, uint64_t num_examples,
-                       uint64_t bytes)>
-        on_accepted;
-    // When an update is refused: who, for which round (the current one, except a late update for
-    // an earlier round: that round, and it counts in no attempt of the current one), and why
-    // (already sent to the client as an Error).
-    std::function<void(const std::string& client_id, uint64_t round, const Status& why)> on_refused;
-  };
-
-  // `rounds_done` and `model_version` restore a checkpoint; a fresh run passes 0 and 0.
+  // `rounds_done`, `model_version` and `dispatches` restore a checkpoint; a fresh run passes 0.
   static Result<std::unique_ptr<RoundEngine>> Create(RoundConfig config,
                                                      std::unique_ptr<Strategy> strategy,
                                                      ModelWeights initial, uint64_t rounds_done = 0,
-                                                     uint64_t model_version = 0, Hooks hooks = {});
+                                                     uint64_t model_version = 0, Hooks hooks = {},
+                                                     uint64_t dispatches = 0);
 
-  void OnJoined(const std::string& id, const ClientCapabilities& caps, TimePoint now);
-  void OnLeft(const std::string& id, TimePoint now);
-  // OK when the update was folded in; otherwise why it was refused.
-  Status OnUpdate(const std::string& id, const UpdateSubmission& update, TimePoint now);
-  Status OnEvaluateResult(const std::string& id, const EvaluateResult& result, TimePoint now);
+  void OnJoined(const std::string& id, const ClientCapabilities& caps, TimePoint now) override;
+  void OnLeft(const std::string& id, TimePoint now) override;
+  Status OnUpdate(const std::string& id, const UpdateSubmission& update, TimePoint now) override;
+  Status OnEvaluateResult(const std::string& id, const EvaluateResult& result,
+                          TimePoint now) override;
   // A secure aggregation message (types 10-16) from a client of this round (config.secagg).
-  Status OnSecAgg(const std::string& id, const Message& message, TimePoint now);
-  void OnHeartbeat(const std::string& id, TimePoint now) { registry_.Touch(id, now); }
-  // Starts rounds and enforces deadlines. Call when next_wakeup() passes, and after other events.
-  void OnTick(TimePoint now);
+  Status OnSecAgg(const std::string& id, const Message& message, TimePoint now) override;
+  void OnHeartbeat(const std::string& id, TimePoint now) override { registry_.Touch(id, now); }
+  // Starts rounds and enforces deadlines.
+  void OnTick(TimePoint now) override;
 
-  std::vector<Outgoing> TakeOutbox();
-  // When OnTick next needs to run (the current round's deadline, or a federated evaluation's), if
-  // ever.
-  std::optional<TimePoint> next_wakeup() const;
+  std::vector<Outgoing> TakeOutbox() override;
+  // The current round's deadline (or its secure aggregation phase's), or a federated
+  // evaluation's, whichever comes first.
+  std::optional<TimePoint> next_wakeup() const override;
 
-  // Every round is done and the last federated evaluation is in (or past its deadline), or a
-  // round failed for good.
-  bool finished() const {
+  bool finished() const override {
     return ((rounds_done_ >= static_cast<uint64_t>(config_.rounds) || budget_spent_) &&
-            eval_pending_.empty()) ||
+            !eval_->pending()) ||
            failed_;
   }
-  // True when the run stopped before a round that would have spent more than dp.target_epsilon;
-  // stop_reason() says so with the numbers. Such a run ends well: its model is final.
-  bool budget_spent() const { return budget_spent_; }
-  const std::string& stop_reason() const { return stop_reason_; }
-  // The differential privacy mechanism and its accountant (config.dp.enabled), else null.
-  const DpAggregator* dp() const { return dp_.get(); }
-  DpAggregator* mutable_dp() { return dp_.get(); }
-  // Non-OK when the run stopped because a round failed max_round_attempts times.
-  const Status& failure() const { return failure_; }
-  uint64_t rounds_done() const { return rounds_done_; }
-  uint64_t model_version() const { return version_; }
-  const ModelWeights& model() const { return model_; }
-  const Strategy& strategy() const { return *strategy_; }
-  Strategy& mutable_strategy() { return *strategy_; }
-  const ClientRegistry& registry() const { return registry_; }
-  bool round_in_progress() const { return in_round_; }
-  const RoundConfig& config() const { return config_; }
+  bool budget_spent() const override { return budget_spent_; }
+  const std::string& stop_reason() const override { return stop_reason_; }
+  const DpAggregator* dp() const override { return dp_.get(); }
+  DpAggregator* mutable_dp() override { return dp_.get(); }
+  // Non-OK when the run stopped because a round failed max_round_attempts times (or for the
+  // reasons above).
+  const Status& failure() const override { return failure_; }
+  uint64_t rounds_done() const override { return rounds_done_; }
+  uint64_t model_version() const override { return version_; }
+  const ModelWeights& model() const override { return model_; }
+  const Strategy& strategy() const override { return *strategy_; }
+  const ClientRegistry& registry() const override { return registry_; }
+  bool round_in_progress() const override { return in_round_; }
+  const RoundConfig& config() const override { return config_; }
+  uint64_t dispatches() const override { return dispatches_; }
 
  private:
   RoundEngine() = default;
@@ -195,9 +146,6 @@ class RoundEngine {
   // failed) when the mechanism or strategy refused it.
   bool ReleaseDp(TimePoint now);
   int64_t MinCompleted() const;  // config.min_completed, or every target update when it is 0
-  void FinishFederatedEval();
-  // The current model as clients receive it: raw, or encoded with the download codec.
-  ModelPayload DownloadPayload(uint64_t round) const;
   // Starts this attempt's secure aggregation over `selected`; false when the run cannot go on.
   bool StartSecAgg(const std::vector<std::string>& selected, uint64_t round, TimePoint now);
   // Moves the secure aggregation round's messages out, and closes or fails the attempt when it
@@ -207,7 +155,7 @@ class RoundEngine {
   RoundConfig config_;
   std::unique_ptr<Strategy> strategy_;
   std::unique_ptr<Codec> codec_;
-  std::unique_ptr<Codec> download_codec_;
+  std::unique_ptr<DownloadCache> download_;  // the current model as clients receive it
   ModelWeights model_;
   Hooks hooks_;
   ClientRegistry registry_;
@@ -240,10 +188,8 @@ class RoundEngine {
 
   // The federated evaluation in flight: reported when every result is in, or at its deadline
   // (round_timeout after it was sent) with what came.
-  std::set<std::string> eval_pending_;
-  TimePoint eval_deadline_{};
-  FederatedEvalSummary eval_;
-  double eval_loss_sum_ = 0.0, eval_correct_sum_ = 0.0;
+  std::unique_ptr<FederatedEval> eval_;
+  uint64_t dispatches_ = 0;  // assignments sent since the start (the checkpoint's, when resumed)
 
   std::unique_ptr<SecAggRound> secagg_;  // this attempt's, with config.secagg.enabled
 

@@ -30,6 +30,8 @@ void BindRunConfig(ConfigSchema& s, RunConfig* r) {
          "where the checkpoint is written after every round")
       .Flag("--checkpoint-dir")
       .Path();
+  s.Bind("output.checkpoint_every", &r->checkpoint_every,
+         "a checkpoint after every k-th round (asynchronous: step) and after the last");
   s.Bind("output.keep_checkpoints", &r->keep_checkpoints,
          "checkpoints kept (the newest k rounds'); --resume falls back to an older good one");
   s.Bind("output.event_log", &r->event_log, "the JSON-lines event log").Path();
@@ -54,6 +56,9 @@ Status RunConfig::Validate() const {
   if (keep_checkpoints < 1 || keep_checkpoints > 1000)
     return Status::InvalidArgument(
         fmt::format("key 'output.keep_checkpoints' = {} must be in [1, 1000]", keep_checkpoints));
+  if (checkpoint_every < 1)
+    return Status::InvalidArgument(
+        fmt::format("key 'output.checkpoint_every' = {} must be >= 1", checkpoint_every));
   if (eval_batch_size < 1)
     return Status::InvalidArgument(
         fmt::format("key 'eval.batch_size' = {} must be >= 1", eval_batch_size));

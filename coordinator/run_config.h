@@ -5,7 +5,8 @@
 // Keys (BindRunConfig), the same in every program that runs rounds:
 //   run.model, run.init_seed, run.initial_model, run.strategy, run.server_lr, the RoundConfig keys
 //   (run.rounds ... fit.*; round_config.h), eval.every, eval.batch_size, output.checkpoint_dir,
-//   output.keep_checkpoints, output.event_log, output.final_model, output.history
+//   output.checkpoint_every, output.keep_checkpoints, output.event_log, output.final_model,
+//   output.history
 #pragma once
 
 #include <string>
@@ -28,6 +29,7 @@ struct RunConfig {
   int64_t eval_batch_size = 256;
   std::string checkpoint_dir;    // "" : no checkpoints
   int64_t keep_checkpoints = 3;  // the newest k checkpoints are kept (resume falls back on them)
+  int64_t checkpoint_every = 1;  // a checkpoint after every k-th round (or step), and the last
   std::string event_log;         // "" : no event log
   std::string final_model;       // "" : the final model is not saved
   // The run history database (history/history_path.h): "" its default place, "none" no history.

@@ -9,6 +9,7 @@
 
 #include "aggregation/strategy_factory.h"
 #include "coordinator/checkpoint.h"
+#include "coordinator/engine_factory.h"
 #include "core/file_util.h"
 #include "core/log.h"
 #include "core/model_layout.h"
@@ -120,15 +121,17 @@ Result<std::unique_ptr<RunDriver>> RunDriver::Create(const RunConfig& config, Op
   st.rounds_done = rounds_done;
   st.model_version = version;
   st.model_hash = model.content_hash();
+  st.mode = c.round.mode;
   if (st.run_uid.empty()) st.run_uid = NewRunUid();
 
   RunDriver* self = d.get();
-  RoundEngine::Hooks hooks;
+  Engine::Hooks hooks;
   hooks.on_round_opened = [self](uint64_t round, int64_t attempt, int64_t selected) {
     self->Publish(RoundOpened{round, attempt, selected, self->engine_->model_version()});
   };
-  hooks.on_accepted = [self](const std::string& id, uint64_t round, uint64_t n, uint64_t bytes) {
-    self->Publish(UpdateAccepted{round, id, n, bytes});
+  hooks.on_accepted = [self](const std::string& id, uint64_t round, uint64_t n, uint64_t bytes,
+                             const std::optional<UpdateStaleness>& staleness) {
+    self->Publish(UpdateAccepted{round, id, n, bytes, staleness});
   };
   hooks.on_refused = [self](const std::string& id, uint64_t round, const Status& why) {
     self->Publish(UpdateRefused{round, id, why.message(), std::string(StatusCodeName(why.code()))});
@@ -143,8 +146,8 @@ Result<std::unique_ptr<RunDriver>> RunDriver::Create(const RunConfig& config, Op
     self->OnRoundComplete(s, m);
   };
   TRIB_ASSIGN_OR_RETURN(
-      d->engine_, RoundEngine::Create(c.round, std::move(*strategy), std::move(model), rounds_done,
-                                      version, std::move(hooks)));
+      d->engine_, MakeEngine(c.round, std::move(*strategy), std::move(model), rounds_done, version,
+                             d->dispatches_, std::move(hooks)));
   if (!d->privacy_state_.empty()) {
     if (Status s = d->engine_->mutable_dp()->LoadState(d->privacy_state_); !s.ok())
       return s.WithContext("checkpoint " + d->started_.resumed_from);
@@ -204,7 +207,12 @@ Status RunDriver::Resume(Strategy& strategy, ModelWeights* model, uint64_t* roun
         "checkpoint {} was written by a run with differential privacy; resuming it needs "
         "dp.enabled and the same dp.* settings",
         path));
+  if (ck->mode != config_.round.mode)
+    return Status::InvalidArgument(
+        fmt::format("checkpoint {} was written by a run with run.mode = '{}', but run.mode is '{}'",
+                    path, ck->mode, config_.round.mode));
   privacy_state_ = ck->privacy;
+  dispatches_ = ck->dispatches;
   *model = std::move(ck->model);
   *rounds_done = ck->rounds_done;
   *version = ck->model_version;
@@ -237,8 +245,12 @@ void RunDriver::Report(const ClientRefused& refusal) {
 }
 
 void RunDriver::OnRoundComplete(const RoundSummary& s, const ModelWeights& m) {
-  if (!config_.checkpoint_dir.empty()) {
+  const bool due = s.round % static_cast<uint64_t>(config_.checkpoint_every) == 0 ||
+                   s.round >= static_cast<uint64_t>(config_.round.rounds);
+  if (!config_.checkpoint_dir.empty() && due) {
     CheckpointState ck;
+    ck.mode = config_.round.mode;
+    ck.dispatches = engine_->dispatches();
     ck.rounds_done = s.round;
     ck.model_version = s.model_version;
     ck.seed = config_.round.seed;

@@ -8,9 +8,10 @@
 //     weights, or, when resuming, the checkpoint's model, strategy state and round counter,
 //     refused with an error that names the first differing tensor when the checkpoint has another
 //     layout, and says what differs when it was written for another model or strategy;
-//   - the RoundEngine;
-//   - after every round, in this order: the checkpoint (through the Env), server-side evaluation
-//     (through the Evaluator, every eval.every rounds);
+//   - the Engine that run.mode asks for (engine_factory.h: RoundEngine or AsyncEngine);
+//   - after every round (asynchronous: step), in this order: the checkpoint (through the Env,
+//     every output.checkpoint_every rounds and after the last), server-side evaluation (through
+//     the Evaluator, every eval.every rounds);
 //   - at the end, the final model (when every round is done).
 // It publishes what happens as RunEvents (run_events.h) to its observers: the event log, the
 // console, the simulator's report, and whatever comes next (metrics, a dashboard).
@@ -28,8 +29,8 @@
 #include <string>
 #include <vector>
 
+#include "coordinator/engine.h"
 #include "coordinator/evaluator.h"
-#include "coordinator/round_engine.h"
 #include "coordinator/run_config.h"
 #include "coordinator/run_events.h"
 #include "core/env.h"
@@ -70,8 +71,8 @@ class RunDriver {
   // RunStarted stays first and RunFinished last; ignored otherwise.
   void Report(const ClientRefused& refusal);
 
-  RoundEngine& engine() { return *engine_; }
-  const RoundEngine& engine() const { return *engine_; }
+  Engine& engine() { return *engine_; }
+  const Engine& engine() const { return *engine_; }
   const RunConfig& config() const { return config_; }
   // The run's unique id: 32 random hex digits made when the run starts, or, when it resumes, its
   // checkpoint's (a checkpoint of an earlier version, which has none, gets a new one). Every
@@ -97,7 +98,8 @@ class RunDriver {
   RunConfig config_;
   Options options_;
   Env* env_ = nullptr;
-  std::unique_ptr<RoundEngine> engine_;
+  std::unique_ptr<Engine> engine_;
+  uint64_t dispatches_ = 0;  // the resumed checkpoint's dispatch counter
   std::vector<RunObserver*> observers_;
   RunStarted started_;
   bool running_ = false;  // between Start() and Finish()

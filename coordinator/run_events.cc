@@ -34,6 +34,7 @@ void to_json(json& j, const RunStarted& e) {
        {"resumed_from", e.resumed_from},
        {"skipped_checkpoints", e.skipped_checkpoints},
        {"run_uid", e.run_uid}};
+  if (e.mode != "sync") j["mode"] = e.mode;
 }
 void from_json(const json& j, RunStarted& e) {
   j.at("model").get_to(e.model);
@@ -51,6 +52,7 @@ void from_json(const json& j, RunStarted& e) {
   j.at("resumed_from").get_to(e.resumed_from);
   e.skipped_checkpoints = j.value("skipped_checkpoints", std::vector<std::string>());
   e.run_uid = j.value("run_uid", std::string());  // absent in logs before run uids
+  e.mode = j.value("mode", std::string("sync"));
 }
 
 void to_json(json& j, const RoundOpened& e) {
@@ -71,12 +73,25 @@ void to_json(json& j, const UpdateAccepted& e) {
        {"client", e.client},
        {"num_examples", e.num_examples},
        {"bytes", e.bytes}};
+  if (e.staleness) {
+    j["trained_on"] = e.staleness->trained_on;
+    j["staleness"] = e.staleness->staleness;
+    j["staleness_weight"] = e.staleness->weight;
+  }
 }
 void from_json(const json& j, UpdateAccepted& e) {
   j.at("round").get_to(e.round);
   j.at("client").get_to(e.client);
   j.at("num_examples").get_to(e.num_examples);
   j.at("bytes").get_to(e.bytes);
+  e.staleness.reset();
+  if (j.contains("staleness")) {
+    UpdateStaleness st;
+    j.at("trained_on").get_to(st.trained_on);
+    j.at("staleness").get_to(st.staleness);
+    st.weight = Number(j, "staleness_weight");
+    e.staleness = st;
+  }
 }
 
 void to_json(json& j, const UpdateRefused& e) {
@@ -141,6 +156,11 @@ void to_json(json& j, const RoundSummary& s) {
                {"epsilon", std::isfinite(d.epsilon) ? json(d.epsilon) : json(nullptr)},
                {"order", d.order}};
   }
+  if (s.staleness) {
+    const StalenessSummary& t = *s.staleness;
+    j["staleness"] = {
+        {"mean", t.mean}, {"max", t.max}, {"histogram", t.histogram}, {"in_flight", t.in_flight}};
+  }
 }
 void from_json(const json& j, RoundSummary& s) {
   j.at("round").get_to(s.round);
@@ -171,6 +191,16 @@ void from_json(const json& j, RoundSummary& s) {
                                           : d.at("epsilon").get<double>();
     r.order = Number(d, "order");
     s.dp = r;
+  }
+  s.staleness.reset();
+  if (j.contains("staleness")) {
+    const json& d = j.at("staleness");
+    StalenessSummary t;
+    t.mean = Number(d, "mean");
+    d.at("max").get_to(t.max);
+    d.at("histogram").get_to(t.histogram);
+    d.at("in_flight").get_to(t.in_flight);
+    s.staleness = std::move(t);
   }
 }
 

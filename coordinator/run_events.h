@@ -4,9 +4,12 @@
 //   RoundOpened (once per attempt), then per update UpdateAccepted or UpdateRefused, then either
 //   RoundFailed (the attempt failed; a new RoundOpened follows) or, once the round closed,
 //   CheckpointWritten (when checkpointing), Evaluated (when evaluation is due) and RoundClosed
-//   (with the evaluation, if any, so a console line needs only this one). FederatedEvaluated comes
-//   when a federated evaluation's results are in. RunStarted comes first and RunFinished last.
-//   ClientRefused (a client refused at Hello, before it joined) may come between any two of them.
+//   (with the evaluation, if any, so a console line needs only this one). In an asynchronous run
+//   (run.mode = "async") a "round" is a step: RoundOpened when its buffer opens, RoundClosed when
+//   the buffer is applied (its summary then has `staleness`), never RoundFailed. FederatedEvaluated
+//   comes when a federated evaluation's results are in. RunStarted comes first and RunFinished
+//   last. ClientRefused (a client refused at Hello, before it joined) may come between any two of
+//   them.
 //
 // Every event has a JSON form (ToJson/RunEventFromJson, the "event" field names its type), which
 // is what the event log writes and what deployment mode reads back: one definition, both ways.
@@ -21,7 +24,7 @@
 #include <variant>
 #include <vector>
 
-#include "coordinator/round_engine.h"
+#include "coordinator/engine.h"
 
 namespace tributary {
 
@@ -44,6 +47,9 @@ struct RunStarted {
   // The run's unique id (RunDriver::run_uid): a resumed run keeps its checkpoint's. "" in logs of
   // earlier versions.
   std::string run_uid;
+  // run.mode: "sync", or "async" (then `rounds` and `rounds_done` count steps). Written only when
+  // "async"; "sync" in earlier logs.
+  std::string mode = "sync";
 };
 
 struct RoundOpened {
@@ -54,10 +60,12 @@ struct RoundOpened {
 };
 
 struct UpdateAccepted {
-  uint64_t round = 0;
+  uint64_t round = 0;  // the round, or the asynchronous step whose buffer it joined
   std::string client;
   uint64_t num_examples = 0;
   uint64_t bytes = 0;
+  // An asynchronous update's: the version it was trained on, its staleness and its weight.
+  std::optional<UpdateStaleness> staleness;
 };
 
 struct UpdateRefused {

@@ -7,6 +7,8 @@
 #include <ctime>
 #include <filesystem>
 
+#include <nlohmann/json.hpp>
+
 #include "core/human_units.h"
 
 namespace tributary {
@@ -142,14 +144,27 @@ std::string RunsTable(const std::vector<RunRecord>& runs) {
   return Table(rows, 1);
 }
 
+namespace {
+
+// A run recorded with run.mode = "async": its rounds are steps.
+bool Asynchronous(const RunRecord& r) {
+  const nlohmann::json config = nlohmann::json::parse(r.config_json, nullptr, false);
+  return config.is_object() && config.value("run.mode", std::string()) == "async";
+}
+
+}  // namespace
+
 std::string RunText(const RunRecord& r, const std::vector<RoundRecord>& rounds) {
   const std::string status = ReportedStatus(r);
+  const bool async = Asynchronous(r);
   std::vector<std::vector<std::string>> fields;
   fields.push_back({"status", status});
   fields.push_back({"producer", fmt::format("{} (pid {} on {})", r.producer, r.pid, r.host)});
   fields.push_back({"model", r.model});
   fields.push_back({"strategy", r.strategy});
-  fields.push_back({"rounds", fmt::format("{} of {} done", r.rounds_done, r.rounds_total)});
+  fields.push_back({async ? "steps" : "rounds",
+                    fmt::format("{} of {} done{}", r.rounds_done, r.rounds_total,
+                                async ? " (asynchronous: a step per buffer of updates)" : "")});
   fields.push_back({"started", LocalTime(r.started_at)});
   if (r.ended_at)
     fields.push_back({"ended", fmt::format("{} (after {})", LocalTime(*r.ended_at),
@@ -170,9 +185,9 @@ std::string RunText(const RunRecord& r, const std::vector<RoundRecord>& rounds) 
                              r.pid)});
   for (auto& f : fields) f[0] += ":";
   std::string out = fmt::format("run {}\n", r.id) + Table(fields, 0) + "\n";
-  std::vector<std::vector<std::string>> rows{{"ROUND", "ATTEMPTS", "ACCEPTED", "REFUSED", "DROPPED",
-                                              "UP", "DOWN", "SECONDS", "LOSS", "ACCURACY",
-                                              "CHECKPOINT"}};
+  std::vector<std::vector<std::string>> rows{{async ? "STEP" : "ROUND", "ATTEMPTS", "ACCEPTED",
+                                              "REFUSED", "DROPPED", "UP", "DOWN", "SECONDS", "LOSS",
+                                              "ACCURACY", "CHECKPOINT"}};
   for (const RoundRecord& x : rounds) {
     rows.push_back({std::to_string(x.round), std::to_string(x.attempts), std::to_string(x.accepted),
                     std::to_string(x.refused), std::to_string(x.dropped), Bytes(x.bytes_up),

@@ -86,6 +86,7 @@ void DashboardState::Apply(const RunEvent& event, Changes& changes) {
           run_["codec"] = e.codec;
           run_["download_codec"] = e.download_codec;
           run_["rounds_total"] = e.rounds;
+          run_["mode"] = e.mode;  // "async": the rounds are steps
           run_["clients_per_round"] = e.clients_per_round;
           run_["parameters"] = e.parameters;
           run_["rounds_done"] = e.rounds_done;

@@ -57,6 +57,13 @@ RunMetrics::RunMetrics() : registry_(std::make_shared<prometheus::Registry>()) {
                 .Name("tributary_transfer_bytes_total")
                 .Help("model bytes sent (down) and update bytes received (up) in closed rounds")
                 .Register(r);
+  staleness_ = &BuildHistogram()
+                    .Name("tributary_update_staleness")
+                    .Help(
+                        "asynchronous runs: model versions between the one an accepted update was "
+                        "trained on and the current one")
+                    .Register(r)
+                    .Add({}, Histogram::BucketBoundaries{0, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 64});
   round_seconds_ = &BuildHistogram()
                         .Name("tributary_round_duration_seconds")
                         .Help("how long closed rounds took, from opening to closing")
@@ -139,6 +146,7 @@ void RunMetrics::OnEvent(const RunEvent& event) {
           round_open_->Set(1);
         } else if constexpr (std::is_same_v<E, UpdateAccepted>) {
           accepted_->Increment();
+          if (e.staleness) staleness_->Observe(static_cast<double>(e.staleness->staleness));
         } else if constexpr (std::is_same_v<E, UpdateRefused>) {
           Refused(e.code).Increment();
         } else if constexpr (std::is_same_v<E, RoundFailed>) {

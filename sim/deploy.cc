@@ -101,6 +101,7 @@ std::string FindBinary(const std::string& given, const std::string& name,
 // Why a changed in-process-only key has no meaning with real processes; null for the others.
 const char* InProcessOnly(const std::string& key) {
   if (key == "sim.threads") return "real clients are processes, one per client";
+  if (key == "sim.stop_at_target") return "the deployed coordinator runs every round";
   if (key.rfind("hetero.", 0) == 0) return "real clients have real devices and networks";
   if (key.rfind("residual.", 0) == 0)
     return "a real client keeps its whole error-feedback residual in its state directory";

@@ -12,6 +12,7 @@ namespace {
 
 constexpr uint64_t kProfileStream = 0xde71ce;
 constexpr uint64_t kTaskStream = 0x7a5c;
+constexpr uint64_t kAsyncTaskStream = 0xa7a5c;
 
 Status Bad(const char* key, const std::string& why) {
   return Status::InvalidArgument(fmt::format("hetero.{} {}", key, why));
@@ -99,8 +100,19 @@ ClientProfile DeviceModel::Profile(uint64_t client) const {
 
 TaskTiming DeviceModel::Time(uint64_t client, uint64_t round, int64_t attempt, uint64_t bytes_down,
                              uint64_t bytes_up, double samples) const {
-  const ClientProfile p = Profile(client);
-  Rng rng = Rng::Stream(seed_, {kTaskStream, client, round, static_cast<uint64_t>(attempt)});
+  return Draw(Profile(client),
+              Rng::Stream(seed_, {kTaskStream, client, round, static_cast<uint64_t>(attempt)}),
+              bytes_down, bytes_up, samples);
+}
+
+TaskTiming DeviceModel::TimeTask(uint64_t client, uint64_t task, uint64_t bytes_down,
+                                 uint64_t bytes_up, double samples) const {
+  return Draw(Profile(client), Rng::Stream(seed_, {kAsyncTaskStream, client, task}), bytes_down,
+              bytes_up, samples);
+}
+
+TaskTiming DeviceModel::Draw(const ClientProfile& p, Rng rng, uint64_t bytes_down,
+                             uint64_t bytes_up, double samples) const {
   TaskTiming t;
   t.available = rng.Uniform() < config_.availability;
   t.drops = rng.Uniform() < config_.dropout;

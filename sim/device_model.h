@@ -2,8 +2,8 @@
 //
 // Nothing is stored per client: a client's profile is a pure function of (seed, client index), so
 // a population of a million clients costs no memory here, and the draws for a task depend only on
-// (seed, client, round, attempt) — never on thread scheduling — which keeps simulations
-// deterministic.
+// (seed, client, round, attempt), or (seed, client, task) in an asynchronous run — never on thread
+// scheduling — which keeps simulations deterministic.
 //
 // A task's simulated duration is download + compute + upload:
 //   download = latency + bytes_down * 8 / down_bps      (0 when bandwidth is unlimited)
@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "core/rng.h"
 #include "tributary/result.h"
 
 namespace tributary {
@@ -69,9 +70,16 @@ class DeviceModel {
   ClientProfile Profile(uint64_t client) const;
   TaskTiming Time(uint64_t client, uint64_t round, int64_t attempt, uint64_t bytes_down,
                   uint64_t bytes_up, double samples) const;
+  // The same draws for the asynchronous simulator's task number `task` (its order of dispatch):
+  // a stream of their own, keyed by (seed, client, task).
+  TaskTiming TimeTask(uint64_t client, uint64_t task, uint64_t bytes_down, uint64_t bytes_up,
+                      double samples) const;
   const std::vector<SpeedTier>& tiers() const { return tiers_; }
 
  private:
+  TaskTiming Draw(const ClientProfile& p, Rng rng, uint64_t bytes_down, uint64_t bytes_up,
+                  double samples) const;
+
   HeterogeneityConfig config_;
   std::vector<SpeedTier> tiers_;
   uint64_t seed_ = 0;

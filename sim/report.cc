@@ -149,9 +149,19 @@ std::string ReportHtml(const SimConfig& config, const SimResult& result,
       "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
       "<title>Tributary simulation report</title>\n<style>" +
       std::string(web::StyleCss()) + "</style></head><body>\n";
-  html += fmt::format("<h1>Tributary simulation: {} on {}, {} clients, {} per round</h1>\n",
-                      Escape(config.run.model), Escape(config.data.dataset),
-                      config.data.num_clients, config.run.round.clients_per_round);
+  // An asynchronous run's "rounds" are steps: said so wherever a person reads them.
+  const bool async = config.run.round.asynchronous();
+  const char* unit = async ? "step" : "round";
+  if (async)
+    html += fmt::format(
+        "<h1>Tributary simulation: {} on {}, {} clients, asynchronous: {} training at once, a "
+        "step every {} updates</h1>\n",
+        Escape(config.run.model), Escape(config.data.dataset), config.data.num_clients,
+        config.run.round.Concurrency(), config.run.round.BufferSize());
+  else
+    html += fmt::format("<h1>Tributary simulation: {} on {}, {} clients, {} per round</h1>\n",
+                        Escape(config.run.model), Escape(config.data.dataset),
+                        config.data.num_clients, config.run.round.clients_per_round);
 
   // What a person asks first: how good the model got, when the target was reached, what it cost.
   html += "<div class='summary' id='summary'>\n";
@@ -159,21 +169,22 @@ std::string ReportHtml(const SimConfig& config, const SimResult& result,
   const SimRound* best = BestRound(result);
   if (last) {
     html += Box("final_accuracy", "final test accuracy", Percent(last->test_accuracy),
-                fmt::format("round {}", last->round));
+                fmt::format("{} {}", unit, last->round));
     html += Box("best_accuracy", "best test accuracy", Percent(best->test_accuracy),
-                fmt::format("round {}", best->round));
+                fmt::format("{} {}", unit, best->round));
   } else {
     html += Box("final_accuracy", "final test accuracy", "not evaluated");
   }
   if (config.target_accuracy > 0) {
     const std::string label = "target " + Percent(config.target_accuracy);
     html += result.target_round > 0
-                ? Box("target", label, fmt::format("round {}", result.target_round),
-                      "after " + FormatDuration(result.target_wall_seconds) + " wall")
+                ? Box("target", label, fmt::format("{} {}", unit, result.target_round),
+                      "after " + FormatDuration(result.target_wall_seconds) + " wall, " +
+                          FormatDuration(result.target_sim_seconds) + " simulated")
                 : Box("target", label, "not reached");
   }
   if (last) html += Box("final_loss", "final test loss", fmt::format("{:.4g}", last->test_loss));
-  html += Box("rounds", "rounds",
+  html += Box("rounds", async ? "steps" : "rounds",
               fmt::format("{} of {}", result.rounds.size(), config.run.round.rounds));
   const uint64_t up = result.rounds.empty() ? 0 : result.rounds.back().cum_bytes_up;
   const uint64_t down = result.rounds.empty() ? 0 : result.rounds.back().cum_bytes_down;
@@ -276,9 +287,15 @@ Status WriteReport(const std::string& dir, const SimConfig& config, const SimRes
       j["test_accuracy"] = r.test_accuracy;
       j["test_loss"] = r.test_loss;
     }
+    if (r.async) {
+      j["staleness_mean"] = r.staleness_mean;
+      j["staleness_max"] = r.staleness_max;
+      j["in_flight"] = r.in_flight;
+    }
     rounds.push_back(std::move(j));
   }
   nlohmann::json totals = {
+      {"run_mode", config.run.round.mode},
       {"rounds", result.rounds.size()},
       {"wall_seconds", result.wall_seconds},
       {"sim_seconds", result.sim_seconds},

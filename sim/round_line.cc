@@ -10,7 +10,7 @@ std::string SimRoundLine(const SimRound& r, int64_t total) {
   const double eta = r.round == 0 ? 0.0
                                   : r.wall_clock / static_cast<double>(r.round) *
                                         static_cast<double>(total - static_cast<int64_t>(r.round));
-  std::string line = fmt::format("round {:3}/{}  ", r.round, total);
+  std::string line = fmt::format("{} {:3}/{}  ", r.async ? "step" : "round", r.round, total);
   if (r.evaluated)
     line += fmt::format("acc {:6.2f}%  loss {:.4f}  ", 100 * r.test_accuracy, r.test_loss);
   line += fmt::format(
@@ -23,6 +23,8 @@ std::string SimRoundLine(const SimRound& r, int64_t total) {
   if (r.attempts > 1) line += fmt::format("  attempts {}", r.attempts);
   if (r.malicious > 0) line += fmt::format("  malicious {}", r.malicious);
   if (r.dp) line += fmt::format("  eps {:.3f}  clip {:.3g}", r.epsilon, r.dp_clip_norm);
+  if (r.async)
+    line += fmt::format("  staleness {:.2f} (max {})", r.staleness_mean, r.staleness_max);
   return line;
 }
 

@@ -26,6 +26,8 @@ void BindSimConfig(ConfigSchema& s, SimConfig* c) {
       .Flag("--trainer");
   s.Bind("sim.target_accuracy", &c->target_accuracy,
          "report the first round reaching this test accuracy, a fraction (0: none)");
+  s.Bind("sim.stop_at_target", &c->stop_at_target,
+         "end the run at the first round reaching sim.target_accuracy (no final model is saved)");
   s.Bind("sim.report_dir", &c->report_dir,
          "where report.html, report.json, rounds.csv, events.jsonl and the final model go")
       .Flag("--report-dir")
@@ -125,6 +127,12 @@ Status SimConfig::Validate() const {
   if (!(residual_keep_fraction > 0.0) || residual_keep_fraction > 1.0)
     return KeyError("residual.keep_fraction", "must be in (0, 1]");
   if (report_dir.empty()) return KeyError("sim.report_dir", "must not be empty");
+  if (stop_at_target && target_accuracy <= 0.0)
+    return KeyError("sim.stop_at_target", "needs sim.target_accuracy > 0");
+  if (run.round.asynchronous() && !attack.kind.empty() && attack.kind != "none")
+    return KeyError("attack.kind",
+                    "cannot be used with run.mode = 'async' in this version: the attacks are "
+                    "prepared per synchronous round attempt");
   return attack.Validate();
 }
 

@@ -11,6 +11,7 @@
 //   sim.threads         worker threads (0: every core)
 //   sim.trainer         "native" or "noop" (sim/trainer_factory.h)
 //   sim.target_accuracy report the first round (and time) reaching it; 0: none
+//   sim.stop_at_target  end the run there (benchmarks of time to accuracy)
 //   sim.report_dir      report.html, report.json, rounds.csv, events.jsonl, final.safetensors
 //   log_level
 //   hetero.*            device and network heterogeneity (sim/device_model.h)
@@ -40,6 +41,7 @@ struct SimConfig {
   int64_t threads = 0;
   std::string trainer = "native";
   double target_accuracy = 0.0;
+  bool stop_at_target = false;  // end the run once target_accuracy is reached
   std::string report_dir = "sim-report";
   HeterogeneityConfig hetero;
   // Error-feedback residuals (codecs like topk): the simulator keeps one per virtual client that

@@ -21,6 +21,12 @@ SimRound SimRoundOf(const RoundClosed& closed) {
     r.dp_clip_norm = s.dp->clip_norm;
     r.dp_clipped = s.dp->clipped;
   }
+  if (s.staleness) {
+    r.async = true;
+    r.staleness_mean = s.staleness->mean;
+    r.staleness_max = s.staleness->max;
+    r.in_flight = s.staleness->in_flight;
+  }
   if (closed.evaluation) {
     r.evaluated = true;
     r.test_accuracy = closed.evaluation->accuracy;

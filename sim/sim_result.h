@@ -52,6 +52,12 @@ struct SimRound {
   double epsilon = 0.0;
   double dp_clip_norm = 0.0;
   int64_t dp_clipped = 0;
+  // An asynchronous step (run.mode = "async"; `round` is then the step): its updates' mean and
+  // largest staleness, and the clients training when it was taken.
+  bool async = false;
+  double staleness_mean = 0.0;
+  uint64_t staleness_max = 0;
+  int64_t in_flight = 0;
 };
 
 // The fields a RoundClosed event determines.

@@ -8,56 +8,22 @@
 #include <cmath>
 #include <future>
 
+#include <fmt/format.h>
+
 #include "client/secagg_task.h"
 #include "client/task_executor.h"
 #include "protocol/frame.h"
 #include "protocol/message_codec.h"
+#include "sim/sim_job.h"
+#include "sim/sim_wire.h"
 #include "train/model_file.h"
 
 namespace tributary {
 namespace {
 
-double WallNow() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-uint64_t FramedBytes(const OutboundMessage& m) {
-  uint64_t n = 0;
-  for (const auto& f : m.frames) n += f.header_length + f.body_length;
-  return n;
-}
-
-// `m` as a peer receives it: encoded into frames the way the transport sends it, then decoded by
-// the hostile-input decoder. `*bytes` gets the framed size.
-Result<Message> ThroughWire(const Message& m, uint64_t stream, uint64_t* bytes) {
-  TRIB_ASSIGN_OR_RETURN(OutboundMessage wire, EncodeOutbound(m, ProtocolLimits{}, stream));
-  *bytes = FramedBytes(wire);
-  // The body as the receiver reassembles it, handed to the decoder the way MessageReader does;
-  // the frames are freed first.
-  auto body = std::make_shared<const std::vector<uint8_t>>(wire.BodyBytes());
-  wire = OutboundMessage{};
-  Message got;
-  TRIB_RETURN_IF_ERROR(DecodeMessageBodySharing(TypeOf(m), body, *body, &got));
-  return got;
-}
+double WallNow() { return SimWallNow(); }
 
 }  // namespace
-
-// One selected client's task in an attempt, filled in on a pool thread.
-struct Simulator::Job {
-  uint64_t index = 0;
-  const RoundEngine::Outgoing* out = nullptr;
-  TaskTiming timing;
-  uint64_t bytes_up = 0;
-  std::optional<UpdateSubmission> submission;
-  // With secure aggregation: the client's part in the attempt (null: it never started one), and
-  // the masked input it sends instead of the update.
-  std::shared_ptr<SecAggTask> secagg;
-  std::optional<Message> masked;
-  double secagg_seconds = 0.0;  // the masking's compute
-  bool left_early = false;      // unreachable: told to the engine before the key phases
-  Status error;
-};
 
 Simulator::~Simulator() = default;
 
@@ -183,7 +149,7 @@ void Simulator::RunJob(Job& job, uint64_t bytes_down) const {
   const auto& task = std::get<TaskAssignment>(job.out->message);
   const uint64_t c = job.index;
   const double samples = Samples(c, task);
-  job.timing = devices_->Time(c, task.round, attempt_, bytes_down, 0, samples);
+  job.timing = TimeJob(job, bytes_down, 0, samples);
   if (!job.timing.available || job.timing.drops) return;  // never trains to the end
 
   Result<std::shared_ptr<Trainer>> trainer = MakeTrainer(c, Malicious(c));
@@ -219,7 +185,7 @@ void Simulator::RunJob(Job& job, uint64_t bytes_down) const {
       return;
     }
     job.masked = std::move(*wire);
-    job.timing = devices_->Time(c, task.round, attempt_, bytes_down, job.bytes_up, samples);
+    job.timing = TimeJob(job, bytes_down, job.bytes_up, samples);
     return;
   }
   // Through the wire format: framed as the transport would, decoded by the coordinator's
@@ -230,7 +196,14 @@ void Simulator::RunJob(Job& job, uint64_t bytes_down) const {
     return;
   }
   job.submission = std::get<UpdateSubmission>(std::move(*got));
-  job.timing = devices_->Time(c, task.round, attempt_, bytes_down, job.bytes_up, samples);
+  job.timing = TimeJob(job, bytes_down, job.bytes_up, samples);
+}
+
+TaskTiming Simulator::TimeJob(const Job& job, uint64_t bytes_down, uint64_t bytes_up,
+                              double samples) const {
+  if (job.task) return devices_->TimeTask(job.index, *job.task, bytes_down, bytes_up, samples);
+  const auto& task = std::get<TaskAssignment>(job.out->message);
+  return devices_->Time(job.index, task.round, attempt_, bytes_down, bytes_up, samples);
 }
 
 bool Simulator::Malicious(uint64_t client) const {
@@ -250,13 +223,13 @@ Result<std::shared_ptr<Trainer>> Simulator::MakeTrainer(uint64_t client, bool at
   return trainer;
 }
 
-Status Simulator::PrepareAttack(const std::vector<RoundEngine::Outgoing>& tasks) {
+Status Simulator::PrepareAttack(const std::vector<Engine::Outgoing>& tasks) {
   pending_.malicious = 0;
   if (!attack_) return Status::Ok();
   Attack::Attempt attempt;
   attempt.selected = static_cast<int64_t>(tasks.size());
   std::map<uint64_t, const TaskAssignment*> task_of;
-  for (const RoundEngine::Outgoing& t : tasks) {
+  for (const Engine::Outgoing& t : tasks) {
     std::optional<uint64_t> c = Population::IndexOf(t.client_id);
     if (c && *c < population_->size() && Malicious(*c)) {
       attempt.malicious.push_back(*c);  // in selection order
@@ -276,7 +249,7 @@ Status Simulator::PrepareAttack(const std::vector<RoundEngine::Outgoing>& tasks)
   return attack_->Prepare(attempt, *pool_, fit_honestly);
 }
 
-Status Simulator::RunAttempt(std::vector<RoundEngine::Outgoing> tasks,
+Status Simulator::RunAttempt(std::vector<Engine::Outgoing> tasks,
                              std::map<std::string, SecAggStartMsg> starts) {
   const uint64_t round = std::get<TaskAssignment>(tasks[0].message).round;
   if (round != attempt_round_) {
@@ -306,7 +279,7 @@ Status Simulator::RunAttempt(std::vector<RoundEngine::Outgoing> tasks,
     jobs[i].index = *index;
     jobs[i].out = &tasks[i];
   }
-  RoundEngine& engine = driver_->engine();
+  Engine& engine = driver_->engine();
   auto open = [&] { return !round_closed_ && !attempt_failed_; };
   std::vector<std::string> departed;
   secagg_.clear();
@@ -406,20 +379,24 @@ Status Simulator::RunAttempt(std::vector<RoundEngine::Outgoing> tasks,
     caps_.num_examples = population_->num_examples(*Population::IndexOf(id));
     engine.OnJoined(id, caps_, At(now_));
   }
-  if (round_closed_) {
-    SimRound r = pending_;
-    r.wall_seconds = WallNow() - round_start_wall_;
-    r.wall_clock = WallNow() - wall_start_;
-    const SimRound& stored = result_.Append(std::move(r), config_.target_accuracy);
-    if (on_round_ && *on_round_) (*on_round_)(stored);
-  }
+  if (round_closed_) RecordRound();
   return Status::Ok();
+}
+
+bool Simulator::AtTarget() const { return config_.stop_at_target && result_.target_round > 0; }
+
+void Simulator::RecordRound() {
+  SimRound r = pending_;
+  r.wall_seconds = WallNow() - round_start_wall_;
+  r.wall_clock = WallNow() - wall_start_;
+  const SimRound& stored = result_.Append(std::move(r), config_.target_accuracy);
+  if (on_round_ && *on_round_) (*on_round_)(stored);
 }
 
 Status Simulator::StartSecAgg(std::vector<Job>& jobs,
                               const std::map<std::string, SecAggStartMsg>& starts,
                               uint64_t bytes_down, std::vector<std::string>& departed) {
-  RoundEngine& engine = driver_->engine();
+  Engine& engine = driver_->engine();
   // Unreachable clients never hear of the round: the engine learns it before the key phases.
   for (Job& job : jobs) {
     const auto& task = std::get<TaskAssignment>(job.out->message);
@@ -473,12 +450,12 @@ Status Simulator::Answer(const std::string& id, Message reply, uint64_t index) {
 
 Status Simulator::ServeSecAgg() {
   if (!config_.run.round.secagg.enabled) return Status::Ok();
-  RoundEngine& engine = driver_->engine();
+  Engine& engine = driver_->engine();
   // Each pass serves one phase's messages; the answers may open the next one.
   for (int pass = 0; pass < 16; ++pass) {
-    std::vector<RoundEngine::Outgoing> out = engine.TakeOutbox();
+    std::vector<Engine::Outgoing> out = engine.TakeOutbox();
     if (out.empty()) return Status::Ok();
-    for (RoundEngine::Outgoing& o : out) {
+    for (Engine::Outgoing& o : out) {
       // After the attempt ends the engine's messages are the next attempt's: Run's.
       if (round_closed_ || attempt_failed_ || std::holds_alternative<TaskAssignment>(o.message) ||
           std::holds_alternative<SecAggStartMsg>(o.message)) {
@@ -519,16 +496,17 @@ Result<SimResult> Simulator::Run(const std::function<void(const SimRound&)>& on_
   TRIB_RETURN_IF_ERROR(Join());
   on_round_ = &on_round;
   wall_start_ = WallNow();
-  RoundEngine& engine = driver_->engine();
+  Engine& engine = driver_->engine();
   Status outcome;
-  while (!engine.finished() && outcome.ok()) {
-    std::vector<RoundEngine::Outgoing> outbox = std::move(carry_), more = engine.TakeOutbox();
+  if (config_.run.round.asynchronous()) outcome = RunAsync();
+  while (!engine.finished() && outcome.ok() && !AtTarget()) {
+    std::vector<Engine::Outgoing> outbox = std::move(carry_), more = engine.TakeOutbox();
     carry_.clear();
     outbox.insert(outbox.end(), std::make_move_iterator(more.begin()),
                   std::make_move_iterator(more.end()));
-    std::vector<RoundEngine::Outgoing> tasks;
+    std::vector<Engine::Outgoing> tasks;
     std::map<std::string, SecAggStartMsg> starts;
-    for (RoundEngine::Outgoing& o : outbox) {
+    for (Engine::Outgoing& o : outbox) {
       if (std::holds_alternative<TaskAssignment>(o.message))
         tasks.push_back(std::move(o));
       else if (auto* start = std::get_if<SecAggStartMsg>(&o.message))
@@ -546,6 +524,9 @@ Result<SimResult> Simulator::Run(const std::function<void(const SimRound&)>& on_
   if (outcome.ok()) outcome = engine.failure();
   TRIB_RETURN_IF_ERROR(driver_->Finish(outcome));
   result_.stopped = engine.stop_reason();
+  if (AtTarget() && !engine.finished())
+    result_.stopped = fmt::format("sim.stop_at_target: round {} reached test accuracy {}",
+                                  result_.target_round, config_.target_accuracy);
   result_.wall_seconds = WallNow() - wall_start_;
   result_.sim_seconds = now_;
   result_.final_model = engine.model();

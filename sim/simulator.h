@@ -78,7 +78,7 @@ class Simulator : private RunObserver {
   Result<SimResult> Run(const std::function<void(const SimRound&)>& on_round = {});
 
   const Population& population() const { return *population_; }
-  const RoundEngine& engine() const { return driver_->engine(); }
+  const Engine& engine() const { return driver_->engine(); }
   // The run's model spec; none when run.model is empty.
   const std::optional<ModelSpec>& spec() const { return spec_; }
   const SimConfig& config() const { return config_; }
@@ -87,11 +87,19 @@ class Simulator : private RunObserver {
 
  private:
   struct Job;
+  struct Flight;  // an asynchronous task in simulated time (simulator_async.cc)
   Simulator() = default;
   void OnEvent(const RunEvent& event) override;
-  Status RunAttempt(std::vector<RoundEngine::Outgoing> tasks,
+  Status RunAttempt(std::vector<Engine::Outgoing> tasks,
                     std::map<std::string, SecAggStartMsg> starts);
   void RunJob(Job& job, uint64_t bytes_down) const;
+  TaskTiming TimeJob(const Job& job, uint64_t bytes_down, uint64_t bytes_up, double samples) const;
+  // run.mode = "async": the discrete-event loop in simulated time (simulator_async.cc).
+  Status RunAsync();
+  // The run's RoundClosed seen: the round (step) recorded, on_round told.
+  void RecordRound();
+  // sim.stop_at_target, and the target reached: the run ends here.
+  bool AtTarget() const;
   double Samples(uint64_t client, const TaskAssignment& task) const;
   // Secure aggregation (secagg.enabled): the attempt's unreachable clients leave, the others
   // advertise their keys (through the wire), and the key phases are served.
@@ -104,7 +112,7 @@ class Simulator : private RunObserver {
   // One client's secure aggregation message, through the wire, to the engine.
   Status Answer(const std::string& id, Message reply, uint64_t index);
   // The attempt's malicious clients counted, and the attack prepared (ALIE's honest fits).
-  Status PrepareAttack(const std::vector<RoundEngine::Outgoing>& tasks);
+  Status PrepareAttack(const std::vector<Engine::Outgoing>& tasks);
   bool Malicious(uint64_t client) const;
   // The client's trainer: the factory's, with the attack's data and trainer wrapping when the
   // client is malicious.
@@ -136,7 +144,7 @@ class Simulator : private RunObserver {
   bool attempt_failed_ = false;
   SimResult result_;
   std::map<std::string, std::shared_ptr<SecAggTask>> secagg_;  // the attempt's, clients still there
-  std::vector<RoundEngine::Outgoing> carry_;  // the engine's messages for the next attempt
+  std::vector<Engine::Outgoing> carry_;  // the engine's messages for the next attempt
   const std::function<void(const SimRound&)>* on_round_ = nullptr;
 };
 

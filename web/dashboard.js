@@ -48,6 +48,9 @@
     $('subtitle').textContent = [run.strategy && 'strategy ' + run.strategy, run.codec && 'codec ' + run.codec,
                                  run.parameters && run.parameters + ' parameters',
                                  run.resumed_from && 'resumed from ' + run.resumed_from].filter(Boolean).join(' · ');
+    // An asynchronous run's rounds are steps (a buffer of updates applied).
+    const unit = run.mode === 'async' ? 'step' : 'round';
+    for (const el of document.querySelectorAll('.unit')) el.textContent = unit;
     $('round').textContent = run.round ?? 0;
     $('rounds-total').textContent = run.rounds_total ?? '?';
     $('rounds-done').textContent = run.rounds_done ?? 0;
@@ -64,18 +67,18 @@
     const rounds = [...state.rounds.values()].sort((a, b) => a.round - b.round);
     const pts = key => rounds.filter(r => typeof r[key] === 'number').map(r => [r.round, r[key]]);
     const C = TributaryCharts;
-    C.lineChart($('chart-accuracy'), {id: 'accuracy', title: 'Accuracy by round', xLabel: 'round', yFormat: 'percent', integerX: true,
-      empty: 'no evaluated round yet',
+    C.lineChart($('chart-accuracy'), {id: 'accuracy', title: `Accuracy by ${unit}`, xLabel: unit, yFormat: 'percent', integerX: true,
+      empty: `no evaluated ${unit} yet`,
       series: [{name: 'server', color: '#1f77b4', points: pts('accuracy')},
                {name: 'federated', color: '#9467bd', points: pts('federated_accuracy')}]});
-    C.lineChart($('chart-loss'), {id: 'loss', title: 'Loss by round', xLabel: 'round', integerX: true,
+    C.lineChart($('chart-loss'), {id: 'loss', title: `Loss by ${unit}`, xLabel: unit, integerX: true,
       series: [{name: 'training', color: '#ff7f0e', points: pts('train_loss')},
                {name: 'server', color: '#1f77b4', points: pts('loss')},
                {name: 'federated', color: '#9467bd', points: pts('federated_loss')}]});
-    C.lineChart($('chart-bytes'), {id: 'bytes', title: 'Bytes per round', xLabel: 'round', yFormat: 'bytes', integerX: true,
+    C.lineChart($('chart-bytes'), {id: 'bytes', title: `Bytes per ${unit}`, xLabel: unit, yFormat: 'bytes', integerX: true,
       series: [{name: 'up', color: '#2ca02c', points: pts('bytes_up')},
                {name: 'down', color: '#d62728', points: pts('bytes_down')}]});
-    C.lineChart($('chart-duration'), {id: 'duration', title: 'Round duration', xLabel: 'round', yFormat: 'seconds', integerX: true,
+    C.lineChart($('chart-duration'), {id: 'duration', title: unit === 'step' ? 'Step duration' : 'Round duration', xLabel: unit, yFormat: 'seconds', integerX: true,
       series: [{name: 'duration', color: '#8c564b', points: pts('duration_seconds')}]});
     const body = $('clients').tBodies[0];
     const rows = [...state.clients.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));

@@ -53,7 +53,7 @@ class RoundEngineSecAggTest : public ::testing::Test {
   void Make(RoundConfig cfg, int n) {
     init_ = *ModelWeights::Create({{"w", {6}}, {"b", {2}}});
     for (size_t i = 0; i < init_.size(); ++i) init_.data()[i] = 0.1f * static_cast<float>(i);
-    RoundEngine::Hooks hooks;
+    Engine::Hooks hooks;
     hooks.on_round_complete = [this](const RoundSummary& s, const ModelWeights& m) {
       summaries_.push_back(s);
       models_.push_back(m);

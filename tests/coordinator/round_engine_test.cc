@@ -24,7 +24,7 @@ class RoundEngineTest : public ::testing::Test {
  protected:
   void Make(RoundConfig cfg) {
     ModelWeights init = *ModelWeights::Create({{"w", {4}}});
-    RoundEngine::Hooks hooks;
+    Engine::Hooks hooks;
     hooks.on_round_complete = [this](const RoundSummary& s, const ModelWeights& m) {
       summaries_.push_back(s);
       models_.push_back(m);
@@ -124,7 +124,8 @@ TEST_F(RoundEngineTest, EveryAssignmentOfARoundSharesOneModelCopy) {
   ASSERT_EQ(out.size(), 5u);
   const ModelPayload& first = std::get<TaskAssignment>(out[0].message).model;
   EXPECT_NE(first.values.data(), engine_->model().data().data());  // a copy, not the live model
-  EXPECT_EQ(first.values.shared().use_count(), 5);                 // held by the 5 messages only
+  // Held by the 5 messages and the engine's download cache (the version's one copy) only.
+  EXPECT_EQ(first.values.shared().use_count(), 6);
   std::set<uint64_t> seeds;
   for (const RoundEngine::Outgoing& o : out) {
     const TaskAssignment& t = std::get<TaskAssignment>(o.message);
@@ -526,7 +527,7 @@ TEST_F(RoundEngineTest, Q8DownloadEncodesTheModelOnceAndCountsItsBytes) {
   RoundConfig cfg = Config(3);
   cfg.download_codec = "q8";
   cfg.federated_eval_every = 1;
-  RoundEngine::Hooks hooks;
+  Engine::Hooks hooks;
   hooks.on_round_complete = [this](const RoundSummary& s, const ModelWeights& m) {
     summaries_.push_back(s);
     models_.push_back(m);
@@ -543,7 +544,8 @@ TEST_F(RoundEngineTest, Q8DownloadEncodesTheModelOnceAndCountsItsBytes) {
   EXPECT_TRUE(first.values.empty());
   ASSERT_EQ(first.encoded.size(), encoded_bytes);
   EXPECT_EQ(first.layout_fingerprint, init.fingerprint());
-  EXPECT_EQ(first.encoded.shared().use_count(), 3);  // held by the 3 assignments only
+  // Held by the 3 assignments and the engine's download cache only.
+  EXPECT_EQ(first.encoded.shared().use_count(), 4);
   for (const auto& [id, t] : tasks) EXPECT_EQ(t.model.encoded.data(), first.encoded.data()) << id;
 
   // It decodes to the model within one q8 step (2 * scale / 255 per 512-value chunk).

@@ -41,9 +41,10 @@ std::vector<RunEvent> OneOfEach() {
                  0xfedcba9876543210u,
                  "runs/c/checkpoint.safetensors",
                  {"runs/c/checkpoint.1.safetensors: checksum mismatch"},
-                 "0123456789abcdef0123456789abcdef"},
+                 "0123456789abcdef0123456789abcdef",
+                 "async"},
       RoundOpened{4, 2, 12, 3},
-      UpdateAccepted{4, "edge-1", 600, 796840},
+      UpdateAccepted{4, "edge-1", 600, 796840, std::nullopt},
       UpdateRefused{4, "edge-2", "late: round 4 is closed", "FailedPrecondition"},
       RoundFailed{4, 1, "deadline passed with 1 of the 8 updates needed"},
       CheckpointWritten{4, "runs/c/checkpoint.safetensors", "", 0.25},
@@ -86,6 +87,38 @@ TEST(RunEventsTest, EveryEventReadsBackFromItsJson) {
 // The counts are "accepted" and "refused", as in update_accepted/update_refused, the dashboard,
 // the history and the metrics; a line of an event log written when they were "completed" and
 // "rejected" still reads, with the same numbers.
+// An asynchronous run's events: an accepted update's version, staleness and weight, and a step's
+// staleness figures, read back; a synchronous event carries none of them.
+TEST(RunEventsTest, AsynchronousFieldsReadBackAndSynchronousEventsHaveNone) {
+  RoundSummary step;
+  step.round = 9;
+  step.model_version = 9;
+  step.accepted = 2;
+  step.staleness = StalenessSummary{1.5, 3, {0, 1, 0, 1}, 7};
+  const std::vector<RunEvent> events = {
+      UpdateAccepted{9, "edge-3", 100, 4096, UpdateStaleness{6, 3, 0.5}},
+      RoundClosed{step, std::nullopt}};
+  for (const RunEvent& e : events) {
+    const nlohmann::json j = ToJson(e);
+    Result<RunEvent> back = RunEventFromJson(nlohmann::json::parse(j.dump()));
+    ASSERT_TRUE(back.ok()) << j.dump() << ": " << back.status();
+    EXPECT_EQ(ToJson(*back), j);
+  }
+  const nlohmann::json accepted = ToJson(events[0]);
+  EXPECT_EQ(accepted["trained_on"], 6);
+  EXPECT_EQ(accepted["staleness"], 3);
+  EXPECT_EQ(accepted["staleness_weight"], 0.5);
+  const auto& back = std::get<UpdateAccepted>(*RunEventFromJson(accepted));
+  ASSERT_TRUE(back.staleness.has_value());
+  EXPECT_EQ(back.staleness->trained_on, 6u);
+  const nlohmann::json closed = ToJson(events[1]);
+  EXPECT_EQ(closed["staleness"]["mean"], 1.5);
+  EXPECT_EQ(closed["staleness"]["histogram"], nlohmann::json::array({0, 1, 0, 1}));
+  EXPECT_EQ(closed["staleness"]["in_flight"], 7);
+  EXPECT_FALSE(ToJson(OneOfEach()[2]).contains("staleness"));
+  EXPECT_FALSE(ToJson(OneOfEach()[7]).contains("staleness"));
+}
+
 TEST(RunEventsTest, RoundCountsAreAcceptedAndRefusedAndOldLogsStillRead) {
   const nlohmann::json closed = ToJson(OneOfEach()[7]);
   EXPECT_EQ(closed["accepted"], 8);

@@ -71,7 +71,8 @@ RoundClosed Closed(uint64_t round, int64_t completed, uint64_t bytes_up, double 
 // the evaluation and the close.
 void PlayRound(RunHistory& h, uint64_t round, int n, const std::string& checkpoint) {
   h.OnEvent(RoundOpened{round, 1, n, round - 1});
-  for (int i = 0; i < n; ++i) h.OnEvent(UpdateAccepted{round, "c" + std::to_string(i), 100, 1000});
+  for (int i = 0; i < n; ++i)
+    h.OnEvent(UpdateAccepted{round, "c" + std::to_string(i), 100, 1000, std::nullopt});
   h.OnEvent(CheckpointWritten{round, checkpoint, "", 0.01});
   h.OnEvent(Evaluated{round, round, 1.0 / static_cast<double>(round), 0.5, 200});
   h.OnEvent(
@@ -91,8 +92,8 @@ TEST(RunHistoryTest, EventsBecomeRowsWithTheirNumbers) {
 
   // Round 1: three updates (one refused), then the checkpoint and the evaluation.
   h->OnEvent(RoundOpened{1, 1, 3, 0});
-  h->OnEvent(UpdateAccepted{1, "a", 100, 4000});
-  h->OnEvent(UpdateAccepted{1, "b", 150, 4000});
+  h->OnEvent(UpdateAccepted{1, "a", 100, 4000, std::nullopt});
+  h->OnEvent(UpdateAccepted{1, "b", 150, 4000, std::nullopt});
   h->OnEvent(UpdateRefused{1, "c", "late", "FailedPrecondition"});
   // Updates wait for the next commit: readers see the round opened, with nothing in it yet.
   std::vector<RoundRecord> rounds = *reader->GetRounds(1);
@@ -120,11 +121,11 @@ TEST(RunHistoryTest, EventsBecomeRowsWithTheirNumbers) {
 
   // Round 2: the first attempt fails, the second closes; a failed checkpoint is not a path.
   h->OnEvent(RoundOpened{2, 1, 3, 1});
-  h->OnEvent(UpdateAccepted{2, "a", 100, 4000});
+  h->OnEvent(UpdateAccepted{2, "a", 100, 4000, std::nullopt});
   h->OnEvent(RoundFailed{2, 1, "too few updates"});
   h->OnEvent(RoundOpened{2, 2, 3, 1});
-  h->OnEvent(UpdateAccepted{2, "b", 100, 5000});
-  h->OnEvent(UpdateAccepted{2, "c", 100, 5000});
+  h->OnEvent(UpdateAccepted{2, "b", 100, 5000, std::nullopt});
+  h->OnEvent(UpdateAccepted{2, "c", 100, 5000, std::nullopt});
   h->OnEvent(CheckpointWritten{2, "/ck/checkpoint.bin", "IoError: disk full", 0.0});
   RoundClosed second = Closed(2, 2, 10000);
   second.summary.attempts = 2;
@@ -235,7 +236,7 @@ TEST(RunHistoryTest, ManyUpdatesAreCommittedInBatches) {
   h->OnEvent(Started(1));
   h->OnEvent(RoundOpened{1, 1, 1200, 0});
   EXPECT_EQ(h->commits(), 2);
-  for (int i = 0; i < 1200; ++i) h->OnEvent(UpdateAccepted{1, "c", 1, 10});
+  for (int i = 0; i < 1200; ++i) h->OnEvent(UpdateAccepted{1, "c", 1, 10, std::nullopt});
   // 1200 updates: a commit each time more than 500 wait.
   EXPECT_EQ(h->commits(), 4);
   h->OnEvent(Closed(1, 1200, 12000));
@@ -258,7 +259,7 @@ TEST(RunHistoryTest, AResumedRunContinuesItsRecordAndRedoesTheRoundsAfterItsChec
     PlayRound(*h, 1, 2, dir.path("ck/checkpoint.bin"));
     PlayRound(*h, 2, 2, dir.path("ck/checkpoint.bin"));
     h->OnEvent(RoundOpened{3, 1, 2, 2});
-    h->OnEvent(UpdateAccepted{3, "a", 100, 1000});
+    h->OnEvent(UpdateAccepted{3, "a", 100, 1000, std::nullopt});
     ASSERT_EQ(h->run_id(), 1);
     last_seq = 1 + 2 * 6 + 2;
   }

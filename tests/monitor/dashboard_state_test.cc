@@ -54,8 +54,8 @@ TEST_F(DashboardStateTest, ARoundBecomesARowAndEveryClientARow) {
   now_ = 101.0;
   state_.OnEvent(RoundOpened{1, 1, 3, 0});
   now_ = 103.0;
-  state_.OnEvent(UpdateAccepted{1, "alice", 60, 900});
-  state_.OnEvent(UpdateAccepted{1, "bob", 40, 900});
+  state_.OnEvent(UpdateAccepted{1, "alice", 60, 900, std::nullopt});
+  state_.OnEvent(UpdateAccepted{1, "bob", 40, 900, std::nullopt});
   state_.OnEvent(UpdateRefused{1, "carol", "the update's norm is not finite", "InvalidArgument"});
   samples_ = {{"alice", false, 103.0}, {"bob", false, 103.0}};  // carol left
   Evaluated eval{1, 1, 0.75, 0.71, 10000};
@@ -104,7 +104,7 @@ TEST_F(DashboardStateTest, DeltasCarryOnlyWhatChangedInSeqOrder) {
   ASSERT_EQ(deltas_[0]["clients"].size(), 2u) << deltas_[0].dump() << ": carol did not change";
   EXPECT_FALSE(deltas_[0].contains("rounds"));
 
-  state_.OnEvent(UpdateAccepted{1, "bob", 40, 900});
+  state_.OnEvent(UpdateAccepted{1, "bob", 40, 900, std::nullopt});
   ASSERT_EQ(deltas_.size(), 2u);
   EXPECT_EQ(deltas_[1]["run"]["received"], 1);
   ASSERT_EQ(deltas_[1]["clients"].size(), 1u);
@@ -199,7 +199,8 @@ TEST(DashboardStateLimitTest, TheClientsTableIsBounded) {
       {"a", false, 1.0}, {"b", false, 1.0}, {"c", false, 1.0}, {"d", false, 1.0}};
   state.set_client_sampler([&] { return samples; });
   state.OnEvent(RoundOpened{1, 1, 2, 0});
-  for (const char* id : {"a", "b", "c", "d", "c", "d"}) state.OnEvent(UpdateAccepted{1, id, 1, 1});
+  for (const char* id : {"a", "b", "c", "d", "c", "d"})
+    state.OnEvent(UpdateAccepted{1, id, 1, 1, std::nullopt});
   state.OnEvent(RoundOpened{2, 1, 2, 0});
   nlohmann::json snap = state.SnapshotJson();
   EXPECT_EQ(snap["clients"].size(), 2u);

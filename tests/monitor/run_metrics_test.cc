@@ -43,8 +43,11 @@ TEST(RunMetricsTest, EventsBecomeTheirMetrics) {
   EXPECT_NE(text.find("tributary_run_info{"), std::string::npos);
   EXPECT_NE(text.find("codec=\"q8\""), std::string::npos);
 
-  m.OnEvent(UpdateAccepted{1, "a", 100, 4000});
-  m.OnEvent(UpdateAccepted{1, "b", 100, 4000});
+  m.OnEvent(UpdateAccepted{1, "a", 100, 4000, std::nullopt});
+  m.OnEvent(UpdateAccepted{1, "b", 100, 4000, std::nullopt});
+  // Two asynchronous updates, 0 and 3 versions stale.
+  m.OnEvent(UpdateAccepted{1, "f", 100, 4000, UpdateStaleness{4, 0, 1.0}});
+  m.OnEvent(UpdateAccepted{1, "g", 100, 4000, UpdateStaleness{1, 3, 0.5}});
   m.OnEvent(UpdateRefused{1, "c", "late: round 1 is closed", "FailedPrecondition"});
   m.OnEvent(UpdateRefused{1, "d", "bad bytes", "Corruption"});
   m.OnEvent(UpdateRefused{1, "e", "bad bytes again", "Corruption"});
@@ -65,7 +68,10 @@ TEST(RunMetricsTest, EventsBecomeTheirMetrics) {
   m.OnEvent(RoundClosed{s, std::nullopt});
   m.OnEvent(FederatedEvaluated{FederatedEvalSummary{1, 2, 200, 0.5, 0.875}});
   text = m.Scrape();
-  EXPECT_EQ(Sample(text, "tributary_updates_accepted_total"), 2);
+  EXPECT_EQ(Sample(text, "tributary_updates_accepted_total"), 4);
+  EXPECT_EQ(Sample(text, "tributary_update_staleness_count"), 2);
+  EXPECT_EQ(Sample(text, "tributary_update_staleness_sum"), 3);
+  EXPECT_EQ(Sample(text, "tributary_update_staleness_bucket{le=\"2\"}"), 1);
   EXPECT_EQ(Sample(text, "tributary_updates_refused_total{code=\"Corruption\"}"), 2);
   EXPECT_EQ(Sample(text, "tributary_updates_refused_total{code=\"FailedPrecondition\"}"), 1);
   EXPECT_EQ(Sample(text, "tributary_rounds_closed_total"), 1);

@@ -1,0 +1,419 @@
+#include "coordinator/async_engine.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "coordinator/update_check.h"
+#include "core/hash.h"
+#include "core/log.h"
+#include "core/rng.h"
+
+namespace tributary {
+namespace {
+
+// Streams of their own, apart from the synchronous engine's (selection 0x5e1ec7, fit 0xf17).
+constexpr uint64_t kAsyncSelectionStream = 0xa5e1ec7;
+constexpr uint64_t kAsyncFitSeedStream = 0xaf17;
+// The same-refusal streak must span this many different clients: one client's refusals never
+// end the run.
+constexpr size_t kSameRefusalClients = 2;
+
+uint64_t ClientHash(const std::string& id) {
+  Fnv1a64 h;
+  h.Add(id.data(), id.size());
+  return h.value();
+}
+
+double SecondsBetween(TimePoint a, TimePoint b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+// "value in tensor 'x' at index i" for the first non-finite weight, "" when all are finite.
+std::string NonFiniteAt(const ModelWeights& w) {
+  for (size_t t = 0; t < w.num_tensors(); ++t) {
+    std::span<const float> v = w.tensor(t);
+    for (size_t i = 0; i < v.size(); ++i)
+      if (!std::isfinite(v[i]))
+        return fmt::format("{} in tensor '{}' at index {}", v[i], w.tensors()[t].name, i);
+  }
+  return "";
+}
+
+}  // namespace
+
+Result<std::unique_ptr<AsyncEngine>> AsyncEngine::Create(RoundConfig config,
+                                                         std::unique_ptr<Strategy> strategy,
+                                                         ModelWeights initial, uint64_t steps_done,
+                                                         uint64_t model_version, Hooks hooks,
+                                                         uint64_t dispatches) {
+  TRIB_RETURN_IF_ERROR(config.Validate());
+  if (!config.asynchronous())
+    return Status::InvalidArgument("the asynchronous engine needs run.mode = 'async'");
+  if (!strategy) return Status::InvalidArgument("asynchronous engine: no strategy");
+  if (std::string why = strategy->needs_each_update(); !why.empty())
+    return Status::InvalidArgument(fmt::format(
+        "strategy '{}' cannot be used with run.mode = 'async', whose steps fold each update into a "
+        "running sum as it arrives: {}",
+        strategy->name(), why));
+  if (initial.size() == 0)
+    return Status::InvalidArgument("asynchronous engine: the initial model is empty");
+  TRIB_ASSIGN_OR_RETURN(std::unique_ptr<Codec> codec, MakeCodec(config.codec));
+  TRIB_ASSIGN_OR_RETURN(std::unique_ptr<Codec> download_codec,
+                        MakeDownloadCodec(config.download_codec));
+  TRIB_ASSIGN_OR_RETURN(StalenessWeight weight,
+                        StalenessWeight::Parse(config.async.staleness_weight));
+  std::unique_ptr<AsyncEngine> e(new AsyncEngine());
+  e->download_ = std::make_unique<DownloadCache>(std::move(download_codec), config.seed);
+  e->config_ = std::move(config);
+  e->strategy_ = std::move(strategy);
+  e->codec_ = std::move(codec);
+  e->weight_ = std::move(weight);
+  e->model_ = std::move(initial);
+  e->steps_done_ = steps_done;
+  e->version_ = model_version;
+  e->dispatches_ = dispatches;
+  e->registry_.SetRound(steps_done + 1);
+  e->hooks_ = std::move(hooks);
+  e->eval_ = std::make_unique<FederatedEval>(e->hooks_.on_federated_eval);
+  return e;
+}
+
+void AsyncEngine::OnJoined(const std::string& id, const ClientCapabilities& caps, TimePoint now) {
+  // A reconnect forfeits the old session's task.
+  if (auto it = tasks_.find(id); it != tasks_.end()) {
+    EndTask(it);
+    ++summary_.dropped;
+    CountMissedTask();
+  }
+  registry_.Join(id, caps, now);
+  Fill(now);
+}
+
+void AsyncEngine::OnLeft(const std::string& id, TimePoint now) {
+  if (auto it = tasks_.find(id); it != tasks_.end()) {
+    EndTask(it);
+    ++summary_.dropped;
+    CountMissedTask();
+  }
+  registry_.Leave(id);
+  expired_.erase(id);
+  eval_->OnLeft(id);
+  Fill(now);
+}
+
+Status AsyncEngine::Reject(const std::string& id, ErrorCode code, const std::string& reason) {
+  Status why = code == ErrorCode::kMalformedMessage ? Status::InvalidArgument(reason)
+                                                    : Status::FailedPrecondition(reason);
+  outbox_.push_back({id, Error{static_cast<uint32_t>(code), "update refused: " + reason}});
+  ++summary_.refused;
+  if (hooks_.on_refused) hooks_.on_refused(id, steps_done_ + 1, why);
+  return why;
+}
+
+Status AsyncEngine::OnUpdate(const std::string& id, const UpdateSubmission& u, TimePoint now) {
+  registry_.Touch(id, now);
+  const uint64_t step = steps_done_ + 1;
+  auto it = tasks_.find(id);
+  if (steps_done_ >= static_cast<uint64_t>(config_.rounds) || failed_) {
+    if (it != tasks_.end()) EndTask(it);
+    return Reject(id, ErrorCode::kProtocolViolation, "late: the run has taken its last step");
+  }
+  if (it == tasks_.end()) {
+    if (expired_.erase(id))
+      return Reject(id, ErrorCode::kProtocolViolation, "late: its task's deadline passed");
+    Miss(id, "sent an update for a task it does not hold", false);
+    return Reject(id, ErrorCode::kProtocolViolation, "client holds no task");
+  }
+  if (u.round != it->second.round || u.model_version != it->second.version)
+    return Reject(id, ErrorCode::kProtocolViolation,
+                  fmt::format("the update is for round {} and model version {}, but the client's "
+                              "task is round {} on model version {}",
+                              u.round, u.model_version, it->second.round, it->second.version));
+  const Task task = it->second;
+  EndTask(it);  // the task is over, whatever the verdict
+  summary_.bytes_up += u.update.bytes.size();
+  const uint64_t staleness = version_ - task.version;
+  std::string kind;  // the refusal's kind, for the streaks
+  float scale = 1.0f;
+  Status verdict = [&]() -> Status {
+    if (now > task.deadline) {
+      kind = "late";
+      return Reject(id, ErrorCode::kProtocolViolation, "late: its task's deadline passed");
+    }
+    if (staleness > static_cast<uint64_t>(config_.async.max_staleness)) {
+      kind = "stale";
+      return Reject(id, ErrorCode::kProtocolViolation,
+                    fmt::format("stale: trained on model version {}, {} versions behind the "
+                                "current {}, more than run.max_staleness = {}",
+                                task.version, staleness, version_, config_.async.max_staleness));
+    }
+    std::variant<UpdateStats, UpdateRefusal> judged = CheckUpdateContent(
+        config_, *codec_, model_, id, registry_.Find(id), u, "step " + std::to_string(step));
+    if (const auto* no = std::get_if<UpdateRefusal>(&judged)) {
+      kind = no->kind;
+      return Reject(id, no->code, no->reason);
+    }
+    const uint64_t weight = config_.WeightOf(u.num_examples);  // run.max_weight, when set
+    if (Status fits = strategy_->CheckUpdate(std::get<UpdateStats>(judged), weight); !fits.ok()) {
+      kind = "out of bounds";
+      return Reject(id, ErrorCode::kMalformedMessage, fits.message());
+    }
+    // The staleness discount goes into the terms only: the normaliser stays sum(n_i).
+    scale = weight_(staleness);
+    const std::span<const uint8_t> bytes = u.update.bytes.span();
+    Status s = strategy_->Accumulate(weight, [&](UpdateSink& sink, float outer) {
+      codec_->DecodeInto(bytes, sink, outer * scale);
+    });
+    if (!s.ok()) {
+      kind = "internal";
+      return Reject(id, ErrorCode::kInternal, s.message());
+    }
+    return Status::Ok();
+  }();
+  if (!verdict.ok()) {
+    // A stale or late update's only fault is its speed: no cool-down for that.
+    if (kind != "stale" && kind != "late")
+      Miss(id, "had its update refused (" + verdict.message() + ")", true);
+    CountRefusal(id, kind == "stale" || kind == "late" ? "" : kind, verdict.message());
+    CountMissedTask();
+  } else {
+    registry_.RecordGood(id);
+    if (hooks_.on_accepted)
+      hooks_.on_accepted(id, step, u.num_examples, u.update.bytes.size(),
+                         UpdateStaleness{task.version, staleness, scale});
+    ++summary_.accepted;
+    summary_.num_examples += u.num_examples;
+    for (const auto& [k, v] : u.metrics)
+      if (std::isfinite(v)) metric_sums_[k] += v * static_cast<double>(u.num_examples);
+    if (ClientRecord* rec = registry_.Find(id)) ++rec->rounds_completed;
+    ++histogram_[std::min<size_t>(staleness, histogram_.size() - 1)];
+    staleness_sum_ += static_cast<double>(staleness);
+    step_max_staleness_ = std::max(step_max_staleness_, staleness);
+    same_count_ = 0;
+    same_kind_.clear();
+    same_clients_.clear();
+    missed_tasks_ = 0;
+    if (static_cast<int64_t>(strategy_->num_accumulated()) >= config_.BufferSize())
+      ApplyBuffer(now);
+  }
+  Fill(now);
+  return verdict;
+}
+
+void AsyncEngine::CountRefusal(const std::string& id, const std::string& kind,
+                               const std::string& reason) {
+  if (kind.empty() || failed_) return;
+  if (kind != same_kind_) {
+    same_kind_ = kind;
+    same_example_ = reason;
+    same_count_ = 0;
+    same_clients_.clear();
+  }
+  ++same_count_;
+  same_clients_.insert(id);
+  if (same_count_ >= kSameRefusalSteps * config_.BufferSize() &&
+      same_clients_.size() >= kSameRefusalClients)
+    Fail(Status::FailedPrecondition(fmt::format(
+        "step {}: the last {} updates were all refused for the same reason ({}), from {} "
+        "different clients, e.g. '{}'; going on cannot help",
+        steps_done_ + 1, same_count_, same_kind_, same_clients_.size(), same_example_)));
+}
+
+void AsyncEngine::CountMissedTask() {
+  ++missed_tasks_;
+  if (failed_ || config_.max_round_attempts == 0) return;
+  const int64_t limit = config_.max_round_attempts * config_.Concurrency();
+  if (missed_tasks_ >= limit)
+    Fail(Status::Unavailable(fmt::format(
+        "step {}: the last {} tasks ended without an accepted update (run.max_round_attempts = {} "
+        "x run.concurrency = {})",
+        steps_done_ + 1, missed_tasks_, config_.max_round_attempts, config_.Concurrency())));
+}
+
+void AsyncEngine::Miss(const std::string& id, std::string_view why, bool refused) {
+  if (config_.cooldown_max_rounds == 0) return;
+  const uint64_t step = steps_done_ + 1;
+  const uint64_t before = registry_.CoolingUntil(id);
+  registry_.RecordMiss(id, step, static_cast<uint64_t>(config_.cooldown_max_rounds), refused);
+  const uint64_t until = registry_.CoolingUntil(id);
+  if (until == before) return;  // its miss of this step is already on record
+  Log().warn("client '{}' {} in step {}: left out of selection until step {} ({} misses in a row)",
+             id, why, step, until, registry_.cooldowns().find(id)->second.misses);
+}
+
+Status AsyncEngine::OnEvaluateResult(const std::string& id, const EvaluateResult& res,
+                                     TimePoint now) {
+  registry_.Touch(id, now);
+  return eval_->OnResult(id, res);
+}
+
+Status AsyncEngine::OnSecAgg(const std::string& id, const Message& m, TimePoint now) {
+  registry_.Touch(id, now);
+  Status s = Status::FailedPrecondition(MessageTypeName(TypeOf(m)) +
+                                        ": this run is asynchronous, without secure aggregation");
+  outbox_.push_back({id, Error{static_cast<uint32_t>(ErrorCode::kProtocolViolation), s.message()}});
+  return s;
+}
+
+void AsyncEngine::OnTick(TimePoint now) {
+  eval_->OnTick(now);
+  Expire(now);
+  Fill(now);
+}
+
+void AsyncEngine::Expire(TimePoint now) {
+  while (!deadlines_.empty() && deadlines_.begin()->first <= now) {
+    const std::string id = deadlines_.begin()->second;
+    EndTask(tasks_.find(id));
+    expired_.insert(id);
+    ++summary_.dropped;
+    Miss(id, "sent no update by its task's deadline", false);
+    CountMissedTask();
+  }
+}
+
+void AsyncEngine::EndTask(std::map<std::string, Task>::iterator it) {
+  deadlines_.erase({it->second.deadline, it->first});
+  if (ClientRecord* r = registry_.Find(it->first)) registry_.Release(*r);
+  tasks_.erase(it);
+}
+
+void AsyncEngine::Fill(TimePoint now) {
+  if (failed_ || steps_done_ >= static_cast<uint64_t>(config_.rounds)) return;
+  if (!started_) {
+    if (static_cast<int64_t>(registry_.size()) < config_.min_available) return;
+    started_ = true;
+  }
+  const size_t slots = static_cast<size_t>(config_.Concurrency());
+  if (tasks_.size() >= slots || registry_.num_idle() == 0) return;
+  if (!buffer_open_) OpenBuffer(now);
+  if (failed_) return;
+  const size_t want = slots - tasks_.size();
+  ClientRegistry::Pools pools = registry_.SelectionPools(steps_done_ + 1);
+  Rng rng = Rng::Stream(config_.seed, {kAsyncSelectionStream, dispatches_});
+  std::vector<std::string> chosen;
+  for (std::vector<const std::string*>* pool : {&pools.clean, &pools.probation}) {
+    if (chosen.size() >= want) break;
+    rng.Shuffle(std::span<const std::string*>(*pool));
+    for (const std::string* id : *pool) {
+      if (chosen.size() >= want) break;
+      chosen.push_back(*id);
+    }
+  }
+  // Everyone idle is cooling down and nobody trains: the earliest to come back takes a task rather
+  // than the run stall.
+  if (chosen.empty() && tasks_.empty() && !pools.cooling.empty())
+    chosen.push_back(*pools.cooling.front());
+  if (chosen.empty()) return;
+  const ModelPayload& payload = download_->For(model_, version_, steps_done_ + 1);
+  for (const std::string& id : chosen) Dispatch(id, payload, now);
+}
+
+void AsyncEngine::Dispatch(const std::string& id, const ModelPayload& payload, TimePoint now) {
+  const uint64_t dispatch = dispatches_++;
+  TaskAssignment t;
+  t.round = steps_done_ + 1;
+  t.model_version = version_;
+  t.fit = config_.fit;
+  t.fit.seed = DeriveSeed(config_.seed, {kAsyncFitSeedStream, dispatch, ClientHash(id)});
+  t.codec.spec = std::string(codec_->spec());
+  t.deadline_ms = static_cast<uint64_t>(config_.round_timeout.count());
+  t.model = payload;  // shares the version's one copy
+  Task task{dispatch, t.round, version_, now + config_.round_timeout};
+  registry_.MarkBusy(*registry_.Find(id));
+  expired_.erase(id);
+  tasks_[id] = task;
+  deadlines_.insert({task.deadline, id});
+  ++summary_.selected;
+  summary_.bytes_down += t.model.data_bytes();
+  outbox_.push_back({id, std::move(t)});
+}
+
+void AsyncEngine::OpenBuffer(TimePoint now) {
+  if (Status begun = strategy_->BeginRound(model_); !begun.ok()) {
+    Fail(begun.WithContext("step " + std::to_string(steps_done_ + 1) +
+                           ": the strategy cannot begin"));
+    return;
+  }
+  buffer_open_ = true;
+  step_start_ = now;
+  const int64_t carried_dropped = summary_.dropped;  // tasks lost before the buffer opened
+  summary_ = RoundSummary{};
+  summary_.round = steps_done_ + 1;
+  summary_.attempts = 1;
+  summary_.dropped = carried_dropped;
+  metric_sums_.clear();
+  histogram_.assign(
+      static_cast<size_t>(std::min<int64_t>(config_.async.max_staleness, kHistogramTop)) + 1, 0);
+  staleness_sum_ = 0.0;
+  step_max_staleness_ = 0;
+  if (hooks_.on_round_opened)
+    hooks_.on_round_opened(summary_.round, 1, static_cast<int64_t>(tasks_.size()));
+}
+
+void AsyncEngine::ApplyBuffer(TimePoint now) {
+  Result<ModelWeights> next = strategy_->Finalize();
+  if (!next.ok()) {
+    Fail(next.status().WithContext("step " + std::to_string(steps_done_ + 1)));
+    return;
+  }
+  if (std::string where = NonFiniteAt(*next); !where.empty()) {
+    Fail(Status::FailedPrecondition(fmt::format(
+        "step {}: the aggregated model holds {}; the run stops rather than send it to clients",
+        steps_done_ + 1, where)));
+    return;
+  }
+  model_ = std::move(next).value();
+  ++version_;
+  ++steps_done_;
+  registry_.SetRound(steps_done_ + 1);
+  buffer_open_ = false;
+  summary_.model_version = version_;
+  summary_.duration_s = SecondsBetween(step_start_, now);
+  for (const auto& [k, v] : metric_sums_)
+    summary_.client_metrics[k] =
+        v / static_cast<double>(std::max<uint64_t>(1, summary_.num_examples));
+  StalenessSummary st;
+  st.histogram = histogram_;
+  st.in_flight = static_cast<int64_t>(tasks_.size());
+  st.max = step_max_staleness_;
+  st.mean = summary_.accepted > 0 ? staleness_sum_ / static_cast<double>(summary_.accepted) : 0.0;
+  summary_.staleness = std::move(st);
+  if (config_.federated_eval_every > 0 &&
+      steps_done_ % static_cast<uint64_t>(config_.federated_eval_every) == 0) {
+    EvaluateTask task;
+    task.round = summary_.round;
+    task.model_version = version_;
+    task.deadline_ms = static_cast<uint64_t>(config_.round_timeout.count());
+    task.model = download_->For(model_, version_, summary_.round);
+    eval_->Start(task, registry_.Eligible(), now + config_.round_timeout, outbox_);
+  }
+  const RoundSummary done = summary_;
+  summary_ = RoundSummary{};
+  if (hooks_.on_round_complete) hooks_.on_round_complete(done, model_);
+  if (steps_done_ < static_cast<uint64_t>(config_.rounds)) OpenBuffer(now);
+}
+
+void AsyncEngine::Fail(Status why) {
+  if (failed_) return;
+  failed_ = true;
+  failure_ = std::move(why);
+  Log().error("{}", failure_.message());
+}
+
+std::vector<Engine::Outgoing> AsyncEngine::TakeOutbox() {
+  std::vector<Outgoing> out;
+  out.swap(outbox_);
+  return out;
+}
+
+std::optional<TimePoint> AsyncEngine::next_wakeup() const {
+  std::optional<TimePoint> wake;
+  if (!deadlines_.empty()) wake = deadlines_.begin()->first;
+  if (std::optional<TimePoint> e = eval_->deadline(); e && (!wake || *e < *wake)) wake = e;
+  return wake;
+}
+
+}  // namespace tributary

@@ -1,0 +1,54 @@
+// FederatedEval: asking the idle clients to evaluate a new model, and weighing what they answer.
+//
+// Start sends an EvaluateTask with the model (one shared payload) to every client it is given and
+// waits; each EvaluateResult is weighted by its num_examples (results that are not finite, or of
+// no examples, count as answers but not in the means). The evaluation is reported (`on_done`)
+// when every client has answered or left, or at its deadline with the results that came; a new
+// Start first reports one still waiting. Both engines use it (eval.federated_every), the
+// synchronous after every k-th round, the asynchronous after every k-th step.
+//
+// Not thread-safe (one engine's).
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "coordinator/engine.h"
+
+namespace tributary {
+
+class FederatedEval {
+ public:
+  explicit FederatedEval(std::function<void(const FederatedEvalSummary&)> on_done)
+      : on_done_(std::move(on_done)) {}
+
+  // Sends `task` (its round, version, deadline and model set) to each of `clients` through
+  // `outbox`; with no clients the evaluation is reported at once, empty.
+  void Start(const EvaluateTask& task, const std::vector<std::string>& clients, TimePoint deadline,
+             std::vector<Engine::Outgoing>& outbox);
+  // FailedPrecondition when `id` was not asked, or answers another round.
+  Status OnResult(const std::string& id, const EvaluateResult& result);
+  void OnLeft(const std::string& id);
+  // Reports the evaluation when its deadline has passed.
+  void OnTick(TimePoint now);
+
+  // Waiting for answers.
+  bool pending() const { return !pending_.empty(); }
+  std::optional<TimePoint> deadline() const {
+    return pending_.empty() ? std::nullopt : std::optional<TimePoint>(deadline_);
+  }
+
+ private:
+  void Finish();
+
+  std::function<void(const FederatedEvalSummary&)> on_done_;
+  std::set<std::string> pending_;
+  TimePoint deadline_{};
+  FederatedEvalSummary eval_;
+  double loss_sum_ = 0.0, correct_sum_ = 0.0;
+};
+
+}  // namespace tributary

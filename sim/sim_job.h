@@ -1,0 +1,32 @@
+// Simulator::Job: one selected client's task, filled in on a pool thread (the simulator's own
+// files only: simulator.cc, simulator_async.cc).
+#pragma once
+
+#include <memory>
+#include <optional>
+
+#include "client/secagg_task.h"
+#include "sim/simulator.h"
+
+namespace tributary {
+
+// One selected client's task in an attempt, filled in on a pool thread.
+struct Simulator::Job {
+  uint64_t index = 0;
+  const Engine::Outgoing* out = nullptr;
+  // An asynchronous run's task number (the order the engine sent it in): what its device draws
+  // are keyed by (DeviceModel::TimeTask); none in a synchronous run (keyed by round and attempt).
+  std::optional<uint64_t> task;
+  TaskTiming timing;
+  uint64_t bytes_up = 0;
+  std::optional<UpdateSubmission> submission;
+  // With secure aggregation: the client's part in the attempt (null: it never started one), and
+  // the masked input it sends instead of the update.
+  std::shared_ptr<SecAggTask> secagg;
+  std::optional<Message> masked;
+  double secagg_seconds = 0.0;  // the masking's compute
+  bool left_early = false;      // unreachable: told to the engine before the key phases
+  Status error;
+};
+
+}  // namespace tributary

@@ -1,0 +1,24 @@
+// The simulator's passage of messages through the real wire format, and its wall clock.
+//
+// ThroughWire(m) is `m` as a peer receives it: encoded into frames the way the transport sends
+// it (EncodeOutbound), then decoded by the hostile-input decoder (DecodeMessageBodySharing), so
+// every simulated update and download is counted in framed bytes and parsed as deployment parses
+// it. Thread-safe.
+#pragma once
+
+#include <cstdint>
+
+#include "protocol/frame.h"
+#include "protocol/messages.h"
+
+namespace tributary {
+
+// Seconds on a monotonic clock (differences only).
+double SimWallNow();
+// Header and body bytes of every frame of `m`.
+uint64_t FramedBytes(const OutboundMessage& m);
+// `m` through the wire; `*bytes` gets its framed size. The decoder's error for anything it
+// refuses.
+Result<Message> ThroughWire(const Message& m, uint64_t stream, uint64_t* bytes);
+
+}  // namespace tributary

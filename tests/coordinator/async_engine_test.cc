@@ -1,0 +1,321 @@
+// The asynchronous engine (FedBuff) driven directly with events and a fake clock.
+#include "coordinator/async_engine.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "aggregation/fedavg.h"
+#include "aggregation/strategy_factory.h"
+#include "compression/dense_codec.h"
+#include "coordinator/engine_factory.h"
+#include "coordinator/round_engine.h"
+
+namespace tributary {
+namespace {
+
+using namespace std::chrono_literals;
+
+class AsyncEngineTest : public ::testing::Test {
+ protected:
+  RoundConfig Config(int64_t concurrency, int64_t buffer) {
+    RoundConfig c;
+    c.mode = "async";
+    c.rounds = 5;
+    c.clients_per_round = buffer;
+    c.async.concurrency = concurrency;
+    c.async.buffer_size = buffer;
+    c.min_available = 1;
+    c.round_timeout = 10s;
+    return c;
+  }
+  void Make(RoundConfig cfg) {
+    ModelWeights init = *ModelWeights::Create({{"w", {4}}});
+    Engine::Hooks hooks;
+    hooks.on_round_complete = [this](const RoundSummary& s, const ModelWeights& m) {
+      summaries_.push_back(s);
+      models_.push_back(m);
+    };
+    hooks.on_accepted = [this](const std::string& id, uint64_t, uint64_t, uint64_t,
+                               const std::optional<UpdateStaleness>& st) {
+      accepted_.emplace_back(id, *st);
+    };
+    hooks.on_refused = [this](const std::string& id, uint64_t, const Status& why) {
+      refused_.emplace_back(id, why.message());
+    };
+    Result<std::unique_ptr<AsyncEngine>> e =
+        AsyncEngine::Create(cfg, std::make_unique<FedAvg>(), init, 0, 0, hooks);
+    ASSERT_TRUE(e.ok()) << e.status().ToString();
+    engine_ = std::move(*e);
+  }
+  void Join(const std::string& id, uint64_t n = 100) {
+    engine_->OnJoined(id, ClientCapabilities{"cpu", {"dense"}, n, 0, {}}, now_);
+  }
+  // Tasks sent since the last call, by client (the outbox's errors go to errors_).
+  std::map<std::string, TaskAssignment> Tasks() {
+    std::map<std::string, TaskAssignment> out;
+    for (auto& o : engine_->TakeOutbox()) {
+      if (auto* t = std::get_if<TaskAssignment>(&o.message)) {
+        EXPECT_FALSE(out.count(o.client_id)) << o.client_id << " got two tasks at once";
+        out[o.client_id] = *t;
+        held_[o.client_id] = *t;
+      }
+      if (auto* e = std::get_if<Error>(&o.message)) errors_[o.client_id].push_back(e->message);
+    }
+    return out;
+  }
+  UpdateSubmission Update(const TaskAssignment& t, std::vector<float> delta, uint64_t n = 100) {
+    UpdateSubmission u;
+    u.round = t.round;
+    u.model_version = t.model_version;
+    u.num_examples = n;
+    u.update.codec = "dense";
+    u.update.layout_fingerprint = t.model.layout_fingerprint;
+    u.update.num_floats = delta.size();
+    u.update.bytes = *DenseCodec().Encode(delta);
+    return u;
+  }
+  // `id` sends `delta` for the task it holds.
+  Status Send(const std::string& id, std::vector<float> delta, uint64_t n = 100) {
+    EXPECT_TRUE(held_.count(id)) << id << " holds no task";
+    Status s = engine_->OnUpdate(id, Update(held_.at(id), std::move(delta), n), now_);
+    held_.erase(id);
+    Tasks();  // the replacements
+    return s;
+  }
+
+  TimePoint now_{};
+  std::unique_ptr<AsyncEngine> engine_;
+  std::map<std::string, TaskAssignment> held_;
+  std::vector<RoundSummary> summaries_;
+  std::vector<ModelWeights> models_;
+  std::vector<std::pair<std::string, UpdateStaleness>> accepted_;
+  std::vector<std::pair<std::string, std::string>> refused_;
+  std::map<std::string, std::vector<std::string>> errors_;
+};
+
+TEST(StalenessWeightTest, MatchesThePublishedFormulas) {
+  StalenessWeight constant = *StalenessWeight::Parse("constant");
+  StalenessWeight sqrt = *StalenessWeight::Parse("sqrt");
+  StalenessWeight poly = *StalenessWeight::Parse("polynomial:2");
+  StalenessWeight hinge = *StalenessWeight::Parse("hinge:0.5:2");
+  for (uint64_t t = 0; t <= 6; ++t) {
+    const double td = static_cast<double>(t);
+    EXPECT_EQ(constant(t), 1.0f);
+    EXPECT_EQ(sqrt(t), static_cast<float>(1.0 / std::sqrt(1.0 + td))) << t;
+    EXPECT_EQ(poly(t), static_cast<float>(1.0 / ((1.0 + td) * (1.0 + td)))) << t;
+    EXPECT_EQ(hinge(t), t <= 2 ? 1.0f : static_cast<float>(1.0 / (0.5 * (td - 2.0) + 1.0))) << t;
+  }
+  EXPECT_EQ(sqrt(3), 0.5f);
+  EXPECT_EQ(hinge(4), 0.5f);
+  for (const char* bad : {"", "linear", "polynomial", "polynomial:x", "polynomial:-1",
+                          "polynomial:11", "hinge:1", "hinge:0:1", "hinge:1:-1", "sqrt:1"}) {
+    Result<StalenessWeight> w = StalenessWeight::Parse(bad);
+    ASSERT_FALSE(w.ok()) << bad;
+    EXPECT_NE(w.status().message().find("run.staleness_weight"), std::string::npos);
+  }
+}
+
+TEST_F(AsyncEngineTest, KeepsCClientsTrainingAndReplacesEachFinishedOneAtOnce) {
+  Make(Config(3, 2));
+  for (int i = 0; i < 6; ++i) Join("c" + std::to_string(i));
+  std::map<std::string, TaskAssignment> first = Tasks();
+  EXPECT_EQ(first.size(), 3u);
+  EXPECT_EQ(engine_->in_flight(), 3u);
+  const std::string done = first.begin()->first;
+  ASSERT_TRUE(Send(done, {1, 1, 1, 1}).ok());
+  EXPECT_EQ(engine_->in_flight(), 3u);  // replaced at once, before any step
+  EXPECT_TRUE(summaries_.empty());
+  EXPECT_EQ(engine_->dispatches(), 4u);
+  // The fourth task was sent on the same model version, with a fit seed of its own.
+  std::set<uint64_t> seeds;
+  for (const auto& [id, t] : held_) {
+    EXPECT_EQ(t.model_version, 0u);
+    seeds.insert(t.fit.seed);
+  }
+  EXPECT_EQ(seeds.size(), 3u);
+}
+
+// The hand computation: step = sum(s(t) * n * delta) / sum(n), with s(t) = 1 / (1 + t)
+// (polynomial:1), so the discount is not cancelled by the normaliser.
+TEST_F(AsyncEngineTest, AStepIsTheStalenessWeightedSumOverThePlainWeights) {
+  RoundConfig c = Config(3, 2);
+  c.async.staleness_weight = "polynomial:1";
+  Make(c);
+  Join("a");
+  Join("b", 300);
+  Join("c");
+  Tasks();
+  ASSERT_EQ(held_.size(), 3u);
+  ASSERT_TRUE(Send("a", {1, 0, 0, 0}, 100).ok());
+  ASSERT_TRUE(Send("b", {2, 0, 0, 8}, 300).ok());
+  ASSERT_EQ(summaries_.size(), 1u);
+  // (100 * 1 + 300 * 2) / 400 = 1.75; (300 * 8) / 400 = 6.
+  EXPECT_FLOAT_EQ(models_[0].data()[0], 1.75f);
+  EXPECT_FLOAT_EQ(models_[0].data()[3], 6.0f);
+  EXPECT_EQ(engine_->model_version(), 1u);
+  // c trained on version 0: staleness 1, weight 1/2. a's replacement was sent before the step
+  // (version 0), b's after it (version 1).
+  ASSERT_TRUE(held_.count("a") && held_.count("b") && held_.count("c"));
+  EXPECT_EQ(held_["c"].model_version, 0u);
+  EXPECT_EQ(held_["a"].model_version, 0u);
+  EXPECT_EQ(held_["b"].model_version, 1u);
+  ASSERT_TRUE(Send("c", {4, 0, 0, 0}, 100).ok());
+  ASSERT_TRUE(Send("b", {1, 0, 0, 2}, 100).ok());
+  ASSERT_EQ(summaries_.size(), 2u);
+  // 1.75 + (100 * 0.5 * 4 + 100 * 1 * 1) / 200 = 3.25; 6 + (100 * 2) / 200 = 7.
+  EXPECT_FLOAT_EQ(models_[1].data()[0], 3.25f);
+  EXPECT_FLOAT_EQ(models_[1].data()[3], 7.0f);
+  ASSERT_EQ(accepted_.size(), 4u);
+  EXPECT_EQ(accepted_[2].first, "c");
+  EXPECT_EQ(accepted_[2].second.trained_on, 0u);
+  EXPECT_EQ(accepted_[2].second.staleness, 1u);
+  EXPECT_EQ(accepted_[2].second.weight, 0.5f);
+  ASSERT_TRUE(summaries_[1].staleness.has_value());
+  EXPECT_DOUBLE_EQ(summaries_[1].staleness->mean, 0.5);
+  EXPECT_EQ(summaries_[1].staleness->max, 1u);
+  EXPECT_EQ(summaries_[1].staleness->histogram[0], 1u);
+  EXPECT_EQ(summaries_[1].staleness->histogram[1], 1u);
+  EXPECT_EQ(summaries_[1].staleness->in_flight, 2);  // b's slot is refilled after the step
+  EXPECT_EQ(summaries_[1].num_examples, 200u);
+}
+
+TEST_F(AsyncEngineTest, RefusesAnUpdateMoreThanMaxStalenessBehindWithoutCoolingItsSender) {
+  RoundConfig c = Config(2, 1);
+  c.async.max_staleness = 1;
+  Make(c);
+  for (const char* id : {"a", "b"}) Join(id);
+  Tasks();
+  // Only a is idle each time, so it takes the freed slot: two steps while b trains on version 0.
+  ASSERT_TRUE(Send("a", {1, 1, 1, 1}).ok());  // step 1: version 1
+  ASSERT_EQ(held_["a"].model_version, 1u);
+  ASSERT_TRUE(Send("a", {1, 1, 1, 1}).ok());  // step 2: version 2
+  ASSERT_TRUE(held_.count("b"));
+  ASSERT_EQ(held_["b"].model_version, 0u);
+  Status s = Send("b", {1, 1, 1, 1});
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("stale: trained on model version 0, 2 versions behind the current 2, "
+                             "more than run.max_staleness = 1"),
+            std::string::npos)
+      << s.message();
+  ASSERT_FALSE(errors_["b"].empty());
+  EXPECT_NE(errors_["b"].back().find("stale"), std::string::npos);
+  EXPECT_EQ(engine_->registry().CoolingUntil("b"), 0u);  // too slow, not hostile
+  EXPECT_EQ(engine_->model_version(), 2u);               // nothing of it was folded
+  EXPECT_EQ(engine_->in_flight(), 2u);                   // b's slot went to a new task
+}
+
+TEST_F(AsyncEngineTest, EachTaskHasItsOwnDeadlineAndASlowClientNeverStallsTheRun) {
+  Make(Config(2, 1));
+  for (const char* id : {"fast", "slow"}) Join(id);
+  Tasks();
+  ASSERT_EQ(held_.size(), 2u);
+  // "fast" answers every second and takes the freed slot each time; "slow" never answers.
+  for (int i = 0; i < 3; ++i) {
+    now_ += 1s;
+    ASSERT_TRUE(held_.count("fast"));
+    ASSERT_TRUE(Send("fast", {1, 0, 0, 0}).ok());
+  }
+  EXPECT_EQ(engine_->rounds_done(), 3u);                 // steps went on without the slow client
+  EXPECT_EQ(engine_->next_wakeup(), TimePoint{} + 10s);  // slow's task, sent at 0
+  now_ = TimePoint{} + 10s;
+  engine_->OnTick(now_);
+  Tasks();
+  // The slow client's task expired; fast's (sent at 3 s) did not.
+  // A miss in step 4: it sits out the rest of step 4 and step 5.
+  EXPECT_EQ(engine_->registry().CoolingUntil("slow"), 6u);
+  ASSERT_TRUE(held_.count("fast"));
+  EXPECT_EQ(engine_->next_wakeup(), TimePoint{} + 13s);
+  // Its update after the deadline is refused as late.
+  Status late = engine_->OnUpdate("slow", Update(held_["slow"], {9, 9, 9, 9}), now_);
+  EXPECT_NE(late.message().find("late"), std::string::npos) << late.message();
+}
+
+TEST_F(AsyncEngineTest, AnUpdateForAnotherTaskIsRefusedAndTheTaskStays) {
+  Make(Config(1, 1));
+  Join("a");
+  Tasks();
+  TaskAssignment wrong = held_["a"];
+  wrong.model_version = 7;
+  Status s = engine_->OnUpdate("a", Update(wrong, {1, 1, 1, 1}), now_);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("the client's task is round 1 on model version 0"), std::string::npos)
+      << s.message();
+  EXPECT_EQ(engine_->in_flight(), 1u);
+  EXPECT_TRUE(Send("a", {1, 1, 1, 1}).ok());
+  Status none = engine_->OnUpdate("b", Update(wrong, {1, 1, 1, 1}), now_);
+  EXPECT_NE(none.message().find("holds no task"), std::string::npos);
+}
+
+TEST_F(AsyncEngineTest, FinishesAfterItsStepsAndRefusesWhatComesLater) {
+  RoundConfig c = Config(2, 1);
+  c.rounds = 2;
+  Make(c);
+  for (const char* id : {"a", "b"}) Join(id);
+  Tasks();
+  while (!engine_->finished()) {
+    ASSERT_FALSE(held_.empty());
+    ASSERT_TRUE(Send(held_.begin()->first, {1, 1, 1, 1}).ok());
+  }
+  EXPECT_EQ(engine_->rounds_done(), 2u);
+  EXPECT_FLOAT_EQ(engine_->model().data()[0], 2.0f);
+  ASSERT_FALSE(held_.empty());  // a task still in flight at the end
+  Status late = Send(held_.begin()->first, {1, 1, 1, 1});
+  EXPECT_NE(late.message().find("last step"), std::string::npos);
+  EXPECT_FLOAT_EQ(engine_->model().data()[0], 2.0f);
+}
+
+TEST_F(AsyncEngineTest, EndsTheRunWhenNoTaskDeliversForMaxRoundAttemptsTimesC) {
+  RoundConfig c = Config(2, 1);
+  c.max_round_attempts = 2;
+  c.cooldown_max_rounds = 0;
+  Make(c);
+  for (const char* id : {"a", "b"}) Join(id);
+  Tasks();
+  for (int i = 1; i <= 2 && !engine_->finished(); ++i) {
+    now_ = TimePoint{} + 10s * i;
+    engine_->OnTick(now_);
+    Tasks();
+  }
+  ASSERT_TRUE(engine_->finished());
+  EXPECT_NE(engine_->failure().message().find("the last 4 tasks ended without an accepted update"),
+            std::string::npos)
+      << engine_->failure().ToString();
+}
+
+TEST(AsyncEngineCreateTest, RefusesWhatCannotStreamOrHasNoSoundAccountingYet) {
+  RoundConfig c;
+  c.mode = "async";
+  ModelWeights init = *ModelWeights::Create({{"w", {4}}});
+  Result<std::unique_ptr<Strategy>> median = MakeStrategy("median");
+  ASSERT_TRUE(median.ok());
+  Result<std::unique_ptr<Engine>> e = MakeEngine(c, std::move(*median), init, 0, 0, 0, {});
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.status().message().find("cannot be used with run.mode = 'async'"), std::string::npos)
+      << e.status().ToString();
+  RoundConfig s = c;
+  s.secagg.enabled = true;
+  EXPECT_NE(s.Validate().message().find("'secagg.enabled' cannot be used with run.mode = 'async'"),
+            std::string::npos);
+  RoundConfig d = c;
+  d.dp.enabled = true;
+  d.dp.clip_norm = 1.0;
+  EXPECT_NE(d.Validate().message().find("'dp.enabled' cannot be used with run.mode = 'async'"),
+            std::string::npos);
+  RoundConfig m = c;
+  m.mode = "fast";
+  EXPECT_NE(m.Validate().message().find("'run.mode' = 'fast' must be 'sync' or 'async'"),
+            std::string::npos);
+  RoundConfig w = c;
+  w.async.staleness_weight = "cubic";
+  EXPECT_NE(w.Validate().message().find("run.staleness_weight"), std::string::npos);
+  // A synchronous config builds the round engine.
+  RoundConfig sync;
+  Result<std::unique_ptr<Engine>> r =
+      MakeEngine(sync, std::make_unique<FedAvg>(), init, 0, 0, 0, {});
+  ASSERT_TRUE(r.ok());
+  EXPECT_NE(dynamic_cast<RoundEngine*>(r->get()), nullptr);
+}
+
+}  // namespace
+}  // namespace tributary

@@ -1,0 +1,105 @@
+// The simulator in asynchronous mode (run.mode = "async"): its discrete-event loop is bitwise
+// deterministic whatever the thread count, a slow tail does not set its pace, and unreachable
+// clients, dropouts and stragglers are delivered in simulated time.
+#include <gtest/gtest.h>
+
+#include "sim/simulator.h"
+#include "sim_test_util.h"
+
+namespace tributary {
+namespace {
+
+// 20 clients, a fifth of them 40x slower than the rest; 5 train at once, a step every 5 updates.
+SimConfig AsyncConfig() {
+  SimConfig c = testing::SmallSyntheticConfig();
+  c.run.round.mode = "async";
+  c.run.round.rounds = 8;
+  c.run.round.async.concurrency = 5;
+  c.run.round.async.buffer_size = 5;
+  c.run.round.async.max_staleness = 8;
+  c.hetero.speed_tiers = "fast:0.8:2000,slow:0.2:50";
+  c.run.round.round_timeout = std::chrono::seconds(30);
+  return c;
+}
+
+TEST(AsyncSimulatorTest, IsBitwiseIdenticalAcrossThreadCountsAndLearns) {
+  SimConfig c = AsyncConfig();
+  std::vector<SimResult> runs;
+  for (int threads : {1, 2, 4}) {
+    c.threads = threads;
+    Result<SimResult> r = testing::RunSimulation(c);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    runs.push_back(std::move(*r));
+  }
+  ASSERT_EQ(runs[0].rounds.size(), 8u);
+  for (size_t i = 1; i < runs.size(); ++i) {
+    EXPECT_EQ(runs[i].model_hash, runs[0].model_hash) << "threads run " << i;
+    ASSERT_EQ(runs[i].rounds.size(), runs[0].rounds.size());
+    for (size_t s = 0; s < runs[0].rounds.size(); ++s) {
+      EXPECT_DOUBLE_EQ(runs[i].rounds[s].sim_clock, runs[0].rounds[s].sim_clock) << s;
+      EXPECT_EQ(runs[i].rounds[s].bytes_up, runs[0].rounds[s].bytes_up) << s;
+      EXPECT_EQ(runs[i].rounds[s].test_accuracy, runs[0].rounds[s].test_accuracy) << s;
+    }
+  }
+  for (const SimRound& s : runs[0].rounds) EXPECT_EQ(s.accepted, 5);
+  EXPECT_GT(runs[0].rounds.back().test_accuracy, 0.6);
+  EXPECT_GT(runs[0].rounds.back().test_accuracy, runs[0].rounds.front().test_accuracy);
+}
+
+// The same 8 x 5 updates from the same clients and devices: synchronous rounds wait for their
+// slowest client, asynchronous steps go on with the fast ones.
+TEST(AsyncSimulatorTest, ASlowTailDoesNotSetThePace) {
+  SimConfig async = AsyncConfig();
+  SimConfig sync = AsyncConfig();
+  sync.run.round.mode = "sync";
+  Result<SimResult> a = testing::RunSimulation(async);
+  Result<SimResult> s = testing::RunSimulation(sync);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  ASSERT_EQ(a->rounds.size(), s->rounds.size());
+  // A slow client takes 100 examples x 3 epochs / 50 per s = 6 s; a fast one 0.15 s. With a fifth
+  // slow, most synchronous rounds of 5 hold one.
+  EXPECT_GT(s->sim_seconds, 20.0);
+  EXPECT_LT(a->sim_seconds, s->sim_seconds / 3)
+      << "async " << a->sim_seconds << " s, sync " << s->sim_seconds << " s";
+  EXPECT_GT(a->rounds.back().test_accuracy, 0.6);
+}
+
+TEST(AsyncSimulatorTest, DeliversUnreachableClientsDropoutsAndStragglersInSimulatedTime) {
+  SimConfig c = AsyncConfig();
+  c.hetero.availability = 0.8;
+  c.hetero.dropout = 0.1;
+  // The slow clients take 1.5 s, past their tasks' 1 s deadline: their updates come late.
+  c.hetero.speed_tiers = "fast:0.8:2000,slow:0.2:200";
+  c.run.round.round_timeout = std::chrono::seconds(1);
+  Result<SimResult> r = testing::RunSimulation(c);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->rounds.size(), 8u);
+  int64_t unavailable = 0, dropouts = 0, stragglers = 0;
+  double clock = 0.0;
+  for (const SimRound& s : r->rounds) {
+    unavailable += s.unavailable;
+    dropouts += s.dropouts;
+    stragglers += s.stragglers;
+    EXPECT_GE(s.sim_clock, clock);
+    clock = s.sim_clock;
+    EXPECT_EQ(s.accepted, 5);
+  }
+  EXPECT_GT(unavailable, 0);
+  EXPECT_GT(dropouts, 0);
+  EXPECT_GT(stragglers, 0);  // slow clients' updates, refused as late
+}
+
+TEST(AsyncSimulatorTest, RefusesWhatItCannotRunAsynchronouslyYet) {
+  SimConfig c = AsyncConfig();
+  c.attack.kind = "sign_flip";
+  c.attack.fraction = 0.2;
+  Status s = c.Validate();
+  EXPECT_NE(s.message().find("attack.kind"), std::string::npos) << s.ToString();
+  SimConfig d = AsyncConfig();
+  d.run.round.secagg.enabled = true;
+  EXPECT_NE(d.Validate().message().find("secagg.enabled"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tributary
