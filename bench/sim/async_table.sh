@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Synchronous rounds against asynchronous steps (FedBuff) on the heterogeneous preset, by
+# simulated time to 85% test accuracy, printed as a markdown table (docs/results.md).
+#
+#   bench/sim/async_table.sh [SEEDS] [OVER_SELECTIONS] [BUFFERS]
+#     SEEDS            default "1 2 3": run.seed and data.seed (the partition, the devices)
+#     OVER_SELECTIONS  default "1.0 1.3": the synchronous runs' run.over_selection (K = 10)
+#     BUFFERS          default "3": the asynchronous runs' run.buffer_size (C = 10)
+#
+# Every run is examples/configs/sim-hetero.toml (the demo's data, model and local training on the
+# "slow tail" devices of docs/simulation.md), stopped at the first round or step reaching 85%
+# (sim.stop_at_target). "updates" counts the client updates folded in until then. Reports go to
+# runs/async-table/<name>/. Environment: SIM (default build/release/sim/tributary-sim), EXTRA (more
+# --set arguments for every run, e.g. "--set sim.threads=2").
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+SIM=${SIM:-build/release/sim/tributary-sim}
+seeds=${1:-"1 2 3"}
+oversel=${2:-"1.0 1.3"}
+buffers=${3:-"3"}
+read -r -a extra <<< "${EXTRA:-}"
+mkdir -p runs/async-table
+
+run() {  # name, --set arguments...
+  local name=$1
+  shift
+  "$SIM" --config examples/configs/sim-hetero.toml --report-dir "runs/async-table/$name" \
+    "${extra[@]}" "$@" > "runs/async-table/$name.log" 2>&1 ||
+    { echo "FAILED: $name (see runs/async-table/$name.log)" >&2; return 1; }
+}
+
+row() {  # label, seed, report
+  /usr/bin/python3 - "$@" <<'PY'
+import json, sys
+label, seed, path = sys.argv[1:4]
+r = json.load(open(path))
+t, rounds = r["totals"], r["rounds"]
+reached = t.get("target_round", 0)
+upto = [x for x in rounds if x["round"] <= reached] if reached else rounds
+updates = sum(x["accepted"] for x in upto)
+acc = rounds[-1].get("test_accuracy", 0.0) if rounds else 0.0
+per_update = 1000 * t["wall_seconds"] / max(1, sum(x["accepted"] for x in rounds))
+sim = f"{t['target_sim_seconds']:.0f}" if reached else "not reached"
+print(f"| {label} | {seed} | {sim} | {reached or '-'} | {updates} | {100 * acc:.2f}% | "
+      f"{t['wall_seconds']:.0f} | {per_update:.1f} |")
+PY
+}
+
+echo "| mode | seed | simulated s to 85% | rounds or steps | client updates | final accuracy | wall s | wall ms per update |"
+echo "|---|---|---|---|---|---|---|---|"
+for seed in $seeds; do
+  for os in $oversel; do
+    name="sync-os${os}-seed$seed"
+    run "$name" --set run.seed="$seed" --set data.seed="$seed" --set run.over_selection="$os"
+    row "sync, K = 10, over-selection $os" "$seed" "runs/async-table/$name/report.json"
+  done
+  for k in $buffers; do
+    name="async-k$k-seed$seed"
+    run "$name" --set run.seed="$seed" --set data.seed="$seed" --set run.mode=async \
+      --set run.buffer_size="$k"
+    row "async, C = 10, K = $k" "$seed" "runs/async-table/$name/report.json"
+  done
+done
