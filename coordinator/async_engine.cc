@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "compression/l2_clip.h"
+#include "coordinator/secagg_cohort.h"
 #include "coordinator/update_check.h"
 #include "core/hash.h"
 #include "core/log.h"
@@ -57,6 +59,10 @@ Result<std::unique_ptr<AsyncEngine>> AsyncEngine::Create(RoundConfig config,
         "strategy '{}' cannot be used with run.mode = 'async', whose steps fold each update into a "
         "running sum as it arrives: {}",
         strategy->name(), why));
+  std::unique_ptr<DpAggregator> dp;
+  if (config.dp.enabled) {
+    TRIB_ASSIGN_OR_RETURN(dp, DpAggregator::Create(config.dp, config.BufferSize()));
+  }
   if (initial.size() == 0)
     return Status::InvalidArgument("asynchronous engine: the initial model is empty");
   TRIB_ASSIGN_OR_RETURN(std::unique_ptr<Codec> codec, MakeCodec(config.codec));
@@ -77,26 +83,35 @@ Result<std::unique_ptr<AsyncEngine>> AsyncEngine::Create(RoundConfig config,
   e->registry_.SetRound(steps_done + 1);
   e->hooks_ = std::move(hooks);
   e->eval_ = std::make_unique<FederatedEval>(e->hooks_.on_federated_eval);
+  e->dp_ = std::move(dp);
   return e;
 }
 
 void AsyncEngine::OnJoined(const std::string& id, const ClientCapabilities& caps, TimePoint now) {
-  // A reconnect forfeits the old session's task.
-  if (auto it = tasks_.find(id); it != tasks_.end()) {
-    EndTask(it);
-    ++summary_.dropped;
-    CountMissedTask();
-  }
+  // A reconnect forfeits the old session's task (and its place in a cohort).
+  LeaveTask(id, now);
   registry_.Join(id, caps, now);
   Fill(now);
 }
 
-void AsyncEngine::OnLeft(const std::string& id, TimePoint now) {
-  if (auto it = tasks_.find(id); it != tasks_.end()) {
+void AsyncEngine::LeaveTask(const std::string& id, TimePoint now) {
+  auto it = tasks_.find(id);
+  if (it == tasks_.end()) return;
+  const uint64_t cohort = it->second.cohort;
+  if (cohort != 0) {
+    // The session counts it as a dropout (as in a synchronous round); the cohort ends its tasks.
+    cohorts_.at(cohort).session->OnLeft(id, now);
     EndTask(it);
-    ++summary_.dropped;
-    CountMissedTask();
+    AfterCohort(cohort, now);
+    return;
   }
+  EndTask(it);
+  ++summary_.dropped;
+  CountMissedTask();
+}
+
+void AsyncEngine::OnLeft(const std::string& id, TimePoint now) {
+  LeaveTask(id, now);
   registry_.Leave(id);
   expired_.erase(id);
   eval_->OnLeft(id);
@@ -116,6 +131,9 @@ Status AsyncEngine::OnUpdate(const std::string& id, const UpdateSubmission& u, T
   registry_.Touch(id, now);
   const uint64_t step = steps_done_ + 1;
   auto it = tasks_.find(id);
+  if (config_.secagg.enabled)
+    return Reject(id, ErrorCode::kProtocolViolation,
+                  "this run uses secure aggregation: updates are sent masked (SecAggMaskedInput)");
   if (steps_done_ >= static_cast<uint64_t>(config_.rounds) || failed_) {
     if (it != tasks_.end()) EndTask(it);
     return Reject(id, ErrorCode::kProtocolViolation, "late: the run has taken its last step");
@@ -155,14 +173,33 @@ Status AsyncEngine::OnUpdate(const std::string& id, const UpdateSubmission& u, T
       kind = no->kind;
       return Reject(id, no->code, no->reason);
     }
+    scale = weight_(staleness);
+    const std::span<const uint8_t> bytes = u.update.bytes.span();
+    if (dp_) {
+      // One clipped update per client per step (its sensitivity), summed with weight 1; the
+      // strategy sees only the step's noised mean. The discount s(t) <= 1 is applied before the
+      // clip, so it never raises the sensitivity.
+      if (contributed_.count(id)) {
+        kind = "duplicate";
+        return Reject(
+            id, ErrorCode::kProtocolViolation,
+            "differential privacy: the client already contributed to step " + std::to_string(step));
+      }
+      Result<double> norm = dp_->AddUpdate(
+          [&](UpdateSink& sink, float outer) { codec_->DecodeInto(bytes, sink, outer * scale); });
+      if (!norm.ok()) {
+        kind = "invalid values";
+        return Reject(id, ErrorCode::kMalformedMessage, norm.status().message());
+      }
+      contributed_.insert(id);
+      return Status::Ok();
+    }
     const uint64_t weight = config_.WeightOf(u.num_examples);  // run.max_weight, when set
     if (Status fits = strategy_->CheckUpdate(std::get<UpdateStats>(judged), weight); !fits.ok()) {
       kind = "out of bounds";
       return Reject(id, ErrorCode::kMalformedMessage, fits.message());
     }
     // The staleness discount goes into the terms only: the normaliser stays sum(n_i).
-    scale = weight_(staleness);
-    const std::span<const uint8_t> bytes = u.update.bytes.span();
     Status s = strategy_->Accumulate(weight, [&](UpdateSink& sink, float outer) {
       codec_->DecodeInto(bytes, sink, outer * scale);
     });
@@ -195,8 +232,7 @@ Status AsyncEngine::OnUpdate(const std::string& id, const UpdateSubmission& u, T
     same_kind_.clear();
     same_clients_.clear();
     missed_tasks_ = 0;
-    if (static_cast<int64_t>(strategy_->num_accumulated()) >= config_.BufferSize())
-      ApplyBuffer(now);
+    if (++buffered_ >= config_.BufferSize()) ApplyBuffer(now);
   }
   Fill(now);
   return verdict;
@@ -251,14 +287,29 @@ Status AsyncEngine::OnEvaluateResult(const std::string& id, const EvaluateResult
 
 Status AsyncEngine::OnSecAgg(const std::string& id, const Message& m, TimePoint now) {
   registry_.Touch(id, now);
-  Status s = Status::FailedPrecondition(MessageTypeName(TypeOf(m)) +
-                                        ": this run is asynchronous, without secure aggregation");
-  outbox_.push_back({id, Error{static_cast<uint32_t>(ErrorCode::kProtocolViolation), s.message()}});
+  auto it = tasks_.find(id);
+  Status s = it == tasks_.end() || it->second.cohort == 0
+                 ? Status::FailedPrecondition(MessageTypeName(TypeOf(m)) +
+                                              ": the client is in no secure aggregation cohort")
+                 : FeedSecAgg(*cohorts_.at(it->second.cohort).session, id, m, now);
+  if (!s.ok()) {
+    outbox_.push_back(
+        {id, Error{static_cast<uint32_t>(ErrorCode::kProtocolViolation), s.message()}});
+    ++summary_.refused;
+  }
+  if (it != tasks_.end() && it->second.cohort != 0) AfterCohort(it->second.cohort, now);
+  Fill(now);
   return s;
 }
 
 void AsyncEngine::OnTick(TimePoint now) {
   eval_->OnTick(now);
+  std::vector<uint64_t> ids;
+  for (auto& [id, c] : cohorts_) ids.push_back(id);
+  for (uint64_t id : ids) {
+    cohorts_.at(id).session->OnTick(now);
+    AfterCohort(id, now);
+  }
   Expire(now);
   Fill(now);
 }
@@ -274,6 +325,86 @@ void AsyncEngine::Expire(TimePoint now) {
   }
 }
 
+void AsyncEngine::StartCohort(const std::vector<std::string>& members, TimePoint now) {
+  // The session's number: the first member's dispatch number + 1, unique in the run (the
+  // dispatch counter survives a resume).
+  const uint64_t id = dispatches_ + 1;
+  const TimePoint deadline = now + config_.round_timeout;
+  Result<SecAggRound::Options> o = SecAggOptionsFor(config_, registry_, members, model_, id);
+  Result<std::unique_ptr<SecAggRound>> r = o.status();
+  if (o.ok()) r = SecAggRound::Start(std::move(*o), members, now, deadline);
+  if (!r.ok()) {
+    Fail(
+        r.status().WithContext("step " + std::to_string(steps_done_ + 1) + ": secure aggregation"));
+    return;
+  }
+  Cohort& c = cohorts_[id];
+  c.session = std::move(*r);
+  c.version = version_;
+  c.size = members.size();
+  // Each client hears that its task is secure (SecAggStart) before the task.
+  for (SecAggRound::Outgoing& m : c.session->TakeOutbox())
+    outbox_.push_back({m.client_id, std::move(m.message)});
+  const ModelPayload& payload = download_->For(model_, version_, steps_done_ + 1);
+  for (const std::string& member : members) Dispatch(member, payload, now, id);
+}
+
+void AsyncEngine::AfterCohort(uint64_t id, TimePoint now) {
+  auto it = cohorts_.find(id);
+  if (it == cohorts_.end()) return;
+  Cohort& c = it->second;
+  for (SecAggRound::Outgoing& m : c.session->TakeOutbox())
+    outbox_.push_back({m.client_id, std::move(m.message)});
+  if (c.session->state() == SecAggRound::State::kRunning) return;
+  // The cohort is over: its members' tasks end, whatever the outcome.
+  std::vector<std::string> members;
+  for (const auto& [client, task] : tasks_)
+    if (task.cohort == id) members.push_back(client);
+  for (const std::string& client : members) EndTask(tasks_.find(client));
+  const uint64_t staleness = version_ - c.version;
+  Status s = c.session->state() == SecAggRound::State::kFailed
+                 ? c.session->failure()
+                 : (staleness > static_cast<uint64_t>(config_.async.max_staleness)
+                        ? Status::FailedPrecondition(fmt::format(
+                              "stale: its sum was computed against model version {}, {} versions "
+                              "behind, more than run.max_staleness = {}",
+                              c.version, staleness, config_.async.max_staleness))
+                        : Status::Ok());
+  const float scale = weight_(staleness);
+  const uint64_t weight = c.session->total_weight();
+  if (s.ok()) {
+    // The cohort's unmasked sum is one contribution, with one staleness: its mean times the
+    // integer total weight, discounted by s(t) in the terms only.
+    s = strategy_->CheckUpdate(UpdateStats{LInfNorm(c.session->mean()), c.session->mean().size()},
+                               weight);
+    if (s.ok())
+      s = strategy_->Accumulate(weight, SecAggMeanWriter(*c.session, model_.size(), scale));
+  }
+  summary_.bytes_up += c.session->masked_bytes_up() + c.session->protocol_bytes_up();
+  summary_.bytes_down += c.session->protocol_bytes_down();
+  if (!s.ok()) {
+    Log().warn("step {}: the secure aggregation cohort {} of {} clients gave nothing: {}",
+               steps_done_ + 1, id, c.size, s.message());
+    summary_.dropped += static_cast<int64_t>(c.size);
+    for (size_t i = 0; i < c.size; ++i) CountMissedTask();
+    cohorts_.erase(it);
+    return;
+  }
+  const int64_t survivors = static_cast<int64_t>(c.session->survivors().size());
+  summary_.accepted += survivors;
+  summary_.dropped += static_cast<int64_t>(c.size) - survivors;
+  summary_.num_examples += weight;
+  histogram_[std::min<size_t>(staleness, histogram_.size() - 1)] +=
+      static_cast<uint64_t>(survivors);
+  staleness_sum_ += static_cast<double>(staleness) * static_cast<double>(survivors);
+  step_max_staleness_ = std::max(step_max_staleness_, staleness);
+  for (const std::string& client : c.session->survivors()) registry_.RecordGood(client);
+  missed_tasks_ = 0;
+  buffered_ += survivors;
+  cohorts_.erase(it);
+  if (buffered_ >= config_.BufferSize()) ApplyBuffer(now);
+}
+
 void AsyncEngine::EndTask(std::map<std::string, Task>::iterator it) {
   deadlines_.erase({it->second.deadline, it->first});
   if (ClientRecord* r = registry_.Find(it->first)) registry_.Release(*r);
@@ -281,7 +412,7 @@ void AsyncEngine::EndTask(std::map<std::string, Task>::iterator it) {
 }
 
 void AsyncEngine::Fill(TimePoint now) {
-  if (failed_ || steps_done_ >= static_cast<uint64_t>(config_.rounds)) return;
+  if (failed_ || budget_spent_ || steps_done_ >= static_cast<uint64_t>(config_.rounds)) return;
   if (!started_) {
     if (static_cast<int64_t>(registry_.size()) < config_.min_available) return;
     started_ = true;
@@ -289,8 +420,25 @@ void AsyncEngine::Fill(TimePoint now) {
   const size_t slots = static_cast<size_t>(config_.Concurrency());
   if (tasks_.size() >= slots || registry_.num_idle() == 0) return;
   if (!buffer_open_) OpenBuffer(now);
-  if (failed_) return;
-  const size_t want = slots - tasks_.size();
+  if (failed_ || budget_spent_) return;
+  if (config_.secagg.enabled) {
+    // Secure aggregation: a cohort of run.clients_per_round clients at a time, dispatched
+    // together, whenever that many slots are free.
+    const size_t cohort = static_cast<size_t>(config_.clients_per_round);
+    while (!failed_ && slots - tasks_.size() >= cohort && registry_.num_idle() >= cohort) {
+      std::vector<std::string> members = Draw(cohort, /*cooling_fill=*/false);
+      if (members.size() < cohort) return;
+      StartCohort(members, now);
+    }
+    return;
+  }
+  std::vector<std::string> chosen = Draw(slots - tasks_.size(), /*cooling_fill=*/tasks_.empty());
+  if (chosen.empty()) return;
+  const ModelPayload& payload = download_->For(model_, version_, steps_done_ + 1);
+  for (const std::string& id : chosen) Dispatch(id, payload, now, 0);
+}
+
+std::vector<std::string> AsyncEngine::Draw(size_t want, bool cooling_fill) {
   ClientRegistry::Pools pools = registry_.SelectionPools(steps_done_ + 1);
   Rng rng = Rng::Stream(config_.seed, {kAsyncSelectionStream, dispatches_});
   std::vector<std::string> chosen;
@@ -299,44 +447,66 @@ void AsyncEngine::Fill(TimePoint now) {
     rng.Shuffle(std::span<const std::string*>(*pool));
     for (const std::string* id : *pool) {
       if (chosen.size() >= want) break;
+      if (contributed_.count(*id)) continue;  // differential privacy: once per step
       chosen.push_back(*id);
     }
   }
   // Everyone idle is cooling down and nobody trains: the earliest to come back takes a task rather
   // than the run stall.
-  if (chosen.empty() && tasks_.empty() && !pools.cooling.empty())
+  if (chosen.empty() && cooling_fill && !pools.cooling.empty())
     chosen.push_back(*pools.cooling.front());
-  if (chosen.empty()) return;
-  const ModelPayload& payload = download_->For(model_, version_, steps_done_ + 1);
-  for (const std::string& id : chosen) Dispatch(id, payload, now);
+  return chosen;
 }
 
-void AsyncEngine::Dispatch(const std::string& id, const ModelPayload& payload, TimePoint now) {
+void AsyncEngine::Dispatch(const std::string& id, const ModelPayload& payload, TimePoint now,
+                           uint64_t cohort) {
   const uint64_t dispatch = dispatches_++;
   TaskAssignment t;
-  t.round = steps_done_ + 1;
+  // A cohort's tasks carry its session's number (what the client matches its SecAggStart by).
+  t.round = cohort != 0 ? cohort : steps_done_ + 1;
   t.model_version = version_;
   t.fit = config_.fit;
   t.fit.seed = DeriveSeed(config_.seed, {kAsyncFitSeedStream, dispatch, ClientHash(id)});
-  t.codec.spec = std::string(codec_->spec());
+  // With secure aggregation the client sends its dense delta into the integer domain, which does
+  // the codec's quantization and sparsification.
+  t.codec.spec = cohort != 0 ? "dense" : std::string(codec_->spec());
   t.deadline_ms = static_cast<uint64_t>(config_.round_timeout.count());
   t.model = payload;  // shares the version's one copy
-  Task task{dispatch, t.round, version_, now + config_.round_timeout};
+  Task task{dispatch, t.round, version_, now + config_.round_timeout, cohort};
   registry_.MarkBusy(*registry_.Find(id));
   expired_.erase(id);
   tasks_[id] = task;
-  deadlines_.insert({task.deadline, id});
+  // A cohort's deadlines are its session's.
+  if (cohort == 0) deadlines_.insert({task.deadline, id});
   ++summary_.selected;
   summary_.bytes_down += t.model.data_bytes();
   outbox_.push_back({id, std::move(t)});
 }
 
 void AsyncEngine::OpenBuffer(TimePoint now) {
+  if (dp_ && config_.dp.target_epsilon > 0.0) {
+    // Every step is charged at sampling rate 1 (no amplification: asynchronous participation is
+    // not uniform sampling); the run stops before the step that would pass the budget.
+    const PrivacySpent next = dp_->SpentWithOneMore(1.0);
+    if (next.epsilon > config_.dp.target_epsilon) {
+      budget_spent_ = true;
+      stop_reason_ = fmt::format(
+          "differential privacy: the run stops before step {}: it would spend epsilon {:.4g} "
+          "(delta {:.3g}), over dp.target_epsilon = {}; {} steps spent epsilon {:.4g}",
+          steps_done_ + 1, next.epsilon, dp_->delta(), config_.dp.target_epsilon,
+          dp_->rounds_charged(), dp_->Spent().epsilon);
+      Log().warn("{}", stop_reason_);
+      return;
+    }
+  }
   if (Status begun = strategy_->BeginRound(model_); !begun.ok()) {
     Fail(begun.WithContext("step " + std::to_string(steps_done_ + 1) +
                            ": the strategy cannot begin"));
     return;
   }
+  if (dp_) dp_->BeginRound(model_.size());
+  contributed_.clear();
+  buffered_ = 0;
   buffer_open_ = true;
   step_start_ = now;
   const int64_t carried_dropped = summary_.dropped;  // tasks lost before the buffer opened
@@ -354,6 +524,19 @@ void AsyncEngine::OpenBuffer(TimePoint now) {
 }
 
 void AsyncEngine::ApplyBuffer(TimePoint now) {
+  if (dp_) {
+    Result<std::vector<float>> mean = dp_->Release(steps_done_ + 1, 1.0);
+    Status s = mean.status();
+    if (s.ok()) s = strategy_->CheckUpdate(UpdateStats{LInfNorm(*mean), mean->size()}, 1);
+    if (s.ok())
+      s = strategy_->Accumulate(
+          1, [&](UpdateSink& sink, float outer) { sink.AddDense(0, *mean, outer); });
+    if (!s.ok()) {
+      Fail(s.WithContext("step " + std::to_string(steps_done_ + 1) + ": differential privacy"));
+      return;
+    }
+    summary_.dp = dp_->last_round();
+  }
   Result<ModelWeights> next = strategy_->Finalize();
   if (!next.ok()) {
     Fail(next.status().WithContext("step " + std::to_string(steps_done_ + 1)));
@@ -412,6 +595,9 @@ std::vector<Engine::Outgoing> AsyncEngine::TakeOutbox() {
 std::optional<TimePoint> AsyncEngine::next_wakeup() const {
   std::optional<TimePoint> wake;
   if (!deadlines_.empty()) wake = deadlines_.begin()->first;
+  for (const auto& [id, c] : cohorts_)
+    if (std::optional<TimePoint> d = c.session->next_deadline(); d && (!wake || *d < *wake))
+      wake = d;
   if (std::optional<TimePoint> e = eval_->deadline(); e && (!wake || *e < *wake)) wake = e;
   return wake;
 }

@@ -15,8 +15,24 @@
 // flight keep their versions. run.rounds counts steps.
 //
 // Strategies that stream (FedAvg, FedProx, the server optimizers) work; a rule that needs every
-// update (median, Krum, norm clipping) is refused at Create with the reason. Secure aggregation
-// and differential privacy are refused by RoundConfig::Validate in this version (say why there).
+// update (median, Krum, norm clipping) is refused at Create with the reason.
+//
+// Secure aggregation (secagg.enabled): clients go out in cohorts of run.clients_per_round, each
+// cohort dispatched together (when that many slots are free) with its own SecAggRound, whose
+// number (the first member's dispatch number + 1, unique in the run) is its session's round and
+// its tasks' round tag. Plaintext updates are refused. When the session ends, its unmasked mean
+// times its integer total weight is one contribution to the buffer, discounted by the cohort's
+// one staleness; its survivors count towards K. A session that fails (too few clients in a phase)
+// or whose sum is more than run.max_staleness behind gives nothing; its slots are refilled.
+//
+// Differential privacy (dp.enabled, dp.placement = "server", dp.sampling = "fixed"): each accepted
+// update is decoded, discounted by s(t), clipped to C and summed with weight 1 (DpAggregator);
+// a step releases (sum + N(0, (z C)^2)) / K and is charged to the accountant at sampling rate 1,
+// without amplification: which clients contribute to a step depends on their speed, not on a
+// uniform sample, so no sampling rate can be claimed. A client contributes at most one update to
+// a step (it is not sent a task again until the step is taken, and a second update is refused),
+// so one client changes a step's sum by at most 2C (replace-one, the accountant's fixed-size
+// adjacency). dp.target_epsilon stops the run before the step that would pass it.
 //
 // Selection: each time slots are free, the engine draws that many idle clients uniformly, with an
 // RNG keyed by (run.seed, dispatch counter) over the registry's pools (clients with a clean record
@@ -57,6 +73,7 @@
 #include "coordinator/download_cache.h"
 #include "coordinator/engine.h"
 #include "coordinator/federated_eval.h"
+#include "coordinator/secagg_round.h"
 #include "coordinator/staleness_weight.h"
 
 namespace tributary {
@@ -87,13 +104,15 @@ class AsyncEngine : public Engine {
   std::optional<TimePoint> next_wakeup() const override;
 
   bool finished() const override {
-    return (steps_done_ >= static_cast<uint64_t>(config_.rounds) && !eval_->pending()) || failed_;
+    return ((steps_done_ >= static_cast<uint64_t>(config_.rounds) || budget_spent_) &&
+            !eval_->pending()) ||
+           failed_;
   }
   const Status& failure() const override { return failure_; }
-  bool budget_spent() const override { return false; }
+  bool budget_spent() const override { return budget_spent_; }
   const std::string& stop_reason() const override { return stop_reason_; }
-  const DpAggregator* dp() const override { return nullptr; }
-  DpAggregator* mutable_dp() override { return nullptr; }
+  const DpAggregator* dp() const override { return dp_.get(); }
+  DpAggregator* mutable_dp() override { return dp_.get(); }
   uint64_t rounds_done() const override { return steps_done_; }
   uint64_t model_version() const override { return version_; }
   const ModelWeights& model() const override { return model_; }
@@ -111,12 +130,30 @@ class AsyncEngine : public Engine {
     uint64_t round = 0;     // the step it was sent in (its TaskAssignment's round)
     uint64_t version = 0;   // the model version it carries
     TimePoint deadline{};
+    uint64_t cohort = 0;  // its secure aggregation cohort's number; 0: none
+  };
+  // Clients dispatched together with secure aggregation: their session, and the version they got.
+  struct Cohort {
+    std::unique_ptr<SecAggRound> session;
+    uint64_t version = 0;
+    size_t size = 0;
   };
 
   AsyncEngine() = default;
   // Sends tasks to idle clients until C are in flight (or none is idle).
   void Fill(TimePoint now);
-  void Dispatch(const std::string& id, const ModelPayload& payload, TimePoint now);
+  // Up to `want` idle clients, drawn for the next dispatch (clean records first, then those on
+  // probation; one cooling client when `cooling_fill` and nobody else is idle).
+  std::vector<std::string> Draw(size_t want, bool cooling_fill);
+  // `cohort`: the client's secure aggregation cohort (its tasks carry its number), 0 for none.
+  void Dispatch(const std::string& id, const ModelPayload& payload, TimePoint now, uint64_t cohort);
+  // Secure aggregation: a session over `members`, and their tasks.
+  void StartCohort(const std::vector<std::string>& members, TimePoint now);
+  // Moves the cohort's messages out; once its session is over, folds its sum (or counts its
+  // loss) and ends its tasks.
+  void AfterCohort(uint64_t id, TimePoint now);
+  // `id` left or reconnected: its task is over (in a cohort, its session counts a dropout).
+  void LeaveTask(const std::string& id, TimePoint now);
   // Removes `id`'s task (it is over); the client is idle again when still registered.
   void EndTask(std::map<std::string, Task>::iterator it);
   void Expire(TimePoint now);
@@ -147,13 +184,18 @@ class AsyncEngine : public Engine {
   bool failed_ = false;
   Status failure_;
   std::string stop_reason_;
+  std::unique_ptr<DpAggregator> dp_;  // with dp.enabled (server placement)
+  bool budget_spent_ = false;
 
   std::map<std::string, Task> tasks_;                      // by client
+  std::map<uint64_t, Cohort> cohorts_;                     // by number (secagg.enabled)
   std::set<std::pair<TimePoint, std::string>> deadlines_;  // the tasks', earliest first
   std::set<std::string> expired_;  // clients whose last task passed its deadline
 
   // The open buffer.
   bool buffer_open_ = false;
+  int64_t buffered_ = 0;               // updates accepted into it
+  std::set<std::string> contributed_;  // their clients (differential privacy: once per step)
   TimePoint step_start_{};
   RoundSummary summary_;
   std::map<std::string, double> metric_sums_;

@@ -123,16 +123,22 @@ Status RoundConfig::ValidateAsync() const {
     return bad(
         "'run.fraction' cannot be used with run.mode = 'async': a step takes a fixed number of "
         "updates (run.buffer_size)");
-  if (secagg.enabled)
+  if (secagg.enabled && Concurrency() < clients_per_round)
+    return bad(fmt::format(
+        "'run.concurrency' = {} is below run.clients_per_round = {}: with secure aggregation an "
+        "asynchronous run dispatches cohorts of run.clients_per_round clients, each within "
+        "run.concurrency",
+        Concurrency(), clients_per_round));
+  if (dp.enabled && dp.client_placement())
     return bad(
-        "'secagg.enabled' cannot be used with run.mode = 'async' in this version: secure "
-        "aggregation needs the clients of a cohort dispatched together, which the asynchronous "
-        "engine does not do yet; use run.mode = 'sync'");
-  if (dp.enabled)
+        "'dp.placement' = 'client' cannot be used with run.mode = 'async' in this version: each "
+        "client's share of the noise is sized for a round's fewest inputs, which a cohort's "
+        "dropouts and its staleness weight do not keep; use dp.placement = 'server'");
+  if (dp.enabled && dp.sampling_mode() == DpSampling::kPoisson)
     return bad(
-        "'dp.enabled' cannot be used with run.mode = 'async' in this version: asynchronous "
-        "participation is not uniform sampling, and the accountant has no sound bound for it "
-        "yet; use run.mode = 'sync'");
+        "'dp.sampling' = 'poisson' cannot be used with run.mode = 'async': which clients train "
+        "depends on their speed, not on a uniform sample, so each step is accounted at sampling "
+        "rate 1 (without amplification); use dp.sampling = 'fixed'");
   return Status::Ok();
 }
 

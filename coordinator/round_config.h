@@ -34,7 +34,9 @@ Status SecAggCodecRefusal(const std::string& codec);
 
 // Asynchronous buffered aggregation (run.mode = "async"; coordinator/async_engine.h, FedBuff).
 struct AsyncConfig {
-  int64_t concurrency = 0;     // clients training at once (C); 0: the buffer size
+  // Clients training at once (C); 0: the buffer size. With secure aggregation at least
+  // run.clients_per_round: clients go out in cohorts of that many, each with its own session.
+  int64_t concurrency = 0;
   int64_t buffer_size = 0;     // accepted updates per step (K); 0: run.clients_per_round
   int64_t max_staleness = 20;  // an update more versions behind the current model is refused
   std::string staleness_weight = "sqrt";  // s(t): coordinator/staleness_weight.h

@@ -8,6 +8,7 @@
 
 #include "compression/codec_spec.h"
 #include "compression/l2_clip.h"
+#include "coordinator/secagg_cohort.h"
 #include "coordinator/update_check.h"
 #include "core/check.h"
 #include "core/hash.h"
@@ -540,57 +541,28 @@ void RoundEngine::FailAttempt(TimePoint, const std::string& reason) {
 
 bool RoundEngine::StartSecAgg(const std::vector<std::string>& selected, uint64_t round,
                               TimePoint now) {
-  const SecAggConfig& c = config_.secagg;
-  SecAggRound::Options o;
-  // A qB codec's bits are the integer domain's; randk's k values are the masked vector (at the
-  // round's coordinates, the same for every client). Validate() refused the rest.
-  Result<PipelineSpec> spec = ParseCodecSpec(config_.codec);
-  const bool quantized = spec.ok() && spec->values == ValueCoding::kQuantized;
-  o.domain.clip = c.clip;
-  o.domain.quant_bits = quantized ? spec->bits : static_cast<int>(c.quant_bits);
-  // The weights need only as many bits as the largest weight a selected client may have: what it
-  // announced at Hello (run.max_num_examples when none), capped at run.max_weight, the bounds of a
-  // plain update. The coordinator sees only the sum, so a client that sends more is capped at the
-  // round's largest (by the domain), not at its own announcement.
-  uint64_t largest = 1;
-  for (const std::string& id : selected)
-    largest = std::max(
-        largest,
-        config_.WeightOf(config_.MaxExamplesOf(registry_.Find(id)->capabilities.num_examples)));
-  o.domain.max_weight = std::min(c.max_weight, largest);
-  if (dp_) {
-    // Differential privacy on the clients: weight 1 each, and each adds 1/M of the noise's
-    // variance, where M is the fewest masked inputs the round may close with (AfterSecAgg), so the
-    // sum the coordinator unmasks always holds at least the full noise.
-    o.domain.max_weight = 1;
-    const double fewest = static_cast<double>(DpFewestInputs());
-    o.dp_clip_norm = dp_->clip_norm();
-    o.dp_noise_stddev = config_.dp.noise_multiplier * dp_->clip_norm() / std::sqrt(fewest);
-    o.dp_noise_seed = config_.dp.noise_seed == 0
-                          ? 0
-                          : DeriveSeed(config_.dp.noise_seed, {round, attempt_ + 1ull});
+  // Differential privacy on the clients: weight 1 each, and each adds 1/M of the noise's variance,
+  // where M is the fewest masked inputs the round may close with (AfterSecAgg), so the sum the
+  // coordinator unmasks always holds at least the full noise.
+  Result<SecAggRound::Options> o = SecAggOptionsFor(config_, registry_, selected, model_, round,
+                                                    /*unit_weights=*/dp_ != nullptr);
+  Result<std::unique_ptr<SecAggRound>> r = o.status();
+  if (o.ok()) {
+    if (dp_) {
+      const double fewest = static_cast<double>(DpFewestInputs());
+      o->dp_clip_norm = dp_->clip_norm();
+      o->dp_noise_stddev = config_.dp.noise_multiplier * dp_->clip_norm() / std::sqrt(fewest);
+      o->dp_noise_seed = config_.dp.noise_seed == 0
+                             ? 0
+                             : DeriveSeed(config_.dp.noise_seed, {round, attempt_ + 1ull});
+    }
+    r = SecAggRound::Start(std::move(*o), selected, now, deadline_);
   }
-  o.domain.max_clients = std::max<uint64_t>(selected.size(), 1);
-  Result<IntDomain> domain = IntDomain::Create(o.domain);
-  Result<std::unique_ptr<SecAggRound>> r = Status::Ok();
-  if (domain.ok()) {
-    o.session.run_id = fmt::format("run-{:x}-{:x}", config_.seed, model_.fingerprint());
-    o.session.round = round;
-    o.session.vector_length = (spec.ok() ? spec->KeepCount(model_.size()) : model_.size()) + 1;
-    o.session.modulus_mask = domain->modulus_mask();
-    o.session.degree = static_cast<size_t>(c.degree);
-    o.session.threshold = static_cast<size_t>(c.threshold);
-    o.session.max_dropout = c.max_dropout;
-    o.session.min_clients = static_cast<size_t>(c.min_clients);
-    o.phase_timeout = c.phase_timeout;
-    r = SecAggRound::Start(std::move(o), selected, now, deadline_);
-  }
-  if (!domain.ok() || !r.ok()) {
+  if (!r.ok()) {
     in_round_ = false;
     registry_.ReleaseAll();
     failed_ = true;
-    failure_ = (domain.ok() ? r.status() : domain.status())
-                   .WithContext("round " + std::to_string(round) + ": secure aggregation");
+    failure_ = r.status().WithContext("round " + std::to_string(round) + ": secure aggregation");
     Log().error("{}", failure_.ToString());
     return false;
   }
@@ -604,18 +576,7 @@ Status RoundEngine::OnSecAgg(const std::string& id, const Message& m, TimePoint 
   registry_.Touch(id, now);
   if (!secagg_)
     return Status::FailedPrecondition("no round with secure aggregation is in progress");
-  Status s = Status::Ok();
-  if (auto* k = std::get_if<SecAggKeysMsg>(&m)) {
-    s = secagg_->OnKeys(id, *k, now);
-  } else if (auto* sh = std::get_if<SecAggSharesMsg>(&m)) {
-    s = secagg_->OnShares(id, *sh, now);
-  } else if (auto* y = std::get_if<SecAggMaskedInputMsg>(&m)) {
-    s = secagg_->OnMaskedInput(id, *y, now);
-  } else if (auto* u = std::get_if<SecAggUnmaskResponseMsg>(&m)) {
-    s = secagg_->OnUnmaskResponse(id, *u, now);
-  } else {
-    s = Status::FailedPrecondition(MessageTypeName(TypeOf(m)) + " is not a message a client sends");
-  }
+  Status s = FeedSecAgg(*secagg_, id, m, now);
   if (!s.ok()) {
     outbox_.push_back(
         {id, Error{static_cast<uint32_t>(ErrorCode::kProtocolViolation), s.message()}});
@@ -643,13 +604,7 @@ void RoundEngine::AfterSecAgg(TimePoint now) {
   summary_.num_examples = secagg_->total_weight();
   summary_.bytes_up += secagg_->masked_bytes_up() + secagg_->protocol_bytes_up();
   summary_.bytes_down += secagg_->protocol_bytes_down();
-  const std::vector<uint32_t> at = secagg_->session().Coordinates(model_.size());
-  const auto write_mean = [&](UpdateSink& sink, float scale) {
-    if (at.empty())
-      sink.AddDense(0, mean, scale);
-    else
-      sink.AddSparse(at, mean, scale);
-  };
+  const UpdateWriter write_mean = SecAggMeanWriter(*secagg_, model_.size());
   Status s = Status::Ok();
   if (dp_) {
     // Each survivor added 1/M of the noise's variance: fewer than M would leave less than the

@@ -6,20 +6,32 @@
 #include <string>
 #include <thread>
 
+#include <fmt/format.h>
 #include "core/human_units.h"
+
 #include "core/process_stats.h"
 #include "sim/report.h"
 #include "sim/round_line.h"
 
 namespace tributary {
+namespace {
+
+// "10 per round, 100 rounds", or an asynchronous run's concurrency, buffer and steps.
+std::string Pace(const RoundConfig& r) {
+  if (r.asynchronous())
+    return fmt::format("asynchronous: {} training at once, a step every {} updates, {} steps",
+                       r.Concurrency(), r.BufferSize(), r.rounds);
+  return fmt::format("{} per round, {} rounds", r.clients_per_round, r.rounds);
+}
+
+}  // namespace
+
 void PrintSimStart(const SimConfig& cfg, const DataSplits& data) {
   std::printf(
-      "tributary-sim: %s on %s (%lld train / %lld test), %lld clients (%s), %lld per round, "
-      "%lld rounds, %d threads\n",
+      "tributary-sim: %s on %s (%lld train / %lld test), %lld clients (%s), %s, %d threads\n",
       cfg.run.model.c_str(), cfg.data.dataset.c_str(), static_cast<long long>(data.train->size()),
       static_cast<long long>(data.test->size()), static_cast<long long>(cfg.data.num_clients),
-      cfg.data.partition.c_str(), static_cast<long long>(cfg.run.round.clients_per_round),
-      static_cast<long long>(cfg.run.round.rounds),
+      cfg.data.partition.c_str(), Pace(cfg.run.round).c_str(),
       cfg.threads > 0 ? static_cast<int>(cfg.threads)
                       : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
   std::fflush(stdout);
@@ -28,10 +40,9 @@ void PrintSimStart(const SimConfig& cfg, const DataSplits& data) {
 void PrintDeployStart(const SimConfig& cfg) {
   std::printf(
       "tributary-sim --deploy: tributary-coordinator + %lld tributary-client processes "
-      "over mutual TLS on loopback; %s, %lld rounds, %lld per round\n",
+      "over mutual TLS on loopback; %s, %s\n",
       static_cast<long long>(cfg.data.num_clients), cfg.run.model.c_str(),
-      static_cast<long long>(cfg.run.round.rounds),
-      static_cast<long long>(cfg.run.round.clients_per_round));
+      Pace(cfg.run.round).c_str());
   std::fflush(stdout);
 }
 

@@ -37,6 +37,11 @@ Result<std::unique_ptr<Simulator>> Simulator::Create(const SimConfig& config, Da
                                                      std::unique_ptr<TrainerFactory> trainers) {
   TRIB_RETURN_IF_ERROR(config.Validate());
   if (!data.train) return Status::InvalidArgument("simulator: no training set to partition");
+  if (config.run.round.asynchronous() && config.run.round.secagg.enabled)
+    return Status::InvalidArgument(
+        "key 'secagg.enabled' with run.mode = 'async': the in-process simulator does not run "
+        "secure aggregation's cohorts yet; run it with --deploy (real processes), or use "
+        "run.mode = 'sync'");
   std::unique_ptr<Simulator> s(new Simulator());
   s->config_ = config;
   s->data_ = data;

@@ -10,6 +10,7 @@
 #include "compression/dense_codec.h"
 #include "coordinator/engine_factory.h"
 #include "coordinator/round_engine.h"
+#include "privacy/dp/rdp_accountant.h"
 
 namespace tributary {
 namespace {
@@ -283,6 +284,46 @@ TEST_F(AsyncEngineTest, EndsTheRunWhenNoTaskDeliversForMaxRoundAttemptsTimesC) {
       << engine_->failure().ToString();
 }
 
+// Differential privacy per step: each update clipped, the step's sum noised, every step charged at
+// sampling rate 1 (no amplification), one update per client per step, the budget enforced.
+TEST_F(AsyncEngineTest, DifferentialPrivacyChargesEveryStepAtRateOneAndOnceAClient) {
+  RoundConfig c = Config(2, 2);
+  c.rounds = 10;
+  c.dp.enabled = true;
+  c.dp.noise_multiplier = 2.0;
+  c.dp.clip_norm = 1.0;
+  c.dp.delta = 1e-5;
+  c.dp.noise_seed = 5;  // reproducible noise, for the test
+  // The budget: between two and three steps' epsilon.
+  RdpAccountant two, three;
+  two.Compose(DpSampling::kFixedSize, 1.0, 1.0, 2);  // z / 2 under replace-one adjacency
+  three.Compose(DpSampling::kFixedSize, 1.0, 1.0, 3);
+  c.dp.target_epsilon = (two.Spent(1e-5).epsilon + three.Spent(1e-5).epsilon) / 2;
+  Make(c);
+  for (const char* id : {"a", "b", "c"}) Join(id);
+  Tasks();
+  ASSERT_EQ(held_.size(), 2u);
+  const std::string first = held_.begin()->first;
+  ASSERT_TRUE(Send(first, {30, 0, 0, 40}).ok());  // norm 50: clipped to 1
+  // The first client contributed to this step: its slot goes to the third client, not to it.
+  EXPECT_FALSE(held_.count(first));
+  EXPECT_EQ(held_.size(), 2u);
+  while (!engine_->finished()) {
+    ASSERT_FALSE(held_.empty());
+    ASSERT_TRUE(Send(held_.begin()->first, {0, 3, 4, 0}).ok());
+  }
+  ASSERT_TRUE(engine_->budget_spent());
+  EXPECT_NE(engine_->stop_reason().find("stops before step 3"), std::string::npos)
+      << engine_->stop_reason();
+  ASSERT_EQ(summaries_.size(), 2u);
+  ASSERT_TRUE(summaries_[0].dp.has_value());
+  EXPECT_EQ(summaries_[0].dp->sampling_rate, 1.0);
+  EXPECT_EQ(summaries_[0].dp->clipped, 2);
+  EXPECT_DOUBLE_EQ(summaries_[0].dp->noise_stddev, 2.0);
+  EXPECT_EQ(engine_->dp()->rounds_charged(), 2);
+  EXPECT_DOUBLE_EQ(engine_->dp()->Spent().epsilon, two.Spent(1e-5).epsilon);
+}
+
 TEST(AsyncEngineCreateTest, RefusesWhatCannotStreamOrHasNoSoundAccountingYet) {
   RoundConfig c;
   c.mode = "async";
@@ -295,13 +336,21 @@ TEST(AsyncEngineCreateTest, RefusesWhatCannotStreamOrHasNoSoundAccountingYet) {
       << e.status().ToString();
   RoundConfig s = c;
   s.secagg.enabled = true;
-  EXPECT_NE(s.Validate().message().find("'secagg.enabled' cannot be used with run.mode = 'async'"),
-            std::string::npos);
+  s.async.concurrency = 5;  // below a cohort of run.clients_per_round = 10
+  EXPECT_NE(s.Validate().message().find("'run.concurrency' = 5 is below run.clients_per_round"),
+            std::string::npos)
+      << s.Validate().ToString();
   RoundConfig d = c;
   d.dp.enabled = true;
-  d.dp.clip_norm = 1.0;
-  EXPECT_NE(d.Validate().message().find("'dp.enabled' cannot be used with run.mode = 'async'"),
-            std::string::npos);
+  d.dp.placement = "client";
+  EXPECT_NE(d.Validate().message().find("'dp.placement' = 'client' cannot be used with run.mode"),
+            std::string::npos)
+      << d.Validate().ToString();
+  d.dp.placement = "server";
+  d.dp.sampling = "poisson";
+  EXPECT_NE(d.Validate().message().find("'dp.sampling' = 'poisson' cannot be used with run.mode"),
+            std::string::npos)
+      << d.Validate().ToString();
   RoundConfig m = c;
   m.mode = "fast";
   EXPECT_NE(m.Validate().message().find("'run.mode' = 'fast' must be 'sync' or 'async'"),

@@ -14,6 +14,7 @@
 #include "privacy/secagg/int_domain.h"
 #include "privacy/secagg/secagg_client.h"
 #include "privacy/secagg/secagg_wire.h"
+#include "secagg_edges.h"
 
 namespace tributary {
 namespace {
@@ -22,14 +23,7 @@ using namespace std::chrono_literals;
 
 class RoundEngineSecAggTest : public ::testing::Test {
  protected:
-  struct Edge {
-    PemPair cert;
-    std::unique_ptr<SigningKey> key;
-    std::unique_ptr<SecAggClient> client;
-    std::optional<SecAggStartMsg> start;
-    std::vector<float> delta;
-    uint64_t examples = 0;
-  };
+  using Edge = testing::SecAggEdge;
 
   void SetUp() override {
     ca_ = *MakeCaCertificate("Engine CA");
@@ -64,62 +58,18 @@ class RoundEngineSecAggTest : public ::testing::Test {
     engine_ = *RoundEngine::Create(cfg, std::make_unique<FedAvg>(), init_, 0, 0, hooks);
     for (int i = 0; i < n; ++i) {
       const std::string id = "edge-" + std::to_string(i);
-      Edge& e = edges_[id];
-      e.cert = *MakeClientCertificate(ca_, id);
-      e.key = std::make_unique<SigningKey>(*SigningKey::FromPem(e.cert.key_pem));
-      e.examples = 100 * static_cast<uint64_t>(i + 1);
-      e.delta.resize(init_.size());
-      for (size_t j = 0; j < e.delta.size(); ++j)
-        e.delta[j] = 0.01f * static_cast<float>((i + 1) * (j % 3 + 1)) - 0.05f;
+      std::vector<float> delta(init_.size());
+      for (size_t j = 0; j < delta.size(); ++j)
+        delta[j] = 0.01f * static_cast<float>((i + 1) * (j % 3 + 1)) - 0.05f;
+      Edge& e = edges_[id] =
+          testing::MakeSecAggEdge(ca_, id, 100 * static_cast<uint64_t>(i + 1), std::move(delta));
       engine_->OnJoined(id, ClientCapabilities{"cpu", {"dense"}, e.examples, 0, {}}, now_);
     }
   }
 
   // Plays the clients (all but `silent`) until the engine sends nothing new.
   void Play(const std::set<std::string>& silent) {
-    for (int step = 0; step < 12; ++step) {
-      std::vector<RoundEngine::Outgoing> out = engine_->TakeOutbox();
-      if (out.empty()) return;
-      for (RoundEngine::Outgoing& o : out) {
-        if (silent.count(o.client_id)) continue;
-        Edge& e = edges_[o.client_id];
-        const std::string& id = o.client_id;
-        if (auto* st = std::get_if<SecAggStartMsg>(&o.message)) {
-          e.start = *st;
-          SecAggSession s;
-          s.run_id = st->run_id;
-          s.round = st->round;
-          s.vector_length = st->vector_length;
-          s.modulus_mask = (uint64_t{1} << st->sum_bits) - 1;
-          s.degree = st->degree;
-          s.threshold = st->threshold;
-          s.min_clients = st->min_clients;
-          e.client =
-              std::make_unique<SecAggClient>(s, id, e.key.get(), e.cert.cert_pem, verifier_.get());
-          ASSERT_TRUE(
-              engine_->OnSecAgg(id, ToWire(*e.client->AdvertiseKeys(), st->round), now_).ok());
-        } else if (std::holds_alternative<TaskAssignment>(o.message)) {
-          ASSERT_TRUE(e.start.has_value()) << "SecAggStart must come before the task";
-        } else if (auto* r = std::get_if<SecAggRosterMsg>(&o.message)) {
-          Result<SecAggShares> sh = e.client->ShareKeys(*FromWire(*r));
-          ASSERT_TRUE(sh.ok()) << sh.status();
-          ASSERT_TRUE(engine_->OnSecAgg(id, ToWire(*sh, r->round), now_).ok());
-        } else if (auto* in = std::get_if<SecAggInboxMsg>(&o.message)) {
-          IntDomainConfig dc{e.start->clip, static_cast<int>(e.start->quant_bits),
-                             e.start->max_weight, e.start->max_clients};
-          const IntDomain domain = *IntDomain::Create(dc);
-          ASSERT_EQ(domain.sum_bits(), static_cast<int>(e.start->sum_bits));
-          Result<SecAggMaskedInput> y = e.client->MaskInput(
-              FromWire(*in), domain.Encode(e.delta, domain.Weight(e.examples), 3));
-          ASSERT_TRUE(y.ok()) << y.status();
-          ASSERT_TRUE(engine_->OnSecAgg(id, ToWire(*y, in->round, domain.sum_bits()), now_).ok());
-        } else if (auto* rq = std::get_if<SecAggUnmaskRequestMsg>(&o.message)) {
-          Result<SecAggUnmaskResponse> u = e.client->Unmask(FromWire(*rq));
-          ASSERT_TRUE(u.ok()) << u.status();
-          ASSERT_TRUE(engine_->OnSecAgg(id, ToWire(*u, rq->round), now_).ok());
-        }
-      }
-    }
+    testing::PlaySecAgg(*engine_, edges_, *verifier_, now_, silent);
   }
 
   std::vector<double> Expected(const std::set<std::string>& left_out) {

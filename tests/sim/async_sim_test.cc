@@ -90,6 +90,31 @@ TEST(AsyncSimulatorTest, DeliversUnreachableClientsDropoutsAndStragglersInSimula
   EXPECT_GT(stragglers, 0);  // slow clients' updates, refused as late
 }
 
+// Differential privacy per step (server placement), with reproducible noise: the same model on 1
+// and 3 threads, every step charged at sampling rate 1, epsilon growing step by step.
+TEST(AsyncSimulatorTest, DifferentialPrivacyPerStepIsDeterministicAndChargedAtRateOne) {
+  SimConfig c = AsyncConfig();
+  c.run.round.rounds = 4;
+  c.run.round.dp.enabled = true;
+  c.run.round.dp.noise_multiplier = 0.5;
+  c.run.round.dp.clip_norm = 2.0;
+  c.run.round.dp.noise_seed = 11;
+  c.threads = 1;
+  Result<SimResult> one = testing::RunSimulation(c);
+  ASSERT_TRUE(one.ok()) << one.status().ToString();
+  c.threads = 3;
+  Result<SimResult> three = testing::RunSimulation(c);
+  ASSERT_TRUE(three.ok()) << three.status().ToString();
+  EXPECT_EQ(one->model_hash, three->model_hash);
+  ASSERT_EQ(one->rounds.size(), 4u);
+  double last = 0.0;
+  for (const SimRound& s : one->rounds) {
+    EXPECT_TRUE(s.dp);
+    EXPECT_GT(s.epsilon, last);
+    last = s.epsilon;
+  }
+}
+
 TEST(AsyncSimulatorTest, RefusesWhatItCannotRunAsynchronouslyYet) {
   SimConfig c = AsyncConfig();
   c.attack.kind = "sign_flip";
@@ -98,7 +123,11 @@ TEST(AsyncSimulatorTest, RefusesWhatItCannotRunAsynchronouslyYet) {
   EXPECT_NE(s.message().find("attack.kind"), std::string::npos) << s.ToString();
   SimConfig d = AsyncConfig();
   d.run.round.secagg.enabled = true;
-  EXPECT_NE(d.Validate().message().find("secagg.enabled"), std::string::npos);
+  Result<SimResult> r = testing::RunSimulation(d);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("does not run secure aggregation's cohorts yet"),
+            std::string::npos)
+      << r.status().ToString();
 }
 
 }  // namespace
