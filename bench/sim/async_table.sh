@@ -2,10 +2,11 @@
 # Synchronous rounds against asynchronous steps (FedBuff) on the heterogeneous preset, by
 # simulated time to 85% test accuracy, printed as a markdown table (docs/results.md).
 #
-#   bench/sim/async_table.sh [SEEDS] [OVER_SELECTIONS] [BUFFERS]
+#   bench/sim/async_table.sh [SEEDS] [OVER_SELECTIONS] [BUFFERS] [CONCURRENCIES]
 #     SEEDS            default "1 2 3": run.seed and data.seed (the partition, the devices)
 #     OVER_SELECTIONS  default "1.0 1.3": the synchronous runs' run.over_selection (K = 10)
-#     BUFFERS          default "3": the asynchronous runs' run.buffer_size (C = 10)
+#     BUFFERS          default "3": the asynchronous runs' run.buffer_size
+#     CONCURRENCIES    default "10": the asynchronous runs' run.concurrency (C)
 #
 # Every run is examples/configs/sim-hetero.toml (the demo's data, model and local training on the
 # "slow tail" devices of docs/simulation.md), stopped at the first round or step reaching 85%
@@ -18,6 +19,7 @@ SIM=${SIM:-build/release/sim/tributary-sim}
 seeds=${1:-"1 2 3"}
 oversel=${2:-"1.0 1.3"}
 buffers=${3:-"3"}
+concurrencies=${4:-"10"}
 read -r -a extra <<< "${EXTRA:-}"
 mkdir -p runs/async-table
 
@@ -54,10 +56,12 @@ for seed in $seeds; do
     run "$name" --set run.seed="$seed" --set data.seed="$seed" --set run.over_selection="$os"
     row "sync, K = 10, over-selection $os" "$seed" "runs/async-table/$name/report.json"
   done
-  for k in $buffers; do
-    name="async-k$k-seed$seed"
-    run "$name" --set run.seed="$seed" --set data.seed="$seed" --set run.mode=async \
-      --set run.buffer_size="$k"
-    row "async, C = 10, K = $k" "$seed" "runs/async-table/$name/report.json"
+  for c in $concurrencies; do
+    for k in $buffers; do
+      name="async-c$c-k$k-seed$seed"
+      run "$name" --set run.seed="$seed" --set data.seed="$seed" --set run.mode=async \
+        --set run.concurrency="$c" --set run.buffer_size="$k"
+      row "async, C = $c, K = $k" "$seed" "runs/async-table/$name/report.json"
+    done
   done
 done

@@ -9,6 +9,9 @@
 2. The coordinator is killed (SIGKILL) after a step, while its next buffer is filling, and
    restarted with --resume: it goes on from the checkpoint's step and finishes the run, and the
    clients, which keep redialling, need no change.
+3. Secure aggregation in cohorts: six tributary-client processes, dispatched three at a time, each
+   cohort with its own session; every step is a cohort's unmasked sum, and the coordinator never
+   sees a plaintext update.
 
 Run through ctest (it names the binaries and PYTHONPATH): ctest -R AsyncAggregation -V
 """
@@ -22,6 +25,8 @@ import unittest
 import numpy as np
 
 from process_harness import CERTS, COORDINATOR, ProcessTest, free_port
+
+CLIENT = os.environ.get("TRIBUTARY_CLIENT_BIN")
 
 FAST_S, SLOW_S = 0.2, 2.0
 
@@ -205,6 +210,58 @@ final_model = "{self.path('final.safetensors')}"
         self.assertEqual(finished[0]["rounds_done"], steps)
         after = [e for e in evs[evs.index(started[1]):] if e["event"] == "round_closed"]
         self.assertEqual([e["round"] for e in after], list(range(resumed_at + 1, steps + 1)))
+
+
+    @unittest.skipUnless(CLIENT, "run through ctest, which names tributary-client")
+    def test_secure_aggregation_cohorts_between_real_processes(self):
+        steps, clients = 4, 6
+        events = self.path("secagg.jsonl")
+        coord, addr = self.start_coordinator(f"""[run]
+model = "mlp"
+mode = "async"
+rounds = {steps}
+clients_per_round = 3
+concurrency = {clients}
+buffer_size = 3
+min_available = {clients}
+round_timeout_s = 60
+[fit]
+epochs = 1
+lr = 0.05
+[eval]
+every = 0
+[data]
+dataset = "synthetic"
+test_examples = 200
+[secagg]
+enabled = true
+clip = 0.5
+quant_bits = 16
+[output]
+event_log = "{events}"
+final_model = "{self.path('secagg.safetensors')}"
+""", name="secagg")
+        procs = []
+        for i in range(clients):
+            ca, cert, key = self.client_tls(f"edge-{i}")
+            procs.append(self.start(f"secagg-edge-{i}", [
+                CLIENT, "--coordinator", addr, "--ca", ca, "--cert", cert, "--key", key,
+                "--set", "run.model=mlp", "--num-clients", str(clients), "--client-index", str(i),
+                "--log-level", "warn", "--set", "data.dataset=synthetic",
+                "--set", "data.train_examples=1200", "--set", "data.test_examples=200"]))
+        self.assertEqual(coord.wait(timeout=240), 0, self.log("secagg")[-3000:])
+        evs = read_events(events)
+        closed = [e for e in evs if e["event"] == "round_closed"]
+        print("secure cohorts: " + "; ".join(
+            f"step {e['round']}: {e['accepted']} masked inputs, staleness max "
+            f"{e['staleness']['max']}, {e['bytes_up']} bytes up" for e in closed))
+        self.assertEqual([e["round"] for e in closed], list(range(1, steps + 1)))
+        for e in closed:
+            self.assertEqual(e["accepted"], 3, e)  # one cohort's survivors: all three
+            self.assertIn("staleness", e)
+        # Only masked sums reached the coordinator: no plaintext update was accepted.
+        self.assertFalse([e for e in evs if e["event"] == "update_accepted"])
+        self.assertTrue(os.path.exists(self.path("secagg.safetensors")))
 
 
 if __name__ == "__main__":
