@@ -586,7 +586,7 @@ void AsyncEngine::Fail(Status why) {
   Log().error("{}", failure_.message());
 }
 
-std::vector<Engine::Outgoing> AsyncEngine::TakeOutbox() {
+std::vector<RunEngine::Outgoing> AsyncEngine::TakeOutbox() {
   std::vector<Outgoing> out;
   out.swap(outbox_);
   return out;

@@ -1,5 +1,6 @@
 // AsyncEngine: buffered asynchronous aggregation (FedBuff: Nguyen et al., "Federated Learning with
-// Buffered Asynchronous Aggregation", AISTATS 2022), the Engine (engine.h) of run.mode = "async".
+// Buffered Asynchronous Aggregation", AISTATS 2022), the RunEngine (run_engine.h) of run.mode =
+// "async".
 //
 // No round waits for its slowest client. At most C = run.concurrency clients hold a task at once;
 // whenever one finishes, leaves, or passes its task's deadline, a newly sampled idle client takes
@@ -71,14 +72,14 @@
 #include <vector>
 
 #include "coordinator/download_cache.h"
-#include "coordinator/engine.h"
 #include "coordinator/federated_eval.h"
+#include "coordinator/run_engine.h"
 #include "coordinator/secagg_round.h"
 #include "coordinator/staleness_weight.h"
 
 namespace tributary {
 
-class AsyncEngine : public Engine {
+class AsyncEngine : public RunEngine {
  public:
   // `steps_done`, `model_version` and `dispatches` restore a checkpoint; a fresh run passes 0.
   // InvalidArgument for a bad config or a strategy that needs every update.

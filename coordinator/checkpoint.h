@@ -49,8 +49,8 @@ struct CheckpointState {
   // checkpoints of earlier versions, which did not record it.
   std::string run_uid;
 
-  // The engine's dispatch counter (Engine::dispatches: what keys an asynchronous run's fit seeds),
-  // in the metadata under "dispatches"; 0 in the checkpoints of earlier versions.
+  // The engine's dispatch counter (RunEngine::dispatches: what keys an asynchronous run's fit
+  // seeds), in the metadata under "dispatches"; 0 in the checkpoints of earlier versions.
   uint64_t dispatches = 0;
   // "sync" or "async" (run.mode), in the metadata under "mode"; "sync" for earlier versions'.
   std::string mode = "sync";

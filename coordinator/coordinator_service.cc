@@ -71,7 +71,7 @@ Status CoordinatorService::Start() {
       }));
   address_ = listener_->address();
   const TimePoint now = clock_->Now();
-  OnEngine([now](Engine& e) { e.OnTick(now); });
+  OnEngine([now](RunEngine& e) { e.OnTick(now); });
   asio::post(io_strand_, [self = shared_from_this()] { self->Sweep(); });
   return Status::Ok();
 }
@@ -200,7 +200,7 @@ void CoordinatorService::OnHello(Session& s, const Hello& hello) {
   Log().info("client {} joined from {} ({}, {} examples)", id, s.conn->peer().address,
              hello.capabilities.device, hello.capabilities.num_examples);
   const TimePoint now = clock_->Now();
-  OnEngine([id, caps = hello.capabilities, now](Engine& e) { e.OnJoined(id, caps, now); });
+  OnEngine([id, caps = hello.capabilities, now](RunEngine& e) { e.OnJoined(id, caps, now); });
 }
 
 void CoordinatorService::OnMessage(Connection* key, Message msg) {
@@ -220,16 +220,16 @@ void CoordinatorService::OnMessage(Connection* key, Message msg) {
   }
   if (auto* u = std::get_if<UpdateSubmission>(&msg)) {
     // Refusals reach the log through the driver's UpdateRefused event.
-    OnEngine([id = s.id, u = std::move(*u), now](Engine& e) { (void)e.OnUpdate(id, u, now); });
+    OnEngine([id = s.id, u = std::move(*u), now](RunEngine& e) { (void)e.OnUpdate(id, u, now); });
   } else if (auto* r = std::get_if<EvaluateResult>(&msg)) {
-    OnEngine([id = s.id, r = std::move(*r), now](Engine& e) {
+    OnEngine([id = s.id, r = std::move(*r), now](RunEngine& e) {
       if (Status st = e.OnEvaluateResult(id, r, now); !st.ok()) Log().warn("{}", st.message());
     });
   } else if (std::holds_alternative<SecAggKeysMsg>(msg) ||
              std::holds_alternative<SecAggSharesMsg>(msg) ||
              std::holds_alternative<SecAggMaskedInputMsg>(msg) ||
              std::holds_alternative<SecAggUnmaskResponseMsg>(msg)) {
-    OnEngine([id = s.id, m = std::move(msg), now](Engine& e) {
+    OnEngine([id = s.id, m = std::move(msg), now](RunEngine& e) {
       if (Status st = e.OnSecAgg(id, m, now); !st.ok())
         Log().warn("client {}: {}", id, st.message());
     });
@@ -276,12 +276,12 @@ void CoordinatorService::OnClosed(Connection* key, const Status& why) {
   by_id_.erase(b);
   Log().info("client {} left{}", id, why.ok() ? "" : ": " + why.message());
   const TimePoint now = clock_->Now();
-  OnEngine([id, now](Engine& e) { e.OnLeft(id, now); });
+  OnEngine([id, now](RunEngine& e) { e.OnLeft(id, now); });
 }
 
 void CoordinatorService::Deliver(Outbox outbox) {
   if (closed_) return;
-  for (Engine::Outgoing& out : outbox) {
+  for (RunEngine::Outgoing& out : outbox) {
     auto it = by_id_.find(out.client_id);
     if (it == by_id_.end()) continue;  // left meanwhile; the engine learns through OnLeft
     sessions_.at(it->second).conn->Send(std::move(out.message));
@@ -327,7 +327,7 @@ void CoordinatorService::CloseAll(Status result, const std::string& reason) {
 // ---- engine strand ----
 
 void CoordinatorService::AfterEngine() {
-  Engine& engine = driver_.engine();
+  RunEngine& engine = driver_.engine();
   Outbox outbox = engine.TakeOutbox();
   if (!outbox.empty())
     asio::post(io_strand_, [self = shared_from_this(), outbox = std::move(outbox)]() mutable {

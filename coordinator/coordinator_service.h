@@ -90,7 +90,7 @@ class CoordinatorService : public std::enable_shared_from_this<CoordinatorServic
     std::string id;  // empty until Hello
     TimePoint last_heard{};
   };
-  using Outbox = std::vector<Engine::Outgoing>;
+  using Outbox = std::vector<RunEngine::Outgoing>;
 
   // I/O strand.
   void OnAccept(std::shared_ptr<Connection> conn);
@@ -102,7 +102,7 @@ class CoordinatorService : public std::enable_shared_from_this<CoordinatorServic
   void Sweep();
   void CloseAll(Status result, const std::string& reason);
 
-  // Engine strand.
+  // RunEngine strand.
   template <class F>
   void OnEngine(F&& fn);
   void AfterEngine();
@@ -130,7 +130,7 @@ class CoordinatorService : public std::enable_shared_from_this<CoordinatorServic
   std::function<void(Status)> on_finished_;
   bool closed_ = false;
 
-  // Engine strand only.
+  // RunEngine strand only.
   std::unique_ptr<Timer> deadline_timer_;
   bool run_over_ = false;
   RefusalDigest refusals_;

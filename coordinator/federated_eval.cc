@@ -5,7 +5,7 @@
 namespace tributary {
 
 void FederatedEval::Start(const EvaluateTask& task, const std::vector<std::string>& clients,
-                          TimePoint deadline, std::vector<Engine::Outgoing>& outbox) {
+                          TimePoint deadline, std::vector<RunEngine::Outgoing>& outbox) {
   if (eval_.round != 0) Finish();  // an older evaluation still waiting: report what came
   eval_.round = task.round;
   deadline_ = deadline;

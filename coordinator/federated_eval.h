@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "coordinator/engine.h"
+#include "coordinator/run_engine.h"
 
 namespace tributary {
 
@@ -28,7 +28,7 @@ class FederatedEval {
   // Sends `task` (its round, version, deadline and model set) to each of `clients` through
   // `outbox`; with no clients the evaluation is reported at once, empty.
   void Start(const EvaluateTask& task, const std::vector<std::string>& clients, TimePoint deadline,
-             std::vector<Engine::Outgoing>& outbox);
+             std::vector<RunEngine::Outgoing>& outbox);
   // FailedPrecondition when `id` was not asked, or answers another round.
   Status OnResult(const std::string& id, const EvaluateResult& result);
   void OnLeft(const std::string& id);

@@ -1,4 +1,5 @@
-// RoundEngine: the synchronous Engine (engine.h): the coordinator's rounds as a state machine.
+// RoundEngine: the synchronous RunEngine (run_engine.h): the coordinator's rounds as a state
+// machine.
 //
 // It is fed events — a client joined or left, an update or evaluation result arrived, time passed
 // (OnTick) — and queues messages for clients, which the driver (the TLS server, the simulator, a
@@ -68,16 +69,16 @@
 #include "compression/codec.h"
 #include "coordinator/client_registry.h"
 #include "coordinator/download_cache.h"
-#include "coordinator/engine.h"
 #include "coordinator/federated_eval.h"
 #include "coordinator/round_config.h"
+#include "coordinator/run_engine.h"
 #include "coordinator/secagg_round.h"
 #include "privacy/dp/dp_aggregator.h"
 #include "protocol/messages.h"
 
 namespace tributary {
 
-class RoundEngine : public Engine {
+class RoundEngine : public RunEngine {
  public:
   // `rounds_done`, `model_version` and `dispatches` restore a checkpoint; a fresh run passes 0.
   static Result<std::unique_ptr<RoundEngine>> Create(RoundConfig config,

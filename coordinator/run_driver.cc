@@ -9,7 +9,7 @@
 
 #include "aggregation/strategy_factory.h"
 #include "coordinator/checkpoint.h"
-#include "coordinator/engine_factory.h"
+#include "coordinator/run_engine_factory.h"
 #include "core/file_util.h"
 #include "core/log.h"
 #include "core/model_layout.h"
@@ -125,7 +125,7 @@ Result<std::unique_ptr<RunDriver>> RunDriver::Create(const RunConfig& config, Op
   if (st.run_uid.empty()) st.run_uid = NewRunUid();
 
   RunDriver* self = d.get();
-  Engine::Hooks hooks;
+  RunEngine::Hooks hooks;
   hooks.on_round_opened = [self](uint64_t round, int64_t attempt, int64_t selected) {
     self->Publish(RoundOpened{round, attempt, selected, self->engine_->model_version()});
   };
@@ -145,9 +145,9 @@ Result<std::unique_ptr<RunDriver>> RunDriver::Create(const RunConfig& config, Op
   hooks.on_round_complete = [self](const RoundSummary& s, const ModelWeights& m) {
     self->OnRoundComplete(s, m);
   };
-  TRIB_ASSIGN_OR_RETURN(
-      d->engine_, MakeEngine(c.round, std::move(*strategy), std::move(model), rounds_done, version,
-                             d->dispatches_, std::move(hooks)));
+  TRIB_ASSIGN_OR_RETURN(d->engine_,
+                        MakeRunEngine(c.round, std::move(*strategy), std::move(model), rounds_done,
+                                      version, d->dispatches_, std::move(hooks)));
   if (!d->privacy_state_.empty()) {
     if (Status s = d->engine_->mutable_dp()->LoadState(d->privacy_state_); !s.ok())
       return s.WithContext("checkpoint " + d->started_.resumed_from);

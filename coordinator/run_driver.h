@@ -8,7 +8,7 @@
 //     weights, or, when resuming, the checkpoint's model, strategy state and round counter,
 //     refused with an error that names the first differing tensor when the checkpoint has another
 //     layout, and says what differs when it was written for another model or strategy;
-//   - the Engine that run.mode asks for (engine_factory.h: RoundEngine or AsyncEngine);
+//   - the RunEngine that run.mode asks for (run_engine_factory.h: RoundEngine or AsyncEngine);
 //   - after every round (asynchronous: step), in this order: the checkpoint (through the Env,
 //     every output.checkpoint_every rounds and after the last), server-side evaluation (through
 //     the Evaluator, every eval.every rounds);
@@ -29,9 +29,9 @@
 #include <string>
 #include <vector>
 
-#include "coordinator/engine.h"
 #include "coordinator/evaluator.h"
 #include "coordinator/run_config.h"
+#include "coordinator/run_engine.h"
 #include "coordinator/run_events.h"
 #include "core/env.h"
 #include "train/model_spec.h"
@@ -71,8 +71,8 @@ class RunDriver {
   // RunStarted stays first and RunFinished last; ignored otherwise.
   void Report(const ClientRefused& refusal);
 
-  Engine& engine() { return *engine_; }
-  const Engine& engine() const { return *engine_; }
+  RunEngine& engine() { return *engine_; }
+  const RunEngine& engine() const { return *engine_; }
   const RunConfig& config() const { return config_; }
   // The run's unique id: 32 random hex digits made when the run starts, or, when it resumes, its
   // checkpoint's (a checkpoint of an earlier version, which has none, gets a new one). Every
@@ -98,7 +98,7 @@ class RunDriver {
   RunConfig config_;
   Options options_;
   Env* env_ = nullptr;
-  std::unique_ptr<Engine> engine_;
+  std::unique_ptr<RunEngine> engine_;
   uint64_t dispatches_ = 0;  // the resumed checkpoint's dispatch counter
   std::vector<RunObserver*> observers_;
   RunStarted started_;

@@ -24,7 +24,7 @@
 #include <variant>
 #include <vector>
 
-#include "coordinator/engine.h"
+#include "coordinator/run_engine.h"
 
 namespace tributary {
 

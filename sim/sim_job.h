@@ -13,7 +13,7 @@ namespace tributary {
 // One selected client's task in an attempt, filled in on a pool thread.
 struct Simulator::Job {
   uint64_t index = 0;
-  const Engine::Outgoing* out = nullptr;
+  const RunEngine::Outgoing* out = nullptr;
   // An asynchronous run's task number (the order the engine sent it in): what its device draws
   // are keyed by (DeviceModel::TimeTask); none in a synchronous run (keyed by round and attempt).
   std::optional<uint64_t> task;

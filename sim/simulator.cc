@@ -228,13 +228,13 @@ Result<std::shared_ptr<Trainer>> Simulator::MakeTrainer(uint64_t client, bool at
   return trainer;
 }
 
-Status Simulator::PrepareAttack(const std::vector<Engine::Outgoing>& tasks) {
+Status Simulator::PrepareAttack(const std::vector<RunEngine::Outgoing>& tasks) {
   pending_.malicious = 0;
   if (!attack_) return Status::Ok();
   Attack::Attempt attempt;
   attempt.selected = static_cast<int64_t>(tasks.size());
   std::map<uint64_t, const TaskAssignment*> task_of;
-  for (const Engine::Outgoing& t : tasks) {
+  for (const RunEngine::Outgoing& t : tasks) {
     std::optional<uint64_t> c = Population::IndexOf(t.client_id);
     if (c && *c < population_->size() && Malicious(*c)) {
       attempt.malicious.push_back(*c);  // in selection order
@@ -254,7 +254,7 @@ Status Simulator::PrepareAttack(const std::vector<Engine::Outgoing>& tasks) {
   return attack_->Prepare(attempt, *pool_, fit_honestly);
 }
 
-Status Simulator::RunAttempt(std::vector<Engine::Outgoing> tasks,
+Status Simulator::RunAttempt(std::vector<RunEngine::Outgoing> tasks,
                              std::map<std::string, SecAggStartMsg> starts) {
   const uint64_t round = std::get<TaskAssignment>(tasks[0].message).round;
   if (round != attempt_round_) {
@@ -284,7 +284,7 @@ Status Simulator::RunAttempt(std::vector<Engine::Outgoing> tasks,
     jobs[i].index = *index;
     jobs[i].out = &tasks[i];
   }
-  Engine& engine = driver_->engine();
+  RunEngine& engine = driver_->engine();
   auto open = [&] { return !round_closed_ && !attempt_failed_; };
   std::vector<std::string> departed;
   secagg_.clear();
@@ -401,7 +401,7 @@ void Simulator::RecordRound() {
 Status Simulator::StartSecAgg(std::vector<Job>& jobs,
                               const std::map<std::string, SecAggStartMsg>& starts,
                               uint64_t bytes_down, std::vector<std::string>& departed) {
-  Engine& engine = driver_->engine();
+  RunEngine& engine = driver_->engine();
   // Unreachable clients never hear of the round: the engine learns it before the key phases.
   for (Job& job : jobs) {
     const auto& task = std::get<TaskAssignment>(job.out->message);
@@ -455,12 +455,12 @@ Status Simulator::Answer(const std::string& id, Message reply, uint64_t index) {
 
 Status Simulator::ServeSecAgg() {
   if (!config_.run.round.secagg.enabled) return Status::Ok();
-  Engine& engine = driver_->engine();
+  RunEngine& engine = driver_->engine();
   // Each pass serves one phase's messages; the answers may open the next one.
   for (int pass = 0; pass < 16; ++pass) {
-    std::vector<Engine::Outgoing> out = engine.TakeOutbox();
+    std::vector<RunEngine::Outgoing> out = engine.TakeOutbox();
     if (out.empty()) return Status::Ok();
-    for (Engine::Outgoing& o : out) {
+    for (RunEngine::Outgoing& o : out) {
       // After the attempt ends the engine's messages are the next attempt's: Run's.
       if (round_closed_ || attempt_failed_ || std::holds_alternative<TaskAssignment>(o.message) ||
           std::holds_alternative<SecAggStartMsg>(o.message)) {
@@ -501,17 +501,17 @@ Result<SimResult> Simulator::Run(const std::function<void(const SimRound&)>& on_
   TRIB_RETURN_IF_ERROR(Join());
   on_round_ = &on_round;
   wall_start_ = WallNow();
-  Engine& engine = driver_->engine();
+  RunEngine& engine = driver_->engine();
   Status outcome;
   if (config_.run.round.asynchronous()) outcome = RunAsync();
   while (!engine.finished() && outcome.ok() && !AtTarget()) {
-    std::vector<Engine::Outgoing> outbox = std::move(carry_), more = engine.TakeOutbox();
+    std::vector<RunEngine::Outgoing> outbox = std::move(carry_), more = engine.TakeOutbox();
     carry_.clear();
     outbox.insert(outbox.end(), std::make_move_iterator(more.begin()),
                   std::make_move_iterator(more.end()));
-    std::vector<Engine::Outgoing> tasks;
+    std::vector<RunEngine::Outgoing> tasks;
     std::map<std::string, SecAggStartMsg> starts;
-    for (Engine::Outgoing& o : outbox) {
+    for (RunEngine::Outgoing& o : outbox) {
       if (std::holds_alternative<TaskAssignment>(o.message))
         tasks.push_back(std::move(o));
       else if (auto* start = std::get_if<SecAggStartMsg>(&o.message))

@@ -78,7 +78,7 @@ class Simulator : private RunObserver {
   Result<SimResult> Run(const std::function<void(const SimRound&)>& on_round = {});
 
   const Population& population() const { return *population_; }
-  const Engine& engine() const { return driver_->engine(); }
+  const RunEngine& engine() const { return driver_->engine(); }
   // The run's model spec; none when run.model is empty.
   const std::optional<ModelSpec>& spec() const { return spec_; }
   const SimConfig& config() const { return config_; }
@@ -90,7 +90,7 @@ class Simulator : private RunObserver {
   struct Flight;  // an asynchronous task in simulated time (simulator_async.cc)
   Simulator() = default;
   void OnEvent(const RunEvent& event) override;
-  Status RunAttempt(std::vector<Engine::Outgoing> tasks,
+  Status RunAttempt(std::vector<RunEngine::Outgoing> tasks,
                     std::map<std::string, SecAggStartMsg> starts);
   void RunJob(Job& job, uint64_t bytes_down) const;
   TaskTiming TimeJob(const Job& job, uint64_t bytes_down, uint64_t bytes_up, double samples) const;
@@ -112,7 +112,7 @@ class Simulator : private RunObserver {
   // One client's secure aggregation message, through the wire, to the engine.
   Status Answer(const std::string& id, Message reply, uint64_t index);
   // The attempt's malicious clients counted, and the attack prepared (ALIE's honest fits).
-  Status PrepareAttack(const std::vector<Engine::Outgoing>& tasks);
+  Status PrepareAttack(const std::vector<RunEngine::Outgoing>& tasks);
   bool Malicious(uint64_t client) const;
   // The client's trainer: the factory's, with the attack's data and trainer wrapping when the
   // client is malicious.
@@ -144,7 +144,7 @@ class Simulator : private RunObserver {
   bool attempt_failed_ = false;
   SimResult result_;
   std::map<std::string, std::shared_ptr<SecAggTask>> secagg_;  // the attempt's, clients still there
-  std::vector<Engine::Outgoing> carry_;  // the engine's messages for the next attempt
+  std::vector<RunEngine::Outgoing> carry_;  // the engine's messages for the next attempt
   const std::function<void(const SimRound&)>* on_round_ = nullptr;
 };
 

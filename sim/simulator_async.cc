@@ -36,7 +36,7 @@ enum class EventKind { kRejoin = 0, kFlight = 1, kTick = 2 };
 }  // namespace
 
 struct Simulator::Flight {
-  Engine::Outgoing out;
+  RunEngine::Outgoing out;
   Job* job = nullptr;  // owned by the loop's jobs
   double sent = 0.0;
   uint64_t bytes_down = 0;
@@ -46,7 +46,7 @@ struct Simulator::Flight {
 };
 
 Status Simulator::RunAsync() {
-  Engine& engine = driver_->engine();
+  RunEngine& engine = driver_->engine();
   const double away = std::chrono::duration<double>(config_.run.round.round_timeout).count();
   std::map<std::string, Flight> flights;             // by client
   std::map<std::string, std::unique_ptr<Job>> jobs;  // the flights' jobs
@@ -60,7 +60,7 @@ Status Simulator::RunAsync() {
   // The engine's new tasks become flights. A client sent a new task while its old one still runs
   // (the engine let it go at its deadline) gives the old one up.
   auto absorb = [&]() -> Status {
-    for (Engine::Outgoing& o : engine.TakeOutbox()) {
+    for (RunEngine::Outgoing& o : engine.TakeOutbox()) {
       const auto* task = std::get_if<TaskAssignment>(&o.message);
       if (!task) continue;  // refusals' Errors, evaluation tasks: not simulated
       std::optional<uint64_t> index = Population::IndexOf(o.client_id);

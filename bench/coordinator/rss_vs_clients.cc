@@ -75,7 +75,7 @@ int Run(int64_t clients, int64_t rounds, int64_t eval_every, const std::string& 
   config.round_timeout = std::chrono::hours(1);
   config.federated_eval_every = eval_every;
   int64_t closed = 0;
-  Engine::Hooks hooks;
+  RunEngine::Hooks hooks;
   hooks.on_round_complete = [&](const RoundSummary&, const ModelWeights&) { ++closed; };
   Result<std::unique_ptr<RoundEngine>> engine =
       RoundEngine::Create(config, std::make_unique<FedAvg>(), *init, 0, 0, std::move(hooks));

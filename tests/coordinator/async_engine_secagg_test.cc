@@ -45,7 +45,7 @@ class AsyncEngineSecAggTest : public ::testing::Test {
   void Make(RoundConfig cfg, int n) {
     init_ = *ModelWeights::Create({{"w", {6}}, {"b", {2}}});
     for (size_t i = 0; i < init_.size(); ++i) init_.data()[i] = 0.1f * static_cast<float>(i);
-    Engine::Hooks hooks;
+    RunEngine::Hooks hooks;
     hooks.on_round_complete = [this](const RoundSummary& s, const ModelWeights& m) {
       summaries_.push_back(s);
       models_.push_back(m);
@@ -147,7 +147,7 @@ TEST_F(AsyncEngineSecAggTest, PlaintextUpdatesAreRefusedAndEveryCohortHasItsOwnS
     engine_->OnJoined(id, ClientCapabilities{"cpu", {"dense"}, e.examples, 0, {}}, now_);
   std::set<uint64_t> sessions;
   std::map<std::string, uint64_t> task_round;
-  for (const Engine::Outgoing& o : engine_->TakeOutbox()) {
+  for (const RunEngine::Outgoing& o : engine_->TakeOutbox()) {
     if (auto* st = std::get_if<SecAggStartMsg>(&o.message)) sessions.insert(st->round);
     if (auto* t = std::get_if<TaskAssignment>(&o.message)) {
       task_round[o.client_id] = t->round;

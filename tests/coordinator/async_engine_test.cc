@@ -8,8 +8,8 @@
 #include "aggregation/fedavg.h"
 #include "aggregation/strategy_factory.h"
 #include "compression/dense_codec.h"
-#include "coordinator/engine_factory.h"
 #include "coordinator/round_engine.h"
+#include "coordinator/run_engine_factory.h"
 #include "privacy/dp/rdp_accountant.h"
 
 namespace tributary {
@@ -32,7 +32,7 @@ class AsyncEngineTest : public ::testing::Test {
   }
   void Make(RoundConfig cfg) {
     ModelWeights init = *ModelWeights::Create({{"w", {4}}});
-    Engine::Hooks hooks;
+    RunEngine::Hooks hooks;
     hooks.on_round_complete = [this](const RoundSummary& s, const ModelWeights& m) {
       summaries_.push_back(s);
       models_.push_back(m);
@@ -330,7 +330,7 @@ TEST(AsyncEngineCreateTest, RefusesWhatCannotStreamOrHasNoSoundAccountingYet) {
   ModelWeights init = *ModelWeights::Create({{"w", {4}}});
   Result<std::unique_ptr<Strategy>> median = MakeStrategy("median");
   ASSERT_TRUE(median.ok());
-  Result<std::unique_ptr<Engine>> e = MakeEngine(c, std::move(*median), init, 0, 0, 0, {});
+  Result<std::unique_ptr<RunEngine>> e = MakeRunEngine(c, std::move(*median), init, 0, 0, 0, {});
   ASSERT_FALSE(e.ok());
   EXPECT_NE(e.status().message().find("cannot be used with run.mode = 'async'"), std::string::npos)
       << e.status().ToString();
@@ -360,8 +360,8 @@ TEST(AsyncEngineCreateTest, RefusesWhatCannotStreamOrHasNoSoundAccountingYet) {
   EXPECT_NE(w.Validate().message().find("run.staleness_weight"), std::string::npos);
   // A synchronous config builds the round engine.
   RoundConfig sync;
-  Result<std::unique_ptr<Engine>> r =
-      MakeEngine(sync, std::make_unique<FedAvg>(), init, 0, 0, 0, {});
+  Result<std::unique_ptr<RunEngine>> r =
+      MakeRunEngine(sync, std::make_unique<FedAvg>(), init, 0, 0, 0, {});
   ASSERT_TRUE(r.ok());
   EXPECT_NE(dynamic_cast<RoundEngine*>(r->get()), nullptr);
 }

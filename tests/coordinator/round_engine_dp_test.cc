@@ -33,7 +33,7 @@ class RoundEngineDpTest : public ::testing::Test {
   }
   Status Make(RoundConfig cfg, size_t dim, std::string strategy = "fedavg") {
     ModelWeights init = *ModelWeights::Create({{"w", {static_cast<int64_t>(dim)}}});
-    Engine::Hooks hooks;
+    RunEngine::Hooks hooks;
     hooks.on_round_complete = [this](const RoundSummary& s, const ModelWeights& m) {
       summaries_.push_back(s);
       models_.push_back(m);

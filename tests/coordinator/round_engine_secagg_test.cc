@@ -26,7 +26,7 @@ class RoundEngineSecAggTest : public ::testing::Test {
   using Edge = testing::SecAggEdge;
 
   void SetUp() override {
-    ca_ = *MakeCaCertificate("Engine CA");
+    ca_ = *MakeCaCertificate("RunEngine CA");
     verifier_ = std::make_unique<CertificateVerifier>(*CertificateVerifier::FromPem(ca_.cert_pem));
   }
 
@@ -47,7 +47,7 @@ class RoundEngineSecAggTest : public ::testing::Test {
   void Make(RoundConfig cfg, int n) {
     init_ = *ModelWeights::Create({{"w", {6}}, {"b", {2}}});
     for (size_t i = 0; i < init_.size(); ++i) init_.data()[i] = 0.1f * static_cast<float>(i);
-    Engine::Hooks hooks;
+    RunEngine::Hooks hooks;
     hooks.on_round_complete = [this](const RoundSummary& s, const ModelWeights& m) {
       summaries_.push_back(s);
       models_.push_back(m);

@@ -24,7 +24,7 @@ class RoundEngineTest : public ::testing::Test {
  protected:
   void Make(RoundConfig cfg) {
     ModelWeights init = *ModelWeights::Create({{"w", {4}}});
-    Engine::Hooks hooks;
+    RunEngine::Hooks hooks;
     hooks.on_round_complete = [this](const RoundSummary& s, const ModelWeights& m) {
       summaries_.push_back(s);
       models_.push_back(m);
@@ -527,7 +527,7 @@ TEST_F(RoundEngineTest, Q8DownloadEncodesTheModelOnceAndCountsItsBytes) {
   RoundConfig cfg = Config(3);
   cfg.download_codec = "q8";
   cfg.federated_eval_every = 1;
-  Engine::Hooks hooks;
+  RunEngine::Hooks hooks;
   hooks.on_round_complete = [this](const RoundSummary& s, const ModelWeights& m) {
     summaries_.push_back(s);
     models_.push_back(m);

@@ -66,13 +66,13 @@ Result<std::unique_ptr<RunDriver>> Make(const RunConfig& c, Env* env, bool resum
 // Answers every task in the outbox with a dense delta of `value` per weight (the clients join
 // first when none has).
 void PlayRound(RunDriver& d, float value) {
-  Engine& e = d.engine();
+  RunEngine& e = d.engine();
   const TimePoint now{};
   if (e.registry().size() == 0) {
     for (const char* id : {"a", "b"})
       e.OnJoined(id, ClientCapabilities{"cpu", {"dense"}, 5, 0, {}}, now);
   }
-  for (Engine::Outgoing& o : e.TakeOutbox()) {
+  for (RunEngine::Outgoing& o : e.TakeOutbox()) {
     auto* t = std::get_if<TaskAssignment>(&o.message);
     if (!t) continue;
     UpdateSubmission u;

@@ -108,7 +108,9 @@ TEST(RunEventsTest, AsynchronousFieldsReadBackAndSynchronousEventsHaveNone) {
   EXPECT_EQ(accepted["trained_on"], 6);
   EXPECT_EQ(accepted["staleness"], 3);
   EXPECT_EQ(accepted["staleness_weight"], 0.5);
-  const auto& back = std::get<UpdateAccepted>(*RunEventFromJson(accepted));
+  Result<RunEvent> read = RunEventFromJson(accepted);
+  ASSERT_TRUE(read.ok()) << read.status();
+  const auto& back = std::get<UpdateAccepted>(*read);
   ASSERT_TRUE(back.staleness.has_value());
   EXPECT_EQ(back.staleness->trained_on, 6u);
   const nlohmann::json closed = ToJson(events[1]);

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "coordinator/engine.h"
+#include "coordinator/run_engine.h"
 #include "crypto/cert_authority.h"
 #include "crypto/signing.h"
 #include "privacy/secagg/int_domain.h"
@@ -45,13 +45,13 @@ inline SecAggEdge MakeSecAggEdge(const PemPair& ca, const std::string& id, uint6
 
 // Plays the edges (all but `silent`) against `engine` until it sends nothing new. A task comes
 // after its SecAggStart; each answer goes back at `now`.
-inline void PlaySecAgg(Engine& engine, std::map<std::string, SecAggEdge>& edges,
+inline void PlaySecAgg(RunEngine& engine, std::map<std::string, SecAggEdge>& edges,
                        const CertificateVerifier& verifier, TimePoint now,
                        const std::set<std::string>& silent) {
   for (int step = 0; step < 16; ++step) {
-    std::vector<Engine::Outgoing> out = engine.TakeOutbox();
+    std::vector<RunEngine::Outgoing> out = engine.TakeOutbox();
     if (out.empty()) return;
-    for (Engine::Outgoing& o : out) {
+    for (RunEngine::Outgoing& o : out) {
       if (silent.count(o.client_id) || !edges.count(o.client_id)) continue;
       SecAggEdge& e = edges[o.client_id];
       const std::string& id = o.client_id;

@@ -1,5 +1,5 @@
-// Engine: the coordinator's aggregation logic as a state machine, knowing nothing of sockets; what
-// CoordinatorService (the network), the Simulator (virtual clients) and the tests drive.
+// RunEngine: the coordinator's aggregation logic as a state machine, knowing nothing of sockets;
+// what CoordinatorService (the network), the Simulator (virtual clients) and the tests drive.
 //
 // It is fed events (a client joined or left, an update, an evaluation result or a secure
 // aggregation message arrived, time passed: OnTick) and queues messages for clients, which the
@@ -9,9 +9,9 @@
 //   - AsyncEngine (async_engine.h): buffered asynchronous aggregation (FedBuff). At most C clients
 //     train at once, each finished client is replaced at once, and after every K accepted updates
 //     (each weighted down by its staleness) the strategy takes one step.
-// MakeEngine (engine_factory.h) picks one from RoundConfig::mode (run.mode). In both, a "round" in
-// the hooks, the summaries and rounds_done() is one new model version: a synchronous round, or an
-// asynchronous step (a buffer applied).
+// MakeRunEngine (run_engine_factory.h) picks one from RoundConfig::mode (run.mode). In both, a
+// "round" in the hooks, the summaries and rounds_done() is one new model version: a synchronous
+// round, or an asynchronous step (a buffer applied).
 //
 // The parts both engines use are their own classes: update validation (update_check.h), the
 // per-version download payload (download_cache.h) and federated evaluation (federated_eval.h).
@@ -77,7 +77,7 @@ struct UpdateStaleness {
   double weight = 1.0;      // the staleness weight s(staleness) its delta was multiplied by
 };
 
-class Engine {
+class RunEngine {
  public:
   struct Outgoing {
     std::string client_id;
@@ -103,7 +103,7 @@ class Engine {
     std::function<void(const std::string& client_id, uint64_t round, const Status& why)> on_refused;
   };
 
-  virtual ~Engine() = default;
+  virtual ~RunEngine() = default;
 
   virtual void OnJoined(const std::string& id, const ClientCapabilities& caps, TimePoint now) = 0;
   virtual void OnLeft(const std::string& id, TimePoint now) = 0;
