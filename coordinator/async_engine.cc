@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "compression/l2_clip.h"
+#include "coordinator/engine_parts.h"
 #include "coordinator/secagg_cohort.h"
 #include "coordinator/update_check.h"
 #include "core/hash.h"
@@ -21,27 +22,6 @@ constexpr uint64_t kAsyncFitSeedStream = 0xaf17;
 // The same-refusal streak must span this many different clients: one client's refusals never
 // end the run.
 constexpr size_t kSameRefusalClients = 2;
-
-uint64_t ClientHash(const std::string& id) {
-  Fnv1a64 h;
-  h.Add(id.data(), id.size());
-  return h.value();
-}
-
-double SecondsBetween(TimePoint a, TimePoint b) {
-  return std::chrono::duration<double>(b - a).count();
-}
-
-// "value in tensor 'x' at index i" for the first non-finite weight, "" when all are finite.
-std::string NonFiniteAt(const ModelWeights& w) {
-  for (size_t t = 0; t < w.num_tensors(); ++t) {
-    std::span<const float> v = w.tensor(t);
-    for (size_t i = 0; i < v.size(); ++i)
-      if (!std::isfinite(v[i]))
-        return fmt::format("{} in tensor '{}' at index {}", v[i], w.tensors()[t].name, i);
-  }
-  return "";
-}
 
 }  // namespace
 
@@ -269,14 +249,8 @@ void AsyncEngine::CountMissedTask() {
 }
 
 void AsyncEngine::Miss(const std::string& id, std::string_view why, bool refused) {
-  if (config_.cooldown_max_rounds == 0) return;
-  const uint64_t step = steps_done_ + 1;
-  const uint64_t before = registry_.CoolingUntil(id);
-  registry_.RecordMiss(id, step, static_cast<uint64_t>(config_.cooldown_max_rounds), refused);
-  const uint64_t until = registry_.CoolingUntil(id);
-  if (until == before) return;  // its miss of this step is already on record
-  Log().warn("client '{}' {} in step {}: left out of selection until step {} ({} misses in a row)",
-             id, why, step, until, registry_.cooldowns().find(id)->second.misses);
+  RecordCoolDownMiss(registry_, id, why, steps_done_ + 1,
+                     static_cast<uint64_t>(config_.cooldown_max_rounds), refused, "step");
 }
 
 Status AsyncEngine::OnEvaluateResult(const std::string& id, const EvaluateResult& res,
@@ -466,7 +440,7 @@ void AsyncEngine::Dispatch(const std::string& id, const ModelPayload& payload, T
   t.round = cohort != 0 ? cohort : steps_done_ + 1;
   t.model_version = version_;
   t.fit = config_.fit;
-  t.fit.seed = DeriveSeed(config_.seed, {kAsyncFitSeedStream, dispatch, ClientHash(id)});
+  t.fit.seed = DeriveSeed(config_.seed, {kAsyncFitSeedStream, dispatch, ClientIdHash(id)});
   // With secure aggregation the client sends its dense delta into the integer domain, which does
   // the codec's quantization and sparsification.
   t.codec.spec = cohort != 0 ? "dense" : std::string(codec_->spec());
@@ -542,7 +516,7 @@ void AsyncEngine::ApplyBuffer(TimePoint now) {
     Fail(next.status().WithContext("step " + std::to_string(steps_done_ + 1)));
     return;
   }
-  if (std::string where = NonFiniteAt(*next); !where.empty()) {
+  if (std::string where = FirstNonFinite(*next); !where.empty()) {
     Fail(Status::FailedPrecondition(fmt::format(
         "step {}: the aggregated model holds {}; the run stops rather than send it to clients",
         steps_done_ + 1, where)));

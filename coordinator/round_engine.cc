@@ -8,6 +8,7 @@
 
 #include "compression/codec_spec.h"
 #include "compression/l2_clip.h"
+#include "coordinator/engine_parts.h"
 #include "coordinator/secagg_cohort.h"
 #include "coordinator/update_check.h"
 #include "core/check.h"
@@ -20,25 +21,6 @@ namespace {
 
 constexpr uint64_t kSelectionStream = 0x5e1ec7;
 constexpr uint64_t kFitSeedStream = 0xf17;
-
-uint64_t IdHash(const std::string& id) {
-  Fnv1a64 h;
-  h.Add(id.data(), id.size());
-  return h.value();
-}
-
-double Seconds(TimePoint a, TimePoint b) { return std::chrono::duration<double>(b - a).count(); }
-
-// "tensor 'x' value nan at index i" for the first non-finite weight, "" when all are finite.
-std::string FirstNonFinite(const ModelWeights& w) {
-  for (size_t t = 0; t < w.num_tensors(); ++t) {
-    std::span<const float> v = w.tensor(t);
-    for (size_t i = 0; i < v.size(); ++i)
-      if (!std::isfinite(v[i]))
-        return fmt::format("{} in tensor '{}' at index {}", v[i], w.tensors()[t].name, i);
-  }
-  return "";
-}
 
 }  // namespace
 
@@ -281,15 +263,8 @@ void RoundEngine::MaybeFinishEarly(TimePoint now) {
 }
 
 void RoundEngine::Miss(const std::string& id, std::string_view why, bool refused) {
-  if (config_.cooldown_max_rounds == 0) return;
-  const uint64_t round = rounds_done_ + 1;
-  const uint64_t before = registry_.CoolingUntil(id);
-  registry_.RecordMiss(id, round, static_cast<uint64_t>(config_.cooldown_max_rounds), refused);
-  const uint64_t until = registry_.CoolingUntil(id);
-  if (until == before) return;  // its miss of this round is already on record
-  Log().warn(
-      "client '{}' {} in round {}: left out of selection until round {} ({} misses in a row)", id,
-      why, round, until, registry_.cooldowns().find(id)->second.misses);
+  RecordCoolDownMiss(registry_, id, why, rounds_done_ + 1,
+                     static_cast<uint64_t>(config_.cooldown_max_rounds), refused, "round");
 }
 
 std::vector<std::string> RoundEngine::Select(uint64_t round) {
@@ -426,7 +401,7 @@ void RoundEngine::MaybeStartRound(TimePoint now) {
     registry_.MarkBusy(*registry_.Find(id));
     ++dispatches_;
     TaskAssignment t = task;  // shares task.model's floats
-    t.fit.seed = DeriveSeed(config_.seed, {kFitSeedStream, round, IdHash(id)});
+    t.fit.seed = DeriveSeed(config_.seed, {kFitSeedStream, round, ClientIdHash(id)});
     summary_.bytes_down += t.model.data_bytes();
     outbox_.push_back({id, std::move(t)});
   }
@@ -478,7 +453,7 @@ void RoundEngine::CloseRound(TimePoint now) {
   in_round_ = false;
   attempt_ = 0;
   summary_.model_version = version_;
-  summary_.duration_s = Seconds(round_start_, now);
+  summary_.duration_s = SecondsBetween(round_start_, now);
   for (const auto& [k, v] : metric_sums_)
     summary_.client_metrics[k] =
         v / static_cast<double>(std::max<uint64_t>(1, summary_.num_examples));

@@ -1,0 +1,45 @@
+#include "coordinator/engine_parts.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+#include <span>
+
+#include "core/hash.h"
+#include "core/log.h"
+
+namespace tributary {
+
+uint64_t ClientIdHash(const std::string& id) {
+  Fnv1a64 h;
+  h.Add(id.data(), id.size());
+  return h.value();
+}
+
+double SecondsBetween(TimePoint a, TimePoint b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+std::string FirstNonFinite(const ModelWeights& w) {
+  for (size_t t = 0; t < w.num_tensors(); ++t) {
+    std::span<const float> v = w.tensor(t);
+    for (size_t i = 0; i < v.size(); ++i)
+      if (!std::isfinite(v[i]))
+        return fmt::format("{} in tensor '{}' at index {}", v[i], w.tensors()[t].name, i);
+  }
+  return "";
+}
+
+void RecordCoolDownMiss(ClientRegistry& registry, const std::string& id, std::string_view why,
+                        uint64_t at, uint64_t cap, bool refused, std::string_view unit) {
+  if (cap == 0) return;
+  const uint64_t before = registry.CoolingUntil(id);
+  registry.RecordMiss(id, at, cap, refused);
+  const uint64_t until = registry.CoolingUntil(id);
+  if (until == before) return;  // its miss of this round is already on record
+  Log().warn("client '{}' {} in {} {}: left out of selection until {} {} ({} misses in a row)", id,
+             why, unit, at, unit, until, registry.cooldowns().find(id)->second.misses);
+}
+
+}  // namespace tributary

@@ -1,0 +1,27 @@
+// Small helpers both run engines (RoundEngine, AsyncEngine) use: a client id's hash for seeds,
+// seconds between time points, the first non-finite weight of a model, and recording a selection
+// miss with its warning. Stateless; thread-safe except RecordCoolDownMiss (the registry's).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "coordinator/client_registry.h"
+#include "core/clock.h"
+#include "tributary/model_weights.h"
+
+namespace tributary {
+
+// FNV-1a of the id: what per-client training seeds are derived with.
+uint64_t ClientIdHash(const std::string& id);
+double SecondsBetween(TimePoint a, TimePoint b);
+// "nan in tensor 'x' at index i" for the first non-finite weight, "" when all are finite.
+std::string FirstNonFinite(const ModelWeights& w);
+// A miss by `id` in round (or step) `at` (ClientRegistry::RecordMiss, capped at `cap`; 0: no
+// cool-downs), with a warning naming the client, why, and until when, in `unit`s ("round",
+// "step"); nothing when the miss of `at` was already on record.
+void RecordCoolDownMiss(ClientRegistry& registry, const std::string& id, std::string_view why,
+                        uint64_t at, uint64_t cap, bool refused, std::string_view unit);
+
+}  // namespace tributary
