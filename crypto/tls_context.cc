@@ -107,6 +107,15 @@ Result<SslContextPtr> BuildContext(Role role, const TlsPem& pem, const Sources& 
   if (SSL_CTX_use_PrivateKey(native, key.get()) != 1)
     return OpenSslStatus(StatusCode::kInvalidArgument, "using private key " + src.key);
 
+  // OpenSSL decodes a certificate's extensions (key identifiers, basic constraints, key usage)
+  // lazily, on first use, under the certificate's own lock, and later readers skip the lock once
+  // a flag says the cache is filled. Every connection made from this context shares these
+  // certificates, so the first concurrent handshakes would race on that fill (ThreadSanitizer
+  // reports it). Fill the caches now, while one thread owns the context.
+  for (const std::vector<X509Ptr>* certs : {&cas, &chain}) {
+    for (const X509Ptr& cert : *certs) X509_check_purpose(cert.get(), -1, 0);
+  }
+
   boost::system::error_code ec;
   if (role == Role::kServer) {
     ssl::verify_mode mode = ssl::verify_peer;
