@@ -26,6 +26,7 @@ struct Simulator::Job {
   std::optional<Message> masked;
   double secagg_seconds = 0.0;  // the masking's compute
   bool left_early = false;      // unreachable: told to the engine before the key phases
+  bool abandoned = false;       // asynchronous: its cohort's session ended first; sends nothing
   Status error;
 };
 

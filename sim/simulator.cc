@@ -37,11 +37,6 @@ Result<std::unique_ptr<Simulator>> Simulator::Create(const SimConfig& config, Da
                                                      std::unique_ptr<TrainerFactory> trainers) {
   TRIB_RETURN_IF_ERROR(config.Validate());
   if (!data.train) return Status::InvalidArgument("simulator: no training set to partition");
-  if (config.run.round.asynchronous() && config.run.round.secagg.enabled)
-    return Status::InvalidArgument(
-        "key 'secagg.enabled' with run.mode = 'async': the in-process simulator does not run "
-        "secure aggregation's cohorts yet; run it with --deploy (real processes), or use "
-        "run.mode = 'sync'");
   std::unique_ptr<Simulator> s(new Simulator());
   s->config_ = config;
   s->data_ = data;
@@ -175,13 +170,21 @@ void Simulator::RunJob(Job& job, uint64_t bytes_down) const {
   if (job.secagg) {
     // Secure aggregation: the update goes into the integer domain, masked, and that travels.
     const double t = WallNow();
+    bool no_inbox = false;
     Result<SecAggMaskedInputMsg> masked = [&]() -> Result<SecAggMaskedInputMsg> {
       TRIB_RETURN_IF_ERROR(job.secagg->SetUpdate(*sub, task.fit.seed));
-      if (!job.secagg->TryClaimMask())
+      no_inbox = !job.secagg->TryClaimMask();
+      if (no_inbox)
         return Status::Internal("secure aggregation: no inbox of shares before the masking");
       return job.secagg->Mask();
     }();
     job.secagg_seconds = WallNow() - t;
+    if (no_inbox && job.task) {
+      // An asynchronous cohort's key phases are served when it is dispatched: no inbox means its
+      // session ended before the masking (too few members). The client sends nothing.
+      job.abandoned = true;
+      return;
+    }
     Result<Message> wire = masked.ok()
                                ? ThroughWire(Message(std::move(*masked)), c + 1, &job.bytes_up)
                                : Result<Message>(masked.status());
@@ -416,28 +419,33 @@ Status Simulator::StartSecAgg(std::vector<Job>& jobs,
   // key phases take no simulated time: a few kB each way).
   for (Job& job : jobs) {
     if (job.left_early || round_closed_ || attempt_failed_) continue;
-    const std::string& id = job.out->client_id;
-    auto start = starts.find(id);
+    auto start = starts.find(job.out->client_id);
     if (start == starts.end())
-      return Status::Internal("the engine sent " + id + " a task without a SecAggStart");
-    uint64_t bytes = 0;
-    TRIB_ASSIGN_OR_RETURN(Message got, ThroughWire(Message(start->second), job.index + 1, &bytes));
-    pending_.secagg_bytes_down += bytes;
-    pending_.bytes_down += bytes;
-    TRIB_ASSIGN_OR_RETURN(std::shared_ptr<const SecAggIdentity> identity, identities_->For(id));
-    const double t = WallNow();
-    Result<std::shared_ptr<SecAggTask>> created =
-        SecAggTask::Create(std::get<SecAggStartMsg>(got), id, identity);
-    if (!created.ok()) return created.status().WithContext(id);
-    Result<SecAggKeysMsg> keys = (*created)->Advertise();
-    if (!keys.ok()) return keys.status().WithContext(id);
-    pending_.secagg_client_seconds += WallNow() - t;
-    ++pending_.secagg_clients;
-    job.secagg = *created;
-    secagg_[id] = *created;
-    TRIB_RETURN_IF_ERROR(Answer(id, Message(std::move(*keys)), job.index));
+      return Status::Internal("the engine sent " + job.out->client_id +
+                              " a task without a SecAggStart");
+    TRIB_RETURN_IF_ERROR(JoinSecAgg(job, start->second));
   }
   return ServeSecAgg();
+}
+
+Status Simulator::JoinSecAgg(Job& job, const SecAggStartMsg& start) {
+  const std::string& id = job.out->client_id;
+  uint64_t bytes = 0;
+  TRIB_ASSIGN_OR_RETURN(Message got, ThroughWire(Message(start), job.index + 1, &bytes));
+  pending_.secagg_bytes_down += bytes;
+  pending_.bytes_down += bytes;
+  TRIB_ASSIGN_OR_RETURN(std::shared_ptr<const SecAggIdentity> identity, identities_->For(id));
+  const double t = WallNow();
+  Result<std::shared_ptr<SecAggTask>> created =
+      SecAggTask::Create(std::get<SecAggStartMsg>(got), id, identity);
+  if (!created.ok()) return created.status().WithContext(id);
+  Result<SecAggKeysMsg> keys = (*created)->Advertise();
+  if (!keys.ok()) return keys.status().WithContext(id);
+  pending_.secagg_client_seconds += WallNow() - t;
+  ++pending_.secagg_clients;
+  job.secagg = *created;
+  secagg_[id] = *created;
+  return Answer(id, Message(std::move(*keys)), job.index);
 }
 
 Status Simulator::Answer(const std::string& id, Message reply, uint64_t index) {
@@ -467,34 +475,38 @@ Status Simulator::ServeSecAgg() {
         carry_.push_back(std::move(o));
         continue;
       }
-      auto it = secagg_.find(o.client_id);
-      if (it == secagg_.end()) continue;  // to a client that left, or a refusal's Error
-      const uint64_t index = *Population::IndexOf(o.client_id);
-      uint64_t bytes = 0;
-      TRIB_ASSIGN_OR_RETURN(Message got, ThroughWire(o.message, index + 1, &bytes));
-      pending_.secagg_bytes_down += bytes;
-      pending_.bytes_down += bytes;
-      SecAggTask& task = *it->second;
-      const double t = WallNow();
-      std::optional<Result<Message>> reply;
-      if (auto* roster = std::get_if<SecAggRosterMsg>(&got)) {
-        Result<SecAggSharesMsg> r = task.Share(*roster);
-        reply = r.ok() ? Result<Message>(Message(std::move(*r))) : Result<Message>(r.status());
-      } else if (auto* inbox = std::get_if<SecAggInboxMsg>(&got)) {
-        task.SetInbox(std::move(*inbox));
-      } else if (auto* request = std::get_if<SecAggUnmaskRequestMsg>(&got)) {
-        Result<SecAggUnmaskResponseMsg> r = task.Unmask(*request);
-        reply = r.ok() ? Result<Message>(Message(std::move(*r))) : Result<Message>(r.status());
-      } else if (auto* error = std::get_if<Error>(&got)) {
-        return Status::Internal("the engine refused " + o.client_id + ": " + error->message);
-      }
-      pending_.secagg_client_seconds += WallNow() - t;
-      if (!reply) continue;
-      if (!reply->ok()) return reply->status().WithContext(o.client_id);
-      TRIB_RETURN_IF_ERROR(Answer(o.client_id, std::move(**reply), index));
+      TRIB_RETURN_IF_ERROR(ReplySecAgg(o));
     }
   }
   return Status::Internal("simulator: secure aggregation's phases did not settle");
+}
+
+Status Simulator::ReplySecAgg(const RunEngine::Outgoing& o) {
+  auto it = secagg_.find(o.client_id);
+  if (it == secagg_.end()) return Status::Ok();  // to a client that left, or a refusal's Error
+  const uint64_t index = *Population::IndexOf(o.client_id);
+  uint64_t bytes = 0;
+  TRIB_ASSIGN_OR_RETURN(Message got, ThroughWire(o.message, index + 1, &bytes));
+  pending_.secagg_bytes_down += bytes;
+  pending_.bytes_down += bytes;
+  SecAggTask& task = *it->second;
+  const double t = WallNow();
+  std::optional<Result<Message>> reply;
+  if (auto* roster = std::get_if<SecAggRosterMsg>(&got)) {
+    Result<SecAggSharesMsg> r = task.Share(*roster);
+    reply = r.ok() ? Result<Message>(Message(std::move(*r))) : Result<Message>(r.status());
+  } else if (auto* inbox = std::get_if<SecAggInboxMsg>(&got)) {
+    task.SetInbox(std::move(*inbox));
+  } else if (auto* request = std::get_if<SecAggUnmaskRequestMsg>(&got)) {
+    Result<SecAggUnmaskResponseMsg> r = task.Unmask(*request);
+    reply = r.ok() ? Result<Message>(Message(std::move(*r))) : Result<Message>(r.status());
+  } else if (auto* error = std::get_if<Error>(&got)) {
+    return Status::Internal("the engine refused " + o.client_id + ": " + error->message);
+  }
+  pending_.secagg_client_seconds += WallNow() - t;
+  if (!reply) return Status::Ok();
+  if (!reply->ok()) return reply->status().WithContext(o.client_id);
+  return Answer(o.client_id, std::move(**reply), index);
 }
 
 Result<SimResult> Simulator::Run(const std::function<void(const SimRound&)>& on_round) {

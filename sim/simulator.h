@@ -15,7 +15,8 @@
 // engine's deadline judges stragglers in simulated time, over-selection absorbs dropouts, and a
 // failed attempt is retried by the engine. Real wall time is measured too.
 //
-// With secure aggregation (secagg.enabled) each virtual client takes part as a deployed one does:
+// With secure aggregation (secagg.enabled) each virtual client takes part as a deployed one does
+// (in an asynchronous run, in the cohort the engine dispatched it with):
 // its SecAggTask (client/secagg_task.h) signs its keys with a certificate of the run's in-memory
 // CA (SimIdentities), and every message of the protocol travels through the wire format both ways
 // and is counted. The key phases and unmasking take no simulated time (their compute is measured
@@ -105,10 +106,16 @@ class Simulator : private RunObserver {
   // advertise their keys (through the wire), and the key phases are served.
   Status StartSecAgg(std::vector<Job>& jobs, const std::map<std::string, SecAggStartMsg>& starts,
                      uint64_t bytes_down, std::vector<std::string>& departed);
+  // One client's part begins: its SecAggStart through the wire, its SecAggTask, its keys to the
+  // engine.
+  Status JoinSecAgg(Job& job, const SecAggStartMsg& start);
   // Delivers the engine's secure aggregation messages (rosters, inboxes, unmask requests) to the
   // attempt's clients still there and feeds their answers back at the current simulated time,
   // until the engine has nothing more for them. Messages of a later attempt go to carry_.
   Status ServeSecAgg();
+  // One secure aggregation message of the engine's delivered to its client (nothing when the
+  // client has no part), and the answer fed back.
+  Status ReplySecAgg(const RunEngine::Outgoing& o);
   // One client's secure aggregation message, through the wire, to the engine.
   Status Answer(const std::string& id, Message reply, uint64_t index);
   // The attempt's malicious clients counted, and the attack prepared (ALIE's honest fits).

@@ -57,52 +57,85 @@ Status Simulator::RunAsync() {
   round_start_sim_ = now_;
   round_start_wall_ = SimWallNow();
 
+  const bool secure = config_.run.round.secagg.enabled;
   // The engine's new tasks become flights. A client sent a new task while its old one still runs
-  // (the engine let it go at its deadline) gives the old one up.
-  auto absorb = [&]() -> Status {
-    for (RunEngine::Outgoing& o : engine.TakeOutbox()) {
-      const auto* task = std::get_if<TaskAssignment>(&o.message);
-      if (!task) continue;  // refusals' Errors, evaluation tasks: not simulated
-      std::optional<uint64_t> index = Population::IndexOf(o.client_id);
-      if (!index || *index >= population_->size())
-        return Status::Internal("the engine assigned unknown client '" + o.client_id + "'");
-      if (flights.erase(o.client_id)) ++pending_.stragglers;
-      if (task->model_version != cached_version) {  // one download's framed size per version
-        TRIB_ASSIGN_OR_RETURN(OutboundMessage down, EncodeOutbound(o.message, ProtocolLimits{}, 1));
-        cached_bytes = FramedBytes(down);
-        cached_version = task->model_version;
-      }
-      auto job = std::make_unique<Job>();
-      job->index = *index;
-      job->task = tasks_seen++;
-      const std::string id = o.client_id;
-      Flight& f = flights[id];
-      f = Flight{};
-      f.out = std::move(o);
-      job->out = &f.out;
-      f.job = job.get();
-      jobs[id] = std::move(job);
-      f.sent = now_;
-      f.bytes_down = cached_bytes;
-      const auto& t = std::get<TaskAssignment>(f.out.message);
-      const TaskTiming timing = TimeJob(*f.job, f.bytes_down, 0, Samples(*index, t));
-      if (!timing.available) {
-        ++pending_.unavailable;
-        f.leaves = f.trained = true;
-        f.at = now_;
-        continue;
-      }
-      pending_.bytes_down += f.bytes_down;
-      if (timing.drops) {
-        ++pending_.dropouts;
-        f.leaves = f.trained = true;
-        f.at = now_ + timing.drop_at_s;
-        continue;
-      }
-      // No upload is faster than its latency.
-      f.at = now_ + timing.download_s + timing.compute_s + devices_->Profile(*index).latency_s;
+  // (the engine let it go at its deadline) gives the old one up. With secure aggregation a task
+  // comes after its cohort's SecAggStart: an unreachable member leaves at once (the engine learns
+  // it before the key phases), the others advertise their keys, and the engine's rosters, inboxes
+  // and unmask requests are answered at once, until it has nothing more to say (the key phases
+  // take no simulated time; the masked input goes when the update would have).
+  auto take_one = [&](RunEngine::Outgoing& o,
+                      std::map<std::string, SecAggStartMsg>& starts) -> Status {
+    if (auto* start = std::get_if<SecAggStartMsg>(&o.message)) {
+      starts[o.client_id] = std::move(*start);
+      return Status::Ok();
     }
+    const auto* task = std::get_if<TaskAssignment>(&o.message);
+    if (!task) return secure ? ReplySecAgg(o) : Status::Ok();  // refusals, evaluation: not run
+    std::optional<uint64_t> index = Population::IndexOf(o.client_id);
+    if (!index || *index >= population_->size())
+      return Status::Internal("the engine assigned unknown client '" + o.client_id + "'");
+    if (flights.erase(o.client_id)) ++pending_.stragglers;
+    if (task->model_version != cached_version) {  // one download's framed size per version
+      TRIB_ASSIGN_OR_RETURN(OutboundMessage down, EncodeOutbound(o.message, ProtocolLimits{}, 1));
+      cached_bytes = FramedBytes(down);
+      cached_version = task->model_version;
+    }
+    auto job = std::make_unique<Job>();
+    job->index = *index;
+    job->task = tasks_seen++;
+    const std::string id = o.client_id;
+    Flight& f = flights[id];
+    f = Flight{};
+    f.out = std::move(o);
+    job->out = &f.out;
+    f.job = job.get();
+    jobs[id] = std::move(job);
+    f.sent = now_;
+    f.bytes_down = cached_bytes;
+    const auto& t = std::get<TaskAssignment>(f.out.message);
+    const TaskTiming timing = TimeJob(*f.job, f.bytes_down, 0, Samples(*index, t));
+    if (!timing.available) {
+      ++pending_.unavailable;
+      if (secure) {  // never hears of its cohort
+        secagg_.erase(id);
+        flights.erase(id);
+        jobs.erase(id);
+        engine.OnLeft(id, At(now_));
+        rejoins.insert({now_ + away, *index});
+        return Status::Ok();
+      }
+      f.leaves = f.trained = true;
+      f.at = now_;
+      return Status::Ok();
+    }
+    pending_.bytes_down += f.bytes_down;
+    if (secure) {
+      auto start = starts.find(id);
+      if (start == starts.end())
+        return Status::Internal("the engine sent " + id + " a task without a SecAggStart");
+      TRIB_RETURN_IF_ERROR(JoinSecAgg(*f.job, start->second));
+      starts.erase(start);
+    }
+    if (timing.drops) {
+      ++pending_.dropouts;
+      f.leaves = f.trained = true;
+      f.at = now_ + timing.drop_at_s;
+      return Status::Ok();
+    }
+    // No upload is faster than its latency.
+    f.at = now_ + timing.download_s + timing.compute_s + devices_->Profile(*index).latency_s;
     return Status::Ok();
+  };
+  auto absorb = [&]() -> Status {
+    for (int pass = 0; pass < 64; ++pass) {
+      std::vector<RunEngine::Outgoing> out = engine.TakeOutbox();
+      if (out.empty()) return Status::Ok();
+      std::map<std::string, SecAggStartMsg> starts;
+      for (RunEngine::Outgoing& o : out) TRIB_RETURN_IF_ERROR(take_one(o, starts));
+      if (!secure) return Status::Ok();
+    }
+    return Status::Internal("simulator: secure aggregation's phases did not settle");
   };
 
   TRIB_RETURN_IF_ERROR(absorb());
@@ -167,11 +200,22 @@ Status Simulator::RunAsync() {
       jobs.erase(id);
       flights.erase(id);
       if (leaves) {
+        secagg_.erase(id);
         engine.OnLeft(id, At(now_));
         rejoins.insert({now_ + away, index});
+      } else if (job->abandoned) {
+        Log().debug("{}: its secure aggregation cohort ended before it finished", id);
       } else {
         pending_.bytes_up += job->bytes_up;
-        Status s = engine.OnUpdate(id, *job->submission, At(now_));
+        Status s;
+        if (job->masked) {
+          pending_.secagg_client_seconds += job->secagg_seconds;
+          const double wall = SimWallNow();
+          s = engine.OnSecAgg(id, *job->masked, At(now_));
+          pending_.secagg_server_seconds += SimWallNow() - wall;
+        } else {
+          s = engine.OnUpdate(id, *job->submission, At(now_));
+        }
         if (!s.ok()) {
           ++pending_.stragglers;  // late or stale: the simulator sends nothing malformed
           Log().debug("update from {} refused: {}", id, s.ToString());

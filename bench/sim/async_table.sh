@@ -12,7 +12,10 @@
 # "slow tail" devices of docs/simulation.md), stopped at the first round or step reaching 85%
 # (sim.stop_at_target). "updates" counts the client updates folded in until then. Reports go to
 # runs/async-table/<name>/. Environment: SIM (default build/release/sim/tributary-sim), EXTRA (more
-# --set arguments for every run, e.g. "--set sim.threads=2").
+# --set arguments for every run, e.g. "--set sim.threads=2"), SYNC_EXTRA and ASYNC_EXTRA (for one
+# mode's runs only, e.g. ASYNC_EXTRA="--set run.server_lr=2"); TAG names the runs (default: none;
+# set it when the extras change, so that runs do not overwrite each other). The extras of one
+# mode are shown in its rows' labels.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 SIM=${SIM:-build/release/sim/tributary-sim}
@@ -21,6 +24,11 @@ oversel=${2:-"1.0 1.3"}
 buffers=${3:-"3"}
 concurrencies=${4:-"10"}
 read -r -a extra <<< "${EXTRA:-}"
+read -r -a sync_extra <<< "${SYNC_EXTRA:-}"
+read -r -a async_extra <<< "${ASYNC_EXTRA:-}"
+tag=${TAG:+-$TAG}
+# "--set a=1 --set b=2" -> " (a=1, b=2)"
+shown() { local s=${1//--set /}; [[ -n $s ]] && echo " (${s// /, })" || true; }
 mkdir -p runs/async-table
 
 run() {  # name, --set arguments...
@@ -52,16 +60,19 @@ echo "| mode | seed | simulated s to 85% | rounds or steps | client updates | fi
 echo "|---|---|---|---|---|---|---|---|"
 for seed in $seeds; do
   for os in $oversel; do
-    name="sync-os${os}-seed$seed"
-    run "$name" --set run.seed="$seed" --set data.seed="$seed" --set run.over_selection="$os"
-    row "sync, K = 10, over-selection $os" "$seed" "runs/async-table/$name/report.json"
+    name="sync-os${os}$tag-seed$seed"
+    run "$name" --set run.seed="$seed" --set data.seed="$seed" --set run.over_selection="$os" \
+      "${sync_extra[@]}"
+    row "sync, K = 10, over-selection $os$(shown "${SYNC_EXTRA:-}")" "$seed" \
+      "runs/async-table/$name/report.json"
   done
   for c in $concurrencies; do
     for k in $buffers; do
-      name="async-c$c-k$k-seed$seed"
+      name="async-c$c-k$k$tag-seed$seed"
       run "$name" --set run.seed="$seed" --set data.seed="$seed" --set run.mode=async \
-        --set run.concurrency="$c" --set run.buffer_size="$k"
-      row "async, C = $c, K = $k" "$seed" "runs/async-table/$name/report.json"
+        --set run.concurrency="$c" --set run.buffer_size="$k" "${async_extra[@]}"
+      row "async, C = $c, K = $k$(shown "${ASYNC_EXTRA:-}")" "$seed" \
+        "runs/async-table/$name/report.json"
     done
   done
 done
