@@ -14,6 +14,7 @@
 #include "client/task_executor.h"
 #include "protocol/frame.h"
 #include "protocol/message_codec.h"
+#include "sim/sim_clock.h"
 #include "sim/sim_job.h"
 #include "sim/sim_wire.h"
 #include "train/model_file.h"
@@ -27,10 +28,7 @@ double WallNow() { return SimWallNow(); }
 
 Simulator::~Simulator() = default;
 
-TimePoint Simulator::At(double seconds) const {
-  return TimePoint{} +
-         std::chrono::duration_cast<TimePoint::duration>(std::chrono::duration<double>(seconds));
-}
+TimePoint Simulator::At(double seconds) const { return SimTimePoint(seconds); }
 
 Result<std::unique_ptr<Simulator>> Simulator::Create(const SimConfig& config, DataSplits data,
                                                      const std::string& final_model, Env* env,
@@ -377,7 +375,7 @@ Status Simulator::RunAttempt(std::vector<RunEngine::Outgoing> tasks,
   for (int pass = 0; open() && pass < 8; ++pass) {
     std::optional<TimePoint> wake = engine.next_wakeup();
     if (!wake) break;
-    now_ = std::max(now_, std::chrono::duration<double>(*wake - TimePoint{}).count());
+    now_ = std::max(now_, SimSeconds(*wake));
     engine.OnTick(At(now_));
     TRIB_RETURN_IF_ERROR(ServeSecAgg());
   }

@@ -24,6 +24,7 @@
 #include <set>
 
 #include "core/log.h"
+#include "sim/sim_clock.h"
 #include "sim/sim_job.h"
 #include "sim/sim_wire.h"
 
@@ -170,8 +171,7 @@ Status Simulator::RunAsync() {
     }
     // The next event: a rejoin, a flight's, or the engine's tick, in that order at equal times.
     std::optional<TimePoint> wake = engine.next_wakeup();
-    const double tick = wake ? std::chrono::duration<double>(*wake - TimePoint{}).count()
-                             : std::numeric_limits<double>::infinity();
+    const double tick = wake ? SimSeconds(*wake) : std::numeric_limits<double>::infinity();
     const double rejoin =
         rejoins.empty() ? std::numeric_limits<double>::infinity() : rejoins.begin()->first;
     const double flight = first ? first->at : std::numeric_limits<double>::infinity();
@@ -191,7 +191,7 @@ Status Simulator::RunAsync() {
       caps_.num_examples = population_->num_examples(index);
       engine.OnJoined(Population::ClientId(index), caps_, At(now_));
     } else if (kind == EventKind::kTick) {
-      engine.OnTick(At(now_));
+      engine.OnTick(std::max(At(now_), *wake));  // never before the wake-up (sim_clock.h)
     } else {
       const std::string id = first->out.client_id;
       const uint64_t index = first->job->index;
