@@ -72,7 +72,10 @@ Status Simulator::RunAsync() {
       return Status::Ok();
     }
     const auto* task = std::get_if<TaskAssignment>(&o.message);
-    if (!task) return secure ? ReplySecAgg(o) : Status::Ok();  // refusals, evaluation: not run
+    // A refusal's Error (a late masked input: its cohort had ended) is counted where it was
+    // refused; evaluation tasks are not simulated.
+    if (!task)
+      return secure && !std::holds_alternative<Error>(o.message) ? ReplySecAgg(o) : Status::Ok();
     std::optional<uint64_t> index = Population::IndexOf(o.client_id);
     if (!index || *index >= population_->size())
       return Status::Internal("the engine assigned unknown client '" + o.client_id + "'");

@@ -19,10 +19,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 SIM=${SIM:-build/release/sim/tributary-sim}
-seeds=${1:-"1 2 3"}
-oversel=${2:-"1.0 1.3"}
-buffers=${3:-"3"}
-concurrencies=${4:-"10"}
+# An argument given empty ("") means none: "" as OVER_SELECTIONS runs no synchronous rows.
+seeds=${1-"1 2 3"}
+oversel=${2-"1.0 1.3"}
+buffers=${3-"3"}
+concurrencies=${4-"10"}
 read -r -a extra <<< "${EXTRA:-}"
 read -r -a sync_extra <<< "${SYNC_EXTRA:-}"
 read -r -a async_extra <<< "${ASYNC_EXTRA:-}"
