@@ -18,7 +18,7 @@ import unittest
 
 import numpy as np
 
-from process_harness import CERTS, COORDINATOR, ProcessTest
+from process_harness import CERTS, COORDINATOR, ProcessTest, write_safetensors
 
 CPP_CLIENT = os.environ.get("BYO_CLIENT_BIN")
 C_CLIENT = os.environ.get("BYO_CLIENT_C_BIN")
@@ -28,20 +28,6 @@ HIDDEN = 3
 EXAMPLES = {"cpp-client": 40, "c-client": 55, "py-client": 70}
 ROUNDS, EPOCHS, LR = 3, 2, 0.5
 
-
-def write_safetensors(path, tensors):
-    """The safetensors format: 8-byte header length, JSON header, F32 data in order."""
-    header, offset, blobs = {}, 0, []
-    for name, arr in tensors.items():
-        b = np.ascontiguousarray(arr, dtype="<f4").tobytes()
-        header[name] = {"dtype": "F32", "shape": list(arr.shape),
-                        "data_offsets": [offset, offset + len(b)]}
-        offset += len(b)
-        blobs.append(b)
-    h = json.dumps(header).encode()
-    h += b" " * (-len(h) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
 
 
 def read_safetensors(path):

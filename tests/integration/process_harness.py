@@ -25,6 +25,26 @@ CNN_CLIENT_DATA = ["run.model=cnn", "data.dataset=synthetic", "data.train_exampl
                    "data.test_examples=200", "data.synthetic.height=28", "data.synthetic.width=28"]
 
 
+def write_safetensors(path, tensors):
+    """Writes {name: array} in the safetensors format (8-byte header length, JSON header, F32
+    data in order): a run.initial_model for the coordinator."""
+    import json
+    import struct
+
+    import numpy as np
+    header, offset, blobs = {}, 0, []
+    for name, arr in tensors.items():
+        b = np.ascontiguousarray(arr, dtype="<f4").tobytes()
+        header[name] = {"dtype": "F32", "shape": list(arr.shape),
+                        "data_offsets": [offset, offset + len(b)]}
+        offset += len(b)
+        blobs.append(b)
+    h = json.dumps(header).encode()
+    h += b" " * (-len(h) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+
+
 def free_port():
     """A TCP port on 127.0.0.1 that was free a moment ago."""
     with socket.socket() as s:

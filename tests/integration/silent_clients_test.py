@@ -21,7 +21,7 @@ import unittest
 
 import numpy as np
 
-from process_harness import CERTS, COORDINATOR, ProcessTest
+from process_harness import CERTS, COORDINATOR, ProcessTest, write_safetensors
 
 HONEST, SILENT, ROUNDS, DEADLINE_S = 10, 5, 5, 3
 
@@ -61,21 +61,6 @@ except tb.Error as e:
 print("client: the run is complete")
 '''
 
-
-def write_safetensors(path, tensors):
-    """The safetensors format: 8-byte header length, JSON header, F32 data in order."""
-    import struct
-    header, offset, blobs = {}, 0, []
-    for name, arr in tensors.items():
-        b = np.ascontiguousarray(arr, dtype="<f4").tobytes()
-        header[name] = {"dtype": "F32", "shape": list(arr.shape),
-                        "data_offsets": [offset, offset + len(b)]}
-        offset += len(b)
-        blobs.append(b)
-    h = json.dumps(header).encode()
-    h += b" " * (-len(h) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
 
 
 def find(obj, key):
