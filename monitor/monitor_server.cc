@@ -266,7 +266,7 @@ class StreamSession : public std::enable_shared_from_this<StreamSession> {
     if (backlog_ > server_->options.max_stream_backlog) {
       server_->security->Note("monitor viewer stopped reading", slot_.address(),
                               fmt::format("{} bytes behind; disconnected", backlog_));
-      Close();
+      Abort();
       return;
     }
     queue_.push_back(std::move(bytes));
@@ -286,17 +286,19 @@ class StreamSession : public std::enable_shared_from_this<StreamSession> {
           fmt::format("a write waited {} ms (monitor.stream_stall_timeout_s), {} bytes queued; "
                       "disconnected",
                       self->server_->options.stream_stall_timeout.count(), self->backlog_));
-      self->Close();
+      self->Abort();
     });
     asio::async_write(socket_, asio::buffer(queue_.front()),
                       [self = shared_from_this()](beast::error_code ec, size_t) {
-                        if (ec == asio::error::timed_out && !self->closed_)
+                        if (ec == asio::error::timed_out && !self->closed_) {
                           // TCP_USER_TIMEOUT: the viewer's kernel took nothing for that long.
                           self->server_->security->Note(
                               "monitor viewer stopped reading", self->slot_.address(),
                               fmt::format("nothing acknowledged in {} ms "
                                           "(monitor.stream_stall_timeout_s); disconnected",
                                           self->server_->options.stream_stall_timeout.count()));
+                          return self->Abort();
+                        }
                         if (ec || self->closed_) return self->Close();
                         self->backlog_ -= self->queue_.front().size();
                         self->queue_.pop_front();
@@ -316,6 +318,19 @@ class StreamSession : public std::enable_shared_from_this<StreamSession> {
       if (self->queue_.empty()) self->Send(": keepalive\n\n");
       self->ArmKeepalive();
     });
+  }
+
+  // Drops a viewer that stopped reading: a reset (linger 0), so that what it did not read is
+  // discarded at once rather than left in an orphaned socket that probes a zero window until
+  // the kernel gives up on it, possibly without telling the viewer (which then waits for ever).
+  void Abort() {
+    if (closed_) return;
+    beast::error_code ignored;
+    socket_.set_option(asio::socket_base::linger(true, 0), ignored);
+    closed_ = true;
+    keepalive_.cancel();
+    stall_.cancel();
+    socket_.close(ignored);
   }
 
   void Close() {

@@ -205,18 +205,20 @@ stream_stall_timeout_s = {STALL_S}
                 sent_by_then = viewer.bytes()
                 break
             time.sleep(0.05)
-        # It was closed while the run goes on: what it did not read ends in end-of-stream.
-        closed_during_run, got = False, 0
+        # It was reset while the run goes on: what it did not read is discarded and its next read
+        # fails (a reset; an end of stream would do too, a read that waits would not).
+        closed_during_run, got, ending = False, 0, "nothing"
         if dropped_after is not None:
             stuck.settimeout(5)
             try:
                 while True:
                     b = stuck.recv(65536)
                     if not b:
+                        ending = "an end of stream"
                         break
                     got += len(b)
             except ConnectionError:
-                pass
+                ending = "a reset"
             closed_during_run = coord.poll() is None
         self.assertEqual(coord.wait(timeout=60), 0, self.log("coordinator"))
         for i, c in enumerate(clients):
@@ -227,7 +229,7 @@ stream_stall_timeout_s = {STALL_S}
         print(f"a viewer that never reads was dropped {when} "
               f"(stall timeout {STALL_S} s), the reading viewer having had {sent_by_then} bytes "
               f"by then and {viewer.bytes()} in all; the dropped one then read {got} bytes and "
-              f"the end of its stream", file=sys.stderr)
+              f"{ending}", file=sys.stderr)
         self.assertIsNotNone(dropped_after, "the viewer that never reads was not dropped:\n" + log)
         self.assertTrue(closed_during_run, "the run ended before the dropped viewer's stream did")
         # The run went on after the drop, and the viewer that reads saw all of it.
