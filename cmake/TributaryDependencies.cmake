@@ -76,3 +76,22 @@ if(NOT TRIBUTARY_PYTHON STREQUAL "OFF" AND (TRIBUTARY_PYTHON STREQUAL "ON" OR NO
     message(STATUS "Tributary: no Python bindings (python3-dev or pybind11-dev missing)")
   endif()
 endif()
+
+# MPI (libopenmpi-dev and openmpi-bin, or MPICH): tributary-sim's distributed simulation under
+# mpirun (sim/mpi_link.h). AUTO builds it when an MPI library is found natively and no sanitizer
+# is on (the sanitizer passes test the distribution with ranks as threads, sim/rank_link.h).
+set(TRIBUTARY_MPI "AUTO" CACHE STRING
+    "Distributed simulation over MPI (tributary-sim under mpirun): AUTO (when MPI is found, natively, without sanitizers), ON or OFF")
+set_property(CACHE TRIBUTARY_MPI PROPERTY STRINGS AUTO ON OFF)
+set(TRIBUTARY_HAVE_MPI OFF)
+if(TRIBUTARY_MPI STREQUAL "ON" OR (TRIBUTARY_MPI STREQUAL "AUTO" AND NOT TRIBUTARY_SANITIZE AND NOT CMAKE_CROSSCOMPILING))
+  find_package(MPI COMPONENTS C)
+  if(MPI_C_FOUND)
+    set(TRIBUTARY_HAVE_MPI ON)
+    message(STATUS "Tributary: distributed simulation over MPI ${MPI_C_VERSION} (${MPI_C_LIBRARY_VERSION_STRING})")
+  elseif(TRIBUTARY_MPI STREQUAL "ON")
+    message(FATAL_ERROR "TRIBUTARY_MPI=ON but no MPI library was found (Debian: libopenmpi-dev openmpi-bin; scripts/setup-deps installs them)")
+  else()
+    message(STATUS "Tributary: no distributed simulation (no MPI library: libopenmpi-dev)")
+  endif()
+endif()

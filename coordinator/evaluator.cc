@@ -38,20 +38,36 @@ Result<std::unique_ptr<ModelEvaluator>> ModelEvaluator::Create(const ModelSpec& 
 }
 
 Result<EvalResult> ModelEvaluator::Evaluate(const ModelWeights& model) {
+  std::vector<size_t> all(slices_.size());
+  for (size_t i = 0; i < all.size(); ++i) all[i] = i;
+  return Combine(EvaluateSlices(model, all));
+}
+
+std::vector<Result<EvalResult>> ModelEvaluator::EvaluateSlices(const ModelWeights& model,
+                                                               const std::vector<size_t>& which) {
   EvalConfig ec;
   ec.batch_size = batch_size_;
   std::vector<Result<EvalResult>> parts;
+  for (size_t i : which)
+    if (i >= slices_.size())
+      return {Status::OutOfRange("evaluation slice " + std::to_string(i) + " of " +
+                                 std::to_string(slices_.size()))};
   if (pool_) {
     std::vector<std::future<Result<EvalResult>>> futures;
-    for (auto& s : slices_)
-      futures.push_back(pool_->Submit([&s, &model, ec] { return s->evaluate(model, ec); }));
+    for (size_t i : which)
+      futures.push_back(
+          pool_->Submit([s = slices_[i].get(), &model, ec] { return s->evaluate(model, ec); }));
     for (auto& f : futures) parts.push_back(f.get());
   } else {
-    for (auto& s : slices_) parts.push_back(s->evaluate(model, ec));
+    for (size_t i : which) parts.push_back(slices_[i]->evaluate(model, ec));
   }
+  return parts;
+}
+
+Result<EvalResult> ModelEvaluator::Combine(const std::vector<Result<EvalResult>>& parts) {
   double loss = 0.0, correct = 0.0;
   int64_t n = 0;
-  for (Result<EvalResult>& r : parts) {
+  for (const Result<EvalResult>& r : parts) {
     TRIB_RETURN_IF_ERROR(r.status());
     loss += r->loss * static_cast<double>(r->num_examples);
     correct += std::round(r->accuracy * static_cast<double>(r->num_examples));

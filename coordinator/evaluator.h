@@ -35,6 +35,14 @@ class ModelEvaluator final : public Evaluator {
   ~ModelEvaluator() override;
   Result<EvalResult> Evaluate(const ModelWeights& model) override;
 
+  // The parts of Evaluate, for an evaluation spread over processes (the simulator's ranks): the
+  // number of slices, some of them evaluated (in `which`'s order), and every slice's result
+  // combined in slice order, as Evaluate does.
+  size_t num_slices() const { return slices_.size(); }
+  std::vector<Result<EvalResult>> EvaluateSlices(const ModelWeights& model,
+                                                 const std::vector<size_t>& which);
+  static Result<EvalResult> Combine(const std::vector<Result<EvalResult>>& slices);
+
  private:
   ModelEvaluator() = default;
   std::vector<std::unique_ptr<NativeTrainer>> slices_;

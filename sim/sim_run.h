@@ -10,6 +10,9 @@
 // records besides the rounds' (mode, RSS and population bytes per client, the registry's join
 // seconds).
 //
+// With `ranks` (a distributed simulation, sim/rank_link.h) this is rank 0's part: the jobs train
+// over the ranks, each of which runs ServeSimulation with the same config.
+//
 // Errors: the data's, the config's (Simulator::Create), attach's, or the run's. The observers that
 // attach added must outlive this call (the Simulator is destroyed before it returns).
 #pragma once
@@ -26,6 +29,10 @@ namespace tributary {
 Result<SimResult> RunSimulation(const SimConfig& cfg,
                                 const std::function<Status(Simulator&)>& attach,
                                 const std::function<void(const SimRound&)>& on_round,
-                                nlohmann::json* extra);
+                                nlohmann::json* extra, RankLink* ranks = nullptr);
+
+// Another rank's part of a distributed simulation: loads the same data, builds the same simulator
+// (writing nothing: no report, no final model) and serves rank 0 until it says stop.
+Status ServeSimulation(const SimConfig& cfg, RankLink* ranks);
 
 }  // namespace tributary

@@ -18,16 +18,24 @@ uint64_t FramedBytes(const OutboundMessage& m) {
   return n;
 }
 
-Result<Message> ThroughWire(const Message& m, uint64_t stream, uint64_t* bytes) {
+Result<std::vector<uint8_t>> ToWire(const Message& m, uint64_t stream, uint64_t* bytes) {
   TRIB_ASSIGN_OR_RETURN(OutboundMessage wire, EncodeOutbound(m, ProtocolLimits{}, stream));
   *bytes = FramedBytes(wire);
-  // The body as the receiver reassembles it, handed to the decoder the way MessageReader does;
-  // the frames are freed first.
-  auto body = std::make_shared<const std::vector<uint8_t>>(wire.BodyBytes());
-  wire = OutboundMessage{};
+  return wire.BodyBytes();  // the body as the receiver reassembles it
+}
+
+Result<Message> FromWire(MessageType type, std::vector<uint8_t> body) {
+  // Handed to the decoder the way MessageReader does: the decoded payloads share the body.
+  auto shared = std::make_shared<const std::vector<uint8_t>>(std::move(body));
   Message got;
-  TRIB_RETURN_IF_ERROR(DecodeMessageBodySharing(TypeOf(m), body, *body, &got));
+  TRIB_RETURN_IF_ERROR(DecodeMessageBodySharing(type, shared, *shared, &got));
   return got;
+}
+
+Result<Message> ThroughWire(const Message& m, uint64_t stream, uint64_t* bytes) {
+  // The frames are freed before the decoding.
+  TRIB_ASSIGN_OR_RETURN(std::vector<uint8_t> body, ToWire(m, stream, bytes));
+  return FromWire(TypeOf(m), std::move(body));
 }
 
 }  // namespace tributary

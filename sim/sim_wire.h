@@ -20,5 +20,10 @@ uint64_t FramedBytes(const OutboundMessage& m);
 // `m` through the wire; `*bytes` gets its framed size. The decoder's error for anything it
 // refuses.
 Result<Message> ThroughWire(const Message& m, uint64_t stream, uint64_t* bytes);
+// The first half of ThroughWire: `m`'s frames reassembled into the body the receiver decodes;
+// `*bytes` gets its framed size.
+Result<std::vector<uint8_t>> ToWire(const Message& m, uint64_t stream, uint64_t* bytes);
+// The second half: a body of type `type` as the coordinator's decoder receives it.
+Result<Message> FromWire(MessageType type, std::vector<uint8_t> body);
 
 }  // namespace tributary

@@ -26,7 +26,9 @@ double WallNow() { return SimWallNow(); }
 
 }  // namespace
 
-Simulator::~Simulator() = default;
+Simulator::~Simulator() {
+  if (ranks_ && ranks_->rank() == 0) StopRanks();  // a run that never started, or failed early
+}
 
 TimePoint Simulator::At(double seconds) const { return SimTimePoint(seconds); }
 
@@ -64,9 +66,10 @@ Result<std::unique_ptr<Simulator>> Simulator::Create(const SimConfig& config, Da
       return Status::InvalidArgument(
           "server-side evaluation (eval.every) needs a test set: set data.test, or eval.every = 0");
     TRIB_ASSIGN_OR_RETURN(
-        options.evaluator,
+        s->evaluator_,
         ModelEvaluator::Create(*s->spec_, data.test, static_cast<int>(config.run.eval_batch_size),
                                s->pool_.get()));
+    options.evaluator = MakeRanksEvaluator(s.get());
   }
   RunConfig run = config.EffectiveRun();
   run.final_model = final_model;
@@ -156,11 +159,16 @@ void Simulator::RunJob(Job& job, uint64_t bytes_down) const {
     return;
   }
   TaskExecutor executor(std::move(*trainer));
-  if (std::optional<CodecState> st = residuals_->Get(c, task.round))
-    executor.set_codec_state(std::move(*st));
+  std::optional<CodecState> st = job.remote ? std::move(job.state) : residuals_->Get(c, task.round);
+  job.state.reset();
+  if (st) executor.set_codec_state(std::move(*st));
   Result<UpdateSubmission> sub = executor.Fit(task);
-  if (!executor.codec_state().residual.empty())
-    residuals_->Put(c, task.round, executor.take_codec_state());
+  if (!executor.codec_state().residual.empty()) {
+    if (job.remote)
+      job.state = executor.take_codec_state();
+    else
+      residuals_->Put(c, task.round, executor.take_codec_state());
+  }
   if (!sub.ok()) {
     job.error = sub.status().WithContext(job.out->client_id);
     return;
@@ -192,6 +200,16 @@ void Simulator::RunJob(Job& job, uint64_t bytes_down) const {
     }
     job.masked = std::move(*wire);
     job.timing = TimeJob(job, bytes_down, job.bytes_up, samples);
+    return;
+  }
+  if (job.remote) {
+    // For rank 0, whose decoder receives it (simulator_ranks.cc).
+    Result<std::vector<uint8_t>> wire = ToWire(Message(std::move(*sub)), c + 1, &job.bytes_up);
+    if (!wire.ok()) {
+      job.error = wire.status().WithContext(job.out->client_id);
+      return;
+    }
+    job.wire = std::move(*wire);
     return;
   }
   // Through the wire format: framed as the transport would, decoded by the coordinator's
@@ -292,12 +310,11 @@ Status Simulator::RunAttempt(std::vector<RunEngine::Outgoing> tasks,
   if (config_.run.round.secagg.enabled)
     TRIB_RETURN_IF_ERROR(StartSecAgg(jobs, starts, bytes_down, departed));
 
-  std::vector<std::future<void>> done;
+  std::vector<Job*> train;
   if (open())
     for (Job& job : jobs)
-      if (!job.left_early)
-        done.push_back(pool_->Submit([this, &job, bytes_down] { RunJob(job, bytes_down); }));
-  for (auto& f : done) f.get();
+      if (!job.left_early) train.push_back(&job);
+  TRIB_RETURN_IF_ERROR(TrainJobs(train, std::vector<uint64_t>(train.size(), bytes_down)));
 
   // Events in simulated-time order (ties by client index), independent of thread scheduling.
   struct Event {
@@ -313,7 +330,7 @@ Status Simulator::RunAttempt(std::vector<RunEngine::Outgoing> tasks,
       ++pending_.unavailable;  // and told to the engine already
       continue;
     }
-    if (done.empty()) continue;  // the attempt failed before the clients trained
+    if (train.empty()) continue;  // the attempt failed before the clients trained
     if (!j.timing.available) {
       ++pending_.unavailable;
       events.push_back({t0, j.index, &j, true});
@@ -508,7 +525,18 @@ Status Simulator::ReplySecAgg(const RunEngine::Outgoing& o) {
 }
 
 Result<SimResult> Simulator::Run(const std::function<void(const SimRound&)>& on_round) {
-  TRIB_RETURN_IF_ERROR(Join());
+  if (ranks_ && ranks_->rank() != 0)
+    return Status::FailedPrecondition("simulator: rank " + std::to_string(ranks_->rank()) +
+                                      " serves rank 0 (Serve), it does not run");
+  Status greeted = GreetRanks();
+  if (!greeted.ok()) {
+    StopRanks();
+    return greeted;
+  }
+  if (Status joined = Join(); !joined.ok()) {
+    StopRanks();
+    return joined;
+  }
   on_round_ = &on_round;
   wall_start_ = WallNow();
   RunEngine& engine = driver_->engine();
@@ -536,6 +564,13 @@ Result<SimResult> Simulator::Run(const std::function<void(const SimRound&)>& on_
     outcome = RunAttempt(std::move(tasks), std::move(starts));
   }
   on_round_ = nullptr;
+  StopRanks();
+  if (ranks_ && result_.rank_exchanges > 0)
+    Log().info(
+        "distributed simulation: {} exchanges with the {} ranks took {:.2f} s of compute (the "
+        "busiest rank's) and {:.2f} s more on the link",
+        result_.rank_exchanges, ranks_->size(), result_.rank_compute_seconds,
+        result_.rank_link_seconds);
   if (outcome.ok()) outcome = engine.failure();
   TRIB_RETURN_IF_ERROR(driver_->Finish(outcome));
   result_.stopped = engine.stop_reason();

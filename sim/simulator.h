@@ -45,6 +45,8 @@
 #include "sim/attack.h"
 #include "sim/device_model.h"
 #include "sim/population.h"
+#include "sim/rank_link.h"
+#include "sim/rank_work.h"
 #include "sim/residual_store.h"
 #include "sim/sim_config.h"
 #include "sim/sim_identities.h"
@@ -68,6 +70,15 @@ class Simulator : private RunObserver {
       const SimConfig& config, DataSplits data, const std::string& final_model = "",
       Env* env = nullptr, std::unique_ptr<TrainerFactory> trainers = nullptr);
   ~Simulator() override;
+
+  // A distributed simulation (sim/rank_link.h; not owned, outlives the simulator): on rank 0, Run
+  // trains each batch of jobs over the ranks; every other rank calls Serve instead of Run. Every
+  // rank's simulator is made from the same config and data. Modes that are not distributed yet
+  // (secure aggregation) are refused here with the reason. Before Join or Run.
+  Status SetRanks(RankLink* ranks);
+  // Another rank's part: says hello to rank 0, then trains the jobs rank 0 sends until it says
+  // stop. Errors: the link's, or malformed work.
+  Status Serve();
 
   // Observers of the run's events (the event log, ...); not owned. Before Run().
   void AddObserver(RunObserver* observer) { driver_->AddObserver(observer); }
@@ -94,6 +105,27 @@ class Simulator : private RunObserver {
   Status RunAttempt(std::vector<RunEngine::Outgoing> tasks,
                     std::map<std::string, SecAggStartMsg> starts);
   void RunJob(Job& job, uint64_t bytes_down) const;
+  // Trains `jobs` (job i's download was bytes_down[i] framed bytes): on the pool, or, in a
+  // distributed simulation, over the ranks (simulator_ranks.cc). Errors: the link's; a job's own
+  // error is in the job.
+  Status TrainJobs(const std::vector<Job*>& jobs, const std::vector<uint64_t>& bytes_down);
+  // The same on this rank's pool.
+  Status TrainJobsHere(const std::vector<Job*>& jobs, const std::vector<uint64_t>& bytes_down);
+  // Rank 0: every other rank's hello checked against this rank's data (once).
+  Status GreetRanks();
+  // Rank 0: every other rank told to stop (once).
+  void StopRanks();
+  // What every rank must agree on: the population, the data's shape, the model and the seeds.
+  uint64_t Fingerprint() const;
+  // The run's server-side evaluation (the driver's evaluator): in a distributed simulation, the
+  // evaluator's slices spread over the ranks and combined here in slice order.
+  class RanksEvaluator;
+  static std::shared_ptr<Evaluator> MakeRanksEvaluator(Simulator* sim);
+  Result<EvalResult> Evaluate(const ModelWeights& model);
+  // Rank 0: an exchange with the ranks took `wall` seconds, the busiest rank's part `busiest`.
+  void NoteExchange(double wall, double busiest);
+  // Another rank's part of an evaluation: `work`'s slices of `work`'s model.
+  std::vector<RankSliceResult> EvaluateHere(const RankWork& work);
   TaskTiming TimeJob(const Job& job, uint64_t bytes_down, uint64_t bytes_up, double samples) const;
   // run.mode = "async": the discrete-event loop in simulated time (simulator_async.cc).
   Status RunAsync();
@@ -137,6 +169,9 @@ class Simulator : private RunObserver {
   std::unique_ptr<Attack> attack_;  // null: no attack
   std::unique_ptr<ResidualStore> residuals_;
   std::unique_ptr<SimIdentities> identities_;  // with secagg.enabled
+  std::shared_ptr<ModelEvaluator> evaluator_;  // with server-side evaluation
+  RankLink* ranks_ = nullptr;                  // null: one process
+  bool ranks_greeted_ = false, ranks_stopped_ = false;
   ClientCapabilities caps_;
   bool joined_ = false;
 

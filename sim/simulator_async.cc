@@ -162,10 +162,13 @@ Status Simulator::RunAsync() {
       std::vector<Flight*> train;
       for (auto& [id, f] : flights)
         if (!f.trained && f.at <= known) train.push_back(&f);
-      std::vector<std::future<void>> done;
-      for (Flight* f : train)
-        done.push_back(pool_->Submit([this, f] { RunJob(*f->job, f->bytes_down); }));
-      for (auto& d : done) d.get();
+      std::vector<Job*> batch;
+      std::vector<uint64_t> bytes_down;
+      for (Flight* f : train) {
+        batch.push_back(f->job);
+        bytes_down.push_back(f->bytes_down);
+      }
+      TRIB_RETURN_IF_ERROR(TrainJobs(batch, bytes_down));
       for (Flight* f : train) {
         TRIB_RETURN_IF_ERROR(f->job->error);
         f->trained = true;

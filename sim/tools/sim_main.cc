@@ -3,6 +3,8 @@
 //
 //   tributary-sim --config sim.toml [--rounds 50] [--set hetero.dropout=0.1] ...
 //   tributary-sim --print-config              every key with its default
+//   mpirun -np 4 tributary-sim --config sim.toml   the clients train on 4 ranks; rank 0 runs the
+//                                                  run and prints, bitwise the same as one process
 //
 // Prints one line per round and ends with the report's path (sim/sim_console.h). See
 // docs/simulation.md. main() parses and runs (sim/sim_run.h, sim/deploy.h); the run's event log
@@ -17,6 +19,7 @@
 #include "core/lock_file.h"
 #include "core/stderr_log.h"
 #include "sim/deploy.h"
+#include "sim/mpi_link.h"
 #include "sim/sim_console.h"
 #include "sim/sim_run.h"
 
@@ -28,9 +31,23 @@ int Fail(const Status& s, int code = 2) {
   return code;
 }
 
-int Run(SimConfig& cfg, bool deploy) {
+// Another rank of a distributed simulation: serves rank 0, prints only its errors, and ends the
+// whole job when it cannot go on (rank 0 would wait for it for ever).
+int Serve(SimConfig& cfg, bool deploy, MpiLink& link) {
+  if (Status s = InitLogging(cfg.log_level); !s.ok()) return Fail(s.WithContext("log_level"));
+  Status s = deploy ? Status::InvalidArgument("--deploy starts its own processes; not under mpirun")
+                    : ServeSimulation(cfg, &link);
+  if (s.ok()) return 0;
+  std::fprintf(stderr, "tributary-sim (rank %d): %s\n", link.rank(), s.ToString().c_str());
+  link.Abort(2);
+}
+
+int Run(SimConfig& cfg, bool deploy, MpiLink* link) {
+  if (link && link->rank() != 0) return Serve(cfg, deploy, *link);
   if (Status s = InitLogging(cfg.log_level); !s.ok()) return Fail(s.WithContext("log_level"));
   if (Status s = cfg.Validate(); !s.ok()) return Fail(s);
+  if (deploy && link && link->size() > 1)
+    return Fail(Status::InvalidArgument("--deploy starts its own processes; not under mpirun"));
   // Its events, final model and report (and in deployment mode its deploy/ directory, cleared
   // first) are this run's own: a second simulation on one report directory refuses to start.
   Result<std::unique_ptr<LockFile>> lock = LockFile::AcquireDir(
@@ -59,7 +76,7 @@ int Run(SimConfig& cfg, bool deploy) {
           for (RunObserver* o : observers->observers()) sim.AddObserver(o);
           return Status::Ok();
         },
-        print, &extra);
+        print, &extra, link);
   }
   if (!result.ok()) return Fail(result.status());
   if (Status st = FinishSimRun(cfg, *result, std::move(extra)); !st.ok()) return Fail(st, 1);
@@ -70,6 +87,14 @@ int Run(SimConfig& cfg, bool deploy) {
 }  // namespace tributary
 
 int main(int argc, char** argv) {
+  // Under an MPI launcher, MPI first (it may take its own arguments out of argv).
+  std::unique_ptr<tributary::MpiLink> link;
+  if (const int ranks = tributary::MpiLaunchedRanks();
+      ranks > 1 || (ranks == 1 && tributary::MpiBuilt())) {
+    auto made = tributary::MpiLink::Init(&argc, &argv);
+    if (!made.ok()) return tributary::Fail(made.status());
+    link = std::move(*made);
+  }
   tributary::SimConfig cfg;
   tributary::ConfigSchema schema("tributary-sim");
   tributary::BindSimConfig(schema, &cfg);
@@ -85,5 +110,5 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (tributary::Status s = cli.Apply(); !s.ok()) return tributary::Fail(s);
-  return tributary::Run(cfg, deploy);
+  return tributary::Run(cfg, deploy, link.get());
 }

@@ -1,0 +1,113 @@
+#include "sim/mpi_link.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+
+#include <fmt/format.h>
+
+#if TRIBUTARY_HAVE_MPI
+// The C API only: Open MPI's and MPICH's mpi.h otherwise pull in their deprecated C++ bindings.
+#define OMPI_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1
+#include <mpi.h>
+#endif
+
+namespace tributary {
+
+int MpiLaunchedRanks() {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "SLURM_NTASKS"}) {
+    if (name == std::string("SLURM_NTASKS") && !std::getenv("SLURM_STEP_ID")) continue;
+    if (const char* v = std::getenv(name); v && *v) return std::max(0, std::atoi(v));
+  }
+  return 0;
+}
+
+#if TRIBUTARY_HAVE_MPI
+
+namespace {
+
+constexpr int kTag = 7;
+constexpr size_t kPiece = size_t{1} << 30;
+
+Status MpiError(const char* what, int code) {
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(code, text, &len);
+  return Status::Unavailable(fmt::format("MPI: {} failed: {}", what, std::string(text, len)));
+}
+
+}  // namespace
+
+bool MpiBuilt() { return true; }
+
+Result<std::unique_ptr<MpiLink>> MpiLink::Init(int* argc, char*** argv) {
+  int provided = 0;
+  if (int rc = MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided); rc != MPI_SUCCESS)
+    return MpiError("MPI_Init_thread", rc);
+  // Errors come back as codes, not as an abort inside the library.
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  std::unique_ptr<MpiLink> link(new MpiLink());
+  MPI_Comm_rank(MPI_COMM_WORLD, &link->rank_);
+  MPI_Comm_size(MPI_COMM_WORLD, &link->size_);
+  if (provided < MPI_THREAD_FUNNELED)
+    return Status::Unimplemented("MPI: the library does not support MPI_THREAD_FUNNELED");
+  return link;
+}
+
+MpiLink::~MpiLink() { MPI_Finalize(); }
+
+Status MpiLink::Send(int to, const std::string& bytes) {
+  const uint64_t n = bytes.size();
+  if (int rc = MPI_Send(&n, 1, MPI_UINT64_T, to, kTag, MPI_COMM_WORLD); rc != MPI_SUCCESS)
+    return MpiError("MPI_Send", rc);
+  for (size_t at = 0; at < bytes.size(); at += kPiece) {
+    const int count = static_cast<int>(std::min(kPiece, bytes.size() - at));
+    if (int rc = MPI_Send(bytes.data() + at, count, MPI_BYTE, to, kTag, MPI_COMM_WORLD);
+        rc != MPI_SUCCESS)
+      return MpiError("MPI_Send", rc);
+  }
+  return Status::Ok();
+}
+
+Result<std::string> MpiLink::Receive(int from) {
+  uint64_t n = 0;
+  if (int rc = MPI_Recv(&n, 1, MPI_UINT64_T, from, kTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      rc != MPI_SUCCESS)
+    return MpiError("MPI_Recv", rc);
+  std::string bytes(n, '\0');
+  for (size_t at = 0; at < bytes.size(); at += kPiece) {
+    const int count = static_cast<int>(std::min(kPiece, bytes.size() - at));
+    if (int rc = MPI_Recv(bytes.data() + at, count, MPI_BYTE, from, kTag, MPI_COMM_WORLD,
+                          MPI_STATUS_IGNORE);
+        rc != MPI_SUCCESS)
+      return MpiError("MPI_Recv", rc);
+  }
+  return bytes;
+}
+
+void MpiLink::Abort(int code) {
+  MPI_Abort(MPI_COMM_WORLD, code);
+  std::exit(code);
+}
+
+#else
+
+bool MpiBuilt() { return false; }
+
+Result<std::unique_ptr<MpiLink>> MpiLink::Init(int*, char***) {
+  return Status::Unimplemented(
+      "this tributary-sim was built without MPI (TRIBUTARY_MPI=OFF, or no MPI library when it "
+      "was configured: install libopenmpi-dev and openmpi-bin, scripts/setup-deps does, and "
+      "rebuild)");
+}
+
+MpiLink::~MpiLink() = default;
+Status MpiLink::Send(int, const std::string&) { return Status::Unimplemented("no MPI"); }
+Result<std::string> MpiLink::Receive(int) { return Status::Unimplemented("no MPI"); }
+void MpiLink::Abort(int code) { std::exit(code); }
+
+#endif
+
+}  // namespace tributary

@@ -1,0 +1,236 @@
+#include "sim/rank_work.h"
+
+#include <cstring>
+#include <type_traits>
+
+namespace tributary {
+namespace {
+
+constexpr uint32_t kHelloMagic = 0x54524831;    // "TRH1"
+constexpr uint32_t kWorkMagic = 0x54525731;     // "TRW1"
+constexpr uint32_t kResultsMagic = 0x54525231;  // "TRR1"
+
+class Writer {
+ public:
+  template <class T>
+  void Pod(T v) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    out_.append(reinterpret_cast<const char*>(&v), sizeof v);
+  }
+  void Bytes(const void* p, size_t n) {
+    Pod<uint64_t>(n);
+    out_.append(static_cast<const char*>(p), n);
+  }
+  void Str(const std::string& s) { Bytes(s.data(), s.size()); }
+  void Vec(const std::vector<uint8_t>& v) { Bytes(v.data(), v.size()); }
+  void State(const std::optional<CodecState>& s) {
+    Pod<uint8_t>(s.has_value());
+    if (!s) return;
+    Str(s->spec);
+    Bytes(s->residual.data(), s->residual.size() * sizeof(float));
+  }
+  std::string Take() { return std::move(out_); }
+
+ private:
+  std::string out_;
+};
+
+// Every read checks the bytes left before it copies or allocates.
+class Reader {
+ public:
+  explicit Reader(const std::string& in) : in_(in) {}
+  template <class T>
+  bool Pod(T* v) {
+    if (in_.size() - pos_ < sizeof(T)) return false;
+    std::memcpy(v, in_.data() + pos_, sizeof(T));
+    pos_ += sizeof(T);
+    return true;
+  }
+  // A length-prefixed run of bytes, of a multiple of `unit`.
+  bool Span(const char** p, size_t* n, size_t unit = 1) {
+    uint64_t len = 0;
+    if (!Pod(&len) || len > in_.size() - pos_ || len % unit != 0) return false;
+    *p = in_.data() + pos_;
+    *n = static_cast<size_t>(len);
+    pos_ += *n;
+    return true;
+  }
+  bool Str(std::string* s) {
+    const char* p;
+    size_t n;
+    if (!Span(&p, &n)) return false;
+    s->assign(p, n);
+    return true;
+  }
+  bool Vec(std::vector<uint8_t>* v) {
+    const char* p;
+    size_t n;
+    if (!Span(&p, &n)) return false;
+    v->assign(reinterpret_cast<const uint8_t*>(p), reinterpret_cast<const uint8_t*>(p) + n);
+    return true;
+  }
+  bool State(std::optional<CodecState>* s) {
+    uint8_t has = 0;
+    if (!Pod(&has) || has > 1) return false;
+    if (!has) return true;
+    CodecState st;
+    const char* p;
+    size_t n;
+    if (!Str(&st.spec) || !Span(&p, &n, sizeof(float))) return false;
+    st.residual.resize(n / sizeof(float));
+    std::memcpy(st.residual.data(), p, n);
+    *s = std::move(st);
+    return true;
+  }
+  // A count of items of at least `min_bytes` each, not more than the bytes left allow.
+  bool Count(uint64_t* n, size_t min_bytes) {
+    return Pod(n) && *n <= (in_.size() - pos_) / min_bytes;
+  }
+  bool done() const { return pos_ == in_.size(); }
+
+ private:
+  const std::string& in_;
+  size_t pos_ = 0;
+};
+
+Status Malformed(const char* what) {
+  return Status::Corruption(std::string("distributed simulation: a malformed ") + what +
+                            " message between ranks");
+}
+
+}  // namespace
+
+std::string EncodeRankHello(const RankHello& m) {
+  Writer w;
+  w.Pod(kHelloMagic);
+  w.Pod<int32_t>(m.rank);
+  w.Pod(m.fingerprint);
+  return w.Take();
+}
+
+Result<RankHello> DecodeRankHello(const std::string& bytes) {
+  Reader r(bytes);
+  uint32_t magic = 0;
+  int32_t rank = 0;
+  RankHello m;
+  if (!r.Pod(&magic) || magic != kHelloMagic || !r.Pod(&rank) || !r.Pod(&m.fingerprint) ||
+      !r.done())
+    return Malformed("hello");
+  m.rank = rank;
+  return m;
+}
+
+std::string EncodeRankWork(const RankWork& m) {
+  Writer w;
+  w.Pod(kWorkMagic);
+  w.Pod<uint8_t>(m.stop);
+  w.Pod<uint64_t>(m.models.size());
+  for (const auto& model : m.models) w.Vec(model);
+  w.Pod<uint64_t>(m.jobs.size());
+  for (const RankJob& j : m.jobs) {
+    w.Pod(j.slot);
+    w.Pod(j.client);
+    w.Pod<uint8_t>(j.task.has_value());
+    w.Pod<uint64_t>(j.task.value_or(0));
+    w.Pod(j.attempt);
+    w.Pod(j.bytes_down);
+    w.Pod(j.model);
+    w.Vec(j.shell);
+    w.State(j.state);
+  }
+  w.Bytes(m.eval_model.data(), m.eval_model.size() * sizeof(float));
+  w.Bytes(m.eval_slices.data(), m.eval_slices.size() * sizeof(uint32_t));
+  return w.Take();
+}
+
+Result<RankWork> DecodeRankWork(const std::string& bytes) {
+  Reader r(bytes);
+  uint32_t magic = 0;
+  uint8_t stop = 0;
+  uint64_t n = 0;
+  RankWork m;
+  if (!r.Pod(&magic) || magic != kWorkMagic || !r.Pod(&stop) || stop > 1 ||
+      !r.Count(&n, sizeof(uint64_t)))
+    return Malformed("work");
+  m.stop = stop;
+  m.models.resize(n);
+  for (auto& model : m.models)
+    if (!r.Vec(&model)) return Malformed("work");
+  if (!r.Count(&n, 8 * sizeof(uint64_t))) return Malformed("work");
+  m.jobs.resize(n);
+  for (RankJob& j : m.jobs) {
+    uint8_t has_task = 0;
+    uint64_t task = 0;
+    if (!r.Pod(&j.slot) || !r.Pod(&j.client) || !r.Pod(&has_task) || has_task > 1 ||
+        !r.Pod(&task) || !r.Pod(&j.attempt) || !r.Pod(&j.bytes_down) || !r.Pod(&j.model) ||
+        j.model >= m.models.size() || !r.Vec(&j.shell) || !r.State(&j.state))
+      return Malformed("work");
+    if (has_task) j.task = task;
+  }
+  const char* p;
+  size_t len;
+  if (!r.Span(&p, &len, sizeof(float))) return Malformed("work");
+  m.eval_model.resize(len / sizeof(float));
+  std::memcpy(m.eval_model.data(), p, len);
+  if (!r.Span(&p, &len, sizeof(uint32_t))) return Malformed("work");
+  m.eval_slices.resize(len / sizeof(uint32_t));
+  std::memcpy(m.eval_slices.data(), p, len);
+  if (!r.done()) return Malformed("work");
+  return m;
+}
+
+std::string EncodeRankResults(const RankResults& m) {
+  Writer w;
+  w.Pod(kResultsMagic);
+  w.Pod<uint64_t>(m.jobs.size());
+  for (const RankJobResult& j : m.jobs) {
+    w.Pod(j.slot);
+    w.Pod(j.code);
+    w.Str(j.message);
+    w.Pod<uint8_t>(j.abandoned);
+    w.Pod(j.bytes_up);
+    w.Vec(j.body);
+    w.State(j.state);
+  }
+  w.Pod<uint64_t>(m.slices.size());
+  for (const RankSliceResult& s : m.slices) {
+    w.Pod(s.slice);
+    w.Pod(s.code);
+    w.Str(s.message);
+    w.Pod(s.loss);
+    w.Pod(s.accuracy);
+    w.Pod(s.num_examples);
+  }
+  w.Pod(m.busy_seconds);
+  return w.Take();
+}
+
+Result<RankResults> DecodeRankResults(const std::string& bytes) {
+  Reader r(bytes);
+  uint32_t magic = 0;
+  uint64_t n = 0;
+  RankResults m;
+  if (!r.Pod(&magic) || magic != kResultsMagic || !r.Count(&n, 5 * sizeof(uint64_t)))
+    return Malformed("results");
+  m.jobs.resize(n);
+  for (RankJobResult& j : m.jobs) {
+    uint8_t abandoned = 0;
+    if (!r.Pod(&j.slot) || !r.Pod(&j.code) || j.code < 0 ||
+        j.code > static_cast<int32_t>(StatusCode::kInternal) || !r.Str(&j.message) ||
+        !r.Pod(&abandoned) || abandoned > 1 || !r.Pod(&j.bytes_up) || !r.Vec(&j.body) ||
+        !r.State(&j.state))
+      return Malformed("results");
+    j.abandoned = abandoned;
+  }
+  if (!r.Count(&n, 4 * sizeof(uint64_t))) return Malformed("results");
+  m.slices.resize(n);
+  for (RankSliceResult& s : m.slices)
+    if (!r.Pod(&s.slice) || !r.Pod(&s.code) || s.code < 0 ||
+        s.code > static_cast<int32_t>(StatusCode::kInternal) || !r.Str(&s.message) ||
+        !r.Pod(&s.loss) || !r.Pod(&s.accuracy) || !r.Pod(&s.num_examples))
+      return Malformed("results");
+  if (!r.Pod(&m.busy_seconds) || !r.done()) return Malformed("results");
+  return m;
+}
+
+}  // namespace tributary

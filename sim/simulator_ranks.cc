@@ -1,0 +1,397 @@
+// Simulator's distributed part (sim/rank_link.h): rank 0 trains each batch of jobs over the ranks,
+// the other ranks serve it.
+//
+// Rank 0 keeps everything a run decides: the engine, the device draws, the clients' error-feedback
+// state (shipped with each job and back), which updates are accepted and in what order. Another
+// rank only trains: it gets the task as a client would (the model once per rank per batch), runs
+// the same RunJob through the client's TaskExecutor, and returns the update in wire form, which
+// rank 0's decoder receives. A job's training is a pure function of (client, task, model, state),
+// so the model, the events and the report are bitwise those of one process, for any number of
+// ranks and threads.
+#include <algorithm>
+#include <future>
+
+#include <fmt/format.h>
+
+#include "core/hash.h"
+#include "core/log.h"
+#include "protocol/message_codec.h"
+#include "sim/rank_schedule.h"
+#include "sim/rank_work.h"
+#include "sim/sim_job.h"
+#include "sim/sim_wire.h"
+
+namespace tributary {
+
+// The driver's evaluator: the simulator's, over the ranks when there are several.
+class Simulator::RanksEvaluator final : public Evaluator {
+ public:
+  explicit RanksEvaluator(Simulator* sim) : sim_(sim) {}
+  Result<EvalResult> Evaluate(const ModelWeights& model) override { return sim_->Evaluate(model); }
+
+ private:
+  Simulator* sim_;
+};
+
+std::shared_ptr<Evaluator> Simulator::MakeRanksEvaluator(Simulator* sim) {
+  return std::make_shared<RanksEvaluator>(sim);
+}
+
+Result<EvalResult> Simulator::Evaluate(const ModelWeights& model) {
+  if (!ranks_) return evaluator_->Evaluate(model);
+  // Rank r evaluates slices [r*S/P, (r+1)*S/P); the results are combined in slice order, as in
+  // one process.
+  const size_t slices = evaluator_->num_slices();
+  const auto ranks = static_cast<size_t>(ranks_->size());
+  auto first = [&](size_t r) { return slices * r / ranks; };
+  const double t0 = SimWallNow();
+  double busiest = 0.0;
+  RankWork work;
+  work.eval_model.assign(model.data().begin(), model.data().end());
+  for (size_t r = 1; r < ranks; ++r) {
+    work.eval_slices.clear();
+    for (size_t i = first(r); i < first(r + 1); ++i)
+      work.eval_slices.push_back(static_cast<uint32_t>(i));
+    if (!work.eval_slices.empty())
+      TRIB_RETURN_IF_ERROR(ranks_->Send(static_cast<int>(r), EncodeRankWork(work)));
+  }
+  std::vector<size_t> mine;
+  for (size_t i = first(0); i < first(1); ++i) mine.push_back(i);
+  std::vector<Result<EvalResult>> parts(slices, Status::Internal("evaluation slice not returned"));
+  std::vector<Result<EvalResult>> here = evaluator_->EvaluateSlices(model, mine);
+  for (size_t k = 0; k < here.size() && k < mine.size(); ++k) parts[mine[k]] = std::move(here[k]);
+  busiest = SimWallNow() - t0;
+  Status outcome;
+  for (size_t r = 1; r < ranks; ++r) {
+    if (first(r) == first(r + 1)) continue;
+    TRIB_ASSIGN_OR_RETURN(std::string bytes, ranks_->Receive(static_cast<int>(r)));
+    Result<RankResults> results = DecodeRankResults(bytes);
+    if (!results.ok()) {
+      outcome = results.status();
+      continue;
+    }
+    busiest = std::max(busiest, results->busy_seconds);
+    for (const RankSliceResult& s : results->slices) {
+      if (s.slice < first(r) || s.slice >= first(r + 1)) {
+        outcome = Status::Corruption("distributed simulation: an evaluation slice of another rank");
+        continue;
+      }
+      if (s.code != 0) {
+        parts[s.slice] = Status(static_cast<StatusCode>(s.code), s.message);
+        continue;
+      }
+      EvalResult e;
+      e.loss = s.loss;
+      e.accuracy = s.accuracy;
+      e.num_examples = s.num_examples;
+      parts[s.slice] = e;
+    }
+  }
+  TRIB_RETURN_IF_ERROR(outcome);
+  NoteExchange(SimWallNow() - t0, busiest);
+  return ModelEvaluator::Combine(parts);
+}
+
+std::vector<RankSliceResult> Simulator::EvaluateHere(const RankWork& work) {
+  std::vector<RankSliceResult> out;
+  Status refused;
+  ModelWeights model = driver_->engine().model().ZerosLike();
+  if (!evaluator_)
+    refused = Status::FailedPrecondition("this rank has no server-side evaluation (eval.every)");
+  else if (work.eval_model.size() != model.size())
+    refused = Status::InvalidArgument("the model to evaluate has " +
+                                      std::to_string(work.eval_model.size()) + " values, not " +
+                                      std::to_string(model.size()));
+  std::vector<size_t> which(work.eval_slices.begin(), work.eval_slices.end());
+  std::vector<Result<EvalResult>> parts;
+  if (refused.ok()) {
+    std::copy(work.eval_model.begin(), work.eval_model.end(), model.data().begin());
+    parts = evaluator_->EvaluateSlices(model, which);
+  }
+  for (size_t k = 0; k < which.size(); ++k) {
+    RankSliceResult s;
+    s.slice = static_cast<uint32_t>(which[k]);
+    const Status st = !refused.ok()      ? refused
+                      : k < parts.size() ? parts[k].status()
+                                         : parts[0].status();
+    s.code = static_cast<int32_t>(st.code());
+    s.message = st.message();
+    if (st.ok()) {
+      s.loss = parts[k]->loss;
+      s.accuracy = parts[k]->accuracy;
+      s.num_examples = parts[k]->num_examples;
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+Status Simulator::SetRanks(RankLink* ranks) {
+  if (joined_) return Status::FailedPrecondition("simulator: SetRanks after the clients joined");
+  if (ranks && ranks->size() > 1 && config_.run.round.secagg.enabled)
+    return Status::Unimplemented(
+        "secure aggregation (secagg.enabled) is not distributed over ranks yet: each client's "
+        "secrets would live on its rank and every phase is a round trip through rank 0; run it in "
+        "one process (without mpirun, or mpirun -np 1)");
+  ranks_ = ranks && ranks->size() > 1 ? ranks : nullptr;
+  return Status::Ok();
+}
+
+uint64_t Simulator::Fingerprint() const {
+  Fnv1a64 h;
+  const uint64_t n = population_->size();
+  h.Add(&n, sizeof n);
+  for (uint64_t i = 0; i < n; ++i) {
+    const uint64_t e = population_->num_examples(i);
+    h.Add(&e, sizeof e);
+  }
+  const Dataset& train = *data_.train;
+  const int64_t shape[] = {train.size(), train.height, train.width, train.channels,
+                           train.num_classes};
+  h.Add(shape, sizeof shape);
+  const uint64_t layout = driver_->engine().model().fingerprint();
+  h.Add(&layout, sizeof layout);
+  const uint64_t seeds[] = {config_.run.round.seed, config_.run.init_seed, config_.data.seed};
+  h.Add(seeds, sizeof seeds);
+  h.Add(config_.trainer.data(), config_.trainer.size());
+  h.Add(config_.run.round.codec.data(), config_.run.round.codec.size());
+  return h.value();
+}
+
+Status Simulator::GreetRanks() {
+  if (!ranks_ || ranks_greeted_) return Status::Ok();
+  ranks_greeted_ = true;
+  const uint64_t mine = Fingerprint();
+  Status refused;
+  for (int r = 1; r < ranks_->size(); ++r) {
+    TRIB_ASSIGN_OR_RETURN(std::string bytes, ranks_->Receive(r));
+    TRIB_ASSIGN_OR_RETURN(RankHello hello, DecodeRankHello(bytes));
+    if (refused.ok() && (hello.rank != r || hello.fingerprint != mine))
+      refused = Status::FailedPrecondition(fmt::format(
+          "distributed simulation: rank {} loaded other data or another config than rank 0 "
+          "(fingerprint {:016x}, rank 0's {:016x}): every rank must run the same build with the "
+          "same config, the same data files and the same --set overrides",
+          r, hello.fingerprint, mine));
+  }
+  if (refused.ok())
+    Log().info("distributed simulation: {} ranks, {} threads each", ranks_->size(), pool_->size());
+  return refused;
+}
+
+void Simulator::StopRanks() {
+  if (!ranks_ || ranks_stopped_) return;
+  ranks_stopped_ = true;
+  RankWork stop;
+  stop.stop = true;
+  const std::string bytes = EncodeRankWork(stop);
+  for (int r = 1; r < ranks_->size(); ++r)
+    if (Status s = ranks_->Send(r, bytes); !s.ok())
+      Log().error("distributed simulation: could not stop rank {}: {}", r, s.ToString());
+}
+
+Status Simulator::TrainJobsHere(const std::vector<Job*>& jobs,
+                                const std::vector<uint64_t>& bytes_down) {
+  std::vector<std::future<void>> done;
+  for (size_t i = 0; i < jobs.size(); ++i)
+    done.push_back(pool_->Submit([this, job = jobs[i], bd = bytes_down[i]] { RunJob(*job, bd); }));
+  for (auto& f : done) f.get();
+  return Status::Ok();
+}
+
+Status Simulator::TrainJobs(const std::vector<Job*>& jobs,
+                            const std::vector<uint64_t>& bytes_down) {
+  const int ranks = ranks_ ? ranks_->size() : 1;
+  if (ranks <= 1) return TrainJobsHere(jobs, bytes_down);
+  // Where each job trains: balanced by its examples; a job that never trains (its device draws
+  // say it is unreachable or drops out) and a malicious client's (its attack lives here) stay.
+  std::vector<RankJobCost> costs;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const Job& job = *jobs[i];
+    const auto& task = std::get<TaskAssignment>(job.out->message);
+    const double samples = Samples(job.index, task);
+    const TaskTiming t = TimeJob(job, bytes_down[i], 0, samples);
+    const bool trains = t.available && !t.drops;
+    costs.push_back({job.index, trains ? samples : 0.0, !trains || Malicious(job.index)});
+  }
+  const std::vector<int> where = AssignToRanks(costs, ranks);
+  const double t0 = SimWallNow();
+
+  // The batch's distinct models, each encoded once (a task's TaskAssignment in the wire format).
+  struct Model {
+    const ModelPayload* payload;
+    std::vector<uint8_t> bytes;
+  };
+  std::vector<Model> models;
+  auto same = [](const ModelPayload& a, const ModelPayload& b) {
+    return a.layout_fingerprint == b.layout_fingerprint && a.encoding == b.encoding &&
+           a.values.data() == b.values.data() && a.values.size() == b.values.size() &&
+           a.encoded.data() == b.encoded.data() && a.encoded.size() == b.encoded.size();
+  };
+  std::vector<RankWork> work(static_cast<size_t>(ranks));
+  std::vector<std::vector<size_t>> slots(static_cast<size_t>(ranks));  // job indices by rank
+  std::vector<std::vector<uint32_t>> rank_models(static_cast<size_t>(ranks));
+  std::vector<Job*> local;
+  std::vector<uint64_t> local_bytes_down;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    if (where[i] == 0) {
+      local.push_back(jobs[i]);
+      local_bytes_down.push_back(bytes_down[i]);
+      continue;
+    }
+    Job& job = *jobs[i];
+    const auto r = static_cast<size_t>(where[i]);
+    const auto& task = std::get<TaskAssignment>(job.out->message);
+    size_t m = 0;
+    while (m < models.size() && !same(*models[m].payload, task.model)) ++m;
+    if (m == models.size()) {
+      TRIB_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, EncodeMessageBody(Message(task)));
+      models.push_back({&task.model, std::move(bytes)});
+    }
+    auto k = std::find(rank_models[r].begin(), rank_models[r].end(), m);
+    if (k == rank_models[r].end()) {
+      rank_models[r].push_back(static_cast<uint32_t>(m));
+      work[r].models.push_back(models[m].bytes);
+      k = rank_models[r].end() - 1;
+    }
+    TaskAssignment shell = task;
+    shell.model = ModelPayload{};
+    RankJob rj;
+    rj.slot = slots[r].size();
+    rj.client = job.index;
+    rj.task = job.task;
+    rj.attempt = attempt_;
+    rj.bytes_down = bytes_down[i];
+    rj.model = static_cast<uint32_t>(k - rank_models[r].begin());
+    TRIB_ASSIGN_OR_RETURN(rj.shell, EncodeMessageBody(Message(std::move(shell))));
+    rj.state = residuals_->Get(job.index, task.round);
+    work[r].jobs.push_back(std::move(rj));
+    slots[r].push_back(i);
+  }
+  for (int r = 1; r < ranks; ++r)
+    if (!work[static_cast<size_t>(r)].jobs.empty())
+      TRIB_RETURN_IF_ERROR(ranks_->Send(r, EncodeRankWork(work[static_cast<size_t>(r)])));
+  work.clear();
+  // This rank's share meanwhile.
+  TRIB_RETURN_IF_ERROR(TrainJobsHere(local, local_bytes_down));
+  double busiest = SimWallNow() - t0;
+  // Every rank's results are received before any is judged, so that no rank is left waiting.
+  Status outcome;
+  for (int r = 1; r < ranks; ++r) {
+    const auto& mine = slots[static_cast<size_t>(r)];
+    if (mine.empty()) continue;
+    Result<std::string> bytes = ranks_->Receive(r);
+    if (!bytes.ok()) return bytes.status();
+    Result<RankResults> results = DecodeRankResults(*bytes);
+    if (results.ok()) busiest = std::max(busiest, results->busy_seconds);
+    if (!results.ok() || results->jobs.size() != mine.size()) {
+      if (outcome.ok())
+        outcome = results.ok() ? Status::Corruption(fmt::format(
+                                     "distributed simulation: rank {} returned {} results for {} "
+                                     "jobs",
+                                     r, results->jobs.size(), mine.size()))
+                               : results.status();
+      continue;
+    }
+    for (RankJobResult& res : results->jobs) {
+      if (res.slot >= mine.size()) {
+        outcome = Status::Corruption("distributed simulation: a result for no job");
+        break;
+      }
+      const size_t i = mine[res.slot];
+      Job& job = *jobs[i];
+      const auto& task = std::get<TaskAssignment>(job.out->message);
+      if (res.code != 0) job.error = Status(static_cast<StatusCode>(res.code), res.message);
+      job.abandoned = res.abandoned;
+      if (res.state) residuals_->Put(job.index, task.round, std::move(*res.state));
+      const double samples = Samples(job.index, task);
+      if (!res.body.empty() && job.error.ok()) {
+        Result<Message> got = FromWire(MessageType::kUpdateSubmission, std::move(res.body));
+        if (!got.ok()) {
+          job.error = got.status().WithContext(job.out->client_id);
+          continue;
+        }
+        job.submission = std::get<UpdateSubmission>(std::move(*got));
+        job.bytes_up = res.bytes_up;
+        job.timing = TimeJob(job, bytes_down[i], job.bytes_up, samples);
+      } else {
+        job.timing = TimeJob(job, bytes_down[i], 0, samples);
+      }
+    }
+  }
+  NoteExchange(SimWallNow() - t0, busiest);
+  return outcome;
+}
+
+void Simulator::NoteExchange(double wall, double busiest) {
+  ++result_.rank_exchanges;
+  result_.rank_compute_seconds += busiest;
+  result_.rank_link_seconds += std::max(0.0, wall - busiest);
+}
+
+Status Simulator::Serve() {
+  if (!ranks_ || ranks_->rank() == 0)
+    return Status::FailedPrecondition("simulator: Serve is for the ranks other than 0");
+  TRIB_RETURN_IF_ERROR(ranks_->Send(0, EncodeRankHello({ranks_->rank(), Fingerprint()})));
+  for (;;) {
+    TRIB_ASSIGN_OR_RETURN(std::string bytes, ranks_->Receive(0));
+    const double t0 = SimWallNow();
+    TRIB_ASSIGN_OR_RETURN(RankWork work, DecodeRankWork(bytes));
+    bytes.clear();
+    if (work.stop) return Status::Ok();
+    if (!work.eval_slices.empty()) {
+      RankResults results;
+      results.slices = EvaluateHere(work);
+      results.busy_seconds = SimWallNow() - t0;
+      TRIB_RETURN_IF_ERROR(ranks_->Send(0, EncodeRankResults(results)));
+      continue;
+    }
+    std::vector<ModelPayload> models;
+    for (auto& m : work.models) {
+      TRIB_ASSIGN_OR_RETURN(Message task, FromWire(MessageType::kTaskAssignment, std::move(m)));
+      models.push_back(std::get<TaskAssignment>(std::move(task)).model);
+    }
+    const size_t n = work.jobs.size();
+    std::vector<RunEngine::Outgoing> outs(n);
+    std::vector<Job> jobs(n);
+    std::vector<Job*> batch;
+    std::vector<uint64_t> bytes_down;
+    for (size_t i = 0; i < n; ++i) {
+      RankJob& rj = work.jobs[i];
+      if (rj.client >= population_->size())
+        return Status::Corruption(
+            fmt::format("distributed simulation: rank 0 sent a job for client {} of {}", rj.client,
+                        population_->size()));
+      TRIB_ASSIGN_OR_RETURN(Message shell, FromWire(MessageType::kTaskAssignment, rj.shell));
+      auto task = std::get<TaskAssignment>(std::move(shell));
+      task.model = models[rj.model];
+      outs[i].client_id = Population::ClientId(rj.client);
+      outs[i].message = std::move(task);
+      jobs[i].index = rj.client;
+      jobs[i].out = &outs[i];
+      jobs[i].task = rj.task;
+      jobs[i].remote = true;
+      jobs[i].state = std::move(rj.state);
+      attempt_ = rj.attempt;  // the device draws' key, the same for the batch
+      batch.push_back(&jobs[i]);
+      bytes_down.push_back(rj.bytes_down);
+    }
+    TRIB_RETURN_IF_ERROR(TrainJobsHere(batch, bytes_down));
+    RankResults results;
+    for (size_t i = 0; i < n; ++i) {
+      Job& job = jobs[i];
+      RankJobResult res;
+      res.slot = work.jobs[i].slot;
+      res.code = static_cast<int32_t>(job.error.code());
+      res.message = job.error.message();
+      res.abandoned = job.abandoned;
+      res.bytes_up = job.bytes_up;
+      res.body = std::move(job.wire);
+      res.state = std::move(job.state);
+      results.jobs.push_back(std::move(res));
+    }
+    results.busy_seconds = SimWallNow() - t0;
+    TRIB_RETURN_IF_ERROR(ranks_->Send(0, EncodeRankResults(results)));
+  }
+}
+
+}  // namespace tributary

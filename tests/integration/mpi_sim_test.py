@@ -1,0 +1,149 @@
+#!/usr/bin/python3
+"""tributary-sim under a real mpirun (issue #30): Open MPI's launcher starts 1, 2 or 3 processes on
+localhost (oversubscribed; as root where CI runs), rank 0 runs the run and the others train its
+clients. For each mode that distributes, the final model's hash (printed, and in report.json) is
+the one of the same run without mpirun, for any number of ranks and threads per rank; the report
+says it ran on MPI ranks. A rank with other data is refused before the first round, secure
+aggregation is refused with the reason, and a rank that cannot start ends the whole job (no rank
+waits for ever).
+
+Real data: Fashion-MNIST (Debian's dataset-fashion-mnist), the mlp model.
+"""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+SIM = os.environ.get("TRIBUTARY_SIM_BIN")
+MPIRUN = os.environ.get("TRIBUTARY_MPIRUN")
+
+# 12 clients, 6 per round, 4 rounds of one local epoch on 12,000 Fashion-MNIST images: every
+# client trains twice on average, so error feedback's state travels between ranks.
+BASE = ["--rounds", "4", "--set", "run.model=mlp", "--set", "run.clients_per_round=6",
+        "--set", "data.num_clients=12", "--set", "data.dataset=fashion-mnist",
+        "--set", "data.train_examples=12000", "--set", "data.test_examples=2000",
+        "--set", "data.partition=dirichlet:0.5", "--set", "fit.epochs=1",
+        "--set", "fit.batch_size=32", "--set", "fit.lr=0.05", "--set", "eval.every=2",
+        "--set", "hetero.speed_tiers=phone:0.5:2000,laptop:0.5:8000"]
+
+MODES = {
+    "fedavg": [],
+    "fedadam": ["run.strategy=fedadam"],
+    "topk+q8 with error feedback": ["run.codec=topk(0.1)+q8"],
+    "dp (server)": ["dp.enabled=true", "dp.noise_seed=3"],
+    "sign-flip attack": ["attack.kind=sign_flip", "attack.fraction=0.3"],
+    "dropouts and over-selection": ["hetero.dropout=0.2", "hetero.availability=0.8",
+                                    "run.over_selection=1.4"],
+    "asynchronous": ["run.mode=async", "run.concurrency=4", "run.buffer_size=3",
+                     "run.max_staleness=6"],
+}
+
+
+def sets(pairs):
+    out = []
+    for p in pairs:
+        out += ["--set", p]
+    return out
+
+
+@unittest.skipUnless(SIM and MPIRUN, "run through ctest, which names tributary-sim and mpirun")
+class MpiSimTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="trib_mpi_sim_")
+        self.env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+                        OMPI_MCA_rmaps_base_oversubscribe="1",
+                        XDG_STATE_HOME=os.path.join(self.dir, "state"))
+        self.runs = 0
+
+    def tearDown(self):
+        ok = all(e is None for _, e in (self._outcome.result.errors +
+                                         self._outcome.result.failures)) \
+            if hasattr(self._outcome, "result") else True
+        if ok and not os.environ.get("TRIBUTARY_TEST_KEEP"):
+            shutil.rmtree(self.dir, ignore_errors=True)
+        else:
+            print(f"kept {self.dir}", file=sys.stderr)
+
+    def sim(self, ranks, extra, threads=1, timeout=240, mpmd=None):
+        """Runs tributary-sim (without mpirun when ranks is 0); returns (rc, output, report)."""
+        self.runs += 1
+        report = os.path.join(self.dir, f"run{self.runs}")
+        args = [SIM] + BASE + sets(extra) + sets([f"sim.threads={threads}",
+                                                  f"sim.report_dir={report}"])
+        if ranks:
+            cmd = [MPIRUN, "--oversubscribe", "-np", str(ranks)] + args
+            if mpmd:
+                cmd += [":", "-np", "1"] + args + sets(mpmd)
+        else:
+            cmd = args
+        t0 = time.time()
+        p = subprocess.run(cmd, env=self.env, capture_output=True, text=True, timeout=timeout)
+        out = p.stdout + p.stderr
+        rep = None
+        if os.path.exists(os.path.join(report, "report.json")):
+            with open(os.path.join(report, "report.json")) as f:
+                rep = json.load(f)
+        print(f"  {ranks or 'no mpirun'} ranks x {threads} threads: rc {p.returncode} in "
+              f"{time.time() - t0:.1f} s", file=sys.stderr)
+        return p.returncode, out, rep
+
+    def hash_of(self, rc, out, rep):
+        self.assertEqual(rc, 0, out)
+        m = re.search(r"final model hash ([0-9a-f]{16})", out)
+        self.assertIsNotNone(m, out)
+        self.assertEqual(rep["totals"]["model_hash"], m.group(1))
+        return m.group(1)
+
+    def test_every_mode_gives_the_one_process_hash_on_any_ranks(self):
+        for name, extra in MODES.items():
+            print(f"{name}:", file=sys.stderr)
+            rc, out, rep = self.sim(0, extra)
+            one = self.hash_of(rc, out, rep)
+            self.assertEqual(rep["totals"]["mode"], "in-process")
+            self.assertEqual(rep["totals"]["rounds"], 4)
+            layouts = [(2, 1), (3, 1)] if name != "fedavg" else [(1, 1), (2, 1), (3, 1), (2, 2)]
+            for ranks, threads in layouts:
+                rc, out, rep = self.sim(ranks, extra, threads)
+                self.assertEqual(self.hash_of(rc, out, rep), one,
+                                 f"{name}: {ranks} ranks x {threads} threads\n{out}")
+                self.assertEqual(rep["totals"]["rounds"], 4)
+                if ranks > 1:
+                    self.assertEqual(rep["totals"]["mode"], "mpi")
+                    self.assertEqual(rep["totals"]["ranks"], ranks)
+                    self.assertIn(f"distributed simulation: {ranks} ranks, {threads} threads each",
+                                  out)
+                    # Only rank 0 prints the run: one line per round, one end line.
+                    self.assertEqual(len(re.findall(r"^(?:round|step) +4/4", out, re.M)), 1, out)
+                    self.assertEqual(out.count("final model hash"), 1, out)
+            print(f"  hash {one}", file=sys.stderr)
+
+    def test_a_rank_with_other_data_is_refused_before_the_first_round(self):
+        rc, out, rep = self.sim(1, [], mpmd=["data.seed=99"])
+        self.assertNotEqual(rc, 0, out)
+        self.assertIn("rank 1 loaded other data or another config than rank 0", out)
+        self.assertNotIn("round   1/4", out)
+
+    def test_secure_aggregation_is_refused_with_the_reason(self):
+        rc, out, rep = self.sim(2, ["secagg.enabled=true"])
+        self.assertNotEqual(rc, 0, out)
+        self.assertIn("secure aggregation (secagg.enabled) is not distributed over ranks yet", out)
+        # In one process it runs.
+        rc, out, rep = self.sim(1, ["secagg.enabled=true"])
+        self.hash_of(rc, out, rep)
+
+    def test_a_rank_that_cannot_start_ends_the_job(self):
+        t0 = time.time()
+        rc, out, rep = self.sim(1, [], mpmd=["data.partition=nonsense"], timeout=120)
+        self.assertNotEqual(rc, 0, out)
+        self.assertIn("tributary-sim (rank 1):", out)
+        self.assertIn("nonsense", out)
+        self.assertLess(time.time() - t0, 60)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
