@@ -11,6 +11,7 @@
 // The C API only: Open MPI's and MPICH's mpi.h otherwise pull in their deprecated C++ bindings.
 #define OMPI_SKIP_MPICXX 1
 #define MPICH_SKIP_MPICXX 1
+#include <dlfcn.h>
 #include <mpi.h>
 #endif
 
@@ -43,6 +44,11 @@ Status MpiError(const char* what, int code) {
 bool MpiBuilt() { return true; }
 
 Result<std::unique_ptr<MpiLink>> MpiLink::Init(int* argc, char*** argv) {
+  // Open MPI loads its components with dlopen, and they need libmpi's symbols: in a process that
+  // loaded libmpi privately (the Python module, opened RTLD_LOCAL), make them global first.
+  Dl_info info;
+  if (dladdr(reinterpret_cast<void*>(&MPI_Init_thread), &info) != 0 && info.dli_fname)
+    dlopen(info.dli_fname, RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD);
   int provided = 0;
   if (int rc = MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided); rc != MPI_SUCCESS)
     return MpiError("MPI_Init_thread", rc);

@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -22,6 +23,7 @@
 #include "core/stderr_log.h"
 #include "py_common.h"
 #include "py_trainer.h"
+#include "sim/mpi_link.h"
 #include "sim/simulator.h"
 #include "tributary/client.h"
 #include "tributary/config.h"
@@ -131,8 +133,19 @@ py::dict RoundToDict(const SimRound& r) {
   return d;
 }
 
-py::dict Simulate(py::object config, std::string config_file, py::object trainer,
-                  std::string final_model, py::object on_round) {
+// This process's MPI link when an MPI launcher started it as one of several (mpirun -np P python3
+// app.py): made at the first simulate(), finalized when the process exits. Null otherwise.
+MpiLink* ProcessRanks() {
+  static Result<std::unique_ptr<MpiLink>> link = []() -> Result<std::unique_ptr<MpiLink>> {
+    if (MpiLaunchedRanks() <= 1) return std::unique_ptr<MpiLink>();
+    return MpiLink::Init(nullptr, nullptr);
+  }();
+  if (!link.ok()) ThrowStatus(link.status());
+  return link->get();
+}
+
+py::object Simulate(py::object config, std::string config_file, py::object trainer,
+                    std::string final_model, py::object on_round) {
   SimConfig cfg;
   ConfigSchema schema("tributary.simulate");
   BindSimConfig(schema, &cfg);
@@ -150,21 +163,42 @@ py::dict Simulate(py::object config, std::string config_file, py::object trainer
   }
   Check(cfg.Validate());
   Check(InitLogging(cfg.log_level));
+  MpiLink* ranks = ProcessRanks();
+  const bool serves = ranks && ranks->rank() != 0;
   std::unique_ptr<TrainerFactory> factory;
   if (!trainer.is_none()) factory = std::make_unique<PyTrainerFactory>(trainer);
   SimResult result;
   {
     py::gil_scoped_release release;
+    // Another rank that cannot go on ends the whole job: rank 0 would wait for it for ever.
+    auto end_job = [&](const Status& s) {
+      std::fprintf(stderr, "tributary.simulate (rank %d): %s\n", ranks->rank(),
+                   s.ToString().c_str());
+      ranks->Abort(2);
+    };
     Result<DataSplits> data = LoadDataSplits(cfg.data, true, cfg.run.eval_every > 0);
     if (!data.ok()) {
+      if (serves) end_job(data.status());
       py::gil_scoped_acquire gil;
       ThrowStatus(data.status());
     }
-    Result<std::unique_ptr<Simulator>> sim =
-        Simulator::Create(cfg, *data, final_model, nullptr, std::move(factory));
+    Result<std::unique_ptr<Simulator>> sim = Simulator::Create(
+        cfg, *data, serves ? std::string() : final_model, nullptr, std::move(factory));
+    if (sim.ok()) {
+      if (Status s = (*sim)->SetRanks(ranks); !s.ok()) sim = s;
+    }
     if (!sim.ok()) {
+      if (serves) end_job(sim.status());
       py::gil_scoped_acquire gil;
       ThrowStatus(sim.status());
+    }
+    if (serves) {
+      // Another rank: trains rank 0's jobs until it says stop; rank 0 returns the result.
+      Status served = (*sim)->Serve();
+      if (!served.ok()) end_job(served);
+      py::gil_scoped_acquire gil;
+      sim->reset();
+      return py::none();
     }
     // An exception in on_round is kept (the rounds go on without the callback) and raised once
     // the run is over: it never unwinds through the simulator.
@@ -352,7 +386,10 @@ PYBIND11_MODULE(_tributary, m) {
         py::arg("on_round") = py::none(),
         "Runs tributary-sim in this process: the keys of `config` (a dict of dotted keys) over "
         "those of `config_file`; the virtual clients' trainers come from trainer(x, y) when "
-        "given, else from sim.trainer. Returns {'rounds': [...], 'final_model': {...}, ...}.");
+        "given, else from sim.trainer. Returns {'rounds': [...], 'final_model': {...}, ...}. "
+        "Under an MPI launcher (mpirun -np P python3 app.py, every rank calling simulate the same "
+        "way) the clients train on all P processes: rank 0 returns the result, bitwise that of "
+        "one process, and the other ranks return None.");
 
   m.def(
       "set_log_level", [](const std::string& level) { Check(InitLogging(level)); },
