@@ -76,9 +76,10 @@ struct SimResult {
   std::string stopped;        // why the run ended early without failing (the privacy budget)
   // A distributed simulation's exchanges with the other ranks (rank 0's wall clock), summed over
   // the batches of jobs and evaluations: the busiest rank's compute, and the rest of each
-  // exchange (sending, receiving, waiting on the link): what MPI costs beyond the work.
+  // exchange (sending, receiving, waiting on the link): what MPI costs beyond the work; and the
+  // ranks' idle time within the busiest one's (summed over ranks): what imbalance costs.
   int64_t rank_exchanges = 0;
-  double rank_compute_seconds = 0.0, rank_link_seconds = 0.0;
+  double rank_compute_seconds = 0.0, rank_link_seconds = 0.0, rank_idle_seconds = 0.0;
 
   // Appends a closed round: fills its cumulative byte counts from the previous round and notes
   // the first round whose test accuracy reaches `target_accuracy` (> 0). Returns the stored round.

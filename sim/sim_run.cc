@@ -49,6 +49,7 @@ Result<SimResult> RunSimulation(const SimConfig& cfg,
               {"rank_exchanges", result.rank_exchanges},
               {"rank_compute_seconds", result.rank_compute_seconds},
               {"rank_link_seconds", result.rank_link_seconds},
+              {"rank_idle_seconds", result.rank_idle_seconds},
               {"rss_bytes_per_idle_client", per_client},
               {"population_bytes_per_client", sim->population().bytes_per_client()},
               {"registry_join_seconds", result.join_seconds}};

@@ -568,9 +568,14 @@ Result<SimResult> Simulator::Run(const std::function<void(const SimRound&)>& on_
   if (ranks_ && result_.rank_exchanges > 0)
     Log().info(
         "distributed simulation: {} exchanges with the {} ranks took {:.2f} s of compute (the "
-        "busiest rank's) and {:.2f} s more on the link",
+        "busiest rank's) and {:.2f} s more on the link; the ranks waited {:.1f}% of the compute "
+        "for the busiest",
         result_.rank_exchanges, ranks_->size(), result_.rank_compute_seconds,
-        result_.rank_link_seconds);
+        result_.rank_link_seconds,
+        result_.rank_compute_seconds > 0
+            ? 100.0 * result_.rank_idle_seconds /
+                  (result_.rank_compute_seconds * static_cast<double>(ranks_->size()))
+            : 0.0);
   if (outcome.ok()) outcome = engine.failure();
   TRIB_RETURN_IF_ERROR(driver_->Finish(outcome));
   result_.stopped = engine.stop_reason();

@@ -122,8 +122,8 @@ class Simulator : private RunObserver {
   class RanksEvaluator;
   static std::shared_ptr<Evaluator> MakeRanksEvaluator(Simulator* sim);
   Result<EvalResult> Evaluate(const ModelWeights& model);
-  // Rank 0: an exchange with the ranks took `wall` seconds, the busiest rank's part `busiest`.
-  void NoteExchange(double wall, double busiest);
+  // Rank 0: an exchange with the ranks took `wall` seconds, rank r's part busy[r].
+  void NoteExchange(double wall, const std::vector<double>& busy);
   // Another rank's part of an evaluation: `work`'s slices of `work`'s model.
   std::vector<RankSliceResult> EvaluateHere(const RankWork& work);
   TaskTiming TimeJob(const Job& job, uint64_t bytes_down, uint64_t bytes_up, double samples) const;

@@ -45,7 +45,7 @@ Result<EvalResult> Simulator::Evaluate(const ModelWeights& model) {
   const auto ranks = static_cast<size_t>(ranks_->size());
   auto first = [&](size_t r) { return slices * r / ranks; };
   const double t0 = SimWallNow();
-  double busiest = 0.0;
+  std::vector<double> busy(ranks, 0.0);
   RankWork work;
   work.eval_model.assign(model.data().begin(), model.data().end());
   for (size_t r = 1; r < ranks; ++r) {
@@ -60,7 +60,7 @@ Result<EvalResult> Simulator::Evaluate(const ModelWeights& model) {
   std::vector<Result<EvalResult>> parts(slices, Status::Internal("evaluation slice not returned"));
   std::vector<Result<EvalResult>> here = evaluator_->EvaluateSlices(model, mine);
   for (size_t k = 0; k < here.size() && k < mine.size(); ++k) parts[mine[k]] = std::move(here[k]);
-  busiest = SimWallNow() - t0;
+  busy[0] = SimWallNow() - t0;
   Status outcome;
   for (size_t r = 1; r < ranks; ++r) {
     if (first(r) == first(r + 1)) continue;
@@ -70,7 +70,7 @@ Result<EvalResult> Simulator::Evaluate(const ModelWeights& model) {
       outcome = results.status();
       continue;
     }
-    busiest = std::max(busiest, results->busy_seconds);
+    busy[r] = results->busy_seconds;
     for (const RankSliceResult& s : results->slices) {
       if (s.slice < first(r) || s.slice >= first(r + 1)) {
         outcome = Status::Corruption("distributed simulation: an evaluation slice of another rank");
@@ -88,7 +88,7 @@ Result<EvalResult> Simulator::Evaluate(const ModelWeights& model) {
     }
   }
   TRIB_RETURN_IF_ERROR(outcome);
-  NoteExchange(SimWallNow() - t0, busiest);
+  NoteExchange(SimWallNow() - t0, busy);
   return ModelEvaluator::Combine(parts);
 }
 
@@ -273,7 +273,8 @@ Status Simulator::TrainJobs(const std::vector<Job*>& jobs,
   work.clear();
   // This rank's share meanwhile.
   TRIB_RETURN_IF_ERROR(TrainJobsHere(local, local_bytes_down));
-  double busiest = SimWallNow() - t0;
+  std::vector<double> busy(static_cast<size_t>(ranks), 0.0);
+  busy[0] = SimWallNow() - t0;
   // Every rank's results are received before any is judged, so that no rank is left waiting.
   Status outcome;
   for (int r = 1; r < ranks; ++r) {
@@ -282,7 +283,7 @@ Status Simulator::TrainJobs(const std::vector<Job*>& jobs,
     Result<std::string> bytes = ranks_->Receive(r);
     if (!bytes.ok()) return bytes.status();
     Result<RankResults> results = DecodeRankResults(*bytes);
-    if (results.ok()) busiest = std::max(busiest, results->busy_seconds);
+    if (results.ok()) busy[static_cast<size_t>(r)] = results->busy_seconds;
     if (!results.ok() || results->jobs.size() != mine.size()) {
       if (outcome.ok())
         outcome = results.ok() ? Status::Corruption(fmt::format(
@@ -318,14 +319,16 @@ Status Simulator::TrainJobs(const std::vector<Job*>& jobs,
       }
     }
   }
-  NoteExchange(SimWallNow() - t0, busiest);
+  NoteExchange(SimWallNow() - t0, busy);
   return outcome;
 }
 
-void Simulator::NoteExchange(double wall, double busiest) {
+void Simulator::NoteExchange(double wall, const std::vector<double>& busy) {
+  const double busiest = *std::max_element(busy.begin(), busy.end());
   ++result_.rank_exchanges;
   result_.rank_compute_seconds += busiest;
   result_.rank_link_seconds += std::max(0.0, wall - busiest);
+  for (double b : busy) result_.rank_idle_seconds += busiest - b;
 }
 
 Status Simulator::Serve() {

@@ -144,6 +144,13 @@ TEST(RankSimTest, TheModelGoesToEachRankOncePerRound) {
   // Per round: a batch of jobs to rank 1 and its results back, then the new model to evaluate
   // and rank 1's slices back; plus the hello and the stop.
   EXPECT_EQ(d->messages, 4u * 6u + 2u);
+  // Rank 0 accounted for each exchange: 6 batches and 6 evaluations, the busiest rank's compute,
+  // the link's share and the others' waiting.
+  EXPECT_EQ(d->result.rank_exchanges, 12);
+  EXPECT_GT(d->result.rank_compute_seconds, 0.0);
+  EXPECT_GE(d->result.rank_link_seconds, 0.0);
+  EXPECT_GE(d->result.rank_idle_seconds, 0.0);
+  EXPECT_LE(d->result.rank_idle_seconds, 2 * d->result.rank_compute_seconds);
   // The model twice per round (in the batch, and to evaluate), not once per client: bytes stay
   // under 2 models plus 5 updates per round.
   const uint64_t model_bytes = d->result.rounds[0].bytes_down / 5;  // one client's download
