@@ -4,8 +4,8 @@ localhost (oversubscribed; as root where CI runs), rank 0 runs the run and the o
 clients. For each mode that distributes, the final model's hash (printed, and in report.json) is
 the one of the same run without mpirun, for any number of ranks and threads per rank; the report
 says it ran on MPI ranks. A rank with other data is refused before the first round, secure
-aggregation is refused with the reason, and a rank that cannot start ends the whole job (no rank
-waits for ever).
+aggregation is refused with the reason, and a rank that cannot start, or is killed mid-run, ends
+the whole job (no rank waits for ever).
 
 Real data: Fashion-MNIST (Debian's dataset-fashion-mnist), the mlp model.
 """
@@ -143,6 +143,47 @@ class MpiSimTest(unittest.TestCase):
         self.assertIn("tributary-sim (rank 1):", out)
         self.assertIn("nonsense", out)
         self.assertLess(time.time() - t0, 60)
+
+    def test_a_rank_killed_mid_run_ends_the_job(self):
+        report = os.path.join(self.dir, "killed")
+        log = open(os.path.join(self.dir, "killed.log"), "w")
+        args = [SIM] + BASE + sets([f"sim.report_dir={report}", "sim.threads=1"]) + [
+            "--rounds", "200"]
+        p = subprocess.Popen([MPIRUN, "--oversubscribe", "-np", "2"] + args, env=self.env,
+                             stdout=log, stderr=subprocess.STDOUT)
+        try:
+            victim, t0 = None, time.time()
+            while victim is None and time.time() - t0 < 60 and p.poll() is None:
+                time.sleep(0.1)
+                with open(log.name) as f:
+                    if "round   3/200" not in f.read():
+                        continue
+                for pid in filter(str.isdigit, os.listdir("/proc")):
+                    try:
+                        with open(f"/proc/{pid}/environ", "rb") as f:
+                            env = f.read().split(b"\0")
+                        with open(f"/proc/{pid}/cmdline", "rb") as f:
+                            cmd = f.read()
+                    except OSError:
+                        continue
+                    if b"OMPI_COMM_WORLD_RANK=1" in env and report.encode() in cmd:
+                        victim = int(pid)
+            self.assertIsNotNone(victim, "rank 1 was not found running")
+            os.kill(victim, 9)
+            killed = time.time()
+            rc = p.wait(timeout=60)
+            took = time.time() - killed
+        finally:
+            if p.poll() is None:
+                p.kill()
+            log.close()
+        with open(log.name) as f:
+            out = f.read()
+        print(f"  rank 1 killed after round 3: mpirun ended {took:.2f} s later with rc {rc}",
+              file=sys.stderr)
+        self.assertNotEqual(rc, 0, out)
+        self.assertLess(took, 30)
+        self.assertNotIn("final model hash", out)
 
 
 if __name__ == "__main__":
