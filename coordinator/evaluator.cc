@@ -47,19 +47,20 @@ std::vector<Result<EvalResult>> ModelEvaluator::EvaluateSlices(const ModelWeight
                                                                const std::vector<size_t>& which) {
   EvalConfig ec;
   ec.batch_size = batch_size_;
-  std::vector<Result<EvalResult>> parts;
-  for (size_t i : which)
+  // One result per requested slice: an index out of range is that slot's error.
+  auto one = [this, &model, ec](size_t i) -> Result<EvalResult> {
     if (i >= slices_.size())
-      return {Status::OutOfRange("evaluation slice " + std::to_string(i) + " of " +
-                                 std::to_string(slices_.size()))};
+      return Status::OutOfRange("evaluation slice " + std::to_string(i) + " of " +
+                                std::to_string(slices_.size()));
+    return slices_[i]->evaluate(model, ec);
+  };
+  std::vector<Result<EvalResult>> parts;
   if (pool_) {
     std::vector<std::future<Result<EvalResult>>> futures;
-    for (size_t i : which)
-      futures.push_back(
-          pool_->Submit([s = slices_[i].get(), &model, ec] { return s->evaluate(model, ec); }));
+    for (size_t i : which) futures.push_back(pool_->Submit([&one, i] { return one(i); }));
     for (auto& f : futures) parts.push_back(f.get());
   } else {
-    for (size_t i : which) parts.push_back(slices_[i]->evaluate(model, ec));
+    for (size_t i : which) parts.push_back(one(i));
   }
   return parts;
 }

@@ -36,8 +36,9 @@ class ModelEvaluator final : public Evaluator {
   Result<EvalResult> Evaluate(const ModelWeights& model) override;
 
   // The parts of Evaluate, for an evaluation spread over processes (the simulator's ranks): the
-  // number of slices, some of them evaluated (in `which`'s order), and every slice's result
-  // combined in slice order, as Evaluate does.
+  // number of slices, some of them evaluated (one result per index of `which`, in its order; an
+  // index out of range gets OutOfRange), and every slice's result combined in slice order, as
+  // Evaluate does.
   size_t num_slices() const { return slices_.size(); }
   std::vector<Result<EvalResult>> EvaluateSlices(const ModelWeights& model,
                                                  const std::vector<size_t>& which);

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <string>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -18,8 +19,10 @@
 namespace tributary {
 
 int MpiLaunchedRanks() {
+  // SLURM_NTASKS is set in a whole allocation; only a job step (srun) has started the ranks.
+  const bool srun = std::getenv("SLURM_STEP_ID") != nullptr;
   for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "SLURM_NTASKS"}) {
-    if (name == std::string("SLURM_NTASKS") && !std::getenv("SLURM_STEP_ID")) continue;
+    if (std::string_view(name) == "SLURM_NTASKS" && !srun) continue;
     if (const char* v = std::getenv(name); v && *v) return std::max(0, std::atoi(v));
   }
   return 0;

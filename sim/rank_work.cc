@@ -93,6 +93,10 @@ class Reader {
   size_t pos_ = 0;
 };
 
+bool ValidCode(int32_t code) {
+  return code >= 0 && code <= static_cast<int32_t>(StatusCode::kInternal);
+}
+
 Status Malformed(const char* what) {
   return Status::Corruption(std::string("distributed simulation: a malformed ") + what +
                             " message between ranks");
@@ -215,8 +219,7 @@ Result<RankResults> DecodeRankResults(const std::string& bytes) {
   m.jobs.resize(n);
   for (RankJobResult& j : m.jobs) {
     uint8_t abandoned = 0;
-    if (!r.Pod(&j.slot) || !r.Pod(&j.code) || j.code < 0 ||
-        j.code > static_cast<int32_t>(StatusCode::kInternal) || !r.Str(&j.message) ||
+    if (!r.Pod(&j.slot) || !r.Pod(&j.code) || !ValidCode(j.code) || !r.Str(&j.message) ||
         !r.Pod(&abandoned) || abandoned > 1 || !r.Pod(&j.bytes_up) || !r.Vec(&j.body) ||
         !r.State(&j.state))
       return Malformed("results");
@@ -225,8 +228,7 @@ Result<RankResults> DecodeRankResults(const std::string& bytes) {
   if (!r.Count(&n, 4 * sizeof(uint64_t))) return Malformed("results");
   m.slices.resize(n);
   for (RankSliceResult& s : m.slices)
-    if (!r.Pod(&s.slice) || !r.Pod(&s.code) || s.code < 0 ||
-        s.code > static_cast<int32_t>(StatusCode::kInternal) || !r.Str(&s.message) ||
+    if (!r.Pod(&s.slice) || !r.Pod(&s.code) || !ValidCode(s.code) || !r.Str(&s.message) ||
         !r.Pod(&s.loss) || !r.Pod(&s.accuracy) || !r.Pod(&s.num_examples))
       return Malformed("results");
   if (!r.Pod(&m.busy_seconds) || !r.done()) return Malformed("results");

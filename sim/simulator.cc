@@ -528,14 +528,13 @@ Result<SimResult> Simulator::Run(const std::function<void(const SimRound&)>& on_
   if (ranks_ && ranks_->rank() != 0)
     return Status::FailedPrecondition("simulator: rank " + std::to_string(ranks_->rank()) +
                                       " serves rank 0 (Serve), it does not run");
-  Status greeted = GreetRanks();
-  if (!greeted.ok()) {
+  // Failing before the first round, the other ranks are told to stop at once (not only when this
+  // simulator is destroyed): their callers may wait for them first.
+  Status ready = GreetRanks();
+  if (ready.ok()) ready = Join();
+  if (!ready.ok()) {
     StopRanks();
-    return greeted;
-  }
-  if (Status joined = Join(); !joined.ok()) {
-    StopRanks();
-    return joined;
+    return ready;
   }
   on_round_ = &on_round;
   wall_start_ = WallNow();

@@ -111,9 +111,7 @@ std::vector<RankSliceResult> Simulator::EvaluateHere(const RankWork& work) {
   for (size_t k = 0; k < which.size(); ++k) {
     RankSliceResult s;
     s.slice = static_cast<uint32_t>(which[k]);
-    const Status st = !refused.ok()      ? refused
-                      : k < parts.size() ? parts[k].status()
-                                         : parts[0].status();
+    const Status st = refused.ok() ? parts[k].status() : refused;
     s.code = static_cast<int32_t>(st.code());
     s.message = st.message();
     if (st.ok()) {
