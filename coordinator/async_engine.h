@@ -119,6 +119,7 @@ class AsyncEngine : public RunEngine {
   const ModelWeights& model() const override { return model_; }
   const Strategy& strategy() const override { return *strategy_; }
   const ClientRegistry& registry() const override { return registry_; }
+  ClientRegistry& mutable_registry() override { return registry_; }
   const RoundConfig& config() const override { return config_; }
   bool round_in_progress() const override { return !tasks_.empty(); }
   uint64_t dispatches() const override { return dispatches_; }

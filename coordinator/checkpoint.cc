@@ -167,7 +167,8 @@ Result<CheckpointState> LoadCheckpointFile(Env* env, const std::string& path) {
   return st;
 }
 
-Result<CheckpointState> LoadCheckpoint(Env* env, const std::string& dir, int keep) {
+Result<CheckpointState> LoadCheckpoint(Env* env, const std::string& dir, int keep,
+                                       const CheckpointCheck& check) {
   std::vector<std::string> skipped;
   bool any = false;
   for (int g = 0; g < std::max(keep, 1); ++g) {
@@ -175,6 +176,10 @@ Result<CheckpointState> LoadCheckpoint(Env* env, const std::string& dir, int kee
     if (!env->FileExists(path)) continue;
     any = true;
     Result<CheckpointState> st = LoadCheckpointFile(env, path);
+    if (st.ok() && check) {
+      if (Status accepted = check(*st); !accepted.ok())
+        st = Status::Corruption(path + ": " + accepted.message());
+    }
     if (st.ok()) {
       st->skipped = std::move(skipped);
       return st;

@@ -25,6 +25,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -75,10 +76,15 @@ inline constexpr uint64_t kCheckpointProgressBytes = uint64_t{64} << 20;
 // `state` as the newest, atomically.
 Status SaveCheckpoint(Env* env, const std::string& dir, const CheckpointState& state,
                       int keep = kDefaultKeepCheckpoints);
-// The newest good checkpoint among the `keep` newest files. NotFound when there is none at all;
-// Corruption listing each file and what failed when none is good.
+// What a driver checks of a good checkpoint besides what LoadCheckpoint does (the simulator: its
+// own state file for the same round); an error skips the file like damage does, naming why.
+using CheckpointCheck = std::function<Status(const CheckpointState&)>;
+// The newest good checkpoint among the `keep` newest files (and, with `check`, one it accepts).
+// NotFound when there is none at all; Corruption listing each file and what failed when none is
+// good.
 Result<CheckpointState> LoadCheckpoint(Env* env, const std::string& dir,
-                                       int keep = kDefaultKeepCheckpoints);
+                                       int keep = kDefaultKeepCheckpoints,
+                                       const CheckpointCheck& check = {});
 // Reads and verifies one checkpoint file. Corruption naming the file and what failed.
 Result<CheckpointState> LoadCheckpointFile(Env* env, const std::string& path);
 

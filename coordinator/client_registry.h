@@ -92,6 +92,11 @@ class ClientRegistry {
   }
   // Every client with a miss since its last accepted update, in id order.
   const std::map<std::string, Cooldown, std::less<>>& cooldowns() const { return cooldowns_; }
+  // Replaces the table of cool-downs (what cooldowns() returned, saved and read back: the
+  // simulator's checkpoint; a deployed coordinator's clients start with clean records).
+  void RestoreCooldowns(std::map<std::string, Cooldown, std::less<>> cooldowns) {
+    cooldowns_ = std::move(cooldowns);
+  }
   // Marks a registered client busy for the current round attempt.
   void MarkBusy(ClientRecord& record);
   // Marks every client idle (between rounds); O(busy clients), not O(registered).

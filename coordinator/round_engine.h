@@ -120,6 +120,7 @@ class RoundEngine : public RunEngine {
   const ModelWeights& model() const override { return model_; }
   const Strategy& strategy() const override { return *strategy_; }
   const ClientRegistry& registry() const override { return registry_; }
+  ClientRegistry& mutable_registry() override { return registry_; }
   bool round_in_progress() const override { return in_round_; }
   const RoundConfig& config() const override { return config_; }
   uint64_t dispatches() const override { return dispatches_; }

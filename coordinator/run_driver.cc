@@ -163,8 +163,8 @@ Status RunDriver::Resume(Strategy& strategy, ModelWeights* model, uint64_t* roun
   const std::string& dir = config_.checkpoint_dir;
   if (dir.empty())
     return Status::InvalidArgument("resuming needs a checkpoint directory (output.checkpoint_dir)");
-  Result<CheckpointState> ck =
-      LoadCheckpoint(env_, dir, static_cast<int>(config_.keep_checkpoints));
+  Result<CheckpointState> ck = LoadCheckpoint(env_, dir, static_cast<int>(config_.keep_checkpoints),
+                                              options_.check_checkpoint);
   if (!ck.ok()) {
     if (ck.status().code() != StatusCode::kNotFound) return ck.status().WithContext("resuming");
     if (!options_.start_if_no_checkpoint)

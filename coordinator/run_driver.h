@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "coordinator/checkpoint.h"
 #include "coordinator/evaluator.h"
 #include "coordinator/run_config.h"
 #include "coordinator/run_engine.h"
@@ -54,6 +55,9 @@ class RunDriver {
     // start_if_no_checkpoint (then a new run starts).
     bool resume = false;
     bool start_if_no_checkpoint = false;
+    // When resuming, what the driver's driver checks of each good checkpoint before it is taken
+    // (checkpoint.h's CheckpointCheck: the simulator's state file for the same round).
+    CheckpointCheck check_checkpoint;
     std::string producer = "tributary";  // written into the final model's metadata
   };
 

@@ -140,6 +140,9 @@ class RunEngine {
   virtual const ModelWeights& model() const = 0;
   virtual const Strategy& strategy() const = 0;
   virtual const ClientRegistry& registry() const = 0;
+  // For a driver that restores what it saved of the registry (the simulator's cool-downs on
+  // resume); not for feeding the engine, which goes through the On* calls.
+  virtual ClientRegistry& mutable_registry() = 0;
   virtual const RoundConfig& config() const = 0;
   // True while clients hold tasks (a synchronous round attempt is open, or asynchronous tasks
   // are in flight).

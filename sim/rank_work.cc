@@ -1,7 +1,8 @@
 #include "sim/rank_work.h"
 
 #include <cstring>
-#include <type_traits>
+
+#include "sim/byte_record.h"
 
 namespace tributary {
 namespace {
@@ -9,89 +10,6 @@ namespace {
 constexpr uint32_t kHelloMagic = 0x54524831;    // "TRH1"
 constexpr uint32_t kWorkMagic = 0x54525731;     // "TRW1"
 constexpr uint32_t kResultsMagic = 0x54525231;  // "TRR1"
-
-class Writer {
- public:
-  template <class T>
-  void Pod(T v) {
-    static_assert(std::is_trivially_copyable_v<T>);
-    out_.append(reinterpret_cast<const char*>(&v), sizeof v);
-  }
-  void Bytes(const void* p, size_t n) {
-    Pod<uint64_t>(n);
-    out_.append(static_cast<const char*>(p), n);
-  }
-  void Str(const std::string& s) { Bytes(s.data(), s.size()); }
-  void Vec(const std::vector<uint8_t>& v) { Bytes(v.data(), v.size()); }
-  void State(const std::optional<CodecState>& s) {
-    Pod<uint8_t>(s.has_value());
-    if (!s) return;
-    Str(s->spec);
-    Bytes(s->residual.data(), s->residual.size() * sizeof(float));
-  }
-  std::string Take() { return std::move(out_); }
-
- private:
-  std::string out_;
-};
-
-// Every read checks the bytes left before it copies or allocates.
-class Reader {
- public:
-  explicit Reader(const std::string& in) : in_(in) {}
-  template <class T>
-  bool Pod(T* v) {
-    if (in_.size() - pos_ < sizeof(T)) return false;
-    std::memcpy(v, in_.data() + pos_, sizeof(T));
-    pos_ += sizeof(T);
-    return true;
-  }
-  // A length-prefixed run of bytes, of a multiple of `unit`.
-  bool Span(const char** p, size_t* n, size_t unit = 1) {
-    uint64_t len = 0;
-    if (!Pod(&len) || len > in_.size() - pos_ || len % unit != 0) return false;
-    *p = in_.data() + pos_;
-    *n = static_cast<size_t>(len);
-    pos_ += *n;
-    return true;
-  }
-  bool Str(std::string* s) {
-    const char* p;
-    size_t n;
-    if (!Span(&p, &n)) return false;
-    s->assign(p, n);
-    return true;
-  }
-  bool Vec(std::vector<uint8_t>* v) {
-    const char* p;
-    size_t n;
-    if (!Span(&p, &n)) return false;
-    v->assign(reinterpret_cast<const uint8_t*>(p), reinterpret_cast<const uint8_t*>(p) + n);
-    return true;
-  }
-  bool State(std::optional<CodecState>* s) {
-    uint8_t has = 0;
-    if (!Pod(&has) || has > 1) return false;
-    if (!has) return true;
-    CodecState st;
-    const char* p;
-    size_t n;
-    if (!Str(&st.spec) || !Span(&p, &n, sizeof(float))) return false;
-    st.residual.resize(n / sizeof(float));
-    std::memcpy(st.residual.data(), p, n);
-    *s = std::move(st);
-    return true;
-  }
-  // A count of items of at least `min_bytes` each, not more than the bytes left allow.
-  bool Count(uint64_t* n, size_t min_bytes) {
-    return Pod(n) && *n <= (in_.size() - pos_) / min_bytes;
-  }
-  bool done() const { return pos_ == in_.size(); }
-
- private:
-  const std::string& in_;
-  size_t pos_ = 0;
-};
 
 bool ValidCode(int32_t code) {
   return code >= 0 && code <= static_cast<int32_t>(StatusCode::kInternal);
@@ -105,7 +23,7 @@ Status Malformed(const char* what) {
 }  // namespace
 
 std::string EncodeRankHello(const RankHello& m) {
-  Writer w;
+  ByteWriter w;
   w.Pod(kHelloMagic);
   w.Pod<int32_t>(m.rank);
   w.Pod(m.fingerprint);
@@ -113,7 +31,7 @@ std::string EncodeRankHello(const RankHello& m) {
 }
 
 Result<RankHello> DecodeRankHello(const std::string& bytes) {
-  Reader r(bytes);
+  ByteReader r(bytes);
   uint32_t magic = 0;
   int32_t rank = 0;
   RankHello m;
@@ -125,7 +43,7 @@ Result<RankHello> DecodeRankHello(const std::string& bytes) {
 }
 
 std::string EncodeRankWork(const RankWork& m) {
-  Writer w;
+  ByteWriter w;
   w.Pod(kWorkMagic);
   w.Pod<uint8_t>(m.stop);
   w.Pod<uint64_t>(m.models.size());
@@ -148,7 +66,7 @@ std::string EncodeRankWork(const RankWork& m) {
 }
 
 Result<RankWork> DecodeRankWork(const std::string& bytes) {
-  Reader r(bytes);
+  ByteReader r(bytes);
   uint32_t magic = 0;
   uint8_t stop = 0;
   uint64_t n = 0;
@@ -184,7 +102,7 @@ Result<RankWork> DecodeRankWork(const std::string& bytes) {
 }
 
 std::string EncodeRankResults(const RankResults& m) {
-  Writer w;
+  ByteWriter w;
   w.Pod(kResultsMagic);
   w.Pod<uint64_t>(m.jobs.size());
   for (const RankJobResult& j : m.jobs) {
@@ -210,7 +128,7 @@ std::string EncodeRankResults(const RankResults& m) {
 }
 
 Result<RankResults> DecodeRankResults(const std::string& bytes) {
-  Reader r(bytes);
+  ByteReader r(bytes);
   uint32_t magic = 0;
   uint64_t n = 0;
   RankResults m;

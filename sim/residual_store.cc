@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include <fmt/format.h>
+
 namespace tributary {
 namespace {
 
@@ -84,6 +86,36 @@ size_t ResidualStore::size() const {
 uint64_t ResidualStore::bytes() const {
   std::lock_guard<std::mutex> lock(mu_);
   return bytes_;
+}
+
+std::map<uint64_t, ResidualStore::Entry> ResidualStore::Snapshot() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return entries_;
+}
+
+Status ResidualStore::Restore(std::map<uint64_t, Entry> entries) {
+  uint64_t bytes = 0;
+  for (const auto& [client, e] : entries) {
+    auto bad = [client = client](const std::string& why) {
+      return Status::InvalidArgument(
+          fmt::format("the error-feedback residual of client {} {}", client, why));
+    };
+    if (e.values.empty()) return bad("is empty");
+    if (e.index.empty() ? e.values.size() != e.size : e.index.size() != e.values.size())
+      return bad(fmt::format("has {} values for {} indices of a length {}", e.values.size(),
+                             e.index.size(), e.size));
+    for (size_t i = 0; i < e.index.size(); ++i)
+      if (e.index[i] >= e.size || (i > 0 && e.index[i] <= e.index[i - 1]))
+        return bad(
+            fmt::format("has index {} at {}: not ascending within [0, {})", e.index[i], i, e.size));
+    for (float v : e.values)
+      if (!std::isfinite(v)) return bad("holds a value that is not finite");
+    bytes += EntryBytes(e.index.size(), e.values.size());
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  entries_ = std::move(entries);
+  bytes_ = bytes;
+  return Status::Ok();
 }
 
 }  // namespace tributary

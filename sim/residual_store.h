@@ -15,8 +15,11 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "compression/codec.h"
+#include "tributary/result.h"
 
 namespace tributary {
 
@@ -37,7 +40,8 @@ class ResidualStore {
   // Bytes held in residual values and indices.
   uint64_t bytes() const;
 
- private:
+  // One client's stored state: dense (index empty, values of length size) or sparse (the kept
+  // entries' ascending indices into [0, size), and their values).
   struct Entry {
     std::string spec;
     uint64_t round = 0;
@@ -45,6 +49,14 @@ class ResidualStore {
     std::vector<uint32_t> index;  // empty when dense
     std::vector<float> values;    // dense, or the kept entries
   };
+  // Every client's entry, by population index (a checkpoint's copy: sim/sim_checkpoint.h).
+  std::map<uint64_t, Entry> Snapshot() const;
+  // Replaces every entry with `entries` (a Snapshot read back). InvalidArgument naming the client
+  // when an entry is not well formed (lengths, indices out of range or not ascending, values not
+  // finite); then nothing changes.
+  Status Restore(std::map<uint64_t, Entry> entries);
+
+ private:
   bool Expired(const Entry& e, uint64_t round) const {
     return max_age_ > 0 && round > e.round + static_cast<uint64_t>(max_age_);
   }

@@ -60,8 +60,7 @@ void BindSimConfig(ConfigSchema& s, SimConfig* c) {
   s.Refuse("run.min_available",
            "every virtual client is available between rounds, so a round starts with all of them");
   s.Refuse("eval.federated_every", "virtual clients do not run federated evaluation");
-  for (const char* key : {"output.checkpoint_dir", "output.keep_checkpoints", "output.event_log",
-                          "output.final_model"})
+  for (const char* key : {"output.event_log", "output.final_model"})
     s.Refuse(key, "the simulator writes its outputs to sim.report_dir");
   // The flat keys of earlier versions.
   const std::pair<const char*, const char*> renamed[] = {
@@ -100,7 +99,6 @@ RunConfig SimConfig::EffectiveRun() const {
   r.round.min_available = data.num_clients;
   // Differential privacy samples from the whole population unless told otherwise.
   if (r.round.dp.enabled && r.round.dp.population == 0) r.round.dp.population = data.num_clients;
-  r.checkpoint_dir.clear();
   r.event_log.clear();
   r.final_model.clear();
   return r;
@@ -133,6 +131,14 @@ Status SimConfig::Validate() const {
     return KeyError("attack.kind",
                     "cannot be used with run.mode = 'async' in this version: the attacks are "
                     "prepared per synchronous round attempt");
+  if (run.round.asynchronous() && !run.checkpoint_dir.empty())
+    return KeyError("output.checkpoint_dir",
+                    "cannot be used with run.mode = 'async' in the simulator in this version: its "
+                    "checkpoint would not hold the tasks in flight, so a resumed run would differ");
+  if (resume && run.checkpoint_dir.empty())
+    return KeyError(
+        "output.checkpoint_dir",
+        "is needed to resume (--resume): the directory the run wrote its checkpoints to");
   return attack.Validate();
 }
 

@@ -51,10 +51,14 @@ struct SimConfig {
   int64_t residual_max_age_rounds = 0;
   double residual_keep_fraction = 1.0;
   AttackConfig attack;  // malicious clients (sim/attack.h); kind "none" by default
+  // Continue from the newest good checkpoint in run.checkpoint_dir (output.checkpoint_dir) and
+  // its simulator state (sim/sim_checkpoint.h). Not a key: tributary-sim's --resume.
+  bool resume = false;
 
   // The run as the engine runs it, in-process and in deployment alike: every client must be back
-  // (rejoined after a dropout) before a round starts, so run.min_available is the population. No
-  // outputs are set (the caller decides where they go).
+  // (rejoined after a dropout) before a round starts, so run.min_available is the population. Of
+  // the outputs only the checkpoints are kept (output.checkpoint_dir); the caller decides where
+  // the rest go.
   RunConfig EffectiveRun() const;
   // InvalidArgument naming the key when a value is out of range or settings conflict.
   Status Validate() const;

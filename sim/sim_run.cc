@@ -19,8 +19,12 @@ void KeepBuffersInTheHeap() {
 
 }  // namespace
 
-Status ServeSimulation(const SimConfig& cfg, RankLink* ranks) {
+Status ServeSimulation(const SimConfig& config, RankLink* ranks) {
   KeepBuffersInTheHeap();
+  // Rank 0 alone reads and writes the checkpoints (the other ranks' nodes need not see them).
+  SimConfig cfg = config;
+  cfg.resume = false;
+  cfg.run.checkpoint_dir.clear();
   TRIB_ASSIGN_OR_RETURN(DataSplits data, LoadDataSplits(cfg.data, true, true));
   TRIB_ASSIGN_OR_RETURN(std::unique_ptr<Simulator> sim, Simulator::Create(cfg, data));
   TRIB_RETURN_IF_ERROR(sim->SetRanks(ranks));

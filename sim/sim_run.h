@@ -32,7 +32,8 @@ Result<SimResult> RunSimulation(const SimConfig& cfg,
                                 nlohmann::json* extra, RankLink* ranks = nullptr);
 
 // Another rank's part of a distributed simulation: loads the same data, builds the same simulator
-// (writing nothing: no report, no final model) and serves rank 0 until it says stop.
+// (writing nothing: no report, no final model, no checkpoint; it never resumes, rank 0 does) and
+// serves rank 0 until it says stop.
 Status ServeSimulation(const SimConfig& cfg, RankLink* ranks);
 
 }  // namespace tributary

@@ -61,6 +61,18 @@ Result<std::unique_ptr<Simulator>> Simulator::Create(const SimConfig& config, Da
   options.model_spec = s->spec_;
   options.env = env;
   options.producer = "tributary-sim";
+  // Resuming: the newest good checkpoint whose simulator state is there and good too.
+  auto resumed = std::make_shared<std::optional<SimCheckpoint>>();
+  if (config.resume) {
+    options.resume = true;
+    options.check_checkpoint = [resumed, env = env ? env : Env::Default(),
+                                dir = config.run.checkpoint_dir](const CheckpointState& ck) {
+      Result<SimCheckpoint> st = LoadSimCheckpoint(env, dir, ck.rounds_done, ck.run_uid);
+      if (!st.ok()) return st.status();
+      *resumed = std::move(*st);
+      return Status::Ok();
+    };
+  }
   if (config.run.eval_every > 0 && s->spec_) {
     if (!data.test)
       return Status::InvalidArgument(
@@ -74,6 +86,7 @@ Result<std::unique_ptr<Simulator>> Simulator::Create(const SimConfig& config, Da
   RunConfig run = config.EffectiveRun();
   run.final_model = final_model;
   TRIB_ASSIGN_OR_RETURN(s->driver_, RunDriver::Create(run, std::move(options)));
+  if (*resumed) TRIB_RETURN_IF_ERROR(s->Restore(std::move(**resumed)));
 
   if (trainers) {
     s->trainers_ = std::move(trainers);
@@ -105,7 +118,7 @@ Status Simulator::Join() {
   Progress progress("registering the simulated clients", population_->size(), "clients");
   for (uint64_t i = 0; i < population_->size(); ++i) {
     caps_.num_examples = population_->num_examples(i);
-    driver_->engine().OnJoined(Population::ClientId(i), caps_, At(0.0));
+    driver_->engine().OnJoined(Population::ClientId(i), caps_, At(now_));
     progress.Advance();
   }
   progress.Done();
@@ -133,6 +146,8 @@ void Simulator::OnEvent(const RunEvent& event) {
     r.sim_seconds = now_ - round_start_sim_;
     pending_ = r;
     round_closed_ = true;
+  } else if (const auto* written = std::get_if<CheckpointWritten>(&event)) {
+    if (written->error.empty()) state_due_ = written->round;
   } else if (const auto* failed = std::get_if<RoundFailed>(&event)) {
     Log().info("round {} attempt {} failed: {}", failed->round, failed->attempt, failed->reason);
     attempt_failed_ = true;
@@ -173,33 +188,8 @@ void Simulator::RunJob(Job& job, uint64_t bytes_down) const {
     job.error = sub.status().WithContext(job.out->client_id);
     return;
   }
-  if (job.secagg) {
-    // Secure aggregation: the update goes into the integer domain, masked, and that travels.
-    const double t = WallNow();
-    bool no_inbox = false;
-    Result<SecAggMaskedInputMsg> masked = [&]() -> Result<SecAggMaskedInputMsg> {
-      TRIB_RETURN_IF_ERROR(job.secagg->SetUpdate(*sub, task.fit.seed));
-      no_inbox = !job.secagg->TryClaimMask();
-      if (no_inbox)
-        return Status::Internal("secure aggregation: no inbox of shares before the masking");
-      return job.secagg->Mask();
-    }();
-    job.secagg_seconds = WallNow() - t;
-    if (no_inbox && job.task) {
-      // An asynchronous cohort's key phases are served when it is dispatched: no inbox means its
-      // session ended before the masking (too few members). The client sends nothing.
-      job.abandoned = true;
-      return;
-    }
-    Result<Message> wire = masked.ok()
-                               ? ThroughWire(Message(std::move(*masked)), c + 1, &job.bytes_up)
-                               : Result<Message>(masked.status());
-    if (!wire.ok()) {
-      job.error = wire.status().WithContext(job.out->client_id);
-      return;
-    }
-    job.masked = std::move(*wire);
-    job.timing = TimeJob(job, bytes_down, job.bytes_up, samples);
+  if (job.secagg && !job.remote) {
+    MaskJob(job, std::move(*sub), bytes_down);
     return;
   }
   if (job.remote) {
@@ -221,6 +211,37 @@ void Simulator::RunJob(Job& job, uint64_t bytes_down) const {
   }
   job.submission = std::get<UpdateSubmission>(std::move(*got));
   job.timing = TimeJob(job, bytes_down, job.bytes_up, samples);
+}
+
+void Simulator::MaskJob(Job& job, UpdateSubmission sub, uint64_t bytes_down) const {
+  // Secure aggregation: the update goes into the integer domain, masked, and that travels.
+  const auto& task = std::get<TaskAssignment>(job.out->message);
+  const double t = WallNow();
+  bool no_inbox = false;
+  Result<SecAggMaskedInputMsg> masked = [&]() -> Result<SecAggMaskedInputMsg> {
+    TRIB_RETURN_IF_ERROR(job.secagg->SetUpdate(sub, task.fit.seed));
+    no_inbox = !job.secagg->TryClaimMask();
+    if (no_inbox)
+      return Status::Internal("secure aggregation: no inbox of shares before the masking");
+    return job.secagg->Mask();
+  }();
+  job.secagg_seconds = WallNow() - t;
+  if (no_inbox && job.task) {
+    // An asynchronous cohort's key phases are served when it is dispatched: no inbox means its
+    // session ended before the masking (too few members). The client sends nothing.
+    job.abandoned = true;
+    return;
+  }
+  job.bytes_up = 0;
+  Result<Message> wire =
+      masked.ok() ? ThroughWire(Message(std::move(*masked)), job.index + 1, &job.bytes_up)
+                  : Result<Message>(masked.status());
+  if (!wire.ok()) {
+    job.error = wire.status().WithContext(job.out->client_id);
+    return;
+  }
+  job.masked = std::move(*wire);
+  job.timing = TimeJob(job, bytes_down, job.bytes_up, Samples(job.index, task));
 }
 
 TaskTiming Simulator::TimeJob(const Job& job, uint64_t bytes_down, uint64_t bytes_up,
@@ -403,7 +424,47 @@ Status Simulator::RunAttempt(std::vector<RunEngine::Outgoing> tasks,
     engine.OnJoined(id, caps_, At(now_));
   }
   if (round_closed_) RecordRound();
+  SaveState();
   return Status::Ok();
+}
+
+Status Simulator::Restore(SimCheckpoint state) {
+  const uint64_t done = driver_->engine().rounds_done();
+  if (state.rounds_done != done)
+    return Status::Internal(fmt::format("simulator state of round {} for a checkpoint of round {}",
+                                        state.rounds_done, done));
+  TRIB_RETURN_IF_ERROR(residuals_->Restore(std::move(state.residuals)));
+  driver_->engine().mutable_registry().RestoreCooldowns(std::move(state.cooldowns));
+  now_ = state.sim_clock;
+  for (SimRound& r : state.rounds) result_.Append(std::move(r), config_.target_accuracy);
+  state_kept_ = std::move(state.kept);
+  state_kept_.push_back(done);
+  Log().info(
+      "resume: the simulation goes on from round {} at simulated time {:.1f} s ({} clients "
+      "cooling down, {} error-feedback residuals)",
+      done, now_, driver_->engine().registry().cooldowns().size(), residuals_->size());
+  return Status::Ok();
+}
+
+void Simulator::SaveState() {
+  if (!state_due_) return;
+  SimCheckpoint st;
+  st.run_uid = driver_->run_uid();
+  st.rounds_done = *state_due_;
+  state_due_.reset();
+  st.sim_clock = now_;
+  st.cooldowns = driver_->engine().registry().cooldowns();
+  st.residuals = residuals_->Snapshot();
+  st.rounds = result_.rounds;
+  st.kept = state_kept_;
+  const RunConfig& run = driver_->config();
+  const Status saved = SaveSimCheckpoint(driver_->env(), run.checkpoint_dir, st,
+                                         static_cast<int>(run.keep_checkpoints));
+  if (saved.ok())
+    state_kept_ = std::move(st.kept);
+  else  // as with the checkpoint itself, the run goes on; a resume falls back to an older round
+    Log().error("the simulator's state after round {} was not saved: {}", st.rounds_done,
+                saved.ToString());
 }
 
 bool Simulator::AtTarget() const { return config_.stop_at_target && result_.target_round > 0; }

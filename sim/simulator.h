@@ -48,6 +48,7 @@
 #include "sim/rank_link.h"
 #include "sim/rank_work.h"
 #include "sim/residual_store.h"
+#include "sim/sim_checkpoint.h"
 #include "sim/sim_config.h"
 #include "sim/sim_identities.h"
 #include "sim/sim_result.h"
@@ -73,8 +74,9 @@ class Simulator : private RunObserver {
 
   // A distributed simulation (sim/rank_link.h; not owned, outlives the simulator): on rank 0, Run
   // trains each batch of jobs over the ranks; every other rank calls Serve instead of Run. Every
-  // rank's simulator is made from the same config and data. Modes that are not distributed yet
-  // (secure aggregation) are refused here with the reason. Before Join or Run.
+  // rank's simulator is made from the same config and data. Every mode distributes: with secure
+  // aggregation the clients' key phases and masking stay on rank 0 (their secrets with them) and
+  // only the training goes to the ranks. Before Join or Run.
   Status SetRanks(RankLink* ranks);
   // Another rank's part: says hello to rank 0, then trains the jobs rank 0 sends until it says
   // stop. Errors: the link's, or malformed work.
@@ -105,6 +107,10 @@ class Simulator : private RunObserver {
   Status RunAttempt(std::vector<RunEngine::Outgoing> tasks,
                     std::map<std::string, SecAggStartMsg> starts);
   void RunJob(Job& job, uint64_t bytes_down) const;
+  // With secure aggregation: the job's update masked by its client's SecAggTask (which lives on
+  // rank 0 in a distributed simulation: the other ranks train, rank 0 masks what they return),
+  // through the wire; or abandoned when its asynchronous cohort ended first.
+  void MaskJob(Job& job, UpdateSubmission sub, uint64_t bytes_down) const;
   // Trains `jobs` (job i's download was bytes_down[i] framed bytes): on the pool, or, in a
   // distributed simulation, over the ranks (simulator_ranks.cc). Errors: the link's; a job's own
   // error is in the job.
@@ -131,6 +137,11 @@ class Simulator : private RunObserver {
   Status RunAsync();
   // The run's RoundClosed seen: the round (step) recorded, on_round told.
   void RecordRound();
+  // After an attempt whose round's checkpoint was written: the simulator's part of it
+  // (sim/sim_checkpoint.h). A failure is logged; the run goes on.
+  void SaveState();
+  // Resuming: the simulator's state of the checkpoint's round put back (before Join).
+  Status Restore(SimCheckpoint state);
   // sim.stop_at_target, and the target reached: the run ends here.
   bool AtTarget() const;
   double Samples(uint64_t client, const TaskAssignment& task) const;
@@ -182,7 +193,9 @@ class Simulator : private RunObserver {
   double round_start_sim_ = 0.0, round_start_wall_ = 0.0;
   uint64_t attempt_round_ = 0;
   int64_t attempt_ = 0;
-  bool round_closed_ = false;  // set by the run's events during an attempt
+  bool round_closed_ = false;          // set by the run's events during an attempt
+  std::optional<uint64_t> state_due_;  // a checkpoint of this round was written in the attempt
+  std::vector<uint64_t> state_kept_;   // the rounds whose simulator state files are kept
   bool attempt_failed_ = false;
   SimResult result_;
   std::map<std::string, std::shared_ptr<SecAggTask>> secagg_;  // the attempt's, clients still there

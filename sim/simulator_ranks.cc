@@ -126,11 +126,6 @@ std::vector<RankSliceResult> Simulator::EvaluateHere(const RankWork& work) {
 
 Status Simulator::SetRanks(RankLink* ranks) {
   if (joined_) return Status::FailedPrecondition("simulator: SetRanks after the clients joined");
-  if (ranks && ranks->size() > 1 && config_.run.round.secagg.enabled)
-    return Status::Unimplemented(
-        "secure aggregation (secagg.enabled) is not distributed over ranks yet: each client's "
-        "secrets would live on its rank and every phase is a round trip through rank 0; run it in "
-        "one process (without mpirun, or mpirun -np 1)");
   ranks_ = ranks && ranks->size() > 1 ? ranks : nullptr;
   return Status::Ok();
 }
@@ -275,6 +270,7 @@ Status Simulator::TrainJobs(const std::vector<Job*>& jobs,
   busy[0] = SimWallNow() - t0;
   // Every rank's results are received before any is judged, so that no rank is left waiting.
   Status outcome;
+  std::vector<size_t> to_mask;  // secure aggregation: updates that rank 0 masks for their clients
   for (int r = 1; r < ranks; ++r) {
     const auto& mine = slots[static_cast<size_t>(r)];
     if (mine.empty()) continue;
@@ -312,12 +308,23 @@ Status Simulator::TrainJobs(const std::vector<Job*>& jobs,
         job.submission = std::get<UpdateSubmission>(std::move(*got));
         job.bytes_up = res.bytes_up;
         job.timing = TimeJob(job, bytes_down[i], job.bytes_up, samples);
+        if (job.secagg) to_mask.push_back(i);
       } else {
         job.timing = TimeJob(job, bytes_down[i], 0, samples);
       }
     }
   }
   NoteExchange(SimWallNow() - t0, busy);
+  // With secure aggregation each client's secrets stay on rank 0, with its SecAggTask: the other
+  // ranks trained, and the masking (in the integer domain, as that client would) happens here.
+  std::vector<std::future<void>> masking;
+  for (size_t i : to_mask)
+    masking.push_back(pool_->Submit([this, job = jobs[i], bd = bytes_down[i]] {
+      UpdateSubmission sub = std::move(*job->submission);
+      job->submission.reset();
+      MaskJob(*job, std::move(sub), bd);
+    }));
+  for (auto& f : masking) f.get();
   return outcome;
 }
 

@@ -5,6 +5,8 @@
 //   tributary-sim --print-config              every key with its default
 //   mpirun -np 4 tributary-sim --config sim.toml   the clients train on 4 ranks; rank 0 runs the
 //                                                  run and prints, bitwise the same as one process
+//   tributary-sim --config sim.toml --set output.checkpoint_dir=ck --resume   goes on from the
+//                                                  newest good checkpoint (under any -np)
 //
 // Prints one line per round and ends with the report's path (sim/sim_console.h). See
 // docs/simulation.md. main() parses and runs (sim/sim_run.h, sim/deploy.h); the run's event log
@@ -104,11 +106,19 @@ int main(int argc, char** argv) {
   app.add_flag("--deploy", deploy,
                "run the real tributary-coordinator and tributary-client processes over mutual "
                "TLS on loopback instead of the in-process simulation");
+  bool resume = false;
+  app.add_flag("--resume", resume,
+               "continue the run from the newest good checkpoint in output.checkpoint_dir, "
+               "bitwise as if it had not stopped (on any number of MPI ranks)");
   CLI11_PARSE(app, argc, argv);
   if (cli.print_config()) {
     std::fputs(schema.DefaultsToml().c_str(), stdout);
     return 0;
   }
   if (tributary::Status s = cli.Apply(); !s.ok()) return tributary::Fail(s);
+  cfg.resume = resume;
+  if (resume && deploy)
+    return tributary::Fail(tributary::Status::InvalidArgument(
+        "--resume is for the in-process simulation; --deploy starts a new run"));
   return tributary::Run(cfg, deploy, link.get());
 }

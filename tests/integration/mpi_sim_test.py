@@ -4,8 +4,9 @@ localhost (oversubscribed; as root where CI runs), rank 0 runs the run and the o
 clients. For each mode that distributes, the final model's hash (printed, and in report.json) is
 the one of the same run without mpirun, for any number of ranks and threads per rank; the report
 says it ran on MPI ranks. A rank with other data is refused before the first round, secure
-aggregation is refused with the reason, and a rank that cannot start, or is killed mid-run, ends
-the whole job (no rank waits for ever).
+aggregation distributes too (the key phases and masking on rank 0), and a rank that cannot start,
+or is killed mid-run, ends the whole job (no rank waits for ever); the killed run then resumes
+from its checkpoint under another number of ranks, to the model of one unbroken process.
 
 Real data: Fashion-MNIST (Debian's dataset-fashion-mnist), the mlp model.
 """
@@ -39,6 +40,7 @@ MODES = {
     "sign-flip attack": ["attack.kind=sign_flip", "attack.fraction=0.3"],
     "dropouts and over-selection": ["hetero.dropout=0.2", "hetero.availability=0.8",
                                     "run.over_selection=1.4"],
+    "secure aggregation": ["secagg.enabled=true"],
     "asynchronous": ["run.mode=async", "run.concurrency=4", "run.buffer_size=3",
                      "run.max_staleness=6"],
 }
@@ -69,12 +71,12 @@ class MpiSimTest(unittest.TestCase):
         else:
             print(f"kept {self.dir}", file=sys.stderr)
 
-    def sim(self, ranks, extra, threads=1, timeout=240, mpmd=None):
+    def sim(self, ranks, extra, threads=1, timeout=240, mpmd=None, extra_args=()):
         """Runs tributary-sim (without mpirun when ranks is 0); returns (rc, output, report)."""
         self.runs += 1
         report = os.path.join(self.dir, f"run{self.runs}")
         args = [SIM] + BASE + sets(extra) + sets([f"sim.threads={threads}",
-                                                  f"sim.report_dir={report}"])
+                                                  f"sim.report_dir={report}"]) + list(extra_args)
         if ranks:
             cmd = [MPIRUN, "--oversubscribe", "-np", str(ranks)] + args
             if mpmd:
@@ -128,14 +130,6 @@ class MpiSimTest(unittest.TestCase):
         self.assertIn("rank 1 loaded other data or another config than rank 0", out)
         self.assertNotIn("round   1/4", out)
 
-    def test_secure_aggregation_is_refused_with_the_reason(self):
-        rc, out, rep = self.sim(2, ["secagg.enabled=true"])
-        self.assertNotEqual(rc, 0, out)
-        self.assertIn("secure aggregation (secagg.enabled) is not distributed over ranks yet", out)
-        # In one process it runs.
-        rc, out, rep = self.sim(1, ["secagg.enabled=true"])
-        self.hash_of(rc, out, rep)
-
     def test_a_rank_that_cannot_start_ends_the_job(self):
         t0 = time.time()
         rc, out, rep = self.sim(1, [], mpmd=["data.partition=nonsense"], timeout=120)
@@ -144,11 +138,14 @@ class MpiSimTest(unittest.TestCase):
         self.assertIn("nonsense", out)
         self.assertLess(time.time() - t0, 60)
 
-    def test_a_rank_killed_mid_run_ends_the_job(self):
+    def test_a_rank_killed_mid_run_ends_the_job_and_the_run_resumes_on_other_ranks(self):
         report = os.path.join(self.dir, "killed")
+        ckpt = os.path.join(self.dir, "checkpoints")
         log = open(os.path.join(self.dir, "killed.log"), "w")
-        args = [SIM] + BASE + sets([f"sim.report_dir={report}", "sim.threads=1"]) + [
-            "--rounds", "200"]
+        resumable = ["run.codec=topk(0.1)+q8", "hetero.dropout=0.2", "run.over_selection=1.4",
+                     f"output.checkpoint_dir={ckpt}"]
+        args = [SIM] + BASE + sets([f"sim.report_dir={report}", "sim.threads=1"] + resumable) + [
+            "--rounds", "12"]
         p = subprocess.Popen([MPIRUN, "--oversubscribe", "-np", "2"] + args, env=self.env,
                              stdout=log, stderr=subprocess.STDOUT)
         try:
@@ -156,7 +153,7 @@ class MpiSimTest(unittest.TestCase):
             while victim is None and time.time() - t0 < 60 and p.poll() is None:
                 time.sleep(0.1)
                 with open(log.name) as f:
-                    if "round   3/200" not in f.read():
+                    if "round   3/12" not in f.read():
                         continue
                 for pid in filter(str.isdigit, os.listdir("/proc")):
                     try:
@@ -184,6 +181,21 @@ class MpiSimTest(unittest.TestCase):
         self.assertNotEqual(rc, 0, out)
         self.assertLess(took, 30)
         self.assertNotIn("final model hash", out)
+
+        # --resume under 3 ranks goes on from the newest checkpoint to the model of one unbroken
+        # process, and its report covers all 12 rounds.
+        rc, out, rep = self.sim(3, resumable, extra_args=["--resume", "--rounds", "12"])
+        resumed = self.hash_of(rc, out, rep)
+        m = re.search(r"resume: the simulation goes on from round (\d+)", out)
+        self.assertIsNotNone(m, out)
+        self.assertGreaterEqual(int(m.group(1)), 3)
+        self.assertLess(int(m.group(1)), 12)
+        self.assertEqual(rep["totals"]["rounds"], 12)
+        self.assertEqual(len(rep["rounds"]), 12)
+        rc, out, rep = self.sim(0, resumable[:-1], extra_args=["--rounds", "12"])
+        self.assertEqual(self.hash_of(rc, out, rep), resumed, out)
+        print(f"  resumed from round {m.group(1)} on 3 ranks: hash {resumed}, as one process",
+              file=sys.stderr)
 
 
 if __name__ == "__main__":
