@@ -83,6 +83,14 @@ void ExpectSameRun(const SimResult& a, const SimResult& b, const std::string& wh
   }
 }
 
+// Buffered asynchronous steps of 3 updates, `concurrency` clients training at once.
+void Asynchronous(SimConfig& c, int64_t concurrency) {
+  c.run.round.mode = "async";
+  c.run.round.async.concurrency = concurrency;
+  c.run.round.async.buffer_size = 3;
+  c.run.round.async.max_staleness = 6;
+}
+
 struct Mode {
   const char* name;
   void (*apply)(SimConfig&);
@@ -123,19 +131,10 @@ const Mode kModes[] = {
        c.hetero.dropout = 0.15;
        c.run.round.over_selection = 1.4;
      }},
-    {"asynchronous",
-     [](SimConfig& c) {
-       c.run.round.mode = "async";
-       c.run.round.async.concurrency = 4;
-       c.run.round.async.buffer_size = 3;
-       c.run.round.async.max_staleness = 6;
-     }},
+    {"asynchronous", [](SimConfig& c) { Asynchronous(c, 4); }},
     {"asynchronous with secure aggregation",
      [](SimConfig& c) {
-       c.run.round.mode = "async";
-       c.run.round.async.concurrency = 6;
-       c.run.round.async.buffer_size = 3;
-       c.run.round.async.max_staleness = 6;
+       Asynchronous(c, 6);
        c.run.round.clients_per_round = 3;
        c.run.round.secagg.enabled = true;
      }},
@@ -370,9 +369,7 @@ TEST(RankSimTest, ResumingIsRefusedWithReasons) {
   EXPECT_NE(lost.status().message().find("no simulator state"), std::string::npos)
       << lost.status().message();
   SimConfig async = Config();
-  async.run.round.mode = "async";
-  async.run.round.async.concurrency = 4;
-  async.run.round.async.buffer_size = 3;
+  Asynchronous(async, 4);
   async.run.checkpoint_dir = dir.path();
   s = async.Validate();
   EXPECT_NE(s.message().find("tasks in flight"), std::string::npos) << s.message();
