@@ -174,7 +174,7 @@ Status RunDriver::Resume(Strategy& strategy, ModelWeights* model, uint64_t* roun
     return Status::Ok();
   }
   for (const std::string& why : ck->skipped)
-    Log().warn("resume: skipping a damaged checkpoint: {}", why);
+    Log().warn("resume: skipping a checkpoint: {}", why);
   if (!ck->skipped.empty())
     Log().warn("resume: falling back to {} ({} rounds done)", ck->path, ck->rounds_done);
   const std::string path = ck->path;

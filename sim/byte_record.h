@@ -105,7 +105,7 @@ class ByteReader {
     size_t n;
     if (!Str(&st.spec) || !Span(&p, &n, sizeof(float))) return false;
     st.residual.resize(n / sizeof(float));
-    std::memcpy(st.residual.data(), p, n);
+    if (n > 0) std::memcpy(st.residual.data(), p, n);  // data() may be null when empty
     *s = std::move(st);
     return true;
   }

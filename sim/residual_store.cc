@@ -93,7 +93,7 @@ std::map<uint64_t, ResidualStore::Entry> ResidualStore::Snapshot() const {
   return entries_;
 }
 
-Status ResidualStore::Restore(std::map<uint64_t, Entry> entries) {
+Status ResidualStore::Restore(std::map<uint64_t, Entry> entries, uint64_t model_size) {
   uint64_t bytes = 0;
   for (const auto& [client, e] : entries) {
     auto bad = [client = client](const std::string& why) {
@@ -101,6 +101,9 @@ Status ResidualStore::Restore(std::map<uint64_t, Entry> entries) {
           fmt::format("the error-feedback residual of client {} {}", client, why));
     };
     if (e.values.empty()) return bad("is empty");
+    if (e.size != model_size)
+      return bad(
+          fmt::format("has a length of {}, not the model's {} parameters", e.size, model_size));
     if (e.index.empty() ? e.values.size() != e.size : e.index.size() != e.values.size())
       return bad(fmt::format("has {} values for {} indices of a length {}", e.values.size(),
                              e.index.size(), e.size));

@@ -51,10 +51,12 @@ class ResidualStore {
   };
   // Every client's entry, by population index (a checkpoint's copy: sim/sim_checkpoint.h).
   std::map<uint64_t, Entry> Snapshot() const;
-  // Replaces every entry with `entries` (a Snapshot read back). InvalidArgument naming the client
-  // when an entry is not well formed (lengths, indices out of range or not ascending, values not
-  // finite); then nothing changes.
-  Status Restore(std::map<uint64_t, Entry> entries);
+  // Replaces every entry with `entries` (a Snapshot read back). Every entry's dense length must be
+  // `model_size` (the run's parameter count: a residual is one value per parameter), so that Get
+  // never allocates a length read from a file. InvalidArgument naming the client when an entry is
+  // not well formed (lengths, indices out of range or not ascending, values not finite); then
+  // nothing changes.
+  Status Restore(std::map<uint64_t, Entry> entries, uint64_t model_size);
 
  private:
   bool Expired(const Entry& e, uint64_t round) const {

@@ -135,6 +135,12 @@ Status SimConfig::Validate() const {
     return KeyError("output.checkpoint_dir",
                     "cannot be used with run.mode = 'async' in the simulator in this version: its "
                     "checkpoint would not hold the tasks in flight, so a resumed run would differ");
+  // The simulator's state file is written after the coordinator's checkpoint of the same round;
+  // a crash between the two must leave an older pair to resume from.
+  if (!run.checkpoint_dir.empty() && run.keep_checkpoints < 2)
+    return KeyError("output.keep_checkpoints",
+                    "must be >= 2 in the simulator: its state file is written after the "
+                    "checkpoint, and a crash between the two falls back to the pair before");
   if (resume && run.checkpoint_dir.empty())
     return KeyError(
         "output.checkpoint_dir",

@@ -433,7 +433,8 @@ Status Simulator::Restore(SimCheckpoint state) {
   if (state.rounds_done != done)
     return Status::Internal(fmt::format("simulator state of round {} for a checkpoint of round {}",
                                         state.rounds_done, done));
-  TRIB_RETURN_IF_ERROR(residuals_->Restore(std::move(state.residuals)));
+  TRIB_RETURN_IF_ERROR(
+      residuals_->Restore(std::move(state.residuals), driver_->engine().model().size()));
   driver_->engine().mutable_registry().RestoreCooldowns(std::move(state.cooldowns));
   now_ = state.sim_clock;
   for (SimRound& r : state.rounds) result_.Append(std::move(r), config_.target_accuracy);

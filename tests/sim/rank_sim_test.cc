@@ -3,6 +3,8 @@
 // distributes; the balance of the assignment; the rank messages' decoders on bad bytes.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -331,14 +333,26 @@ TEST(RankSimTest, TheSimulatorStateHoldsWhatTheRunNeedsAndRefusesDamage) {
     EXPECT_NE(bad.status().message().find("simulator state"), std::string::npos);
   }
   // A well-formed record with an impossible residual is refused when restored.
+  const uint64_t model_size = (*sim)->engine().model().size();
   ResidualStore store(0, 1.0);
   std::map<uint64_t, ResidualStore::Entry> entries = decoded->residuals;
   entries.begin()->second.values.push_back(1.0f);
-  Status refused = store.Restore(entries);
+  Status refused = store.Restore(entries, model_size);
   EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(refused.message().find("client"), std::string::npos) << refused.message();
   EXPECT_EQ(store.size(), 0u);
-  EXPECT_TRUE(store.Restore(decoded->residuals).ok());
+  // A sparse entry claiming a huge length (Get would allocate it) is refused before any use.
+  entries = decoded->residuals;
+  entries.begin()->second.index = {0};
+  entries.begin()->second.values = {1.0f};
+  entries.begin()->second.size = uint64_t{1} << 60;
+  refused = store.Restore(entries, model_size);
+  EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.message().find(fmt::format("not the model's {} parameters", model_size)),
+            std::string::npos)
+      << refused.message();
+  EXPECT_EQ(store.size(), 0u);
+  EXPECT_TRUE(store.Restore(decoded->residuals, model_size).ok());
   EXPECT_EQ(store.size(), decoded->residuals.size());
 }
 
@@ -349,6 +363,11 @@ TEST(RankSimTest, ResumingIsRefusedWithReasons) {
   EXPECT_NE(s.message().find("output.checkpoint_dir"), std::string::npos) << s.message();
   testing::TempDir dir;
   c.run.checkpoint_dir = dir.path();
+  c.run.keep_checkpoints = 1;  // a crash between checkpoint and state file would leave no pair
+  s = c.Validate();
+  EXPECT_NE(s.message().find("output.keep_checkpoints"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("must be >= 2"), std::string::npos) << s.message();
+  c.run.keep_checkpoints = 2;
   Result<DataSplits> data = LoadDataSplits(c.data, true, true);
   ASSERT_TRUE(data.ok());
   Result<std::unique_ptr<Simulator>> none = Simulator::Create(c, *data);
