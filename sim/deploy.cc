@@ -125,7 +125,7 @@ Status CheckDeployable(const SimConfig& c) {
     return Status::InvalidArgument(
         "key 'data.partition' = '" + c.data.partition +
         "': deployment mode needs a partition real clients can compute (iid, dirichlet:A, "
-        "shards:K)");
+        "shards:K, labels:K, quantity:B)");
   if (c.data.num_clients > 64)
     return Status::InvalidArgument(
         "key 'data.num_clients' = " + std::to_string(c.data.num_clients) +

@@ -3,8 +3,9 @@
 // A virtual client is only an index. Its id is ClientId(index) ("client-<index>", the same id a
 // deployment's certificate carries), its data is a list of example indices into the shared training
 // set, and its device profile is derived on demand (device_model.h). Data comes in two forms:
-//   - a partition ("iid", "dirichlet:A", "shards:K"): every example belongs to exactly one client;
-//     stored as one flat index array plus per-client offsets (4 bytes per example, 8 per client);
+//   - a partition ("iid", "dirichlet:A", "shards:K", "labels:K", "quantity:B"): every example
+//     belongs to exactly one client; stored as one flat index array plus per-client offsets (4
+//     bytes per example, 8 per client);
 //   - "replacement:N": each client draws N examples uniformly with replacement, regenerated from
 //     (seed, client) whenever the client is materialized, so nothing is stored per client. This is
 //     how population-scale runs (clients >> examples) get data.

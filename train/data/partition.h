@@ -16,7 +16,17 @@
 //                        over the draws (core/progress.h).
 //   shards:K             the FedAvg paper's pathological split (McMahan et al. 2017): sort by
 //                        label, cut into num_clients * K equal shards, give each client K random
-//                        shards. The sample count must divide evenly into the shards.
+//                        shards. The sample count must divide evenly into the shards. Two shards
+//                        can be of one label, so a client may hold fewer than K labels.
+//   labels:K             NIID-Bench's "#C = K" label skew (Li et al., ICDE 2022): client i holds
+//                        exactly K distinct labels, label i mod num_classes and K - 1 others drawn
+//                        at random; each label's samples are shuffled and split into near-equal
+//                        parts (sizes differ by at most 1) among the clients that hold it. A label
+//                        no client holds (possible with fewer clients than classes) or a client
+//                        left with no sample is an error naming it, never a silent drop.
+//   quantity:BETA        NIID-Bench's quantity skew: client sizes follow proportions drawn from
+//                        Dirichlet(BETA) over the clients, labels IID (the shuffled samples cut at
+//                        the cumulative proportions). min_size and redraws as for dirichlet.
 //
 // Thread-safe (no shared state).
 #pragma once
@@ -49,10 +59,19 @@ Result<Partition> PartitionDirichlet(std::span<const uint8_t> labels, int num_cl
 Result<Partition> PartitionShards(std::span<const uint8_t> labels, int num_clients,
                                   int shards_per_client, uint64_t seed);
 
+Result<Partition> PartitionLabels(std::span<const uint8_t> labels, int num_classes, int num_clients,
+                                  int labels_per_client, uint64_t seed);
+
+// options.alpha is the quantity skew's BETA.
+Result<Partition> PartitionQuantity(size_t num_samples, int num_clients,
+                                    const DirichletOptions& options, uint64_t seed);
+
 // Parses `spec` and runs the partitioner it names. Grammar:
-//   "iid" | "dirichlet:ALPHA" | "dirichlet:ALPHA,min_size=N" | "shards:K"
-// Errors (InvalidArgument, quoting the spec): unknown kind, malformed or non-positive ALPHA or K,
-// shards that do not divide the samples, more clients than samples, labels >= num_classes.
+//   "iid" | "dirichlet:ALPHA" | "dirichlet:ALPHA,min_size=N" | "shards:K" | "labels:K"
+//   | "quantity:BETA" | "quantity:BETA,min_size=N"
+// Errors (InvalidArgument, quoting the spec): unknown kind, malformed or non-positive ALPHA, BETA
+// or K, shards that do not divide the samples, K > num_classes for labels:K, more clients than
+// samples, labels >= num_classes.
 Result<Partition> MakePartition(std::string_view spec, std::span<const uint8_t> labels,
                                 int num_classes, int num_clients, uint64_t seed);
 

@@ -3,7 +3,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <limits>
 #include <numeric>
 #include <vector>
 
@@ -54,7 +57,8 @@ TEST_P(PartitionKindsTest, CoversEverySampleOnceAndIsDeterministic) {
 
 INSTANTIATE_TEST_SUITE_P(AllKinds, PartitionKindsTest,
                          ::testing::Values("iid", "dirichlet:0.1", "dirichlet:0.5", "dirichlet:100",
-                                           "shards:2", "shards:5"));
+                                           "shards:2", "shards:5", "labels:1", "labels:2",
+                                           "labels:3", "quantity:0.5", "quantity:5"));
 
 TEST(PartitionTest, IidIsBalancedAndUnskewed) {
   const auto labels = BalancedLabels(10007, 10);
@@ -123,6 +127,98 @@ TEST(PartitionTest, ShardsGiveEachClientAtMostKClasses) {
   EXPECT_NEAR(one.mean_label_tv, 0.9, 1e-9);
 }
 
+// NIID-Bench's #C = K: every client holds exactly K labels (label i mod 10 among them), and each
+// label's samples are split among its holders in parts that differ by at most one.
+TEST(PartitionTest, LabelsGiveEveryClientExactlyKLabelsSplitEvenlyAmongHolders) {
+  const auto labels = BalancedLabels(10000, 10);
+  for (int k : {1, 2, 3, 10}) {
+    SCOPED_TRACE(k);
+    const Partition p = MustPartition(fmt::format("labels:{}", k), labels, 13, 4);
+    const PartitionStats st = ComputePartitionStats(p, labels, 10);
+    EXPECT_EQ(st.min_classes, k);
+    EXPECT_EQ(st.max_classes, k);
+    EXPECT_EQ(st.total, 10000);
+    for (int c = 0; c < 10; ++c) {
+      int64_t lo = std::numeric_limits<int64_t>::max(), hi = 0, sum = 0;
+      for (int i = 0; i < 13; ++i) {
+        if (i % 10 == c) {
+          EXPECT_GT(st.class_counts[i][c], 0) << "client " << i;
+        }
+        if (st.class_counts[i][c] == 0) continue;
+        lo = std::min(lo, st.class_counts[i][c]);
+        hi = std::max(hi, st.class_counts[i][c]);
+        sum += st.class_counts[i][c];
+      }
+      EXPECT_EQ(sum, 1000) << "class " << c;
+      EXPECT_LE(hi - lo, 1) << "class " << c;
+    }
+  }
+  // labels:1 with 10 clients: client i holds all 1,000 samples of class i, nothing else.
+  const PartitionStats one =
+      ComputePartitionStats(MustPartition("labels:1", labels, 10, 4), labels, 10);
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(one.class_counts[i][i], 1000) << "client " << i;
+  // labels:2 is not shards:2: with shards some clients can hold a single class.
+  const PartitionStats shards =
+      ComputePartitionStats(MustPartition("shards:2", labels, 50, 4), labels, 10);
+  const PartitionStats two =
+      ComputePartitionStats(MustPartition("labels:2", labels, 50, 4), labels, 10);
+  EXPECT_EQ(shards.min_classes, 1);  // 100 shards of 100: some client gets two of one class
+  EXPECT_EQ(two.min_classes, 2);
+}
+
+TEST(PartitionTest, LabelsRefuseAClassNoClientHolds) {
+  const auto labels = BalancedLabels(1000, 10);
+  // 3 clients x 1 label hold classes 0, 1, 2: class 3 would be dropped.
+  Result<Partition> p = MakePartition("labels:1", labels, 10, 3, 1);
+  ASSERT_FALSE(p.ok());
+  EXPECT_THAT(p.status().message(), AllOf(HasSubstr("'labels:1'"),
+                                          HasSubstr("label 3 (100 samples) is held by no client"),
+                                          HasSubstr("3 clients x 1 labels")));
+  // 5 clients x 10 labels hold everything.
+  EXPECT_TRUE(MakePartition("labels:10", labels, 10, 5, 1).ok());
+  p = MakePartition("labels:11", labels, 10, 5, 1);
+  ASSERT_FALSE(p.ok());
+  EXPECT_THAT(p.status().message(), HasSubstr("labels per client must be in 1..10"));
+}
+
+// Quantity skew: client fractions are a Dirichlet(beta) draw, whose variance is
+// (N - 1) / (N^2 (N beta + 1)); labels stay IID.
+TEST(PartitionTest, QuantitySizesFollowTheDirichletDrawWithIidLabels) {
+  const auto labels = BalancedLabels(20000, 10);
+  constexpr int kClients = 10;
+  for (double beta : {0.5, 5.0}) {
+    SCOPED_TRACE(beta);
+    double sum = 0, sum_sq = 0;
+    int n = 0;
+    for (uint64_t seed = 1; seed <= 150; ++seed) {
+      const PartitionStats st = ComputePartitionStats(
+          MustPartition(fmt::format("quantity:{},min_size=0", beta), labels, kClients, seed),
+          labels, 10);
+      ASSERT_EQ(st.total, 20000);
+      for (int64_t size : st.sizes) {
+        const double f = static_cast<double>(size) / 20000.0;
+        sum += f;
+        sum_sq += f * f;
+        ++n;
+      }
+      // Clients of 1,000 samples or more hold close to the global label mix.
+      for (int i = 0; i < kClients; ++i)
+        if (st.sizes[i] >= 1000) {
+          EXPECT_LT(st.label_tv[i], 0.1) << "seed " << seed;
+        }
+    }
+    const double mean = sum / n, var = sum_sq / n - mean * mean;
+    const double expected = (kClients - 1.0) / (kClients * kClients * (kClients * beta + 1));
+    EXPECT_NEAR(mean, 0.1, 1e-12);
+    // 1,500 fractions: the sample variance is within 15% (beta 0.5: 0.0150, 5: 0.00176).
+    EXPECT_NEAR(var, expected, 0.15 * expected);
+  }
+  // min_size is honoured even when no draw gives it.
+  const Partition p = MustPartition("quantity:0.05,min_size=100", labels, 50, 3);
+  EXPECT_GE(ComputePartitionStats(p, labels, 10).min_size, 100);
+  EXPECT_TRUE(ValidatePartition(p, labels.size(), true).ok());
+}
+
 TEST(PartitionTest, BadSpecsAreRejectedWithReasons) {
   const auto labels = BalancedLabels(1000, 10);
   const auto error = [&](std::string_view spec, int clients = 10) {
@@ -144,6 +240,12 @@ TEST(PartitionTest, BadSpecsAreRejectedWithReasons) {
   EXPECT_THAT(error("shards:2.5"), HasSubstr("expected shards:K"));
   EXPECT_THAT(error("shards:3"), AllOf(HasSubstr("1000 samples do not divide"),
                                        HasSubstr("10 clients x 3 shards = 30")));
+  EXPECT_THAT(error("labels"), HasSubstr("expected labels:K"));
+  EXPECT_THAT(error("labels:0"), HasSubstr("expected labels:K"));
+  EXPECT_THAT(error("quantity"), HasSubstr("expected quantity:BETA"));
+  EXPECT_THAT(error("quantity:0"), HasSubstr("beta must be a finite number > 0, got 0"));
+  EXPECT_THAT(error("quantity:1,min=2"), HasSubstr("the only quantity option is min_size=N"));
+  EXPECT_THAT(error("quantity:1,min_size=101"), HasSubstr("min_size 101 is impossible"));
   EXPECT_THAT(error("iid", 1001), HasSubstr("more clients (1001) than samples (1000)"));
   EXPECT_THAT(error("dirichlet:0.5", 0), HasSubstr("num_clients must be >= 1"));
   std::vector<uint8_t> bad_labels = labels;
