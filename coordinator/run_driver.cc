@@ -173,8 +173,7 @@ Status RunDriver::Resume(Strategy& strategy, ModelWeights* model, uint64_t* roun
     Log().info("resume: no checkpoint in {} yet; starting a new run", dir);
     return Status::Ok();
   }
-  for (const std::string& why : ck->skipped)
-    Log().warn("resume: skipping a checkpoint: {}", why);
+  for (const std::string& why : ck->skipped) Log().warn("resume: skipping a checkpoint: {}", why);
   if (!ck->skipped.empty())
     Log().warn("resume: falling back to {} ({} rounds done)", ck->path, ck->rounds_done);
   const std::string path = ck->path;
