@@ -4,6 +4,7 @@
 
 #include "train/data/data_config.h"
 #include "train/data/fashion_mnist.h"
+#include "train/data/feature_noise.h"
 #include "train/data/partition.h"
 
 namespace tributary {
@@ -16,6 +17,7 @@ Result<ClientData> LoadClientData(const ClientConfig& o) {
   // Only this client's examples are kept: the partition is computed from the labels, and the
   // loader converts just the chosen images (the whole data set is never held as floats).
   int64_t train_total = 0;
+  std::vector<uint32_t> train_indices;  // this client's examples, for their feature noise
   SplitChoosers choosers;
   choosers.train = [&](std::span<const uint8_t> labels,
                        int classes) -> Result<std::vector<uint32_t>> {
@@ -25,6 +27,7 @@ Result<ClientData> LoadClientData(const ClientConfig& o) {
       return parts.status().WithContext(
           fmt::format("data.partition '{}' over {} training examples for data.num_clients = {}",
                       o.data.partition, labels.size(), k));
+    train_indices = (*parts)[me];
     return std::move((*parts)[me]);
   };
   choosers.test = [&](std::span<const uint8_t> labels, int) -> Result<std::vector<uint32_t>> {
@@ -39,6 +42,13 @@ Result<ClientData> LoadClientData(const ClientConfig& o) {
   };
   TRIB_ASSIGN_OR_RETURN(DataSplits splits, LoadDataSplits(o.data, true, true, choosers));
   ClientData out;
+  TRIB_ASSIGN_OR_RETURN(const FeatureNoiseSpec noise, SplitFeatureNoise(o.data.partition));
+  const double noise_level = FeatureNoiseLevel(noise.sigma, me, static_cast<uint64_t>(k));
+  if (noise_level > 0) {
+    auto noisy = std::make_shared<Dataset>(*splits.train);
+    TRIB_RETURN_IF_ERROR(AddFeatureNoise(*noisy, train_indices, noise_level, seed, me));
+    splits.train = std::move(noisy);
+  }
   out.train = std::move(splits.train);
   if (out.train->size() == 0)
     return Status::InvalidArgument(
@@ -56,6 +66,8 @@ Result<ClientData> LoadClientData(const ClientConfig& o) {
                                                              : o.data.dir;
   out.description = fmt::format("client {} of {} ({}), {} train / {} examples from {}", me, k,
                                 o.data.partition, out.train->size(), eval_text, source);
+  if (noise_level > 0)
+    out.description += fmt::format("; feature noise of standard deviation {:.4g}", noise_level);
   return out;
 }
 

@@ -3,13 +3,14 @@
 //
 // Training data: data.dataset's training split (Fashion-MNIST from data.dir, the synthetic set, or
 // the user's data.train with data.dataset = "files"); the first data.train_examples examples when
-// that is > 0; partitioned with data.partition ("iid", "dirichlet:ALPHA", "shards:K") under
-// data.seed, of which this client takes share data.client_index. Every client computes the same
-// partition from the same settings, so the shares never overlap, and they are the simulator's
-// virtual clients' shares. Evaluation data: the test split cut IID into num_clients shares with
-// the same seed; this client evaluates on its own share (capped at data.eval_examples), so a
-// federated evaluation weighted by num_examples covers the whole test set once. With "files" and
-// no data.test there is no evaluation data and evaluation requests are answered with an error.
+// that is > 0; partitioned with data.partition ("iid", "dirichlet:ALPHA", "shards:K", "labels:K",
+// "quantity:BETA", any of them with "+noise:SIGMA": train/data/partition.h) under data.seed, of
+// which this client takes share data.client_index (with its feature noise, if any). Every client
+// computes the same partition from the same settings, so the shares never overlap, and they are the
+// simulator's virtual clients' shares. Evaluation data: the test split cut IID into num_clients
+// shares with the same seed; this client evaluates on its own share (capped at data.eval_examples),
+// so a federated evaluation weighted by num_examples covers the whole test set once. With "files"
+// and no data.test there is no evaluation data and evaluation requests are answered with an error.
 #pragma once
 
 #include <memory>

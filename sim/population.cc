@@ -5,6 +5,7 @@
 #include <charconv>
 
 #include "core/rng.h"
+#include "train/data/feature_noise.h"
 #include "train/data/partition.h"
 
 namespace tributary {
@@ -17,8 +18,8 @@ constexpr std::string_view kReplacement = "replacement:";
 }  // namespace
 
 Result<std::unique_ptr<Population>> Population::Create(std::shared_ptr<const Dataset> train,
-                                                       const std::string& spec, int64_t num_clients,
-                                                       uint64_t seed) {
+                                                       const std::string& full_spec,
+                                                       int64_t num_clients, uint64_t seed) {
   if (!train || train->size() == 0)
     return Status::InvalidArgument("population: the training set is empty");
   if (num_clients < 1 || num_clients > (int64_t{1} << 31))
@@ -27,6 +28,9 @@ Result<std::unique_ptr<Population>> Population::Create(std::shared_ptr<const Dat
   p->train_ = train;
   p->num_clients_ = static_cast<uint64_t>(num_clients);
   p->seed_ = seed;
+  TRIB_ASSIGN_OR_RETURN(const FeatureNoiseSpec noise, SplitFeatureNoise(full_spec));
+  p->noise_sigma_ = noise.sigma;
+  const std::string spec(noise.base);
   if (spec.rfind(kReplacement, 0) == 0) {
     const std::string n = spec.substr(kReplacement.size());
     int64_t v = 0;
@@ -43,9 +47,9 @@ Result<std::unique_ptr<Population>> Population::Create(std::shared_ptr<const Dat
         "partition '{}' cannot split {} examples among {} clients; use 'replacement:N' for "
         "populations larger than the data set",
         spec, train->size(), num_clients));
-  Result<Partition> parts =
-      MakePartition(spec, train->labels, train->num_classes, static_cast<int>(num_clients), seed);
-  if (!parts.ok()) return parts.status().WithContext("partition '" + spec + "'");
+  Result<Partition> parts = MakePartition(full_spec, train->labels, train->num_classes,
+                                          static_cast<int>(num_clients), seed);
+  if (!parts.ok()) return parts.status().WithContext("partition '" + full_spec + "'");
   p->offsets_.reserve(parts->size() + 1);
   p->offsets_.push_back(0);
   for (const auto& part : *parts) {
@@ -83,7 +87,24 @@ std::vector<uint32_t> Population::Indices(uint64_t c) const {
                                flat_.begin() + static_cast<ptrdiff_t>(offsets_[c + 1]));
 }
 
-Dataset Population::Materialize(uint64_t c) const { return train_->Subset(Indices(c)); }
+Dataset Population::Materialize(uint64_t c) const {
+  const std::vector<uint32_t> indices = Indices(c);
+  Dataset d = train_->Subset(indices);
+  // Cannot fail: the subset has one example per index.
+  (void)AddFeatureNoise(d, indices, noise_level(c), seed_, c);
+  return d;
+}
+
+std::optional<PartitionStats> Population::Stats(uint64_t max_clients) const {
+  if (draw_per_client_ > 0 || num_clients_ > max_clients) return std::nullopt;
+  Partition parts(num_clients_);
+  for (uint64_t c = 0; c < num_clients_; ++c) parts[c] = Indices(c);
+  return ComputePartitionStats(parts, train_->labels, train_->num_classes);
+}
+
+double Population::noise_level(uint64_t c) const {
+  return FeatureNoiseLevel(noise_sigma_, c, num_clients_);
+}
 
 double Population::bytes_per_client() const {
   if (draw_per_client_ > 0) return 0.0;

@@ -9,6 +9,7 @@
 
 #include "core/file_util.h"
 #include "core/human_units.h"
+#include "train/data/feature_noise.h"
 #include "web/web_assets.h"
 
 namespace tributary {
@@ -126,6 +127,68 @@ std::string RoundsCsv(const SimResult& result) {
   return out;
 }
 
+namespace {
+
+constexpr int kHtmlClientsListed = 100;  // clients report.html's partition table lists
+
+// Client i's feature-noise level under the run's partition spec (0 without "+noise:").
+double NoiseLevelOf(const SimConfig& config, uint64_t client) {
+  Result<FeatureNoiseSpec> noise = SplitFeatureNoise(config.data.partition);
+  if (!noise.ok()) return 0.0;
+  return FeatureNoiseLevel(noise->sigma, client, static_cast<uint64_t>(config.data.num_clients));
+}
+
+// The partition section of report.html: the summary and the first clients' sizes, classes and
+// label skew (report.json has every client).
+std::string PartitionHtml(const SimConfig& config, const PartitionStats& st) {
+  const bool noisy = NoiseLevelOf(config, st.num_clients > 1 ? 1 : 0) > 0;
+  std::string html = fmt::format(
+      "<h2>Partition</h2>\n<p id='partition-summary'>{}: {} clients, {} examples; sizes {} / "
+      "{:.1f} / {} (min / mean / max); {} to {} classes a client (mean {:.1f}); label skew (total "
+      "variation to the global mix) {:.3f} on average, at most {:.3f}.</p>\n",
+      Escape(config.data.partition), st.num_clients, st.total, st.min_size, st.mean_size,
+      st.max_size, st.min_classes, st.max_classes, st.mean_classes, st.mean_label_tv,
+      st.max_label_tv);
+  html += "<table id='partition'>\n<tr><th>client</th><th>examples</th>";
+  for (int c = 0; c < st.num_classes; ++c) html += fmt::format("<th>class {}</th>", c);
+  html += noisy ? "<th>TV</th><th>noise</th></tr>\n" : "<th>TV</th></tr>\n";
+  const int listed = std::min(kHtmlClientsListed, st.num_clients);
+  for (int k = 0; k < listed; ++k) {
+    html += fmt::format("<tr><th>{}</th><td>{}</td>", k, st.sizes[k]);
+    for (int64_t n : st.class_counts[k]) html += fmt::format("<td>{}</td>", n);
+    html += fmt::format("<td>{:.3f}</td>", st.label_tv[k]);
+    if (noisy) html += fmt::format("<td>{:.4g}</td>", NoiseLevelOf(config, k));
+    html += "</tr>\n";
+  }
+  html += "</table>\n";
+  if (listed < st.num_clients)
+    html += fmt::format("<p>... and {} more clients (report.json lists every one).</p>\n",
+                        st.num_clients - listed);
+  return html;
+}
+
+nlohmann::json PartitionJson(const SimConfig& config, const PartitionStats& st) {
+  nlohmann::json j = {{"spec", config.data.partition},
+                      {"clients", st.num_clients},
+                      {"classes", st.num_classes},
+                      {"examples", st.total},
+                      {"mean_label_tv", st.mean_label_tv},
+                      {"max_label_tv", st.max_label_tv},
+                      {"min_classes", st.min_classes},
+                      {"max_classes", st.max_classes},
+                      {"sizes", st.sizes},
+                      {"class_counts", st.class_counts},
+                      {"label_tv", st.label_tv}};
+  if (NoiseLevelOf(config, st.num_clients > 1 ? 1 : 0) > 0) {
+    std::vector<double> levels(static_cast<size_t>(st.num_clients));
+    for (size_t k = 0; k < levels.size(); ++k) levels[k] = NoiseLevelOf(config, k);
+    j["noise_levels"] = std::move(levels);
+  }
+  return j;
+}
+
+}  // namespace
+
 std::string ReportHtml(const SimConfig& config, const SimResult& result,
                        const nlohmann::json& totals) {
   // The charts are drawn in the browser by the chart code the coordinator's dashboard uses
@@ -214,6 +277,7 @@ std::string ReportHtml(const SimConfig& config, const SimResult& result,
             "</td></tr>\n";
   }
   html += "</table>\n";
+  if (result.partition) html += PartitionHtml(config, *result.partition);
 
   // The configuration: what this run changed, then every key on demand.
   const nlohmann::json cj = SimConfigJson(config);
@@ -338,6 +402,7 @@ Status WriteReport(const std::string& dir, const SimConfig& config, const SimRes
   totals.update(extra);
   nlohmann::json report = {
       {"config", SimConfigJson(config)}, {"rounds", rounds}, {"totals", totals}};
+  if (result.partition) report["partition"] = PartitionJson(config, *result.partition);
   namespace fs = std::filesystem;
   const std::string json = report.dump(2) + "\n";
   TRIB_RETURN_IF_ERROR(WriteFileAtomic((fs::path(dir) / "report.json").string(), json));

@@ -5,7 +5,9 @@
 //                cum_bytes_down, sim_seconds, sim_clock, wall_seconds, wall_clock, train_loss,
 //                test_accuracy, test_loss (empty when the round was not evaluated), malicious
 //                (sim/sim_result.h says what each counts, and which are in-process only)
-//   report.json  {"config": {...}, "rounds": [...], "totals": {...}}
+//   report.json  {"config": {...}, "rounds": [...], "totals": {...}, "partition": {...}}; the
+//                partition (spec, every client's size, class counts and label skew, and feature
+//                noise level with "+noise:") when SimResult::partition has it
 //   report.html  self-contained (its data, style and scripts inline; nothing from the network):
 //                a summary first (final and best test accuracy with their rounds, the round that
 //                reached sim.target_accuracy when one is set, the final test loss, rounds, bytes
@@ -15,7 +17,8 @@
 //                (with differential privacy) against epsilon, and of round durations, drawn in
 //                the browser by the chart code the coordinator's dashboard uses (web/charts.js);
 //                the totals (each in its unit, the raw number in the tooltip); the keys that
-//                differ from their defaults, with the default, and every key in a <details>.
+//                differ from their defaults, with the default, and every key in a <details>;
+//                the partition's summary and its first 100 clients (table#partition).
 //                report.json keeps the raw numbers for programs.
 //
 // Files are written atomically (temp + rename), so a reader never sees half a report.

@@ -12,9 +12,12 @@
 #include "core/process_stats.h"
 #include "sim/report.h"
 #include "sim/round_line.h"
+#include "train/data/feature_noise.h"
 
 namespace tributary {
 namespace {
+
+constexpr int kStartClientsListed = 5;  // clients the start-up table lists
 
 // "10 per round, 100 rounds", or an asynchronous run's concurrency, buffer and steps.
 std::string Pace(const RoundConfig& r) {
@@ -26,7 +29,8 @@ std::string Pace(const RoundConfig& r) {
 
 }  // namespace
 
-void PrintSimStart(const SimConfig& cfg, const DataSplits& data) {
+void PrintSimStart(const SimConfig& cfg, const DataSplits& data,
+                   const std::optional<PartitionStats>& partition) {
   std::printf(
       "tributary-sim: %s on %s (%lld train / %lld test), %lld clients (%s), %s, %d threads\n",
       cfg.run.model.c_str(), cfg.data.dataset.c_str(), static_cast<long long>(data.train->size()),
@@ -34,6 +38,21 @@ void PrintSimStart(const SimConfig& cfg, const DataSplits& data) {
       cfg.data.partition.c_str(), Pace(cfg.run.round).c_str(),
       cfg.threads > 0 ? static_cast<int>(cfg.threads)
                       : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  if (partition) {
+    // The summary and the first clients, indented under the start line.
+    std::string text = "partition " + cfg.data.partition + ": " +
+                       FormatPartitionStats(*partition, kStartClientsListed);
+    for (size_t at = text.find('\n'); at != std::string::npos && at + 1 < text.size();
+         at = text.find('\n', at + 3))
+      text.insert(at + 1, "  ");
+    std::printf("%s", text.c_str());
+    Result<FeatureNoiseSpec> noise = SplitFeatureNoise(cfg.data.partition);
+    if (noise.ok() && noise->sigma > 0)
+      std::printf("  feature noise: standard deviation %.4g * i / %lld for client i (0 to %.4g)\n",
+                  noise->sigma,
+                  static_cast<long long>(std::max<int64_t>(1, cfg.data.num_clients - 1)),
+                  noise->sigma);
+  }
   std::fflush(stdout);
 }
 

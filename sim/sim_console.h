@@ -24,7 +24,10 @@
 
 namespace tributary {
 
-void PrintSimStart(const SimConfig& cfg, const DataSplits& data);
+// With `partition`, also its summary and the first clients' sizes and class counts (and the
+// feature noise's levels when the partition has "+noise:").
+void PrintSimStart(const SimConfig& cfg, const DataSplits& data,
+                   const std::optional<PartitionStats>& partition = std::nullopt);
 void PrintDeployStart(const SimConfig& cfg);
 // Returns the RSS per idle client that registering the population added (rss_after - rss_before,
 // divided by the clients), which the report records.

@@ -6,10 +6,12 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "coordinator/run_events.h"
+#include "train/data/partition.h"
 #include "tributary/model_weights.h"
 
 namespace tributary {
@@ -63,6 +65,9 @@ struct SimRound {
 // The fields a RoundClosed event determines.
 SimRound SimRoundOf(const RoundClosed& closed);
 
+// Populations up to this size get per-client partition statistics (about 100 bytes a client).
+inline constexpr uint64_t kPartitionStatsMaxClients = 10000;
+
 struct SimResult {
   std::vector<SimRound> rounds;
   double wall_seconds = 0.0;
@@ -73,7 +78,10 @@ struct SimResult {
   uint64_t target_round = 0;
   double target_wall_seconds = 0.0, target_sim_seconds = 0.0;
   double join_seconds = 0.0;  // registering the population with the engine
-  std::string stopped;        // why the run ended early without failing (the privacy budget)
+  // How the training set was split (Population::Stats): absent for replacement:N and for more
+  // than kPartitionStatsMaxClients clients.
+  std::optional<PartitionStats> partition;
+  std::string stopped;  // why the run ended early without failing (the privacy budget)
   // A distributed simulation's exchanges with the other ranks (rank 0's wall clock), summed over
   // the batches of jobs and evaluations: the busiest rank's compute, and the rest of each
   // exchange (sending, receiving, waiting on the link): what MPI costs beyond the work; and the

@@ -42,11 +42,13 @@ Result<SimResult> RunSimulation(const SimConfig& cfg,
                         Simulator::Create(cfg, data, (report / "final.safetensors").string()));
   TRIB_RETURN_IF_ERROR(sim->SetRanks(ranks));
   if (attach) TRIB_RETURN_IF_ERROR(attach(*sim));
-  PrintSimStart(cfg, data);
+  std::optional<PartitionStats> partition = sim->population().Stats(kPartitionStatsMaxClients);
+  PrintSimStart(cfg, data, partition);
   const uint64_t rss_before = CurrentRssBytes();
   TRIB_RETURN_IF_ERROR(sim->Join());
   const double per_client = PrintSimJoin(cfg, sim->join_seconds(), rss_before, CurrentRssBytes());
   TRIB_ASSIGN_OR_RETURN(SimResult result, sim->Run(on_round));
+  result.partition = std::move(partition);
   if (extra)
     *extra = {{"mode", ranks && ranks->size() > 1 ? "mpi" : "in-process"},
               {"ranks", ranks ? ranks->size() : 1},

@@ -11,6 +11,7 @@
 #include "tests/client/temp_dir.h"
 #include "train/data/data_config.h"
 #include "train/data/fashion_mnist.h"
+#include "train/data/feature_noise.h"
 #include "train/data/idx.h"
 #include "train/data/partition.h"
 
@@ -266,6 +267,42 @@ TEST(ClientDataTest, SyntheticSharesAreTheSimulatorsAndCoverTheSet) {
     total += d->train->size();
   }
   EXPECT_EQ(total, 300);
+}
+
+// "+noise:SIGMA": a client's training images carry its feature noise (SIGMA * i / (N - 1)), the
+// same draws the simulator's Population adds (keyed by seed, client and example); evaluation
+// data stays clean.
+TEST(ClientDataTest, FeatureNoiseReachesTheClientsTrainingImagesOnly) {
+  ClientConfig o;
+  o.data.dataset = "synthetic";
+  o.data.train_examples = 300;
+  o.data.test_examples = 60;
+  o.data.num_clients = 3;
+  o.data.partition = "dirichlet:0.5+noise:0.2";
+  o.data.seed = 5;
+  Result<DataSplits> all = LoadDataSplits(o.data, true, true);
+  ASSERT_TRUE(all.ok()) << all.status();
+  Result<Partition> parts = MakePartition("dirichlet:0.5", all.value().train->labels, 10, 3, 5);
+  ASSERT_TRUE(parts.ok());
+  for (int c = 0; c < 3; ++c) {
+    o.client_index = c;
+    auto d = LoadClientData(o);
+    ASSERT_TRUE(d.ok()) << d.status();
+    Dataset expected = all.value().train->Subset((*parts)[c]);
+    ASSERT_TRUE(AddFeatureNoise(expected, (*parts)[c], 0.1 * c, 5, c).ok());
+    EXPECT_EQ(d->train->images, expected.images) << "client " << c;
+    if (c > 0) {
+      EXPECT_NE(d->train->images, all.value().train->Subset((*parts)[c]).images);
+      EXPECT_NE(d->description.find("feature noise of standard deviation"), std::string::npos)
+          << d->description;
+    }
+    o.data.partition = "dirichlet:0.5";
+    auto clean = LoadClientData(o);
+    o.data.partition = "dirichlet:0.5+noise:0.2";
+    ASSERT_TRUE(clean.ok());
+    ASSERT_TRUE(d->eval && clean->eval);
+    EXPECT_EQ(d->eval->images, clean->eval->images) << "evaluation data gets no noise";
+  }
 }
 
 TEST(ClientDataTest, AFashionMnistClientHoldsItsShareOnlyAndTheSameOneAsAWholeLoad) {

@@ -1,6 +1,8 @@
 // The report directory: rounds.csv, report.json and report.html are well formed and agree.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -277,6 +279,53 @@ TEST(ReportTest, APrivateRunReportsEpsilonAndPlotsAccuracyAgainstIt) {
   ASSERT_EQ(data["rounds"].size(), 3u);
   EXPECT_EQ(data["rounds"][1]["epsilon"], 0.5);
   EXPECT_EQ(html.find("90210"), std::string::npos) << "the noise seed is in report.html";
+}
+
+// The partition (NIID-Bench's partitions and feature noise): every client in report.json, the first
+// 100 in report.html's table, with each one's noise level.
+TEST(ReportTest, ThePartitionIsKeptPerClientWithItsNoiseLevels) {
+  testing::TempDir dir;
+  SimConfig cfg;
+  cfg.data.partition = "labels:2+noise:0.3";
+  cfg.data.num_clients = 4;
+  SimResult result = ThreeRounds();
+  // Client k holds 10 + k examples of classes k and k + 1 (of 5).
+  std::vector<uint8_t> labels;
+  Partition parts(4);
+  for (uint32_t k = 0; k < 4; ++k)
+    for (uint32_t i = 0; i < 10 + k; ++i) {
+      parts[k].push_back(static_cast<uint32_t>(labels.size()));
+      labels.push_back(static_cast<uint8_t>(k + i % 2));
+    }
+  result.partition = ComputePartitionStats(parts, labels, 5);
+  ASSERT_TRUE(WriteReport(dir.path(), cfg, result, nlohmann::json::object()).ok());
+  nlohmann::json j = nlohmann::json::parse(testing::ReadTextFile(dir.file("report.json")));
+  const nlohmann::json& p = j["partition"];
+  EXPECT_EQ(p["spec"], "labels:2+noise:0.3");
+  EXPECT_EQ(p["sizes"], nlohmann::json({10, 11, 12, 13}));
+  EXPECT_EQ(p["class_counts"][3], nlohmann::json({0, 0, 0, 7, 6}));
+  EXPECT_EQ(p["min_classes"], 2);
+  EXPECT_EQ(p["max_classes"], 2);
+  ASSERT_EQ(p["noise_levels"].size(), 4u);
+  EXPECT_DOUBLE_EQ(p["noise_levels"][0].get<double>(), 0.0);
+  EXPECT_DOUBLE_EQ(p["noise_levels"][2].get<double>(), 0.2);
+  EXPECT_DOUBLE_EQ(p["noise_levels"][3].get<double>(), 0.3);
+  const std::string html = testing::ReadTextFile(dir.file("report.html"));
+  EXPECT_NE(html.find("<table id='partition'>"), std::string::npos);
+  const std::string row = fmt::format(
+      "<tr><th>3</th><td>13</td><td>0</td><td>0</td><td>0</td><td>7</td><td>6</td><td>{:.3f}</td>"
+      "<td>0.3</td></tr>",
+      result.partition->label_tv[3]);
+  EXPECT_NE(html.find(row), std::string::npos) << html.substr(html.find("<h2>Partition"), 1500);
+  EXPECT_NE(html.find("labels:2+noise:0.3: 4 clients, 46 examples"), std::string::npos);
+
+  // Without a partition (replacement:N, or a population too large to list) there is none.
+  result.partition.reset();
+  ASSERT_TRUE(WriteReport(dir.path(), cfg, result, nlohmann::json::object()).ok());
+  j = nlohmann::json::parse(testing::ReadTextFile(dir.file("report.json")));
+  EXPECT_FALSE(j.contains("partition"));
+  EXPECT_EQ(testing::ReadTextFile(dir.file("report.html")).find("id='partition'"),
+            std::string::npos);
 }
 
 }  // namespace

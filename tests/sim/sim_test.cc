@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "core/process_stats.h"
+#include "sim/population.h"
 #include "sim/residual_store.h"
 #include "sim/simulator.h"
 #include "sim_test_util.h"
@@ -160,6 +161,45 @@ TEST(SimulatorTest, HundredThousandClientsFitInAKibibyteEach) {
   ASSERT_EQ(r->rounds.size(), 2u);
   EXPECT_EQ(r->rounds[0].accepted, 100);
   EXPECT_EQ(r->rounds[1].accepted, 100);
+}
+
+// "+noise:SIGMA" (NIID-Bench's feature skew): client i of N trains on its examples plus Gaussian
+// noise of standard deviation SIGMA * i / (N - 1); the examples it holds are the ones without it.
+TEST(PopulationTest, FeatureNoiseGrowsWithTheClientIndex) {
+  DataConfig d;
+  d.dataset = "synthetic";
+  d.train_examples = 2000;
+  d.test_examples = 10;
+  Result<DataSplits> data = LoadDataSplits(d, true, false);
+  ASSERT_TRUE(data.ok()) << data.status();
+  Result<std::unique_ptr<Population>> noisy =
+      Population::Create(data->train, "iid+noise:0.4", 5, 3);
+  Result<std::unique_ptr<Population>> clean = Population::Create(data->train, "iid", 5, 3);
+  ASSERT_TRUE(noisy.ok()) << noisy.status();
+  ASSERT_TRUE(clean.ok());
+  for (uint64_t c = 0; c < 5; ++c) {
+    ASSERT_EQ((*noisy)->Indices(c), (*clean)->Indices(c));
+    EXPECT_DOUBLE_EQ((*noisy)->noise_level(c), 0.1 * static_cast<double>(c));
+    const Dataset a = (*noisy)->Materialize(c), b = (*clean)->Materialize(c);
+    ASSERT_EQ(a.images.size(), b.images.size());
+    double sum_sq = 0;
+    for (size_t i = 0; i < a.images.size(); ++i) {
+      const double e = static_cast<double>(a.images[i]) - b.images[i];
+      sum_sq += e * e;
+    }
+    const double sd = std::sqrt(sum_sq / static_cast<double>(a.images.size()));
+    // Client 0 is clean; the others' noise has their level as its deviation (within 3%).
+    if (c == 0) {
+      EXPECT_EQ(a.images, b.images);
+    } else {
+      EXPECT_NEAR(sd, 0.1 * static_cast<double>(c), 0.003 * static_cast<double>(c)) << c;
+    }
+    const Dataset again = (*noisy)->Materialize(c);
+    EXPECT_EQ(again.images, a.images) << "the same noise every time the client is materialized";
+  }
+  Result<std::unique_ptr<Population>> bad = Population::Create(data->train, "iid+noise:no", 5, 3);
+  EXPECT_NE(bad.status().message().find("noise:SIGMA"), std::string::npos)
+      << bad.status().message();
 }
 
 TEST(SimulatorTest, ErrorFeedbackResidualsFollowEachClient) {

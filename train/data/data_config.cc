@@ -56,7 +56,8 @@ void BindDataConfig(ConfigSchema& s, DataConfig* d, bool partitioned) {
   s.Rename("data.test_images", "data.test");
   if (!partitioned) return;
   s.Bind("data.partition", &d->partition,
-         "how the training set is split: iid, dirichlet:A, shards:K, labels:K, quantity:B")
+         "how the training set is split: iid, dirichlet:A, shards:K, labels:K, quantity:B, each "
+         "with +noise:S")
       .Flag("--partition");
   s.Bind("data.num_clients", &d->num_clients, "clients the training set is split among")
       .Flag("--num-clients");

@@ -21,8 +21,9 @@
 //   data.num_classes        the class count (0: the largest label in data.train and data.test,
 //                           plus one); at most 256
 // and, where the data is split among clients (the client and the simulator):
-//   data.partition          "iid", "dirichlet:ALPHA", "shards:K", "labels:K", "quantity:BETA"
-//                           (the simulator also takes "replacement:N"; train/data/partition.h)
+//   data.partition          "iid", "dirichlet:ALPHA", "shards:K", "labels:K", "quantity:BETA",
+//                           each may end in "+noise:SIGMA" (the simulator also takes
+//                           "replacement:N"; train/data/partition.h, feature_noise.h)
 //   data.num_clients        how many clients the training set is split among
 //
 // The synthetic data set is one draw of train_examples + test_examples examples, training set

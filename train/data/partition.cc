@@ -10,6 +10,7 @@
 
 #include "core/progress.h"
 #include "core/rng.h"
+#include "train/data/feature_noise.h"
 
 namespace tributary {
 namespace {
@@ -337,11 +338,14 @@ Result<Partition> PartitionQuantity(size_t num_samples, int num_clients,
   return p;
 }
 
-Result<Partition> MakePartition(std::string_view spec, std::span<const uint8_t> labels,
+Result<Partition> MakePartition(std::string_view full_spec, std::span<const uint8_t> labels,
                                 int num_classes, int num_clients, uint64_t seed) {
   const auto bad = [&](std::string_view why) {
-    return Status::InvalidArgument(fmt::format("partition spec '{}': {}", spec, why));
+    return Status::InvalidArgument(fmt::format("partition spec '{}': {}", full_spec, why));
   };
+  // A "+noise:SIGMA" part changes the clients' images, not which examples they hold.
+  TRIB_ASSIGN_OR_RETURN(const FeatureNoiseSpec noise, SplitFeatureNoise(full_spec));
+  const std::string_view spec = noise.base;
   const size_t colon = spec.find(':');
   const std::string_view kind = spec.substr(0, colon);
   const std::string_view arg =

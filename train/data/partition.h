@@ -69,6 +69,9 @@ Result<Partition> PartitionQuantity(size_t num_samples, int num_clients,
 // Parses `spec` and runs the partitioner it names. Grammar:
 //   "iid" | "dirichlet:ALPHA" | "dirichlet:ALPHA,min_size=N" | "shards:K" | "labels:K"
 //   | "quantity:BETA" | "quantity:BETA,min_size=N"
+// optionally followed by "+noise:SIGMA", or "noise:SIGMA" alone (iid): feature noise
+// (train/data/feature_noise.h), which the caller adds to each client's images; the partition is
+// the one without it.
 // Errors (InvalidArgument, quoting the spec): unknown kind, malformed or non-positive ALPHA, BETA
 // or K, shards that do not divide the samples, K > num_classes for labels:K, more clients than
 // samples, labels >= num_classes.
