@@ -41,6 +41,7 @@ MODES = {
     "dropouts and over-selection": ["hetero.dropout=0.2", "hetero.availability=0.8",
                                     "run.over_selection=1.4"],
     "secure aggregation": ["secagg.enabled=true"],
+    "labels:2 with feature noise": ["data.partition=labels:2+noise:0.2"],
     "asynchronous": ["run.mode=async", "run.concurrency=4", "run.buffer_size=3",
                      "run.max_staleness=6"],
 }
@@ -108,6 +109,11 @@ class MpiSimTest(unittest.TestCase):
             one = self.hash_of(rc, out, rep)
             self.assertEqual(rep["totals"]["mode"], "in-process")
             self.assertEqual(rep["totals"]["rounds"], 4)
+            if "labels:2" in name:  # the report keeps the split: two classes a client, the noise
+                part = rep["partition"]
+                self.assertEqual((part["min_classes"], part["max_classes"]), (2, 2), part)
+                self.assertAlmostEqual(part["noise_levels"][11], 0.2)
+                self.assertEqual(part["noise_levels"][0], 0.0)
             layouts = [(2, 1), (3, 1)] if name != "fedavg" else [(1, 1), (2, 1), (3, 1), (2, 2)]
             for ranks, threads in layouts:
                 rc, out, rep = self.sim(ranks, extra, threads)

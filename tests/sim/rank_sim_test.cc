@@ -133,6 +133,9 @@ const Mode kModes[] = {
        c.hetero.dropout = 0.15;
        c.run.round.over_selection = 1.4;
      }},
+    // NIID-Bench's partitions: every rank computes the split and adds a client's feature noise.
+    {"labels:2 with feature noise", [](SimConfig& c) { c.data.partition = "labels:2+noise:0.2"; }},
+    {"quantity skew", [](SimConfig& c) { c.data.partition = "quantity:0.5,min_size=20"; }},
     {"asynchronous", [](SimConfig& c) { Asynchronous(c, 4); }},
     {"asynchronous with secure aggregation",
      [](SimConfig& c) {
