@@ -81,6 +81,11 @@ class Strategy {
   // optimizers), so it works with secure aggregation, which shows the coordinator nothing else;
   // otherwise why it needs each update (a robust rule ranks them, norm clipping measures each).
   virtual std::string needs_each_update() const { return ""; }
+  // Empty when the rule can fold a sum of updates as one update of their summed weight; otherwise
+  // why each update's own weight matters (FedNova scales each by its local steps). Such a rule
+  // streams (asynchronous steps take it) but, like one that needs each update, cannot take secure
+  // aggregation's or differential privacy's single sum.
+  virtual std::string needs_each_weight() const { return ""; }
   // The proximal coefficient clients should put in FitConfig::proximal_mu (FedProx); 0 otherwise.
   virtual float client_proximal_mu() const { return 0.0f; }
 

@@ -136,6 +136,9 @@ Result<std::unique_ptr<Strategy>> MakeRule(std::string_view spec, const SpecStag
       TRIB_ASSIGN_OR_RETURN(sp.tau, p.Get("tau", 1e-3, kPositive));
     }
     s = std::make_unique<ServerOptimizer>(kind, sp);
+  } else if (n == "fednova") {
+    TRIB_ASSIGN_OR_RETURN(double lr, p.Get("server_lr", o.server_lr, kPositive));
+    s = std::make_unique<FedNova>(o.local, static_cast<float>(lr));
   } else if (n == "median") {
     TRIB_ASSIGN_OR_RETURN(RobustOptions ro, ReadRobust(p));
     s = CoordinateWise::Median(ro);
@@ -169,8 +172,8 @@ Result<std::unique_ptr<Strategy>> MakeRule(std::string_view spec, const SpecStag
 }  // namespace
 
 std::vector<std::string> StrategyNames() {
-  return {"fedavg", "fedprox",      "fedavgm", "fedadagrad", "fedadam", "fedyogi",
-          "median", "trimmed_mean", "krum",    "multikrum",  "bulyan"};
+  return {"fedavg",  "fedprox", "fedavgm",      "fedadagrad", "fedadam",   "fedyogi",
+          "fednova", "median",  "trimmed_mean", "krum",       "multikrum", "bulyan"};
 }
 
 Result<std::unique_ptr<Strategy>> MakeStrategy(std::string_view spec, const StrategyOptions& o) {

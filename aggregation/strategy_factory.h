@@ -8,6 +8,8 @@
 //                                           tau > 0, default 1e-3
 //   fedadam(server_lr, beta1, beta2, tau)   server_lr default 0.01; beta2 in [0, 1), default 0.99
 //   fedyogi(server_lr, beta1, beta2, tau)   as fedadam
+//   fednova(server_lr)                      server_lr default StrategyOptions::server_lr;
+//                                           normalized by StrategyOptions::local (fednova.h)
 //   median(max_buffer_mb, threads)
 //   trimmed_mean(beta, ...)                 beta in [0, 0.5), default 0.1
 //   krum(f, ...)                            f: integer >= 0, required
@@ -28,6 +30,7 @@
 #include <string_view>
 #include <vector>
 
+#include "aggregation/fednova.h"
 #include "aggregation/strategy.h"
 
 namespace tributary {
@@ -36,6 +39,8 @@ struct StrategyOptions {
   // The default server_lr of fedavg, fedprox and fedavgm when the spec does not set one (the
   // coordinator's `run.server_lr`). The adaptive optimizers have their own defaults.
   float server_lr = 1.0f;
+  // The clients' local training, which fednova normalizes by (the run's fit config).
+  LocalSteps local;
 };
 
 Result<std::unique_ptr<Strategy>> MakeStrategy(std::string_view spec,

@@ -34,11 +34,7 @@ Result<std::unique_ptr<AsyncEngine>> AsyncEngine::Create(RoundConfig config,
   if (!config.asynchronous())
     return Status::InvalidArgument("the asynchronous engine needs run.mode = 'async'");
   if (!strategy) return Status::InvalidArgument("asynchronous engine: no strategy");
-  if (std::string why = strategy->needs_each_update(); !why.empty())
-    return Status::InvalidArgument(fmt::format(
-        "strategy '{}' cannot be used with run.mode = 'async', whose steps fold each update into a "
-        "running sum as it arrives: {}",
-        strategy->name(), why));
+  TRIB_RETURN_IF_ERROR(CheckStrategyComposes(*strategy, config));
   std::unique_ptr<DpAggregator> dp;
   if (config.dp.enabled) {
     TRIB_ASSIGN_OR_RETURN(dp, DpAggregator::Create(config.dp, config.BufferSize()));

@@ -42,4 +42,26 @@ void RecordCoolDownMiss(ClientRegistry& registry, const std::string& id, std::st
              why, unit, at, unit, until, registry.cooldowns().find(id)->second.misses);
 }
 
+Status CheckStrategyComposes(const Strategy& strategy, const RoundConfig& config) {
+  std::string why_sum = strategy.needs_each_update();
+  if (why_sum.empty()) why_sum = strategy.needs_each_weight();
+  if (config.secagg.enabled && !why_sum.empty())
+    return Status::InvalidArgument(fmt::format(
+        "strategy '{}' cannot be used with secure aggregation, which shows the coordinator only "
+        "the sum of the updates: {}",
+        strategy.name(), why_sum));
+  if (config.dp.enabled && !why_sum.empty())
+    return Status::InvalidArgument(fmt::format(
+        "strategy '{}' cannot be used with differential privacy, whose guarantee covers the "
+        "noised sum of clipped updates (the dp.clip_norm stage clips each update itself): {}",
+        strategy.name(), why_sum));
+  if (config.asynchronous())
+    if (std::string why = strategy.needs_each_update(); !why.empty())
+      return Status::InvalidArgument(fmt::format(
+          "strategy '{}' cannot be used with run.mode = 'async', whose steps fold each update "
+          "into a running sum as it arrives: {}",
+          strategy.name(), why));
+  return Status::Ok();
+}
+
 }  // namespace tributary

@@ -1,13 +1,16 @@
 // Small helpers both run engines (RoundEngine, AsyncEngine) use: a client id's hash for seeds,
-// seconds between time points, the first non-finite weight of a model, and recording a selection
-// miss with its warning. Stateless; thread-safe except RecordCoolDownMiss (the registry's).
+// seconds between time points, the first non-finite weight of a model, recording a selection
+// miss with its warning, and whether a strategy composes with the run's mode. Stateless;
+// thread-safe except RecordCoolDownMiss (the registry's).
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <string_view>
 
+#include "aggregation/strategy.h"
 #include "coordinator/client_registry.h"
+#include "coordinator/round_config.h"
 #include "core/clock.h"
 #include "tributary/model_weights.h"
 
@@ -23,5 +26,11 @@ std::string FirstNonFinite(const ModelWeights& w);
 // "step"); nothing when the miss of `at` was already on record.
 void RecordCoolDownMiss(ClientRegistry& registry, const std::string& id, std::string_view why,
                         uint64_t at, uint64_t cap, bool refused, std::string_view unit);
+
+// OK when `strategy` can aggregate the run `config` describes; else InvalidArgument naming the
+// strategy, the part of the run it cannot take and its reason: secure aggregation and
+// differential privacy hand it one sum (no rule that needs each update, or each one's weight),
+// asynchronous steps fold each update as it arrives (no rule that needs each update).
+Status CheckStrategyComposes(const Strategy& strategy, const RoundConfig& config);
 
 }  // namespace tributary

@@ -31,20 +31,7 @@ Result<std::unique_ptr<RoundEngine>> RoundEngine::Create(RoundConfig config,
                                                          uint64_t dispatches) {
   TRIB_RETURN_IF_ERROR(config.Validate());
   if (!strategy) return Status::InvalidArgument("round engine: no strategy");
-  if (config.secagg.enabled) {
-    if (std::string why = strategy->needs_each_update(); !why.empty())
-      return Status::InvalidArgument(fmt::format(
-          "strategy '{}' cannot be used with secure aggregation, which shows the coordinator only "
-          "the sum of the updates: {}",
-          strategy->name(), why));
-  }
-  if (config.dp.enabled) {
-    if (std::string why = strategy->needs_each_update(); !why.empty())
-      return Status::InvalidArgument(fmt::format(
-          "strategy '{}' cannot be used with differential privacy, whose guarantee covers the "
-          "noised sum of clipped updates (the dp.clip_norm stage clips each update itself): {}",
-          strategy->name(), why));
-  }
+  TRIB_RETURN_IF_ERROR(CheckStrategyComposes(*strategy, config));
   if (initial.size() == 0)
     return Status::InvalidArgument("round engine: the initial model is empty");
   TRIB_ASSIGN_OR_RETURN(std::unique_ptr<Codec> codec, MakeCodec(config.codec));

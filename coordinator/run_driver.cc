@@ -76,6 +76,8 @@ Result<std::unique_ptr<RunDriver>> RunDriver::Create(const RunConfig& config, Op
 
   StrategyOptions so;
   so.server_lr = static_cast<float>(c.server_lr);
+  so.local = {c.round.fit.epochs, c.round.fit.batch_size, c.round.fit.max_steps,
+              c.round.fit.momentum};
   Result<std::unique_ptr<Strategy>> strategy = MakeStrategy(c.strategy, so);
   if (!strategy.ok()) return strategy.status().WithContext("key 'run.strategy'");
   // A rule that needs n updates (Krum: n > 2f + 2, ...) must get them in every round that closes.
