@@ -9,6 +9,7 @@
 #include "core/file_util.h"
 #include "crypto/sha256.h"
 #include "sim/byte_record.h"
+#include "sim/report.h"
 
 namespace tributary {
 namespace {
@@ -43,10 +44,38 @@ std::string SimCheckpointPath(const std::string& dir, uint64_t rounds_done) {
   return (std::filesystem::path(dir) / fmt::format("sim-state.{}.bin", rounds_done)).string();
 }
 
+std::string ResumeSettings(const SimConfig& config) {
+  nlohmann::json j = SimConfigJson(config);
+  for (const char* key :
+       {"log_level", "output.checkpoint_dir", "output.checkpoint_every", "output.keep_checkpoints",
+        "output.history", "sim.report_dir", "sim.threads", "run.rounds", "sim.target_accuracy",
+        "sim.stop_at_target", "eval.every", "eval.batch_size"})
+    j.erase(key);
+  return j.dump();
+}
+
+std::string ResumeSettingsDifference(const std::string& saved, const std::string& now) {
+  const nlohmann::json a = nlohmann::json::parse(saved, nullptr, false);
+  const nlohmann::json b = nlohmann::json::parse(now, nullptr, false);
+  if (a.is_discarded() || !a.is_object()) return "the saved settings are not readable";
+  std::vector<std::string> diffs;
+  for (const auto& [key, value] : b.items()) {
+    if (!a.contains(key))
+      diffs.push_back(fmt::format("{}: not in the saved settings, now {}", key, value.dump()));
+    else if (a[key] != value)
+      diffs.push_back(fmt::format("{}: was {}, now {}", key, a[key].dump(), value.dump()));
+  }
+  for (const auto& [key, value] : a.items())
+    if (!b.contains(key))
+      diffs.push_back(fmt::format("{}: was {}, now unknown", key, value.dump()));
+  return fmt::format("{}", fmt::join(diffs, "; "));
+}
+
 std::string EncodeSimCheckpoint(const SimCheckpoint& s) {
   ByteWriter w;
   w.Pod(kMagic);
   w.Str(s.run_uid);
+  w.Str(s.settings);
   w.Pod(s.rounds_done);
   w.Pod(s.sim_clock);
   w.Pod<uint64_t>(s.cooldowns.size());
@@ -86,7 +115,7 @@ Result<SimCheckpoint> DecodeSimCheckpoint(const std::string& bytes) {
   uint32_t magic = 0;
   uint64_t n = 0;
   if (!r.Pod(&magic) || magic != kMagic) return Malformed("not a simulator state file");
-  if (!r.Str(&s.run_uid) || !r.Pod(&s.rounds_done) || !r.Pod(&s.sim_clock) ||
+  if (!r.Str(&s.run_uid) || !r.Str(&s.settings) || !r.Pod(&s.rounds_done) || !r.Pod(&s.sim_clock) ||
       !std::isfinite(s.sim_clock) || s.sim_clock < 0)
     return Malformed("a bad header");
   if (!r.Count(&n, sizeof(uint64_t) * 5)) return Malformed("a bad count of cool-downs");

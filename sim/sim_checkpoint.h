@@ -8,7 +8,9 @@
 //   - the simulated clock at the end of the round's last attempt (the next attempt starts there);
 //   - the clients' cool-downs (ClientRegistry::cooldowns: who is left out of the next selections);
 //   - every client's error-feedback residual (ResidualStore: rank 0 keeps them all);
-//   - the closed rounds' records, so that report.json and report.html cover the whole run.
+//   - the closed rounds' records, so that report.json and report.html cover the whole run;
+//   - the run's settings (ResumeSettings), so that a resume with other settings, which would go
+//     on silently different, is refused naming the keys that changed.
 // The state after round R is <checkpoint_dir>/sim-state.R.bin, written after the attempt that
 // closed round R ends (write-temp, fsync, rename: WriteFileAtomic), and bound to its checkpoint by
 // the run's uid and R. The files of the newest `keep` rounds are kept (each file lists the rounds
@@ -29,12 +31,14 @@
 #include "coordinator/client_registry.h"
 #include "core/env.h"
 #include "sim/residual_store.h"
+#include "sim/sim_config.h"
 #include "sim/sim_result.h"
 
 namespace tributary {
 
 struct SimCheckpoint {
   std::string run_uid;
+  std::string settings;  // ResumeSettings of the run that wrote it
   uint64_t rounds_done = 0;
   double sim_clock = 0.0;  // simulated seconds
   std::map<std::string, Cooldown, std::less<>> cooldowns;
@@ -47,6 +51,14 @@ struct SimCheckpoint {
 inline constexpr uint64_t kMaxSimCheckpointBytes = uint64_t{1} << 40;
 
 std::string SimCheckpointPath(const std::string& dir, uint64_t rounds_done);
+// Every key of the configuration (SimConfigJson) but those that cannot change the model: where
+// outputs go (output.*, sim.report_dir), log_level, sim.threads (bitwise the same), run.rounds (a
+// resume may run longer), when to stop early (sim.target_accuracy, sim.stop_at_target) and
+// server-side evaluation (eval.*); as JSON text.
+std::string ResumeSettings(const SimConfig& config);
+// "" when `saved` and `now` (ResumeSettings texts) agree; else the keys that differ, "key: was
+// X, now Y", joined by "; ".
+std::string ResumeSettingsDifference(const std::string& saved, const std::string& now);
 std::string EncodeSimCheckpoint(const SimCheckpoint& state);
 // Corruption saying what is malformed (a truncation, a bad checksum, a value out of range).
 Result<SimCheckpoint> DecodeSimCheckpoint(const std::string& bytes);

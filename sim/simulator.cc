@@ -66,9 +66,15 @@ Result<std::unique_ptr<Simulator>> Simulator::Create(const SimConfig& config, Da
   if (config.resume) {
     options.resume = true;
     options.check_checkpoint = [resumed, env = env ? env : Env::Default(),
-                                dir = config.run.checkpoint_dir](const CheckpointState& ck) {
+                                dir = config.run.checkpoint_dir,
+                                settings = ResumeSettings(config)](const CheckpointState& ck) {
       Result<SimCheckpoint> st = LoadSimCheckpoint(env, dir, ck.rounds_done, ck.run_uid);
       if (!st.ok()) return st.status();
+      if (std::string diff = ResumeSettingsDifference(st->settings, settings); !diff.empty())
+        return Status::InvalidArgument(fmt::format(
+            "{} was written with other settings, so the resumed run would differ from the one "
+            "that stopped: {} (resume with the settings it ran with)",
+            SimCheckpointPath(dir, ck.rounds_done), diff));
       *resumed = std::move(*st);
       return Status::Ok();
     };
@@ -451,6 +457,7 @@ void Simulator::SaveState() {
   if (!state_due_) return;
   SimCheckpoint st;
   st.run_uid = driver_->run_uid();
+  st.settings = ResumeSettings(config_);
   st.rounds_done = *state_due_;
   state_due_.reset();
   st.sim_clock = now_;

@@ -397,6 +397,42 @@ TEST(RankSimTest, ResumingIsRefusedWithReasons) {
   EXPECT_NE(s.message().find("tasks in flight"), std::string::npos) << s.message();
 }
 
+// A resume with settings that change the model is refused, naming each changed key and both
+// values; outputs, threads and a longer run are not such settings.
+TEST(RankSimTest, ResumingWithOtherSettingsIsRefusedNamingTheKeys) {
+  testing::TempDir dir;
+  SimConfig c = Config();
+  c.run.checkpoint_dir = dir.path();
+  c.run.round.rounds = 2;
+  Result<DataSplits> data = LoadDataSplits(c.data, true, true);
+  ASSERT_TRUE(data.ok());
+  {
+    Result<std::unique_ptr<Simulator>> sim = Simulator::Create(c, *data);
+    ASSERT_TRUE(sim.ok()) << sim.status().ToString();
+    ASSERT_TRUE((*sim)->Run().ok());
+  }
+  SimConfig other = c;
+  other.resume = true;
+  other.hetero.dropout = 0.2;
+  other.run.round.fit.lr = 0.5f;
+  Result<std::unique_ptr<Simulator>> refused = Simulator::Create(other, *data);
+  ASSERT_FALSE(refused.ok());
+  const std::string m = refused.status().message();
+  EXPECT_NE(m.find("written with other settings"), std::string::npos) << m;
+  EXPECT_NE(m.find("hetero.dropout: was 0.0, now 0.2"), std::string::npos) << m;
+  EXPECT_NE(m.find("fit.lr: was 0.1"), std::string::npos) << m;
+  SimConfig same = c;
+  same.resume = true;
+  same.threads = 2;
+  same.run.round.rounds = 3;
+  same.report_dir = dir.file("elsewhere");
+  Result<std::unique_ptr<Simulator>> resumed = Simulator::Create(same, *data);
+  ASSERT_TRUE(resumed.ok()) << resumed.status().ToString();
+  Result<SimResult> r = (*resumed)->Run();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->rounds.size(), 3u);
+}
+
 TEST(RankSimTest, ARankWithOtherDataIsRefusedBeforeTheFirstRound) {
   SimConfig c = Config();
   SimConfig other = c;
