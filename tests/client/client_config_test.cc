@@ -241,16 +241,22 @@ TEST(ClientDataTest, BadFilesAndPartitionsAreNamed) {
   EXPECT_NE(d.status().message().find("data.partition 'zipf:2'"), std::string::npos) << d.status();
 }
 
-TEST(ClientDataTest, SyntheticSharesAreTheSimulatorsAndCoverTheSet) {
-  // The same data keys give every client the same synthetic draw and the partition the
-  // simulator's Population computes; the shares cover the training set exactly once.
+// Three clients sharing 300 synthetic examples (60 for evaluation) under `partition`, seed 5.
+ClientConfig SyntheticClients(const std::string& partition) {
   ClientConfig o;
   o.data.dataset = "synthetic";
   o.data.train_examples = 300;
   o.data.test_examples = 60;
   o.data.num_clients = 3;
-  o.data.partition = "dirichlet:0.5";
+  o.data.partition = partition;
   o.data.seed = 5;
+  return o;
+}
+
+TEST(ClientDataTest, SyntheticSharesAreTheSimulatorsAndCoverTheSet) {
+  // The same data keys give every client the same synthetic draw and the partition the
+  // simulator's Population computes; the shares cover the training set exactly once.
+  ClientConfig o = SyntheticClients("dirichlet:0.5");
   Result<DataSplits> all = LoadDataSplits(o.data, true, true);
   ASSERT_TRUE(all.ok()) << all.status();
   Result<Partition> parts = MakePartition("dirichlet:0.5", all.value().train->labels, 10, 3, 5);
@@ -273,13 +279,7 @@ TEST(ClientDataTest, SyntheticSharesAreTheSimulatorsAndCoverTheSet) {
 // same draws the simulator's Population adds (keyed by seed, client and example); evaluation
 // data stays clean.
 TEST(ClientDataTest, FeatureNoiseReachesTheClientsTrainingImagesOnly) {
-  ClientConfig o;
-  o.data.dataset = "synthetic";
-  o.data.train_examples = 300;
-  o.data.test_examples = 60;
-  o.data.num_clients = 3;
-  o.data.partition = "dirichlet:0.5+noise:0.2";
-  o.data.seed = 5;
+  ClientConfig o = SyntheticClients("dirichlet:0.5+noise:0.2");
   Result<DataSplits> all = LoadDataSplits(o.data, true, true);
   ASSERT_TRUE(all.ok()) << all.status();
   Result<Partition> parts = MakePartition("dirichlet:0.5", all.value().train->labels, 10, 3, 5);
