@@ -2,10 +2,13 @@
 
 #include <cmath>
 
+#include <fmt/format.h>
+
 namespace tributary {
 namespace {
 
-constexpr double kNormScale = 1048576.0;  // a_i in units of 2^-20 for the exact sum
+constexpr double kNormScale = 1048576.0;      // a_i in units of 2^-20 for the exact sum
+constexpr double kMaxNorm = 4398046511104.0;  // 2^42: a_i * 2^20 < 2^62 fits llround's int64
 
 }  // namespace
 
@@ -40,6 +43,16 @@ Status FedNova::Accumulate(uint64_t weight, const UpdateWriter& writer) {
   weighted_norms_ += static_cast<unsigned __int128>(weight) *
                      static_cast<uint64_t>(std::llround(norm * kNormScale));
   return Status::Ok();
+}
+
+Status FedNova::CheckUpdate(const UpdateStats& stats, uint64_t weight) const {
+  const int64_t steps = local_.StepsFor(weight);
+  if (!(local_.NormFor(steps) < kMaxNorm))
+    return Status::InvalidArgument(
+        fmt::format("fednova: an update of weight {} stands for {} local steps, whose norm is past "
+                    "what the exact sum of norms holds (2^42)",
+                    weight, steps));
+  return mean_.CheckUpdate(stats, weight);
 }
 
 double FedNova::tau_eff() const {

@@ -11,10 +11,11 @@
 // (tau_i - rho * (1 - rho^tau_i) / (1 - rho)) / (1 - rho) (the paper's eq. for momentum).
 //
 // tau_i, the client's optimizer steps, is computed from its aggregation weight n_i (its
-// num_examples, bounded by its Hello and run.max_weight) and the run's fit config, as
+// num_examples, bounded by its Hello; run.max_weight, which would cap it, is refused) and the
+// run's fit config, as
 // Tributary's trainers take them: epochs * ceil(n_i / batch_size), at most fit.max_steps when that
 // is set. A trainer that takes other steps (a Python trainer with its own loop) is normalized as
-// if it had taken these. With run.max_weight capping n_i, the capped n_i sets tau_i too.
+// if it had taken these.
 //
 // Streaming and exact like FedAvg: each delta is folded with its integer weight n_i and the scale
 // 1 / a_i (one float, a function of n_i alone) into the fixed-point sum, and sum_i n_i * a_i is an
@@ -54,9 +55,8 @@ class FedNova final : public Strategy {
   std::string_view name() const override { return "fednova"; }
   Status BeginRound(const ModelWeights& global) override;
   Status Accumulate(uint64_t weight, const UpdateWriter& writer) override;
-  Status CheckUpdate(const UpdateStats& stats, uint64_t weight) const override {
-    return mean_.CheckUpdate(stats, weight);
-  }
+  // WeightedMean's bounds, and a local run short enough for the exact sum of norms (a_i < 2^42).
+  Status CheckUpdate(const UpdateStats& stats, uint64_t weight) const override;
   size_t num_accumulated() const override { return mean_.count(); }
   Result<ModelWeights> Finalize() override;
   std::string needs_each_weight() const override {

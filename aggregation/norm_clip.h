@@ -36,6 +36,7 @@ class NormClip final : public Strategy {
   Result<ModelWeights> Finalize() override { return inner_->Finalize(); }
   Status CheckRoundSize(int64_t n) const override { return inner_->CheckRoundSize(n); }
   float client_proximal_mu() const override { return inner_->client_proximal_mu(); }
+  std::string needs_each_weight() const override { return inner_->needs_each_weight(); }
   Result<ModelWeights> SaveState() const override { return inner_->SaveState(); }
   Status LoadState(const ModelWeights& state, size_t model_size) override {
     return inner_->LoadState(state, model_size);

@@ -137,6 +137,10 @@ Result<std::unique_ptr<Strategy>> MakeRule(std::string_view spec, const SpecStag
     }
     s = std::make_unique<ServerOptimizer>(kind, sp);
   } else if (n == "fednova") {
+    if (!(o.local.momentum >= 0.0 && o.local.momentum < 1.0))
+      return Status::InvalidArgument("strategy '" + std::string(spec) +
+                                     "': fednova needs the clients' momentum (fit.momentum) in "
+                                     "[0, 1)");
     TRIB_ASSIGN_OR_RETURN(double lr, p.Get("server_lr", o.server_lr, kPositive));
     s = std::make_unique<FedNova>(o.local, static_cast<float>(lr));
   } else if (n == "median") {

@@ -55,6 +55,12 @@ Status CheckStrategyComposes(const Strategy& strategy, const RoundConfig& config
         "strategy '{}' cannot be used with differential privacy, whose guarantee covers the "
         "noised sum of clipped updates (the dp.clip_norm stage clips each update itself): {}",
         strategy.name(), why_sum));
+  if (config.max_weight > 0)
+    if (std::string why = strategy.needs_each_weight(); !why.empty())
+      return Status::InvalidArgument(fmt::format(
+          "strategy '{}' cannot be used with run.max_weight = {}, which caps the weight that "
+          "stands for a client's examples: {}",
+          strategy.name(), config.max_weight, why));
   if (config.asynchronous())
     if (std::string why = strategy.needs_each_update(); !why.empty())
       return Status::InvalidArgument(fmt::format(

@@ -30,7 +30,8 @@ void RecordCoolDownMiss(ClientRegistry& registry, const std::string& id, std::st
 // OK when `strategy` can aggregate the run `config` describes; else InvalidArgument naming the
 // strategy, the part of the run it cannot take and its reason: secure aggregation and
 // differential privacy hand it one sum (no rule that needs each update, or each one's weight),
-// asynchronous steps fold each update as it arrives (no rule that needs each update).
+// run.max_weight caps each weight (no rule that needs each one's weight), asynchronous steps fold
+// each update as it arrives (no rule that needs each update).
 Status CheckStrategyComposes(const Strategy& strategy, const RoundConfig& config);
 
 }  // namespace tributary

@@ -14,7 +14,7 @@
 namespace tributary {
 namespace {
 
-constexpr uint32_t kMagic = 0x54525331;  // "TRS1"
+constexpr uint32_t kMagic = 0x54525332;  // "TRS2" (TRS1 had no settings)
 constexpr size_t kDigestChars = 64;
 
 // Every field of a SimRound, in the file's order; `f` is called with each one (bools as bools).

@@ -107,6 +107,22 @@ TEST(FedNovaTest, MomentumAndServerLearningRateMatchTheFormula) {
   }
 }
 
+// A weight standing for more local steps than the exact sum of norms holds is refused before it
+// is folded; a momentum of 1 (no finite norm) is refused when the rule is made.
+TEST(FedNovaTest, ImpossibleLocalRunsAreRefused) {
+  FedNova nova(LocalSteps{10000, 1, 0, 0.0});
+  UpdateStats stats;
+  stats.max_abs = 0.1;
+  EXPECT_TRUE(nova.CheckUpdate(stats, 1000).ok());
+  Status s = nova.CheckUpdate(stats, uint64_t{1} << 30);  // 2^30 examples x 10,000 epochs
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("local steps"), std::string::npos) << s.message();
+  Result<std::unique_ptr<Strategy>> bad =
+      MakeStrategy("fednova", StrategyOptions{1.0f, LocalSteps{1, 32, 0, 1.0}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("fit.momentum"), std::string::npos);
+}
+
 TEST(FedNovaTest, TheResultDoesNotDependOnArrivalOrder) {
   const size_t dim = 1000;
   std::vector<std::vector<float>> deltas(6, std::vector<float>(dim));

@@ -30,6 +30,10 @@ TEST(StrategyComposesTest, FedNovaRefusesSecureAggregationAndDpButTakesAsynchron
   s = CheckStrategyComposes(nova, c);
   EXPECT_THAT(s.message(), HasSubstr("'fednova' cannot be used with differential privacy"));
   c.dp.enabled = false;
+  c.max_weight = 100;  // tau_i would come from the capped weight, not the client's examples
+  s = CheckStrategyComposes(nova, c);
+  EXPECT_THAT(s.message(), HasSubstr("'fednova' cannot be used with run.max_weight = 100"));
+  c.max_weight = 0;
   c.mode = "async";
   EXPECT_TRUE(CheckStrategyComposes(nova, c).ok());
   EXPECT_FALSE(nova.Finalize().ok()) << "nothing accumulated";

@@ -18,12 +18,13 @@
 //                        label, cut into num_clients * K equal shards, give each client K random
 //                        shards. The sample count must divide evenly into the shards. Two shards
 //                        can be of one label, so a client may hold fewer than K labels.
-//   labels:K             NIID-Bench's "#C = K" label skew (Li et al., ICDE 2022): client i holds
-//                        exactly K distinct labels, label i mod num_classes and K - 1 others drawn
+//   labels:K             NIID-Bench's "#C = K" label skew (Li et al., ICDE 2022): client i is
+//                        given K distinct labels, label i mod num_classes and K - 1 others drawn
 //                        at random; each label's samples are shuffled and split into near-equal
-//                        parts (sizes differ by at most 1) among the clients that hold it. A label
-//                        no client holds (possible with fewer clients than classes) or a client
-//                        left with no sample is an error naming it, never a silent drop.
+//                        parts (sizes differ by at most 1) among the clients that hold it (a
+//                        label with fewer samples than holders leaves some with none of it). A
+//                        label no client holds (possible with fewer clients than classes) or a
+//                        client left with no sample is an error naming it, never a silent drop.
 //   quantity:BETA        NIID-Bench's quantity skew: client sizes follow proportions drawn from
 //                        Dirichlet(BETA) over the clients, labels IID (the shuffled samples cut at
 //                        the cumulative proportions). min_size and redraws as for dirichlet.
