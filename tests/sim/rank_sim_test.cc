@@ -101,6 +101,7 @@ struct Mode {
 const Mode kModes[] = {
     {"fedavg", [](SimConfig&) {}},
     {"fedadam", [](SimConfig& c) { c.run.strategy = "fedadam"; }},
+    {"fednova", [](SimConfig& c) { c.run.strategy = "fednova"; }},
     // Top-k keeps error feedback: each client's residual lives on rank 0 and travels.
     {"topk+q8 with error feedback", [](SimConfig& c) { c.run.round.codec = "topk(0.1)+q8"; }},
     {"dp (server)",
