@@ -22,6 +22,7 @@ namespace tributary {
 // SGD with momentum, weight decay and a FedProx proximal term, with PyTorch's semantics:
 //   g = grad + weight_decay * w + proximal_mu * (w - w_anchor)
 //   v = momentum * v + g;  w -= lr * v        (v = g when momentum is 0)
+// and, when the engine holds a SCAFFOLD correction (Engine::SetCorrection), then w -= lr * corr.
 struct SgdConfig {
   float lr = 0.05f;
   float momentum = 0.0f;
@@ -44,9 +45,17 @@ class Engine {
   // Largest batch TrainStep/EvalStep accept.
   virtual int64_t max_batch() const = 0;
 
-  // Copies weights in (layout must match the spec), clears the momentum, and makes these weights
-  // the proximal anchor w_anchor.
+  // Copies weights in (layout must match the spec), clears the momentum and the correction, and
+  // makes these weights the proximal anchor w_anchor.
   virtual Status LoadWeights(const ModelWeights& weights) = 0;
+  // SCAFFOLD's drift correction c - c_i (one value per parameter, layout order): every TrainStep
+  // after this one ends with w -= lr * correction, outside the momentum (the form of NIID-Bench's
+  // and Flower's SCAFFOLD clients). An empty span clears it. InvalidArgument when the size is not
+  // the model's parameter count; Unimplemented on a backend without it.
+  virtual Status SetCorrection(std::span<const float> correction) {
+    if (correction.empty()) return Status::Ok();
+    return Status::Unimplemented("SCAFFOLD's correction is not implemented on " + device_name());
+  }
   // Copies the current weights out into `out`, which must have the spec's layout.
   virtual Status StoreWeights(ModelWeights* out) = 0;
 

@@ -66,6 +66,7 @@ Result<FitResult> NativeTrainer::fit(const ModelWeights& global, const FitConfig
   const int64_t batch = std::min<int64_t>(cfg.batch_size, n);
   TRIB_RETURN_IF_ERROR(EnsureEngine(batch));
   TRIB_RETURN_IF_ERROR(engine_->LoadWeights(global));
+  TRIB_RETURN_IF_ERROR(engine_->SetCorrection(cfg.correction).WithContext("fit"));
 
   const SgdConfig sgd{cfg.lr, cfg.momentum, cfg.weight_decay, cfg.proximal_mu};
   std::vector<uint32_t> order(static_cast<size_t>(n));
@@ -116,6 +117,7 @@ Result<FitResult> NativeTrainer::fit(const ModelWeights& global, const FitConfig
   TRIB_RETURN_IF_ERROR(engine_->StoreWeights(&res.weights));
   current_ = res.weights;
   res.num_examples = n;
+  res.steps = steps;
   res.metrics["train_loss"] = last_epoch.loss_sum / std::max<int64_t>(1, last_epoch.count);
   res.metrics["train_accuracy"] =
       static_cast<double>(last_epoch.correct) / std::max<int64_t>(1, last_epoch.count);

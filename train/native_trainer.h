@@ -43,6 +43,8 @@ class NativeTrainer final : public Trainer {
 
   Result<ModelWeights> get_parameters() override;
   Result<FitResult> fit(const ModelWeights& global, const FitConfig& config) override;
+  // SCAFFOLD's correction is applied by the engine after every step (Engine::SetCorrection).
+  bool applies_correction() const override { return true; }
   Result<EvalResult> evaluate(const ModelWeights& weights, const EvalConfig& config) override;
   // Class probabilities, count rows of spec().num_classes, on a CPU engine of its own (whatever
   // engine fit() uses), in batches of up to 256 samples. Needs no training or evaluation set.

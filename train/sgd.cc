@@ -5,7 +5,7 @@
 namespace tributary {
 
 void SgdUpdate(float* w, const float* grad, float* velocity, const float* anchor, size_t n,
-               const SgdConfig& cfg) {
+               const SgdConfig& cfg, const float* correction) {
   const float lr = cfg.lr, wd = cfg.weight_decay, mu = cfg.proximal_mu, m = cfg.momentum;
   TRIB_CHECK(mu == 0.0f || anchor != nullptr, "proximal term needs an anchor");
   TRIB_CHECK(m == 0.0f || velocity != nullptr, "momentum needs a velocity buffer");
@@ -24,6 +24,9 @@ void SgdUpdate(float* w, const float* grad, float* velocity, const float* anchor
       w[i] -= lr * velocity[i];
     }
   }
+  // A separate subtraction, not folded into g: the correction stays out of the momentum.
+  if (correction != nullptr)
+    for (size_t i = 0; i < n; ++i) w[i] -= lr * correction[i];
 }
 
 }  // namespace tributary

@@ -46,6 +46,12 @@ struct FitConfig {
   // runtime, never sent on the wire, and not part of the value (operator== ignores it). The
   // default token is never requested.
   std::stop_token stop{};
+  // SCAFFOLD (Karimireddy et al., ICML 2020): the drift correction c - c_i, one value per
+  // parameter in the layout's order, or empty. A trainer that applies it (see
+  // Trainer::applies_correction) ends every optimizer step with w -= lr * correction, outside any
+  // momentum. Set by the client runtime from the task's server control variate and the client's
+  // own, never sent on the wire, not part of the value; valid for the duration of fit().
+  std::span<const float> correction{};
 
   friend bool operator==(const FitConfig& a, const FitConfig& b) {
     return a.epochs == b.epochs && a.batch_size == b.batch_size && a.lr == b.lr &&
@@ -58,6 +64,9 @@ struct FitResult {
   ModelWeights weights;
   int64_t num_examples = 0;
   Metrics metrics;  // e.g. "train_loss", "train_accuracy", "samples_per_second"
+  // The optimizer steps fit() took (SCAFFOLD's client divides its model change by steps * lr);
+  // 0 when the trainer does not say. Last, so that FitResult{weights, n, metrics} still builds.
+  int64_t steps = 0;
 };
 
 struct EvalConfig {
@@ -79,6 +88,9 @@ class Trainer {
   virtual Result<ModelWeights> get_parameters() = 0;
   virtual Result<FitResult> fit(const ModelWeights& global, const FitConfig& config) = 0;
   virtual Result<EvalResult> evaluate(const ModelWeights& weights, const EvalConfig& config) = 0;
+  // Whether fit() applies FitConfig::correction (SCAFFOLD) and reports FitResult::steps. A client
+  // whose trainer does not refuses a SCAFFOLD task, rather than train without the correction.
+  virtual bool applies_correction() const { return false; }
   // The model's outputs for `count` samples stored one after another in `inputs` (each sample's
   // values in the trainer's own input layout), computed with `weights` (the layout of
   // get_parameters()); for a classifier, count rows of class probabilities. Optional: the default

@@ -54,6 +54,60 @@ TEST(SgdTest, MatchesHandComputedSteps) {
   EXPECT_NEAR(plain, 0.95f, 1e-7);
 }
 
+// SCAFFOLD's correction is subtracted times lr after the step and never enters the momentum.
+TEST(SgdTest, TheScaffoldCorrectionStaysOutOfTheMomentum) {
+  // w=1, grad=0.5, lr=0.1, momentum=0.9, correction=0.3.
+  float w = 1.0f, g = 0.5f, v = 0.0f, corr = 0.3f;
+  const SgdConfig cfg{0.1f, 0.9f, 0.0f, 0.0f};
+  SgdUpdate(&w, &g, &v, nullptr, 1, cfg, &corr);
+  // v = 0.5; w = 1 - 0.05 - 0.03 = 0.92
+  EXPECT_NEAR(v, 0.5f, 1e-7);
+  EXPECT_NEAR(w, 0.92f, 1e-6);
+  SgdUpdate(&w, &g, &v, nullptr, 1, cfg, &corr);
+  // v = 0.45 + 0.5 = 0.95; w = 0.92 - 0.095 - 0.03 = 0.795
+  EXPECT_NEAR(v, 0.95f, 1e-6);
+  EXPECT_NEAR(w, 0.795f, 1e-6);
+}
+
+// The engine applies the correction it was given after every step of a fit: with a zero
+// correction the fit is bitwise the plain one; with correction c, every step takes lr * c more,
+// and LoadWeights clears it. Gradients depend on the weights, so the two runs are compared on a
+// model whose loss does not move much in 3 steps: the difference is close to steps * lr * c.
+TEST(NativeTrainerTest, FitAppliesTheScaffoldCorrectionAtEveryStep) {
+  auto data = std::make_shared<Dataset>(Synthetic(96, 3));
+  auto spec = *ModelSpecByName("mlp");
+  auto t = *NativeTrainer::Create(spec, data, nullptr, 2);
+  EXPECT_TRUE(t->applies_correction());
+  const ModelWeights w0 = *t->get_parameters();
+  FitConfig cfg;
+  cfg.batch_size = 32;  // 3 steps
+  cfg.lr = 1e-4f;
+  cfg.seed = 4;
+  FitResult plain = *t->fit(w0, cfg);
+  EXPECT_EQ(plain.steps, 3);
+  const std::vector<float> zeros(w0.size(), 0.0f);
+  cfg.correction = zeros;
+  EXPECT_EQ(t->fit(w0, cfg)->weights.content_hash(), plain.weights.content_hash());
+  const std::vector<float> c(w0.size(), 2.0f);
+  cfg.correction = c;
+  FitResult corrected = *t->fit(w0, cfg);
+  double mean_shift = 0.0;
+  for (size_t i = 0; i < w0.size(); ++i)
+    mean_shift += plain.weights.data()[i] - corrected.weights.data()[i];
+  mean_shift /= static_cast<double>(w0.size());
+  EXPECT_NEAR(mean_shift, 3 * 1e-4 * 2.0, 1e-6);
+  // The correction was for that fit only.
+  cfg.correction = {};
+  EXPECT_EQ(t->fit(w0, cfg)->weights.content_hash(), plain.weights.content_hash());
+  // One of another size is refused, naming both sizes.
+  const std::vector<float> short_one(5, 1.0f);
+  cfg.correction = short_one;
+  Result<FitResult> refused = t->fit(w0, cfg);
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("5 values"), std::string::npos)
+      << refused.status().message();
+}
+
 TEST(NativeTrainerTest, LearnsSyntheticDataToStatedAccuracy) {
   auto train = std::make_shared<Dataset>(Synthetic(2000, 1));
   auto test = std::make_shared<Dataset>(Synthetic(500, 2));

@@ -125,6 +125,16 @@ Status CpuEngine::LoadWeights(const ModelWeights& weights) {
   std::copy(weights.data().begin(), weights.data().end(), params_.begin());
   std::copy(params_.begin(), params_.end(), anchor_.begin());
   std::fill(velocity_.begin(), velocity_.end(), 0.0f);
+  correction_.clear();
+  return Status::Ok();
+}
+
+Status CpuEngine::SetCorrection(std::span<const float> correction) {
+  if (!correction.empty() && correction.size() != params_.size())
+    return Status::InvalidArgument(
+        "the SCAFFOLD correction has " + std::to_string(correction.size()) + " values; model " +
+        spec_.name + " has " + std::to_string(params_.size()) + " parameters");
+  correction_.assign(correction.begin(), correction.end());
   return Status::Ok();
 }
 
@@ -225,7 +235,8 @@ StepStats CpuEngine::TrainStep(const Dataset& data, std::span<const uint32_t> ba
       static_cast<int>(std::min<int64_t>(static_cast<int64_t>(batch.size()), threads()));
   if (shards == 1) {
     StepStats st = ComputeGradients(data, batch);
-    SgdUpdate(params_.data(), grads_.data(), velocity_.data(), anchor_.data(), params_.size(), cfg);
+    SgdUpdate(params_.data(), grads_.data(), velocity_.data(), anchor_.data(), params_.size(), cfg,
+              correction_.empty() ? nullptr : correction_.data());
     return st;
   }
   StepStats st = Step(data, batch, /*need_grad=*/true);
@@ -235,7 +246,8 @@ StepStats CpuEngine::TrainStep(const Dataset& data, std::span<const uint32_t> ba
     const auto [begin, end] = ShardRange(n, shards, t);
     SumGradients(shards, begin, end);
     SgdUpdate(params_.data() + begin, grads_.data() + begin, velocity_.data() + begin,
-              anchor_.data() + begin, static_cast<size_t>(end - begin), cfg);
+              anchor_.data() + begin, static_cast<size_t>(end - begin), cfg,
+              correction_.empty() ? nullptr : correction_.data() + begin);
   });
   return st;
 }

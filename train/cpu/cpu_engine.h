@@ -38,6 +38,7 @@ class CpuEngine final : public Engine {
   int threads() const { return static_cast<int>(replicas_.size()); }
   Status LoadWeights(const ModelWeights& weights) override;
   Status StoreWeights(ModelWeights* out) override;
+  Status SetCorrection(std::span<const float> correction) override;
   StepStats TrainStep(const Dataset& data, std::span<const uint32_t> batch,
                       const SgdConfig& cfg) override;
   StepStats EvalStep(const Dataset& data, std::span<const uint32_t> batch) override;
@@ -83,6 +84,7 @@ class CpuEngine final : public Engine {
   std::vector<Replica> replicas_;
   std::unique_ptr<ForkJoin> pool_;  // null with one thread
   AlignedVector params_, grads_, velocity_, anchor_;
+  std::vector<float> correction_;  // empty: none
 };
 
 }  // namespace tributary::cpu

@@ -104,8 +104,25 @@ Status CudaEngine::LoadWeights(const ModelWeights& weights) {
   CUDA_CHECK(cudaMemcpyAsync(anchor_.data(), params_.data(), bytes, cudaMemcpyDeviceToDevice,
                              ctx_->stream()));
   CUDA_CHECK(cudaMemsetAsync(velocity_.data(), 0, bytes, ctx_->stream()));
+  has_correction_ = false;
   // The host buffer is pageable and belongs to the caller: finish before returning.
   return ctx_->Synchronize();
+}
+
+Status CudaEngine::SetCorrection(std::span<const float> correction) {
+  TRIB_RETURN_IF_ERROR(status_);
+  if (correction.empty()) {
+    has_correction_ = false;
+    return Status::Ok();
+  }
+  if (correction.size() != num_params_)
+    return Status::InvalidArgument(
+        "the SCAFFOLD correction has " + std::to_string(correction.size()) + " values; model " +
+        spec_.name + " has " + std::to_string(num_params_) + " parameters");
+  TRIB_RETURN_IF_ERROR(ctx_->Activate());
+  TRIB_RETURN_IF_ERROR(correction_.Upload(correction.data(), correction.size(), ctx_->stream()));
+  has_correction_ = true;
+  return Status::Ok();
 }
 
 Status CudaEngine::StoreWeights(ModelWeights* out) {
@@ -172,6 +189,7 @@ Status CudaEngine::Step(const Dataset& data, std::span<const uint32_t> batch, co
     TRIB_RETURN_IF_ERROR(Backward(n));
     const SgdParams p{sgd->lr, sgd->momentum, sgd->weight_decay, sgd->proximal_mu};
     CUDA_CHECK(LaunchSgdUpdate(params_.data(), grads_.data(), velocity_.data(), anchor_.data(),
+                               has_correction_ ? correction_.data() : nullptr,
                                static_cast<int64_t>(num_params_), p, ctx_->stream()));
   }
   TRIB_RETURN_IF_ERROR(ctx_->Synchronize());

@@ -38,6 +38,7 @@ class CudaEngine final : public Engine {
   int64_t max_batch() const override { return max_batch_; }
   Status LoadWeights(const ModelWeights& weights) override;
   Status StoreWeights(ModelWeights* out) override;
+  Status SetCorrection(std::span<const float> correction) override;
   StepStats TrainStep(const Dataset& data, std::span<const uint32_t> batch,
                       const SgdConfig& cfg) override;
   StepStats EvalStep(const Dataset& data, std::span<const uint32_t> batch) override;
@@ -72,6 +73,8 @@ class CudaEngine final : public Engine {
   std::vector<float*> act_ptr_;          // aliases for identity layers
   DeviceBuffer<float> grad_a_, grad_b_;  // ping-pong activation gradients
   DeviceBuffer<float> params_, grads_, velocity_, anchor_;
+  DeviceBuffer<float> correction_;  // empty (unallocated) or num_params_; see has_correction_
+  bool has_correction_ = false;
   DeviceBuffer<uint32_t> batch_idx_;
   DeviceBuffer<uint8_t> batch_labels_;
   DeviceBuffer<LossTotals> totals_;

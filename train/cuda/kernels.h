@@ -75,11 +75,13 @@ cudaError_t LaunchSoftmaxXent(const float* logits, const uint8_t* labels, int64_
                               float* grad, LossTotals* totals, cudaStream_t stream);
 
 // sgd.cu: the update of train/sgd.h, elementwise over n parameters. velocity may be null when
-// momentum is 0; anchor may be null when mu is 0.
+// momentum is 0; anchor may be null when mu is 0; correction (SCAFFOLD's, subtracted times lr
+// after the step) may be null.
 struct SgdParams {
   float lr, momentum, weight_decay, proximal_mu;
 };
 cudaError_t LaunchSgdUpdate(float* w, const float* grad, float* velocity, const float* anchor,
-                            int64_t n, const SgdParams& p, cudaStream_t stream);
+                            const float* correction, int64_t n, const SgdParams& p,
+                            cudaStream_t stream);
 
 }  // namespace tributary::cuda

@@ -222,8 +222,8 @@ TEST_F(CudaSgdTest, EveryConfigurationMatchesCpu) {
       SgdUpdate(w.data(), grad.data(), v.data(), anchor.data(), n, cfg);
       ASSERT_TRUE(dg.Upload(grad, ctx_->stream()).ok());
       const SgdParams p{cfg.lr, cfg.momentum, cfg.weight_decay, cfg.proximal_mu};
-      ASSERT_EQ(LaunchSgdUpdate(dw.data(), dg.data(), dv.data(), da.data(), static_cast<int64_t>(n),
-                                p, ctx_->stream()),
+      ASSERT_EQ(LaunchSgdUpdate(dw.data(), dg.data(), dv.data(), da.data(), nullptr,
+                                static_cast<int64_t>(n), p, ctx_->stream()),
                 cudaSuccess);
     }
     std::vector<float> got_w, got_v;

@@ -225,18 +225,22 @@ TEST(KernelEmulationTest, SgdMatchesCpuInEveryConfiguration) {
   for (const SgdConfig& cfg :
        {SgdConfig{0.1f, 0.0f, 0.0f, 0.0f}, SgdConfig{0.05f, 0.0f, 1e-3f, 0.0f},
         SgdConfig{0.05f, 0.9f, 0.0f, 0.0f}, SgdConfig{0.02f, 0.9f, 1e-4f, 0.1f}}) {
-    std::vector<float> w = Random(n, 13), anchor = Random(n, 14), v(n, 0.0f);
-    std::vector<float> w2 = w, v2 = v;
-    for (int step = 0; step < 3; ++step) {
-      const auto grad = Random(n, 20 + static_cast<uint64_t>(step));
-      SgdUpdate(w.data(), grad.data(), v.data(), anchor.data(), n, cfg);
-      const SgdParams p{cfg.lr, cfg.momentum, cfg.weight_decay, cfg.proximal_mu};
-      ASSERT_EQ(LaunchSgdUpdate(w2.data(), grad.data(), v2.data(), anchor.data(),
-                                static_cast<int64_t>(n), p, kStream),
-                cudaSuccess);
+    for (bool corrected : {false, true}) {  // SCAFFOLD's correction, outside the momentum
+      std::vector<float> w = Random(n, 13), anchor = Random(n, 14), v(n, 0.0f);
+      const std::vector<float> correction = Random(n, 15);
+      const float* corr = corrected ? correction.data() : nullptr;
+      std::vector<float> w2 = w, v2 = v;
+      for (int step = 0; step < 3; ++step) {
+        const auto grad = Random(n, 20 + static_cast<uint64_t>(step));
+        SgdUpdate(w.data(), grad.data(), v.data(), anchor.data(), n, cfg, corr);
+        const SgdParams p{cfg.lr, cfg.momentum, cfg.weight_decay, cfg.proximal_mu};
+        ASSERT_EQ(LaunchSgdUpdate(w2.data(), grad.data(), v2.data(), anchor.data(), corr,
+                                  static_cast<int64_t>(n), p, kStream),
+                  cudaSuccess);
+      }
+      ExpectNear(w2, w, 1e-6f);
+      ExpectNear(v2, v, 1e-6f);
     }
-    ExpectNear(w2, w, 1e-6f);
-    ExpectNear(v2, v, 1e-6f);
   }
 }
 
