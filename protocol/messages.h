@@ -1,4 +1,4 @@
-// The messages of protocol version 3 (kProtocolVersion), as plain structs with cereal serialize().
+// The messages of protocol version 4 (kProtocolVersion), as plain structs with cereal serialize().
 //
 // A connection carries a std::variant of these (Message). On the wire each message is one cereal
 // binary body behind a frame header whose type byte says which struct it is (frame.h); there are no
@@ -163,17 +163,22 @@ struct CodecSpec {
 };
 
 // Coordinator -> client: train round `round` starting from `model` (version `model_version`).
+// `control` is SCAFFOLD's server control variate c (one float per parameter, raw, since protocol
+// version 4), empty unless the run's strategy is scaffold; a client given one applies the
+// correction c - c_i while it trains and answers with UpdateSubmission::control_delta.
 struct TaskAssignment {
   uint64_t round = 0;
   uint64_t model_version = 0;
   FitConfig fit;
   CodecSpec codec;
   uint64_t deadline_ms = 0;  // the update must arrive within this many ms of the assignment
+  SharedFloats control;      // before the model: the model's data stays the message's last bytes
   ModelPayload model;
 
   template <class Ar>
   void serialize(Ar& ar) {
-    ar(round, model_version, fit, codec, deadline_ms, model);
+    ar(round, model_version, fit, codec, deadline_ms,
+       wire::Capped("task.control", control, kMaxPayloadFloats), model);
   }
   friend bool operator==(const TaskAssignment&, const TaskAssignment&) = default;
 };
@@ -211,18 +216,23 @@ struct EncodedUpdate {
   friend bool operator==(const EncodedUpdate&, const EncodedUpdate&) = default;
 };
 
-// Client -> coordinator: the result of a TaskAssignment.
+// Client -> coordinator: the result of a TaskAssignment. `control_delta` (since protocol version
+// 4) is SCAFFOLD's c_i+ - c_i, raw floats, one per parameter, when the task carried a control
+// variate; empty otherwise. The coordinator refuses an update whose control_delta is present when
+// it was not asked for, absent when it was, of another length, or not finite.
 struct UpdateSubmission {
   uint64_t round = 0;
   uint64_t model_version = 0;  // the version the update is a delta against
   uint64_t num_examples = 0;
   WireMetrics metrics;
+  SharedFloats control_delta;  // before the update: its bytes stay the message's last bytes
   EncodedUpdate update;
 
   template <class Ar>
   void serialize(Ar& ar) {
     ar(round, model_version, num_examples,
-       wire::Capped("metrics", metrics, kMaxMetrics, kMaxNameBytes), update);
+       wire::Capped("metrics", metrics, kMaxMetrics, kMaxNameBytes),
+       wire::Capped("update.control_delta", control_delta, kMaxPayloadFloats), update);
   }
   friend bool operator==(const UpdateSubmission&, const UpdateSubmission&) = default;
 };

@@ -23,7 +23,8 @@ inline constexpr uint32_t kFrameMagic = 0x42495254;
 // The protocol version this build speaks. A frame with another version is rejected with an error
 // that names both versions.
 // Version 3: SecAggStartMsg carries max_dropout (secure aggregation's default degree).
-inline constexpr uint16_t kProtocolVersion = 3;
+// Version 4: TaskAssignment carries SCAFFOLD's control variate, UpdateSubmission its control delta.
+inline constexpr uint16_t kProtocolVersion = 4;
 // Every frame starts with this fixed-size header (see frame.h for the layout).
 inline constexpr size_t kFrameHeaderBytes = 16;
 // A chunk frame's payload starts with this header: transfer id, offset, total size (3 x uint64).

@@ -80,6 +80,12 @@ int main(int argc, char** argv) {
   update.num_examples = 600;
   update.metrics = {{"train_loss", 0.4}, {"train_accuracy", 0.9}};
   update.update = {"dense", 0xabcdef, 100, Bytes(400, 7)};
+  // SCAFFOLD (protocol version 4): the task carries the server's control variate, the update the
+  // client's control delta.
+  TaskAssignment task_scaffold = task;
+  task_scaffold.control = SharedFloats(std::vector<float>(300, 0.5f));
+  UpdateSubmission update_scaffold = update;
+  update_scaffold.control_delta = SharedFloats(std::vector<float>(100, -0.25f));
   const SecAggKeysMsg secagg_keys{4, "edge-1", Bytes(32, 1), Bytes(32, 2), "PEM", Bytes(64, 3)};
   const SecAggKeysMsg secagg_bare{4, "edge-2", Bytes(32, 4), Bytes(32, 5), "", {}};
   const SecAggSealedShareMsg secagg_share{"edge-1", "edge-2", Bytes(116, 6)};
@@ -90,6 +96,8 @@ int main(int argc, char** argv) {
       {"task_q8_chunked", task_q8},
       {"evaluate_task", EvaluateTask{3, 2, 64, 100, 1000, {0xabcdef, {1, 2, 3}}}},
       {"update_chunked", update},
+      {"task_scaffold_chunked", task_scaffold},
+      {"update_scaffold_chunked", update_scaffold},
       {"evaluate_result", EvaluateResult{3, 2, 100, 0.3, 0.8, {{"f1", 0.7}}}},
       {"heartbeat", Heartbeat{1, 1700000000000}},
       {"error", Error{3, "FRAME_TOO_LARGE: frame payload length 1099511627776 exceeds the cap"}},
@@ -164,6 +172,15 @@ int main(int argc, char** argv) {
   std::memcpy(few_body.data() + 4 + 11 + 21 + 8 + 8, &many, 8);
   put("layout_count_lie",
       Cat({Header(kFrameMagic, kProtocolVersion, 1, 0, few_body.size()), few_body}));
+
+  // An update whose control delta claims 2^50 floats: its count follows round, model_version,
+  // num_examples (3 x 8) and the metrics map.
+  UpdateSubmission lying = update_scaffold;
+  lying.metrics.clear();
+  Bytes lying_body = *EncodeMessageBody(lying);
+  std::memcpy(lying_body.data() + 24 + 8, &lie, 8);
+  put("control_delta_size_lie",
+      Cat({Header(kFrameMagic, kProtocolVersion, 5, 0, lying_body.size()), lying_body}));
 
   const Bytes task_frames = Frames(task);
   put("truncated_mid_header", Bytes(task_frames.begin(), task_frames.begin() + 9));

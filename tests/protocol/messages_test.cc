@@ -30,6 +30,7 @@ std::vector<Message> SampleMessages() {
   task.codec.spec = "topk(0.01)+q8";
   task.deadline_ms = 30000;
   task.model = {0x1234abcdULL, {1.5f, -2.0f, 0.0f, 3.25f}};
+  task.control = {0.25f, -0.5f, 0.0f, 1.0f};  // SCAFFOLD's server control variate (version 4)
   EvaluateTask eval{3, 2, 128, 1000, 5000, {77, {0.5f, 0.25f}}};
   UpdateSubmission update;
   update.round = 12;
@@ -37,6 +38,7 @@ std::vector<Message> SampleMessages() {
   update.num_examples = 600;
   update.metrics = {{"train_loss", 0.42}, {"train_accuracy", 0.9}};
   update.update = {"dense", 0x1234abcdULL, 4, {1, 2, 3, 4, 5, 6, 7, 8}};
+  update.control_delta = {-0.125f, 2.0f, 0.0f, 3.5f};  // and the client's control delta
   EvaluateResult result{3, 2, 1000, 0.31, 0.88, {{"f1", 0.8}}};
   const SecAggKeysMsg keys{12,
                            "edge-7",
@@ -98,11 +100,13 @@ TEST(MessagesTest, BodyIsCerealBinaryFormat) {
   u.model_version = 4;
   u.num_examples = 32;
   u.metrics = {{"a", 1.0}, {"bb", 2.5}};
+  u.control_delta = std::vector<float>{0.5f, -1.0f};  // SCAFFOLD's (protocol version 4)
   u.update = {"dense", 99, 2, {9, 8, 7}};
   std::ostringstream os;
   {
     cereal::BinaryOutputArchive ar(os);
-    ar(u.round, u.model_version, u.num_examples, u.metrics, u.update.codec,
+    ar(u.round, u.model_version, u.num_examples, u.metrics,
+       std::vector<float>(u.control_delta.begin(), u.control_delta.end()), u.update.codec,
        u.update.layout_fingerprint, u.update.num_floats, u.update.bytes.ToVector());
   }
   const std::string stock = os.str();
@@ -333,6 +337,32 @@ TEST(MessagesTest, EncodedPayloadSizeTagIsCheckedBeforeAllocating) {
                                           std::span<const uint8_t>(body.data(), body.size() - cut));
     ASSERT_FALSE(m.ok()) << cut;
     EXPECT_NE(m.status().message().find("model.encoded"), std::string::npos) << m.status();
+  }
+}
+
+// SCAFFOLD's control delta (protocol version 4) is checked like any float list: a count past the
+// bytes that arrived is refused from its size tag, naming the field, before anything is
+// allocated.
+TEST(MessagesTest, ControlDeltaSizeTagIsCheckedBeforeAllocating) {
+  UpdateSubmission u;
+  u.round = 1;
+  u.control_delta = std::vector<float>(10, 0.5f);
+  u.update = {"dense", 7, 1, {1, 2, 3, 4}};
+  std::vector<uint8_t> body = *EncodeMessageBody(u);
+  // round, model_version, num_examples (3 x 8), an empty metrics map (8): then the count.
+  const size_t tag_at = 32;
+  uint64_t count = 0;
+  std::memcpy(&count, body.data() + tag_at, 8);
+  ASSERT_EQ(count, 10u);
+  for (uint64_t bad : {uint64_t{1} << 40, std::numeric_limits<uint64_t>::max()}) {
+    std::vector<uint8_t> b = body;
+    std::memcpy(b.data() + tag_at, &bad, 8);
+    Result<Message> m = DecodeMessageBody(MessageType::kUpdateSubmission, b);
+    ASSERT_FALSE(m.ok()) << bad;
+    EXPECT_EQ(ProtocolErrorCodeOf(m.status()), ErrorCode::kMalformedMessage);
+    EXPECT_NE(m.status().message().find("update.control_delta: size " + std::to_string(bad)),
+              std::string::npos)
+        << m.status();
   }
 }
 
