@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <charconv>
+#include <cmath>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -27,6 +28,7 @@ Result<uint64_t> GetCount(const nlohmann::json& j, const char* key, const std::s
 }
 
 constexpr const char* kGlobalModelFormat = "tributary-global-model-1";
+constexpr const char* kControlFormat = "tributary-scaffold-control-1";
 constexpr const char* kChecksumKey = "sha256";
 
 // The file's SHA-256 (crypto/model_checksum.h; coordinator/checkpoint.cc checks its files the same
@@ -129,6 +131,53 @@ Result<CodecState> ClientState::LoadCodecState(size_t max_floats) const {
 
 Status ClientState::SaveCodecState(const CodecState& state) {
   return WriteFileAtomic(dir_ + "/" + kCodecStateFileName, SerializeCodecState(state));
+}
+
+Status ClientState::SaveControl(std::span<const float> control, const ModelWeights& layout) {
+  const std::string file = dir_ + "/" + kControlFileName;
+  if (control.size() != layout.size())
+    return Status::InvalidArgument(
+        fmt::format("{}: a control variate of {} values for a model of {}", file, control.size(),
+                    layout.size()));
+  TRIB_ASSIGN_OR_RETURN(
+      ModelWeights w, ModelWeights::Create({{"control", {static_cast<int64_t>(control.size())}}}));
+  std::copy(control.begin(), control.end(), w.data().begin());
+  SafetensorsMetadata meta{{"format", kControlFormat},
+                           {"model_fingerprint", std::to_string(layout.fingerprint())}};
+  meta[kChecksumKey] = ModelChecksum(kControlFormat, meta, kChecksumKey, w);
+  return WriteFileAtomic(file, SerializeSafetensors(w, meta))
+      .WithContext("cannot save SCAFFOLD's control variate to " + file);
+}
+
+Result<std::vector<float>> ClientState::LoadControl(const ModelWeights& layout) const {
+  const std::string file = dir_ + "/" + kControlFileName;
+  const uint64_t max_bytes = 8 + 4096 + layout.size_bytes();
+  Result<std::vector<uint8_t>> bytes = ReadFileBytes(file, max_bytes);
+  if (!bytes.ok()) {
+    if (bytes.status().code() == StatusCode::kOutOfRange)
+      return Status::FailedPrecondition(
+          fmt::format("{} is larger than a control variate of the trainer's {} parameters can be "
+                      "({} bytes): it belongs to another model, or was damaged",
+                      file, layout.size(), max_bytes));
+    return bytes.status();  // NotFound when nothing was saved yet
+  }
+  SafetensorsMetadata meta;
+  Result<ModelWeights> parsed = ParseSafetensors(*bytes, &meta);
+  if (!parsed.ok()) return parsed.status().WithContext(file);
+  if (meta["format"] != kControlFormat)
+    return Status::Corruption(
+        fmt::format("{}: not a SCAFFOLD control variate (format '{}')", file, meta["format"]));
+  TRIB_RETURN_IF_ERROR(VerifyModelChecksum(file, kControlFormat, meta, kChecksumKey, *parsed));
+  TRIB_ASSIGN_OR_RETURN(const uint64_t fingerprint, MetadataU64(meta, "model_fingerprint", file));
+  if (fingerprint != layout.fingerprint() || parsed->size() != layout.size())
+    return Status::FailedPrecondition(
+        fmt::format("{} belongs to a model of layout {:016x} with {} parameters; the trainer's has "
+                    "layout {:016x} with {}",
+                    file, fingerprint, parsed->size(), layout.fingerprint(), layout.size()));
+  std::vector<float> out(parsed->data().begin(), parsed->data().end());
+  for (float v : out)
+    if (!std::isfinite(v)) return Status::Corruption(file + ": a value is not finite");
+  return out;
 }
 
 Status ClientState::SaveGlobalModel(const ModelWeights& weights, uint64_t round,

@@ -13,6 +13,11 @@
 // The error-feedback residual of the client's codec lives next to it in <dir>/codec_state.bin
 // (compression/codec_state.h format), also replaced atomically, so it survives a restart.
 //
+// SCAFFOLD's client control variate c_i lives in <dir>/scaffold_control.safetensors (one tensor,
+// "control", of the model's parameter count; metadata: format, the model's layout fingerprint and
+// a SHA-256 as below), replaced atomically after every SCAFFOLD fit, so the client's drift
+// correction survives a restart.
+//
 // The latest global model the client received lives in <dir>/global_model.safetensors, replaced
 // atomically, so the app can predict with it after a restart (Client::predict). It is a plain
 // safetensors file (any safetensors reader opens it) whose metadata holds the round, the model
@@ -28,8 +33,10 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "compression/codec.h"
 #include "core/lock_file.h"
@@ -86,6 +93,15 @@ class ClientState {
   static constexpr const char* kGlobalModelFileName = "global_model.safetensors";
   Status SaveGlobalModel(const ModelWeights& weights, uint64_t round, uint64_t model_version);
   Result<SavedGlobalModel> LoadGlobalModel(const ModelWeights& layout) const;
+
+  // SCAFFOLD's control variate c_i for a model of `layout`. Save replaces the file atomically
+  // (IoError naming it). Load: NotFound when there is none; FailedPrecondition naming the file when
+  // it belongs to another layout (checked by size before anything is read in, then by
+  // fingerprint); Corruption naming the file when it is malformed, fails its checksum or holds a
+  // value that is not finite.
+  static constexpr const char* kControlFileName = "scaffold_control.safetensors";
+  Status SaveControl(std::span<const float> control, const ModelWeights& layout);
+  Result<std::vector<float>> LoadControl(const ModelWeights& layout) const;
 
   const std::string& dir() const { return dir_; }
   std::string state_file() const { return dir_ + "/" + kStateFileName; }

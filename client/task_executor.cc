@@ -113,6 +113,83 @@ CodecState* TaskExecutor::PrepareCodecState(const Codec& codec, size_t n) {
   return &codec_state_;
 }
 
+std::vector<float>& TaskExecutor::PrepareControl(const ModelWeights& global) {
+  if (!control_loaded_ && state_) {
+    Result<std::vector<float>> saved = state_->LoadControl(global);
+    if (saved.ok()) {
+      control_ = std::move(*saved);
+    } else {
+      if (saved.status().code() != StatusCode::kNotFound)
+        Log().warn("SCAFFOLD: starting with a zero control variate: {}", saved.status().ToString());
+      control_.clear();
+    }
+  }
+  control_loaded_ = true;
+  if (control_.size() != global.size()) control_.assign(global.size(), 0.0f);
+  return control_;
+}
+
+Status TaskExecutor::PrepareCorrection(const TaskAssignment& task, const ModelWeights& global,
+                                       const std::string& what, std::vector<float>* correction) {
+  const std::span<const float> c = task.control.span();
+  if (c.size() != global.size())
+    return ProtocolError(ErrorCode::kProtocolViolation,
+                         fmt::format("{}: SCAFFOLD's control variate has {} values, the model {}",
+                                     what, c.size(), global.size()));
+  for (size_t i = 0; i < c.size(); ++i)
+    if (!std::isfinite(c[i]))
+      return ProtocolError(
+          ErrorCode::kProtocolViolation,
+          fmt::format("{}: SCAFFOLD's control variate holds a value that is not finite at {}", what,
+                      i));
+  if (!trainer_->applies_correction())
+    return ProtocolError(
+        ErrorCode::kInternal,
+        fmt::format("{}: the run's strategy is SCAFFOLD, and this client's trainer "
+                    "does not apply its drift correction "
+                    "(Trainer::applies_correction); Tributary's native trainer "
+                    "does",
+                    what));
+  if (!(task.fit.lr > 0.0f) || !std::isfinite(task.fit.lr))
+    return ProtocolError(
+        ErrorCode::kProtocolViolation,
+        fmt::format("{}: SCAFFOLD needs a positive fit.lr, got {}", what, task.fit.lr));
+  const std::vector<float>& ci = PrepareControl(global);
+  correction->resize(c.size());
+  for (size_t i = 0; i < c.size(); ++i) (*correction)[i] = c[i] - ci[i];
+  return Status::Ok();
+}
+
+Status TaskExecutor::FinishControl(const TaskAssignment& task, const ModelWeights& global,
+                                   const FitResult& fit, const std::string& what,
+                                   std::vector<float>* control_delta) {
+  if (fit.steps < 1)
+    return ProtocolError(ErrorCode::kInternal,
+                         fmt::format("{}: SCAFFOLD divides by the local steps, and the trainer "
+                                     "reported {} (FitResult::steps)",
+                                     what, fit.steps));
+  // Option II of the paper: c_i+ = c_i - c + (x - y) / (K * lr); the delta is c_i+ - c_i.
+  const std::span<const float> c = task.control.span();
+  const double inv = 1.0 / (static_cast<double>(fit.steps) * task.fit.lr);
+  std::span<const float> x = global.data(), y = fit.weights.data();
+  std::vector<float>& ci = control_;
+  control_delta->resize(c.size());
+  for (size_t i = 0; i < c.size(); ++i) {
+    const auto d = static_cast<float>((static_cast<double>(x[i]) - y[i]) * inv - c[i]);
+    if (!std::isfinite(d))
+      return ProtocolError(ErrorCode::kInternal,
+                           fmt::format("{}: SCAFFOLD's control delta is not finite at {} (the "
+                                       "local run diverged?)",
+                                       what, i));
+    (*control_delta)[i] = d;
+  }
+  for (size_t i = 0; i < c.size(); ++i) ci[i] += (*control_delta)[i];
+  if (state_)
+    if (Status s = state_->SaveControl(ci, global); !s.ok())
+      Log().warn("{}: SCAFFOLD's control variate stays in memory only: {}", what, s.ToString());
+  return Status::Ok();
+}
+
 Result<ModelWeights> TaskExecutor::ToWeights(const ModelPayload& payload, const char* what) {
   if (!layout_) {
     Result<ModelWeights> params = trainer_->get_parameters();
@@ -141,7 +218,13 @@ Result<UpdateSubmission> TaskExecutor::Fit(const TaskAssignment& task, TaskRepor
   TRIB_ASSIGN_OR_RETURN(ModelWeights global, ToWeights(task.model, what.c_str()));
   if (on_global_model_) on_global_model_(global, task.round, task.model_version);
 
-  Result<FitResult> fit = trainer_->fit(global, task.fit);
+  // SCAFFOLD: the drift correction c - c_i rides in the fit's config.
+  std::vector<float> correction, control_delta;
+  const bool scaffold = !task.control.empty();
+  if (scaffold) TRIB_RETURN_IF_ERROR(PrepareCorrection(task, global, what, &correction));
+  FitConfig config = task.fit;
+  config.correction = correction;
+  Result<FitResult> fit = trainer_->fit(global, config);
   if (task.fit.stop.stop_requested())
     return Status::Aborted(fmt::format(
         "{}: stopped: the result is no longer wanted (FitConfig::stop), nothing was encoded",
@@ -159,6 +242,7 @@ Result<UpdateSubmission> TaskExecutor::Fit(const TaskAssignment& task, TaskRepor
         ErrorCode::kInternal,
         fmt::format("{}: trainer.fit returned num_examples {}", what, fit->num_examples));
   const double fit_seconds = Seconds(t0);
+  if (scaffold) TRIB_RETURN_IF_ERROR(FinishControl(task, global, *fit, what, &control_delta));
 
   // delta = new - global, computed in place over the new weights. With a compressed download
   // (ModelPayload::is_encoded) `global` is the decoded model this client trained from, not the
@@ -194,6 +278,7 @@ Result<UpdateSubmission> TaskExecutor::Fit(const TaskAssignment& task, TaskRepor
   out.update.layout_fingerprint = global.fingerprint();
   out.update.num_floats = global.size();
   out.update.bytes = std::move(*bytes);
+  if (!control_delta.empty()) out.control_delta = SharedFloats(std::move(control_delta));
   if (report) {
     report->num_examples = fit->num_examples;
     report->loss = MetricOr(fit->metrics, "train_loss", 0.0);

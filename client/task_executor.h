@@ -30,6 +30,16 @@
 // saved is kept in memory, with a warning. The residual is saved when the update is encoded, so a
 // crash between encoding and sending loses that one update's contribution.
 //
+// SCAFFOLD (a task with TaskAssignment::control, the server's control variate c): the executor
+// trains with FitConfig::correction = c - c_i, where c_i is the client's own control variate
+// (zeros before its first SCAFFOLD fit), then sends control_delta = (global - new) / (K * lr) - c
+// (the paper's option II; K = FitResult::steps) and keeps c_i + control_delta as its new c_i. Like
+// the residual, c_i lives in memory and, given a ClientState, in the state dir (saved after every
+// SCAFFOLD fit, loaded on the first one after a restart; one of another model is dropped with a
+// warning). A task whose control variate is not the model's size or not finite is a
+// PROTOCOL_VIOLATION; a trainer that does not apply the correction (Trainer::applies_correction)
+// or reports no steps fails the task (INTERNAL) rather than train without it.
+//
 // A host that keeps the latest global model (ClientRuntime does, for Client::predict) sets a hook
 // that sees every model the executor decoded, before the trainer gets it.
 //
@@ -40,6 +50,7 @@
 #include <memory>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 #include "client/client_state.h"
 #include "compression/codec.h"
@@ -67,6 +78,13 @@ class TaskExecutor {
     codec_state_loaded_ = true;
   }
   CodecState take_codec_state() { return std::move(codec_state_); }
+  // In-memory SCAFFOLD control variate c_i for a host that keeps it itself (the simulator): set
+  // before Fit (it then replaces anything in the state dir; empty means zeros), take after.
+  void set_control(std::vector<float> control) {
+    control_ = std::move(control);
+    control_loaded_ = true;
+  }
+  std::vector<float> take_control() { return std::move(control_); }
   // Called by Fit and Evaluate with the task's global model once it is decoded (in the trainer's
   // layout), before the trainer is called, on the calling thread. Empty: none (the default).
   using GlobalModelHook =
@@ -85,12 +103,23 @@ class TaskExecutor {
   // The residual for `codec` and a model of n floats: loaded from the state dir on first use,
   // reset when it belongs to another pipeline or size.
   CodecState* PrepareCodecState(const Codec& codec, size_t n);
+  // c_i for a model like `global`: loaded from the state dir on first use, zeros when there is
+  // none or it belongs to another model.
+  std::vector<float>& PrepareControl(const ModelWeights& global);
+  // SCAFFOLD's client side of Fit: checks the task's control variate and the trainer, and sets
+  // *correction = c - c_i; after the fit, the control delta and the new c_i (saved).
+  Status PrepareCorrection(const TaskAssignment& task, const ModelWeights& global,
+                           const std::string& what, std::vector<float>* correction);
+  Status FinishControl(const TaskAssignment& task, const ModelWeights& global, const FitResult& fit,
+                       const std::string& what, std::vector<float>* control_delta);
 
   std::shared_ptr<Trainer> trainer_;
   std::optional<ModelWeights> layout_;  // zeros in the trainer's layout
   ClientState* state_ = nullptr;
   CodecState codec_state_;
   bool codec_state_loaded_ = false;
+  std::vector<float> control_;  // c_i; empty: zeros
+  bool control_loaded_ = false;
   GlobalModelHook on_global_model_;
 };
 

@@ -9,13 +9,16 @@
 // Counts its calls; thread-safe counters (the client calls it from its worker thread, predict from
 // the app's). `overlapping_calls` counts calls that began while another was still running (the
 // Trainer contract says there are none). `during_fit`, when set, runs inside fit, which first
-// stores the call's FitConfig::stop in `fit_stop` (read it from during_fit: same thread).
+// stores the call's FitConfig::stop in `fit_stop` (read it from during_fit: same thread). For
+// SCAFFOLD it reports `steps` and says it applies the correction when `applies` is set, and keeps
+// the last fit's FitConfig::correction in `last_correction`.
 #pragma once
 
 #include <atomic>
 #include <functional>
 #include <numeric>
 #include <string>
+#include <vector>
 
 #include "tributary/trainer.h"
 
@@ -35,14 +38,18 @@ class FakeTrainer final : public Trainer {
     last_seed = config.seed;
     fit_stop = config.stop;
     if (during_fit) during_fit();
+    last_correction.assign(config.correction.begin(), config.correction.end());
     FitResult r;
     r.weights = global;
     std::span<float> w = r.weights.data();
     for (size_t i = 0; i < w.size(); ++i) w[i] += config.lr * static_cast<float>(i + 1);
     r.num_examples = 100 * config.epochs;
+    r.steps = steps;
     r.metrics = {{"train_loss", 1.0 / config.epochs}, {"train_accuracy", 0.5}};
     return r;
   }
+
+  bool applies_correction() const override { return applies; }
 
   Result<EvalResult> evaluate(const ModelWeights& weights, const EvalConfig&) override {
     InCall in(this);
@@ -77,6 +84,11 @@ class FakeTrainer final : public Trainer {
   std::atomic<uint64_t> last_seed{0};
   std::function<void()> during_fit;
   std::stop_token fit_stop;
+  // SCAFFOLD: whether it claims to apply the correction, the steps it reports, and the
+  // correction its last fit was given (it does not apply it: the weights move as above).
+  bool applies = false;
+  int64_t steps = 0;
+  std::vector<float> last_correction;
 
  private:
   struct InCall {
