@@ -37,6 +37,15 @@ class NormClip final : public Strategy {
   Status CheckRoundSize(int64_t n) const override { return inner_->CheckRoundSize(n); }
   float client_proximal_mu() const override { return inner_->client_proximal_mu(); }
   std::string needs_each_weight() const override { return inner_->needs_each_weight(); }
+  // The control deltas are the wrapped rule's (clipping bounds the model update only).
+  bool uses_control_variates() const override { return inner_->uses_control_variates(); }
+  std::span<const float> server_control() const override { return inner_->server_control(); }
+  Status CheckControl(const UpdateStats& stats) const override {
+    return inner_->CheckControl(stats);
+  }
+  Status AccumulateControl(std::span<const float> delta) override {
+    return inner_->AccumulateControl(delta);
+  }
   Result<ModelWeights> SaveState() const override { return inner_->SaveState(); }
   Status LoadState(const ModelWeights& state, size_t model_size) override {
     return inner_->LoadState(state, model_size);

@@ -26,6 +26,7 @@
 
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -88,6 +89,21 @@ class Strategy {
   virtual std::string needs_each_weight() const { return ""; }
   // The proximal coefficient clients should put in FitConfig::proximal_mu (FedProx); 0 otherwise.
   virtual float client_proximal_mu() const { return 0.0f; }
+
+  // Control variates (SCAFFOLD, scaffold.h). A rule that uses them sends its server control
+  // variate with every task (server_control(), valid from BeginRound to Finalize: one float per
+  // parameter) and needs every accepted update's control delta: the engine checks it with
+  // CheckControl and folds it with AccumulateControl right after the update's Accumulate. Such a
+  // rule needs two sums with different weights, so it takes neither secure aggregation's nor
+  // differential privacy's single sum, nor asynchronous steps.
+  virtual bool uses_control_variates() const { return false; }
+  virtual std::span<const float> server_control() const { return {}; }
+  virtual Status CheckControl(const UpdateStats& /*stats*/) const {
+    return Status::InvalidArgument(std::string(name()) + " takes no control deltas");
+  }
+  virtual Status AccumulateControl(std::span<const float> /*delta*/) {
+    return Status::Unimplemented(std::string(name()) + " takes no control deltas");
+  }
 
   // Persistent state for checkpoints (empty for stateless strategies) and its restoration for a
   // model of `model_size` floats; InvalidArgument naming what does not fit.

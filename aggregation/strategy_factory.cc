@@ -10,6 +10,7 @@
 #include "aggregation/fedavg.h"
 #include "aggregation/krum.h"
 #include "aggregation/norm_clip.h"
+#include "aggregation/scaffold.h"
 #include "aggregation/server_optimizer.h"
 #include "aggregation/strategy_spec.h"
 
@@ -143,6 +144,10 @@ Result<std::unique_ptr<Strategy>> MakeRule(std::string_view spec, const SpecStag
                                      "[0, 1)");
     TRIB_ASSIGN_OR_RETURN(double lr, p.Get("server_lr", o.server_lr, kPositive));
     s = std::make_unique<FedNova>(o.local, static_cast<float>(lr));
+  } else if (n == "scaffold") {
+    TRIB_ASSIGN_OR_RETURN(double lr, p.Get("server_lr", o.server_lr, kPositive));
+    TRIB_ASSIGN_OR_RETURN(double clients, p.Get("clients", 0, kCount));
+    s = std::make_unique<Scaffold>(static_cast<float>(lr), static_cast<uint64_t>(clients));
   } else if (n == "median") {
     TRIB_ASSIGN_OR_RETURN(RobustOptions ro, ReadRobust(p));
     s = CoordinateWise::Median(ro);
@@ -176,8 +181,8 @@ Result<std::unique_ptr<Strategy>> MakeRule(std::string_view spec, const SpecStag
 }  // namespace
 
 std::vector<std::string> StrategyNames() {
-  return {"fedavg",  "fedprox", "fedavgm",      "fedadagrad", "fedadam",   "fedyogi",
-          "fednova", "median",  "trimmed_mean", "krum",       "multikrum", "bulyan"};
+  return {"fedavg",   "fedprox", "fedavgm",      "fedadagrad", "fedadam",   "fedyogi", "fednova",
+          "scaffold", "median",  "trimmed_mean", "krum",       "multikrum", "bulyan"};
 }
 
 Result<std::unique_ptr<Strategy>> MakeStrategy(std::string_view spec, const StrategyOptions& o) {

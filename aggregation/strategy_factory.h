@@ -10,6 +10,9 @@
 //   fedyogi(server_lr, beta1, beta2, tau)   as fedadam
 //   fednova(server_lr)                      server_lr default StrategyOptions::server_lr;
 //                                           normalized by StrategyOptions::local (fednova.h)
+//   scaffold(server_lr, clients)            server_lr default StrategyOptions::server_lr;
+//                                           clients: integer >= 0, default 0 (the round's
+//                                           updates): N of c += sum dc / N (scaffold.h)
 //   median(max_buffer_mb, threads)
 //   trimmed_mean(beta, ...)                 beta in [0, 0.5), default 0.1
 //   krum(f, ...)                            f: integer >= 0, required

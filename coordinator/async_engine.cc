@@ -127,7 +127,7 @@ Status AsyncEngine::OnUpdate(const std::string& id, const UpdateSubmission& u, T
                               u.round, u.model_version, it->second.round, it->second.version));
   const Task task = it->second;
   EndTask(it);  // the task is over, whatever the verdict
-  summary_.bytes_up += u.update.bytes.size();
+  summary_.bytes_up += u.update.bytes.size() + u.control_delta.size() * sizeof(float);
   const uint64_t staleness = version_ - task.version;
   std::string kind;  // the refusal's kind, for the streaks
   float scale = 1.0f;
@@ -146,6 +146,11 @@ Status AsyncEngine::OnUpdate(const std::string& id, const UpdateSubmission& u, T
     std::variant<UpdateStats, UpdateRefusal> judged = CheckUpdateContent(
         config_, *codec_, model_, id, registry_.Find(id), u, "step " + std::to_string(step));
     if (const auto* no = std::get_if<UpdateRefusal>(&judged)) {
+      kind = no->kind;
+      return Reject(id, no->code, no->reason);
+    }
+    // No asynchronous rule uses control variates (CheckStrategyComposes): any delta is refused.
+    if (std::optional<UpdateRefusal> no = CheckControlDelta(*strategy_, model_, u)) {
       kind = no->kind;
       return Reject(id, no->code, no->reason);
     }

@@ -61,6 +61,26 @@ Status CheckStrategyComposes(const Strategy& strategy, const RoundConfig& config
           "strategy '{}' cannot be used with run.max_weight = {}, which caps the weight that "
           "stands for a client's examples: {}",
           strategy.name(), config.max_weight, why));
+  if (strategy.uses_control_variates()) {
+    constexpr const char* kWhy =
+        "its model deltas and control deltas are two sums of different weights";
+    if (config.secagg.enabled)
+      return Status::InvalidArgument(fmt::format(
+          "strategy '{}' cannot be used with secure aggregation, which shows the coordinator one "
+          "sum of the updates: {}",
+          strategy.name(), kWhy));
+    if (config.dp.enabled)
+      return Status::InvalidArgument(fmt::format(
+          "strategy '{}' cannot be used with differential privacy, whose guarantee covers one "
+          "noised sum of clipped updates: {}",
+          strategy.name(), kWhy));
+    if (config.asynchronous())
+      return Status::InvalidArgument(fmt::format(
+          "strategy '{}' cannot be used with run.mode = 'async': a stale client's control delta "
+          "was computed against a control variate the server has since moved, which the method "
+          "does not define; use run.mode = 'sync'",
+          strategy.name()));
+  }
   if (config.asynchronous())
     if (std::string why = strategy.needs_each_update(); !why.empty())
       return Status::InvalidArgument(fmt::format(

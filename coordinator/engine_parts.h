@@ -31,7 +31,8 @@ void RecordCoolDownMiss(ClientRegistry& registry, const std::string& id, std::st
 // strategy, the part of the run it cannot take and its reason: secure aggregation and
 // differential privacy hand it one sum (no rule that needs each update, or each one's weight),
 // run.max_weight caps each weight (no rule that needs each one's weight), asynchronous steps fold
-// each update as it arrives (no rule that needs each update).
+// each update as it arrives (no rule that needs each update, nor one with control variates:
+// SCAFFOLD takes none of secure aggregation, differential privacy and asynchronous steps).
 Status CheckStrategyComposes(const Strategy& strategy, const RoundConfig& config);
 
 }  // namespace tributary

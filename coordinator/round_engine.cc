@@ -157,7 +157,7 @@ Status RoundEngine::OnUpdate(const std::string& id, const UpdateSubmission& u, T
   // From here on the client's slot in this round is used up, whatever the verdict.
   assigned_.erase(id);
   answered_.insert(id);
-  summary_.bytes_up += u.update.bytes.size();
+  summary_.bytes_up += u.update.bytes.size() + u.control_delta.size() * sizeof(float);
   judging_ = true;
   Status verdict = [&]() -> Status {
     if (now > deadline_)
@@ -184,9 +184,13 @@ Status RoundEngine::OnUpdate(const std::string& id, const UpdateSubmission& u, T
     const uint64_t weight = config_.WeightOf(u.num_examples);  // run.max_weight, when set
     if (Status fits = strategy_->CheckUpdate(stats, weight); !fits.ok())
       return Reject(id, charged, ErrorCode::kMalformedMessage, "out of bounds", fits.message());
+    if (std::optional<UpdateRefusal> no = CheckControlDelta(*strategy_, model_, u))
+      return Reject(id, charged, no->code, no->kind, no->reason);
     const std::span<const uint8_t> bytes = u.update.bytes.span();
     Status s = strategy_->Accumulate(
         weight, [&](UpdateSink& sink, float scale) { codec_->DecodeInto(bytes, sink, scale); });
+    if (s.ok() && strategy_->uses_control_variates())
+      s = strategy_->AccumulateControl(u.control_delta.span());
     if (!s.ok()) return Reject(id, charged, ErrorCode::kInternal, "internal", s.message());
     return Status::Ok();
   }();
@@ -382,14 +386,18 @@ void RoundEngine::MaybeStartRound(TimePoint now) {
   // the codec's quantization and sparsification (StartSecAgg).
   task.codec.spec = config_.secagg.enabled ? "dense" : std::string(codec_->spec());
   task.deadline_ms = static_cast<uint64_t>(config_.round_timeout.count());
-  // One copy of the model, shared by every assignment.
+  // One copy of the model, shared by every assignment; and of SCAFFOLD's control variate.
   task.model = download_->For(model_, version_, round);
+  if (strategy_->uses_control_variates()) {
+    const std::span<const float> c = strategy_->server_control();
+    task.control = SharedFloats(std::vector<float>(c.begin(), c.end()));
+  }
   for (const std::string& id : eligible) {
     registry_.MarkBusy(*registry_.Find(id));
     ++dispatches_;
     TaskAssignment t = task;  // shares task.model's floats
     t.fit.seed = DeriveSeed(config_.seed, {kFitSeedStream, round, ClientIdHash(id)});
-    summary_.bytes_down += t.model.data_bytes();
+    summary_.bytes_down += t.model.data_bytes() + t.control.size() * sizeof(float);
     outbox_.push_back({id, std::move(t)});
   }
   if (hooks_.on_round_opened) hooks_.on_round_opened(round, attempt_ + 1, summary_.selected);

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include "core/log.h"
 
 namespace tributary {
@@ -38,6 +41,35 @@ std::variant<UpdateStats, UpdateRefusal> CheckUpdateContent(
   Result<UpdateStats> stats = codec.Validate(u.update.bytes.span(), model.size());
   if (!stats.ok()) return refuse("invalid values", stats.status().message());
   return *stats;
+}
+
+std::optional<UpdateRefusal> CheckControlDelta(const Strategy& strategy, const ModelWeights& model,
+                                               const UpdateSubmission& u) {
+  auto refuse = [](std::string kind, std::string reason) {
+    return UpdateRefusal{ErrorCode::kMalformedMessage, std::move(kind), std::move(reason)};
+  };
+  const std::span<const float> d = u.control_delta.span();
+  if (!strategy.uses_control_variates()) {
+    if (d.empty()) return std::nullopt;
+    return refuse("control delta", fmt::format("the update carries a control delta of {} values, "
+                                               "and strategy '{}' uses none",
+                                               d.size(), strategy.name()));
+  }
+  if (d.size() != model.size())
+    return refuse("control delta",
+                  fmt::format("strategy '{}' needs a control delta of {} values (one per "
+                              "parameter); the update carries {}",
+                              strategy.name(), model.size(), d.size()));
+  double max_abs = 0.0;
+  for (size_t i = 0; i < d.size(); ++i) {
+    if (!std::isfinite(d[i]))
+      return refuse("control delta",
+                    fmt::format("the control delta holds a value that is not finite at {}", i));
+    max_abs = std::max(max_abs, static_cast<double>(std::abs(d[i])));
+  }
+  if (Status fits = strategy.CheckControl(UpdateStats{max_abs, d.size()}); !fits.ok())
+    return refuse("out of bounds", fits.message());
+  return std::nullopt;
 }
 
 }  // namespace tributary

@@ -13,9 +13,11 @@
 // Stateless and thread-safe.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <variant>
 
+#include "aggregation/strategy.h"
 #include "compression/codec.h"
 #include "coordinator/client_registry.h"
 #include "coordinator/round_config.h"
@@ -39,5 +41,12 @@ struct UpdateRefusal {
 std::variant<UpdateStats, UpdateRefusal> CheckUpdateContent(
     const RoundConfig& config, const Codec& codec, const ModelWeights& model, const std::string& id,
     const ClientRecord* sender, const UpdateSubmission& update, const std::string& what);
+
+// SCAFFOLD's control delta (UpdateSubmission::control_delta) against what `strategy` expects:
+// none from a rule without control variates ("control delta"), and from one with them exactly one
+// finite value per parameter ("control delta") within the rule's bounds ("out of bounds",
+// Strategy::CheckControl). nullopt when it is acceptable.
+std::optional<UpdateRefusal> CheckControlDelta(const Strategy& strategy, const ModelWeights& model,
+                                               const UpdateSubmission& update);
 
 }  // namespace tributary

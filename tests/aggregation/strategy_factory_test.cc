@@ -64,15 +64,15 @@ TEST(StrategyFactoryTest, BuildsEveryRule) {
         Case{"fedadagrad(server_lr=0.1,beta1=0,tau=1e-3)", "fedadagrad"},
         Case{"fedadam(server_lr=0.01,beta1=0.9,beta2=0.99,tau=1e-3)", "fedadam"},
         Case{"fedyogi", "fedyogi"}, Case{"fednova(server_lr=0.5)", "fednova"},
-        Case{"median", "median"}, Case{"trimmed_mean(beta=0.1)", "trimmed_mean"},
-        Case{"krum(f=2)", "krum"}, Case{"multikrum(f=2,m=5)", "multikrum"},
-        Case{"bulyan(f=1)", "bulyan"},
+        Case{"scaffold(server_lr=1,clients=10)", "scaffold"}, Case{"median", "median"},
+        Case{"trimmed_mean(beta=0.1)", "trimmed_mean"}, Case{"krum(f=2)", "krum"},
+        Case{"multikrum(f=2,m=5)", "multikrum"}, Case{"bulyan(f=1)", "bulyan"},
         Case{"clip(norm=5)+median(max_buffer_mb=64,threads=2)", "clip+median"}}) {
     auto s = MakeStrategy(c.spec);
     ASSERT_TRUE(s.ok()) << c.spec << ": " << s.status();
     EXPECT_EQ((*s)->name(), c.name);
   }
-  EXPECT_EQ(StrategyNames().size(), 12u);
+  EXPECT_EQ(StrategyNames().size(), 13u);
 }
 
 TEST(StrategyFactoryTest, InvalidConfigsNameTheKeyAndRange) {

@@ -22,7 +22,7 @@ using namespace std::chrono_literals;
 
 class RoundEngineTest : public ::testing::Test {
  protected:
-  void Make(RoundConfig cfg) {
+  void Make(RoundConfig cfg, std::unique_ptr<Strategy> strategy = std::make_unique<FedAvg>()) {
     ModelWeights init = *ModelWeights::Create({{"w", {4}}});
     RunEngine::Hooks hooks;
     hooks.on_round_complete = [this](const RoundSummary& s, const ModelWeights& m) {
@@ -36,7 +36,7 @@ class RoundEngineTest : public ::testing::Test {
     hooks.on_refused = [this](const std::string& id, uint64_t round, const Status&) {
       rejections_.emplace_back(id, round);
     };
-    engine_ = *RoundEngine::Create(cfg, std::make_unique<FedAvg>(), init, 0, 0, hooks);
+    engine_ = *RoundEngine::Create(cfg, std::move(strategy), init, 0, 0, hooks);
   }
   void Join(int n) {
     for (int i = 0; i < n; ++i)
@@ -113,6 +113,59 @@ TEST_F(RoundEngineTest, RunsAWeightedRoundAndStartsTheNext) {
   ASSERT_EQ(next.size(), 3u);
   EXPECT_EQ(next["c0"].round, 2u);
   EXPECT_EQ(next["c0"].model.values[0], 2.6f);
+}
+
+// SCAFFOLD: every task carries the server's control variate, every update must bring a control
+// delta of the model's size; the next round's control variate is the accepted deltas' mean (N = 0:
+// the round's updates). A rule without control variates refuses an update that carries one.
+TEST_F(RoundEngineTest, ScaffoldTasksCarryTheControlVariateAndUpdatesMustBringTheirDelta) {
+  Make(Config(3), *MakeStrategy("scaffold"));
+  Join(3);
+  auto tasks = Tasks();
+  ASSERT_EQ(tasks.size(), 3u);
+  EXPECT_EQ(tasks["c0"].control.size(), 4u);
+  EXPECT_EQ(tasks["c0"].control[0], 0.0f);
+  EXPECT_EQ(tasks["c0"].control.data(), tasks["c2"].control.data());  // one copy for the round
+  UpdateSubmission good = Update(tasks["c0"], {1, 1, 1, 1});
+  good.control_delta = std::vector<float>{4, 0, 0, -2};
+  EXPECT_TRUE(engine_->OnUpdate("c0", good, now_).ok());
+  Status missing = engine_->OnUpdate("c1", Update(tasks["c1"], {1, 1, 1, 1}), now_);
+  EXPECT_NE(missing.message().find("needs a control delta of 4 values (one per parameter); the "
+                                   "update carries 0"),
+            std::string::npos)
+      << missing.message();
+  UpdateSubmission nan = Update(tasks["c2"], {1, 1, 1, 1});
+  nan.control_delta = std::vector<float>{1, std::nanf(""), 0, 0};
+  Status not_finite = engine_->OnUpdate("c2", nan, now_);
+  EXPECT_NE(not_finite.message().find("not finite at 1"), std::string::npos)
+      << not_finite.message();
+  ASSERT_EQ(summaries_.size(), 1u);
+  EXPECT_EQ(summaries_[0].accepted, 1);
+  EXPECT_EQ(summaries_[0].refused, 2);
+  EXPECT_FLOAT_EQ(models_[0].data()[0], 1.0f);
+  // Control deltas count as traffic: 3 updates of 16 bytes, 2 control deltas of 16.
+  EXPECT_EQ(summaries_[0].bytes_up, 3u * 16 + 2u * 16);
+  auto next = Tasks();
+  ASSERT_FALSE(next.empty());
+  const TaskAssignment& t = next.begin()->second;
+  ASSERT_EQ(t.control.size(), 4u);
+  EXPECT_EQ(t.control[0], 4.0f);
+  EXPECT_EQ(t.control[3], -2.0f);
+}
+
+TEST_F(RoundEngineTest, ARuleWithoutControlVariatesRefusesAControlDelta) {
+  Make(Config(1));
+  Join(1);
+  auto tasks = Tasks();
+  ASSERT_EQ(tasks.size(), 1u);
+  EXPECT_TRUE(tasks["c0"].control.empty());
+  UpdateSubmission u = Update(tasks["c0"], {1, 1, 1, 1});
+  u.control_delta = std::vector<float>{1, 1, 1, 1};
+  Status refused = engine_->OnUpdate("c0", u, now_);
+  EXPECT_NE(refused.message().find("carries a control delta of 4 values, and strategy 'fedavg' "
+                                   "uses none"),
+            std::string::npos)
+      << refused.message();
 }
 
 // The round's model is copied once and shared by every client's assignment (coordinator memory

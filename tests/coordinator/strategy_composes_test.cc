@@ -1,7 +1,7 @@
 // Which strategies compose with secure aggregation, differential privacy and asynchronous steps
 // (CheckStrategyComposes, both engines' first check): a rule that needs each update takes none
 // of them; FedNova, which needs each update's weight, streams asynchronously but cannot take one
-// sum.
+// sum; SCAFFOLD, with two sums of different weights, takes none of the three.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -56,6 +56,28 @@ TEST(StrategyComposesTest, TheEnginesRefuseFedNovaWithSecureAggregation) {
   ASSERT_TRUE(median.ok());
   Status s = CheckStrategyComposes(**median, c);
   EXPECT_THAT(s.message(), HasSubstr("cannot be used with run.mode = 'async'"));
+}
+
+TEST(StrategyComposesTest, ScaffoldTakesNeitherOneSumNorAsynchronousSteps) {
+  Result<std::unique_ptr<Strategy>> scaffold = MakeStrategy("scaffold");
+  ASSERT_TRUE(scaffold.ok());
+  RoundConfig c;
+  EXPECT_TRUE(CheckStrategyComposes(**scaffold, c).ok());
+  c.max_weight = 100;  // a capped weight only weighs its model delta: fine
+  EXPECT_TRUE(CheckStrategyComposes(**scaffold, c).ok());
+  c.secagg.enabled = true;
+  EXPECT_THAT(CheckStrategyComposes(**scaffold, c).message(),
+              AllOf(HasSubstr("'scaffold' cannot be used with secure aggregation"),
+                    HasSubstr("two sums of different weights")));
+  c.secagg.enabled = false;
+  c.dp.enabled = true;
+  EXPECT_THAT(CheckStrategyComposes(**scaffold, c).message(),
+              HasSubstr("'scaffold' cannot be used with differential privacy"));
+  c.dp.enabled = false;
+  c.mode = "async";
+  EXPECT_THAT(CheckStrategyComposes(**scaffold, c).message(),
+              AllOf(HasSubstr("'scaffold' cannot be used with run.mode = 'async'"),
+                    HasSubstr("use run.mode = 'sync'")));
 }
 
 }  // namespace
