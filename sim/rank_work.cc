@@ -8,8 +8,8 @@ namespace tributary {
 namespace {
 
 constexpr uint32_t kHelloMagic = 0x54524831;    // "TRH1"
-constexpr uint32_t kWorkMagic = 0x54525731;     // "TRW1"
-constexpr uint32_t kResultsMagic = 0x54525231;  // "TRR1"
+constexpr uint32_t kWorkMagic = 0x54525732;     // "TRW2" (TRW1 had no control variates)
+constexpr uint32_t kResultsMagic = 0x54525232;  // "TRR2" (TRR1 had no control variates)
 
 bool ValidCode(int32_t code) {
   return code >= 0 && code <= static_cast<int32_t>(StatusCode::kInternal);
@@ -59,6 +59,7 @@ std::string EncodeRankWork(const RankWork& m) {
     w.Pod(j.model);
     w.Vec(j.shell);
     w.State(j.state);
+    w.PodVec(j.control);
   }
   w.Bytes(m.eval_model.data(), m.eval_model.size() * sizeof(float));
   w.Bytes(m.eval_slices.data(), m.eval_slices.size() * sizeof(uint32_t));
@@ -78,14 +79,15 @@ Result<RankWork> DecodeRankWork(const std::string& bytes) {
   m.models.resize(n);
   for (auto& model : m.models)
     if (!r.Vec(&model)) return Malformed("work");
-  if (!r.Count(&n, 8 * sizeof(uint64_t))) return Malformed("work");
+  if (!r.Count(&n, 9 * sizeof(uint64_t))) return Malformed("work");
   m.jobs.resize(n);
   for (RankJob& j : m.jobs) {
     uint8_t has_task = 0;
     uint64_t task = 0;
     if (!r.Pod(&j.slot) || !r.Pod(&j.client) || !r.Pod(&has_task) || has_task > 1 ||
         !r.Pod(&task) || !r.Pod(&j.attempt) || !r.Pod(&j.bytes_down) || !r.Pod(&j.model) ||
-        j.model >= m.models.size() || !r.Vec(&j.shell) || !r.State(&j.state))
+        j.model >= m.models.size() || !r.Vec(&j.shell) || !r.State(&j.state) ||
+        !r.PodVec(&j.control))
       return Malformed("work");
     if (has_task) j.task = task;
   }
@@ -113,6 +115,7 @@ std::string EncodeRankResults(const RankResults& m) {
     w.Pod(j.bytes_up);
     w.Vec(j.body);
     w.State(j.state);
+    w.PodVec(j.control);
   }
   w.Pod<uint64_t>(m.slices.size());
   for (const RankSliceResult& s : m.slices) {
@@ -132,14 +135,14 @@ Result<RankResults> DecodeRankResults(const std::string& bytes) {
   uint32_t magic = 0;
   uint64_t n = 0;
   RankResults m;
-  if (!r.Pod(&magic) || magic != kResultsMagic || !r.Count(&n, 5 * sizeof(uint64_t)))
+  if (!r.Pod(&magic) || magic != kResultsMagic || !r.Count(&n, 6 * sizeof(uint64_t)))
     return Malformed("results");
   m.jobs.resize(n);
   for (RankJobResult& j : m.jobs) {
     uint8_t abandoned = 0;
     if (!r.Pod(&j.slot) || !r.Pod(&j.code) || !ValidCode(j.code) || !r.Str(&j.message) ||
         !r.Pod(&abandoned) || abandoned > 1 || !r.Pod(&j.bytes_up) || !r.Vec(&j.body) ||
-        !r.State(&j.state))
+        !r.State(&j.state) || !r.PodVec(&j.control))
       return Malformed("results");
     j.abandoned = abandoned;
   }

@@ -5,11 +5,14 @@
 //   RankWork     rank 0 -> a rank, per batch of jobs: the distinct models once each (a task's
 //                TaskAssignment in the wire format) and, per job, its task without the model, its
 //                device-model key (attempt, or an asynchronous run's task number), the download's
-//                framed size and the client's error-feedback state; or the global model's values
-//                and the server-side evaluation's slices to evaluate (ModelEvaluator); or `stop`.
+//                framed size, the client's error-feedback state and SCAFFOLD control variate (and
+//                the task's server control variate rides in its shell); or the global model's
+//                values and the server-side evaluation's slices to evaluate (ModelEvaluator); or
+//                `stop`.
 //   RankResults  the rank -> rank 0: per job, its status, the update as the coordinator's decoder
 //                receives it (the reassembled body of its frames, sim_wire.h's ToWire), the framed
-//                size and the client's new error-feedback state; per evaluation slice, its result.
+//                size and the client's new error-feedback state and control variate; per
+//                evaluation slice, its result.
 //
 // Rank 0 keeps every client's error-feedback state and ships it with the job, so any rank can
 // train any client and the assignment (sim/rank_schedule.h) changes nothing the run computes.
@@ -41,6 +44,7 @@ struct RankJob {
   uint32_t model = 0;          // index into RankWork::models
   std::vector<uint8_t> shell;  // the TaskAssignment with an empty model, wire format
   std::optional<CodecState> state;
+  std::vector<float> control;  // SCAFFOLD's c_i; empty: none yet (zeros), or not SCAFFOLD
 };
 
 struct RankWork {
@@ -60,6 +64,7 @@ struct RankJobResult {
   uint64_t bytes_up = 0;
   std::vector<uint8_t> body;  // the update's reassembled body; empty when it sent nothing
   std::optional<CodecState> state;
+  std::vector<float> control;  // SCAFFOLD's new c_i; empty when it made no update
 };
 
 struct RankSliceResult {

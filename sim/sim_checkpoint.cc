@@ -14,7 +14,7 @@
 namespace tributary {
 namespace {
 
-constexpr uint32_t kMagic = 0x54525332;  // "TRS2" (TRS1 had no settings)
+constexpr uint32_t kMagic = 0x54525333;  // "TRS3" (TRS2 had no control variates, TRS1 no settings)
 constexpr size_t kDigestChars = 64;
 
 // Every field of a SimRound, in the file's order; `f` is called with each one (bools as bools).
@@ -91,6 +91,11 @@ std::string EncodeSimCheckpoint(const SimCheckpoint& s) {
     w.PodVec(e.index);
     w.PodVec(e.values);
   }
+  w.Pod<uint64_t>(s.controls.size());
+  for (const auto& [client, c] : s.controls) {
+    w.Pod(client);
+    w.PodVec(c);
+  }
   w.Pod<uint64_t>(s.rounds.size());
   for (const SimRound& r : s.rounds)
     VisitRound(r, [&w](const auto& v) {
@@ -134,6 +139,13 @@ Result<SimCheckpoint> DecodeSimCheckpoint(const std::string& bytes) {
         !r.PodVec(&e.index) || !r.PodVec(&e.values) ||
         !s.residuals.emplace(client, std::move(e)).second)
       return Malformed("a bad residual");
+  }
+  if (!r.Count(&n, sizeof(uint64_t) * 2)) return Malformed("a bad count of control variates");
+  for (uint64_t i = 0; i < n; ++i) {
+    uint64_t client = 0;
+    std::vector<float> c;
+    if (!r.Pod(&client) || !r.PodVec(&c) || !s.controls.emplace(client, std::move(c)).second)
+      return Malformed("a bad control variate");
   }
   SimRound probe;
   size_t round_bytes = 0;

@@ -8,6 +8,7 @@
 //   - the simulated clock at the end of the round's last attempt (the next attempt starts there);
 //   - the clients' cool-downs (ClientRegistry::cooldowns: who is left out of the next selections);
 //   - every client's error-feedback residual (ResidualStore: rank 0 keeps them all);
+//   - every client's SCAFFOLD control variate (ControlStore);
 //   - the closed rounds' records, so that report.json and report.html cover the whole run;
 //   - the run's settings (ResumeSettings), so that a resume with other settings, which would go
 //     on silently different, is refused naming the keys that changed.
@@ -17,7 +18,7 @@
 // whose files it kept, so no directory listing is needed). On resume a checkpoint whose state file
 // is missing or bad (a crash between the two writes) is skipped for the next older one.
 //
-// The format: magic "TRS2", the fields below in host byte order (sim/byte_record.h), then the
+// The format: magic "TRS3", the fields below in host byte order (sim/byte_record.h), then the
 // SHA-256 of everything before it as 64 hex digits. The decoder checks every length against the
 // bytes left before allocating, every value's range, and the checksum first.
 #pragma once
@@ -43,6 +44,7 @@ struct SimCheckpoint {
   double sim_clock = 0.0;  // simulated seconds
   std::map<std::string, Cooldown, std::less<>> cooldowns;
   std::map<uint64_t, ResidualStore::Entry> residuals;
+  std::map<uint64_t, std::vector<float>> controls;  // SCAFFOLD's c_i (ControlStore)
   std::vector<SimRound> rounds;
   std::vector<uint64_t> kept;  // earlier rounds whose state files are kept, oldest first
 };

@@ -29,9 +29,11 @@ struct Simulator::Job {
   bool abandoned = false;       // asynchronous: its cohort's session ended first; sends nothing
   Status error;
   // Trained for rank 0 by another rank (simulator_ranks.cc): the client's error-feedback state
-  // comes in and goes out here instead of the ResidualStore, and the update stays in wire form.
+  // and SCAFFOLD control variate come in and go out here instead of the ResidualStore and the
+  // ControlStore, and the update stays in wire form.
   bool remote = false;
   std::optional<CodecState> state;
+  std::vector<float> control;
   std::vector<uint8_t> wire;
 };
 

@@ -56,6 +56,7 @@ Result<std::unique_ptr<Simulator>> Simulator::Create(const SimConfig& config, Da
   s->pool_ = std::make_unique<ThreadPool>(static_cast<size_t>(config.threads));
   s->residuals_ = std::make_unique<ResidualStore>(config.residual_max_age_rounds,
                                                   config.residual_keep_fraction);
+  s->controls_ = std::make_unique<ControlStore>();
 
   RunDriver::Options options;
   options.model_spec = s->spec_;
@@ -183,12 +184,20 @@ void Simulator::RunJob(Job& job, uint64_t bytes_down) const {
   std::optional<CodecState> st = job.remote ? std::move(job.state) : residuals_->Get(c, task.round);
   job.state.reset();
   if (st) executor.set_codec_state(std::move(*st));
+  const bool scaffold = !task.control.empty();
+  if (scaffold) executor.set_control(job.remote ? std::move(job.control) : controls_->Get(c));
   Result<UpdateSubmission> sub = executor.Fit(task);
   if (!executor.codec_state().residual.empty()) {
     if (job.remote)
       job.state = executor.take_codec_state();
     else
       residuals_->Put(c, task.round, executor.take_codec_state());
+  }
+  if (scaffold && sub.ok()) {  // c_i moves only with an update that was made
+    if (job.remote)
+      job.control = executor.take_control();
+    else
+      controls_->Put(c, executor.take_control());
   }
   if (!sub.ok()) {
     job.error = sub.status().WithContext(job.out->client_id);
@@ -441,6 +450,8 @@ Status Simulator::Restore(SimCheckpoint state) {
                                         state.rounds_done, done));
   TRIB_RETURN_IF_ERROR(
       residuals_->Restore(std::move(state.residuals), driver_->engine().model().size()));
+  TRIB_RETURN_IF_ERROR(
+      controls_->Restore(std::move(state.controls), driver_->engine().model().size()));
   driver_->engine().mutable_registry().RestoreCooldowns(std::move(state.cooldowns));
   now_ = state.sim_clock;
   for (SimRound& r : state.rounds) result_.Append(std::move(r), config_.target_accuracy);
@@ -463,6 +474,7 @@ void Simulator::SaveState() {
   st.sim_clock = now_;
   st.cooldowns = driver_->engine().registry().cooldowns();
   st.residuals = residuals_->Snapshot();
+  st.controls = controls_->Snapshot();
   st.rounds = result_.rounds;
   st.kept = state_kept_;
   const RunConfig& run = driver_->config();

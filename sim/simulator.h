@@ -43,6 +43,7 @@
 #include "coordinator/run_driver.h"
 #include "core/thread_pool.h"
 #include "sim/attack.h"
+#include "sim/control_store.h"
 #include "sim/device_model.h"
 #include "sim/population.h"
 #include "sim/rank_link.h"
@@ -98,6 +99,7 @@ class Simulator : private RunObserver {
   const SimConfig& config() const { return config_; }
   double join_seconds() const { return result_.join_seconds; }
   const ResidualStore& residuals() const { return *residuals_; }
+  const ControlStore& controls() const { return *controls_; }
 
  private:
   struct Job;
@@ -179,6 +181,7 @@ class Simulator : private RunObserver {
   std::unique_ptr<TrainerFactory> trainers_;
   std::unique_ptr<Attack> attack_;  // null: no attack
   std::unique_ptr<ResidualStore> residuals_;
+  std::unique_ptr<ControlStore> controls_;     // SCAFFOLD's c_i
   std::unique_ptr<SimIdentities> identities_;  // with secagg.enabled
   std::shared_ptr<ModelEvaluator> evaluator_;  // with server-side evaluation
   RankLink* ranks_ = nullptr;                  // null: one process

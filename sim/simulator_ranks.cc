@@ -257,6 +257,7 @@ Status Simulator::TrainJobs(const std::vector<Job*>& jobs,
     rj.model = static_cast<uint32_t>(k - rank_models[r].begin());
     TRIB_ASSIGN_OR_RETURN(rj.shell, EncodeMessageBody(Message(std::move(shell))));
     rj.state = residuals_->Get(job.index, task.round);
+    if (!task.control.empty()) rj.control = controls_->Get(job.index);
     work[r].jobs.push_back(std::move(rj));
     slots[r].push_back(i);
   }
@@ -298,6 +299,13 @@ Status Simulator::TrainJobs(const std::vector<Job*>& jobs,
       if (res.code != 0) job.error = Status(static_cast<StatusCode>(res.code), res.message);
       job.abandoned = res.abandoned;
       if (res.state) residuals_->Put(job.index, task.round, std::move(*res.state));
+      if (!res.control.empty()) {
+        if (res.control.size() != driver_->engine().model().size()) {
+          outcome = Status::Corruption("distributed simulation: a control variate of another size");
+          break;
+        }
+        controls_->Put(job.index, std::move(res.control));
+      }
       const double samples = Samples(job.index, task);
       if (!res.body.empty() && job.error.ok()) {
         Result<Message> got = FromWire(MessageType::kUpdateSubmission, std::move(res.body));
@@ -379,6 +387,7 @@ Status Simulator::Serve() {
       jobs[i].task = rj.task;
       jobs[i].remote = true;
       jobs[i].state = std::move(rj.state);
+      jobs[i].control = std::move(rj.control);
       attempt_ = rj.attempt;  // the device draws' key, the same for the batch
       batch.push_back(&jobs[i]);
       bytes_down.push_back(rj.bytes_down);
@@ -395,6 +404,7 @@ Status Simulator::Serve() {
       res.bytes_up = job.bytes_up;
       res.body = std::move(job.wire);
       res.state = std::move(job.state);
+      res.control = std::move(job.control);
       results.jobs.push_back(std::move(res));
     }
     results.busy_seconds = SimWallNow() - t0;

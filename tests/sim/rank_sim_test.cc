@@ -102,6 +102,8 @@ const Mode kModes[] = {
     {"fedavg", [](SimConfig&) {}},
     {"fedadam", [](SimConfig& c) { c.run.strategy = "fedadam"; }},
     {"fednova", [](SimConfig& c) { c.run.strategy = "fednova"; }},
+    // Each client's control variate lives on rank 0 and travels with its job.
+    {"scaffold", [](SimConfig& c) { c.run.strategy = "scaffold(clients=10)"; }},
     // Top-k keeps error feedback: each client's residual lives on rank 0 and travels.
     {"topk+q8 with error feedback", [](SimConfig& c) { c.run.round.codec = "topk(0.1)+q8"; }},
     {"dp (server)",
@@ -292,6 +294,58 @@ TEST(RankSimTest, AResumedRunOnOtherRanksGivesTheModelOfOneUnbrokenProcess) {
     for (uint64_t r = 1; r <= 6; ++r)
       EXPECT_EQ(std::filesystem::exists(SimCheckpointPath(dir.path(), r)), r >= 4) << r;
   }
+}
+
+// SCAFFOLD's state is the server's control variate (in the coordinator's checkpoint) and every
+// client's (in the simulator's): a run stopped after round 3 and resumed on other ranks ends with
+// the unbroken run's model, and the state holds a control variate for each client that trained.
+TEST(RankSimTest, AResumedScaffoldRunGivesTheUnbrokenModel) {
+  SimConfig c = Config();
+  c.run.strategy = "scaffold(clients=10)";
+  c.threads = 1;
+  Result<SimResult> whole = testing::RunSimulation(c);
+  ASSERT_TRUE(whole.ok()) << whole.status().ToString();
+  ASSERT_EQ(whole->rounds.size(), 6u);
+  SimConfig plain = c;
+  plain.run.strategy = "fedavg";
+  Result<SimResult> fedavg = testing::RunSimulation(plain);
+  ASSERT_TRUE(fedavg.ok());
+  EXPECT_NE(fedavg->model_hash, whole->model_hash) << "the control variates changed nothing";
+
+  testing::TempDir dir;
+  SimConfig first = c;
+  first.run.checkpoint_dir = dir.path();
+  first.run.round.rounds = 3;
+  Result<Distributed> part = RunOnRanks(first, 2);
+  ASSERT_TRUE(part.ok()) << part.status().ToString();
+  std::string bytes;
+  {
+    std::ifstream in(SimCheckpointPath(dir.path(), 3), std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  Result<SimCheckpoint> st = DecodeSimCheckpoint(bytes);
+  ASSERT_TRUE(st.ok()) << st.status().ToString();
+  int64_t trained = 0;
+  for (const SimRound& r : st->rounds) trained += r.accepted;
+  EXPECT_GE(st->controls.size(), 5u);  // 5 a round, 3 rounds: at least one round's clients
+  EXPECT_LE(static_cast<int64_t>(st->controls.size()), trained);
+  for (const auto& [client, control] : st->controls) EXPECT_GT(control.size(), 0u) << client;
+  // A control variate of another size is refused when restored, naming the client.
+  ControlStore store;
+  std::map<uint64_t, std::vector<float>> bad = st->controls;
+  bad.begin()->second.pop_back();
+  Status refused = store.Restore(bad, st->controls.begin()->second.size());
+  EXPECT_NE(refused.message().find("client " + std::to_string(bad.begin()->first)),
+            std::string::npos)
+      << refused.message();
+  EXPECT_EQ(store.size(), 0u);
+
+  SimConfig rest = c;
+  rest.run.checkpoint_dir = dir.path();
+  rest.resume = true;
+  Result<Distributed> resumed = RunOnRanks(rest, 3);
+  ASSERT_TRUE(resumed.ok()) << resumed.status().ToString();
+  ExpectSameRun(*whole, resumed->result, "scaffold resumed on 3 ranks");
 }
 
 TEST(RankSimTest, TheSimulatorStateHoldsWhatTheRunNeedsAndRefusesDamage) {
