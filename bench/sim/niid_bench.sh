@@ -13,10 +13,10 @@
 #   labels:1 labels:2 labels:3   #C = k
 #   quantity:0.5,min_size=10     quantity skew q ~ Dir(0.5)
 #   noise:0.1                    feature skew x ~ Gau(0.1) (iid, then noise 0.1 * i / 9)
-# Strategies: fedavg, fedprox(mu=0.01), fednova (rows). SCAFFOLD is not built yet.
+# Strategies: fedavg, fedprox(mu=0.01), scaffold, fednova (rows; NIID-Bench's four).
 #
 # Environment: SIM (default build/release/sim/tributary-sim), ROUNDS (50), EPOCHS (10), MODEL
-# (lenet), STRATEGIES (the three above, space-separated), THREADS (sim.threads, default 0: every
+# (lenet), STRATEGIES (the four above, space-separated), THREADS (sim.threads, default 0: every
 # core). A cell of the full recipe trains 600,000 examples a round: on a 2-core machine about 40 s
 # a round for lenet, so the whole grid takes hours; ROUNDS, EPOCHS and MODEL shrink it (and the
 # table says what ran). Reports go to runs/niid/<strategy>-<partition>/.
@@ -27,7 +27,7 @@ ROUNDS=${ROUNDS:-50}
 EPOCHS=${EPOCHS:-10}
 MODEL=${MODEL:-lenet}
 THREADS=${THREADS:-0}
-STRATEGIES=${STRATEGIES:-"fedavg fedprox(mu=0.01) fednova"}
+STRATEGIES=${STRATEGIES:-"fedavg fedprox(mu=0.01) scaffold fednova"}
 if [ $# -gt 0 ]; then
   partitions=("$@")
 else
