@@ -1,5 +1,6 @@
 #include "aggregation/scaffold.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -16,6 +17,16 @@ Status Scaffold::BeginRound(const ModelWeights& global) {
   mean_.Reset(global.size());
   deltas_.Reset(global.size());
   begun_ = true;
+  return Status::Ok();
+}
+
+Status Scaffold::CheckRoundSize(int64_t n) const {
+  TRIB_RETURN_IF_ERROR(Strategy::CheckRoundSize(n));
+  if (clients_ > 0 && static_cast<uint64_t>(n) > clients_)
+    return Status::InvalidArgument(fmt::format(
+        "scaffold(clients={}) counts every client of the run, and a round takes {} updates: set "
+        "clients to the number of clients (at least the round's), or 0 for every round's updates",
+        clients_, n));
   return Status::Ok();
 }
 
@@ -45,9 +56,10 @@ Result<ModelWeights> Scaffold::Finalize() {
   float* w = next.data().data();
   for (size_t i = 0; i < next.size(); ++i)
     w[i] = static_cast<float>(w[i] + mean_.MeanAt(i) * server_lr_);
-  // c += (1/N) sum dc = (count/N) * mean dc.
+  // c += (1/N) sum dc = (count/N) * mean dc, with share <= 1 (CheckRoundSize). Each delta is below
+  // 2^30 in magnitude (CheckControl), so c grows by less than that a round and stays finite.
   const double count = static_cast<double>(deltas_.count());
-  const double share = clients_ == 0 ? 1.0 : count / static_cast<double>(clients_);
+  const double share = clients_ == 0 ? 1.0 : std::min(1.0, count / static_cast<double>(clients_));
   for (size_t i = 0; i < control_.size(); ++i)
     control_[i] = static_cast<float>(control_[i] + deltas_.MeanAt(i) * share);
   begun_ = false;

@@ -40,6 +40,9 @@ class Scaffold final : public Strategy {
     return mean_.CheckUpdate(stats, weight);
   }
   size_t num_accumulated() const override { return mean_.count(); }
+  // With clients = N set, a round of more than N updates would step c by more than the mean:
+  // InvalidArgument at start-up.
+  Status CheckRoundSize(int64_t n) const override;
   // FailedPrecondition when nothing was accumulated or an update came without its control delta;
   // c is then unchanged.
   Result<ModelWeights> Finalize() override;

@@ -60,6 +60,33 @@ Result<uint64_t> MetadataU64(const SafetensorsMetadata& meta, const char* key,
   return v;
 }
 
+// The safetensors file `file` as ClientState writes it: at most max_bytes (checked before it is
+// read in; larger is FailedPrecondition: "<file> is larger than <larger_than> can be (N bytes):
+// ..."), its metadata's format `format` (naming the file as not `what` otherwise) and its
+// checksum verified. NotFound when there is none.
+Result<ModelWeights> ReadCheckedSafetensors(const std::string& file, uint64_t max_bytes,
+                                            const char* format, std::string_view what,
+                                            std::string_view larger_than,
+                                            SafetensorsMetadata* meta) {
+  Result<std::vector<uint8_t>> bytes = ReadFileBytes(file, max_bytes);
+  if (!bytes.ok()) {
+    if (bytes.status().code() == StatusCode::kOutOfRange)
+      return Status::FailedPrecondition(
+          fmt::format("{} is larger than {} can be ({} bytes): it holds another model, or was "
+                      "damaged",
+                      file, larger_than, max_bytes));
+    return bytes.status();  // NotFound when nothing was saved yet
+  }
+  Result<ModelWeights> parsed = ParseSafetensors(*bytes, meta);
+  if (!parsed.ok()) return parsed.status().WithContext(file);
+  const std::string got = (*meta)["format"];
+  if (got != format)
+    return Status::Corruption(
+        fmt::format("{}: not {} (format '{}', expected '{}')", file, what, got, format));
+  TRIB_RETURN_IF_ERROR(VerifyModelChecksum(file, format, *meta, kChecksumKey, *parsed));
+  return parsed;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<ClientState>> ClientState::Open(const std::string& dir) {
@@ -133,7 +160,8 @@ Status ClientState::SaveCodecState(const CodecState& state) {
   return WriteFileAtomic(dir_ + "/" + kCodecStateFileName, SerializeCodecState(state));
 }
 
-Status ClientState::SaveControl(std::span<const float> control, const ModelWeights& layout) {
+Status ClientState::SaveControl(std::span<const float> control, const ModelWeights& layout,
+                                uint64_t model_version) {
   const std::string file = dir_ + "/" + kControlFileName;
   if (control.size() != layout.size())
     return Status::InvalidArgument(
@@ -143,39 +171,31 @@ Status ClientState::SaveControl(std::span<const float> control, const ModelWeigh
       ModelWeights w, ModelWeights::Create({{"control", {static_cast<int64_t>(control.size())}}}));
   std::copy(control.begin(), control.end(), w.data().begin());
   SafetensorsMetadata meta{{"format", kControlFormat},
-                           {"model_fingerprint", std::to_string(layout.fingerprint())}};
+                           {"model_fingerprint", std::to_string(layout.fingerprint())},
+                           {"model_version", std::to_string(model_version)}};
   meta[kChecksumKey] = ModelChecksum(kControlFormat, meta, kChecksumKey, w);
   return WriteFileAtomic(file, SerializeSafetensors(w, meta))
       .WithContext("cannot save SCAFFOLD's control variate to " + file);
 }
 
-Result<std::vector<float>> ClientState::LoadControl(const ModelWeights& layout) const {
+Result<SavedControl> ClientState::LoadControl(const ModelWeights& layout) const {
   const std::string file = dir_ + "/" + kControlFileName;
-  const uint64_t max_bytes = 8 + 4096 + layout.size_bytes();
-  Result<std::vector<uint8_t>> bytes = ReadFileBytes(file, max_bytes);
-  if (!bytes.ok()) {
-    if (bytes.status().code() == StatusCode::kOutOfRange)
-      return Status::FailedPrecondition(
-          fmt::format("{} is larger than a control variate of the trainer's {} parameters can be "
-                      "({} bytes): it belongs to another model, or was damaged",
-                      file, layout.size(), max_bytes));
-    return bytes.status();  // NotFound when nothing was saved yet
-  }
   SafetensorsMetadata meta;
-  Result<ModelWeights> parsed = ParseSafetensors(*bytes, &meta);
-  if (!parsed.ok()) return parsed.status().WithContext(file);
-  if (meta["format"] != kControlFormat)
-    return Status::Corruption(
-        fmt::format("{}: not a SCAFFOLD control variate (format '{}')", file, meta["format"]));
-  TRIB_RETURN_IF_ERROR(VerifyModelChecksum(file, kControlFormat, meta, kChecksumKey, *parsed));
+  TRIB_ASSIGN_OR_RETURN(
+      ModelWeights parsed,
+      ReadCheckedSafetensors(
+          file, 8 + 4096 + layout.size_bytes(), kControlFormat, "a SCAFFOLD control variate",
+          fmt::format("a control variate of the trainer's {} parameters", layout.size()), &meta));
   TRIB_ASSIGN_OR_RETURN(const uint64_t fingerprint, MetadataU64(meta, "model_fingerprint", file));
-  if (fingerprint != layout.fingerprint() || parsed->size() != layout.size())
+  if (fingerprint != layout.fingerprint() || parsed.size() != layout.size())
     return Status::FailedPrecondition(
         fmt::format("{} belongs to a model of layout {:016x} with {} parameters; the trainer's has "
                     "layout {:016x} with {}",
-                    file, fingerprint, parsed->size(), layout.fingerprint(), layout.size()));
-  std::vector<float> out(parsed->data().begin(), parsed->data().end());
-  for (float v : out)
+                    file, fingerprint, parsed.size(), layout.fingerprint(), layout.size()));
+  SavedControl out;
+  TRIB_ASSIGN_OR_RETURN(out.model_version, MetadataU64(meta, "model_version", file));
+  out.values.assign(parsed.data().begin(), parsed.data().end());
+  for (float v : out.values)
     if (!std::isfinite(v)) return Status::Corruption(file + ": a value is not finite");
   return out;
 }
@@ -194,38 +214,25 @@ Status ClientState::SaveGlobalModel(const ModelWeights& weights, uint64_t round,
 
 Result<SavedGlobalModel> ClientState::LoadGlobalModel(const ModelWeights& layout) const {
   const std::string file = global_model_file();
-  // Checked before anything is read in or allocated: a model of this layout cannot be larger.
-  const uint64_t max_bytes = MaxGlobalModelFileBytes(layout);
-  Result<std::vector<uint8_t>> bytes = ReadFileBytes(file, max_bytes);
-  if (!bytes.ok()) {
-    if (bytes.status().code() == StatusCode::kOutOfRange)
-      return Status::FailedPrecondition(fmt::format(
-          "{} is larger than a saved model of the trainer's layout ({} floats) can be ({} bytes): "
-          "it holds another model, or was damaged",
-          file, layout.size(), max_bytes));
-    return bytes.status();  // NotFound when nothing was saved yet
-  }
   SafetensorsMetadata meta;
-  Result<ModelWeights> parsed = ParseSafetensors(*bytes, &meta);
-  if (!parsed.ok()) return parsed.status().WithContext(file);
-  const std::string format = meta["format"];
-  if (format != kGlobalModelFormat)
-    return Status::Corruption(
-        fmt::format("{}: not a saved global model (format '{}', expected '{}')", file, format,
-                    kGlobalModelFormat));
-  TRIB_RETURN_IF_ERROR(VerifyModelChecksum(file, kGlobalModelFormat, meta, kChecksumKey, *parsed));
+  // Checked before anything is read in or allocated: a model of this layout cannot be larger.
+  TRIB_ASSIGN_OR_RETURN(
+      ModelWeights parsed,
+      ReadCheckedSafetensors(
+          file, MaxGlobalModelFileBytes(layout), kGlobalModelFormat, "a saved global model",
+          fmt::format("a saved model of the trainer's layout ({} floats)", layout.size()), &meta));
   SavedGlobalModel out;
   TRIB_ASSIGN_OR_RETURN(out.round, MetadataU64(meta, "round", file));
   TRIB_ASSIGN_OR_RETURN(out.model_version, MetadataU64(meta, "model_version", file));
   TRIB_ASSIGN_OR_RETURN(const uint64_t fingerprint, MetadataU64(meta, "model_fingerprint", file));
-  if (fingerprint != parsed->fingerprint())
+  if (fingerprint != parsed.fingerprint())
     return Status::Corruption(file + ": the model's layout fingerprint does not match its tensors");
-  if (!parsed->same_layout(layout))
+  if (!parsed.same_layout(layout))
     return Status::FailedPrecondition(
         fmt::format("{} holds a model of another layout: {}", file,
-                    LayoutDifference(LayoutOf(layout), "the trainer's model", LayoutOf(*parsed),
+                    LayoutDifference(LayoutOf(layout), "the trainer's model", LayoutOf(parsed),
                                      "the saved one")));
-  out.weights = std::move(parsed).value();
+  out.weights = std::move(parsed);
   return out;
 }
 

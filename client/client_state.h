@@ -14,9 +14,9 @@
 // (compression/codec_state.h format), also replaced atomically, so it survives a restart.
 //
 // SCAFFOLD's client control variate c_i lives in <dir>/scaffold_control.safetensors (one tensor,
-// "control", of the model's parameter count; metadata: format, the model's layout fingerprint and
-// a SHA-256 as below), replaced atomically after every SCAFFOLD fit, so the client's drift
-// correction survives a restart.
+// "control", of the model's parameter count; metadata: format, the model's layout fingerprint,
+// the model version of the task that last updated it, and a SHA-256 as below), replaced atomically
+// after every SCAFFOLD fit, so the client's drift correction survives a restart.
 //
 // The latest global model the client received lives in <dir>/global_model.safetensors, replaced
 // atomically, so the app can predict with it after a restart (Client::predict). It is a plain
@@ -49,6 +49,13 @@ namespace tributary {
 struct SavedGlobalModel {
   ModelWeights weights;
   uint64_t round = 0;
+  uint64_t model_version = 0;
+};
+
+// SCAFFOLD's control variate as ClientState::SaveControl saved it, and the model version of the
+// task it was last updated in.
+struct SavedControl {
+  std::vector<float> values;
   uint64_t model_version = 0;
 };
 
@@ -94,14 +101,15 @@ class ClientState {
   Status SaveGlobalModel(const ModelWeights& weights, uint64_t round, uint64_t model_version);
   Result<SavedGlobalModel> LoadGlobalModel(const ModelWeights& layout) const;
 
-  // SCAFFOLD's control variate c_i for a model of `layout`. Save replaces the file atomically
-  // (IoError naming it). Load: NotFound when there is none; FailedPrecondition naming the file when
-  // it belongs to another layout (checked by size before anything is read in, then by
-  // fingerprint); Corruption naming the file when it is malformed, fails its checksum or holds a
-  // value that is not finite.
+  // SCAFFOLD's control variate c_i for a model of `layout`, updated in the task on
+  // `model_version`. Save replaces the file atomically (IoError naming it). Load: NotFound when
+  // there is none; FailedPrecondition naming the file when it belongs to another layout (checked
+  // by size before anything is read in, then by fingerprint); Corruption naming the file when it
+  // is malformed, fails its checksum or holds a value that is not finite.
   static constexpr const char* kControlFileName = "scaffold_control.safetensors";
-  Status SaveControl(std::span<const float> control, const ModelWeights& layout);
-  Result<std::vector<float>> LoadControl(const ModelWeights& layout) const;
+  Status SaveControl(std::span<const float> control, const ModelWeights& layout,
+                     uint64_t model_version);
+  Result<SavedControl> LoadControl(const ModelWeights& layout) const;
 
   const std::string& dir() const { return dir_; }
   std::string state_file() const { return dir_ + "/" + kStateFileName; }

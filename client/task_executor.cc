@@ -113,11 +113,13 @@ CodecState* TaskExecutor::PrepareCodecState(const Codec& codec, size_t n) {
   return &codec_state_;
 }
 
-std::vector<float>& TaskExecutor::PrepareControl(const ModelWeights& global) {
+std::vector<float>& TaskExecutor::PrepareControl(const ModelWeights& global,
+                                                 uint64_t model_version) {
   if (!control_loaded_ && state_) {
-    Result<std::vector<float>> saved = state_->LoadControl(global);
+    Result<SavedControl> saved = state_->LoadControl(global);
     if (saved.ok()) {
-      control_ = std::move(*saved);
+      control_ = std::move(saved->values);
+      control_version_ = saved->model_version;
     } else {
       if (saved.status().code() != StatusCode::kNotFound)
         Log().warn("SCAFFOLD: starting with a zero control variate: {}", saved.status().ToString());
@@ -125,6 +127,16 @@ std::vector<float>& TaskExecutor::PrepareControl(const ModelWeights& global) {
     }
   }
   control_loaded_ = true;
+  // Model versions only grow within a run: a task on an older version than the one c_i was last
+  // updated in is another run's, or a coordinator's resumed from an older checkpoint.
+  if (control_version_ && *control_version_ > model_version && !control_.empty()) {
+    Log().warn(
+        "SCAFFOLD: the control variate was updated in a task on model version {}, newer than this "
+        "task's {} (a new run, or a coordinator resumed from an older checkpoint): starting from "
+        "zero",
+        *control_version_, model_version);
+    control_.clear();
+  }
   if (control_.size() != global.size()) control_.assign(global.size(), 0.0f);
   return control_;
 }
@@ -154,7 +166,7 @@ Status TaskExecutor::PrepareCorrection(const TaskAssignment& task, const ModelWe
     return ProtocolError(
         ErrorCode::kProtocolViolation,
         fmt::format("{}: SCAFFOLD needs a positive fit.lr, got {}", what, task.fit.lr));
-  const std::vector<float>& ci = PrepareControl(global);
+  const std::vector<float>& ci = PrepareControl(global, task.model_version);
   correction->resize(c.size());
   for (size_t i = 0; i < c.size(); ++i) (*correction)[i] = c[i] - ci[i];
   return Status::Ok();
@@ -172,7 +184,6 @@ Status TaskExecutor::FinishControl(const TaskAssignment& task, const ModelWeight
   const std::span<const float> c = task.control.span();
   const double inv = 1.0 / (static_cast<double>(fit.steps) * task.fit.lr);
   std::span<const float> x = global.data(), y = fit.weights.data();
-  std::vector<float>& ci = control_;
   control_delta->resize(c.size());
   for (size_t i = 0; i < c.size(); ++i) {
     const auto d = static_cast<float>((static_cast<double>(x[i]) - y[i]) * inv - c[i]);
@@ -183,11 +194,16 @@ Status TaskExecutor::FinishControl(const TaskAssignment& task, const ModelWeight
                                        what, i));
     (*control_delta)[i] = d;
   }
-  for (size_t i = 0; i < c.size(); ++i) ci[i] += (*control_delta)[i];
-  if (state_)
-    if (Status s = state_->SaveControl(ci, global); !s.ok())
-      Log().warn("{}: SCAFFOLD's control variate stays in memory only: {}", what, s.ToString());
   return Status::Ok();
+}
+
+void TaskExecutor::CommitControl(const TaskAssignment& task, const ModelWeights& global,
+                                 std::span<const float> control_delta, const std::string& what) {
+  for (size_t i = 0; i < control_delta.size(); ++i) control_[i] += control_delta[i];
+  control_version_ = task.model_version;
+  if (state_)
+    if (Status s = state_->SaveControl(control_, global, task.model_version); !s.ok())
+      Log().warn("{}: SCAFFOLD's control variate stays in memory only: {}", what, s.ToString());
 }
 
 Result<ModelWeights> TaskExecutor::ToWeights(const ModelPayload& payload, const char* what) {
@@ -266,6 +282,8 @@ Result<UpdateSubmission> TaskExecutor::Fit(const TaskAssignment& task, TaskRepor
     if (Status s = state_->SaveCodecState(*codec_state); !s.ok())
       Log().warn("{}: the error-feedback residual stays in memory only: {}", what, s.ToString());
   }
+  // c_i moves once the update is made (a failed encode leaves it), as the residual does.
+  if (scaffold) CommitControl(task, global, control_delta, what);
 
   UpdateSubmission out;
   out.round = task.round;
@@ -283,7 +301,7 @@ Result<UpdateSubmission> TaskExecutor::Fit(const TaskAssignment& task, TaskRepor
     report->num_examples = fit->num_examples;
     report->loss = MetricOr(fit->metrics, "train_loss", 0.0);
     report->accuracy = MetricOr(fit->metrics, "train_accuracy", 0.0);
-    report->update_bytes = out.update.bytes.size();
+    report->update_bytes = out.update.bytes.size() + out.control_delta.size() * sizeof(float);
     report->seconds = Seconds(t0);
   }
   return out;

@@ -35,8 +35,9 @@
 // (zeros before its first SCAFFOLD fit), then sends control_delta = (global - new) / (K * lr) - c
 // (the paper's option II; K = FitResult::steps) and keeps c_i + control_delta as its new c_i. Like
 // the residual, c_i lives in memory and, given a ClientState, in the state dir (saved after every
-// SCAFFOLD fit, loaded on the first one after a restart; one of another model is dropped with a
-// warning). A task whose control variate is not the model's size or not finite is a
+// SCAFFOLD fit whose update was encoded, loaded on the first one after a restart; one of another
+// model, or updated on a newer model version than the task's, which is another run's, is dropped
+// with a warning). A task whose control variate is not the model's size or not finite is a
 // PROTOCOL_VIOLATION; a trainer that does not apply the correction (Trainer::applies_correction)
 // or reports no steps fails the task (INTERNAL) rather than train without it.
 //
@@ -83,6 +84,7 @@ class TaskExecutor {
   void set_control(std::vector<float> control) {
     control_ = std::move(control);
     control_loaded_ = true;
+    control_version_.reset();
   }
   std::vector<float> take_control() { return std::move(control_); }
   // Called by Fit and Evaluate with the task's global model once it is decoded (in the trainer's
@@ -103,15 +105,19 @@ class TaskExecutor {
   // The residual for `codec` and a model of n floats: loaded from the state dir on first use,
   // reset when it belongs to another pipeline or size.
   CodecState* PrepareCodecState(const Codec& codec, size_t n);
-  // c_i for a model like `global`: loaded from the state dir on first use, zeros when there is
-  // none or it belongs to another model.
-  std::vector<float>& PrepareControl(const ModelWeights& global);
+  // c_i for a model like `global` and a task on `model_version`: loaded from the state dir on
+  // first use; zeros when there is none, it belongs to another model, or it was updated on a newer
+  // model version than the task's (another run: with a warning).
+  std::vector<float>& PrepareControl(const ModelWeights& global, uint64_t model_version);
   // SCAFFOLD's client side of Fit: checks the task's control variate and the trainer, and sets
   // *correction = c - c_i; after the fit, the control delta and the new c_i (saved).
   Status PrepareCorrection(const TaskAssignment& task, const ModelWeights& global,
                            const std::string& what, std::vector<float>* correction);
   Status FinishControl(const TaskAssignment& task, const ModelWeights& global, const FitResult& fit,
                        const std::string& what, std::vector<float>* control_delta);
+  // c_i += control_delta, saved, once the update is encoded.
+  void CommitControl(const TaskAssignment& task, const ModelWeights& global,
+                     std::span<const float> control_delta, const std::string& what);
 
   std::shared_ptr<Trainer> trainer_;
   std::optional<ModelWeights> layout_;  // zeros in the trainer's layout
@@ -120,6 +126,7 @@ class TaskExecutor {
   bool codec_state_loaded_ = false;
   std::vector<float> control_;  // c_i; empty: zeros
   bool control_loaded_ = false;
+  std::optional<uint64_t> control_version_;  // the model version c_i was last updated on
   GlobalModelHook on_global_model_;
 };
 

@@ -18,11 +18,11 @@ namespace {
 // floats under the run's codec (raw floats: 4 bytes each; any other pipeline at most 8, index and
 // value, plus zstd's worst-case growth), and the message's own fields (metrics: at most 1,024
 // names of 256 bytes). With secure aggregation, a masked input: at most 62 bits per value. Nothing
-// larger is accepted after Hello.
-uint64_t MaxUpdateMessageBytes(const std::string& codec_spec, bool secagg, size_t n) {
+// larger is accepted after Hello. With SCAFFOLD (`control`), the control delta's raw floats too.
+uint64_t MaxUpdateMessageBytes(const std::string& codec_spec, bool secagg, bool control, size_t n) {
   Result<std::unique_ptr<Codec>> codec = MakeCodec(codec_spec);
   const uint64_t per_float = codec.ok() && (*codec)->raw_floats() && !secagg ? 4 : 8;
-  const uint64_t payload = per_float * n;
+  const uint64_t payload = per_float * n + (control ? 4 * uint64_t{n} : 0);
   return payload + payload / 64 + (uint64_t{512} << 10);
 }
 
@@ -40,9 +40,9 @@ CoordinatorService::CoordinatorService(asio::io_context& io, Transport& transpor
                                            : asio::any_io_executor(io.get_executor()))),
       run_layout_(LayoutOf(driver.engine().model())),
       run_fingerprint_(driver.engine().model().fingerprint()),
-      max_update_bytes_(MaxUpdateMessageBytes(driver.config().round.codec,
-                                              driver.config().round.secagg.enabled,
-                                              driver.engine().model().size())),
+      max_update_bytes_(MaxUpdateMessageBytes(
+          driver.config().round.codec, driver.config().round.secagg.enabled,
+          driver.engine().strategy().uses_control_variates(), driver.engine().model().size())),
       security_(options_.security_log ? options_.security_log : std::make_shared<SecurityLog>()),
       sweep_timer_(clock_->MakeTimer(io_strand_)),
       deadline_timer_(clock_->MakeTimer(engine_strand_)),

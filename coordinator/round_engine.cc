@@ -201,7 +201,9 @@ Status RoundEngine::OnUpdate(const std::string& id, const UpdateSubmission& u, T
   if (verdict.ok()) {
     registry_.RecordGood(id);
     if (hooks_.on_accepted)
-      hooks_.on_accepted(id, u.round, u.num_examples, u.update.bytes.size(), std::nullopt);
+      hooks_.on_accepted(id, u.round, u.num_examples,
+                         u.update.bytes.size() + u.control_delta.size() * sizeof(float),
+                         std::nullopt);
     ++summary_.accepted;
     summary_.num_examples += u.num_examples;
     for (const auto& [k, v] : u.metrics)

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <boost/math/distributions/normal.hpp>
 #include <cmath>
 #include <future>
@@ -36,6 +37,7 @@ class ScaledDeltaTrainer final : public Trainer {
   ScaledDeltaTrainer(std::shared_ptr<Trainer> inner, float factor)
       : inner_(std::move(inner)), factor_(factor) {}
   Result<ModelWeights> get_parameters() override { return inner_->get_parameters(); }
+  bool applies_correction() const override { return inner_->applies_correction(); }
   Result<FitResult> fit(const ModelWeights& global, const FitConfig& config) override {
     TRIB_ASSIGN_OR_RETURN(FitResult r, inner_->fit(global, config));
     if (r.weights.size() != global.size())
@@ -66,10 +68,17 @@ class CraftedTrainer final : public Trainer {
         metrics_(std::move(metrics)),
         num_examples_(num_examples) {}
   Result<ModelWeights> get_parameters() override { return inner_->get_parameters(); }
+  // It trains nothing, but claims the local steps an honest fit of its examples would take, so
+  // that under SCAFFOLD it sends a control delta like everyone else's (made of its crafted delta).
+  bool applies_correction() const override { return inner_->applies_correction(); }
   Result<FitResult> fit(const ModelWeights& global, const FitConfig& config) override {
     FitResult r;
     r.weights = global;
     r.num_examples = num_examples_;
+    const int64_t batch = std::max(1, config.batch_size);
+    r.steps =
+        std::max(1, config.epochs) * ((std::max<int64_t>(num_examples_, 1) + batch - 1) / batch);
+    if (config.max_steps > 0) r.steps = std::min(r.steps, config.max_steps);
     r.metrics = metrics_;
     std::span<float> w = r.weights.data();
     if (delta_) {

@@ -120,6 +120,7 @@ class RecordingTrainer final : public Trainer {
   explicit RecordingTrainer(std::shared_ptr<Trainer> inner) : inner_(std::move(inner)) {}
 
   Result<ModelWeights> get_parameters() override { return inner_->get_parameters(); }
+  bool applies_correction() const override { return inner_->applies_correction(); }
   Result<FitResult> fit(const ModelWeights& global, const FitConfig& config) override;
   Result<EvalResult> evaluate(const ModelWeights& weights, const EvalConfig& config) override {
     return inner_->evaluate(weights, config);

@@ -3,10 +3,10 @@
 //   RankHello    a rank -> rank 0, once: what it loaded (the population's fingerprint), so that
 //                ranks whose config or data differ are refused before the first round.
 //   RankWork     rank 0 -> a rank, per batch of jobs: the distinct models once each (a task's
-//                TaskAssignment in the wire format) and, per job, its task without the model, its
-//                device-model key (attempt, or an asynchronous run's task number), the download's
-//                framed size, the client's error-feedback state and SCAFFOLD control variate (and
-//                the task's server control variate rides in its shell); or the global model's
+//                TaskAssignment in the wire format, with SCAFFOLD's server control variate) and,
+//                per job, its task without the model and control variate, its device-model key
+//                (attempt, or an asynchronous run's task number), the download's framed size, the
+//                client's error-feedback state and SCAFFOLD control variate; or the global model's
 //                values and the server-side evaluation's slices to evaluate (ModelEvaluator); or
 //                `stop`.
 //   RankResults  the rank -> rank 0: per job, its status, the update as the coordinator's decoder

@@ -103,6 +103,13 @@ Result<std::unique_ptr<Simulator>> Simulator::Create(const SimConfig& config, Da
         s->trainers_, MakeTrainerFactory(config.trainer, {s->spec_ ? &*s->spec_ : nullptr, &initial,
                                                           config.run.init_seed}));
   }
+  if (s->driver_->engine().strategy().uses_control_variates() &&
+      !s->trainers_->applies_correction())
+    return Status::InvalidArgument(
+        "key 'run.strategy' = '" + config.run.strategy +
+        "' needs trainers that apply SCAFFOLD's drift correction, which these do not (sim.trainer "
+        "= '" +
+        config.trainer + "', or a trainer of the embedding program's); the native trainer does");
   TRIB_ASSIGN_OR_RETURN(s->attack_, MakeAttack(config.attack));
   if (s->attack_ && s->attack_->changes_data() && !s->trainers_->needs_data())
     return Status::InvalidArgument("key 'attack.kind' = '" + config.attack.kind +
@@ -303,7 +310,10 @@ Status Simulator::PrepareAttack(const std::vector<RunEngine::Outgoing>& tasks) {
     TRIB_ASSIGN_OR_RETURN(std::shared_ptr<Trainer> honest, MakeTrainer(client, false));
     auto recorder = std::make_shared<RecordingTrainer>(std::move(honest));
     TaskExecutor executor(recorder);
-    TRIB_RETURN_IF_ERROR(executor.Fit(*task_of.at(client)).status());
+    const TaskAssignment& task = *task_of.at(client);
+    // Under SCAFFOLD, with the client's own c_i (the real fit moves it; this one does not).
+    if (!task.control.empty()) executor.set_control(controls_->Get(client));
+    TRIB_RETURN_IF_ERROR(executor.Fit(task).status());
     return Attack::HonestFit{std::move(recorder->delta()), recorder->metrics()};
   };
   return attack_->Prepare(attempt, *pool_, fit_honestly);

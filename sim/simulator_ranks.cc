@@ -209,16 +209,19 @@ Status Simulator::TrainJobs(const std::vector<Job*>& jobs,
   const std::vector<int> where = AssignToRanks(costs, ranks);
   const double t0 = SimWallNow();
 
-  // The batch's distinct models, each encoded once (a task's TaskAssignment in the wire format).
+  // The batch's distinct models (with SCAFFOLD's control variate, which changes with them), each
+  // encoded once (a task's TaskAssignment in the wire format); the jobs' shells carry neither.
   struct Model {
-    const ModelPayload* payload;
+    const TaskAssignment* task;
     std::vector<uint8_t> bytes;
   };
   std::vector<Model> models;
-  auto same = [](const ModelPayload& a, const ModelPayload& b) {
+  auto same = [](const TaskAssignment& x, const TaskAssignment& y) {
+    const ModelPayload &a = x.model, &b = y.model;
     return a.layout_fingerprint == b.layout_fingerprint && a.encoding == b.encoding &&
            a.values.data() == b.values.data() && a.values.size() == b.values.size() &&
-           a.encoded.data() == b.encoded.data() && a.encoded.size() == b.encoded.size();
+           a.encoded.data() == b.encoded.data() && a.encoded.size() == b.encoded.size() &&
+           x.control.data() == y.control.data() && x.control.size() == y.control.size();
   };
   std::vector<RankWork> work(static_cast<size_t>(ranks));
   std::vector<std::vector<size_t>> slots(static_cast<size_t>(ranks));  // job indices by rank
@@ -235,10 +238,10 @@ Status Simulator::TrainJobs(const std::vector<Job*>& jobs,
     const auto r = static_cast<size_t>(where[i]);
     const auto& task = std::get<TaskAssignment>(job.out->message);
     size_t m = 0;
-    while (m < models.size() && !same(*models[m].payload, task.model)) ++m;
+    while (m < models.size() && !same(*models[m].task, task)) ++m;
     if (m == models.size()) {
       TRIB_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, EncodeMessageBody(Message(task)));
-      models.push_back({&task.model, std::move(bytes)});
+      models.push_back({&task, std::move(bytes)});
     }
     auto k = std::find(rank_models[r].begin(), rank_models[r].end(), m);
     if (k == rank_models[r].end()) {
@@ -248,6 +251,7 @@ Status Simulator::TrainJobs(const std::vector<Job*>& jobs,
     }
     TaskAssignment shell = task;
     shell.model = ModelPayload{};
+    shell.control = SharedFloats();
     RankJob rj;
     rj.slot = slots[r].size();
     rj.client = job.index;
@@ -362,9 +366,12 @@ Status Simulator::Serve() {
       continue;
     }
     std::vector<ModelPayload> models;
+    std::vector<SharedFloats> controls;  // SCAFFOLD's, with each model
     for (auto& m : work.models) {
-      TRIB_ASSIGN_OR_RETURN(Message task, FromWire(MessageType::kTaskAssignment, std::move(m)));
-      models.push_back(std::get<TaskAssignment>(std::move(task)).model);
+      TRIB_ASSIGN_OR_RETURN(Message msg, FromWire(MessageType::kTaskAssignment, std::move(m)));
+      auto& task = std::get<TaskAssignment>(msg);
+      models.push_back(std::move(task.model));
+      controls.push_back(std::move(task.control));
     }
     const size_t n = work.jobs.size();
     std::vector<RunEngine::Outgoing> outs(n);
@@ -380,6 +387,7 @@ Status Simulator::Serve() {
       TRIB_ASSIGN_OR_RETURN(Message shell, FromWire(MessageType::kTaskAssignment, rj.shell));
       auto task = std::get<TaskAssignment>(std::move(shell));
       task.model = models[rj.model];
+      task.control = controls[rj.model];
       outs[i].client_id = Population::ClientId(rj.client);
       outs[i].message = std::move(task);
       jobs[i].index = rj.client;

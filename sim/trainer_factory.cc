@@ -13,6 +13,7 @@ class NativeFactory final : public TrainerFactory {
  public:
   NativeFactory(ModelSpec spec, uint64_t init_seed) : spec_(std::move(spec)), seed_(init_seed) {}
   bool needs_data() const override { return true; }
+  bool applies_correction() const override { return true; }
   Result<std::shared_ptr<Trainer>> Make(std::shared_ptr<const Dataset> data,
                                         int64_t) const override {
     TRIB_ASSIGN_OR_RETURN(std::unique_ptr<NativeTrainer> t,

@@ -27,6 +27,9 @@ class TrainerFactory {
   virtual ~TrainerFactory() = default;
   // Whether Make needs the client's examples; when not, the simulator does not materialize them.
   virtual bool needs_data() const = 0;
+  // Whether its trainers apply SCAFFOLD's correction (Trainer::applies_correction); the
+  // simulator refuses run.strategy = "scaffold" at start-up otherwise.
+  virtual bool applies_correction() const { return false; }
   // A trainer for a client holding `num_examples` examples (`data` is null when !needs_data()).
   virtual Result<std::shared_ptr<Trainer>> Make(std::shared_ptr<const Dataset> data,
                                                 int64_t num_examples) const = 0;

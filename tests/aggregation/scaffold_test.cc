@@ -152,6 +152,17 @@ TEST(ScaffoldTest, TheControlVariateIsTheCheckpointedState) {
   EXPECT_EQ(Scaffold(1.0f, 0).LoadState(moments, 2).code(), StatusCode::kInvalidArgument);
 }
 
+TEST(ScaffoldTest, ARoundLargerThanItsClientsIsRefusedAtStartUp) {
+  EXPECT_TRUE(Scaffold(1.0f, 10).CheckRoundSize(10).ok());
+  EXPECT_TRUE(Scaffold(1.0f, 0).CheckRoundSize(1000).ok());
+  Status s = Scaffold(1.0f, 4).CheckRoundSize(5);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("scaffold(clients=4) counts every client of the run, and a round "
+                             "takes 5 updates"),
+            std::string::npos)
+      << s.message();
+}
+
 TEST(ScaffoldTest, TheFactoryBuildsItAndNamesItsKeys) {
   Result<std::unique_ptr<Strategy>> s = MakeStrategy("scaffold(clients=10)");
   ASSERT_TRUE(s.ok()) << s.status().ToString();

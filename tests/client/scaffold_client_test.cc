@@ -110,8 +110,8 @@ TEST(ScaffoldClientTest, AControlVariateOfAnotherModelInTheStateDirIsDropped) {
   {
     auto state = *ClientState::Open(tmp.path());
     ModelWeights other = *ModelWeights::Create({{"w", {4}}});
-    ASSERT_TRUE(state->SaveControl(std::vector<float>(4, 9.0f), other).ok());
-    Result<std::vector<float>> mismatch = state->LoadControl(FakeTrainer::Layout());
+    ASSERT_TRUE(state->SaveControl(std::vector<float>(4, 9.0f), other, 0).ok());
+    Result<SavedControl> mismatch = state->LoadControl(FakeTrainer::Layout());
     EXPECT_EQ(mismatch.status().code(), StatusCode::kFailedPrecondition);
     EXPECT_NE(mismatch.status().message().find(ClientState::kControlFileName), std::string::npos)
         << mismatch.status().message();
@@ -121,6 +121,45 @@ TEST(ScaffoldClientTest, AControlVariateOfAnotherModelInTheStateDirIsDropped) {
   TaskExecutor exec(trainer, state.get());
   ASSERT_TRUE(exec.Fit(Task(1)).ok());
   EXPECT_FLOAT_EQ(trainer->last_correction[0], 0.5f);  // zeros, not the other model's 9s
+}
+
+// Model versions only grow within a run. A control variate last updated on a newer version than
+// a task's belongs to another run (or the coordinator resumed from an older checkpoint): the
+// client starts again from zero, in memory and from its state dir.
+TEST(ScaffoldClientTest, AControlVariateOfALaterModelVersionIsAnotherRunsAndIsDropped) {
+  TempDir tmp;
+  auto trainer = Trainer();
+  {
+    auto state = *ClientState::Open(tmp.path());
+    TaskExecutor exec(trainer, state.get());
+    ASSERT_TRUE(exec.Fit(Task(5)).ok());  // model version 4
+    Result<SavedControl> saved = state->LoadControl(FakeTrainer::Layout());
+    ASSERT_TRUE(saved.ok()) << saved.status().ToString();
+    EXPECT_EQ(saved->model_version, 4u);
+    EXPECT_NEAR(saved->values[0], Delta(0), 1e-6);
+    // The same executor given a task of a new run (version 0): zeros again.
+    ASSERT_TRUE(exec.Fit(Task(1)).ok());
+    EXPECT_FLOAT_EQ(trainer->last_correction[0], 0.5f);
+    // A later version of the same run keeps it: round 2 (version 1) follows round 1 (version 0).
+    ASSERT_TRUE(exec.Fit(Task(2)).ok());
+    EXPECT_NEAR(trainer->last_correction[0], 0.5f - Delta(0), 1e-6);
+  }
+  // From the state dir (saved after version 1): a task on version 0 drops it, version 1 keeps it.
+  for (const uint64_t round : {1u, 2u}) {
+    auto state = *ClientState::Open(tmp.path());
+    auto t = Trainer();
+    TaskExecutor exec(t, state.get());
+    TaskAssignment task = Task(round);
+    ASSERT_TRUE(exec.Fit(task).ok());
+    if (round == 1) {
+      EXPECT_FLOAT_EQ(t->last_correction[0], 0.5f);
+      // That fit saved its own c_i (version 0) over the old one; put the newer one back.
+      ASSERT_TRUE(
+          state->SaveControl(std::vector<float>(9, 2 * Delta(0)), FakeTrainer::Layout(), 1).ok());
+    } else {
+      EXPECT_NEAR(t->last_correction[0], 0.5f - 2 * Delta(0), 1e-5);
+    }
+  }
 }
 
 TEST(ScaffoldClientTest, TasksItCannotDoAreRefusedWithReasons) {

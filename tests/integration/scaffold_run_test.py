@@ -17,8 +17,12 @@ import unittest
 
 from process_harness import CERTS, CLIENT, COORDINATOR, ProcessTest
 
+# 28x28 images: the mlp has 199,210 parameters, so an update with its control delta (8 bytes a
+# parameter) is past the dense update alone's message cap (4 a parameter plus slack): the cap must
+# count the control delta (coordinator_service.cc).
 DATA = ["run.model=mlp", "data.dataset=synthetic", "data.train_examples=1200",
-        "data.test_examples=100", "data.partition=dirichlet:0.3"]
+        "data.test_examples=100", "data.partition=dirichlet:0.3", "data.synthetic.height=28",
+        "data.synthetic.width=28"]
 
 
 def run_toml(rounds, ckpt, final):
@@ -40,6 +44,8 @@ every = 0
 [data]
 dataset = "synthetic"
 test_examples = 100
+synthetic.height = 28
+synthetic.width = 28
 [output]
 checkpoint_dir = "{ckpt}"
 final_model = "{final}"

@@ -31,6 +31,11 @@ SimConfig Config() {
   return c;
 }
 
+std::string ReadBytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
 struct Distributed {
   SimResult result;
   uint64_t messages = 0, bytes = 0;
@@ -62,6 +67,14 @@ Result<Distributed> RunOnRanks(const SimConfig& c, int ranks) {
   TRIB_RETURN_IF_ERROR(result.status());
   for (const Status& s : served) TRIB_RETURN_IF_ERROR(s);
   return Distributed{std::move(*result), world.messages(), world.bytes()};
+}
+
+// The first 3 rounds of `c` on 2 ranks, checkpointed to `dir` (to resume from).
+Result<Distributed> FirstThreeRoundsOnTwoRanks(const SimConfig& c, const std::string& dir) {
+  SimConfig first = c;
+  first.run.checkpoint_dir = dir;
+  first.run.round.rounds = 3;
+  return RunOnRanks(first, 2);
 }
 
 // `exact_bytes` false: with secure aggregation the protocol's messages carry ECDSA signatures made
@@ -104,6 +117,13 @@ const Mode kModes[] = {
     {"fednova", [](SimConfig& c) { c.run.strategy = "fednova"; }},
     // Each client's control variate lives on rank 0 and travels with its job.
     {"scaffold", [](SimConfig& c) { c.run.strategy = "scaffold(clients=10)"; }},
+    // Attackers under SCAFFOLD send control deltas too (the crafted ones claim honest steps).
+    {"scaffold under an alie attack",
+     [](SimConfig& c) {
+       c.run.strategy = "scaffold(clients=10)";
+       c.attack.kind = "alie";
+       c.attack.fraction = 0.2;
+     }},
     // Top-k keeps error feedback: each client's residual lives on rank 0 and travels.
     {"topk+q8 with error feedback", [](SimConfig& c) { c.run.round.codec = "topk(0.1)+q8"; }},
     {"dp (server)",
@@ -259,10 +279,7 @@ TEST(RankSimTest, AResumedRunOnOtherRanksGivesTheModelOfOneUnbrokenProcess) {
 
   for (const bool damaged : {false, true}) {
     testing::TempDir dir;
-    SimConfig first = c;
-    first.run.checkpoint_dir = dir.path();
-    first.run.round.rounds = 3;
-    Result<Distributed> part = RunOnRanks(first, 2);
+    Result<Distributed> part = FirstThreeRoundsOnTwoRanks(c, dir.path());
     ASSERT_TRUE(part.ok()) << part.status().ToString();
     ASSERT_EQ(part->result.rounds.size(), 3u);
     for (uint64_t r = 1; r <= 3; ++r)
@@ -274,11 +291,7 @@ TEST(RankSimTest, AResumedRunOnOtherRanksGivesTheModelOfOneUnbrokenProcess) {
     if (damaged) {
       // A byte of round 3's state changed: its checkpoint is skipped for round 2's.
       const std::string path = SimCheckpointPath(dir.path(), 3);
-      std::string bytes;
-      {
-        std::ifstream in(path, std::ios::binary);
-        bytes.assign(std::istreambuf_iterator<char>(in), {});
-      }
+      std::string bytes = ReadBytes(path);
       ASSERT_GT(bytes.size(), 100u);
       bytes[bytes.size() / 2] ^= 1;
       std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
@@ -313,16 +326,9 @@ TEST(RankSimTest, AResumedScaffoldRunGivesTheUnbrokenModel) {
   EXPECT_NE(fedavg->model_hash, whole->model_hash) << "the control variates changed nothing";
 
   testing::TempDir dir;
-  SimConfig first = c;
-  first.run.checkpoint_dir = dir.path();
-  first.run.round.rounds = 3;
-  Result<Distributed> part = RunOnRanks(first, 2);
+  Result<Distributed> part = FirstThreeRoundsOnTwoRanks(c, dir.path());
   ASSERT_TRUE(part.ok()) << part.status().ToString();
-  std::string bytes;
-  {
-    std::ifstream in(SimCheckpointPath(dir.path(), 3), std::ios::binary);
-    bytes.assign(std::istreambuf_iterator<char>(in), {});
-  }
+  const std::string bytes = ReadBytes(SimCheckpointPath(dir.path(), 3));
   Result<SimCheckpoint> st = DecodeSimCheckpoint(bytes);
   ASSERT_TRUE(st.ok()) << st.status().ToString();
   int64_t trained = 0;
@@ -348,6 +354,21 @@ TEST(RankSimTest, AResumedScaffoldRunGivesTheUnbrokenModel) {
   ExpectSameRun(*whole, resumed->result, "scaffold resumed on 3 ranks");
 }
 
+TEST(RankSimTest, ScaffoldWithTrainersThatIgnoreItsCorrectionIsRefusedAtStartUp) {
+  SimConfig c = Config();
+  c.run.strategy = "scaffold";
+  c.trainer = "noop";
+  Result<DataSplits> data = LoadDataSplits(c.data, true, true);
+  ASSERT_TRUE(data.ok());
+  Result<std::unique_ptr<Simulator>> sim = Simulator::Create(c, *data);
+  ASSERT_FALSE(sim.ok());
+  EXPECT_NE(sim.status().message().find("key 'run.strategy' = 'scaffold' needs trainers that "
+                                        "apply SCAFFOLD's drift correction"),
+            std::string::npos)
+      << sim.status().ToString();
+  EXPECT_NE(sim.status().message().find("sim.trainer = 'noop'"), std::string::npos);
+}
+
 TEST(RankSimTest, TheSimulatorStateHoldsWhatTheRunNeedsAndRefusesDamage) {
   SimConfig c = Config();
   c.run.round.codec = "topk(0.1)+q8";
@@ -361,11 +382,7 @@ TEST(RankSimTest, TheSimulatorStateHoldsWhatTheRunNeedsAndRefusesDamage) {
   ASSERT_TRUE(sim.ok()) << sim.status().ToString();
   Result<SimResult> r = (*sim)->Run();
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  std::string bytes;
-  {
-    std::ifstream in(SimCheckpointPath(dir.path(), 3), std::ios::binary);
-    bytes.assign(std::istreambuf_iterator<char>(in), {});
-  }
+  const std::string bytes = ReadBytes(SimCheckpointPath(dir.path(), 3));
   Result<SimCheckpoint> decoded = DecodeSimCheckpoint(bytes);
   ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
   EXPECT_EQ(decoded->rounds_done, 3u);
