@@ -51,11 +51,8 @@ class Engine {
   // SCAFFOLD's drift correction c - c_i (one value per parameter, layout order): every TrainStep
   // after this one ends with w -= lr * correction, outside the momentum (the form of NIID-Bench's
   // and Flower's SCAFFOLD clients). An empty span clears it. InvalidArgument when the size is not
-  // the model's parameter count; Unimplemented on a backend without it.
-  virtual Status SetCorrection(std::span<const float> correction) {
-    if (correction.empty()) return Status::Ok();
-    return Status::Unimplemented("SCAFFOLD's correction is not implemented on " + device_name());
-  }
+  // the model's parameter count. Every backend has it (CPU and CUDA).
+  virtual Status SetCorrection(std::span<const float> correction) = 0;
   // Copies the current weights out into `out`, which must have the spec's layout.
   virtual Status StoreWeights(ModelWeights* out) = 0;
 
