@@ -74,7 +74,7 @@ install(FILES
 # The binaries that exist in this build (OPTIONAL: a partial build installs what it built; so is the
 # Python package, python/CMakeLists.txt). The libraries, headers and CMake package above are not
 # optional: every program links the libraries, so any build of a program has them.
-foreach(binary tributary-coordinator tributary-client tributary-sim tributary-certs tributary-train tributary-dp
+foreach(binary tributary-coordinator tributary-aggregator tributary-client tributary-sim tributary-certs tributary-train tributary-dp
     tributary)
   if(TARGET ${binary})
     install(TARGETS ${binary} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} OPTIONAL)

@@ -260,6 +260,13 @@ Status AsyncEngine::OnEvaluateResult(const std::string& id, const EvaluateResult
   return eval_->OnResult(id, res);
 }
 
+Status AsyncEngine::OnGroupResult(const std::string& aggregator, const GroupResult&,
+                                  const PartialSum&, TimePoint) {
+  return Status::FailedPrecondition(
+      "aggregator '" + aggregator +
+      "': asynchronous steps do not run through the aggregation tier");
+}
+
 Status AsyncEngine::OnSecAgg(const std::string& id, const Message& m, TimePoint now) {
   registry_.Touch(id, now);
   auto it = tasks_.find(id);

@@ -96,6 +96,9 @@ class AsyncEngine : public RunEngine {
                           TimePoint now) override;
   // FailedPrecondition: an asynchronous run has no secure aggregation.
   Status OnSecAgg(const std::string& id, const Message& message, TimePoint now) override;
+  // Asynchronous steps do not run through the aggregation tier (WhyNotThroughTier): refused.
+  Status OnGroupResult(const std::string& aggregator, const GroupResult& result,
+                       const PartialSum& partial, TimePoint now) override;
   void OnHeartbeat(const std::string& id, TimePoint now) override { registry_.Touch(id, now); }
   // Ends the tasks whose deadline passed and fills the free slots.
   void OnTick(TimePoint now) override;

@@ -6,7 +6,10 @@
 
 #include "compression/codec.h"
 #include "compression/codec_spec.h"
+#include "coordinator/engine_parts.h"
+#include "coordinator/tier_config.h"
 #include "core/log.h"
+#include "crypto/client_id.h"
 
 namespace tributary {
 
@@ -43,6 +46,11 @@ CoordinatorService::CoordinatorService(asio::io_context& io, Transport& transpor
       max_update_bytes_(MaxUpdateMessageBytes(
           driver.config().round.codec, driver.config().round.secagg.enabled,
           driver.engine().strategy().uses_control_variates(), driver.engine().model().size())),
+      // A partial sum: at most 16 bytes per value (two limbs), and its records.
+      max_aggregator_bytes_(16 * uint64_t{driver.engine().model().size()} + (uint64_t{64} << 20)),
+      max_update_dim_(driver.engine().model().size()),
+      tier_refusal_(WhyNotThroughTier(driver.engine().strategy(), driver.config().round)),
+      tier_config_(TierConfigToml(driver.config())),
       security_(options_.security_log ? options_.security_log : std::make_shared<SecurityLog>()),
       sweep_timer_(clock_->MakeTimer(io_strand_)),
       deadline_timer_(clock_->MakeTimer(engine_strand_)),
@@ -102,7 +110,7 @@ void CoordinatorService::OnAccept(std::shared_ptr<Connection> conn) {
     }
   }
   Connection* key = conn.get();
-  sessions_[key] = Session{conn, "", clock_->Now()};
+  sessions_[key] = Session{conn, "", clock_->Now(), false, {}};
   // Nothing large before Hello: only control messages (1 MiB) until the client is admitted.
   conn->SetMaxMessageBytes(ProtocolLimits{}.max_control_message_bytes);
   std::weak_ptr<CoordinatorService> weak = weak_from_this();
@@ -182,16 +190,7 @@ void CoordinatorService::OnHello(Session& s, const Hello& hello) {
                               hello.capabilities.num_examples, run.max_num_examples));
   const std::string id = s.conn->peer().id;
   if (id.empty()) return Refuse(s, ErrorCode::kUnauthenticated, "no authenticated client id");
-  if (auto it = by_id_.find(id); it != by_id_.end() && it->second != s.conn.get()) {
-    // A reconnect: the old session is superseded.
-    Connection* old = it->second;
-    by_id_.erase(it);
-    if (auto os = sessions_.find(old); os != sessions_.end()) {
-      os->second.id.clear();
-      os->second.conn->Send(Goodbye{"superseded by a new connection from the same client", 0});
-      os->second.conn->Close();
-    }
-  }
+  Supersede(id, s.conn.get());  // a reconnect, or a client that came through an aggregator
   s.id = id;
   by_id_[id] = s.conn.get();
   s.conn->SetMaxMessageBytes(max_update_bytes_);
@@ -210,7 +209,18 @@ void CoordinatorService::OnMessage(Connection* key, Message msg) {
   const TimePoint now = clock_->Now();
   s.last_heard = now;
   if (s.id.empty()) {
-    if (const Hello* hello = std::get_if<Hello>(&msg)) {
+    const bool aggregator = s.conn->peer().role == PeerRole::kAggregator;
+    if (const auto* ah = std::get_if<AggregatorHello>(&msg); ah && aggregator) {
+      OnAggregatorHello(s, *ah);
+    } else if (aggregator) {
+      Refuse(s, ErrorCode::kProtocolViolation,
+             "an aggregator's certificate must open with AggregatorHello, got " +
+                 MessageTypeName(TypeOf(msg)) + " (it cannot join as a client)");
+    } else if (std::holds_alternative<AggregatorHello>(msg)) {
+      Refuse(s, ErrorCode::kUnauthenticated,
+             "AggregatorHello from a client's certificate: only a certificate made with "
+             "`tributary-certs aggregator` may act as an aggregator");
+    } else if (const Hello* hello = std::get_if<Hello>(&msg)) {
       OnHello(s, *hello);
     } else {
       Refuse(s, ErrorCode::kProtocolViolation,
@@ -218,6 +228,7 @@ void CoordinatorService::OnMessage(Connection* key, Message msg) {
     }
     return;
   }
+  if (s.aggregator) return OnAggregatorMessage(s, std::move(msg), now);
   if (auto* u = std::get_if<UpdateSubmission>(&msg)) {
     // Refusals reach the log through the driver's UpdateRefused event.
     OnEngine([id = s.id, u = std::move(*u), now](RunEngine& e) { (void)e.OnUpdate(id, u, now); });
@@ -269,6 +280,25 @@ void CoordinatorService::OnClosed(Connection* key, const Status& why) {
     default:
       break;
   }
+  if (it->second.aggregator && !closed_) {
+    // Its clients leave with it (they reconnect through another aggregator or directly).
+    std::vector<std::string> gone;
+    for (const std::string& m : it->second.members) {
+      auto b = by_id_.find(m);
+      if (b != by_id_.end() && b->second == key) {
+        by_id_.erase(b);
+        gone.push_back(m);
+      }
+    }
+    Log().warn("aggregator {} ({}) left{}; its {} clients leave with it", id,
+               it->second.conn->peer().address, why.ok() ? "" : ": " + why.message(), gone.size());
+    sessions_.erase(it);
+    const TimePoint now = clock_->Now();
+    OnEngine([gone = std::move(gone), now](RunEngine& e) {
+      for (const std::string& m : gone) e.OnLeft(m, now);
+    });
+    return;
+  }
   sessions_.erase(it);
   if (id.empty()) return;
   auto b = by_id_.find(id);
@@ -281,11 +311,159 @@ void CoordinatorService::OnClosed(Connection* key, const Status& why) {
 
 void CoordinatorService::Deliver(Outbox outbox) {
   if (closed_) return;
+  // The tasks of clients behind an aggregator leave as one GroupTask per aggregator and round.
+  std::map<Connection*, GroupTask> groups;
   for (RunEngine::Outgoing& out : outbox) {
     auto it = by_id_.find(out.client_id);
     if (it == by_id_.end()) continue;  // left meanwhile; the engine learns through OnLeft
-    sessions_.at(it->second).conn->Send(std::move(out.message));
+    Session& session = sessions_.at(it->second);
+    if (!session.aggregator) {
+      session.conn->Send(std::move(out.message));
+      continue;
+    }
+    // Only tasks go to an aggregator's clients: it answers them itself (refusals, goodbyes), and
+    // what the tier does not carry (federated evaluation, secure aggregation) is refused at its
+    // hello.
+    auto* task = std::get_if<TaskAssignment>(&out.message);
+    if (task == nullptr) continue;
+    GroupTask& g = groups[it->second];
+    if (!g.members.empty() && g.task.round != task->round) {
+      session.conn->Send(std::move(g));
+      g = GroupTask{};
+    }
+    if (g.members.empty()) {
+      g.task = *task;  // shares the model
+      g.task.fit.seed = 0;
+    }
+    g.members.push_back({out.client_id, task->fit.seed});
   }
+  for (auto& [conn, g] : groups) {
+    Log().debug("round {}: {} tasks to aggregator {}", g.task.round, g.members.size(),
+                sessions_.at(conn).id);
+    sessions_.at(conn).conn->Send(std::move(g));
+  }
+}
+
+void CoordinatorService::Supersede(const std::string& id, Connection* keep) {
+  auto it = by_id_.find(id);
+  if (it == by_id_.end() || it->second == keep) return;
+  Connection* old = it->second;
+  by_id_.erase(it);
+  auto os = sessions_.find(old);
+  if (os == sessions_.end()) return;
+  if (os->second.aggregator) {
+    os->second.members.erase(id);  // the engine sees the new session's join as a reconnect
+    return;
+  }
+  os->second.id.clear();
+  os->second.conn->Send(Goodbye{"superseded by a new connection from the same client", 0});
+  os->second.conn->Close();
+}
+
+void CoordinatorService::OnAggregatorHello(Session& s, const AggregatorHello& hello) {
+  const std::string id = s.conn->peer().id;
+  if (hello.protocol_version != kProtocolVersion)
+    return Refuse(s, ErrorCode::kUnsupportedVersion,
+                  "aggregator speaks protocol version " + std::to_string(hello.protocol_version) +
+                      ", this coordinator speaks version " + std::to_string(kProtocolVersion));
+  if (!tier_refusal_.empty())
+    return Refuse(s, ErrorCode::kProtocolViolation,
+                  "this run cannot go through an aggregation tier: " + tier_refusal_);
+  for (const auto& [key, other] : sessions_) {
+    if (other.aggregator && other.id == id) {
+      other.conn->Send(Goodbye{"superseded by a new connection from the same aggregator", 0});
+      other.conn->Close();
+    }
+  }
+  s.id = id;
+  s.aggregator = true;
+  s.conn->SetMaxMessageBytes(max_aggregator_bytes_);
+  AggregatorWelcome w;
+  w.aggregator_id = id;
+  w.software_version = options_.software_version;
+  w.heartbeat_interval_ms = static_cast<uint32_t>(options_.heartbeat_interval.count());
+  w.run_config = tier_config_;
+  w.layout_fingerprint = run_fingerprint_;
+  w.layout = run_layout_;
+  s.conn->Send(std::move(w));
+  Log().info("aggregator {} connected from {}", id, s.conn->peer().address);
+}
+
+void CoordinatorService::OnAggregatorMessage(Session& s, Message msg, TimePoint now) {
+  if (auto* m = std::get_if<GroupMembership>(&msg)) return OnMembership(s, std::move(*m), now);
+  if (auto* g = std::get_if<GroupResult>(&msg)) {
+    // Every record must name one of this aggregator's clients: an aggregator speaks for its own.
+    for (const GroupRecord& rec : g->records) {
+      auto b = by_id_.find(rec.client_id);
+      if (b == by_id_.end() || b->second != s.conn.get()) {
+        security_->Note("aggregator result refused", SourceAddress(s.conn->peer().address),
+                        fmt::format("aggregator {} ({}): a result for round {} names client "
+                                    "'{}', which is not one of its clients",
+                                    s.id, s.conn->peer().address, g->round, rec.client_id));
+        return;
+      }
+    }
+    const size_t dim = max_update_dim_;
+    OnEngine([id = s.id, g = std::move(*g), dim, now](RunEngine& e) {
+      Result<PartialSum> partial = DecodePartialSum(g.partial.span(), dim);
+      Status st = partial.ok()
+                      ? e.OnGroupResult(id, g, *partial, now)
+                      : partial.status().WithContext("aggregator '" + id + "': its partial sum");
+      if (!st.ok())
+        Log().warn("round {}: the result of aggregator {} ({} records) is refused: {}", g.round, id,
+                   g.records.size(), st.message());
+    });
+  } else if (auto* hb = std::get_if<Heartbeat>(&msg)) {
+    s.conn->Send(*hb);
+  } else if (auto* e = std::get_if<Error>(&msg)) {
+    Log().warn("aggregator {} reports {}: {}", s.id, ErrorCodeName(e->code), e->message);
+  } else if (std::holds_alternative<Goodbye>(msg)) {
+    s.conn->Close();
+  } else {
+    Refuse(s, ErrorCode::kProtocolViolation,
+           "unexpected " + MessageTypeName(TypeOf(msg)) + " from an aggregator");
+  }
+}
+
+void CoordinatorService::OnMembership(Session& s, GroupMembership m, TimePoint now) {
+  const RoundConfig& run = driver_.config().round;
+  std::vector<std::pair<std::string, ClientCapabilities>> joined;
+  std::vector<std::string> left;
+  for (GroupMember& member : m.joined) {
+    // The aggregator checked the client's Hello; what the run's numbers depend on is checked
+    // again, so a faulty aggregator cannot register a client this run would refuse.
+    std::string why;
+    if (Status v = ValidateClientId(member.client_id); !v.ok())
+      why = v.message();
+    else if (member.capabilities.layout_fingerprint != run_fingerprint_)
+      why = "its layout fingerprint is not the run's";
+    else if (member.capabilities.num_examples > run.max_num_examples)
+      why = "it announces more examples than run.max_num_examples";
+    if (!why.empty()) {
+      security_->Note("aggregator member refused", SourceAddress(s.conn->peer().address),
+                      fmt::format("aggregator {} ({}): client '{}' refused: {}", s.id,
+                                  s.conn->peer().address, member.client_id, why));
+      continue;
+    }
+    Supersede(member.client_id, s.conn.get());
+    by_id_[member.client_id] = s.conn.get();
+    s.members.insert(member.client_id);
+    member.capabilities.layout.clear();  // the fingerprint stays; the registry needs no list
+    joined.emplace_back(std::move(member.client_id), std::move(member.capabilities));
+  }
+  for (std::string& id : m.left) {
+    auto b = by_id_.find(id);
+    if (b == by_id_.end() || b->second != s.conn.get()) continue;  // moved on meanwhile
+    by_id_.erase(b);
+    s.members.erase(id);
+    left.push_back(std::move(id));
+  }
+  Log().info("aggregator {}: {} clients joined, {} left ({} through it)", s.id, joined.size(),
+             left.size(), s.members.size());
+  OnEngine([joined = std::move(joined), left = std::move(left), now](RunEngine& e) {
+    for (const auto& [id, caps] : joined) e.OnJoined(id, caps, now);
+    for (const std::string& id : left) e.OnLeft(id, now);
+  });
 }
 
 void CoordinatorService::Sweep() {

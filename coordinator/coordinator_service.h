@@ -26,6 +26,16 @@
 // arrived, not the time the engine strand got to it. The io_context may be run by several threads.
 //
 // Time (the engine's `now`, its deadlines, the silence sweep) comes from options.clock.
+//
+// The aggregation tier (docs/tier.md): a connection whose certificate is an aggregator's
+// (PeerRole::kAggregator) must open with AggregatorHello, and is refused, naming why, when the run
+// cannot go through a tier (WhyNotThroughTier). Its GroupMembership joins and leaves clients, who
+// are then registered like clients connected here and routed through it: the engine's
+// TaskAssignments for them leave as one GroupTask per aggregator (the task once, each client's
+// fit seed), and its GroupResults reach the engine (RunEngine::OnGroupResult) once every record is
+// checked to name one of its clients. When an aggregator's connection closes, its clients leave.
+// A client certificate cannot speak for an aggregator, nor an aggregator's join as a client; a
+// client that joins directly while routed through an aggregator (or through another) moves.
 #pragma once
 
 #include <boost/asio/any_io_executor.hpp>
@@ -34,6 +44,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -87,8 +98,10 @@ class CoordinatorService : public std::enable_shared_from_this<CoordinatorServic
   using Strand = boost::asio::strand<boost::asio::any_io_executor>;
   struct Session {
     std::shared_ptr<Connection> conn;
-    std::string id;  // empty until Hello
+    std::string id;  // empty until Hello (AggregatorHello)
     TimePoint last_heard{};
+    bool aggregator = false;        // an aggregator of the tier, after its AggregatorHello
+    std::set<std::string> members;  // an aggregator's clients
   };
   using Outbox = std::vector<RunEngine::Outgoing>;
 
@@ -97,6 +110,13 @@ class CoordinatorService : public std::enable_shared_from_this<CoordinatorServic
   void OnMessage(Connection* conn, Message msg);
   void OnClosed(Connection* conn, const Status& why);
   void OnHello(Session& s, const Hello& hello);
+  // The tier: an aggregator's hello, its membership changes and results.
+  void OnAggregatorHello(Session& s, const AggregatorHello& hello);
+  void OnAggregatorMessage(Session& s, Message msg, TimePoint now);
+  void OnMembership(Session& s, GroupMembership m, TimePoint now);
+  // Takes `id` off whichever session holds it (a direct one closes; an aggregator's forgets it)
+  // before it joins through another.
+  void Supersede(const std::string& id, Connection* keep);
   void Refuse(Session& s, ErrorCode code, const std::string& why);
   void Deliver(Outbox outbox);
   void Sweep();
@@ -120,13 +140,18 @@ class CoordinatorService : public std::enable_shared_from_this<CoordinatorServic
   // The run's layout, fixed for the run (read on the I/O strand without touching the engine).
   const ModelLayout run_layout_;
   const uint64_t run_fingerprint_;
-  const uint64_t max_update_bytes_;  // the largest message a joined client may send
+  const uint64_t max_update_bytes_;      // the largest message a joined client may send
+  const uint64_t max_aggregator_bytes_;  // ... and an aggregator (a partial sum, records)
+  const size_t max_update_dim_;          // the model's values (a partial sum's length)
+  const std::string tier_refusal_;       // why the run cannot go through a tier ("" : it can)
+  const std::string tier_config_;        // the run as an aggregator needs it (TierConfigToml)
   std::shared_ptr<SecurityLog> security_;
 
   // I/O strand only.
   std::unique_ptr<Timer> sweep_timer_;
-  std::map<Connection*, Session> sessions_;   // every open connection
-  std::map<std::string, Connection*> by_id_;  // joined clients
+  std::map<Connection*, Session> sessions_;  // every open connection
+  // Joined clients: their own connection, or their aggregator's.
+  std::map<std::string, Connection*> by_id_;
   std::function<void(Status)> on_finished_;
   bool closed_ = false;
 

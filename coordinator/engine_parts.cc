@@ -90,4 +90,28 @@ Status CheckStrategyComposes(const Strategy& strategy, const RoundConfig& config
   return Status::Ok();
 }
 
+std::string WhyNotThroughTier(const Strategy& strategy, const RoundConfig& config) {
+  if (config.mode == "async")
+    return "run.mode = \"async\": asynchronous steps do not run through the aggregation tier yet";
+  if (config.secagg.enabled)
+    return "secagg.enabled: secure aggregation per aggregator group is not built yet";
+  if (config.dp.enabled)
+    return "dp.enabled: differential privacy does not run through the aggregation tier yet";
+  if (config.federated_eval_every > 0)
+    return "eval.federated_every: federated evaluation does not run through the aggregation tier "
+           "yet";
+  if (std::string why = strategy.needs_each_update(); !why.empty())
+    return "strategy " + std::string(strategy.name()) + " needs each update (" + why +
+           "); an aggregator sends the coordinator only the sum of its clients' updates";
+  if (std::string why = strategy.needs_each_weight(); !why.empty())
+    return "strategy " + std::string(strategy.name()) + " needs each update's weight (" + why +
+           "); an aggregator sends the coordinator only the sum of its clients' updates";
+  if (strategy.uses_control_variates())
+    return "strategy " + std::string(strategy.name()) +
+           " uses control variates, which the aggregation tier does not carry yet";
+  if (strategy.partial_sum() == nullptr)
+    return "strategy " + std::string(strategy.name()) + " has no exact partial sum to merge";
+  return "";
+}
+
 }  // namespace tributary

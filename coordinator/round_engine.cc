@@ -111,9 +111,14 @@ void RoundEngine::OnLeft(const std::string& id, TimePoint now) {
 
 Status RoundEngine::Reject(const std::string& id, uint64_t round, ErrorCode code,
                            std::string_view kind, const std::string& reason) {
+  outbox_.push_back({id, Error{static_cast<uint32_t>(code), "update refused: " + reason}});
+  return Charge(id, round, code, kind, reason);
+}
+
+Status RoundEngine::Charge(const std::string& id, uint64_t round, ErrorCode code,
+                           std::string_view kind, const std::string& reason) {
   Status why = code == ErrorCode::kMalformedMessage ? Status::InvalidArgument(reason)
                                                     : Status::FailedPrecondition(reason);
-  outbox_.push_back({id, Error{static_cast<uint32_t>(code), "update refused: " + reason}});
   // Only a refusal charged to the open round is this attempt's: a late update for an earlier round
   // (a slow client's, arriving after its round closed) says nothing about this attempt, and must
   // not make it look refused alike.
@@ -128,6 +133,17 @@ Status RoundEngine::Reject(const std::string& id, uint64_t round, ErrorCode code
   }
   if (hooks_.on_refused) hooks_.on_refused(id, round, why);
   return why;
+}
+
+void RoundEngine::CountAccepted(const std::string& id, uint64_t round, uint64_t num_examples,
+                                uint64_t bytes, const WireMetrics& metrics) {
+  registry_.RecordGood(id);
+  if (hooks_.on_accepted) hooks_.on_accepted(id, round, num_examples, bytes, std::nullopt);
+  ++summary_.accepted;
+  summary_.num_examples += num_examples;
+  for (const auto& [k, v] : metrics)
+    if (std::isfinite(v)) metric_sums_[k] += v * static_cast<double>(num_examples);
+  if (ClientRecord* rec = registry_.Find(id)) ++rec->rounds_completed;
 }
 
 Status RoundEngine::OnUpdate(const std::string& id, const UpdateSubmission& u, TimePoint now) {
@@ -198,20 +214,82 @@ Status RoundEngine::OnUpdate(const std::string& id, const UpdateSubmission& u, T
   if (!verdict.ok())
     Miss(id, "had its update refused (" + verdict.message() + ")",
          attempt_refused_clients_.count(id) > 0);
-  if (verdict.ok()) {
-    registry_.RecordGood(id);
-    if (hooks_.on_accepted)
-      hooks_.on_accepted(id, u.round, u.num_examples,
-                         u.update.bytes.size() + u.control_delta.size() * sizeof(float),
-                         std::nullopt);
-    ++summary_.accepted;
-    summary_.num_examples += u.num_examples;
-    for (const auto& [k, v] : u.metrics)
-      if (std::isfinite(v)) metric_sums_[k] += v * static_cast<double>(u.num_examples);
-    if (ClientRecord* rec = registry_.Find(id)) ++rec->rounds_completed;
-  }
+  if (verdict.ok())
+    CountAccepted(id, u.round, u.num_examples,
+                  u.update.bytes.size() + u.control_delta.size() * sizeof(float), u.metrics);
   MaybeFinishEarly(now);
   return verdict;
+}
+
+Status RoundEngine::OnGroupResult(const std::string& aggregator, const GroupResult& g,
+                                  const PartialSum& partial, TimePoint now) {
+  const uint64_t round = rounds_done_ + 1;
+  const std::string who = "aggregator '" + aggregator + "'";
+  const std::string r = "round " + std::to_string(g.round);
+  // The whole result is judged before any of it counts: nothing changes when it is refused.
+  if (!in_round_ || g.round != round)
+    return Status::FailedPrecondition(
+        who + ": a partial sum for " + r + ", which is not open" +
+        (in_round_ ? " (round " + std::to_string(round) + " is)" : ""));
+  if (secagg_ || dp_)
+    return Status::FailedPrecondition(who + ": " + r +
+                                      " uses secure aggregation or differential privacy");
+  if (g.model_version != version_)
+    return Status::FailedPrecondition(who + ": a partial sum on model version " +
+                                      std::to_string(g.model_version) + ", current is " +
+                                      std::to_string(version_));
+  uint64_t count = 0, total_weight = 0;
+  std::set<std::string_view> seen;
+  for (const GroupRecord& rec : g.records) {
+    if (!seen.insert(rec.client_id).second)
+      return Status::InvalidArgument(who + ": client '" + rec.client_id +
+                                     "' has two records in one result");
+    if (!assigned_.count(rec.client_id))
+      return Status::FailedPrecondition(
+          who + ": client '" + rec.client_id + "' holds no task of " + r +
+          (answered_.count(rec.client_id) ? " (it has answered already)" : ""));
+    if (!rec.accepted()) continue;
+    if (rec.weight != config_.WeightOf(rec.num_examples))
+      return Status::InvalidArgument(fmt::format(
+          "{}: client '{}' weighs {} in the partial sum, but {} examples weigh {} in this run", who,
+          rec.client_id, rec.weight, rec.num_examples, config_.WeightOf(rec.num_examples)));
+    const ClientRecord* sender = registry_.Find(rec.client_id);
+    const uint64_t most =
+        config_.MaxExamplesOf(sender ? sender->capabilities.num_examples : uint64_t{0});
+    if (rec.num_examples < std::max<uint64_t>(1, config_.min_num_examples) ||
+        rec.num_examples > most)
+      return Status::InvalidArgument(
+          fmt::format("{}: client '{}' reports {} examples, outside this run's bounds", who,
+                      rec.client_id, rec.num_examples));
+    ++count;
+    total_weight += rec.weight;
+  }
+  if (partial.count != count || partial.total_weight != total_weight)
+    return Status::InvalidArgument(
+        fmt::format("{}: the partial sum holds {} updates of total weight {}, but its records "
+                    "accept {} of total weight {}",
+                    who, partial.count, partial.total_weight, count, total_weight));
+  if (count > 0) {
+    if (Status merged = strategy_->MergePartialSum(partial); !merged.ok())
+      return merged.WithContext(who);
+  }
+  for (const GroupRecord& rec : g.records) {
+    assigned_.erase(rec.client_id);
+    answered_.insert(rec.client_id);
+    summary_.bytes_up += rec.bytes_up;
+    if (rec.accepted()) {
+      CountAccepted(rec.client_id, g.round, rec.num_examples, rec.bytes_up, rec.metrics);
+      continue;
+    }
+    judging_ = true;
+    const Status why = Charge(rec.client_id, round, static_cast<ErrorCode>(rec.code), rec.kind,
+                              "via " + who + ": " + rec.reason);
+    judging_ = false;
+    Miss(rec.client_id, "had its update refused (" + why.message() + ")",
+         attempt_refused_clients_.count(rec.client_id) > 0);
+  }
+  MaybeFinishEarly(now);
+  return Status::Ok();
 }
 
 Status RoundEngine::OnEvaluateResult(const std::string& id, const EvaluateResult& res,

@@ -95,6 +95,12 @@ class RoundEngine : public RunEngine {
   // A secure aggregation message (types 10-16) from a client of this round (config.secagg).
   Status OnSecAgg(const std::string& id, const Message& message, TimePoint now) override;
   void OnHeartbeat(const std::string& id, TimePoint now) override { registry_.Touch(id, now); }
+  // The tier's partial sum of the open round (run_engine.h). Accepted records count as accepted
+  // updates (hooks, summary, metrics, cool-downs) and `partial` is merged into the strategy
+  // (Strategy::MergePartialSum: bitwise what folding the updates here gives); refused records
+  // count as refusals and misses, without an Error (the aggregator sent its client one).
+  Status OnGroupResult(const std::string& aggregator, const GroupResult& result,
+                       const PartialSum& partial, TimePoint now) override;
   // Starts rounds and enforces deadlines.
   void OnTick(TimePoint now) override;
 
@@ -144,6 +150,15 @@ class RoundEngine : public RunEngine {
   // Picks this attempt's clients from the idle ones: K of them (shuffled, fixed-size), or each
   // with probability K / dp.population (dp.sampling = "poisson"). Sets round_q_.
   std::vector<std::string> Select(uint64_t round);
+  // Reject without the Error to the client: the refusal counted (summary, same-refusal streak)
+  // and reported (on_refused). The tier's refused records come here: their aggregator told the
+  // client.
+  Status Charge(const std::string& id, uint64_t round, ErrorCode code, std::string_view kind,
+                const std::string& reason);
+  // An accepted update's bookkeeping (summary, metrics, registry, on_accepted), for OnUpdate and
+  // the tier's records.
+  void CountAccepted(const std::string& id, uint64_t round, uint64_t num_examples, uint64_t bytes,
+                     const WireMetrics& metrics);
   // Folds the round's aggregate into the strategy through the DP mechanism: false (the attempt
   // failed) when the mechanism or strategy refused it.
   bool ReleaseDp(TimePoint now);

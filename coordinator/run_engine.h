@@ -114,6 +114,14 @@ class RunEngine {
   // A secure aggregation message (types 10-16) from a client (config.secagg).
   virtual Status OnSecAgg(const std::string& id, const Message& message, TimePoint now) = 0;
   virtual void OnHeartbeat(const std::string& id, TimePoint now) = 0;
+  // A partial sum from an aggregator of the tier (docs/tier.md): `result`'s records, one per
+  // client of the aggregator it judged, and `partial`, its decoded exact sum of the accepted ones.
+  // The caller has checked that every record names a client that joined through `aggregator`.
+  // OK when it was taken (its accepted updates folded as if each had arrived here, its refusals
+  // counted as refusals); otherwise why the whole result was refused (a late round, a record of
+  // a client not holding a task, a sum that does not add up to its records), and nothing changed.
+  virtual Status OnGroupResult(const std::string& aggregator, const GroupResult& result,
+                               const PartialSum& partial, TimePoint now) = 0;
   // Starts work and enforces deadlines. Call when next_wakeup() passes, and after other events.
   virtual void OnTick(TimePoint now) = 0;
 

@@ -242,29 +242,54 @@ Result<PemPair> MakeCaCertificate(const std::string& common_name, const CertOpti
   return Encode(c, key.get());
 }
 
+namespace {
+
+// The SANs of a server: DNS names and IP addresses (at least one); the CN is the first name that
+// fits in a CN (informational: clients match SANs).
+Status AddServerNames(GENERAL_NAMES* sans, const std::vector<std::string>& dns_names,
+                      const std::vector<std::string>& ip_addresses, std::string* cn) {
+  if (dns_names.empty() && ip_addresses.empty())
+    return Status::InvalidArgument(
+        "a server certificate needs at least one DNS name or IP address");
+  for (const std::string& name : dns_names) {
+    TRIB_RETURN_IF_ERROR(ValidateDnsName(name));
+    TRIB_RETURN_IF_ERROR(AddGeneralName(sans, GEN_DNS, name));
+  }
+  for (const std::string& ip : ip_addresses) TRIB_RETURN_IF_ERROR(AddIpName(sans, ip));
+  for (const std::string& name : dns_names.empty() ? ip_addresses : dns_names) {
+    if (name.size() <= kMaxCommonName) {
+      *cn = name;
+      break;
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Result<PemPair> MakeServerCertificate(const PemPair& ca, const std::vector<std::string>& dns_names,
                                       const std::vector<std::string>& ip_addresses,
                                       const CertOptions& options) {
   TRIB_RETURN_IF_ERROR(ValidateOptions(options));
-  if (dns_names.empty() && ip_addresses.empty())
-    return Status::InvalidArgument(
-        "a server certificate needs at least one DNS name or IP address");
   GeneralNamesPtr sans(sk_GENERAL_NAME_new_null());
   if (!sans) return OpenSslStatus(StatusCode::kInternal, "sk_GENERAL_NAME_new_null");
-  for (const std::string& name : dns_names) {
-    TRIB_RETURN_IF_ERROR(ValidateDnsName(name));
-    TRIB_RETURN_IF_ERROR(AddGeneralName(sans.get(), GEN_DNS, name));
-  }
-  for (const std::string& ip : ip_addresses) TRIB_RETURN_IF_ERROR(AddIpName(sans.get(), ip));
-  // The CN is informational (clients match SANs); it is the first name that fits in a CN.
   std::string cn = "tributary-server";
-  for (const std::string& name : dns_names.empty() ? ip_addresses : dns_names) {
-    if (name.size() <= kMaxCommonName) {
-      cn = name;
-      break;
-    }
-  }
+  TRIB_RETURN_IF_ERROR(AddServerNames(sans.get(), dns_names, ip_addresses, &cn));
   return IssueLeaf(ca, cn, "serverAuth", sans.get(), options);
+}
+
+Result<PemPair> MakeAggregatorCertificate(const PemPair& ca, const std::string& aggregator_id,
+                                          const std::vector<std::string>& dns_names,
+                                          const std::vector<std::string>& ip_addresses,
+                                          const CertOptions& options) {
+  TRIB_RETURN_IF_ERROR(ValidateClientId(aggregator_id));
+  TRIB_RETURN_IF_ERROR(ValidateOptions(options));
+  GeneralNamesPtr sans(sk_GENERAL_NAME_new_null());
+  if (!sans) return OpenSslStatus(StatusCode::kInternal, "sk_GENERAL_NAME_new_null");
+  std::string unused_cn;
+  TRIB_RETURN_IF_ERROR(AddServerNames(sans.get(), dns_names, ip_addresses, &unused_cn));
+  TRIB_RETURN_IF_ERROR(AddGeneralName(sans.get(), GEN_URI, AggregatorIdUri(aggregator_id)));
+  return IssueLeaf(ca, aggregator_id, "serverAuth,clientAuth", sans.get(), options);
 }
 
 Result<PemPair> MakeClientCertificate(const PemPair& ca, const std::string& client_id,

@@ -4,6 +4,8 @@
 //   CA:     CN=<name>; basicConstraints critical CA:TRUE; keyUsage critical keyCertSign, cRLSign.
 //   server: CN=<first name>; SAN DNS + IP entries; EKU serverAuth; keyUsage digitalSignature.
 //   client: CN=<id>; SAN URI tributary://client/<id>; EKU clientAuth; keyUsage digitalSignature.
+//   aggregator: CN=<id>; SAN URI tributary://aggregator/<id> + DNS and IP entries; EKU serverAuth
+//           and clientAuth (it serves clients and is a client of the coordinator).
 // Leaf certificates carry basicConstraints critical CA:FALSE and both key identifiers.
 //
 // Errors: InvalidArgument for bad names, ids, addresses, options, or a CA pair that does not parse,
@@ -43,5 +45,13 @@ Result<PemPair> MakeServerCertificate(const PemPair& ca, const std::vector<std::
 // anything else is InvalidArgument).
 Result<PemPair> MakeClientCertificate(const PemPair& ca, const std::string& client_id,
                                       const CertOptions& options = {});
+
+// An aggregator's certificate (the aggregation tier, client_id.h): valid for every DNS name and IP
+// address given (at least one: its clients connect to it), and carrying `aggregator_id` (the
+// client id syntax) for the coordinator it connects to.
+Result<PemPair> MakeAggregatorCertificate(const PemPair& ca, const std::string& aggregator_id,
+                                          const std::vector<std::string>& dns_names,
+                                          const std::vector<std::string>& ip_addresses,
+                                          const CertOptions& options = {});
 
 }  // namespace tributary

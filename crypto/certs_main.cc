@@ -6,6 +6,9 @@
 //   tributary-certs client --id ID [--dir D] [--days N] [--force]
 //                                                               -> D/clients/ID.crt,
 //                                                               D/clients/ID.key
+//   tributary-certs aggregator --id ID --host NAME... [--ip ADDR]... [--dir D] [--days N] [--force]
+//                                                               -> D/aggregators/ID.crt,
+//                                                               D/aggregators/ID.key
 // Keys are created with mode 0600. Existing files are never replaced without --force. Errors go
 // to stderr with a non-zero exit status.
 #include <CLI/CLI.hpp>
@@ -119,6 +122,22 @@ Status RunClient(const CommonFlags& flags, const std::string& id) {
                         "client");
 }
 
+Status RunAggregator(const CommonFlags& flags, const std::string& id,
+                     const std::vector<std::string>& hosts, const std::vector<std::string>& ips) {
+  TRIB_RETURN_IF_ERROR(ValidateClientId(id));
+  if (hosts.empty() && ips.empty())
+    return Status::InvalidArgument(
+        "give at least one --host NAME or --ip ADDR: the aggregator's clients connect to it");
+  const fs::path dir(flags.dir);
+  TRIB_ASSIGN_OR_RETURN(PemPair ca, LoadCa(dir));
+  CertOptions options;
+  options.valid_days = flags.days;
+  TRIB_ASSIGN_OR_RETURN(PemPair pair, MakeAggregatorCertificate(ca, id, hosts, ips, options));
+  const fs::path out = dir / "aggregators";
+  TRIB_RETURN_IF_ERROR(EnsureDirectory(out));
+  return WriteAndReport(pair, out / (id + ".crt"), out / (id + ".key"), flags.force, "aggregator");
+}
+
 void AddCommonFlags(CLI::App* cmd, CommonFlags* flags, int64_t default_days) {
   flags->days = default_days;
   cmd->add_option("--dir", flags->dir, "Directory holding ca.crt/ca.key and the output")
@@ -130,10 +149,11 @@ void AddCommonFlags(CLI::App* cmd, CommonFlags* flags, int64_t default_days) {
 }
 
 int Main(int argc, char** argv) {
-  CLI::App app{"tributary-certs: make the CA, server and client certificates for mutual TLS"};
+  CLI::App app{
+      "tributary-certs: make the CA, server, client and aggregator certificates for mutual TLS"};
   app.require_subcommand(1);
 
-  CommonFlags init_flags, server_flags, client_flags;
+  CommonFlags init_flags, server_flags, client_flags, aggregator_flags;
   std::string ca_name = "Tributary CA";
   CLI::App* init = app.add_subcommand("init", "Make a new CA: <dir>/ca.crt and <dir>/ca.key");
   AddCommonFlags(init, &init_flags, 3650);
@@ -154,6 +174,18 @@ int Main(int argc, char** argv) {
   client->add_option("--id", client_id, "Client id: 1..64 characters of A-Z a-z 0-9 . _ -")
       ->required();
 
+  std::string aggregator_id;
+  std::vector<std::string> aggregator_hosts, aggregator_ips;
+  CLI::App* aggregator = app.add_subcommand("aggregator",
+                                            "Make <dir>/aggregators/<id>.crt and .key for "
+                                            "tributary-aggregator, signed by the CA in <dir>");
+  AddCommonFlags(aggregator, &aggregator_flags, 365);
+  aggregator
+      ->add_option("--id", aggregator_id, "Aggregator id: 1..64 characters of A-Z a-z 0-9 . _ -")
+      ->required();
+  aggregator->add_option("--host", aggregator_hosts, "DNS name clients connect to (repeatable)");
+  aggregator->add_option("--ip", aggregator_ips, "IP address clients connect to (repeatable)");
+
   CLI11_PARSE(app, argc, argv);
 
   Status status;
@@ -163,6 +195,8 @@ int Main(int argc, char** argv) {
     status = RunServer(server_flags, hosts, ips);
   else if (client->parsed())
     status = RunClient(client_flags, client_id);
+  else if (aggregator->parsed())
+    status = RunAggregator(aggregator_flags, aggregator_id, aggregator_hosts, aggregator_ips);
   if (!status.ok()) {
     std::fprintf(stderr, "tributary-certs: error: %s\n", status.ToString().c_str());
     return 1;

@@ -37,4 +37,14 @@ std::string ClientIdUri(std::string_view client_id) {
   return uri;
 }
 
+std::string AggregatorIdUri(std::string_view aggregator_id) {
+  std::string uri(kAggregatorIdUriPrefix);
+  uri += aggregator_id;
+  return uri;
+}
+
+std::string_view PeerRoleName(PeerRole role) {
+  return role == PeerRole::kAggregator ? "aggregator" : "client";
+}
+
 }  // namespace tributary

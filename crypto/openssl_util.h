@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "crypto/client_id.h"
 #include "tributary/result.h"
 
 namespace tributary::crypto_internal {
@@ -63,8 +64,12 @@ Result<std::string> PrivateKeyToPem(EVP_PKEY* key);
 Status CheckKeyMatchesCert(X509* cert, std::string_view cert_source, EVP_PKEY* key,
                            std::string_view key_source);
 
-// The client id a client certificate carries (client_id.h): its SAN URI, else its CN; validated.
-// PermissionDenied saying what is missing or wrong. Does not verify the certificate.
+// The identity a certificate carries (client_id.h): an aggregator's SAN URI, else a client's SAN
+// URI, else its CN (a client); validated. PermissionDenied saying what is missing or wrong (two
+// ids, ids of both roles, a malformed id). Does not verify the certificate.
+Result<PeerIdentity> IdentityOfCertificate(X509* cert);
+// The client id a client certificate carries; PermissionDenied for an aggregator's certificate
+// and for anything IdentityOfCertificate refuses.
 Result<std::string> ClientIdOfCertificate(X509* cert);
 
 }  // namespace tributary::crypto_internal

@@ -196,25 +196,53 @@ Result<std::string> PeerClientId(SSL* ssl) {
   return crypto_internal::ClientIdOfCertificate(peer);
 }
 
+Result<PeerIdentity> PeerIdentityOf(SSL* ssl) {
+  if (ssl == nullptr) return Status::InvalidArgument("PeerIdentityOf: SSL* is null");
+  X509* peer = SSL_get0_peer_certificate(ssl);
+  if (peer == nullptr) return Status::PermissionDenied("the peer presented no certificate");
+  const long verify = SSL_get_verify_result(ssl);
+  if (verify != X509_V_OK)
+    return Status::PermissionDenied(std::string("the peer certificate did not verify: ") +
+                                    X509_verify_cert_error_string(verify));
+  return crypto_internal::IdentityOfCertificate(peer);
+}
+
 namespace crypto_internal {
 
-Result<std::string> ClientIdOfCertificate(X509* peer) {
-  // The SAN URI is authoritative; several URIs must agree on one id.
-  std::string id;
+Result<PeerIdentity> IdentityOfCertificate(X509* peer) {
+  // The SAN URI is authoritative; several URIs must agree on one id and one role.
+  PeerIdentity who;
+  bool from_uri = false;
   GeneralNamesPtr sans(
       static_cast<GENERAL_NAMES*>(X509_get_ext_d2i(peer, NID_subject_alt_name, nullptr, nullptr)));
   for (int i = 0; sans && i < sk_GENERAL_NAME_num(sans.get()); ++i) {
     const GENERAL_NAME* gn = sk_GENERAL_NAME_value(sans.get(), i);
     if (gn->type != GEN_URI) continue;
     const std::string uri = Asn1ToString(gn->d.uniformResourceIdentifier);
-    if (!uri.starts_with(kClientIdUriPrefix)) continue;
-    std::string candidate = uri.substr(kClientIdUriPrefix.size());
-    if (!id.empty() && candidate != id)
-      return Status::PermissionDenied("the peer certificate carries two client ids: '" + id +
+    PeerRole role;
+    std::string candidate;
+    if (uri.starts_with(kClientIdUriPrefix)) {
+      role = PeerRole::kClient;
+      candidate = uri.substr(kClientIdUriPrefix.size());
+    } else if (uri.starts_with(kAggregatorIdUriPrefix)) {
+      role = PeerRole::kAggregator;
+      candidate = uri.substr(kAggregatorIdUriPrefix.size());
+    } else {
+      continue;
+    }
+    if (from_uri && role != who.role)
+      return Status::PermissionDenied(
+          "the peer certificate carries both a client and an aggregator id ('" + who.id +
+          "' and '" + candidate + "')");
+    if (from_uri && candidate != who.id)
+      return Status::PermissionDenied("the peer certificate carries two " +
+                                      std::string(PeerRoleName(role)) + " ids: '" + who.id +
                                       "' and '" + candidate + "'");
-    id = std::move(candidate);
+    who.id = std::move(candidate);
+    who.role = role;
+    from_uri = true;
   }
-  if (id.empty()) {
+  if (!from_uri) {
     X509_NAME* subject = X509_get_subject_name(peer);
     const int idx = X509_NAME_get_index_by_NID(subject, NID_commonName, -1);
     if (idx < 0)
@@ -222,13 +250,22 @@ Result<std::string> ClientIdOfCertificate(X509* peer) {
                                       std::string(kClientIdUriPrefix) + "<id> and no CN)");
     if (X509_NAME_get_index_by_NID(subject, NID_commonName, idx) >= 0)
       return Status::PermissionDenied("the peer certificate has more than one CN");
-    id = Asn1ToString(X509_NAME_ENTRY_get_data(X509_NAME_get_entry(subject, idx)));
+    who.id = Asn1ToString(X509_NAME_ENTRY_get_data(X509_NAME_get_entry(subject, idx)));
   }
-  Status valid = ValidateClientId(id);
+  Status valid = ValidateClientId(who.id);
   if (!valid.ok())
-    return Status::PermissionDenied("the peer certificate's client id is invalid: " +
-                                    valid.message());
-  return id;
+    return Status::PermissionDenied("the peer certificate's " +
+                                    std::string(PeerRoleName(who.role)) +
+                                    " id is invalid: " + valid.message());
+  return who;
+}
+
+Result<std::string> ClientIdOfCertificate(X509* peer) {
+  TRIB_ASSIGN_OR_RETURN(PeerIdentity who, IdentityOfCertificate(peer));
+  if (who.role != PeerRole::kClient)
+    return Status::PermissionDenied("the peer certificate is aggregator '" + who.id +
+                                    "''s, not a client's");
+  return who.id;
 }
 
 }  // namespace crypto_internal

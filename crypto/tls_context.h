@@ -25,6 +25,7 @@
 #include <memory>
 #include <string>
 
+#include "crypto/client_id.h"
 #include "tributary/result.h"
 
 namespace tributary {
@@ -64,5 +65,8 @@ Status ConfigureClientSsl(SSL* ssl, const std::string& server_host);
 // PermissionDenied when there is no peer certificate, it did not verify, it carries conflicting
 // ids, or the id is malformed (client_id.h).
 Result<std::string> PeerClientId(SSL* ssl);
+// The same for a peer that may be a client or an aggregator of the tier (client_id.h): its id and
+// role. The coordinator's listener uses this; PeerClientId refuses an aggregator's certificate.
+Result<PeerIdentity> PeerIdentityOf(SSL* ssl);
 
 }  // namespace tributary

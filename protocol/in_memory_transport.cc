@@ -40,9 +40,9 @@ class InMemoryListener final : public Listener,
   asio::any_io_executor MakeStrand() { return asio::make_strand(io_); }
 
   // Takes the server end of a new pair; admits or rejects the client id like the TLS listener.
-  void Accept(std::unique_ptr<InMemoryStream> stream, const std::string& client_id) {
-    PeerInfo peer{client_id,
-                  "memory:" + (client_id.empty() ? std::string("anonymous") : client_id)};
+  void Accept(std::unique_ptr<InMemoryStream> stream, const std::string& client_id, PeerRole role) {
+    PeerInfo peer{client_id, "memory:" + (client_id.empty() ? std::string("anonymous") : client_id),
+                  role};
     const asio::any_io_executor strand = stream->executor();  // the connection's strand
     auto connection = std::make_shared<FramedConnection>(std::move(stream), peer, options_);
     const Status admitted = CheckClientIdentity(options_, client_id);
@@ -112,7 +112,7 @@ void InMemoryTransport::ConnectRaw(const std::string& address, RawConnectHandler
   }
   auto [client_end, server_end] =
       InMemoryStream::MakePair(client_strand, listener->MakeStrand(), options_.pipe_capacity);
-  listener->Accept(std::move(server_end), options_.client_id);
+  listener->Accept(std::move(server_end), options_.client_id, options_.role);
   asio::post(client_strand,
              [on_connect = std::move(on_connect), stream = std::move(client_end)]() mutable {
                on_connect(std::unique_ptr<ByteStream>(std::move(stream)));

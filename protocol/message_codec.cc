@@ -92,11 +92,15 @@ Status EncodeMessageBodySharingPayload(const Message& message, ByteBuffer* out,
   const ModelPayload* payload = nullptr;
   if (const auto* t = std::get_if<TaskAssignment>(&message)) payload = &t->model;
   if (const auto* e = std::get_if<EvaluateTask>(&message)) payload = &e->model;
+  if (const auto* g = std::get_if<GroupTask>(&message)) payload = &g->task.model;
   std::shared_ptr<const void> owner;
   std::span<const uint8_t> data;
   if (const auto* u = std::get_if<UpdateSubmission>(&message)) {
     owner = u->update.bytes.shared();
     data = u->update.bytes.span();
+  } else if (const auto* r = std::get_if<GroupResult>(&message)) {
+    owner = r->partial.shared();
+    data = r->partial.span();
   } else if (payload != nullptr && payload->is_encoded()) {
     owner = payload->encoded.shared();
     data = payload->encoded.span();
@@ -198,6 +202,21 @@ Status DecodeMessageBodySharing(MessageType type, const std::shared_ptr<const vo
         return Status::Ok();
       case MessageType::kSecAggStart:
         DecodeAs<SecAggStartMsg>(body, owner, out);
+        return Status::Ok();
+      case MessageType::kAggregatorHello:
+        DecodeAs<AggregatorHello>(body, owner, out);
+        return Status::Ok();
+      case MessageType::kAggregatorWelcome:
+        DecodeAs<AggregatorWelcome>(body, owner, out);
+        return Status::Ok();
+      case MessageType::kGroupMembership:
+        DecodeAs<GroupMembership>(body, owner, out);
+        return Status::Ok();
+      case MessageType::kGroupTask:
+        DecodeAs<GroupTask>(body, owner, out);
+        return Status::Ok();
+      case MessageType::kGroupResult:
+        DecodeAs<GroupResult>(body, owner, out);
         return Status::Ok();
     }
   } catch (const wire::WireException& e) {

@@ -1,4 +1,4 @@
-// The messages of protocol version 4 (kProtocolVersion), as plain structs with cereal serialize().
+// The messages of protocol version 5 (kProtocolVersion), as plain structs with cereal serialize().
 //
 // A connection carries a std::variant of these (Message). On the wire each message is one cereal
 // binary body behind a frame header whose type byte says which struct it is (frame.h); there are no
@@ -293,11 +293,166 @@ struct Goodbye {
   friend bool operator==(const Goodbye&, const Goodbye&) = default;
 };
 
+// The messages of the aggregation tier (docs/tier.md), types 18-22 (protocol version 5). Only a
+// tributary-aggregator and the coordinator send them, over a connection whose certificate is an
+// aggregator's (crypto/client_id.h: PeerRole::kAggregator); a client that sends one is refused,
+// and a coordinator never sends one to a client.
+//
+//   18 AggregatorHello    aggregator -> coordinator  first message: the protocol version
+//   19 AggregatorWelcome  coordinator -> aggregator  the run: its configuration (TOML) and layout
+//   20 GroupMembership    aggregator -> coordinator  clients that joined it (with their Hello's
+//                                                    capabilities) and clients that left
+//   21 GroupTask          coordinator -> aggregator  one round's task for the aggregator's
+//                                                    selected clients: the task once (one model),
+//                                                    each client's fit seed
+//   22 GroupResult        aggregator -> coordinator  the exact partial sum of the updates it
+//                                                    accepted (aggregation/partial_sum.h) and one
+//                                                    record per client it judged
+// The bulk fields (the model, the partial sum) are each message's last field, so that a send shares
+// them instead of copying (message_codec.h). Every list is capped by count and by the bytes each
+// element takes on the wire at least.
+
+inline constexpr uint64_t kMaxGroupMembers = uint64_t{1} << 22;  // clients in one message
+inline constexpr uint64_t kMaxRunConfigBytes = uint64_t{1} << 20;
+
+struct AggregatorHello {
+  uint32_t protocol_version = kProtocolVersion;
+  std::string software_version;
+
+  template <class Ar>
+  void serialize(Ar& ar) {
+    ar(protocol_version,
+       wire::Capped("aggregator.software_version", software_version, kMaxNameBytes));
+  }
+  friend bool operator==(const AggregatorHello&, const AggregatorHello&) = default;
+};
+
+// What an aggregator needs to judge and fold updates as the coordinator would: the run's
+// configuration as TOML (RunConfig's keys: the codec, the strategy, run.max_weight, the bounds on
+// num_examples, ...) and the model's layout.
+struct AggregatorWelcome {
+  uint32_t protocol_version = kProtocolVersion;
+  std::string aggregator_id;  // the id the coordinator read from the aggregator's certificate
+  std::string software_version;
+  uint32_t heartbeat_interval_ms = 0;
+  std::string run_config;
+  uint64_t layout_fingerprint = 0;
+  ModelLayout layout;
+
+  template <class Ar>
+  void serialize(Ar& ar) {
+    ar(protocol_version, wire::Capped("aggregator.id", aggregator_id, kMaxNameBytes),
+       wire::Capped("aggregator.software_version", software_version, kMaxNameBytes),
+       heartbeat_interval_ms, wire::Capped("aggregator.run_config", run_config, kMaxRunConfigBytes),
+       layout_fingerprint,
+       wire::CappedObjects("aggregator.layout", layout, kMaxTensors, kMinTensorLayoutWireBytes));
+  }
+  friend bool operator==(const AggregatorWelcome&, const AggregatorWelcome&) = default;
+};
+
+// A client that completed Hello with an aggregator. Its capabilities are the Hello's, without the
+// tensor list (the aggregator checked the layout; the fingerprint stays).
+struct GroupMember {
+  std::string client_id;
+  ClientCapabilities capabilities;
+
+  template <class Ar>
+  void serialize(Ar& ar) {
+    ar(wire::Capped("group.client_id", client_id, kMaxNameBytes), capabilities);
+  }
+  friend bool operator==(const GroupMember&, const GroupMember&) = default;
+};
+// A member's size tag, and its capabilities' four tags and two u64s.
+inline constexpr uint64_t kMinGroupMemberWireBytes = 7 * sizeof(uint64_t);
+
+struct GroupMembership {
+  std::vector<GroupMember> joined;
+  std::vector<std::string> left;
+
+  template <class Ar>
+  void serialize(Ar& ar) {
+    ar(wire::CappedObjects("group.joined", joined, kMaxGroupMembers, kMinGroupMemberWireBytes),
+       wire::Capped("group.left", left, kMaxGroupMembers, kMaxNameBytes));
+  }
+  friend bool operator==(const GroupMembership&, const GroupMembership&) = default;
+};
+
+struct GroupAssignee {
+  std::string client_id;
+  uint64_t fit_seed = 0;  // the TaskAssignment's fit.seed for this client
+
+  template <class Ar>
+  void serialize(Ar& ar) {
+    ar(wire::Capped("group.client_id", client_id, kMaxNameBytes), fit_seed);
+  }
+  friend bool operator==(const GroupAssignee&, const GroupAssignee&) = default;
+};
+inline constexpr uint64_t kMinGroupAssigneeWireBytes = 2 * sizeof(uint64_t);
+
+// The aggregator sends each member `task` with fit.seed set to the member's seed.
+struct GroupTask {
+  std::vector<GroupAssignee> members;
+  TaskAssignment task;  // last: its model stays the message's last bytes
+
+  template <class Ar>
+  void serialize(Ar& ar) {
+    ar(wire::CappedObjects("group.members", members, kMaxGroupMembers, kMinGroupAssigneeWireBytes),
+       task);
+  }
+  friend bool operator==(const GroupTask&, const GroupTask&) = default;
+};
+
+// The aggregator's verdict on one client's update. code 0: accepted, folded into the partial sum
+// with `weight` (run.max_weight applied to num_examples); otherwise the ErrorCode the client was
+// sent, the kind of reason (coordinator/update_check.h) and the reason.
+struct GroupRecord {
+  std::string client_id;
+  uint64_t num_examples = 0;
+  uint64_t weight = 0;
+  uint64_t bytes_up = 0;  // the update's encoded bytes
+  WireMetrics metrics;
+  uint32_t code = 0;
+  std::string kind;
+  std::string reason;
+
+  bool accepted() const { return code == 0; }
+
+  template <class Ar>
+  void serialize(Ar& ar) {
+    ar(wire::Capped("group.client_id", client_id, kMaxNameBytes), num_examples, weight, bytes_up,
+       wire::Capped("group.metrics", metrics, kMaxMetrics, kMaxNameBytes), code,
+       wire::Capped("group.kind", kind, kMaxNameBytes),
+       wire::Capped("group.reason", reason, kMaxTextBytes));
+  }
+  friend bool operator==(const GroupRecord&, const GroupRecord&) = default;
+};
+inline constexpr uint64_t kMinGroupRecordWireBytes = 9 * sizeof(uint64_t);
+
+// A partial sum of round `round` (updates against `model_version`): `partial` is
+// EncodePartialSum's wire form of the accepted records' updates; records may also name refused
+// ones. An aggregator may send several for one round (each holding updates not sent before).
+struct GroupResult {
+  uint64_t round = 0;
+  uint64_t model_version = 0;
+  std::vector<GroupRecord> records;
+  SharedBytes partial;  // last: shared, not copied, when sent
+
+  template <class Ar>
+  void serialize(Ar& ar) {
+    ar(round, model_version,
+       wire::CappedObjects("group.records", records, kMaxGroupMembers, kMinGroupRecordWireBytes),
+       wire::Capped("group.partial", partial, kMaxPayloadBytes));
+  }
+  friend bool operator==(const GroupResult&, const GroupResult&) = default;
+};
+
 // The variant's alternative index + 1 equals the MessageType value.
-using Message = std::variant<Hello, Welcome, TaskAssignment, EvaluateTask, UpdateSubmission,
-                             EvaluateResult, Heartbeat, Error, Goodbye, SecAggKeysMsg,
-                             SecAggRosterMsg, SecAggSharesMsg, SecAggInboxMsg, SecAggMaskedInputMsg,
-                             SecAggUnmaskRequestMsg, SecAggUnmaskResponseMsg, SecAggStartMsg>;
+using Message =
+    std::variant<Hello, Welcome, TaskAssignment, EvaluateTask, UpdateSubmission, EvaluateResult,
+                 Heartbeat, Error, Goodbye, SecAggKeysMsg, SecAggRosterMsg, SecAggSharesMsg,
+                 SecAggInboxMsg, SecAggMaskedInputMsg, SecAggUnmaskRequestMsg,
+                 SecAggUnmaskResponseMsg, SecAggStartMsg, AggregatorHello, AggregatorWelcome,
+                 GroupMembership, GroupTask, GroupResult>;
 
 inline MessageType TypeOf(const Message& m) { return static_cast<MessageType>(m.index() + 1); }
 

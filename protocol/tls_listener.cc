@@ -108,16 +108,18 @@ class TlsServerHandshake : public std::enable_shared_from_this<TlsServerHandshak
     ++listener_->handshakes_ok_;
     const TransportOptions& options = listener_->options_;
     std::string client_id;
-    Result<std::string> id = PeerClientId(stream_->native_handle());
+    PeerRole role = PeerRole::kClient;
+    Result<PeerIdentity> id = PeerIdentityOf(stream_->native_handle());
     Status admitted;
     if (id.ok()) {
-      client_id = *id;
+      client_id = id->id;
+      role = id->role;
       admitted = CheckClientIdentity(options, client_id);
     } else if (options.require_client_identity) {
       admitted = ProtocolError(ErrorCode::kUnauthenticated, id.status().message());
     }
-    auto connection = std::make_shared<FramedConnection>(std::move(stream_),
-                                                         PeerInfo{client_id, remote_}, options);
+    auto connection = std::make_shared<FramedConnection>(
+        std::move(stream_), PeerInfo{client_id, remote_, role}, options);
     if (!admitted.ok()) {
       ++listener_->rejected_;
       listener_->security_->Note(

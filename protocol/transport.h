@@ -22,6 +22,7 @@
 #include <memory>
 #include <string>
 
+#include "crypto/client_id.h"
 #include "protocol/frame.h"
 #include "protocol/messages.h"
 #include "protocol/wire.h"
@@ -39,6 +40,9 @@ struct PeerInfo {
   std::string id;
   // The remote endpoint, "ip:port" for TLS, the listener name for in-memory.
   std::string address;
+  // Accepting side: whether the certificate is a client's or an aggregator's (client_id.h). Only
+  // the coordinator accepts aggregators; everyone else refuses them after the handshake.
+  PeerRole role = PeerRole::kClient;
 };
 
 struct TransportOptions {

@@ -56,7 +56,12 @@ constexpr std::array<std::string_view, kMaxMessageType + 1> kTypeNames = {"",
                                                                           "SecAggMaskedInput",
                                                                           "SecAggUnmaskRequest",
                                                                           "SecAggUnmaskResponse",
-                                                                          "SecAggStart"};
+                                                                          "SecAggStart",
+                                                                          "AggregatorHello",
+                                                                          "AggregatorWelcome",
+                                                                          "GroupMembership",
+                                                                          "GroupTask",
+                                                                          "GroupResult"};
 
 }  // namespace
 
@@ -104,7 +109,9 @@ bool CarriesModel(MessageType type) {
 
 bool IsBulkMessage(MessageType type) {
   return CarriesModel(type) || type == MessageType::kSecAggMaskedInput ||
-         type == MessageType::kSecAggRoster || type == MessageType::kSecAggInbox;
+         type == MessageType::kSecAggRoster || type == MessageType::kSecAggInbox ||
+         type == MessageType::kGroupMembership || type == MessageType::kGroupTask ||
+         type == MessageType::kGroupResult;
 }
 
 uint64_t ProtocolLimits::CapFor(MessageType type) const {

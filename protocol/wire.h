@@ -24,7 +24,8 @@ inline constexpr uint32_t kFrameMagic = 0x42495254;
 // that names both versions.
 // Version 3: SecAggStartMsg carries max_dropout (secure aggregation's default degree).
 // Version 4: TaskAssignment carries SCAFFOLD's control variate, UpdateSubmission its control delta.
-inline constexpr uint16_t kProtocolVersion = 4;
+// Version 5: the aggregation tier's messages (types 18-22).
+inline constexpr uint16_t kProtocolVersion = 5;
 // Every frame starts with this fixed-size header (see frame.h for the layout).
 inline constexpr size_t kFrameHeaderBytes = 16;
 // A chunk frame's payload starts with this header: transfer id, offset, total size (3 x uint64).
@@ -49,14 +50,21 @@ enum class MessageType : uint8_t {
   kSecAggUnmaskRequest = 15,
   kSecAggUnmaskResponse = 16,
   kSecAggStart = 17,
+  // The aggregation tier (messages.h, docs/tier.md; protocol version 5).
+  kAggregatorHello = 18,
+  kAggregatorWelcome = 19,
+  kGroupMembership = 20,
+  kGroupTask = 21,
+  kGroupResult = 22,
 };
 inline constexpr uint8_t kMinMessageType = 1;
-inline constexpr uint8_t kMaxMessageType = 17;
+inline constexpr uint8_t kMaxMessageType = 22;
 
 // TaskAssignment, EvaluateTask and UpdateSubmission carry a model or an update.
 bool CarriesModel(MessageType type);
-// Messages whose size grows with the model or the number of clients: the model carriers, and
-// secure aggregation's masked input, roster and inbox. Every other message is a control message.
+// Messages whose size grows with the model or the number of clients: the model carriers, secure
+// aggregation's masked input, roster and inbox, and the tier's membership, task and result. Every
+// other message is a control message.
 bool IsBulkMessage(MessageType type);
 
 // "Hello", "TaskAssignment", ...; "Unknown(<n>)" for values outside the enum.

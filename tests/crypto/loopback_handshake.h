@@ -37,6 +37,7 @@ struct HandshakeOutcome {
   std::string cipher;         // the negotiated cipher suite (server side)
   int client_resumable = -1;  // SSL_SESSION_is_resumable on the client after reading the byte
   Result<std::string> peer_id = Status::Internal("server handshake did not complete");
+  Result<PeerIdentity> peer_identity = Status::Internal("server handshake did not complete");
   Status configure_status;
 
   // Both sides agreed: the client was accepted and read the server's byte.
@@ -80,6 +81,7 @@ inline HandshakeOutcome RunLoopbackHandshake(
       out.server_version = SSL_version(server.native_handle());
       out.cipher = SSL_get_cipher_name(server.native_handle());
       out.peer_id = PeerClientId(server.native_handle());
+      out.peer_identity = PeerIdentityOf(server.native_handle());
       asio::async_write(
           server, asio::buffer(&kByte, 1),
           [&](const boost::system::error_code&, size_t) { server.next_layer().close(ignored); });

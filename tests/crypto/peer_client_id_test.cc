@@ -76,6 +76,17 @@ class PeerClientIdTest : public ::testing::Test {
     return out.peer_id;
   }
 
+  // The server's view of `identity` as a peer that may be an aggregator.
+  Result<PeerIdentity> IdentityOf(const PemPair& identity) {
+    auto client_ctx =
+        MakeClientTlsContext(TlsPem{ca_.cert_pem, identity.cert_pem, identity.key_pem});
+    EXPECT_TRUE(client_ctx.ok()) << client_ctx.status();
+    if (!client_ctx.ok()) return client_ctx.status();
+    auto out = testing::RunLoopbackHandshake(*server_ctx_, **client_ctx, "localhost");
+    EXPECT_TRUE(out.Accepted()) << out.server_ec.message();
+    return out.peer_identity;
+  }
+
   PemPair ca_;
   SslContextPtr server_ctx_;
 };
@@ -110,6 +121,40 @@ TEST_F(PeerClientIdTest, ConflictingMissingOrMalformedIdsAreDenied) {
   auto bad_cn = IdOf(HandMadeClientCert(ca_, "has space", {}));
   EXPECT_EQ(bad_cn.status().code(), StatusCode::kPermissionDenied);
   EXPECT_NE(bad_cn.status().message().find("invalid"), std::string::npos) << bad_cn.status();
+}
+
+TEST_F(PeerClientIdTest, AnAggregatorCertificateHasItsRoleAndIsNoClient) {
+  auto agg = MakeAggregatorCertificate(ca_, "agg-eu-1", {"agg1.example.org"}, {"127.0.0.1"});
+  ASSERT_TRUE(agg.ok()) << agg.status();
+  auto who = IdentityOf(*agg);
+  ASSERT_TRUE(who.ok()) << who.status();
+  EXPECT_EQ(who->id, "agg-eu-1");
+  EXPECT_EQ(who->role, PeerRole::kAggregator);
+  // Where only a client may connect (PeerClientId: the client library's identity, secure
+  // aggregation's signatures), an aggregator's certificate is refused, naming it.
+  auto as_client = IdOf(*agg);
+  EXPECT_EQ(as_client.status().code(), StatusCode::kPermissionDenied);
+  EXPECT_NE(as_client.status().message().find("aggregator 'agg-eu-1'"), std::string::npos)
+      << as_client.status();
+  // And a client's certificate is a client's.
+  auto client = MakeClientCertificate(ca_, "edge-1");
+  ASSERT_TRUE(client.ok());
+  auto c = IdentityOf(*client);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->role, PeerRole::kClient);
+  EXPECT_EQ(c->id, "edge-1");
+}
+
+TEST_F(PeerClientIdTest, ACertificateOfBothRolesIsDenied) {
+  auto both = IdentityOf(
+      HandMadeClientCert(ca_, "x", {"tributary://client/a", "tributary://aggregator/a"}));
+  EXPECT_EQ(both.status().code(), StatusCode::kPermissionDenied);
+  EXPECT_NE(both.status().message().find("both a client and an aggregator"), std::string::npos)
+      << both.status();
+  auto two = IdentityOf(
+      HandMadeClientCert(ca_, "x", {"tributary://aggregator/a", "tributary://aggregator/b"}));
+  EXPECT_EQ(two.status().code(), StatusCode::kPermissionDenied);
+  EXPECT_NE(two.status().message().find("two aggregator ids"), std::string::npos) << two.status();
 }
 
 }  // namespace

@@ -93,7 +93,7 @@ TEST(FrameHeaderTest, UnknownVersionNamesBothVersions) {
   ASSERT_FALSE(h.ok());
   EXPECT_EQ(ProtocolErrorCodeOf(h.status()), ErrorCode::kUnsupportedVersion);
   EXPECT_EQ(h.status().message(),
-            "UNSUPPORTED_VERSION: peer speaks protocol version 7; this build speaks version 4");
+            "UNSUPPORTED_VERSION: peer speaks protocol version 7; this build speaks version 5");
 }
 
 TEST(FrameHeaderTest, LengthOverCapIsFrameTooLarge) {

@@ -49,6 +49,28 @@ std::vector<Message> SampleMessages() {
   const SecAggKeysMsg bare{12, "edge-9", std::vector<uint8_t>(32, 4), std::vector<uint8_t>(32, 5),
                            "", {}};
   const SecAggSealedShareMsg share{"edge-7", "edge-1", std::vector<uint8_t>(116, 6)};
+  // The aggregation tier's (protocol version 5).
+  AggregatorWelcome agg_welcome;
+  agg_welcome.aggregator_id = "agg-eu-1";
+  agg_welcome.software_version = "0.1.0";
+  agg_welcome.heartbeat_interval_ms = 5000;
+  agg_welcome.run_config = "run.codec = \"dense\"\n";
+  agg_welcome.layout = hello.capabilities.layout;
+  agg_welcome.layout_fingerprint = hello.capabilities.layout_fingerprint;
+  GroupMembership membership;
+  ClientCapabilities member_caps = hello.capabilities;
+  member_caps.layout.clear();
+  membership.joined = {{"edge-7", member_caps}, {"edge-8", member_caps}};
+  membership.left = {"edge-2"};
+  GroupTask group_task;
+  group_task.members = {{"edge-7", 11}, {"edge-8", 12}};
+  group_task.task = task;
+  GroupResult group_result;
+  group_result.round = 12;
+  group_result.model_version = 11;
+  group_result.records = {{"edge-7", 600, 600, 4096, {{"train_loss", 0.4}}, 0, "", ""},
+                          {"edge-8", 9999, 0, 16, {}, 7, "num_examples above Hello", "too many"}};
+  group_result.partial = std::vector<uint8_t>{1, 0, 0, 0, 9, 8, 7};
   return {
       hello,
       welcome,
@@ -66,7 +88,12 @@ std::vector<Message> SampleMessages() {
       SecAggMaskedInputMsg{12, 31, 3, std::vector<uint8_t>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}},
       SecAggUnmaskRequestMsg{12, {"edge-1", "edge-7"}, {"edge-9"}},
       SecAggUnmaskResponseMsg{12, {{"edge-1", 1, 8, {1, 2, 3, 4, 5}}}},
-      SecAggStartMsg{12, "run-7", 4097, 31, 1.0f, 8, 65536, 100, 84, 43, 3}};
+      SecAggStartMsg{12, "run-7", 4097, 31, 1.0f, 8, 65536, 100, 84, 43, 3},
+      AggregatorHello{kProtocolVersion, "0.1.0"},
+      agg_welcome,
+      membership,
+      group_task,
+      group_result};
 }
 
 TEST(MessagesTest, EveryTypeRoundTrips) {
@@ -90,6 +117,9 @@ TEST(MessagesTest, TypeOfMatchesWireNumbering) {
   EXPECT_EQ(TypeOf(Message(SecAggUnmaskResponseMsg{})), MessageType::kSecAggUnmaskResponse);
   EXPECT_EQ(MessageTypeName(MessageType::kSecAggMaskedInput), "SecAggMaskedInput");
   EXPECT_EQ(MessageTypeName(static_cast<MessageType>(42)), "Unknown(42)");
+  EXPECT_EQ(TypeOf(Message(AggregatorHello{})), MessageType::kAggregatorHello);
+  EXPECT_EQ(TypeOf(Message(GroupResult{})), MessageType::kGroupResult);
+  EXPECT_EQ(MessageTypeName(MessageType::kGroupTask), "GroupTask");
 }
 
 // The wire format is cereal's binary format: a body written with cereal's stock std::string /

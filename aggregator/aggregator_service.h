@@ -1,0 +1,131 @@
+// AggregatorService: a tributary-aggregator (docs/tier.md) over two Transports: it serves clients
+// exactly as a coordinator does (mutual TLS, Hello checked against the run, Welcome, heartbeat
+// echoes, silent connections closed) and is one connection to the coordinator, which it serves
+// as the clients' aggregator.
+//
+// Upstream: it connects to the coordinator with its aggregator certificate and says
+// AggregatorHello; the AggregatorWelcome gives it the run (TierConfig, the layout), and only then
+// does it listen for clients. Every client that completes Hello is announced in a GroupMembership
+// (and every one that leaves), batched per turn of the strand. A GroupTask starts a GroupShare:
+// each named client connected here gets its TaskAssignment (one model, shared), its update is
+// judged and folded (an Error names a refusal), and the share's GroupResults go up when due:
+// when every member has answered or left, or options.flush_margin before the task's deadline.
+// If the coordinator's connection drops, the share is dropped (the coordinator's round treats it
+// as missing updates), the clients stay connected, and the service reconnects after
+// reconnect_delay (with up to 50% jitter), announcing its clients again. A Goodbye from the
+// coordinator (the run is over) is passed to every client, connections close and on_finished runs
+// with its code.
+//
+// Threading: one strand for everything (sessions, the share, the upstream connection); decoding
+// and folding run on it, so an aggregator of many clients wants its own core per busy group.
+// Time comes from options.clock.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/strand.hpp>
+#include <functional>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+
+#include "aggregator/group_share.h"
+#include "coordinator/client_registry.h"
+#include "coordinator/tier_config.h"
+#include "core/clock.h"
+#include "protocol/security_log.h"
+#include "protocol/transport.h"
+
+namespace tributary {
+
+struct AggregatorOptions {
+  std::string listen_address = "0.0.0.0:7701";
+  std::string coordinator_address;  // "host:port"
+  std::string software_version;
+  std::chrono::milliseconds heartbeat_interval{5'000};  // announced to clients in Welcome
+  std::chrono::milliseconds client_timeout{30'000};     // close a client silent this long
+  // A share's result goes up this long before its task's deadline even if clients are missing.
+  std::chrono::milliseconds flush_margin{2'000};
+  std::chrono::milliseconds reconnect_delay{1'000};  // after losing the coordinator (+ jitter)
+  Clock* clock = nullptr;                            // null: Clock::Real()
+  std::shared_ptr<SecurityLog> security_log;         // null: its own
+};
+
+class AggregatorService : public std::enable_shared_from_this<AggregatorService> {
+ public:
+  // `clients` accepts the clients' connections, `upstream` connects to the coordinator; both
+  // (possibly one transport) must outlive the service.
+  AggregatorService(boost::asio::io_context& io, Transport& clients, Transport& upstream,
+                    AggregatorOptions options);
+
+  // Connects to the coordinator (retrying until it answers).
+  void Start();
+  // Closes every connection and stops listening; on_finished(OK). Thread-safe; idempotent.
+  void Stop(const std::string& reason);
+  // Runs once, on the strand, when the service stopped: OK after Stop or a Goodbye of a run that
+  // completed, else why (the coordinator refused it, or its run failed).
+  void set_on_finished(std::function<void(Status)> cb) { on_finished_ = std::move(cb); }
+  // Runs on the strand once it listens for clients, with the bound address.
+  void set_on_listening(std::function<void(const std::string&)> cb) {
+    on_listening_ = std::move(cb);
+  }
+
+ private:
+  using Strand = boost::asio::strand<boost::asio::any_io_executor>;
+  struct Session {
+    std::shared_ptr<Connection> conn;
+    std::string id;  // empty until Hello
+    TimePoint last_heard{};
+    ClientRecord record;
+  };
+
+  // Upstream.
+  void Connect();
+  void OnUpstream(Message msg);
+  void OnUpstreamClosed(const Status& why);
+  void OnWelcome(const AggregatorWelcome& w);
+  void OnGroupTask(GroupTask task);
+  void Heartbeat();
+  // Downstream.
+  void OnAccept(std::shared_ptr<Connection> conn);
+  void OnMessage(Connection* key, Message msg);
+  void OnHello(Session& s, const Hello& hello);
+  void OnClosed(Connection* key, const Status& why);
+  void Refuse(Session& s, ErrorCode code, const std::string& why);
+  void Sweep();
+  // The share.
+  void MaybeFlush();
+  void ArmFlush();
+  void QueueMembership();
+  void Finish(Status result, const std::string& reason, uint32_t code);
+
+  Transport& clients_;
+  Transport& upstream_transport_;
+  AggregatorOptions options_;
+  Clock* clock_;
+  Strand strand_;
+  std::shared_ptr<SecurityLog> security_;
+  std::unique_ptr<Timer> sweep_timer_, flush_timer_, reconnect_timer_, heartbeat_timer_;
+  std::mt19937_64 jitter_{std::random_device{}()};
+
+  std::shared_ptr<Connection> upstream_;
+  bool welcomed_ = false;
+  std::string id_;  // this aggregator's, from the coordinator's Welcome
+  std::chrono::milliseconds upstream_heartbeat_{5'000};
+  std::optional<TierConfig> config_;
+  ModelWeights zero_;  // a model of the run's layout
+  ModelLayout layout_;
+  uint64_t fingerprint_ = 0;
+  std::shared_ptr<Listener> listener_;
+
+  std::map<Connection*, Session> sessions_;
+  std::map<std::string, Connection*> by_id_;  // clients past Hello
+  GroupMembership membership_;                // changes not yet sent
+  bool membership_queued_ = false;
+  std::unique_ptr<GroupShare> share_;
+  bool finished_ = false;
+  std::function<void(Status)> on_finished_;
+  std::function<void(const std::string&)> on_listening_;
+};
+
+}  // namespace tributary
