@@ -186,14 +186,11 @@ Status ConfigureClientSsl(SSL* ssl, const std::string& server_host) {
 }
 
 Result<std::string> PeerClientId(SSL* ssl) {
-  if (ssl == nullptr) return Status::InvalidArgument("PeerClientId: SSL* is null");
-  X509* peer = SSL_get0_peer_certificate(ssl);
-  if (peer == nullptr) return Status::PermissionDenied("the peer presented no certificate");
-  const long verify = SSL_get_verify_result(ssl);
-  if (verify != X509_V_OK)
-    return Status::PermissionDenied(std::string("the peer certificate did not verify: ") +
-                                    X509_verify_cert_error_string(verify));
-  return crypto_internal::ClientIdOfCertificate(peer);
+  TRIB_ASSIGN_OR_RETURN(PeerIdentity who, PeerIdentityOf(ssl));
+  if (who.role != PeerRole::kClient)
+    return Status::PermissionDenied("the peer certificate is aggregator '" + who.id +
+                                    "''s, not a client's");
+  return who.id;
 }
 
 Result<PeerIdentity> PeerIdentityOf(SSL* ssl) {

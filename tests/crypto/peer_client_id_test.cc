@@ -65,26 +65,21 @@ class PeerClientIdTest : public ::testing::Test {
     server_ctx_ = *ctx;
   }
 
-  // The server's view of a client presenting `identity`.
-  Result<std::string> IdOf(const PemPair& identity) {
+  // The server's view of a peer presenting `identity`: the handshake's outcome.
+  testing::HandshakeOutcome Handshake(const PemPair& identity) {
     auto client_ctx =
         MakeClientTlsContext(TlsPem{ca_.cert_pem, identity.cert_pem, identity.key_pem});
     EXPECT_TRUE(client_ctx.ok()) << client_ctx.status();
-    if (!client_ctx.ok()) return client_ctx.status();
+    if (!client_ctx.ok()) return {};
     auto out = testing::RunLoopbackHandshake(*server_ctx_, **client_ctx, "localhost");
     EXPECT_TRUE(out.Accepted()) << out.server_ec.message();
-    return out.peer_id;
+    return out;
   }
-
-  // The server's view of `identity` as a peer that may be an aggregator.
+  // ... as a client's id.
+  Result<std::string> IdOf(const PemPair& identity) { return Handshake(identity).peer_id; }
+  // ... as a peer that may be an aggregator.
   Result<PeerIdentity> IdentityOf(const PemPair& identity) {
-    auto client_ctx =
-        MakeClientTlsContext(TlsPem{ca_.cert_pem, identity.cert_pem, identity.key_pem});
-    EXPECT_TRUE(client_ctx.ok()) << client_ctx.status();
-    if (!client_ctx.ok()) return client_ctx.status();
-    auto out = testing::RunLoopbackHandshake(*server_ctx_, **client_ctx, "localhost");
-    EXPECT_TRUE(out.Accepted()) << out.server_ec.message();
-    return out.peer_identity;
+    return Handshake(identity).peer_identity;
   }
 
   PemPair ca_;

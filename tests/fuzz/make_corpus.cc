@@ -89,8 +89,24 @@ int main(int argc, char** argv) {
   const SecAggKeysMsg secagg_keys{4, "edge-1", Bytes(32, 1), Bytes(32, 2), "PEM", Bytes(64, 3)};
   const SecAggKeysMsg secagg_bare{4, "edge-2", Bytes(32, 4), Bytes(32, 5), "", {}};
   const SecAggSealedShareMsg secagg_share{"edge-1", "edge-2", Bytes(116, 6)};
+  // The aggregation tier (protocol version 5).
+  GroupTask group_task;
+  group_task.members = {{"edge-1", 11}, {"edge-2", 12}};
+  group_task.task = task;
+  GroupResult group_result;
+  group_result.round = 3;
+  group_result.records = {{"edge-1", 600, 600, 400, {{"train_loss", 0.4}}, 0, "", ""},
+                          {"edge-2", 5, 0, 16, {}, 7, "num_examples", "too few"}};
+  group_result.partial = SharedBytes(Bytes(300, 4));
+  GroupMembership membership;
+  membership.joined = {{"edge-1", hello.capabilities}};
+  membership.left = {"edge-3"};
   const std::vector<std::pair<std::string, Message>> valid = {
       {"hello", hello},
+      {"aggregator_hello", AggregatorHello{5, "0.1.0"}},
+      {"group_membership", membership},
+      {"group_task_chunked", group_task},
+      {"group_result_chunked", group_result},
       {"welcome", Welcome{1, "edge-1", "0.1.0", 5000}},
       {"task_chunked", task},
       {"task_q8_chunked", task_q8},
