@@ -42,10 +42,10 @@ struct InMemoryTransportOptions {
   TransportOptions transport;
   // The identity this endpoint's outgoing connections present (its "certificate").
   std::string client_id;
-  // The role that identity has (an aggregator's "certificate", for tests of the tier).
-  PeerRole role = PeerRole::kClient;
   // Bytes buffered per direction before a writer waits for the reader.
   size_t pipe_capacity = size_t{1} << 20;
+  // The role that identity has (an aggregator's "certificate", for tests of the tier).
+  PeerRole role = PeerRole::kClient;
 };
 
 class InMemoryTransport final : public Transport {
