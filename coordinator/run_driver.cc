@@ -1,5 +1,7 @@
 #include "coordinator/run_driver.h"
 
+#include "coordinator/tier_config.h"
+
 #include <chrono>
 
 #include <fmt/format.h>
@@ -74,12 +76,8 @@ Result<std::unique_ptr<RunDriver>> RunDriver::Create(const RunConfig& config, Op
   d->options_ = std::move(options);
   RunConfig& c = d->config_;
 
-  StrategyOptions so;
-  so.server_lr = static_cast<float>(c.server_lr);
-  so.local = {c.round.fit.epochs, c.round.fit.batch_size, c.round.fit.max_steps,
-              c.round.fit.momentum};
-  Result<std::unique_ptr<Strategy>> strategy = MakeStrategy(c.strategy, so);
-  if (!strategy.ok()) return strategy.status().WithContext("key 'run.strategy'");
+  Result<std::unique_ptr<Strategy>> strategy =
+      MakeTierStrategy(TierConfig{c.round, c.strategy, c.server_lr});
   // A rule that needs n updates (Krum: n > 2f + 2, ...) must get them in every round that closes.
   const int64_t min_round =
       c.round.min_completed > 0 ? c.round.min_completed : c.round.clients_per_round;

@@ -29,8 +29,8 @@ struct TierConfig {
 std::string TierConfigToml(const RunConfig& run);
 // Reads TierConfigToml's text back; InvalidArgument naming the key for anything it cannot take.
 Result<TierConfig> ParseTierConfig(std::string_view toml);
-// The strategy the run aggregates with (MakeStrategy with the run's options), for its checks and
-// its exact partial sum.
+// The strategy the run aggregates with (MakeStrategy with the run's options): what RunDriver
+// aggregates with, and what an aggregator judges and folds with.
 Result<std::unique_ptr<Strategy>> MakeTierStrategy(const TierConfig& config);
 
 }  // namespace tributary

@@ -7,7 +7,8 @@
 //   do_handshake  TLS 1.3 only; with require_client_identity, verify_peer + fail_if_no_peer_cert;
 //                 the whole handshake runs under handshake_timeout (the socket is closed when it
 //                 expires, which ends the handshake)
-//   on_handshake  PeerIdentityOf(ssl) gives the id and role; CheckClientIdentity refuses a missing or
+//   on_handshake  PeerIdentityOf(ssl) gives the id and role; CheckClientIdentity refuses a missing
+//   or
 //                 revoked one with an Error (UNAUTHENTICATED / REVOKED) and a close; otherwise the
 //                 FramedConnection goes to the accept handler.
 // At most max_concurrent_handshakes run at once. When the cap is reached the listener stops
