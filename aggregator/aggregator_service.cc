@@ -395,7 +395,8 @@ void AggregatorService::OnClosed(Connection* key, const Status& why) {
   if (it == sessions_.end()) return;
   const std::string id = it->second.id;
   sessions_.erase(it);
-  if (id.empty() || finished_) return;
+  if (finished_) return NotifyClosedWhenDrained();
+  if (id.empty()) return;
   auto b = by_id_.find(id);
   if (b == by_id_.end() || b->second != key) return;
   by_id_.erase(b);
@@ -443,6 +444,14 @@ void AggregatorService::Finish(Status result, const std::string& reason, uint32_
     upstream_->Close();
   }
   if (on_finished_) on_finished_(result);
+  NotifyClosedWhenDrained();
+}
+
+void AggregatorService::NotifyClosedWhenDrained() {
+  if (!finished_ || !sessions_.empty() || !on_closed_) return;
+  std::function<void()> cb = std::move(on_closed_);
+  on_closed_ = nullptr;
+  cb();
 }
 
 }  // namespace tributary

@@ -65,6 +65,9 @@ class AggregatorService : public std::enable_shared_from_this<AggregatorService>
   // Runs once, on the strand, when the service stopped: OK after Stop or a Goodbye of a run that
   // completed, else why (the coordinator refused it, or its run failed).
   void set_on_finished(std::function<void(Status)> cb) { on_finished_ = std::move(cb); }
+  // Runs once, on the strand, after on_finished, when every client connection has finished
+  // closing (Goodbye written and the peer's close seen, or shutdown_timeout passed).
+  void set_on_closed(std::function<void()> cb) { on_closed_ = std::move(cb); }
   // Runs on the strand once it listens for clients, with the bound address.
   void set_on_listening(std::function<void(const std::string&)> cb) {
     on_listening_ = std::move(cb);
@@ -98,6 +101,7 @@ class AggregatorService : public std::enable_shared_from_this<AggregatorService>
   void ArmFlush();
   void QueueMembership();
   void Finish(Status result, const std::string& reason, uint32_t code);
+  void NotifyClosedWhenDrained();  // on_closed once finished and no session is left
 
   Transport& clients_;
   Transport& upstream_transport_;
@@ -125,6 +129,7 @@ class AggregatorService : public std::enable_shared_from_this<AggregatorService>
   std::unique_ptr<GroupShare> share_;
   bool finished_ = false;
   std::function<void(Status)> on_finished_;
+  std::function<void()> on_closed_;
   std::function<void(const std::string&)> on_listening_;
 };
 

@@ -160,10 +160,12 @@ Status Coordinator::Serve() {
   bool stopped_by_signal = false;
   service_->set_on_finished([&](Status s) {
     result = s;
-    // Give the Goodbyes a moment to leave before stopping the io_context.
-    auto timer = std::make_shared<asio::steady_timer>(io, std::chrono::milliseconds(300));
+    // The io_context stops once every client has its Goodbye (on_closed); this timer only bounds
+    // the wait, past the transport's shutdown_timeout, should a close never complete.
+    auto timer = std::make_shared<asio::steady_timer>(io, std::chrono::seconds(5));
     timer->async_wait([&io, timer](const boost::system::error_code&) { io.stop(); });
   });
+  service_->set_on_closed([&io] { io.stop(); });
   if (Status s = service_->Start(); !s.ok()) return s.WithContext("listen on " + config_.listen);
   // Between the run's events clients join, leave and are heard from: the monitor samples them
   // again every 2 s, on the engine strand (where the registry may be read).

@@ -280,7 +280,12 @@ void CoordinatorService::OnClosed(Connection* key, const Status& why) {
     default:
       break;
   }
-  if (it->second.aggregator && !closed_) {
+  if (closed_) {  // the run is over: nobody leaves the engine any more
+    sessions_.erase(it);
+    NotifyClosedWhenDrained();
+    return;
+  }
+  if (it->second.aggregator) {
     // Its clients leave with it (they reconnect through another aggregator or directly).
     std::vector<std::string> gone;
     for (const std::string& m : it->second.members) {
@@ -302,7 +307,7 @@ void CoordinatorService::OnClosed(Connection* key, const Status& why) {
   sessions_.erase(it);
   if (id.empty()) return;
   auto b = by_id_.find(id);
-  if (b == by_id_.end() || b->second != key || closed_) return;
+  if (b == by_id_.end() || b->second != key) return;
   by_id_.erase(b);
   Log().info("client {} left{}", id, why.ok() ? "" : ": " + why.message());
   const TimePoint now = clock_->Now();
@@ -500,6 +505,14 @@ void CoordinatorService::CloseAll(Status result, const std::string& reason) {
     s.conn->Close();
   }
   if (on_finished_) on_finished_(result);
+  NotifyClosedWhenDrained();
+}
+
+void CoordinatorService::NotifyClosedWhenDrained() {
+  if (!closed_ || !sessions_.empty() || !on_closed_) return;
+  std::function<void()> cb = std::move(on_closed_);
+  on_closed_ = nullptr;
+  cb();
 }
 
 // ---- engine strand ----

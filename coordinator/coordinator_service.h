@@ -89,6 +89,11 @@ class CoordinatorService : public std::enable_shared_from_this<CoordinatorServic
   // Runs once, on the I/O strand, when the run has ended: with the driver's outcome (OK after all
   // rounds or Stop, else why the run failed).
   void set_on_finished(std::function<void(Status)> cb) { on_finished_ = std::move(cb); }
+  // Runs once, on the I/O strand, after on_finished, when every connection has finished closing
+  // (its Goodbye written and the peer's close seen, or the transport's shutdown_timeout passed).
+  // A program stops its io_context here: stopping it earlier can lose the Goodbyes, and a client
+  // that never reads one keeps reconnecting to a coordinator that is gone.
+  void set_on_closed(std::function<void()> cb) { on_closed_ = std::move(cb); }
   // Runs `fn` on the engine strand, where the driver's observers run and the engine may be read
   // (monitors sample the client registry this way between events); not once the run is over.
   // Thread-safe.
@@ -121,6 +126,7 @@ class CoordinatorService : public std::enable_shared_from_this<CoordinatorServic
   void Deliver(Outbox outbox);
   void Sweep();
   void CloseAll(Status result, const std::string& reason);
+  void NotifyClosedWhenDrained();  // on_closed once the run is over and no session is left
 
   // RunEngine strand.
   template <class F>
@@ -153,6 +159,7 @@ class CoordinatorService : public std::enable_shared_from_this<CoordinatorServic
   // Joined clients: their own connection, or their aggregator's.
   std::map<std::string, Connection*> by_id_;
   std::function<void(Status)> on_finished_;
+  std::function<void()> on_closed_;
   bool closed_ = false;
 
   // RunEngine strand only.

@@ -95,9 +95,11 @@ int Main(int argc, char** argv) {
   Status result = Status::Aborted("not finished");
   service->set_on_finished([&](Status s) {
     result = s;
-    auto timer = std::make_shared<boost::asio::steady_timer>(io, std::chrono::milliseconds(300));
+    // Stops once every client has its Goodbye (on_closed); the timer only bounds the wait.
+    auto timer = std::make_shared<boost::asio::steady_timer>(io, std::chrono::seconds(5));
     timer->async_wait([&io, timer](const boost::system::error_code&) { io.stop(); });
   });
+  service->set_on_closed([&io] { io.stop(); });
   if (!ready_file.empty()) {
     service->set_on_listening([ready_file](const std::string& address) {
       const std::string tmp = ready_file + ".tmp";

@@ -214,6 +214,33 @@ TEST_P(CoordinatorServiceTest, RunsRoundsToCompletionAndSaysGoodbye) {
   }
 }
 
+// A program stops its io_context in on_closed: by then every client has read its Goodbye (so it
+// does not keep reconnecting to a coordinator that has exited), however slowly clients close.
+TEST_P(CoordinatorServiceTest, OnClosedWaitsUntilEveryClientHasItsGoodbye) {
+  RoundConfig cfg;
+  cfg.rounds = 1;
+  cfg.clients_per_round = 4;
+  cfg.min_available = 4;
+  cfg.round_timeout = 20s;
+  StartCoordinator(cfg);
+  Waiter<std::vector<size_t>> closed;  // each client's Goodbyes when on_closed ran
+  std::vector<std::unique_ptr<ScriptedClient>> clients;
+  service_->set_on_closed([&] {
+    std::vector<size_t> goodbyes;
+    for (auto& c : clients) goodbyes.push_back(c->Received<Goodbye>().size());
+    closed.Callback()(goodbyes);
+  });
+  for (int i = 0; i < 4; ++i) {
+    clients.push_back(Connect("edge-" + std::to_string(i), 1.0f));
+    clients.back()->Start();
+  }
+  ASSERT_TRUE(finished_.Wait(30s).has_value()) << "the run did not finish";
+  auto goodbyes = closed.Wait(30s);
+  ASSERT_TRUE(goodbyes.has_value()) << "on_closed never ran";
+  EXPECT_EQ(*goodbyes, std::vector<size_t>(4, 1u));
+  for (auto& c : clients) ASSERT_TRUE(c->WaitClosed());
+}
+
 TEST_P(CoordinatorServiceTest, RefusesAClientThatCannotSpeakTheRunsCodec) {
   RoundConfig cfg;
   cfg.rounds = 1;
