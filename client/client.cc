@@ -20,14 +20,19 @@ namespace asio = boost::asio;
 Status ClientOptions::Validate() const {
   if (coordinator.empty())
     return Status::InvalidArgument("coordinator: no address given (expected host:port)");
-  Result<std::pair<std::string, std::string>> host_port = SplitHostPort(coordinator);
-  if (!host_port.ok()) return host_port.status().WithContext("coordinator");
-  if (!server_name.empty() && server_name != host_port->first)
-    return Status::InvalidArgument(
-        "server_name '" + server_name + "' differs from the coordinator host '" + host_port->first +
-        "': the client verifies the name it dials, and dialling one name while verifying another "
-        "is not supported yet; put '" +
-        server_name + "' in the coordinator address instead");
+  Result<std::vector<std::string>> endpoints = SplitEndpoints(coordinator);
+  if (!endpoints.ok()) return endpoints.status().WithContext("coordinator");
+  for (const std::string& endpoint : *endpoints) {
+    Result<std::pair<std::string, std::string>> host_port = SplitHostPort(endpoint);
+    if (!host_port.ok()) return host_port.status().WithContext("coordinator");
+    if (!server_name.empty() && server_name != host_port->first)
+      return Status::InvalidArgument(
+          "server_name '" + server_name + "' differs from the coordinator host '" +
+          host_port->first +
+          "': the client verifies the name it dials, and dialling one name while verifying "
+          "another is not supported yet; put '" +
+          server_name + "' in the coordinator address instead");
+  }
   if (ca_cert_file.empty())
     return Status::InvalidArgument("ca_cert_file: required (the CA that signed the coordinator)");
   if (cert_file.empty())

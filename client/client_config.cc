@@ -21,7 +21,9 @@ Status Bad(const char* key, const char* flag, const std::string& what) {
 
 void BindClientConfig(ConfigSchema& s, ClientConfig* c) {
   s.Bind("log_level", &c->log_level, "trace, debug, info, warn or error").Flag("--log-level");
-  s.Bind("net.coordinator", &c->coordinator, "the coordinator's host:port; required")
+  s.Bind("net.coordinator", &c->coordinator,
+         "the coordinator's host:port, or several endpoints separated by commas (an aggregation "
+         "tier's: the first is tried first, failover to the next); required")
       .Flag("--coordinator");
   s.Bind("net.server_name", &c->server_name,
          "the name the coordinator's certificate must carry (\"\": the host of net.coordinator)")

@@ -2,6 +2,7 @@
 
 #include "client/runtime_core.h"
 #include "core/thread_pool.h"
+#include "protocol/transport_util.h"
 
 namespace tributary {
 
@@ -13,6 +14,7 @@ Result<std::unique_ptr<ClientRuntime>> ClientRuntime::Create(boost::asio::io_con
   if (!trainer) return Status::InvalidArgument("client runtime: the trainer is null");
   if (options.address.empty())
     return Status::InvalidArgument("client runtime: the coordinator address is empty");
+  TRIB_RETURN_IF_ERROR(SplitEndpoints(options.address).status().WithContext("client runtime"));
   TRIB_RETURN_IF_ERROR(options.backoff.Validate());
   if (options.heartbeat_interval.count() < 0)
     return Status::InvalidArgument("heartbeat_interval must be >= 0 ms");

@@ -66,7 +66,11 @@ class ThreadPool;
 class RuntimeCore;
 
 struct ClientRuntimeOptions {
-  // What Transport::Connect is given.
+  // What Transport::Connect is given: one address, or several separated by commas (failover:
+  // SplitEndpoints). The first is tried first; each attempt that fails and each connection that is
+  // lost moves the next attempt to the next endpoint (round robin), after Backoff::NextDelay(), so
+  // the clients of an aggregator that died spread out over time as they move to another. The
+  // backoff's attempt count is over all endpoints together.
   std::string address;
   std::string device = "cpu";
   uint64_t num_examples = 0;

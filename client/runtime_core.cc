@@ -5,6 +5,7 @@
 
 #include "compression/codec.h"
 #include "core/log.h"
+#include "protocol/transport_util.h"
 #include "protocol/wire.h"
 #include "tributary/config.h"
 
@@ -72,6 +73,9 @@ RuntimeCore::RuntimeCore(asio::io_context& io, Transport& transport,
       global_model_(trainer),
       executor_(std::move(trainer), state.get()),
       state_(std::move(state)) {
+  // ClientRuntime::Create checked the list.
+  Result<std::vector<std::string>> endpoints = SplitEndpoints(options_.address);
+  endpoints_ = endpoints.ok() ? std::move(*endpoints) : std::vector<std::string>{options_.address};
   restore_status_ = global_model_.Restore(state_.get(), layout);
   // On the worker, inside the TrainerScope of the task (RunTask).
   executor_.set_on_global_model(
@@ -134,12 +138,13 @@ void RuntimeCore::DoConnect() {
   if (finished_) return;
   const uint64_t gen = ++generation_;
   welcomed_ = false;
-  Log().debug("connecting to {}", options_.address);
-  transport_.Connect(options_.address, [self = shared_from_this(),
-                                        gen](Result<std::shared_ptr<Connection>> c) mutable {
-    asio::post(self->strand_,
-               [self, gen, c = std::move(c)]() mutable { self->OnConnected(gen, std::move(c)); });
-  });
+  Log().debug("connecting to {}", endpoint());
+  transport_.Connect(
+      endpoint(), [self = shared_from_this(), gen](Result<std::shared_ptr<Connection>> c) mutable {
+        asio::post(self->strand_, [self, gen, c = std::move(c)]() mutable {
+          self->OnConnected(gen, std::move(c));
+        });
+      });
 }
 
 void RuntimeCore::OnConnected(uint64_t gen, Result<std::shared_ptr<Connection>> connection) {
@@ -152,7 +157,7 @@ void RuntimeCore::OnConnected(uint64_t gen, Result<std::shared_ptr<Connection>> 
     return;
   }
   if (!connection.ok()) {
-    RetryLater(connection.status().WithContext("cannot connect to " + options_.address));
+    RetryLater(connection.status().WithContext("cannot connect to " + endpoint()));
     return;
   }
   conn_ = std::move(*connection);
@@ -291,7 +296,7 @@ void RuntimeCore::OnWelcome(const Welcome& welcome) {
                             : std::chrono::milliseconds(welcome.heartbeat_interval_ms);
   heartbeat_timeout_ =
       options_.heartbeat_timeout.count() > 0 ? options_.heartbeat_timeout : 3 * heartbeat_interval_;
-  Log().info("joined {} as '{}' (coordinator {}, heartbeat every {} ms)", options_.address,
+  Log().info("joined {} as '{}' (coordinator {}, heartbeat every {} ms)", endpoint(),
              welcome.client_id, welcome.software_version, heartbeat_interval_.count());
   if (heartbeat_interval_.count() > 0) ScheduleHeartbeat(generation_);
   if (state_) {
@@ -348,7 +353,7 @@ void RuntimeCore::LoseConnection(Status why) {
   heartbeat_timer_->Cancel();
   ++generation_;                    // results still being computed for this connection are dropped
   connection_stop_.request_stop();  // and its queued tasks are not started, its fit stops
-  RetryLater(why.WithContext("connection to " + options_.address + " lost"));
+  RetryLater(why.WithContext("connection to " + endpoint() + " lost"));
 }
 
 void RuntimeCore::RetryLater(const Status& why) {
@@ -369,7 +374,12 @@ void RuntimeCore::RetryLater(const Status& why) {
                                            backoff_.failures(), why.ToString())));
     return;
   }
-  Log().warn("{}; reconnecting in {} ms", why.ToString(), delay.count());
+  if (endpoints_.size() > 1) {
+    endpoint_ = (endpoint_ + 1) % endpoints_.size();
+    Log().warn("{}; trying {} in {} ms", why.ToString(), endpoint(), delay.count());
+  } else {
+    Log().warn("{}; reconnecting in {} ms", why.ToString(), delay.count());
+  }
   reconnect_timer_->ExpiresAfter(delay, [self = shared_from_this()] { self->DoConnect(); });
 }
 

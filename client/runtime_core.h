@@ -84,6 +84,7 @@ class RuntimeCore : public std::enable_shared_from_this<RuntimeCore> {
   // Masks the trained update and sends it (the worker, when the inbox and the update are both in).
   void MaskAndSend(uint64_t gen, const std::shared_ptr<SecAggTask>& secagg);
   void SaveState(const std::function<void(ClientStateData&)>& update);
+  const std::string& endpoint() const { return endpoints_[endpoint_]; }
 
   Transport& transport_;
   ClientRuntimeOptions options_;
@@ -96,6 +97,8 @@ class RuntimeCore : public std::enable_shared_from_this<RuntimeCore> {
   std::unique_ptr<Timer> heartbeat_timer_;
   TimePoint last_heard_{};  // the last message from the coordinator on the current connection
   Backoff backoff_;
+  std::vector<std::string> endpoints_;  // options_.address split (ClientRuntimeOptions::address)
+  size_t endpoint_ = 0;                 // the one being tried or connected to
   std::shared_ptr<Connection> conn_;
   std::stop_source connection_stop_;    // of conn_; stopped when it is lost or the run ends
   std::shared_ptr<SecAggTask> secagg_;  // the round with secure aggregation in progress, if any

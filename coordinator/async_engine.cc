@@ -200,7 +200,7 @@ Status AsyncEngine::OnUpdate(const std::string& id, const UpdateSubmission& u, T
     registry_.RecordGood(id);
     if (hooks_.on_accepted)
       hooks_.on_accepted(id, step, u.num_examples, u.update.bytes.size(),
-                         UpdateStaleness{task.version, staleness, scale});
+                         UpdateStaleness{task.version, staleness, scale}, std::string());
     ++summary_.accepted;
     summary_.num_examples += u.num_examples;
     for (const auto& [k, v] : u.metrics)

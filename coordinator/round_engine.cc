@@ -136,9 +136,10 @@ Status RoundEngine::Charge(const std::string& id, uint64_t round, ErrorCode code
 }
 
 void RoundEngine::CountAccepted(const std::string& id, uint64_t round, uint64_t num_examples,
-                                uint64_t bytes, const WireMetrics& metrics) {
+                                uint64_t bytes, const WireMetrics& metrics,
+                                const std::string& via) {
   registry_.RecordGood(id);
-  if (hooks_.on_accepted) hooks_.on_accepted(id, round, num_examples, bytes, std::nullopt);
+  if (hooks_.on_accepted) hooks_.on_accepted(id, round, num_examples, bytes, std::nullopt, via);
   ++summary_.accepted;
   summary_.num_examples += num_examples;
   for (const auto& [k, v] : metrics)
@@ -278,7 +279,8 @@ Status RoundEngine::OnGroupResult(const std::string& aggregator, const GroupResu
     answered_.insert(rec.client_id);
     summary_.bytes_up += rec.bytes_up;
     if (rec.accepted()) {
-      CountAccepted(rec.client_id, g.round, rec.num_examples, rec.bytes_up, rec.metrics);
+      CountAccepted(rec.client_id, g.round, rec.num_examples, rec.bytes_up, rec.metrics,
+                    aggregator);
       continue;
     }
     judging_ = true;

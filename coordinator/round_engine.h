@@ -156,9 +156,9 @@ class RoundEngine : public RunEngine {
   Status Charge(const std::string& id, uint64_t round, ErrorCode code, std::string_view kind,
                 const std::string& reason);
   // An accepted update's bookkeeping (summary, metrics, registry, on_accepted), for OnUpdate and
-  // the tier's records.
+  // the tier's records (`via`: the aggregator's id).
   void CountAccepted(const std::string& id, uint64_t round, uint64_t num_examples, uint64_t bytes,
-                     const WireMetrics& metrics);
+                     const WireMetrics& metrics, const std::string& via = std::string());
   // Folds the round's aggregate into the strategy through the DP mechanism: false (the attempt
   // failed) when the mechanism or strategy refused it.
   bool ReleaseDp(TimePoint now);

@@ -130,8 +130,9 @@ Result<std::unique_ptr<RunDriver>> RunDriver::Create(const RunConfig& config, Op
     self->Publish(RoundOpened{round, attempt, selected, self->engine_->model_version()});
   };
   hooks.on_accepted = [self](const std::string& id, uint64_t round, uint64_t n, uint64_t bytes,
-                             const std::optional<UpdateStaleness>& staleness) {
-    self->Publish(UpdateAccepted{round, id, n, bytes, staleness});
+                             const std::optional<UpdateStaleness>& staleness,
+                             const std::string& via) {
+    self->Publish(UpdateAccepted{round, id, n, bytes, staleness, via});
   };
   hooks.on_refused = [self](const std::string& id, uint64_t round, const Status& why) {
     self->Publish(UpdateRefused{round, id, why.message(), std::string(StatusCodeName(why.code()))});

@@ -94,9 +94,11 @@ class RunEngine {
     // When a round attempt starts (its selection has been sent its tasks), or an asynchronous
     // step's buffer opens (`selected`: the clients training then).
     std::function<void(uint64_t round, int64_t attempt, int64_t selected)> on_round_opened;
-    // When an update is folded in; `staleness` for an asynchronous one.
+    // When an update is folded in; `staleness` for an asynchronous one; `via` names the
+    // aggregator it came through (empty when the client sent it to the coordinator itself).
     std::function<void(const std::string& client_id, uint64_t round, uint64_t num_examples,
-                       uint64_t bytes, const std::optional<UpdateStaleness>& staleness)>
+                       uint64_t bytes, const std::optional<UpdateStaleness>& staleness,
+                       const std::string& via)>
         on_accepted;
     // When an update is refused: who, for which round, and why (already sent to the client as an
     // Error).

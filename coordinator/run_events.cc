@@ -78,6 +78,7 @@ void to_json(json& j, const UpdateAccepted& e) {
     j["staleness"] = e.staleness->staleness;
     j["staleness_weight"] = e.staleness->weight;
   }
+  if (!e.via.empty()) j["via"] = e.via;
 }
 void from_json(const json& j, UpdateAccepted& e) {
   j.at("round").get_to(e.round);
@@ -92,6 +93,7 @@ void from_json(const json& j, UpdateAccepted& e) {
     st.weight = Number(j, "staleness_weight");
     e.staleness = st;
   }
+  e.via = j.contains("via") ? j.at("via").get<std::string>() : std::string();
 }
 
 void to_json(json& j, const UpdateRefused& e) {

@@ -66,6 +66,9 @@ struct UpdateAccepted {
   uint64_t bytes = 0;
   // An asynchronous update's: the version it was trained on, its staleness and its weight.
   std::optional<UpdateStaleness> staleness;
+  // The aggregator it came through (docs/tier.md); empty (and absent from the JSON) when the
+  // client sent it to the coordinator itself.
+  std::string via = std::string();
 };
 
 struct UpdateRefused {

@@ -47,6 +47,30 @@ Status CheckClientIdentity(const TransportOptions& options, const std::string& c
 
 namespace tributary {
 
+Result<std::vector<std::string>> SplitEndpoints(const std::string& list) {
+  std::vector<std::string> out;
+  size_t begin = 0;
+  while (true) {
+    const size_t comma = list.find(',', begin);
+    std::string item =
+        list.substr(begin, comma == std::string::npos ? std::string::npos : comma - begin);
+    const size_t first = item.find_first_not_of(" \t");
+    const size_t last = item.find_last_not_of(" \t");
+    item = first == std::string::npos ? std::string() : item.substr(first, last - first + 1);
+    if (item.empty())
+      return Status::InvalidArgument("endpoint list '" + list + "' has an empty entry " +
+                                     std::to_string(out.size() + 1));
+    if (out.size() == kMaxEndpoints)
+      return Status::InvalidArgument("endpoint list '" + list.substr(0, 200) +
+                                     "...' names more than " + std::to_string(kMaxEndpoints) +
+                                     " endpoints");
+    out.push_back(std::move(item));
+    if (comma == std::string::npos) break;
+    begin = comma + 1;
+  }
+  return out;
+}
+
 Result<std::pair<std::string, std::string>> SplitHostPort(const std::string& address) {
   std::string host;
   std::string port;

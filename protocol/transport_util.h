@@ -3,6 +3,7 @@
 
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "protocol/transport.h"
 
@@ -15,5 +16,12 @@ Status CheckClientIdentity(const TransportOptions& options, const std::string& c
 // Splits "host:port", "[v6]:port" or "v4:port" into host (brackets removed) and port; both must
 // be non-empty. InvalidArgument naming the address otherwise.
 Result<std::pair<std::string, std::string>> SplitHostPort(const std::string& address);
+
+// The endpoints of a client's `coordinator` option: one address, or several separated by commas
+// ("agg-a:7070,agg-b:7070"; spaces around each are dropped), in the order given. Addresses are
+// not checked here (an in-memory transport's are plain names); InvalidArgument for an empty list
+// or an empty entry, and for more than kMaxEndpoints.
+inline constexpr size_t kMaxEndpoints = 64;
+Result<std::vector<std::string>> SplitEndpoints(const std::string& list);
 
 }  // namespace tributary

@@ -294,6 +294,48 @@ TEST_F(ClientRuntimeTest, ReconnectsAfterTheCoordinatorDropsTheConnection) {
   EXPECT_EQ(runtime_->sessions(), 2);
 }
 
+// Failover (docs/tier.md): with several endpoints, a client whose aggregator dies joins the next
+// one, and from there the one after (round robin), answering the tasks each gives it.
+TEST_F(ClientRuntimeTest, AClientWhoseAggregatorDiesJoinsTheNextEndpoint) {
+  auto a = FakeCoordinator::Start(*server_, "agg-a");
+  auto b = FakeCoordinator::Start(*server_, "agg-b");
+  ClientRuntimeOptions o = Options();
+  o.address = "agg-a, agg-b";  // spaces around an entry are dropped
+  StartRuntime(o);
+  auto on_a = a->WaitSession(0);
+  ASSERT_TRUE(on_a && on_a->hello());
+  EXPECT_EQ(b->session_count(), 0u);  // the first endpoint is tried first
+  // agg-a dies: it stops listening and its connection closes.
+  a->StopListening();
+  on_a->Close();
+  auto on_b = b->WaitSession(0);
+  ASSERT_TRUE(on_b && on_b->hello());
+  on_b->Send(MakeTask(3));
+  std::optional<UpdateSubmission> up = on_b->Next<UpdateSubmission>();
+  ASSERT_TRUE(up);
+  EXPECT_EQ(up->round, 3u);
+  EXPECT_EQ(runtime_->sessions(), 2);
+  EXPECT_EQ(a->session_count(), 1u);
+  // agg-b dies too, and a restarted agg-a is the next endpoint: the client goes back to it.
+  b->StopListening();
+  on_b->Close();
+  a.reset();
+  auto again = FakeCoordinator::Start(*server_, "agg-a");
+  auto back = again->WaitSession(0);
+  ASSERT_TRUE(back && back->hello());
+  back->Send(MakeTask(4));
+  ASSERT_TRUE(back->Next<UpdateSubmission>());  // answered: its Welcome, too, was taken
+  EXPECT_EQ(runtime_->sessions(), 3);
+}
+
+TEST_F(ClientRuntimeTest, AnEndpointListWithAnEmptyEntryIsRefusedNamingIt) {
+  ClientRuntimeOptions o = Options();
+  o.address = "agg-a,,agg-b";
+  auto rt = ClientRuntime::Create(io_.io(), *client_transport_, trainer_, o);
+  ASSERT_FALSE(rt.ok());
+  EXPECT_NE(rt.status().message().find("empty entry 2"), std::string::npos) << rt.status();
+}
+
 TEST_F(ClientRuntimeTest, KeepsRetryingUntilACoordinatorAppears) {
   ClientRuntimeOptions o = Options();
   o.backoff.max_attempts = 0;  // forever

@@ -38,9 +38,8 @@ class AsyncEngineTest : public ::testing::Test {
       models_.push_back(m);
     };
     hooks.on_accepted = [this](const std::string& id, uint64_t, uint64_t, uint64_t,
-                               const std::optional<UpdateStaleness>& st) {
-      accepted_.emplace_back(id, *st);
-    };
+                               const std::optional<UpdateStaleness>& st,
+                               const std::string&) { accepted_.emplace_back(id, *st); };
     hooks.on_refused = [this](const std::string& id, uint64_t, const Status& why) {
       refused_.emplace_back(id, why.message());
     };

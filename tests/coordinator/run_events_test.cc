@@ -58,6 +58,7 @@ std::vector<RunEvent> OneOfEach() {
                   "differential privacy: the run stops before round 8"},
       ClientRefused{"edge-7", "127.0.0.1", "the client's model layout is not this run's",
                     "LAYOUT_MISMATCH", 12, 10.5},
+      UpdateAccepted{4, "edge-5", 300, 1024, std::nullopt, "agg-east"},  // through the tier
   };
 }
 
@@ -82,6 +83,9 @@ TEST(RunEventsTest, EveryEventReadsBackFromItsJson) {
   EXPECT_EQ(refused["event"], "client_refused");
   EXPECT_EQ(refused["client"], "edge-7");
   EXPECT_EQ(refused["count"], 12);
+  // Which aggregator an update came through; a direct one has no "via" at all.
+  EXPECT_EQ(ToJson(OneOfEach()[14])["via"], "agg-east");
+  EXPECT_FALSE(ToJson(OneOfEach()[2]).contains("via"));
 }
 
 // The counts are "accepted" and "refused", as in update_accepted/update_refused, the dashboard,
