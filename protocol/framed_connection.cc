@@ -19,7 +19,10 @@ namespace asio = boost::asio;
 using boost::system::error_code;
 
 // Frame headers and small messages are read here; chunk data mostly goes straight into the
-// reassembly buffer. Not zero-filled, so an idle connection's untouched pages cost no memory.
+// reassembly buffer. An idle connection (heartbeats) reads into kIdleReadBufferBytes; a read that
+// fills it means more is coming, and the next read gets kReadBufferBytes, until a read comes back
+// short again. A fleet's idle connections each hold the small one.
+constexpr size_t kIdleReadBufferBytes = 1024;
 constexpr size_t kReadBufferBytes = 16 * 1024;
 // While a chunk frame's data is expected, a read of at least this much goes straight into the
 // reassembly buffer (MessageReader::ReadSpace), skipping the copy out of read_buffer_; a smaller
@@ -43,7 +46,6 @@ FramedConnection::FramedConnection(std::unique_ptr<ByteStream> stream, PeerInfo 
       peer_(std::move(peer)),
       options_(options),
       reader_(options.limits),
-      read_buffer_(std::make_unique_for_overwrite<uint8_t[]>(kReadBufferBytes)),
       read_timer_(strand_),
       write_timer_(strand_),
       shutdown_timer_(strand_),
@@ -123,9 +125,16 @@ void FramedConnection::do_read() {
   reading_ = true;
   const std::span<uint8_t> space = reader_.ReadSpace();
   direct_read_ = space.size() >= kMinDirectReadBytes;
+  if (!direct_read_) {
+    const size_t want = read_filled_ ? kReadBufferBytes : kIdleReadBufferBytes;
+    if (want != read_capacity_) {
+      read_buffer_ = std::make_unique_for_overwrite<uint8_t[]>(want);
+      read_capacity_ = want;
+    }
+  }
   stream_->AsyncReadSome(
       direct_read_ ? asio::buffer(space.data(), space.size())
-                   : asio::buffer(read_buffer_.get(), kReadBufferBytes),
+                   : asio::buffer(read_buffer_.get(), read_capacity_),
       [self = shared_from_this()](const error_code& ec, size_t n) { self->on_read(ec, n); });
 }
 
@@ -149,6 +158,7 @@ void FramedConnection::on_read(const error_code& ec, size_t n) {
     return finish();
   }
   received_.clear();
+  if (!direct_read_) read_filled_ = n == read_capacity_;
   const Status decoded = direct_read_ ? reader_.CommitRead(n, &received_)
                                       : reader_.Feed(std::span(read_buffer_.get(), n), &received_);
   for (Message& m : received_) {

@@ -84,7 +84,9 @@ class FramedConnection final : public Connection,
   PeerInfo peer_;
   TransportOptions options_;
   MessageReader reader_;
-  std::unique_ptr<uint8_t[]> read_buffer_;
+  std::unique_ptr<uint8_t[]> read_buffer_;  // of read_capacity_ bytes (framed_connection.cc)
+  size_t read_capacity_ = 0;
+  bool read_filled_ = false;  // the last read into read_buffer_ filled it: the peer sends more
   std::vector<Message> received_;
   boost::asio::steady_timer read_timer_;
   boost::asio::steady_timer write_timer_;

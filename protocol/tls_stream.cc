@@ -57,22 +57,47 @@ void TlsStream::ReadSocket(Handler then) {
   // A few short reads in a row mean it stopped (one short read happens mid-stream too, and
   // flapping would reallocate the large buffer again and again).
   small_reads_ = last_read_ < kSmallReadBytes ? small_reads_ + 1 : 0;
+  const bool streaming = last_read_ == in_capacity_ && in_capacity_ > 0;
   size_t want = in_capacity_;
-  if (last_read_ == in_capacity_ && in_capacity_ > 0) want = kLargeReadBytes;
+  if (streaming) want = kLargeReadBytes;
   if (small_reads_ >= kSmallReadsToShrink || in_capacity_ == 0) want = kSmallReadBytes;
-  if (want != in_capacity_ || !in_buf_) {
-    in_buf_ = std::make_unique_for_overwrite<uint8_t[]>(want);
-    in_capacity_ = want;
-  }
   bio_.in = nullptr;
   bio_.in_left = 0;
-  socket_.async_read_some(asio::buffer(in_buf_.get(), in_capacity_),
-                          [this, then = std::move(then)](const error_code& ec, size_t n) {
-                            last_read_ = n;
-                            bio_.in = in_buf_.get();
-                            bio_.in_left = n;
-                            then(ec);
-                          });
+  auto read = [this, want](Handler done) {
+    if (want != in_capacity_ || !in_buf_) {
+      in_buf_ = std::make_unique_for_overwrite<uint8_t[]>(want);
+      in_capacity_ = want;
+    }
+    socket_.async_read_some(asio::buffer(in_buf_.get(), in_capacity_),
+                            [this, done = std::move(done)](const error_code& ec, size_t n) {
+                              last_read_ = n;
+                              bio_.in = in_buf_.get();
+                              bio_.in_left = n;
+                              done(ec);
+                            });
+  };
+  // More is on its way (the last read filled the buffer), or a large transfer paused: read at
+  // once, into the buffer we have.
+  if (streaming || want != kSmallReadBytes) return read(std::move(then));
+  // Quiet: wait for the socket to become readable without holding a buffer, so that an idle
+  // connection holds none (kSmallReadBytes on each connection of a fleet); asio then reads at
+  // once.
+  in_buf_.reset();
+  in_capacity_ = 0;
+  socket_.async_wait(asio::ip::tcp::socket::wait_read,
+                     [this, read, then = std::move(then)](const error_code& ec) mutable {
+                       if (ec) {
+                         last_read_ = 0;
+                         return then(ec);
+                       }
+                       read(std::move(then));
+                     });
+}
+
+void TlsStream::ReleaseWriteBuffers() {
+  writing_ = {};
+  stage_ = {};
+  if (out_.empty()) out_ = {};
 }
 
 void TlsStream::Flush(Handler then) {
@@ -105,7 +130,10 @@ void TlsStream::HandshakeStep(Handler handler) {
   auto next = [this, done, failed, handler = std::move(handler)](const error_code& ec) mutable {
     if (failed) return handler(failed);  // OpenSSL's reason first (its alert has been sent)
     if (ec) return handler(ec);
-    if (done) return handler(error_code());
+    if (done) {
+      ReleaseWriteBuffers();  // the handshake's flights (certificates) are gone
+      return handler(error_code());
+    }
     ReadSocket([this, handler = std::move(handler)](const error_code& e) mutable {
       if (e) return handler(e);
       HandshakeStep(std::move(handler));
@@ -213,12 +241,9 @@ void TlsStream::WriteStep(IoHandler handler) {
   }
   if (failed || out_.empty()) {
     write_buffers_.clear();
-    // Large ciphertext buffers go back after a small write (the stream has gone quiet); a
-    // connection that streams large frames keeps them.
-    if (write_total_ < kRecordBytes) {
-      if (writing_.capacity() > kSmallReadBytes) writing_ = {};
-      if (out_.capacity() > kSmallReadBytes) out_ = {};
-    }
+    // The buffers go back after a small write (the stream has gone quiet: an idle connection
+    // holds none); a connection that streams large frames keeps them.
+    if (write_total_ < kRecordBytes) ReleaseWriteBuffers();
     return asio::post(socket_.get_executor(), [handler = std::move(handler), failed,
                                                total = write_total_] { handler(failed, total); });
   }

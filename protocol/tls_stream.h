@@ -17,9 +17,12 @@
 // operation's handler has run (FramedConnection does: its handlers hold it). Only a read may leave
 // TLS output behind (a KeyUpdate reply or an alert): it goes out with the next write or close.
 //
-// Memory per connection: a 16 KiB read buffer, grown to kLargeReadBytes while the peer streams
-// (a read filled the buffer) and shrunk after kSmallReadsToShrink short reads in a row; while
-// large frames are written, room for two slices of ciphertext, given back after a short write.
+// Memory per connection: while the peer is quiet, no read buffer (the socket is waited on until
+// it is readable); a 16 KiB read buffer, grown to kLargeReadBytes while the peer streams (a read
+// filled the buffer) and shrunk after kSmallReadsToShrink short reads in a row; while large frames
+// are written, room for two slices of ciphertext; the write buffers are given back after the
+// handshake and after each short write. So an idle connection holds OpenSSL's state only
+// (SSL_MODE_RELEASE_BUFFERS releases its record buffers).
 #pragma once
 
 #include <openssl/ssl.h>
@@ -85,6 +88,8 @@ class TlsStream final : public ByteStream {
   void ReadSocket(Handler then);
   // Writes out_ (everything OpenSSL produced so far) to the socket, then calls `then`.
   void Flush(Handler then);
+  // Gives back the write buffers' memory (none is in flight; out_ only when empty).
+  void ReleaseWriteBuffers();
 
   void HandshakeStep(Handler handler);
   void ReadStep(boost::asio::mutable_buffer buffer, IoHandler handler);

@@ -3,7 +3,8 @@
 // Both ends live in this process, so the figure per connection covers a client side and a server
 // side (a TlsStream, its SSL, a FramedConnection and their buffers on each).
 //
-//   idle_connections [N]        (default 500)
+//   idle_connections [N] [idle]    (default 500; `idle`: stop after the idle figures, for a heap
+//                                   profiler whose peak should be the idle state)
 //
 // Prints the RSS before and after, and the growth per connection. Then it streams one 16 MiB
 // update over one of the connections and prints RSS again: the large TLS read buffer and the
@@ -16,6 +17,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -47,7 +49,7 @@ struct Echoes {
 
 double MiB(uint64_t bytes) { return static_cast<double>(bytes) / (1 << 20); }
 
-int Run(int n) {
+int Run(int n, bool stream) {
   boost::asio::io_context io;
   auto work = boost::asio::make_work_guard(io);
   const PemPair ca = *MakeCaCertificate("idle CA");
@@ -109,18 +111,25 @@ int Run(int n) {
               static_cast<double>(heap_after - heap_before) / 1024.0 / static_cast<double>(n));
 
   // One connection streams a 16 MiB update, then goes quiet (a few heartbeats).
-  UpdateSubmission big;
-  big.update.bytes = std::vector<uint8_t>(16 << 20, 7);
-  connections[0]->Send(big);
-  echoes.WaitFor(static_cast<uint64_t>(n) + 2);
-  const uint64_t peak = CurrentRssBytes();
-  for (int i = 0; i < 8; ++i) connections[0]->Send(Heartbeat{1, static_cast<uint64_t>(i)});
-  echoes.WaitFor(static_cast<uint64_t>(n) + 10);
-  big = UpdateSubmission();
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  malloc_trim(0);
-  std::printf("after a 16 MiB update on one connection: %.1f MiB; after it went quiet: %.1f MiB\n",
-              MiB(peak), MiB(CurrentRssBytes()));
+  if (!stream) {
+    std::fflush(stdout);
+    std::_Exit(0);  // what is allocated now is the idle state (a heap profiler's "leaks")
+  }
+  {
+    UpdateSubmission big;
+    big.update.bytes = std::vector<uint8_t>(16 << 20, 7);
+    connections[0]->Send(big);
+    echoes.WaitFor(static_cast<uint64_t>(n) + 2);
+    const uint64_t peak = CurrentRssBytes();
+    for (int i = 0; i < 8; ++i) connections[0]->Send(Heartbeat{1, static_cast<uint64_t>(i)});
+    echoes.WaitFor(static_cast<uint64_t>(n) + 10);
+    big = UpdateSubmission();
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    malloc_trim(0);
+    std::printf(
+        "after a 16 MiB update on one connection: %.1f MiB; after it went quiet: %.1f MiB\n",
+        MiB(peak), MiB(CurrentRssBytes()));
+  }
 
   for (auto& c : connections) c->Close();
   listener->Stop();
@@ -136,9 +145,10 @@ int Run(int n) {
 
 int main(int argc, char** argv) {
   const int n = argc > 1 ? std::atoi(argv[1]) : 500;
-  if (n <= 0) {
-    std::fprintf(stderr, "usage: %s [connections > 0]\n", argv[0]);
+  const bool stream = argc <= 2 || std::string(argv[2]) != "idle";
+  if (n <= 0 || argc > 3) {
+    std::fprintf(stderr, "usage: %s [connections > 0] [idle]\n", argv[0]);
     return 2;
   }
-  return tributary::Run(n);
+  return tributary::Run(n, stream);
 }
