@@ -1,7 +1,11 @@
 #include "compression/dense_codec.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
+
+#include "core/simd.h"
 
 namespace tributary {
 namespace {
@@ -9,6 +13,18 @@ namespace {
 // Decoding reads the payload in blocks through a small aligned buffer: the bytes of an update need
 // not be float-aligned, and the block stays in L1 between the copy and the fold.
 constexpr size_t kBlock = 4096;
+
+// The largest of the n floats' bits with the sign bit cleared (an int32, so that the baseline
+// copy, SSE2, has a vector max to use). Reads the bytes where they are (unaligned is fine).
+TRIB_SIMD_CLONES int32_t MaxMagnitudeBits(const uint8_t* __restrict bytes, size_t n) {
+  int32_t mx = 0;
+  for (size_t i = 0; i < n; ++i) {
+    int32_t bits;
+    std::memcpy(&bits, bytes + i * sizeof(float), sizeof(bits));
+    mx = std::max(mx, bits & 0x7fffffff);
+  }
+  return mx;
+}
 
 }  // namespace
 
@@ -28,25 +44,25 @@ Result<UpdateStats> DenseCodec::Validate(std::span<const uint8_t> bytes, size_t 
                               " floats needs " + std::to_string(num_floats * 4));
   UpdateStats st;
   st.values = num_floats;
-  float block[kBlock];
-  for (size_t i = 0; i < num_floats; i += kBlock) {
-    const size_t n = std::min(kBlock, num_floats - i);
-    std::memcpy(block, bytes.data() + i * sizeof(float), n * sizeof(float));
-    float mx = 0.0f;
-    bool finite = true;
-    for (size_t j = 0; j < n; ++j) {
-      finite &= std::isfinite(block[j]);
-      mx = std::max(mx, std::fabs(block[j]));
+  // In the integer domain, one pass that vectorizes: with the sign bit cleared, a float's bits
+  // order as its magnitude does, and exactly the non-finite values (infinities, NaNs) have bits of
+  // 0x7f800000 or more. So the largest |value| is the float of the largest masked bits, and the
+  // update is finite when that is below 0x7f800000. (A float loop with std::isfinite and std::max
+  // did not vectorize: 4.6 GB/s against memory's ~50 GB/s, bench/coordinator/aggregation_bench.)
+  constexpr int32_t kInfinity = 0x7f800000;
+  const int32_t largest = MaxMagnitudeBits(bytes.data(), num_floats);
+  if (largest >= kInfinity) {  // rare: find the first one, to name it
+    for (size_t i = 0; i < num_floats; ++i) {
+      float bad;
+      std::memcpy(&bad, bytes.data() + i * sizeof(float), sizeof(bad));
+      if (!std::isfinite(bad))
+        return Status::Corruption("dense update holds a non-finite value (" + std::to_string(bad) +
+                                  ") at index " + std::to_string(i));
     }
-    if (!finite) {
-      for (size_t j = 0; j < n; ++j)
-        if (!std::isfinite(block[j]))
-          return Status::Corruption("dense update holds a non-finite value (" +
-                                    std::to_string(block[j]) + ") at index " +
-                                    std::to_string(i + j));
-    }
-    st.max_abs = std::max<double>(st.max_abs, mx);
   }
+  float max_abs;
+  std::memcpy(&max_abs, &largest, sizeof(max_abs));
+  st.max_abs = max_abs;
   return st;
 }
 

@@ -67,9 +67,38 @@ void BM_ValidateDecodeFold(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * n * 4));
 }
 
+// The two passes of BM_ValidateDecodeFold apart: the codec's Validate alone (finiteness and the
+// largest magnitude), and the decode + fold alone.
+void BM_DenseValidate(benchmark::State& state) {
+  const size_t n = static_cast<size_t>(state.range(0));
+  DenseCodec codec;
+  std::vector<uint8_t> bytes = *codec.Encode(Delta(n));
+  for (auto _ : state) {
+    auto stats = codec.Validate(bytes, n);
+    benchmark::DoNotOptimize(stats);
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * n * 4));
+}
+
+void BM_DenseDecodeFold(benchmark::State& state) {
+  const size_t n = static_cast<size_t>(state.range(0));
+  DenseCodec codec;
+  std::vector<uint8_t> bytes = *codec.Encode(Delta(n));
+  FixedPointSum acc;
+  acc.Reset(n);
+  for (auto _ : state) {
+    FixedPointSink sink(acc, 600);
+    codec.DecodeInto(bytes, sink, 1.0f);
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * n * 20));
+}
+
 // 199,210 floats is the mlp model; 10M a large model.
 BENCHMARK(BM_Axpy)->Arg(199210)->Arg(10'000'000);
 BENCHMARK(BM_FixedPointFold)->Arg(199210)->Arg(10'000'000);
+BENCHMARK(BM_DenseValidate)->Arg(199210)->Arg(10'000'000);
+BENCHMARK(BM_DenseDecodeFold)->Arg(199210)->Arg(10'000'000);
 BENCHMARK(BM_ValidateDecodeFold)->Arg(199210)->Arg(10'000'000)->Unit(benchmark::kMicrosecond);
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "compression/byte_io.h"
 #include "compression/codec.h"
@@ -152,6 +153,47 @@ TEST(CodecValidationTest, NonFiniteAndNegativeScalesAndValues) {
   const float nan = NAN;
   std::memcpy(f.data() + f.size() - 4, &nan, 4);
   EXPECT_HAS(Rejection("topk(k=3)", f, 100), "value 1 is non-finite");
+}
+
+// Dense validation works on the floats' bits (one vectorized pass): each kind of non-finite value
+// is found and named by its index, in any position (the first, past the first 4,096-float block,
+// the last), and max_abs is the largest magnitude, negative values, subnormals and -0 included.
+TEST(CodecValidationTest, DenseFindsEveryNonFiniteValueAndItsLargestMagnitude) {
+  auto dense = *MakeCodec("dense");
+  const size_t n = 10'000;
+  std::vector<float> values(n);
+  for (size_t i = 0; i < n; ++i) values[i] = 1e-3f * std::sin(static_cast<float>(i));
+  values[17] = -0.0f;
+  values[18] = 1e-40f;  // subnormal
+  values[6001] = -3.75f;
+  auto bytes_of = [](const std::vector<float>& v) {
+    Bytes b(v.size() * sizeof(float));
+    std::memcpy(b.data(), v.data(), b.size());
+    return b;
+  };
+  Result<UpdateStats> st = dense->Validate(bytes_of(values), n);
+  ASSERT_TRUE(st.ok()) << st.status();
+  EXPECT_EQ(st->max_abs, 3.75);
+  EXPECT_EQ(st->values, n);
+  values[6001] = 0.0f;
+  values[18] = -1e-40f;
+  for (size_t i = 0; i < n; ++i) values[i] = i == 18 ? values[i] : 0.0f;
+  st = dense->Validate(bytes_of(values), n);
+  ASSERT_TRUE(st.ok()) << st.status();
+  EXPECT_EQ(st->max_abs, static_cast<double>(1e-40f));
+
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  for (size_t at : {size_t{0}, size_t{4096}, size_t{5000}, n - 1}) {
+    for (float bad : {nan, -nan, inf, -inf}) {
+      std::vector<float> v(n, 0.5f);
+      v[at] = bad;
+      if (at + 1 < n) v[n - 1] = -inf;  // a later one too: the first is named
+      EXPECT_NE(Rejection("dense", bytes_of(v), n).find("at index " + std::to_string(at)),
+                std::string::npos)
+          << at << " " << bad;
+    }
+  }
 }
 
 TEST(CodecValidationTest, ZstdBombsAndBrokenFrames) {
