@@ -28,6 +28,9 @@ class Backoff {
   // True when options.max_attempts > 0 and that many consecutive failures happened.
   bool exhausted() const;
   void Reset() { failures_ = 0; }
+  // Uniform in [0, n), n > 0, from the same seeded stream as the delays' jitter (which endpoint a
+  // client fails over to: ClientRuntimeOptions::address).
+  uint64_t Pick(uint64_t n) { return rng_.Next() % n; }
 
  private:
   BackoffOptions options_;

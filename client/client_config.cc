@@ -23,7 +23,7 @@ void BindClientConfig(ConfigSchema& s, ClientConfig* c) {
   s.Bind("log_level", &c->log_level, "trace, debug, info, warn or error").Flag("--log-level");
   s.Bind("net.coordinator", &c->coordinator,
          "the coordinator's host:port, or several endpoints separated by commas (an aggregation "
-         "tier's: the first is tried first, failover to the next); required")
+         "tier's: the first is tried first, then another on failure); required")
       .Flag("--coordinator");
   s.Bind("net.server_name", &c->server_name,
          "the name the coordinator's certificate must carry (\"\": the host of net.coordinator)")

@@ -68,9 +68,10 @@ class RuntimeCore;
 struct ClientRuntimeOptions {
   // What Transport::Connect is given: one address, or several separated by commas (failover:
   // SplitEndpoints). The first is tried first; each attempt that fails and each connection that is
-  // lost moves the next attempt to the next endpoint (round robin), after Backoff::NextDelay(), so
-  // the clients of an aggregator that died spread out over time as they move to another. The
-  // backoff's attempt count is over all endpoints together.
+  // lost moves the next attempt to another endpoint, drawn uniformly among the others with the
+  // backoff's seeded generator (Backoff::Pick), after Backoff::NextDelay(): so the clients of an
+  // aggregator that died spread over the other aggregators, and over time. The backoff's attempt
+  // count is over all endpoints together.
   std::string address;
   std::string device = "cpu";
   uint64_t num_examples = 0;

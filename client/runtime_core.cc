@@ -375,7 +375,9 @@ void RuntimeCore::RetryLater(const Status& why) {
     return;
   }
   if (endpoints_.size() > 1) {
-    endpoint_ = (endpoint_ + 1) % endpoints_.size();
+    // Another endpoint, drawn uniformly among the others: the clients of a dead aggregator spread
+    // over all the rest instead of doubling the load of its neighbour in their lists.
+    endpoint_ = (endpoint_ + 1 + backoff_.Pick(endpoints_.size() - 1)) % endpoints_.size();
     Log().warn("{}; trying {} in {} ms", why.ToString(), endpoint(), delay.count());
   } else {
     Log().warn("{}; reconnecting in {} ms", why.ToString(), delay.count());

@@ -105,7 +105,8 @@ struct ClientOptions {
   // The coordinator, "host:port" (host: a DNS name or an IP literal, "[v6]:port" for IPv6), or
   // several endpoints separated by commas, "agg-a:7070,agg-b:7070" (an aggregation tier,
   // docs/tier.md): the first is tried first, and each failed attempt or lost connection moves
-  // the next attempt to the next one, after the backoff's delay with its jitter.
+  // the next attempt to another one, drawn at random among the others (so a dead aggregator's
+  // clients spread over the rest), after the backoff's delay with its jitter.
   std::string coordinator;
   // The name the coordinator's certificate must carry (SAN). Empty means the host of
   // `coordinator`, which is also what is sent as SNI. Today it must equal that host when set:

@@ -9,6 +9,7 @@
 #include <future>
 #include <mutex>
 #include <stop_token>
+#include <thread>
 
 #include "client/backoff.h"
 #include "compression/codec.h"
@@ -326,6 +327,36 @@ TEST_F(ClientRuntimeTest, AClientWhoseAggregatorDiesJoinsTheNextEndpoint) {
   back->Send(MakeTask(4));
   ASSERT_TRUE(back->Next<UpdateSubmission>());  // answered: its Welcome, too, was taken
   EXPECT_EQ(runtime_->sessions(), 3);
+}
+
+// With more than two endpoints the next one is drawn among the others (the backoff's seeded
+// generator): never the one that just failed, and every other one in turn, so the clients of a dead
+// aggregator spread over all the rest.
+TEST_F(ClientRuntimeTest, FailoverSpreadsOverTheOtherEndpoints) {
+  std::vector<std::unique_ptr<FakeCoordinator>> aggs;
+  for (const char* name : {"agg-a", "agg-b", "agg-c"})
+    aggs.push_back(FakeCoordinator::Start(*server_, name));
+  ClientRuntimeOptions o = Options();
+  o.address = "agg-a,agg-b,agg-c";
+  StartRuntime(o);
+  std::vector<size_t> seen(3, 0), order;
+  for (int session = 0; session < 30; ++session) {
+    std::shared_ptr<FakeSession> s;
+    for (int spin = 0; spin < 20'000 && !s; ++spin) {
+      for (size_t a = 0; a < 3 && !s; ++a) {
+        if (aggs[a]->session_count() > seen[a]) {
+          s = aggs[a]->WaitSession(seen[a]++);
+          order.push_back(a);
+        }
+      }
+      if (!s) std::this_thread::sleep_for(1ms);
+    }
+    ASSERT_TRUE(s && s->hello()) << "session " << session;
+    s->Close();
+  }
+  EXPECT_EQ(order[0], 0u);  // the first endpoint first
+  for (size_t i = 1; i < order.size(); ++i) EXPECT_NE(order[i], order[i - 1]) << i;
+  for (size_t a = 0; a < 3; ++a) EXPECT_GE(seen[a], 5u) << a;  // 30 sessions: each about 10
 }
 
 TEST_F(ClientRuntimeTest, AnEndpointListWithAnEmptyEntryIsRefusedNamingIt) {
