@@ -102,7 +102,9 @@ void AggregatorService::OnUpstreamClosed(const Status& why) {
   const auto base = options_.reconnect_delay.count();
   const auto delay = std::chrono::milliseconds(
       base + static_cast<int64_t>(jitter_() % static_cast<uint64_t>(base / 2 + 1)));
-  reconnect_timer_->ExpiresAfter(delay, [self = shared_from_this()] { self->Connect(); });
+  reconnect_timer_->ExpiresAfter(delay, [weak = weak_from_this()] {
+    if (auto self = weak.lock()) self->Connect();
+  });
 }
 
 void AggregatorService::OnUpstream(Message msg) {
@@ -182,8 +184,9 @@ void AggregatorService::OnWelcome(const AggregatorWelcome& w) {
 void AggregatorService::Heartbeat() {
   if (!upstream_ || finished_) return;
   upstream_->Send(tributary::Heartbeat{0, 0});
-  heartbeat_timer_->ExpiresAfter(upstream_heartbeat_,
-                                 [self = shared_from_this()] { self->Heartbeat(); });
+  heartbeat_timer_->ExpiresAfter(upstream_heartbeat_, [weak = weak_from_this()] {
+    if (auto self = weak.lock()) self->Heartbeat();
+  });
 }
 
 void AggregatorService::OnGroupTask(GroupTask task) {
@@ -224,7 +227,9 @@ void AggregatorService::OnGroupTask(GroupTask task) {
 
 void AggregatorService::ArmFlush() {
   if (!share_) return;
-  flush_timer_->ExpiresAt(share_->flush_at(), [self = shared_from_this()] { self->MaybeFlush(); });
+  flush_timer_->ExpiresAt(share_->flush_at(), [weak = weak_from_this()] {
+    if (auto self = weak.lock()) self->MaybeFlush();
+  });
 }
 
 void AggregatorService::MaybeFlush() {
@@ -425,7 +430,9 @@ void AggregatorService::Sweep() {
   }
   sweep_timer_->ExpiresAfter(
       std::max<Duration>(options_.heartbeat_interval, std::chrono::milliseconds(100)),
-      [self = shared_from_this()] { self->Sweep(); });
+      [weak = weak_from_this()] {
+        if (auto self = weak.lock()) self->Sweep();
+      });
 }
 
 void AggregatorService::Finish(Status result, const std::string& reason, uint32_t code) {

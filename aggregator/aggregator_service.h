@@ -51,6 +51,9 @@ struct AggregatorOptions {
   std::shared_ptr<SecurityLog> security_log;         // null: its own
 };
 
+// Lifetime: whoever made it holds the shared_ptr for as long as it serves. Its timers hold it
+// weakly (a callback that finds it gone does nothing), so one dropped before its run ended is
+// freed, not kept alive by its own armed timers.
 class AggregatorService : public std::enable_shared_from_this<AggregatorService> {
  public:
   // `clients` accepts the clients' connections, `upstream` connects to the coordinator; both

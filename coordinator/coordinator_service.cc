@@ -491,7 +491,9 @@ void CoordinatorService::Sweep() {
   }
   sweep_timer_->ExpiresAfter(
       std::max<Duration>(options_.heartbeat_interval, std::chrono::milliseconds(100)),
-      [self = shared_from_this()] { self->Sweep(); });
+      [weak = weak_from_this()] {
+        if (auto self = weak.lock()) self->Sweep();
+      });
 }
 
 void CoordinatorService::CloseAll(Status result, const std::string& reason) {
@@ -532,8 +534,9 @@ void CoordinatorService::AfterEngine() {
     return;
   }
   if (std::optional<TimePoint> wake = engine.next_wakeup()) {
-    deadline_timer_->ExpiresAt(*wake, [self = shared_from_this()] {
-      if (self->run_over_) return;
+    deadline_timer_->ExpiresAt(*wake, [weak = weak_from_this()] {
+      auto self = weak.lock();
+      if (!self || self->run_over_) return;
       self->driver_.engine().OnTick(self->clock_->Now());
       self->AfterEngine();
     });

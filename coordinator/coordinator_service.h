@@ -72,6 +72,9 @@ struct CoordinatorServiceOptions {
   std::chrono::milliseconds refusal_window{10'000};
 };
 
+// Lifetime: whoever made it holds the shared_ptr for as long as it serves. Its timers hold it
+// weakly (a callback that finds it gone does nothing), so one dropped before its run ended is
+// freed, not kept alive by its own armed timers.
 class CoordinatorService : public std::enable_shared_from_this<CoordinatorService> {
  public:
   // `transport` and `driver` must outlive the service. The driver's observers run on the engine
