@@ -336,7 +336,14 @@ TEST_F(MonitorServerTest, SilentConnectionsGiveTheirPlaceBackAtTheFirstByteDeadl
   // machine (this test failed there once in two full runs, with 1.5 s and 0.5 s).
   EXPECT_LT(waited, 3.0);
   for (auto& s : silent) EXPECT_TRUE(s->ClosedWithin(std::chrono::milliseconds(2000)));
-  EXPECT_EQ(security_->Totals().at("monitor connection sent no request in time"), 4u);
+  // Beast closes the socket before the read's handler (which notes the event) runs, so a client
+  // can see its close a moment before the server counts it (CI saw 2 of 4 here once).
+  const auto noted = [&] {
+    const auto totals = security_->Totals();
+    const auto it = totals.find("monitor connection sent no request in time");
+    return it == totals.end() ? uint64_t{0} : it->second;
+  };
+  EXPECT_TRUE(Eventually([&] { return noted() == 4u; })) << noted();
 }
 
 TEST_F(MonitorServerTest, OneAddressCannotTakeEveryPlace) {
