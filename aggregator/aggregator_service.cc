@@ -38,7 +38,8 @@ AggregatorService::AggregatorService(asio::io_context& io, Transport& clients, T
       sweep_timer_(clock_->MakeTimer(strand_)),
       flush_timer_(clock_->MakeTimer(strand_)),
       reconnect_timer_(clock_->MakeTimer(strand_)),
-      heartbeat_timer_(clock_->MakeTimer(strand_)) {}
+      heartbeat_timer_(clock_->MakeTimer(strand_)),
+      secure_timer_(clock_->MakeTimer(strand_)) {}
 
 void AggregatorService::Start() {
   asio::post(strand_, [self = shared_from_this()] {
@@ -97,6 +98,8 @@ void AggregatorService::OnUpstreamClosed(const Status& why) {
                why.message());
   upstream_.reset();
   share_.reset();
+  secure_.reset();
+  secure_timer_->Cancel();
   flush_timer_->Cancel();
   heartbeat_timer_->Cancel();
   const auto base = options_.reconnect_delay.count();
@@ -195,6 +198,7 @@ void AggregatorService::OnGroupTask(GroupTask task) {
     // What the previous share still holds goes first (the coordinator judges whether it counts).
     if (Result<GroupResult> r = share_->TakeResult(); r.ok()) upstream_->Send(std::move(*r));
   }
+  if (task.secagg.round != 0) return StartSecure(task);
   const TimePoint now = clock_->Now();
   const TimePoint deadline = now + std::chrono::milliseconds(task.task.deadline_ms);
   Result<std::unique_ptr<GroupShare>> share =
@@ -224,6 +228,73 @@ void AggregatorService::OnGroupTask(GroupTask task) {
 }
 
 // ---- the share ----
+
+void AggregatorService::StartSecure(const GroupTask& task) {
+  std::vector<std::string> connected;
+  for (const GroupAssignee& m : task.members)
+    if (by_id_.count(m.client_id)) connected.push_back(m.client_id);
+  if (secure_)
+    Log().warn(
+        "aggregator {}: round {}'s secure aggregation ends unfinished (phase '{}'): "
+        "round {} begins",
+        id_, secure_->round(), secure_->phase_name(), task.task.round);
+  secure_timer_->Cancel();
+  Result<std::unique_ptr<SecureGroupShare>> s =
+      SecureGroupShare::Start(*config_, task, connected, clock_->Now());
+  if (!s.ok()) {
+    Log().error("aggregator {}: cannot run round {}'s secure aggregation: {}", id_, task.task.round,
+                s.status().message());
+    GroupResult failed;
+    failed.round = task.task.round;
+    failed.model_version = task.task.model_version;
+    failed.secagg_bits = task.secagg.sum_bits;
+    failed.secagg_length = task.secagg.vector_length;
+    failed.secagg_failure = "aggregator " + id_ + ": " + s.status().message();
+    upstream_->Send(std::move(failed));
+    secure_.reset();
+    return;
+  }
+  secure_ = std::move(*s);
+  secure_phase_.clear();
+  Log().info("aggregator {}: round {}: secure aggregation over {} of its {} members", id_,
+             task.task.round, connected.size(), task.members.size());
+  AfterSecure();
+}
+
+void AggregatorService::AfterSecure() {
+  if (!secure_) return;
+  for (SecureGroupShare::Outgoing& o : secure_->TakeOutbox()) {
+    auto it = by_id_.find(o.client_id);
+    if (it != by_id_.end()) sessions_.at(it->second).conn->Send(std::move(o.message));
+  }
+  if (secure_->phase_name() != secure_phase_) {
+    secure_phase_ = secure_->phase_name();
+    Log().info("aggregator {}: round {}: secure aggregation phase '{}'", id_, secure_->round(),
+               secure_phase_);
+  }
+  if (secure_->over()) {
+    GroupResult r = secure_->TakeResult();
+    if (r.secagg_failure.empty())
+      Log().info(
+          "aggregator {}: round {}: the secure sum of {} survivors sent up ({} dropped after "
+          "sharing keys)",
+          id_, r.round, r.records.size(), secure_->dropped_after_sharing());
+    else
+      Log().warn("aggregator {}: round {}: secure aggregation failed: {}", id_, r.round,
+                 r.secagg_failure);
+    if (upstream_) upstream_->Send(std::move(r));
+    secure_.reset();
+    secure_timer_->Cancel();
+    return;
+  }
+  if (std::optional<TimePoint> at = secure_->next_deadline())
+    secure_timer_->ExpiresAt(*at, [weak = weak_from_this()] {
+      auto self = weak.lock();
+      if (!self || !self->secure_) return;
+      self->secure_->OnTick(self->clock_->Now());
+      self->AfterSecure();
+    });
+}
 
 void AggregatorService::ArmFlush() {
   if (!share_) return;
@@ -339,6 +410,7 @@ void AggregatorService::OnHello(Session& s, const Hello& hello) {
     }
     by_id_.erase(it);
     if (share_) share_->OnLeft(id);  // the old session's task is forfeit, as at the coordinator
+    if (secure_) secure_->OnLeft(id, clock_->Now());
   }
   s.id = id;
   s.record.id = id;
@@ -382,6 +454,19 @@ void AggregatorService::OnMessage(Connection* key, Message msg) {
       s.conn->Send(Error{static_cast<uint32_t>(no->code), "update refused: " + no->reason});
     }
     MaybeFlush();
+  } else if (std::holds_alternative<SecAggKeysMsg>(msg) ||
+             std::holds_alternative<SecAggSharesMsg>(msg) ||
+             std::holds_alternative<SecAggMaskedInputMsg>(msg) ||
+             std::holds_alternative<SecAggUnmaskResponseMsg>(msg)) {
+    Status taken = secure_ ? secure_->OnSecAgg(s.id, msg, now)
+                           : Status::FailedPrecondition(
+                                 "no round with secure aggregation is open at this aggregator");
+    if (!taken.ok()) {
+      Log().warn("aggregator {}: {} of {} refused: {}", id_, MessageTypeName(TypeOf(msg)), s.id,
+                 taken.message());
+      s.conn->Send(Error{static_cast<uint32_t>(ErrorCode::kProtocolViolation), taken.message()});
+    }
+    AfterSecure();
   } else if (auto* hb = std::get_if<tributary::Heartbeat>(&msg)) {
     s.conn->Send(*hb);
   } else if (auto* e = std::get_if<Error>(&msg)) {
@@ -412,6 +497,10 @@ void AggregatorService::OnClosed(Connection* key, const Status& why) {
     share_->OnLeft(id);
     MaybeFlush();
   }
+  if (secure_) {
+    secure_->OnLeft(id, clock_->Now());
+    AfterSecure();
+  }
 }
 
 void AggregatorService::Sweep() {
@@ -438,8 +527,8 @@ void AggregatorService::Sweep() {
 void AggregatorService::Finish(Status result, const std::string& reason, uint32_t code) {
   if (finished_) return;
   finished_ = true;
-  for (Timer* t :
-       {sweep_timer_.get(), flush_timer_.get(), reconnect_timer_.get(), heartbeat_timer_.get()})
+  for (Timer* t : {sweep_timer_.get(), flush_timer_.get(), reconnect_timer_.get(),
+                   heartbeat_timer_.get(), secure_timer_.get()})
     t->Cancel();
   if (listener_) listener_->Stop();
   for (auto& [key, s] : sessions_) {

@@ -10,6 +10,9 @@
 // each named client connected here gets its TaskAssignment (one model, shared), its update is
 // judged and folded (an Error names a refusal), and the share's GroupResults go up when due:
 // when every member has answered or left, or options.flush_margin before the task's deadline.
+// A GroupTask with secure aggregation starts a SecureGroupShare instead: one session over the
+// members connected here, the clients' secure aggregation messages fed to it, and its sum (or
+// its failure) sent up once the session is over.
 // If the coordinator's connection drops, the share is dropped (the coordinator's round treats it
 // as missing updates), the clients stay connected, and the service reconnects after
 // reconnect_delay (with up to 50% jitter), announcing its clients again. A Goodbye from the
@@ -30,6 +33,7 @@
 #include <string>
 
 #include "aggregator/group_share.h"
+#include "aggregator/secure_group_share.h"
 #include "coordinator/client_registry.h"
 #include "coordinator/tier_config.h"
 #include "core/clock.h"
@@ -102,6 +106,10 @@ class AggregatorService : public std::enable_shared_from_this<AggregatorService>
   // The share.
   void MaybeFlush();
   void ArmFlush();
+  // With secure aggregation: a GroupTask starts a SecureGroupShare; its messages go out, and its
+  // result up once the session is over.
+  void StartSecure(const GroupTask& task);
+  void AfterSecure();
   void QueueMembership();
   void Finish(Status result, const std::string& reason, uint32_t code);
   void NotifyClosedWhenDrained();  // on_closed once finished and no session is left
@@ -112,7 +120,8 @@ class AggregatorService : public std::enable_shared_from_this<AggregatorService>
   Clock* clock_;
   Strand strand_;
   std::shared_ptr<SecurityLog> security_;
-  std::unique_ptr<Timer> sweep_timer_, flush_timer_, reconnect_timer_, heartbeat_timer_;
+  std::unique_ptr<Timer> sweep_timer_, flush_timer_, reconnect_timer_, heartbeat_timer_,
+      secure_timer_;
   std::mt19937_64 jitter_{std::random_device{}()};
 
   std::shared_ptr<Connection> upstream_;
@@ -130,6 +139,8 @@ class AggregatorService : public std::enable_shared_from_this<AggregatorService>
   GroupMembership membership_;                // changes not yet sent
   bool membership_queued_ = false;
   std::unique_ptr<GroupShare> share_;
+  std::unique_ptr<SecureGroupShare> secure_;  // this round's, with secure aggregation
+  std::string secure_phase_;                  // its phase last logged
   bool finished_ = false;
   std::function<void(Status)> on_finished_;
   std::function<void()> on_closed_;

@@ -63,10 +63,11 @@ Result<std::unique_ptr<AsyncEngine>> AsyncEngine::Create(RoundConfig config,
   return e;
 }
 
-void AsyncEngine::OnJoined(const std::string& id, const ClientCapabilities& caps, TimePoint now) {
+void AsyncEngine::OnJoined(const std::string& id, const ClientCapabilities& caps, TimePoint now,
+                           const std::string& via) {
   // A reconnect forfeits the old session's task (and its place in a cohort).
   LeaveTask(id, now);
-  registry_.Join(id, caps, now);
+  registry_.Join(id, caps, now, via);
   Fill(now);
 }
 
@@ -262,6 +263,13 @@ Status AsyncEngine::OnEvaluateResult(const std::string& id, const EvaluateResult
 
 Status AsyncEngine::OnGroupResult(const std::string& aggregator, const GroupResult&,
                                   const PartialSum&, TimePoint) {
+  return Status::FailedPrecondition(
+      "aggregator '" + aggregator +
+      "': asynchronous steps do not run through the aggregation tier");
+}
+
+Status AsyncEngine::OnSecureGroupResult(const std::string& aggregator, const GroupResult&,
+                                        TimePoint) {
   return Status::FailedPrecondition(
       "aggregator '" + aggregator +
       "': asynchronous steps do not run through the aggregation tier");

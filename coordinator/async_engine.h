@@ -89,7 +89,8 @@ class AsyncEngine : public RunEngine {
                                                      uint64_t model_version = 0, Hooks hooks = {},
                                                      uint64_t dispatches = 0);
 
-  void OnJoined(const std::string& id, const ClientCapabilities& caps, TimePoint now) override;
+  void OnJoined(const std::string& id, const ClientCapabilities& caps, TimePoint now,
+                const std::string& via = {}) override;
   void OnLeft(const std::string& id, TimePoint now) override;
   Status OnUpdate(const std::string& id, const UpdateSubmission& update, TimePoint now) override;
   Status OnEvaluateResult(const std::string& id, const EvaluateResult& result,
@@ -99,6 +100,8 @@ class AsyncEngine : public RunEngine {
   // Asynchronous steps do not run through the aggregation tier (WhyNotThroughTier): refused.
   Status OnGroupResult(const std::string& aggregator, const GroupResult& result,
                        const PartialSum& partial, TimePoint now) override;
+  Status OnSecureGroupResult(const std::string& aggregator, const GroupResult& result,
+                             TimePoint now) override;
   void OnHeartbeat(const std::string& id, TimePoint now) override { registry_.Touch(id, now); }
   // Ends the tasks whose deadline passed and fills the free slots.
   void OnTick(TimePoint now) override;

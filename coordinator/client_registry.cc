@@ -5,13 +5,14 @@
 namespace tributary {
 
 ClientRecord& ClientRegistry::Join(const std::string& id, const ClientCapabilities& caps,
-                                   TimePoint now) {
+                                   TimePoint now, const std::string& via) {
   ClientRecord& r = clients_[id];
   if (r.id.empty()) {
     r.id = id;
     r.joined = now;
   }
   r.capabilities = caps;
+  r.via = via;
   r.last_seen = now;
   if (r.busy) --num_busy_;
   r.busy = false;

@@ -30,6 +30,7 @@ struct ClientRecord {
   TimePoint last_seen{};
   bool busy = false;  // assigned a task in the current round attempt (set with MarkBusy)
   uint64_t rounds_completed = 0;
+  std::string via;  // the aggregator it joined through (docs/tier.md); empty: directly
 };
 
 // A client's cool-down (ClientRegistry::RecordMiss).
@@ -42,8 +43,9 @@ struct Cooldown {
 
 class ClientRegistry {
  public:
-  // Adds or refreshes a client (a reconnect replaces the old record's capabilities).
-  ClientRecord& Join(const std::string& id, const ClientCapabilities& caps, TimePoint now);
+  // Adds or refreshes a client (a reconnect replaces the old record's capabilities and `via`).
+  ClientRecord& Join(const std::string& id, const ClientCapabilities& caps, TimePoint now,
+                     const std::string& via = {});
   // Removes a client; false when it was not registered.
   bool Leave(const std::string& id);
   ClientRecord* Find(const std::string& id);

@@ -326,16 +326,26 @@ void CoordinatorService::Deliver(Outbox outbox) {
       session.conn->Send(std::move(out.message));
       continue;
     }
-    // Only tasks go to an aggregator's clients: it answers them itself (refusals, goodbyes), and
-    // what the tier does not carry (federated evaluation, secure aggregation) is refused at its
-    // hello.
+    // Only tasks go to an aggregator's clients, with secure aggregation's start (the same for
+    // every client of a round, so the group's one copy): the aggregator answers them itself
+    // (refusals, goodbyes, the session's phases), and what the tier does not carry (federated
+    // evaluation) is refused at its hello.
+    GroupTask& g = groups[it->second];
+    if (auto* start = std::get_if<SecAggStartMsg>(&out.message)) {
+      if (!g.members.empty() && g.task.round != start->round) {
+        session.conn->Send(std::move(g));
+        g = GroupTask{};
+      }
+      g.secagg = *start;
+      continue;
+    }
     auto* task = std::get_if<TaskAssignment>(&out.message);
     if (task == nullptr) continue;
-    GroupTask& g = groups[it->second];
     if (!g.members.empty() && g.task.round != task->round) {
       session.conn->Send(std::move(g));
       g = GroupTask{};
     }
+    if (g.secagg.round != 0 && g.secagg.round != task->round) g.secagg = SecAggStartMsg{};
     if (g.members.empty()) {
       g.task = *task;  // shares the model
       g.task.fit.seed = 0;
@@ -343,6 +353,7 @@ void CoordinatorService::Deliver(Outbox outbox) {
     g.members.push_back({out.client_id, task->fit.seed});
   }
   for (auto& [conn, g] : groups) {
+    if (g.members.empty()) continue;
     Log().debug("round {}: {} tasks to aggregator {}", g.task.round, g.members.size(),
                 sessions_.at(conn).id);
     sessions_.at(conn).conn->Send(std::move(g));
@@ -408,6 +419,14 @@ void CoordinatorService::OnAggregatorMessage(Session& s, Message msg, TimePoint 
         return;
       }
     }
+    if (g->secagg_bits != 0) {
+      OnEngine([id = s.id, g = std::move(*g), now](RunEngine& e) {
+        if (Status st = e.OnSecureGroupResult(id, g, now); !st.ok())
+          Log().warn("round {}: the secure sum of aggregator {} ({} survivors) is refused: {}",
+                     g.round, id, g.records.size(), st.message());
+      });
+      return;
+    }
     const size_t dim = max_update_dim_;
     OnEngine([id = s.id, g = std::move(*g), dim, now](RunEngine& e) {
       Result<PartialSum> partial = DecodePartialSum(g.partial.span(), dim);
@@ -465,8 +484,8 @@ void CoordinatorService::OnMembership(Session& s, GroupMembership m, TimePoint n
   }
   Log().info("aggregator {}: {} clients joined, {} left ({} through it)", s.id, joined.size(),
              left.size(), s.members.size());
-  OnEngine([joined = std::move(joined), left = std::move(left), now](RunEngine& e) {
-    for (const auto& [id, caps] : joined) e.OnJoined(id, caps, now);
+  OnEngine([joined = std::move(joined), left = std::move(left), via = s.id, now](RunEngine& e) {
+    for (const auto& [id, caps] : joined) e.OnJoined(id, caps, now, via);
     for (const std::string& id : left) e.OnLeft(id, now);
   });
 }

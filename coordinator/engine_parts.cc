@@ -93,10 +93,12 @@ Status CheckStrategyComposes(const Strategy& strategy, const RoundConfig& config
 std::string WhyNotThroughTier(const Strategy& strategy, const RoundConfig& config) {
   if (config.mode == "async")
     return "run.mode = \"async\": asynchronous steps do not run through the aggregation tier yet";
-  if (config.secagg.enabled)
-    return "secagg.enabled: secure aggregation per aggregator group is not built yet";
-  if (config.dp.enabled)
-    return "dp.enabled: differential privacy does not run through the aggregation tier yet";
+  // Secure aggregation runs one session per aggregator's group (TierSecAgg); differential privacy
+  // then adds its noise on the clients, as without the tier.
+  if (config.dp.enabled && !config.secagg.enabled)
+    return "dp.enabled without secagg.enabled: the coordinator's noise on the sum of clipped "
+           "updates does not run through the aggregation tier yet (with secure aggregation the "
+           "clients add it, and that does)";
   if (config.federated_eval_every > 0)
     return "eval.federated_every: federated evaluation does not run through the aggregation tier "
            "yet";

@@ -38,9 +38,10 @@ Status CheckStrategyComposes(const Strategy& strategy, const RoundConfig& config
 // Empty when the run `config` describes can go through an aggregation tier (docs/tier.md:
 // aggregators fold their clients' updates into exact partial sums the coordinator merges, giving
 // bitwise the model of one coordinator); else why not, in words an operator reads in the
-// aggregator's refusal: the asynchronous mode, secure aggregation, differential privacy, Poisson
-// sampling, federated evaluation, and a rule without a partial sum (one that needs each update,
-// each one's weight, or control variates) are not supported through the tier yet.
+// aggregator's refusal: the asynchronous mode, differential privacy without secure aggregation
+// (with it, the clients add the noise), federated evaluation, and a rule without a partial sum
+// (one that needs each update, each one's weight, or control variates) are not supported through
+// the tier yet. Secure aggregation is, one session per aggregator's group.
 std::string WhyNotThroughTier(const Strategy& strategy, const RoundConfig& config);
 
 }  // namespace tributary

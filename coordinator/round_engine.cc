@@ -79,13 +79,14 @@ int64_t RoundEngine::TargetUpdates() const {
   return config_.clients_per_round;
 }
 
-void RoundEngine::OnJoined(const std::string& id, const ClientCapabilities& caps, TimePoint now) {
+void RoundEngine::OnJoined(const std::string& id, const ClientCapabilities& caps, TimePoint now,
+                           const std::string& via) {
   // A reconnect during a round forfeits the old session's task.
   if (in_round_ && assigned_.erase(id)) {
     answered_.insert(id);
     ++summary_.dropped;
   }
-  registry_.Join(id, caps, now);
+  registry_.Join(id, caps, now, via);
   if (in_round_ && answered_.count(id))
     registry_.MarkBusy(*registry_.Find(id));  // no second task this attempt
   MaybeFinishEarly(now);
@@ -94,10 +95,15 @@ void RoundEngine::OnJoined(const std::string& id, const ClientCapabilities& caps
 
 void RoundEngine::OnLeft(const std::string& id, TimePoint now) {
   registry_.Leave(id);
-  if (secagg_) {
+  if (SecureRound()) {
     if (in_round_ && assigned_.erase(id)) ++summary_.dropped;
-    secagg_->OnLeft(id, now);
-    AfterSecAgg(now);
+    if (tier_secagg_) tier_secagg_->OnLeft(id);
+    if (secagg_) {
+      secagg_->OnLeft(id, now);
+      AfterSecAgg(now);
+    } else {
+      AfterTierSecAgg(now);
+    }
     eval_->OnLeft(id);
     return;
   }
@@ -160,7 +166,7 @@ Status RoundEngine::OnUpdate(const std::string& id, const UpdateSubmission& u, T
     Miss(id, "sent an update for " + r + ", which has not started", false);
     return Reject(id, charged, ErrorCode::kProtocolViolation, "early", r + " has not started");
   }
-  if (secagg_)
+  if (SecureRound())
     return Reject(id, charged, ErrorCode::kProtocolViolation, "secure aggregation",
                   r + " uses secure aggregation: updates are sent masked (SecAggMaskedInput)");
   if (answered_.count(id))
@@ -232,7 +238,7 @@ Status RoundEngine::OnGroupResult(const std::string& aggregator, const GroupResu
     return Status::FailedPrecondition(
         who + ": a partial sum for " + r + ", which is not open" +
         (in_round_ ? " (round " + std::to_string(round) + " is)" : ""));
-  if (secagg_ || dp_)
+  if (SecureRound() || dp_)
     return Status::FailedPrecondition(who + ": " + r +
                                       " uses secure aggregation or differential privacy");
   if (g.model_version != version_)
@@ -294,6 +300,31 @@ Status RoundEngine::OnGroupResult(const std::string& aggregator, const GroupResu
   return Status::Ok();
 }
 
+Status RoundEngine::OnSecureGroupResult(const std::string& aggregator, const GroupResult& g,
+                                        TimePoint now) {
+  const uint64_t round = rounds_done_ + 1;
+  const std::string who = "aggregator '" + aggregator + "'";
+  if (!in_round_ || g.round != round || !tier_secagg_)
+    return Status::FailedPrecondition(who + ": a secure sum for round " + std::to_string(g.round) +
+                                      ", which is not open with secure aggregation through the "
+                                      "tier");
+  if (g.model_version != version_)
+    return Status::FailedPrecondition(who + ": a secure sum on model version " +
+                                      std::to_string(g.model_version) + ", current is " +
+                                      std::to_string(version_));
+  TRIB_RETURN_IF_ERROR(tier_secagg_->OnResult(aggregator, g, now));
+  for (const GroupRecord& rec : g.records) {
+    assigned_.erase(rec.client_id);
+    answered_.insert(rec.client_id);
+    summary_.bytes_up += rec.bytes_up;
+  }
+  if (!g.secagg_failure.empty())
+    Log().warn("round {}: the secure aggregation of aggregator {}'s group failed: {}", g.round,
+               aggregator, g.secagg_failure);
+  AfterTierSecAgg(now);
+  return Status::Ok();
+}
+
 Status RoundEngine::OnEvaluateResult(const std::string& id, const EvaluateResult& res,
                                      TimePoint now) {
   registry_.Touch(id, now);
@@ -302,9 +333,12 @@ Status RoundEngine::OnEvaluateResult(const std::string& id, const EvaluateResult
 
 void RoundEngine::OnTick(TimePoint now) {
   eval_->OnTick(now);
-  if (in_round_ && secagg_) {
-    secagg_->OnTick(now);
-    AfterSecAgg(now);
+  if (in_round_ && SecureRound()) {
+    if (secagg_) {
+      secagg_->OnTick(now);
+      AfterSecAgg(now);
+    }
+    if (in_round_ && tier_secagg_) AfterTierSecAgg(now);
   } else if (in_round_ && now >= deadline_) {
     for (const std::string& id : assigned_) Miss(id, "sent no update by the deadline", false);
     summary_.dropped += static_cast<int64_t>(assigned_.size());
@@ -321,7 +355,7 @@ void RoundEngine::OnTick(TimePoint now) {
 }
 
 void RoundEngine::MaybeFinishEarly(TimePoint now) {
-  if (!in_round_ || secagg_) return;  // secure aggregation's phases decide for themselves
+  if (!in_round_ || SecureRound()) return;  // secure aggregation's phases decide for themselves
   const int64_t outstanding = static_cast<int64_t>(assigned_.size());
   if (summary_.accepted >= TargetUpdates() ||
       (outstanding == 0 && summary_.accepted >= MinCompleted())) {
@@ -484,7 +518,7 @@ void RoundEngine::MaybeStartRound(TimePoint now) {
   }
   if (hooks_.on_round_opened) hooks_.on_round_opened(round, attempt_ + 1, summary_.selected);
   // A Poisson sample may be empty: the round then releases noise alone, as the accounting assumes.
-  if (m == 0 && !secagg_) MaybeFinishEarly(now);
+  if (m == 0 && !SecureRound()) MaybeFinishEarly(now);
 }
 
 bool RoundEngine::ReleaseDp(TimePoint now) {
@@ -504,6 +538,7 @@ bool RoundEngine::ReleaseDp(TimePoint now) {
 
 void RoundEngine::CloseRound(TimePoint now) {
   secagg_.reset();
+  tier_secagg_.reset();
   if (dp_ && !ReleaseDp(now)) return;
   Result<ModelWeights> next = strategy_->Finalize();
   if (!next.ok()) {
@@ -551,6 +586,7 @@ void RoundEngine::FailAttempt(TimePoint, const std::string& reason) {
   const uint64_t round = rounds_done_ + 1;
   in_round_ = false;
   secagg_.reset();
+  tier_secagg_.reset();
   assigned_.clear();
   registry_.ReleaseAll();
   ++attempt_;
@@ -608,7 +644,36 @@ bool RoundEngine::StartSecAgg(const std::vector<std::string>& selected, uint64_t
                              ? 0
                              : DeriveSeed(config_.dp.noise_seed, {round, attempt_ + 1ull});
     }
-    r = SecAggRound::Start(std::move(*o), selected, now, deadline_);
+    // Clients behind aggregators: one session per aggregator's group, run there with the same
+    // options; the clients connected here are the group "" (docs/tier.md).
+    std::map<std::string, std::vector<std::string>> groups;
+    for (const std::string& id : selected) {
+      const ClientRecord* rec = registry_.Find(id);
+      groups[rec ? rec->via : std::string()].push_back(id);
+    }
+    if (groups.size() > 1 || !groups.begin()->first.empty()) {
+      o->decode = false;
+      // Every group's session closes its masked input at the deadline and unmasks within a phase
+      // timeout; its aggregator then sends the sum.
+      const TimePoint wait_until = deadline_ + 2 * o->phase_timeout;
+      const size_t fewest = static_cast<size_t>(dp_ ? DpFewestInputs() : 1);
+      Result<std::unique_ptr<TierSecAgg>> t = TierSecAgg::Start(
+          *o, groups, wait_until, std::max<size_t>(fewest, config_.secagg.min_clients));
+      if (!t.ok()) {
+        r = t.status();
+      } else {
+        tier_secagg_ = std::move(*t);
+        for (const auto& [via, members] : groups)
+          if (!via.empty())
+            for (const std::string& id : members)
+              outbox_.push_back({id, tier_secagg_->start_message()});
+        auto direct = groups.find("");
+        if (direct == groups.end()) return true;
+        r = SecAggRound::Start(std::move(*o), direct->second, now, deadline_);
+      }
+    } else {
+      r = SecAggRound::Start(std::move(*o), selected, now, deadline_);
+    }
   }
   if (!r.ok()) {
     in_round_ = false;
@@ -642,6 +707,14 @@ void RoundEngine::AfterSecAgg(TimePoint now) {
   if (!secagg_) return;
   for (SecAggRound::Outgoing& o : secagg_->TakeOutbox())
     outbox_.push_back({o.client_id, std::move(o.message)});
+  if (tier_secagg_) {  // the clients connected here are one group of the tier's round
+    if (secagg_->state() == SecAggRound::State::kFailed)
+      tier_secagg_->OnGroupFailed("", secagg_->failure().message());
+    else if (secagg_->state() == SecAggRound::State::kDone)
+      tier_secagg_->OnGroupSum("", secagg_->sum(), secagg_->survivors());
+    AfterTierSecAgg(now);
+    return;
+  }
   if (secagg_->state() == SecAggRound::State::kFailed) {
     const std::string reason = secagg_->failure().message();
     FailAttempt(now, reason);
@@ -656,26 +729,55 @@ void RoundEngine::AfterSecAgg(TimePoint now) {
   summary_.num_examples = secagg_->total_weight();
   summary_.bytes_up += secagg_->masked_bytes_up() + secagg_->protocol_bytes_up();
   summary_.bytes_down += secagg_->protocol_bytes_down();
-  const UpdateWriter write_mean = SecAggMeanWriter(*secagg_, model_.size());
+  FoldSecureMean(mean, SecAggMeanWriter(*secagg_, model_.size()), secagg_->total_weight(),
+                 summary_.accepted, now);
+}
+
+void RoundEngine::AfterTierSecAgg(TimePoint now) {
+  if (!in_round_ || !tier_secagg_ || !tier_secagg_->complete(now)) return;
+  if (secagg_ && secagg_->state() == SecAggRound::State::kRunning)
+    tier_secagg_->OnGroupFailed("", std::string("its session was still in phase '") +
+                                        secagg_->phase_name() + "' when the wait ended");
+  Result<TierSecAgg::Total> total = tier_secagg_->Finish();
+  if (!total.ok()) {
+    FailAttempt(now, total.status().message());
+    MaybeStartRound(now);
+    return;
+  }
+  summary_.accepted = static_cast<int64_t>(total->survivors);
+  summary_.num_examples = total->total_weight;
+  if (secagg_) {
+    summary_.bytes_up += secagg_->masked_bytes_up() + secagg_->protocol_bytes_up();
+    summary_.bytes_down += secagg_->protocol_bytes_down();
+  }
+  // The writer reads the tier's session and the mean: keep both alive until the fold is done.
+  const std::unique_ptr<TierSecAgg> tier = std::move(tier_secagg_);
+  tier_secagg_ = nullptr;
+  FoldSecureMean(total->mean, SecAggMeanWriter(tier->session(), total->mean, model_.size()),
+                 total->total_weight, summary_.accepted, now);
+}
+
+void RoundEngine::FoldSecureMean(const std::vector<float>& mean, const UpdateWriter& write_mean,
+                                 uint64_t weight, int64_t survivors, TimePoint now) {
   Status s = Status::Ok();
   if (dp_) {
     // Each survivor added 1/M of the noise's variance: fewer than M would leave less than the
     // whole noise in the sum, so the attempt fails instead of releasing it.
-    if (summary_.accepted < DpFewestInputs()) {
+    if (survivors < DpFewestInputs()) {
       FailAttempt(now, fmt::format("differential privacy: {} masked inputs arrived, fewer than the "
                                    "{} whose noise adds up to the full noise",
-                                   summary_.accepted, DpFewestInputs()));
+                                   survivors, DpFewestInputs()));
       MaybeStartRound(now);
       return;
     }
     std::vector<float> dense(model_.size(), 0.0f);
     BufferSink sink(dense);
     write_mean(sink, 1.0f);
-    s = dp_->AddNoisedSum(dense, secagg_->total_weight());
+    s = dp_->AddNoisedSum(dense, weight);
   } else {
     // The integer total weight, exact in the terms and the normaliser (weighted_mean.h).
-    s = strategy_->CheckUpdate(UpdateStats{LInfNorm(mean), mean.size()}, secagg_->total_weight());
-    if (s.ok()) s = strategy_->Accumulate(secagg_->total_weight(), write_mean);
+    s = strategy_->CheckUpdate(UpdateStats{LInfNorm(mean), mean.size()}, weight);
+    if (s.ok()) s = strategy_->Accumulate(weight, write_mean);
   }
   if (!s.ok()) {
     FailAttempt(now, "secure aggregation: the strategy refused the aggregate: " + s.message());
@@ -693,7 +795,14 @@ std::vector<RoundEngine::Outgoing> RoundEngine::TakeOutbox() {
 
 std::optional<TimePoint> RoundEngine::next_wakeup() const {
   std::optional<TimePoint> wake;
-  if (in_round_) wake = secagg_ ? secagg_->next_deadline() : deadline_;
+  if (in_round_) {
+    if (secagg_)
+      wake = secagg_->next_deadline();
+    else if (!tier_secagg_)
+      wake = deadline_;
+    if (tier_secagg_ && (!wake || tier_secagg_->wait_until() < *wake))
+      wake = tier_secagg_->wait_until();
+  }
   if (std::optional<TimePoint> e = eval_->deadline(); e && (!wake || *e < *wake)) wake = e;
   return wake;
 }

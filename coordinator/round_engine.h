@@ -73,6 +73,7 @@
 #include "coordinator/round_config.h"
 #include "coordinator/run_engine.h"
 #include "coordinator/secagg_round.h"
+#include "coordinator/tier_secagg.h"
 #include "privacy/dp/dp_aggregator.h"
 #include "protocol/messages.h"
 
@@ -87,7 +88,8 @@ class RoundEngine : public RunEngine {
                                                      uint64_t model_version = 0, Hooks hooks = {},
                                                      uint64_t dispatches = 0);
 
-  void OnJoined(const std::string& id, const ClientCapabilities& caps, TimePoint now) override;
+  void OnJoined(const std::string& id, const ClientCapabilities& caps, TimePoint now,
+                const std::string& via = {}) override;
   void OnLeft(const std::string& id, TimePoint now) override;
   Status OnUpdate(const std::string& id, const UpdateSubmission& update, TimePoint now) override;
   Status OnEvaluateResult(const std::string& id, const EvaluateResult& result,
@@ -101,6 +103,10 @@ class RoundEngine : public RunEngine {
   // count as refusals and misses, without an Error (the aggregator sent its client one).
   Status OnGroupResult(const std::string& aggregator, const GroupResult& result,
                        const PartialSum& partial, TimePoint now) override;
+  // A group's secure sum of the open round (docs/tier.md): added to the other groups' and decoded
+  // once every group is over (TierSecAgg).
+  Status OnSecureGroupResult(const std::string& aggregator, const GroupResult& result,
+                             TimePoint now) override;
   // Starts rounds and enforces deadlines.
   void OnTick(TimePoint now) override;
 
@@ -168,6 +174,14 @@ class RoundEngine : public RunEngine {
   // Moves the secure aggregation round's messages out, and closes or fails the attempt when it
   // is over.
   void AfterSecAgg(TimePoint now);
+  // Through the tier: once every group is over (or the wait ended), folds the summed groups' mean
+  // or fails the attempt.
+  void AfterTierSecAgg(TimePoint now);
+  // Folds secure aggregation's weighted mean of `survivors` inputs (total weight `weight`) and
+  // closes the round, or fails the attempt.
+  void FoldSecureMean(const std::vector<float>& mean, const UpdateWriter& write_mean,
+                      uint64_t weight, int64_t survivors, TimePoint now);
+  bool SecureRound() const { return secagg_ != nullptr || tier_secagg_ != nullptr; }
 
   RoundConfig config_;
   std::unique_ptr<Strategy> strategy_;
@@ -208,7 +222,10 @@ class RoundEngine : public RunEngine {
   std::unique_ptr<FederatedEval> eval_;
   uint64_t dispatches_ = 0;  // assignments sent since the start (the checkpoint's, when resumed)
 
-  std::unique_ptr<SecAggRound> secagg_;  // this attempt's, with config.secagg.enabled
+  // This attempt's secure aggregation (config.secagg.enabled): the session of the clients
+  // connected here, and, when some selected clients are behind aggregators, the groups' sums.
+  std::unique_ptr<SecAggRound> secagg_;
+  std::unique_ptr<TierSecAgg> tier_secagg_;
 
   std::unique_ptr<DpAggregator> dp_;  // with config.dp.enabled
   double round_q_ = 0.0;              // this attempt's sampling rate, charged when it closes

@@ -107,7 +107,9 @@ class RunEngine {
 
   virtual ~RunEngine() = default;
 
-  virtual void OnJoined(const std::string& id, const ClientCapabilities& caps, TimePoint now) = 0;
+  // `via`: the aggregator of the tier the client joined through; empty when it connected here.
+  virtual void OnJoined(const std::string& id, const ClientCapabilities& caps, TimePoint now,
+                        const std::string& via = {}) = 0;
   virtual void OnLeft(const std::string& id, TimePoint now) = 0;
   // OK when the update was folded in; otherwise why it was refused.
   virtual Status OnUpdate(const std::string& id, const UpdateSubmission& update, TimePoint now) = 0;
@@ -124,6 +126,11 @@ class RunEngine {
   // a client not holding a task, a sum that does not add up to its records), and nothing changed.
   virtual Status OnGroupResult(const std::string& aggregator, const GroupResult& result,
                                const PartialSum& partial, TimePoint now) = 0;
+  // A group's secure aggregation result (result.secagg_bits != 0; docs/tier.md): the unmasked
+  // integer sum of its survivors' inputs, or its session's failure. The caller has checked the
+  // records as for OnGroupResult. OK when taken; otherwise why it was refused, and nothing changed.
+  virtual Status OnSecureGroupResult(const std::string& aggregator, const GroupResult& result,
+                                     TimePoint now) = 0;
   // Starts work and enforces deadlines. Call when next_wakeup() passes, and after other events.
   virtual void OnTick(TimePoint now) = 0;
 

@@ -53,12 +53,17 @@ Status FeedSecAgg(SecAggRound& session, const std::string& id, const Message& m,
 }
 
 UpdateWriter SecAggMeanWriter(const SecAggRound& session, size_t model_size, float scale) {
-  return [&session, model_size, scale](UpdateSink& sink, float outer) {
-    const std::vector<uint32_t> at = session.session().Coordinates(model_size);
+  return SecAggMeanWriter(session.session(), session.mean(), model_size, scale);
+}
+
+UpdateWriter SecAggMeanWriter(const SecAggSession& session, const std::vector<float>& mean,
+                              size_t model_size, float scale) {
+  return [&session, &mean, model_size, scale](UpdateSink& sink, float outer) {
+    const std::vector<uint32_t> at = session.Coordinates(model_size);
     if (at.empty())
-      sink.AddDense(0, session.mean(), outer * scale);
+      sink.AddDense(0, mean, outer * scale);
     else
-      sink.AddSparse(at, session.mean(), outer * scale);
+      sink.AddSparse(at, mean, outer * scale);
   };
 }
 

@@ -40,5 +40,9 @@ Status FeedSecAgg(SecAggRound& session, const std::string& id, const Message& me
 // Writes a finished session's mean (its coordinates, or dense), every value times `scale` and the
 // sink's own scale. `session` must be kDone and outlive the writer.
 UpdateWriter SecAggMeanWriter(const SecAggRound& session, size_t model_size, float scale = 1.0f);
+// The same for a mean decoded elsewhere (the tier's summed groups): `mean` holds the session's
+// coordinates' values (or the dense model's); both must outlive the writer.
+UpdateWriter SecAggMeanWriter(const SecAggSession& session, const std::vector<float>& mean,
+                              size_t model_size, float scale = 1.0f);
 
 }  // namespace tributary

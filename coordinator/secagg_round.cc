@@ -175,6 +175,7 @@ void SecAggRound::Advance(TimePoint now) {
         waiting_.insert(id);
       }
       survivors_ = request->survivors;
+      dropped_ = request->dropped;
       phase_ = Phase::kUnmask;
       deadline_ = now + options_.phase_timeout;
       return;
@@ -183,9 +184,12 @@ void SecAggRound::Advance(TimePoint now) {
       Result<std::vector<uint64_t>> sum = server_.Finish();
       if (!sum.ok()) return Fail(sum.status());
       total_weight_ = sum->back() & domain_.modulus_mask();
-      Result<std::vector<float>> mean = domain_.Decode(*sum);
-      if (!mean.ok()) return Fail(mean.status());
-      mean_ = std::move(*mean);
+      if (options_.decode) {
+        Result<std::vector<float>> mean = domain_.Decode(*sum);
+        if (!mean.ok()) return Fail(mean.status());
+        mean_ = std::move(*mean);
+      }
+      sum_ = std::move(*sum);
       phase_ = Phase::kOver;
       state_ = State::kDone;
       return;

@@ -39,6 +39,9 @@ class SecAggRound {
     double dp_clip_norm = 0.0;
     double dp_noise_stddev = 0.0;
     uint64_t dp_noise_seed = 0;
+    // false: keep only the integer sum (sum()), for a group whose sum the coordinator adds to
+    // others before decoding (docs/tier.md); mean() stays empty.
+    bool decode = true;
   };
   struct Outgoing {
     std::string client_id;
@@ -65,8 +68,14 @@ class SecAggRound {
   // When kDone: the weighted mean of the survivors' updates, and their total weight.
   const std::vector<float>& mean() const { return mean_; }
   uint64_t total_weight() const { return total_weight_; }
+  // When kDone: the survivors' inputs summed modulo 2^sum_bits (weight last).
+  const std::vector<uint64_t>& sum() const { return sum_; }
+  const IntDomain& domain() const { return domain_; }
   // Clients whose masked input was summed (when kDone).
   const std::vector<std::string>& survivors() const { return survivors_; }
+  // Clients that shared their keys but sent no masked input (after the masked input phase): their
+  // pairwise masks were removed through their neighbours' shares.
+  const std::vector<std::string>& dropped() const { return dropped_; }
   // Bytes of secure aggregation's messages: masked inputs (up) and everything else, each way.
   uint64_t masked_bytes_up() const { return masked_bytes_up_; }
   uint64_t protocol_bytes_up() const { return protocol_bytes_up_; }
@@ -94,8 +103,9 @@ class SecAggRound {
   TimePoint input_deadline_{};
   std::vector<Outgoing> outbox_;
   std::vector<float> mean_;
+  std::vector<uint64_t> sum_;
   uint64_t total_weight_ = 0;
-  std::vector<std::string> survivors_;
+  std::vector<std::string> survivors_, dropped_;
   uint64_t masked_bytes_up_ = 0, protocol_bytes_up_ = 0, protocol_bytes_down_ = 0;
 };
 

@@ -389,15 +389,19 @@ struct GroupAssignee {
 };
 inline constexpr uint64_t kMinGroupAssigneeWireBytes = 2 * sizeof(uint64_t);
 
-// The aggregator sends each member `task` with fit.seed set to the member's seed.
+// The aggregator sends each member `task` with fit.seed set to the member's seed. With secure
+// aggregation (secagg.round != 0) it first runs one session over its members with `secagg`'s
+// parameters, which the coordinator chose for the whole round (every group's sum shares one
+// integer domain and modulus, so the coordinator can add them), and `task` is dense.
 struct GroupTask {
   std::vector<GroupAssignee> members;
-  TaskAssignment task;  // last: its model stays the message's last bytes
+  SecAggStartMsg secagg;  // round 0: no secure aggregation
+  TaskAssignment task;    // last: its model stays the message's last bytes
 
   template <class Ar>
   void serialize(Ar& ar) {
     ar(wire::CappedObjects("group.members", members, kMaxGroupMembers, kMinGroupAssigneeWireBytes),
-       task);
+       secagg, task);
   }
   friend bool operator==(const GroupTask&, const GroupTask&) = default;
 };
@@ -431,16 +435,28 @@ inline constexpr uint64_t kMinGroupRecordWireBytes = 9 * sizeof(uint64_t);
 // A partial sum of round `round` (updates against `model_version`): `partial` is
 // EncodePartialSum's wire form of the accepted records' updates; records may also name refused
 // ones. An aggregator may send several for one round (each holding updates not sent before).
+//
+// With secure aggregation (secagg_bits != 0) there is one result per round: `partial` is the
+// group's unmasked integer sum, secagg_length values of secagg_bits bits packed like a masked
+// input (SecAggMaskedInputMsg), the records name the survivors whose inputs it holds (their
+// num_examples and weight are 0: only the sum's last value, the total weight, is known), and
+// members it does not name dropped out. An empty `partial` says the group's session failed,
+// with the reason in `secagg_failure`.
 struct GroupResult {
   uint64_t round = 0;
   uint64_t model_version = 0;
   std::vector<GroupRecord> records;
+  uint32_t secagg_bits = 0;
+  uint64_t secagg_length = 0;
+  std::string secagg_failure;
   SharedBytes partial;  // last: shared, not copied, when sent
 
   template <class Ar>
   void serialize(Ar& ar) {
     ar(round, model_version,
        wire::CappedObjects("group.records", records, kMaxGroupMembers, kMinGroupRecordWireBytes),
+       secagg_bits, secagg_length,
+       wire::Capped("group.secagg_failure", secagg_failure, kMaxTextBytes),
        wire::Capped("group.partial", partial, kMaxPayloadBytes));
   }
   friend bool operator==(const GroupResult&, const GroupResult&) = default;

@@ -265,10 +265,16 @@ TEST(WhyNotThroughTierTest, NamesWhatTheTierDoesNotCarry) {
   RoundConfig a = c;
   a.mode = "async";
   EXPECT_NE(WhyNotThroughTier(**MakeStrategy("fedavg"), a).find("run.mode"), std::string::npos);
+  // Secure aggregation runs per group; differential privacy only with it (the clients' noise).
   RoundConfig s = c;
   s.secagg.enabled = true;
-  EXPECT_NE(WhyNotThroughTier(**MakeStrategy("fedavg"), s).find("secagg.enabled"),
+  EXPECT_EQ(WhyNotThroughTier(**MakeStrategy("fedavg"), s), "");
+  RoundConfig d = c;
+  d.dp.enabled = true;
+  EXPECT_NE(WhyNotThroughTier(**MakeStrategy("fedavg"), d).find("dp.enabled without secagg"),
             std::string::npos);
+  d.secagg.enabled = true;
+  EXPECT_EQ(WhyNotThroughTier(**MakeStrategy("fedavg"), d), "");
 }
 
 TEST(TierConfigTest, TheRunsKeysTravelAsToml) {

@@ -43,16 +43,23 @@ inline SecAggEdge MakeSecAggEdge(const PemPair& ca, const std::string& id, uint6
   return e;
 }
 
-// Plays the edges (all but `silent`) against `engine` until it sends nothing new. A task comes
-// after its SecAggStart; each answer goes back at `now`.
-inline void PlaySecAgg(RunEngine& engine, std::map<std::string, SecAggEdge>& edges,
-                       const CertificateVerifier& verifier, TimePoint now,
-                       const std::set<std::string>& silent) {
+// Plays the edges (all but `silent`) against `engine` (a RunEngine, or an aggregator's
+// SecureGroupShare) until it sends nothing new. A task comes after its SecAggStart; each answer
+// goes back at `now`. The edges in `quit_after_sharing` advertise keys and share them, then send
+// no masked input: they drop out after their pairwise masks exist.
+template <class Server>
+void PlaySecAgg(Server& engine, std::map<std::string, SecAggEdge>& edges,
+                const CertificateVerifier& verifier, TimePoint now,
+                const std::set<std::string>& silent,
+                const std::set<std::string>& quit_after_sharing = {}) {
   for (int step = 0; step < 16; ++step) {
-    std::vector<RunEngine::Outgoing> out = engine.TakeOutbox();
+    auto out = engine.TakeOutbox();
     if (out.empty()) return;
-    for (RunEngine::Outgoing& o : out) {
+    for (auto& o : out) {
       if (silent.count(o.client_id) || !edges.count(o.client_id)) continue;
+      if (quit_after_sharing.count(o.client_id) &&
+          std::holds_alternative<SecAggInboxMsg>(o.message))
+        continue;
       SecAggEdge& e = edges[o.client_id];
       const std::string& id = o.client_id;
       if (auto* st = std::get_if<SecAggStartMsg>(&o.message)) {

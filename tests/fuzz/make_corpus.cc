@@ -98,6 +98,14 @@ int main(int argc, char** argv) {
   group_result.records = {{"edge-1", 600, 600, 400, {{"train_loss", 0.4}}, 0, "", ""},
                           {"edge-2", 5, 0, 16, {}, 7, "num_examples", "too few"}};
   group_result.partial = SharedBytes(Bytes(300, 4));
+  GroupTask secure_group_task = group_task;
+  secure_group_task.secagg = SecAggStartMsg{3, "run-1", 101, 31, 1.0f, 8, 65536, 100, 84, 43, 3};
+  GroupResult secure_group_result;
+  secure_group_result.round = 3;
+  secure_group_result.records = {{"edge-1", 0, 0, 0, {}, 0, "", ""}};
+  secure_group_result.secagg_bits = 31;
+  secure_group_result.secagg_length = 3;
+  secure_group_result.partial = SharedBytes(Bytes(12, 5));
   GroupMembership membership;
   membership.joined = {{"edge-1", hello.capabilities}};
   membership.left = {"edge-3"};
@@ -107,6 +115,8 @@ int main(int argc, char** argv) {
       {"group_membership", membership},
       {"group_task_chunked", group_task},
       {"group_result_chunked", group_result},
+      {"group_task_secure_chunked", secure_group_task},
+      {"group_result_secure", secure_group_result},
       {"welcome", Welcome{1, "edge-1", "0.1.0", 5000}},
       {"task_chunked", task},
       {"task_q8_chunked", task_q8},

@@ -36,8 +36,16 @@ DATA = ["data.dataset=synthetic", "data.train_examples=1800", "data.test_example
         "data.partition=dirichlet:0.5"]
 
 
-def run_toml(codec, rounds=3, model="mlp", epochs=1, min_completed=CLIENTS, output=""):
-    return f"""[run]
+SECAGG = """[secagg]
+enabled = true
+clip = 0.5
+quant_bits = 16
+"""
+
+
+def run_toml(codec, rounds=3, model="mlp", epochs=1, min_completed=CLIENTS, output="",
+             secagg=False):
+    return f"""{SECAGG if secagg else ""}[run]
 model = "{model}"
 rounds = {rounds}
 clients_per_round = {CLIENTS}
@@ -119,12 +127,13 @@ class TierRunTest(ProcessTest):
         self.assertIsNotNone(found, self.log(tag)[-2000:])
         return found.group(1)
 
-    def one_coordinator(self, tag, codec, rounds=3):
-        coord, addr = self.start_coordinator(run_toml(codec, rounds=rounds), name=tag)
+    def one_coordinator(self, tag, codec, rounds=3, secagg=False):
+        coord, addr = self.start_coordinator(run_toml(codec, rounds=rounds, secagg=secagg),
+                                             name=tag)
         return self.finish(tag, coord, self.clients(tag, [addr]))
 
-    def through_tier(self, tag, codec):
-        coord, addr = self.start_coordinator(run_toml(codec), name=tag)
+    def through_tier(self, tag, codec, secagg=False):
+        coord, addr = self.start_coordinator(run_toml(codec, secagg=secagg), name=tag)
         aggs = [self.start_aggregator(f"{tag}-agg-{g}", addr) for g in range(GROUPS)]
         model = self.finish(tag, coord, self.clients(tag, [a for _, a in aggs]))
         for g, (proc, _) in enumerate(aggs):
@@ -133,6 +142,11 @@ class TierRunTest(ProcessTest):
         for g in range(GROUPS):
             self.assertIn(f"aggregator {tag}-agg-{g} connected", log)
             agg_log = self.log(f"{tag}-agg-{g}")
+            if secagg:  # one secure sum per round, of the whole group
+                sums = re.findall(r"round (\d+): the secure sum of (\d+) survivors sent up", agg_log)
+                self.assertEqual(sums, [(str(r), str(CLIENTS // GROUPS)) for r in (1, 2, 3)],
+                                 agg_log[-2000:])
+                continue
             sent = re.findall(r"round (\d+): (\d+) updates \((\d+) accepted\) sent up", agg_log)
             self.assertEqual(sum(int(a) for _, _, a in sent), 3 * CLIENTS // GROUPS, agg_log[-2000:])
         return model
@@ -148,6 +162,52 @@ class TierRunTest(ProcessTest):
 
     def test_compressed_updates_with_error_feedback_give_the_one_coordinator_model(self):
         self.check_codec("topk(0.1)+q8")
+
+    def test_secure_aggregation_per_group_gives_the_one_coordinator_model(self):
+        # Each client rounds stochastically from its task's fit seed, which the coordinator derives
+        # alike for both runs: the three groups' integer sums add up to the one session's sum.
+        alone = self.one_coordinator("secure-alone", "dense", secagg=True)
+        tier = self.through_tier("secure-tier", "dense", secagg=True)
+        print(f"secure aggregation: one coordinator {alone}, coordinator + {GROUPS} aggregators "
+              f"{tier}")
+        self.assertEqual(tier, alone)
+
+    def test_secure_aggregation_per_group_survives_a_fifth_of_each_group_dropping(self):
+        tag = "secure-drop"
+        # Two rounds of the cnn, 10 epochs: round 2's clients train long enough to kill two of
+        # each group's ten after they shared their keys (each aggregator logs its phases).
+        coord, addr = self.start_coordinator(
+            run_toml("dense", rounds=2, model="cnn", epochs=10, secagg=True), name=tag)
+        aggs = [self.start_aggregator(f"{tag}-agg-{g}", addr) for g in range(GROUPS)]
+        procs = self.clients(tag, [a for _, a in aggs], model="cnn")
+        for g in range(GROUPS):
+            self.wait_for(f"round 2's masked inputs at aggregator {g}", lambda: re.search(
+                r"round 2: secure aggregation phase 'masked input'", self.log(f"{tag}-agg-{g}")))
+        victims = [i for i in range(CLIENTS) if i // GROUPS in (0, 1)]  # edge-0..5: two a group
+        for i in victims:
+            procs[i].send_signal(signal.SIGKILL)
+        for i in victims:
+            procs[i].wait(timeout=30)
+        self.assertEqual(coord.wait(timeout=240), 0, self.log(tag)[-3000:])
+        for i, p in enumerate(procs):
+            if i not in victims:
+                self.assertEqual(p.wait(timeout=60), 0, self.log(f"{tag}-edge-{i}")[-2000:])
+        for g, (proc, _) in enumerate(aggs):
+            self.assertEqual(proc.wait(timeout=30), 0, self.log(f"{tag}-agg-{g}")[-2000:])
+            # Each group's sum holds its eight survivors; the two that shared keys and died had
+            # their pairwise masks removed through their neighbours' shares.
+            self.assertRegex(self.log(f"{tag}-agg-{g}"),
+                             r"round 2: the secure sum of 8 survivors sent up \(2 dropped after "
+                             r"sharing keys\)")
+        closed = {e["round"]: e for e in read_events(self.path(f"{tag}-out", "events.jsonl"))
+                  if e["event"] == "round_closed"}
+        self.assertEqual(sorted(closed), [1, 2])
+        self.assertEqual(closed[1]["accepted"], CLIENTS)
+        self.assertEqual(closed[2]["accepted"], CLIENTS - len(victims))
+        found = re.search(r"final model: .* \(hash ([0-9a-f]{16})\)", self.log(tag))
+        self.assertIsNotNone(found, self.log(tag)[-2000:])
+        print(f"secure aggregation with {len(victims)} of {CLIENTS} clients killed after sharing "
+              f"keys: round 2 closed with {closed[2]['accepted']} masked inputs")
 
     def test_an_aggregator_killed_mid_round_loses_no_accepted_update(self):
         tag = "failover"

@@ -108,6 +108,32 @@ TEST(MessagesTest, EveryTypeRoundTrips) {
   }
 }
 
+// The tier's secure aggregation fields: a group's session parameters in its task, and its sum (or
+// its session's failure) in its result.
+TEST(MessagesTest, SecureGroupTasksAndResultsRoundTrip) {
+  const std::vector<Message> samples = SampleMessages();
+  const GroupTask& group_task = std::get<GroupTask>(samples[samples.size() - 2]);
+  GroupTask secure_task = group_task;
+  secure_task.secagg = SecAggStartMsg{12, "run-1", 101, 31, 1.0f, 8, 65536, 100, 84, 43, 3};
+  GroupResult secure_result;
+  secure_result.round = 12;
+  secure_result.model_version = 11;
+  secure_result.records = {{"edge-7", 0, 0, 0, {}, 0, "", ""}};
+  secure_result.secagg_bits = 31;
+  secure_result.secagg_length = 2;
+  secure_result.partial = std::vector<uint8_t>{1, 2, 3, 4, 5, 6, 7, 8};
+  GroupResult failed_result = secure_result;
+  failed_result.partial = SharedBytes();
+  failed_result.secagg_failure = "secure aggregation: 2 clients advertised keys; 3 are needed";
+  for (const Message& m : std::vector<Message>{secure_task, secure_result, failed_result}) {
+    Result<std::vector<uint8_t>> body = EncodeMessageBody(m);
+    ASSERT_TRUE(body.ok()) << body.status();
+    Result<Message> back = DecodeMessageBody(TypeOf(m), *body);
+    ASSERT_TRUE(back.ok()) << back.status();
+    EXPECT_EQ(*back, m) << MessageTypeName(TypeOf(m));
+  }
+}
+
 TEST(MessagesTest, TypeOfMatchesWireNumbering) {
   EXPECT_EQ(TypeOf(Message(Hello{})), MessageType::kHello);
   EXPECT_EQ(TypeOf(Message(UpdateSubmission{})), MessageType::kUpdateSubmission);
