@@ -6,6 +6,7 @@
 // what it should.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -269,6 +270,55 @@ TEST_F(TierSecAggTest, AGroupThatNeverAnswersIsGivenUpAtTheWait) {
   EXPECT_EQ(summaries_[0].accepted, 2 * kPerGroup);
   // Late, it is refused.
   EXPECT_FALSE(engine_->OnSecureGroupResult("agg-c", results["agg-c"], *wake).ok());
+}
+
+// Differential privacy with the noise on the clients composes with the tier as without it: each
+// client weighs 1 and adds its share of the noise, sized for the fewest inputs the round may close
+// with (run.min_completed), counted over every group; fewer survivors than that fail the attempt.
+TEST_F(TierSecAggTest, ClientSideNoiseIsSizedForTheFewestInputsAcrossTheGroups) {
+  RoundConfig c = Config();
+  c.min_completed = 12;
+  c.dp.enabled = true;
+  c.dp.placement = "client";
+  c.dp.noise_multiplier = 1.0;
+  c.dp.clip_norm = 0.5;
+  c.dp.population = 15;
+  ASSERT_TRUE(c.Validate().ok()) << c.Validate();
+  Make(/*tier=*/true, c);
+  engine_->OnTick(now_);
+  std::map<std::string, GroupResult> results = RunGroups({Id(0, 0), Id(1, 0), Id(2, 0)});
+  for (const auto& [id, e] : edges_) {
+    ASSERT_TRUE(e.start.has_value()) << id;
+    EXPECT_EQ(e.start->max_weight, 1u) << "each client weighs 1 under DP";
+    EXPECT_DOUBLE_EQ(e.start->dp_clip_norm, 0.5);
+    EXPECT_DOUBLE_EQ(e.start->dp_noise_stddev, 1.0 * 0.5 / std::sqrt(12.0));
+  }
+  for (auto& [via, r] : results) ASSERT_TRUE(engine_->OnSecureGroupResult(via, r, now_).ok());
+  ASSERT_EQ(models_.size(), 1u) << (failures_.empty() ? "" : failures_[0]);
+  EXPECT_EQ(summaries_[0].accepted, 12);
+  EXPECT_EQ(summaries_[0].num_examples, 12u);  // the summed unit weights
+  ASSERT_TRUE(summaries_[0].dp.has_value());
+  EXPECT_GT(summaries_[0].dp->epsilon, 0.0);
+
+  // The noise sized for 13 inputs, and again one of each group's five drops: 12 survivors, whose
+  // sum would hold less than the whole noise. Each group's session closes (4 of 5 is enough
+  // there); the round does not.
+  summaries_.clear();
+  models_.clear();
+  now_ = TimePoint{};
+  c.min_completed = 13;
+  Make(/*tier=*/true, c);
+  engine_->OnTick(now_);
+  results = RunGroups({Id(0, 0), Id(1, 0), Id(2, 0)});
+  for (auto& [via, r] : results) {
+    EXPECT_EQ(r.records.size(), size_t{kPerGroup - 1}) << via;
+    ASSERT_TRUE(engine_->OnSecureGroupResult(via, r, now_).ok());
+  }
+  EXPECT_TRUE(models_.empty());
+  ASSERT_FALSE(failures_.empty());
+  EXPECT_NE(failures_.back().find("12 inputs were summed; at least 13 are needed"),
+            std::string::npos)
+      << failures_.back();
 }
 
 }  // namespace

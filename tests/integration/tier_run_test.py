@@ -174,10 +174,12 @@ class TierRunTest(ProcessTest):
 
     def test_secure_aggregation_per_group_survives_a_fifth_of_each_group_dropping(self):
         tag = "secure-drop"
-        # Two rounds of the cnn, 10 epochs: round 2's clients train long enough to kill two of
-        # each group's ten after they shared their keys (each aggregator logs its phases).
+        # Two rounds of the cnn, 60 epochs of 60 examples (about 3 s of training a round here;
+        # 10 epochs took 0.5 s, too short under a loaded ctest): round 2's clients train long
+        # enough to kill two of each group's ten after they shared their keys (each aggregator
+        # logs its phases).
         coord, addr = self.start_coordinator(
-            run_toml("dense", rounds=2, model="cnn", epochs=10, secagg=True), name=tag)
+            run_toml("dense", rounds=2, model="cnn", epochs=60, secagg=True), name=tag)
         aggs = [self.start_aggregator(f"{tag}-agg-{g}", addr) for g in range(GROUPS)]
         procs = self.clients(tag, [a for _, a in aggs], model="cnn")
         for g in range(GROUPS):
