@@ -58,14 +58,8 @@ class TierSecAggTest : public ::testing::Test {
 
   // An engine whose clients joined through the aggregators (`tier`) or directly, and fresh edges.
   void Make(bool tier, RoundConfig config = Config()) {
-    RunEngine::Hooks hooks;
-    hooks.on_round_complete = [this](const RoundSummary& s, const ModelWeights& m) {
-      summaries_.push_back(s);
-      models_.push_back(m);
-    };
-    hooks.on_round_failed = [this](uint64_t, int64_t, const std::string& why) {
-      failures_.push_back(why);
-    };
+    log_.Clear();
+    RunEngine::Hooks hooks = log_.Hooks();
     config_ = config;
     engine_ = *RoundEngine::Create(config, std::make_unique<FedAvg>(), init_, 0, 0, hooks);
     edges_.clear();
@@ -138,9 +132,7 @@ class TierSecAggTest : public ::testing::Test {
   RoundConfig config_;
   TimePoint now_{};
   std::unique_ptr<RoundEngine> engine_;
-  std::vector<RoundSummary> summaries_;
-  std::vector<ModelWeights> models_;
-  std::vector<std::string> failures_;
+  testing::RoundLog log_;
 };
 
 TEST_F(TierSecAggTest, GroupSumsGiveBitwiseTheOneSessionModelWithAFifthOfEachGroupDropping) {
@@ -155,14 +147,12 @@ TEST_F(TierSecAggTest, GroupSumsGiveBitwiseTheOneSessionModelWithAFifthOfEachGro
   now_ += config_.round_timeout;
   engine_->OnTick(now_);
   testing::PlaySecAgg(*engine_, edges_, *verifier_, now_, {}, quit);
-  ASSERT_EQ(models_.size(), 1u) << (failures_.empty() ? "" : failures_[0]);
-  const ModelWeights one_session = models_[0];
-  const RoundSummary reference = summaries_[0];
+  ASSERT_EQ(log_.models.size(), 1u) << log_.first_failure();
+  const ModelWeights one_session = log_.models[0];
+  const RoundSummary reference = log_.summaries[0];
   EXPECT_EQ(reference.accepted, kGroups * kPerGroup - 3);
 
   // The same clients behind three aggregators.
-  summaries_.clear();
-  models_.clear();
   now_ = TimePoint{};
   Make(/*tier=*/true);
   engine_->OnTick(now_);
@@ -171,15 +161,15 @@ TEST_F(TierSecAggTest, GroupSumsGiveBitwiseTheOneSessionModelWithAFifthOfEachGro
   for (auto& [via, r] : results) {
     EXPECT_EQ(r.secagg_failure, "") << via;
     EXPECT_EQ(r.records.size(), size_t{kPerGroup - 1}) << via;
-    ASSERT_TRUE(models_.empty()) << "the round closed before every group's sum came";
+    ASSERT_TRUE(log_.models.empty()) << "the round closed before every group's sum came";
     const Status taken = engine_->OnSecureGroupResult(via, r, now_);
     ASSERT_TRUE(taken.ok()) << taken;
   }
-  ASSERT_EQ(models_.size(), 1u) << (failures_.empty() ? "" : failures_[0]);
-  EXPECT_EQ(summaries_[0].accepted, reference.accepted);
-  EXPECT_EQ(summaries_[0].num_examples, reference.num_examples);
-  ASSERT_EQ(models_[0].size(), one_session.size());
-  EXPECT_EQ(std::memcmp(models_[0].data().data(), one_session.data().data(),
+  ASSERT_EQ(log_.models.size(), 1u) << log_.first_failure();
+  EXPECT_EQ(log_.summaries[0].accepted, reference.accepted);
+  EXPECT_EQ(log_.summaries[0].num_examples, reference.num_examples);
+  ASSERT_EQ(log_.models[0].size(), one_session.size());
+  EXPECT_EQ(std::memcmp(log_.models[0].data().data(), one_session.data().data(),
                         one_session.size() * sizeof(float)),
             0)
       << "the tier's model differs from the one-session model";
@@ -194,7 +184,7 @@ TEST_F(TierSecAggTest, GroupSumsGiveBitwiseTheOneSessionModelWithAFifthOfEachGro
       sum += w * e.delta[j];
       total += w;
     }
-    EXPECT_NEAR(models_[0].data()[j], init_.data()[j] + sum / total, domain.step()) << j;
+    EXPECT_NEAR(log_.models[0].data()[j], init_.data()[j] + sum / total, domain.step()) << j;
   }
 }
 
@@ -228,11 +218,11 @@ TEST_F(TierSecAggTest, AFailedGroupLeavesTheRoundToTheOthersAndALyingResultIsRef
             std::string::npos);
 
   for (const char* via : {"agg-c", "agg-a", "agg-b"}) {
-    ASSERT_TRUE(models_.empty());
+    ASSERT_TRUE(log_.models.empty());
     ASSERT_TRUE(engine_->OnSecureGroupResult(via, results[via], now_).ok()) << via;
   }
-  ASSERT_EQ(models_.size(), 1u) << (failures_.empty() ? "" : failures_[0]);
-  EXPECT_EQ(summaries_[0].accepted, 2 * kPerGroup);
+  ASSERT_EQ(log_.models.size(), 1u) << log_.first_failure();
+  EXPECT_EQ(log_.summaries[0].accepted, 2 * kPerGroup);
   // A second result from one group is refused once the round is over.
   EXPECT_FALSE(engine_->OnSecureGroupResult("agg-a", results["agg-a"], now_).ok());
 }
@@ -248,10 +238,10 @@ TEST_F(TierSecAggTest, TooFewSurvivorsAcrossTheGroupsFailTheAttemptNamingEachGro
     for (int i = 0; i < 3; ++i) silent.insert(Id(g, i));
   std::map<std::string, GroupResult> results = RunGroups({}, silent);
   for (auto& [via, r] : results) ASSERT_TRUE(engine_->OnSecureGroupResult(via, r, now_).ok());
-  EXPECT_TRUE(models_.empty());
-  ASSERT_EQ(failures_.size(), 1u);
-  EXPECT_NE(failures_[0].find("0 inputs were summed"), std::string::npos) << failures_[0];
-  EXPECT_NE(failures_[0].find("aggregator agg-b"), std::string::npos) << failures_[0];
+  EXPECT_TRUE(log_.models.empty());
+  ASSERT_EQ(log_.failures.size(), 1u);
+  EXPECT_NE(log_.failures[0].find("0 inputs were summed"), std::string::npos) << log_.failures[0];
+  EXPECT_NE(log_.failures[0].find("aggregator agg-b"), std::string::npos) << log_.failures[0];
 }
 
 TEST_F(TierSecAggTest, AGroupThatNeverAnswersIsGivenUpAtTheWait) {
@@ -260,14 +250,14 @@ TEST_F(TierSecAggTest, AGroupThatNeverAnswersIsGivenUpAtTheWait) {
   std::map<std::string, GroupResult> results = RunGroups({});
   ASSERT_TRUE(engine_->OnSecureGroupResult("agg-a", results["agg-a"], now_).ok());
   ASSERT_TRUE(engine_->OnSecureGroupResult("agg-b", results["agg-b"], now_).ok());
-  EXPECT_TRUE(models_.empty());
+  EXPECT_TRUE(log_.models.empty());
   // agg-c's result never comes: the engine waits until the deadline and two phase timeouts.
   const std::optional<TimePoint> wake = engine_->next_wakeup();
   ASSERT_TRUE(wake.has_value());
   EXPECT_EQ(*wake, TimePoint{} + config_.round_timeout + 2 * config_.secagg.phase_timeout);
   engine_->OnTick(*wake);
-  ASSERT_EQ(models_.size(), 1u) << (failures_.empty() ? "" : failures_[0]);
-  EXPECT_EQ(summaries_[0].accepted, 2 * kPerGroup);
+  ASSERT_EQ(log_.models.size(), 1u) << log_.first_failure();
+  EXPECT_EQ(log_.summaries[0].accepted, 2 * kPerGroup);
   // Late, it is refused.
   EXPECT_FALSE(engine_->OnSecureGroupResult("agg-c", results["agg-c"], *wake).ok());
 }
@@ -294,17 +284,15 @@ TEST_F(TierSecAggTest, ClientSideNoiseIsSizedForTheFewestInputsAcrossTheGroups) 
     EXPECT_DOUBLE_EQ(e.start->dp_noise_stddev, 1.0 * 0.5 / std::sqrt(12.0));
   }
   for (auto& [via, r] : results) ASSERT_TRUE(engine_->OnSecureGroupResult(via, r, now_).ok());
-  ASSERT_EQ(models_.size(), 1u) << (failures_.empty() ? "" : failures_[0]);
-  EXPECT_EQ(summaries_[0].accepted, 12);
-  EXPECT_EQ(summaries_[0].num_examples, 12u);  // the summed unit weights
-  ASSERT_TRUE(summaries_[0].dp.has_value());
-  EXPECT_GT(summaries_[0].dp->epsilon, 0.0);
+  ASSERT_EQ(log_.models.size(), 1u) << log_.first_failure();
+  EXPECT_EQ(log_.summaries[0].accepted, 12);
+  EXPECT_EQ(log_.summaries[0].num_examples, 12u);  // the summed unit weights
+  ASSERT_TRUE(log_.summaries[0].dp.has_value());
+  EXPECT_GT(log_.summaries[0].dp->epsilon, 0.0);
 
   // The noise sized for 13 inputs, and again one of each group's five drops: 12 survivors, whose
   // sum would hold less than the whole noise. Each group's session closes (4 of 5 is enough
   // there); the round does not.
-  summaries_.clear();
-  models_.clear();
   now_ = TimePoint{};
   c.min_completed = 13;
   Make(/*tier=*/true, c);
@@ -314,11 +302,11 @@ TEST_F(TierSecAggTest, ClientSideNoiseIsSizedForTheFewestInputsAcrossTheGroups) 
     EXPECT_EQ(r.records.size(), size_t{kPerGroup - 1}) << via;
     ASSERT_TRUE(engine_->OnSecureGroupResult(via, r, now_).ok());
   }
-  EXPECT_TRUE(models_.empty());
-  ASSERT_FALSE(failures_.empty());
-  EXPECT_NE(failures_.back().find("12 inputs were summed; at least 13 are needed"),
+  EXPECT_TRUE(log_.models.empty());
+  ASSERT_FALSE(log_.failures.empty());
+  EXPECT_NE(log_.failures.back().find("12 inputs were summed; at least 13 are needed"),
             std::string::npos)
-      << failures_.back();
+      << log_.failures.back();
 }
 
 }  // namespace

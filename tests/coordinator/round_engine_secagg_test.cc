@@ -47,14 +47,8 @@ class RoundEngineSecAggTest : public ::testing::Test {
   void Make(RoundConfig cfg, int n) {
     init_ = *ModelWeights::Create({{"w", {6}}, {"b", {2}}});
     for (size_t i = 0; i < init_.size(); ++i) init_.data()[i] = 0.1f * static_cast<float>(i);
-    RunEngine::Hooks hooks;
-    hooks.on_round_complete = [this](const RoundSummary& s, const ModelWeights& m) {
-      summaries_.push_back(s);
-      models_.push_back(m);
-    };
-    hooks.on_round_failed = [this](uint64_t, int64_t, const std::string& why) {
-      failures_.push_back(why);
-    };
+    log_.Clear();
+    RunEngine::Hooks hooks = log_.Hooks();
     engine_ = *RoundEngine::Create(cfg, std::make_unique<FedAvg>(), init_, 0, 0, hooks);
     for (int i = 0; i < n; ++i) {
       const std::string id = "edge-" + std::to_string(i);
@@ -91,23 +85,21 @@ class RoundEngineSecAggTest : public ::testing::Test {
   ModelWeights init_;
   TimePoint now_{};
   std::unique_ptr<RoundEngine> engine_;
-  std::vector<RoundSummary> summaries_;
-  std::vector<ModelWeights> models_;
-  std::vector<std::string> failures_;
+  testing::RoundLog log_;
 };
 
 TEST_F(RoundEngineSecAggTest, ARoundClosesWithTheWeightedMeanOfMaskedUpdates) {
   Make(Config(6), 6);
   engine_->OnTick(now_);
   Play({});
-  ASSERT_EQ(summaries_.size(), 1u) << (failures_.empty() ? "" : failures_[0]);
-  EXPECT_EQ(summaries_[0].accepted, 6);
-  EXPECT_EQ(summaries_[0].num_examples, 2100u);  // 100 + ... + 600
-  EXPECT_GT(summaries_[0].bytes_up, 0u);
+  ASSERT_EQ(log_.summaries.size(), 1u) << log_.first_failure();
+  EXPECT_EQ(log_.summaries[0].accepted, 6);
+  EXPECT_EQ(log_.summaries[0].num_examples, 2100u);  // 100 + ... + 600
+  EXPECT_GT(log_.summaries[0].bytes_up, 0u);
   const IntDomain domain = *IntDomain::Create({0.5f, 12, 1024, 6});
   const std::vector<double> want = Expected({});
   for (size_t j = 0; j < want.size(); ++j)
-    EXPECT_NEAR(models_[0].data()[j], want[j], domain.step()) << j;
+    EXPECT_NEAR(log_.models[0].data()[j], want[j], domain.step()) << j;
   EXPECT_TRUE(engine_->finished());
 }
 
@@ -119,16 +111,16 @@ TEST_F(RoundEngineSecAggTest, RunMaxWeightCapsTheMaskedWeightsToo) {
   Make(c, 6);  // 100, 200, ..., 600 examples
   engine_->OnTick(now_);
   Play({});
-  ASSERT_EQ(summaries_.size(), 1u) << (failures_.empty() ? "" : failures_[0]);
+  ASSERT_EQ(log_.summaries.size(), 1u) << log_.first_failure();
   ASSERT_TRUE(edges_["edge-0"].start.has_value());
   EXPECT_EQ(edges_["edge-0"].start->max_weight, 200u);
-  EXPECT_EQ(summaries_[0].num_examples, 1100u);  // the summed weights: 100 + 5 x 200
+  EXPECT_EQ(log_.summaries[0].num_examples, 1100u);  // the summed weights: 100 + 5 x 200
   const IntDomain domain = *IntDomain::Create({0.5f, 12, 200, 6});
   for (size_t j = 0; j < init_.size(); ++j) {
     double sum = 0;
     for (auto& [id, e] : edges_)
       sum += static_cast<double>(std::min<uint64_t>(e.examples, 200)) * e.delta[j];
-    EXPECT_NEAR(models_[0].data()[j], init_.data()[j] + sum / 1100.0, domain.step()) << j;
+    EXPECT_NEAR(log_.models[0].data()[j], init_.data()[j] + sum / 1100.0, domain.step()) << j;
   }
 }
 
@@ -136,17 +128,17 @@ TEST_F(RoundEngineSecAggTest, AClientSilentFromTheStartIsLeftOutAtThePhaseDeadli
   Make(Config(6), 6);
   engine_->OnTick(now_);
   Play({"edge-5"});
-  EXPECT_TRUE(summaries_.empty());
+  EXPECT_TRUE(log_.summaries.empty());
   EXPECT_EQ(engine_->next_wakeup(), now_ + 5s);
   now_ += 5s;
   engine_->OnTick(now_);
   Play({"edge-5"});
-  ASSERT_EQ(summaries_.size(), 1u) << (failures_.empty() ? "" : failures_[0]);
-  EXPECT_EQ(summaries_[0].accepted, 5);
+  ASSERT_EQ(log_.summaries.size(), 1u) << log_.first_failure();
+  EXPECT_EQ(log_.summaries[0].accepted, 5);
   const IntDomain domain = *IntDomain::Create({0.5f, 12, 1024, 6});
   const std::vector<double> want = Expected({"edge-5"});
   for (size_t j = 0; j < want.size(); ++j)
-    EXPECT_NEAR(models_[0].data()[j], want[j], domain.step()) << j;
+    EXPECT_NEAR(log_.models[0].data()[j], want[j], domain.step()) << j;
 }
 
 TEST_F(RoundEngineSecAggTest, TooFewClientsFailTheAttemptAndPlaintextUpdatesAreRefused) {
@@ -161,9 +153,10 @@ TEST_F(RoundEngineSecAggTest, TooFewClientsFailTheAttemptAndPlaintextUpdatesAreR
   Play({"edge-0", "edge-1"});  // two of four advertise keys: fewer than secagg.min_clients
   now_ += 5s;
   engine_->OnTick(now_);
-  ASSERT_EQ(failures_.size(), 1u);
-  EXPECT_NE(failures_[0].find("secure aggregation: 2 clients advertised keys"), std::string::npos)
-      << failures_[0];
+  ASSERT_EQ(log_.failures.size(), 1u);
+  EXPECT_NE(log_.failures[0].find("secure aggregation: 2 clients advertised keys"),
+            std::string::npos)
+      << log_.failures[0];
   EXPECT_TRUE(engine_->finished());
   EXPECT_FALSE(engine_->failure().ok());
 }

@@ -32,6 +32,29 @@ struct SecAggEdge {
   int tasks = 0;  // TaskAssignments received
 };
 
+// What an engine's hooks report (closed rounds with their models, failed attempts), kept for the
+// test to read.
+struct RoundLog {
+  std::vector<RoundSummary> summaries;
+  std::vector<ModelWeights> models;
+  std::vector<std::string> failures;
+
+  RunEngine::Hooks Hooks() {
+    RunEngine::Hooks hooks;
+    hooks.on_round_complete = [this](const RoundSummary& s, const ModelWeights& m) {
+      summaries.push_back(s);
+      models.push_back(m);
+    };
+    hooks.on_round_failed = [this](uint64_t, int64_t, const std::string& why) {
+      failures.push_back(why);
+    };
+    return hooks;
+  }
+  void Clear() { *this = RoundLog{}; }
+  // The first failure, or "" (for assertion messages).
+  std::string first_failure() const { return failures.empty() ? "" : failures[0]; }
+};
+
 // An edge for `id` with a certificate of `ca`.
 inline SecAggEdge MakeSecAggEdge(const PemPair& ca, const std::string& id, uint64_t examples,
                                  std::vector<float> delta) {
