@@ -9,7 +9,9 @@
 //           <- TaskAssignment  -> fit on the worker thread -> UpdateSubmission (or Error)
 //           <- EvaluateTask    -> evaluate on the worker   -> EvaluateResult (or Error)
 //           -> Heartbeat every heartbeat interval while connected (the coordinator echoes it)
-//           <- Goodbye: the run is over; Wait() returns OK, or Aborted when its code is RUN_FAILED
+//           <- Goodbye: the run is over; Wait() returns OK, or Aborted when its code is RUN_FAILED;
+//              with a come-back window (pace steering) only the session is: the client
+//              reconnects to the same endpoint at a time it draws uniformly in the window
 // An Error from the coordinator is logged (a rejected update is not fatal), except REVOKED,
 // UNAUTHENTICATED, UNSUPPORTED_VERSION and LAYOUT_MISMATCH, and PROTOCOL_VIOLATION before the
 // Welcome (the coordinator refusing the Hello), which end the run: retrying cannot help.

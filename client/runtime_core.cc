@@ -205,7 +205,9 @@ void RuntimeCore::OnMessage(uint64_t gen, Message message) {
              std::holds_alternative<SecAggUnmaskRequestMsg>(message)) {
     OnSecAgg(gen, std::move(message));
   } else if (auto* goodbye = std::get_if<Goodbye>(&message)) {
-    if (goodbye->code == static_cast<uint32_t>(ErrorCode::kRunFailed)) {
+    if (goodbye->come_back() && goodbye->code == 0) {
+      ComeBackLater(*goodbye);
+    } else if (goodbye->code == static_cast<uint32_t>(ErrorCode::kRunFailed)) {
       Log().error("the coordinator's run failed: {}", goodbye->reason);
       Finish(Status::Aborted("the coordinator's run failed: " + goodbye->reason));
     } else {
@@ -345,7 +347,7 @@ void RuntimeCore::OnClosed(uint64_t gen, Status why) {
   LoseConnection(std::move(why));
 }
 
-void RuntimeCore::LoseConnection(Status why) {
+void RuntimeCore::DropConnection() {
   if (conn_) {
     conn_->Close();  // a no-op when the peer closed it; its close callback is now stale
     conn_.reset();
@@ -353,7 +355,25 @@ void RuntimeCore::LoseConnection(Status why) {
   heartbeat_timer_->Cancel();
   ++generation_;                    // results still being computed for this connection are dropped
   connection_stop_.request_stop();  // and its queued tasks are not started, its fit stops
+}
+
+void RuntimeCore::LoseConnection(Status why) {
+  DropConnection();
   RetryLater(why.WithContext("connection to " + endpoint() + " lost"));
+}
+
+void RuntimeCore::ComeBackLater(const Goodbye& goodbye) {
+  DropConnection();
+  welcomed_ = false;
+  backoff_.Reset();  // sent away, not failed
+  // Uniform in [after, after + window]: a fleet sent away together comes back spread out.
+  const uint64_t window = std::min<uint64_t>(goodbye.come_back_window_ms, kMaxComeBackMs);
+  const uint64_t after = std::min<uint64_t>(goodbye.come_back_after_ms, kMaxComeBackMs);
+  const std::chrono::milliseconds delay(after + backoff_.Pick(static_cast<size_t>(window) + 1));
+  Log().info(
+      "the coordinator asks this client to come back later ({}); reconnecting to {} in {} ms",
+      goodbye.reason, endpoint(), delay.count());
+  reconnect_timer_->ExpiresAfter(delay, [self = shared_from_this()] { self->DoConnect(); });
 }
 
 void RuntimeCore::RetryLater(const Status& why) {

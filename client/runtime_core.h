@@ -70,6 +70,12 @@ class RuntimeCore : public std::enable_shared_from_this<RuntimeCore> {
   void RetryLater(const Status& why);
   void ScheduleHeartbeat(uint64_t gen);
   // The current connection is gone (closed by the peer, or silent too long): drop it and retry.
+  // Closes the connection and forgets its work (its tasks stop, its results are dropped).
+  void DropConnection();
+  // Pace steering: the coordinator's Goodbye with a come-back window; reconnects at a time drawn
+  // in it (each bound capped at kMaxComeBackMs), to the same endpoint.
+  void ComeBackLater(const Goodbye& goodbye);
+  static constexpr uint64_t kMaxComeBackMs = uint64_t{7} * 24 * 3600 * 1000;  // a week
   void LoseConnection(Status why);
   void Deliver(uint64_t gen, Message reply);
   void DoStop();

@@ -323,7 +323,12 @@ void CoordinatorService::Deliver(Outbox outbox) {
     if (it == by_id_.end()) continue;  // left meanwhile; the engine learns through OnLeft
     Session& session = sessions_.at(it->second);
     if (!session.aggregator) {
+      // Pace steering's Goodbye ends the session (the engine has let the client go): the
+      // connection closes once it is written, whatever the client does with it.
+      const auto* bye = std::get_if<Goodbye>(&out.message);
+      const bool close = bye != nullptr && bye->come_back();
       session.conn->Send(std::move(out.message));
+      if (close) session.conn->Close();
       continue;
     }
     // Only tasks go to an aggregator's clients, with secure aggregation's start (the same for

@@ -48,6 +48,14 @@ void BindRoundConfig(ConfigSchema& s, RoundConfig* r) {
          "a selected client that sends no update by the deadline, or a refused one, sits out 1, 2, "
          "4, ... rounds, at most this many (0: never)");
   s.Bind("run.seed", &r->seed, "seeds client selection and the clients' training").Flag("--seed");
+  s.Bind("pace.max_idle", &r->pace_max_idle,
+         "pace steering: idle clients kept connected while a round runs; the others are told when "
+         "to come back (0: off)");
+  s.Bind("pace.come_back_s", &r->pace_come_back,
+         "pace steering: the earliest a client told to come back reconnects, in seconds");
+  s.Bind("pace.window_s", &r->pace_window,
+         "pace steering: clients reconnect at a time drawn uniformly in a window this long, in "
+         "seconds");
   s.Bind("run.codec", &r->codec, "the update codec every client uses (docs/compression.md)")
       .Flag("--codec");
   s.Bind("run.download_codec", &r->download_codec,
@@ -158,6 +166,15 @@ Status RoundConfig::Validate() const {
     return bad(fmt::format("'run.over_selection' = {} must be in [1, 10]", over_selection));
   if (min_completed < 0)
     return bad(fmt::format("'run.min_completed' = {} must be >= 0 (0: all K)", min_completed));
+  if (pace_max_idle < 0)
+    return bad(fmt::format("'pace.max_idle' = {} must be >= 0 (0: off)", pace_max_idle));
+  if (pace_come_back.count() < 0) return bad("'pace.come_back_s' must be >= 0");
+  if (pace_max_idle > 0 && pace_window.count() <= 0)
+    return bad("'pace.window_s' must be > 0: clients told to come back spread over the window");
+  if (pace_max_idle > 0 && asynchronous())
+    return bad(
+        "'pace.max_idle' is for rounds (run.mode = 'sync'): an asynchronous run keeps "
+        "every slot busy, so it has no idle clients to send away");
   if (fraction == 0.0 && min_completed > clients_per_round)
     return bad(fmt::format("'run.min_completed' = {} exceeds run.clients_per_round = {}",
                            min_completed, clients_per_round));

@@ -39,6 +39,12 @@
 // registry's state, so a simulated run is reproducible for its seed; with no miss on record it
 // draws exactly what it drew before selection learned.
 //
+// Pace steering (pace.max_idle > 0; docs/tier.md): once a round's tasks are out, the idle clients
+// connected to the coordinator itself beyond pace.max_idle, drawn by (seed, round, attempt), get a
+// Goodbye that tells them to come back at a time each draws in [pace.come_back_s, + pace.window_s]
+// and leave the registry at once (so no later attempt selects them before their connection
+// closes); they rejoin like new connections. Clients behind aggregators are not paced here.
+//
 // Closing finalizes the strategy, bumps the model version and calls on_round_complete
 // (checkpoint, evaluation, metrics) before the next round starts. A federated evaluation (every
 // federated_eval_every rounds) sends the new model to every idle client; it is reported when all
@@ -181,6 +187,9 @@ class RoundEngine : public RunEngine {
   // closes the round, or fails the attempt.
   void FoldSecureMean(const std::vector<float>& mean, const UpdateWriter& write_mean,
                       uint64_t weight, int64_t survivors, TimePoint now);
+  // Pace steering (config.pace_max_idle): tells the idle clients connected here beyond the cap to
+  // come back later (a Goodbye with a window) and takes them out of the registry.
+  void PaceIdle(uint64_t round);
   bool SecureRound() const { return secagg_ != nullptr || tier_secagg_ != nullptr; }
 
   RoundConfig config_;

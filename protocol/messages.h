@@ -1,4 +1,4 @@
-// The messages of protocol version 5 (kProtocolVersion), as plain structs with cereal serialize().
+// The messages of protocol version 6 (kProtocolVersion), as plain structs with cereal serialize().
 //
 // A connection carries a std::variant of these (Message). On the wire each message is one cereal
 // binary body behind a frame header whose type byte says which struct it is (frame.h); there are no
@@ -282,13 +282,21 @@ struct Error {
 // Either direction: an orderly end of the session. From the coordinator, `code` says how the run
 // ended: 0 (kUnspecified) when it completed or was stopped, RUN_FAILED when it failed (the reason
 // says why), so a client can report a failed run as an error. Kept raw like Error::code.
+// Pace steering (docs/tier.md): a Goodbye whose come_back_window_ms is not 0 ends the session, not
+// the run: the client reconnects at a time it draws uniformly in [come_back_after_ms,
+// come_back_after_ms + come_back_window_ms] from now.
 struct Goodbye {
   std::string reason;
   uint32_t code = 0;
+  uint64_t come_back_after_ms = 0;
+  uint64_t come_back_window_ms = 0;
+
+  bool come_back() const { return come_back_window_ms != 0; }
 
   template <class Ar>
   void serialize(Ar& ar) {
-    ar(wire::Capped("goodbye.reason", reason, kMaxTextBytes), code);
+    ar(wire::Capped("goodbye.reason", reason, kMaxTextBytes), code, come_back_after_ms,
+       come_back_window_ms);
   }
   friend bool operator==(const Goodbye&, const Goodbye&) = default;
 };

@@ -25,7 +25,9 @@ inline constexpr uint32_t kFrameMagic = 0x42495254;
 // Version 3: SecAggStartMsg carries max_dropout (secure aggregation's default degree).
 // Version 4: TaskAssignment carries SCAFFOLD's control variate, UpdateSubmission its control delta.
 // Version 5: the aggregation tier's messages (types 18-22).
-inline constexpr uint16_t kProtocolVersion = 5;
+// Version 6: Goodbye carries pace steering's come-back window; GroupTask and GroupResult secure
+// aggregation per group.
+inline constexpr uint16_t kProtocolVersion = 6;
 // Every frame starts with this fixed-size header (see frame.h for the layout).
 inline constexpr size_t kFrameHeaderBytes = 16;
 // A chunk frame's payload starts with this header: transfer id, offset, total size (3 x uint64).

@@ -22,9 +22,9 @@ namespace {
 
 using namespace std::chrono_literals;
 
-constexpr int kGroups = 3;
-constexpr int kPerGroup = 5;
-const char* const kAggregators[kGroups] = {"agg-a", "agg-b", "agg-c"};
+constexpr int kTierGroups = 3;
+constexpr int kGroupSize = 5;
+const char* const kTierAggregators[kTierGroups] = {"agg-a", "agg-b", "agg-c"};
 
 class TierSecAggTest : public ::testing::Test {
  protected:
@@ -40,8 +40,8 @@ class TierSecAggTest : public ::testing::Test {
   static RoundConfig Config() {
     RoundConfig c;
     c.rounds = 1;
-    c.clients_per_round = kGroups * kPerGroup;
-    c.min_available = kGroups * kPerGroup;
+    c.clients_per_round = kTierGroups * kGroupSize;
+    c.min_available = kTierGroups * kGroupSize;
     c.round_timeout = 30s;
     c.max_round_attempts = 1;
     c.secagg.enabled = true;
@@ -63,16 +63,16 @@ class TierSecAggTest : public ::testing::Test {
     config_ = config;
     engine_ = *RoundEngine::Create(config, std::make_unique<FedAvg>(), init_, 0, 0, hooks);
     edges_.clear();
-    for (int g = 0; g < kGroups; ++g) {
-      for (int i = 0; i < kPerGroup; ++i) {
-        const int k = g * kPerGroup + i;
+    for (int g = 0; g < kTierGroups; ++g) {
+      for (int i = 0; i < kGroupSize; ++i) {
+        const int k = g * kGroupSize + i;
         std::vector<float> delta(init_.size());
         for (size_t j = 0; j < delta.size(); ++j)
           delta[j] = 0.01f * static_cast<float>((k % 7 + 1) * (j % 3 + 1)) - 0.04f;
         Edge& e = edges_[Id(g, i)] = testing::MakeSecAggEdge(
             ca_, Id(g, i), 90 * static_cast<uint64_t>(k + 1), std::move(delta));
         engine_->OnJoined(Id(g, i), ClientCapabilities{"cpu", {"dense"}, e.examples, 0, {}}, now_,
-                          tier ? kAggregators[g] : "");
+                          tier ? kTierAggregators[g] : "");
       }
     }
   }
@@ -150,17 +150,17 @@ TEST_F(TierSecAggTest, GroupSumsGiveBitwiseTheOneSessionModelWithAFifthOfEachGro
   ASSERT_EQ(log_.models.size(), 1u) << log_.first_failure();
   const ModelWeights one_session = log_.models[0];
   const RoundSummary reference = log_.summaries[0];
-  EXPECT_EQ(reference.accepted, kGroups * kPerGroup - 3);
+  EXPECT_EQ(reference.accepted, kTierGroups * kGroupSize - 3);
 
   // The same clients behind three aggregators.
   now_ = TimePoint{};
   Make(/*tier=*/true);
   engine_->OnTick(now_);
   std::map<std::string, GroupResult> results = RunGroups(quit);
-  ASSERT_EQ(results.size(), size_t{kGroups});
+  ASSERT_EQ(results.size(), size_t{kTierGroups});
   for (auto& [via, r] : results) {
     EXPECT_EQ(r.secagg_failure, "") << via;
-    EXPECT_EQ(r.records.size(), size_t{kPerGroup - 1}) << via;
+    EXPECT_EQ(r.records.size(), size_t{kGroupSize - 1}) << via;
     ASSERT_TRUE(log_.models.empty()) << "the round closed before every group's sum came";
     const Status taken = engine_->OnSecureGroupResult(via, r, now_);
     ASSERT_TRUE(taken.ok()) << taken;
@@ -175,7 +175,7 @@ TEST_F(TierSecAggTest, GroupSumsGiveBitwiseTheOneSessionModelWithAFifthOfEachGro
       << "the tier's model differs from the one-session model";
 
   // And both are the survivors' weighted mean within the quantization step.
-  const IntDomain domain = *IntDomain::Create({0.5f, 12, 1024, kGroups * kPerGroup});
+  const IntDomain domain = *IntDomain::Create({0.5f, 12, 1024, kTierGroups * kGroupSize});
   for (size_t j = 0; j < init_.size(); ++j) {
     double sum = 0, total = 0;
     for (auto& [id, e] : edges_) {
@@ -195,7 +195,7 @@ TEST_F(TierSecAggTest, AFailedGroupLeavesTheRoundToTheOthersAndALyingResultIsRef
   Make(/*tier=*/true);
   engine_->OnTick(now_);
   std::map<std::string, GroupResult> results = RunGroups({}, silent);
-  ASSERT_EQ(results.size(), size_t{kGroups});
+  ASSERT_EQ(results.size(), size_t{kTierGroups});
   EXPECT_NE(results["agg-c"].secagg_failure.find("at least"), std::string::npos)
       << results["agg-c"].secagg_failure;
   EXPECT_EQ(results["agg-c"].partial.size(), 0u);
@@ -222,7 +222,7 @@ TEST_F(TierSecAggTest, AFailedGroupLeavesTheRoundToTheOthersAndALyingResultIsRef
     ASSERT_TRUE(engine_->OnSecureGroupResult(via, results[via], now_).ok()) << via;
   }
   ASSERT_EQ(log_.models.size(), 1u) << log_.first_failure();
-  EXPECT_EQ(log_.summaries[0].accepted, 2 * kPerGroup);
+  EXPECT_EQ(log_.summaries[0].accepted, 2 * kGroupSize);
   // A second result from one group is refused once the round is over.
   EXPECT_FALSE(engine_->OnSecureGroupResult("agg-a", results["agg-a"], now_).ok());
 }
@@ -234,7 +234,7 @@ TEST_F(TierSecAggTest, TooFewSurvivorsAcrossTheGroupsFailTheAttemptNamingEachGro
   engine_->OnTick(now_);
   // Every group loses three of five: each session fails; nothing is released.
   std::set<std::string> silent;
-  for (int g = 0; g < kGroups; ++g)
+  for (int g = 0; g < kTierGroups; ++g)
     for (int i = 0; i < 3; ++i) silent.insert(Id(g, i));
   std::map<std::string, GroupResult> results = RunGroups({}, silent);
   for (auto& [via, r] : results) ASSERT_TRUE(engine_->OnSecureGroupResult(via, r, now_).ok());
@@ -257,7 +257,7 @@ TEST_F(TierSecAggTest, AGroupThatNeverAnswersIsGivenUpAtTheWait) {
   EXPECT_EQ(*wake, TimePoint{} + config_.round_timeout + 2 * config_.secagg.phase_timeout);
   engine_->OnTick(*wake);
   ASSERT_EQ(log_.models.size(), 1u) << log_.first_failure();
-  EXPECT_EQ(log_.summaries[0].accepted, 2 * kPerGroup);
+  EXPECT_EQ(log_.summaries[0].accepted, 2 * kGroupSize);
   // Late, it is refused.
   EXPECT_FALSE(engine_->OnSecureGroupResult("agg-c", results["agg-c"], *wake).ok());
 }
@@ -299,7 +299,7 @@ TEST_F(TierSecAggTest, ClientSideNoiseIsSizedForTheFewestInputsAcrossTheGroups) 
   engine_->OnTick(now_);
   results = RunGroups({Id(0, 0), Id(1, 0), Id(2, 0)});
   for (auto& [via, r] : results) {
-    EXPECT_EQ(r.records.size(), size_t{kPerGroup - 1}) << via;
+    EXPECT_EQ(r.records.size(), size_t{kGroupSize - 1}) << via;
     ASSERT_TRUE(engine_->OnSecureGroupResult(via, r, now_).ok());
   }
   EXPECT_TRUE(log_.models.empty());

@@ -329,6 +329,33 @@ TEST_F(ClientRuntimeTest, AClientWhoseAggregatorDiesJoinsTheNextEndpoint) {
   EXPECT_EQ(runtime_->sessions(), 3);
 }
 
+// Pace steering: a Goodbye with a come-back window ends the session, not the run. The client
+// reconnects to the same endpoint at a time it draws in [after, after + window], and trains there.
+TEST_F(ClientRuntimeTest, AGoodbyeWithAComeBackWindowReconnectsWithinIt) {
+  StartCoordinator();
+  StartRuntime(Options());
+  auto first = coordinator_->WaitSession(0);
+  ASSERT_TRUE(first && first->hello());
+  const auto sent = std::chrono::steady_clock::now();
+  first->Send(Goodbye{"pace steering: come back later", 0, 400, 200});
+  auto second = coordinator_->WaitSession(1);
+  const double waited =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - sent).count();
+  ASSERT_TRUE(second && second->hello());
+  EXPECT_GE(waited, 0.4);
+  EXPECT_LT(waited, 0.6 + 2.0);  // the window's end, and room for a loaded machine
+  EXPECT_EQ(coordinator_->session_count(), 2u);
+  second->Send(MakeTask(2));
+  std::optional<UpdateSubmission> up = second->Next<UpdateSubmission>();
+  ASSERT_TRUE(up);
+  EXPECT_EQ(up->round, 2u);
+  EXPECT_EQ(runtime_->sessions(), 2);
+  // A plain Goodbye still ends the run.
+  second->Send(Goodbye{"done", 0});
+  EXPECT_TRUE(runtime_->Wait().ok());
+  EXPECT_EQ(coordinator_->session_count(), 2u);
+}
+
 // With more than two endpoints the next one is drawn among the others (the backoff's seeded
 // generator): never the one that just failed, and every other one in turn, so the clients of a dead
 // aggregator spread over all the rest.

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -83,6 +84,61 @@ class RoundEngineTest : public ::testing::Test {
   std::map<std::string, std::vector<std::string>> errors_;
   std::vector<std::pair<std::string, uint64_t>> rejections_;  // on_refused: who, for which round
 };
+
+// Pace steering (pace.max_idle): once a round's tasks are out, the idle clients beyond the cap get
+// a Goodbye that tells them when to come back, and leave the registry at once, so no later attempt
+// selects them; which ones is the run seed's draw; clients behind an aggregator are not paced.
+TEST_F(RoundEngineTest, PaceSteeringSendsTheIdleClientsBeyondTheCapAwayWithAWindow) {
+  RoundConfig c = Config(3);
+  c.min_available = 12;  // the round opens once all twelve are connected
+  c.pace_max_idle = 2;
+  c.pace_come_back = 30s;
+  c.pace_window = 20s;
+  ASSERT_TRUE(c.Validate().ok()) << c.Validate();
+  Make(c);
+  Join(10);
+  for (int i = 0; i < 2; ++i)
+    engine_->OnJoined("t" + std::to_string(i), ClientCapabilities{"cpu", {"dense"}, 100, 0, {}},
+                      now_, "agg-1");
+  std::map<std::string, Goodbye> away;
+  std::set<std::string> tasked;
+  for (auto& o : engine_->TakeOutbox()) {
+    if (auto* g = std::get_if<Goodbye>(&o.message)) away[o.client_id] = *g;
+    if (std::holds_alternative<TaskAssignment>(o.message)) tasked.insert(o.client_id);
+  }
+  ASSERT_EQ(tasked.size(), 3u);
+  // 12 connected, 3 selected, 9 idle: 7 of the 10 connected here (2 stay), none behind agg-1.
+  const size_t idle_here =
+      10 - std::count_if(tasked.begin(), tasked.end(), [](const auto& id) { return id[0] == 'c'; });
+  EXPECT_EQ(away.size(), idle_here - 2);
+  for (const auto& [id, g] : away) {
+    EXPECT_EQ(id[0], 'c') << id;
+    EXPECT_FALSE(tasked.count(id)) << id;
+    EXPECT_EQ(g.code, 0u);
+    EXPECT_EQ(g.come_back_after_ms, 30'000u);
+    EXPECT_EQ(g.come_back_window_ms, 20'000u);
+    EXPECT_TRUE(g.come_back());
+    EXPECT_NE(g.reason.find("pace.max_idle = 2"), std::string::npos) << g.reason;
+    EXPECT_EQ(engine_->registry().Find(id), nullptr) << id << " is still selectable";
+  }
+  EXPECT_EQ(engine_->registry().size(), 12 - away.size());
+  // The same seed draws the same clients.
+  std::set<std::string> first;
+  for (const auto& [id, g] : away) first.insert(id);
+  Make(c);
+  Join(10);
+  for (int i = 0; i < 2; ++i)
+    engine_->OnJoined("t" + std::to_string(i), ClientCapabilities{"cpu", {"dense"}, 100, 0, {}},
+                      now_, "agg-1");
+  std::set<std::string> again;
+  for (auto& o : engine_->TakeOutbox())
+    if (std::holds_alternative<Goodbye>(o.message)) again.insert(o.client_id);
+  EXPECT_EQ(again, first);
+  // A client sent away that comes back joins as any client does.
+  const std::string back = *first.begin();
+  engine_->OnJoined(back, ClientCapabilities{"cpu", {"dense"}, 100, 0, {}}, now_);
+  EXPECT_NE(engine_->registry().Find(back), nullptr);
+}
 
 TEST_F(RoundEngineTest, RunsAWeightedRoundAndStartsTheNext) {
   Make(Config(3));

@@ -111,7 +111,7 @@ int main(int argc, char** argv) {
   membership.left = {"edge-3"};
   const std::vector<std::pair<std::string, Message>> valid = {
       {"hello", hello},
-      {"aggregator_hello", AggregatorHello{5, "0.1.0"}},
+      {"aggregator_hello", AggregatorHello{kProtocolVersion, "0.1.0"}},
       {"group_membership", membership},
       {"group_task_chunked", group_task},
       {"group_result_chunked", group_result},
@@ -128,6 +128,7 @@ int main(int argc, char** argv) {
       {"heartbeat", Heartbeat{1, 1700000000000}},
       {"error", Error{3, "FRAME_TOO_LARGE: frame payload length 1099511627776 exceeds the cap"}},
       {"goodbye", Goodbye{"done"}},
+      {"goodbye_come_back", Goodbye{"pace steering", 0, 60'000, 30'000}},
       {"secagg_keys", secagg_keys},
       {"secagg_roster", SecAggRosterMsg{4, {secagg_keys, secagg_bare}}},
       {"secagg_shares", SecAggSharesMsg{4, {secagg_share}}},

@@ -68,7 +68,7 @@ class CollectingSink : public FrameSink {
 
 TEST(FrameHeaderTest, LayoutIsLittleEndian) {
   const FrameHeaderBytes b = Header(0x0102030405060708ULL, MessageType::kError, kFrameFlagChunk);
-  const uint8_t want[16] = {'T', 'R', 'I', 'B', 5, 0, 8, 1, 8, 7, 6, 5, 4, 3, 2, 1};
+  const uint8_t want[16] = {'T', 'R', 'I', 'B', 6, 0, 8, 1, 8, 7, 6, 5, 4, 3, 2, 1};
   EXPECT_EQ(std::memcmp(b.data(), want, 16), 0);
 }
 
@@ -93,7 +93,7 @@ TEST(FrameHeaderTest, UnknownVersionNamesBothVersions) {
   ASSERT_FALSE(h.ok());
   EXPECT_EQ(ProtocolErrorCodeOf(h.status()), ErrorCode::kUnsupportedVersion);
   EXPECT_EQ(h.status().message(),
-            "UNSUPPORTED_VERSION: peer speaks protocol version 7; this build speaks version 5");
+            "UNSUPPORTED_VERSION: peer speaks protocol version 7; this build speaks version 6");
 }
 
 TEST(FrameHeaderTest, LengthOverCapIsFrameTooLarge) {

@@ -80,7 +80,7 @@ std::vector<Message> SampleMessages() {
       result,
       Heartbeat{9, 1700000000000},
       Error{static_cast<uint32_t>(ErrorCode::kRevoked), "client id edge-3 is revoked"},
-      Goodbye{"the run failed: round 3", static_cast<uint32_t>(ErrorCode::kRunFailed)},
+      Goodbye{"pace steering: come back later", 0, 60'000, 30'000},
       keys,
       SecAggRosterMsg{12, {keys, bare}},
       SecAggSharesMsg{12, {share}},
