@@ -3,15 +3,22 @@
 #include <fmt/format.h>
 
 #include <boost/asio/post.hpp>
+#include <set>
+#include <span>
+#include <string_view>
 
 #include "compression/codec_spec.h"
+#include "coordinator/engine_parts.h"
 #include "core/log.h"
+#include "core/rng.h"
 
 namespace tributary {
 
 namespace asio = boost::asio;
 
 namespace {
+
+constexpr uint64_t kAggregatorPaceStream = 0x9ace'a99;
 
 Result<ModelWeights> ZeroModelOf(const ModelLayout& layout) {
   ModelWeights::LayoutSpec spec;
@@ -223,11 +230,39 @@ void AggregatorService::OnGroupTask(GroupTask task) {
     ++sent;
   }
   Log().info("aggregator {}: round {}: {} tasks sent", id_, share_->round(), sent);
+  PaceIdle(task);
   ArmFlush();
   MaybeFlush();
 }
 
 // ---- the share ----
+
+void AggregatorService::PaceIdle(const GroupTask& task) {
+  const RoundConfig& run = config_->round;
+  if (run.pace_max_idle <= 0) return;
+  std::set<std::string_view> busy;
+  for (const GroupAssignee& m : task.members) busy.insert(m.client_id);
+  std::vector<Connection*> idle;  // in id order (by_id_ is a map), then the seed's draw
+  for (const auto& [id, conn] : by_id_)
+    if (!busy.count(id)) idle.push_back(conn);
+  const size_t keep = static_cast<size_t>(run.pace_max_idle);
+  if (idle.size() <= keep) return;
+  Rng rng = Rng::Stream(run.seed, {kAggregatorPaceStream, task.task.round, ClientIdHash(id_)});
+  rng.Shuffle(std::span<Connection*>(idle));
+  const uint64_t after = static_cast<uint64_t>(run.pace_come_back.count());
+  const uint64_t window = static_cast<uint64_t>(run.pace_window.count());
+  for (size_t i = keep; i < idle.size(); ++i) {
+    Session& s = sessions_.at(idle[i]);
+    s.conn->Send(Goodbye{fmt::format("pace steering: aggregator {} keeps {} idle clients "
+                                     "(pace.max_idle); come back in {}-{} s",
+                                     id_, keep, after / 1000, (after + window) / 1000),
+                         0, after, window});
+    s.conn->Close();  // it leaves (OnClosed), and the coordinator hears so
+  }
+  Log().info("aggregator {}: round {}: pace steering sent {} of {} idle clients away for {}-{} s",
+             id_, task.task.round, idle.size() - keep, idle.size(), after / 1000,
+             (after + window) / 1000);
+}
 
 void AggregatorService::StartSecure(const GroupTask& task) {
   std::vector<std::string> connected;
@@ -258,6 +293,7 @@ void AggregatorService::StartSecure(const GroupTask& task) {
   secure_phase_.clear();
   Log().info("aggregator {}: round {}: secure aggregation over {} of its {} members", id_,
              task.task.round, connected.size(), task.members.size());
+  PaceIdle(task);
   AfterSecure();
 }
 

@@ -12,7 +12,9 @@
 // when every member has answered or left, or options.flush_margin before the task's deadline.
 // A GroupTask with secure aggregation starts a SecureGroupShare instead: one session over the
 // members connected here, the clients' secure aggregation messages fed to it, and its sum (or
-// its failure) sent up once the session is over.
+// its failure) sent up once the session is over. With pace.max_idle, the clients connected here
+// that hold no task of the round, beyond that many, are sent away until a window later (the
+// coordinator's pace steering, applied by each process that holds client connections).
 // If the coordinator's connection drops, the share is dropped (the coordinator's round treats it
 // as missing updates), the clients stay connected, and the service reconnects after
 // reconnect_delay (with up to 50% jitter), announcing its clients again. A Goodbye from the
@@ -109,6 +111,9 @@ class AggregatorService : public std::enable_shared_from_this<AggregatorService>
   // With secure aggregation: a GroupTask starts a SecureGroupShare; its messages go out, and its
   // result up once the session is over.
   void StartSecure(const GroupTask& task);
+  // Pace steering (pace.max_idle, docs/tier.md): after a round's tasks, the connected clients
+  // beyond the cap that hold none are told to come back later, and their connections close.
+  void PaceIdle(const GroupTask& task);
   void AfterSecure();
   void QueueMembership();
   void Finish(Status result, const std::string& reason, uint32_t code);

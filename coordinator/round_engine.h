@@ -43,7 +43,8 @@
 // connected to the coordinator itself beyond pace.max_idle, drawn by (seed, round, attempt), get a
 // Goodbye that tells them to come back at a time each draws in [pace.come_back_s, + pace.window_s]
 // and leave the registry at once (so no later attempt selects them before their connection
-// closes); they rejoin like new connections. Clients behind aggregators are not paced here.
+// closes); they rejoin like new connections. Clients behind aggregators are paced by their
+// aggregator (AggregatorService), not here.
 //
 // Closing finalizes the strategy, bumps the model version and calls on_round_complete
 // (checkpoint, evaluation, metrics) before the next round starts. A federated evaluation (every

@@ -211,6 +211,44 @@ class TierRunTest(ProcessTest):
         print(f"secure aggregation with {len(victims)} of {CLIENTS} clients killed after sharing "
               f"keys: round 2 closed with {closed[2]['accepted']} masked inputs")
 
+    def test_pace_steering_sends_idle_clients_away_and_they_come_back(self):
+        tag = "pace"
+        # Rounds of 12 of the 30, each opening once all 30 are connected; each aggregator keeps 2
+        # idle clients and sends the others away for 0.3-0.8 s: each round waits for them to
+        # come back (to the same aggregator).
+        toml = run_toml("dense", rounds=6).replace(
+            f"clients_per_round = {CLIENTS}\nmin_available = {CLIENTS}\nmin_completed = {CLIENTS}",
+            f"clients_per_round = 12\nmin_available = {CLIENTS}\nmin_completed = 12")
+        toml = "[pace]\nmax_idle = 2\ncome_back_s = 0.3\nwindow_s = 0.5\n" + toml
+        coord, addr = self.start_coordinator(toml, name=tag)
+        aggs = [self.start_aggregator(f"{tag}-agg-{g}", addr) for g in range(GROUPS)]
+        procs = self.clients(tag, [a for _, a in aggs])
+        self.assertEqual(coord.wait(timeout=240), 0, self.log(tag)[-3000:])
+        for g, (proc, _) in enumerate(aggs):
+            self.assertEqual(proc.wait(timeout=30), 0, self.log(f"{tag}-agg-{g}")[-2000:])
+        # A client away when the run ended finds its aggregator gone and would retry forever.
+        for p in procs:
+            if p.poll() is None:
+                p.terminate()
+            p.wait(timeout=30)
+        closed = [e for e in read_events(self.path(f"{tag}-out", "events.jsonl"))
+                  if e["event"] == "round_closed"]
+        self.assertEqual([e["round"] for e in closed], [1, 2, 3, 4, 5, 6])
+        for e in closed:
+            self.assertEqual(e["accepted"], 12, e)
+        sent_away, came_back = 0, 0
+        for g in range(GROUPS):
+            log = self.log(f"{tag}-agg-{g}")
+            for idle, held in re.findall(r"pace steering sent (\d+) of (\d+) idle clients away", log):
+                self.assertEqual(int(held) - int(idle), 2, log[-2000:])
+                sent_away += int(idle)
+            joins = re.findall(r"client (edge-\d+) joined", log)
+            came_back += len(joins) - len(set(joins))
+        print(f"pace steering: {sent_away} times a client was sent away, {came_back} times one "
+              f"came back and joined its aggregator again")
+        self.assertGreater(sent_away, 0)
+        self.assertGreater(came_back, 0)
+
     def test_an_aggregator_killed_mid_round_loses_no_accepted_update(self):
         tag = "failover"
         # The cnn, 10 epochs of its client's examples: round 2's training takes long enough to
