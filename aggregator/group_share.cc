@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include "compression/codec_spec.h"
 
 namespace tributary {
@@ -31,6 +34,10 @@ Result<std::unique_ptr<GroupShare>> GroupShare::Start(const TierConfig& config,
     g->seeds_[m.client_id] = m.fit_seed;
     g->pending_.insert(m.client_id);
   }
+  // The group's share of the round's quota: the coordinator selects ceil(K * over_selection).
+  const double over = std::max(1.0, config.round.over_selection);
+  g->quota_ = std::max<size_t>(
+      1, static_cast<size_t>(std::ceil(static_cast<double>(g->seeds_.size()) / over - 1e-9)));
   return g;
 }
 
@@ -87,6 +94,7 @@ std::optional<UpdateRefusal> GroupShare::OnUpdate(const std::string& id, const U
     rec.weight = weight;
     return std::nullopt;
   }();
+  if (!no) ++accepted_;
   if (no) {
     rec.code = static_cast<uint32_t>(no->code);
     rec.kind = no->kind;
@@ -99,7 +107,8 @@ std::optional<UpdateRefusal> GroupShare::OnUpdate(const std::string& id, const U
 void GroupShare::OnLeft(const std::string& id) { pending_.erase(id); }
 
 bool GroupShare::Due(TimePoint now) const {
-  return !records_.empty() && (pending_.empty() || now >= flush_at_);
+  if (records_.empty()) return false;
+  return pending_.empty() || now >= flush_at_ || (!quota_sent_ && accepted_ >= quota_);
 }
 
 Result<GroupResult> GroupShare::TakeResult() {
@@ -110,6 +119,7 @@ Result<GroupResult> GroupShare::TakeResult() {
   out.partial = SharedBytes(std::move(bytes));
   out.records = std::move(records_);
   records_.clear();
+  if (accepted_ >= quota_) quota_sent_ = true;
   TRIB_RETURN_IF_ERROR(strategy_->BeginRound(zero_));  // the next result holds only new updates
   return out;
 }

@@ -12,8 +12,13 @@
 //
 // A result is due (Due) when records are waiting and every member has answered or left, or the
 // flush time (shortly before the task's deadline, so it reaches the coordinator in time) has
-// passed. TakeResult encodes the waiting records and the sum of their accepted updates and starts
-// a fresh sum, so each result carries updates no earlier one carried; the coordinator adds them.
+// passed, or, the first time, once the group's share of the round's quota is accepted:
+// ceil(members / run.over_selection) updates (every member without over-selection). The
+// coordinator closes a round at its quota, so with over-selection a group does not hold back
+// what it has until its slowest members answer; what comes after goes up with the last member's
+// answer or at the flush time. TakeResult encodes the waiting records and the sum of their
+// accepted updates and starts a fresh sum, so each result carries updates no earlier one carried;
+// the coordinator adds them.
 //
 // Not thread-safe: one strand.
 #pragma once
@@ -77,6 +82,9 @@ class GroupShare {
   uint64_t model_version_ = 0;
   TimePoint deadline_{}, flush_at_{};
   std::vector<GroupRecord> records_;  // not yet sent
+  size_t quota_ = 0;                  // accepted updates that make the first result due
+  size_t accepted_ = 0;               // accepted so far, in every result
+  bool quota_sent_ = false;           // a result went up once the quota was reached
 };
 
 }  // namespace tributary

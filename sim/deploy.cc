@@ -106,6 +106,8 @@ const char* InProcessOnly(const std::string& key) {
   if (key.rfind("residual.", 0) == 0)
     return "a real client keeps its whole error-feedback residual in its state directory";
   if (key.rfind("attack.", 0) == 0) return "the real client binary does not attack";
+  if (key.rfind("tier.", 0) == 0)
+    return "a deployed tier is real tributary-aggregator processes (docs/tier.md)";
   return nullptr;
 }
 

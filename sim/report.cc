@@ -351,6 +351,12 @@ Status WriteReport(const std::string& dir, const SimConfig& config, const SimRes
       j["test_accuracy"] = r.test_accuracy;
       j["test_loss"] = r.test_loss;
     }
+    j["coordinator_update_seconds"] = r.coordinator_update_seconds;
+    if (r.tier) {
+      j["tier_bytes_up"] = r.tier_bytes_up;
+      j["tier_bytes_down"] = r.tier_bytes_down;
+      j["aggregator_seconds"] = r.aggregator_seconds;
+    }
     if (r.async) {
       j["staleness_mean"] = r.staleness_mean;
       j["staleness_max"] = r.staleness_max;
@@ -367,6 +373,17 @@ Status WriteReport(const std::string& dir, const SimConfig& config, const SimRes
       {"model_hash", fmt::format("{:016x}", result.model_hash)},
       {"bytes_up", result.rounds.empty() ? 0 : result.rounds.back().cum_bytes_up},
       {"bytes_down", result.rounds.empty() ? 0 : result.rounds.back().cum_bytes_down}};
+  {
+    const SimRound sum = result.TierTotals();
+    const double n = static_cast<double>(std::max<size_t>(1, result.rounds.size()));
+    totals["coordinator_update_seconds_per_round"] = sum.coordinator_update_seconds / n;
+    if (config.tier.aggregators > 0) {
+      totals["aggregators"] = config.tier.aggregators;
+      totals["tier_bytes_up"] = sum.tier_bytes_up;
+      totals["tier_bytes_down"] = sum.tier_bytes_down;
+      totals["aggregator_seconds_per_round"] = sum.aggregator_seconds / n;
+    }
+  }
   if (config.run.round.secagg.enabled) {
     const SimRound sum = result.SecAggTotals();
     totals["secagg_bytes_up"] = sum.secagg_bytes_up;

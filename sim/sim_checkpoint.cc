@@ -14,7 +14,8 @@
 namespace tributary {
 namespace {
 
-constexpr uint32_t kMagic = 0x54525333;  // "TRS3" (TRS2 had no control variates, TRS1 no settings)
+// "TRS4" (TRS3 had no tier counts, TRS2 no control variates, TRS1 no settings).
+constexpr uint32_t kMagic = 0x54525334;
 constexpr size_t kDigestChars = 64;
 
 // Every field of a SimRound, in the file's order; `f` is called with each one (bools as bools).
@@ -27,7 +28,8 @@ void VisitRound(R& r, F&& f) {
   f(r.malicious), f(r.secagg_bytes_up), f(r.secagg_bytes_down), f(r.secagg_clients);
   f(r.secagg_client_seconds), f(r.secagg_server_seconds), f(r.dp), f(r.epsilon);
   f(r.dp_clip_norm), f(r.dp_clipped), f(r.async), f(r.staleness_mean), f(r.staleness_max);
-  f(r.in_flight);
+  f(r.in_flight), f(r.coordinator_update_seconds), f(r.tier), f(r.tier_bytes_up);
+  f(r.tier_bytes_down), f(r.aggregator_seconds);
 }
 
 std::string Digest(std::string_view bytes) {

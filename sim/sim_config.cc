@@ -46,6 +46,13 @@ void BindSimConfig(ConfigSchema& s, SimConfig* c) {
   s.Bind("hetero.up_mbps", &h.up_mbps, "upload bandwidth, Mbit/s (0: unlimited)");
   s.Bind("hetero.bandwidth_sigma", &h.bandwidth_sigma, "log-normal spread of the bandwidths");
   s.Bind("hetero.latency_ms", &h.latency_ms, "network latency per transfer, ms");
+  s.Bind("tier.aggregators", &c->tier.aggregators,
+         "simulated aggregators between the clients and the coordinator (0: none)")
+      .Flag("--aggregators");
+  s.Bind("tier.link_mbps", &c->tier.link_mbps,
+         "bandwidth of each aggregator's link to the coordinator, Mbit/s (0: unlimited)");
+  s.Bind("tier.latency_ms", &c->tier.latency_ms,
+         "latency per transfer on an aggregator's link to the coordinator, ms");
   s.Bind("residual.max_age_rounds", &c->residual_max_age_rounds,
          "drop a residual its client has not used for this many rounds (0: never)");
   s.Bind("residual.keep_fraction", &c->residual_keep_fraction,
@@ -127,6 +134,16 @@ Status SimConfig::Validate() const {
   if (!(residual_keep_fraction > 0.0) || residual_keep_fraction > 1.0)
     return KeyError("residual.keep_fraction", "must be in (0, 1]");
   if (report_dir.empty()) return KeyError("sim.report_dir", "must not be empty");
+  TRIB_RETURN_IF_ERROR(tier.Validate());
+  if (tier.aggregators > 0 && run.round.asynchronous())
+    return KeyError("tier.aggregators",
+                    "cannot be used with run.mode = 'async': asynchronous steps do not run through "
+                    "the aggregation tier yet");
+  if (tier.aggregators > 0 && run.round.secagg.enabled)
+    return KeyError("tier.aggregators",
+                    "cannot be used with secagg.enabled in the simulator in this version: it "
+                    "models the tier's plaintext path (secure aggregation per group runs between "
+                    "real processes: docs/tier.md)");
   if (stop_at_target && target_accuracy <= 0.0)
     return KeyError("sim.stop_at_target", "needs sim.target_accuracy > 0");
   if (run.round.asynchronous() && !attack.kind.empty() && attack.kind != "none")

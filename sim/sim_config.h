@@ -15,6 +15,7 @@
 //   sim.report_dir      report.html, report.json, rounds.csv, events.jsonl, final.safetensors
 //   log_level
 //   hetero.*            device and network heterogeneity (sim/device_model.h)
+//   tier.*              aggregators, link_mbps, latency_ms: the aggregation tier (sim/sim_tier.h)
 //   residual.*          max_age_rounds, keep_fraction (error-feedback residuals, below)
 //   attack.*            kind, fraction, scale, noise_std, alie_z (malicious clients; sim/attack.h)
 // Old flat keys (rounds, per_round, clients, ...) are errors that name their new key.
@@ -28,6 +29,7 @@
 #include "core/config_schema.h"
 #include "sim/attack.h"
 #include "sim/device_model.h"
+#include "sim/sim_tier.h"
 #include "train/data/data_config.h"
 
 namespace tributary {
@@ -44,6 +46,7 @@ struct SimConfig {
   bool stop_at_target = false;  // end the run once target_accuracy is reached
   std::string report_dir = "sim-report";
   HeterogeneityConfig hetero;
+  TierModelConfig tier;  // the aggregation tier between the clients and the coordinator
   // Error-feedback residuals (codecs like topk): the simulator keeps one per virtual client that
   // has trained. Each is dropped when the client has not trained for max_age_rounds rounds (0:
   // kept for ever), and only the keep_fraction largest-magnitude entries are kept, sparsely (1:

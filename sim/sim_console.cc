@@ -104,6 +104,18 @@ Status FinishSimRun(const SimConfig& cfg, const SimResult& result, nlohmann::jso
       FormatDuration(result.sim_seconds).c_str(), FormatDuration(ms / 1000).c_str(),
       FormatBytes(static_cast<double>(PeakRssBytes())).c_str(),
       static_cast<unsigned long long>(result.model_hash));
+  if (cfg.tier.aggregators > 0 && !result.rounds.empty()) {
+    const SimRound sum = result.TierTotals();
+    const double rounds = static_cast<double>(result.rounds.size());
+    std::printf(
+        "aggregation tier: %lld aggregators; per round %s of group tasks down and %s of partial "
+        "sums up their links; the aggregators' compute %.1f ms, the coordinator's for the partial "
+        "sums %.1f ms\n",
+        static_cast<long long>(cfg.tier.aggregators),
+        FormatBytes(static_cast<double>(sum.tier_bytes_down) / rounds).c_str(),
+        FormatBytes(static_cast<double>(sum.tier_bytes_up) / rounds).c_str(),
+        1000 * sum.aggregator_seconds / rounds, 1000 * sum.coordinator_update_seconds / rounds);
+  }
   if (cfg.run.round.secagg.enabled && !result.rounds.empty()) {
     const SimRound sum = result.SecAggTotals();
     const double rounds = static_cast<double>(result.rounds.size());

@@ -60,4 +60,16 @@ SimRound SimResult::SecAggTotals() const {
   return sum;
 }
 
+SimRound SimResult::TierTotals() const {
+  SimRound sum;
+  for (const SimRound& r : rounds) {
+    sum.coordinator_update_seconds += r.coordinator_update_seconds;
+    sum.tier = sum.tier || r.tier;
+    sum.tier_bytes_up += r.tier_bytes_up;
+    sum.tier_bytes_down += r.tier_bytes_down;
+    sum.aggregator_seconds += r.aggregator_seconds;
+  }
+  return sum;
+}
+
 }  // namespace tributary

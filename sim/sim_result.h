@@ -60,6 +60,15 @@ struct SimRound {
   double staleness_mean = 0.0;
   uint64_t staleness_max = 0;
   int64_t in_flight = 0;
+  // In-process (all attempts): the coordinator's wall seconds taking the updates (OnUpdate) or,
+  // through a simulated tier (tier.aggregators), the groups' partial sums (OnGroupResult).
+  double coordinator_update_seconds = 0.0;
+  // Through a simulated tier: framed bytes of the group tasks sent down the aggregators' links
+  // and of the group results sent up, and the aggregators' wall seconds judging and folding
+  // their clients' updates (summed over aggregators).
+  bool tier = false;
+  uint64_t tier_bytes_up = 0, tier_bytes_down = 0;
+  double aggregator_seconds = 0.0;
 };
 
 // The fields a RoundClosed event determines.
@@ -94,6 +103,8 @@ struct SimResult {
   const SimRound& Append(SimRound round, double target_accuracy);
   // The secure aggregation fields (secagg_*) summed over every round; the rest left at zero.
   SimRound SecAggTotals() const;
+  // coordinator_update_seconds and the tier's counts summed over the rounds.
+  SimRound TierTotals() const;
 };
 
 }  // namespace tributary

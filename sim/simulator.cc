@@ -7,9 +7,11 @@
 #include <chrono>
 #include <cmath>
 #include <future>
+#include <queue>
 
 #include <fmt/format.h>
 
+#include "aggregation/partial_sum.h"
 #include "client/secagg_task.h"
 #include "client/task_executor.h"
 #include "protocol/frame.h"
@@ -31,6 +33,19 @@ Simulator::~Simulator() {
 }
 
 TimePoint Simulator::At(double seconds) const { return SimTimePoint(seconds); }
+
+std::string Simulator::Via(uint64_t index) const {
+  return tier_ ? tier_->Name(tier_->Of(index)) : std::string();
+}
+
+void Simulator::NoteTier() {
+  if (!tier_) return;
+  const SimTier::Counts c = tier_->TakeCounts();
+  pending_.tier = true;
+  pending_.tier_bytes_down += c.bytes_down;
+  pending_.tier_bytes_up += c.bytes_up;
+  pending_.aggregator_seconds += c.seconds;
+}
 
 Result<std::unique_ptr<Simulator>> Simulator::Create(const SimConfig& config, DataSplits data,
                                                      const std::string& final_model, Env* env,
@@ -118,6 +133,11 @@ Result<std::unique_ptr<Simulator>> Simulator::Create(const SimConfig& config, Da
   if (config.run.round.secagg.enabled) {
     TRIB_ASSIGN_OR_RETURN(s->identities_, SimIdentities::Create());
   }
+  if (config.tier.aggregators > 0) {
+    const RunEngine& engine = s->driver_->engine();
+    TRIB_ASSIGN_OR_RETURN(s->tier_, SimTier::Create(config.tier, config.EffectiveRun(),
+                                                    engine.strategy(), engine.model()));
+  }
   s->driver_->AddObserver(s.get());
   s->caps_.device = "sim";
   s->caps_.codecs = {config.run.round.codec};
@@ -132,7 +152,7 @@ Status Simulator::Join() {
   Progress progress("registering the simulated clients", population_->size(), "clients");
   for (uint64_t i = 0; i < population_->size(); ++i) {
     caps_.num_examples = population_->num_examples(i);
-    driver_->engine().OnJoined(Population::ClientId(i), caps_, At(now_));
+    driver_->engine().OnJoined(Population::ClientId(i), caps_, At(now_), Via(i));
     progress.Advance();
   }
   progress.Done();
@@ -156,6 +176,11 @@ void Simulator::OnEvent(const RunEvent& event) {
     r.secagg_clients = pending_.secagg_clients;
     r.secagg_client_seconds = pending_.secagg_client_seconds;
     r.secagg_server_seconds = pending_.secagg_server_seconds;
+    r.coordinator_update_seconds = pending_.coordinator_update_seconds;
+    r.tier = pending_.tier;
+    r.tier_bytes_up = pending_.tier_bytes_up;
+    r.tier_bytes_down = pending_.tier_bytes_down;
+    r.aggregator_seconds = pending_.aggregator_seconds;
     r.sim_clock = now_;
     r.sim_seconds = now_ - round_start_sim_;
     pending_ = r;
@@ -362,14 +387,31 @@ Status Simulator::RunAttempt(std::vector<RunEngine::Outgoing> tasks,
       if (!job.left_early) train.push_back(&job);
   TRIB_RETURN_IF_ERROR(TrainJobs(train, std::vector<uint64_t>(train.size(), bytes_down)));
 
-  // Events in simulated-time order (ties by client index), independent of thread scheduling.
+  // Through a simulated tier the tasks reach the aggregators `hop` seconds after t0, and the
+  // clients' tasks start then.
+  double hop = 0.0;
+  if (tier_ && open() && !train.empty()) {
+    Result<double> h = tier_->Begin(tasks, t0);
+    NoteTier();
+    if (!h.ok()) return h.status();
+    hop = *h;
+  }
+  // Events in simulated-time order (ties: clients' first, then aggregators' flush times, then
+  // group results reaching the coordinator; then by index), independent of thread scheduling.
+  enum Kind { kClient = 0, kFlush = 1, kResult = 2 };
   struct Event {
     double t;
-    uint64_t index;
+    int kind;
+    uint64_t index;  // the client's; the aggregator's (kFlush); the result's in `sent` (kResult)
     Job* job;
     bool leaves;
   };
-  std::vector<Event> events;
+  auto later = [](const Event& a, const Event& b) {
+    if (a.t != b.t) return a.t > b.t;
+    if (a.kind != b.kind) return a.kind > b.kind;
+    return a.index > b.index;
+  };
+  std::priority_queue<Event, std::vector<Event>, decltype(later)> events(later);
   for (Job& j : jobs) {
     TRIB_RETURN_IF_ERROR(j.error);
     if (j.left_early) {
@@ -379,36 +421,74 @@ Status Simulator::RunAttempt(std::vector<RunEngine::Outgoing> tasks,
     if (train.empty()) continue;  // the attempt failed before the clients trained
     if (!j.timing.available) {
       ++pending_.unavailable;
-      events.push_back({t0, j.index, &j, true});
+      events.push({t0 + hop, kClient, j.index, &j, true});
       continue;
     }
     pending_.bytes_down += bytes_down;
     pending_.secagg_client_seconds += j.secagg_seconds;
     if (j.timing.drops) {
       ++pending_.dropouts;
-      events.push_back({t0 + j.timing.drop_at_s, j.index, &j, true});
+      events.push({t0 + hop + j.timing.drop_at_s, kClient, j.index, &j, true});
     } else {
-      events.push_back({t0 + j.timing.finish_s(), j.index, &j, false});
+      events.push({t0 + hop + j.timing.finish_s(), kClient, j.index, &j, false});
     }
   }
-  std::sort(events.begin(), events.end(), [](const Event& a, const Event& b) {
-    return a.t != b.t ? a.t < b.t : a.index < b.index;
-  });
+  std::vector<SimTier::Sent> sent;  // group results on their way to the coordinator
+  if (tier_ && !train.empty())
+    for (int64_t k = 0; k < tier_->size(); ++k)
+      if (std::optional<double> at = tier_->FlushAt(k))
+        events.push({*at, kFlush, static_cast<uint64_t>(k), nullptr, false});
+  // The aggregator's group result leaves when it is due (every member answered or left, or its
+  // flush time passed).
+  auto send_if_due = [&](int64_t k, double t) -> Status {
+    Result<std::optional<SimTier::Sent>> due = tier_->TakeIfDue(k, t);
+    NoteTier();
+    if (!due.ok()) return due.status();
+    if (!*due) return Status::Ok();
+    sent.push_back(std::move(**due));
+    events.push({sent.back().arrives, kResult, sent.size() - 1, nullptr, false});
+    return Status::Ok();
+  };
   const double deadline =
       t0 + std::chrono::duration<double>(config_.run.round.round_timeout).count();
-  for (const Event& e : events) {
+  while (!events.empty()) {
+    const Event e = events.top();
+    events.pop();
     if (open() && e.t > deadline) {
       now_ = deadline;
       engine.OnTick(At(deadline));
       TRIB_RETURN_IF_ERROR(ServeSecAgg());
     }
+    if (e.kind == kFlush) {
+      if (open()) TRIB_RETURN_IF_ERROR(send_if_due(static_cast<int64_t>(e.index), e.t));
+      continue;
+    }
+    if (e.kind == kResult) {
+      if (!open()) continue;  // after the attempt ended: the coordinator refuses it as late
+      now_ = e.t;
+      SimTier::Sent& g = sent[e.index];
+      const double wall = WallNow();
+      Result<PartialSum> partial = DecodePartialSum(g.result.partial.span(), engine.model().size());
+      Status s = partial.ok()
+                     ? engine.OnGroupResult(tier_->Name(g.aggregator), g.result, *partial, At(e.t))
+                     : partial.status();
+      pending_.coordinator_update_seconds += WallNow() - wall;
+      if (!s.ok())
+        Log().warn("the partial sum of {} refused: {}", tier_->Name(g.aggregator), s.ToString());
+      continue;
+    }
+    const std::string& id = e.job->out->client_id;
     if (e.leaves) {
       if (!open()) continue;  // leaving after the attempt ended changes nothing
       now_ = e.t;
-      engine.OnLeft(e.job->out->client_id, At(e.t));
-      departed.push_back(e.job->out->client_id);
-      secagg_.erase(e.job->out->client_id);
+      engine.OnLeft(id, At(e.t));
+      departed.push_back(id);
+      secagg_.erase(id);
       TRIB_RETURN_IF_ERROR(ServeSecAgg());
+      if (tier_) {
+        tier_->OnLeft(tier_->Of(e.index), id);
+        TRIB_RETURN_IF_ERROR(send_if_due(tier_->Of(e.index), e.t));
+      }
       continue;
     }
     pending_.bytes_up += e.job->bytes_up;
@@ -417,15 +497,23 @@ Status Simulator::RunAttempt(std::vector<RunEngine::Outgoing> tasks,
       continue;
     }
     now_ = e.t;
-    const std::string& id = e.job->out->client_id;
+    if (tier_) {  // to the client's aggregator
+      const int64_t k = tier_->Of(e.index);
+      std::optional<UpdateRefusal> no =
+          tier_->OnUpdate(k, id, *e.job->submission, engine.registry().Find(id), e.t);
+      if (no) Log().debug("update from {} refused by {}: {}", id, tier_->Name(k), no->reason);
+      TRIB_RETURN_IF_ERROR(send_if_due(k, e.t));
+      continue;
+    }
     Status s;
+    const double wall = WallNow();
     if (e.job->masked) {
-      const double t = WallNow();
       s = engine.OnSecAgg(id, *e.job->masked, At(e.t));
-      pending_.secagg_server_seconds += WallNow() - t;
+      pending_.secagg_server_seconds += WallNow() - wall;
       TRIB_RETURN_IF_ERROR(ServeSecAgg());
     } else {
       s = engine.OnUpdate(id, *e.job->submission, At(e.t));
+      pending_.coordinator_update_seconds += WallNow() - wall;
     }
     if (!s.ok()) Log().debug("update from {} refused: {}", id, s.ToString());
   }
@@ -445,8 +533,9 @@ Status Simulator::RunAttempt(std::vector<RunEngine::Outgoing> tasks,
   secagg_.clear();
   // Clients that left come back once the attempt is over (the next attempt can select them).
   for (const std::string& id : departed) {
-    caps_.num_examples = population_->num_examples(*Population::IndexOf(id));
-    engine.OnJoined(id, caps_, At(now_));
+    const uint64_t index = *Population::IndexOf(id);
+    caps_.num_examples = population_->num_examples(index);
+    engine.OnJoined(id, caps_, At(now_), Via(index));
   }
   if (round_closed_) RecordRound();
   SaveState();

@@ -29,6 +29,9 @@
 // whatever the thread count (per-client seeds come from the engine, events are ordered by
 // (simulated time, client), and FedAvg's fixed-point accumulator does not depend on order).
 //
+// With tier.aggregators, the clients join through simulated aggregators that run the real
+// GroupShare over their groups and send the coordinator partial sums (sim/sim_tier.h).
+//
 // Not thread-safe: call Run from one thread. Observers added with AddObserver see the run's events
 // on that thread.
 #pragma once
@@ -53,6 +56,7 @@
 #include "sim/sim_config.h"
 #include "sim/sim_identities.h"
 #include "sim/sim_result.h"
+#include "sim/sim_tier.h"
 #include "sim/trainer_factory.h"
 #include "train/data/data_config.h"
 #include "train/model_spec.h"
@@ -170,6 +174,10 @@ class Simulator : private RunObserver {
   // client is malicious.
   Result<std::shared_ptr<Trainer>> MakeTrainer(uint64_t client, bool attacked) const;
   TimePoint At(double seconds) const;
+  // The aggregator client `index` joins through (tier.aggregators); empty without a tier.
+  std::string Via(uint64_t index) const;
+  // Through a simulated tier: the aggregators' counts since the last call, into pending_.
+  void NoteTier();
 
   SimConfig config_;
   DataSplits data_;
@@ -183,6 +191,7 @@ class Simulator : private RunObserver {
   std::unique_ptr<ResidualStore> residuals_;
   std::unique_ptr<ControlStore> controls_;     // SCAFFOLD's c_i
   std::unique_ptr<SimIdentities> identities_;  // with secagg.enabled
+  std::unique_ptr<SimTier> tier_;              // with tier.aggregators > 0
   std::shared_ptr<ModelEvaluator> evaluator_;  // with server-side evaluation
   RankLink* ranks_ = nullptr;                  // null: one process
   bool ranks_greeted_ = false, ranks_stopped_ = false;

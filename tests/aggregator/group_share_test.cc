@@ -232,6 +232,45 @@ TEST_F(GroupShareTest, RefusalsAtAnAggregatorCountAtTheCoordinatorAndTheRoundClo
   EXPECT_GT(engine->registry().CoolingUntil("c4"), 1u);
 }
 
+// With over-selection the coordinator closes a round at its quota: a group sends what it has once
+// its share of the quota is accepted (a refusal does not count), and the rest with its last answer.
+TEST_F(GroupShareTest, WithOverSelectionTheGroupsShareOfTheQuotaGoesUpWithoutWaitingForTheRest) {
+  const RoundConfig c = Config();
+  auto engine = MakeEngine(c, "fedavg");
+  auto tasks = Tasks(*engine);
+  GroupTask g = Split(tasks)[0];  // c0, c3, c6
+  RoundConfig over = c;
+  over.over_selection = 1.5;  // a group of 3 holds ceil(3 / 1.5) = 2 of the quota
+  auto share = *GroupShare::Start(TierConfig{over, "fedavg", 1.0}, g, Init(), now_, now_ + 8s);
+  const ClientRecord r0 = Record("c0"), r3 = Record("c3"), r6 = Record("c6");
+  ASSERT_FALSE(share->OnUpdate("c0", Update(tasks.at("c0"), 0, "dense"), &r0, now_).has_value());
+  EXPECT_FALSE(share->Due(now_));
+  UpdateSubmission wrong = Update(tasks.at("c3"), 3, "dense");
+  wrong.model_version += 1;
+  ASSERT_TRUE(share->OnUpdate("c3", wrong, &r3, now_).has_value());
+  EXPECT_FALSE(share->Due(now_)) << "a refused update is not part of the quota";
+  // c3's duplicate is refused too: one answer per member.
+  ASSERT_TRUE(share->OnUpdate("c3", Update(tasks.at("c3"), 3, "dense"), &r3, now_).has_value());
+  // A fresh share where the second accepted update reaches the quota.
+  share = *GroupShare::Start(TierConfig{over, "fedavg", 1.0}, g, Init(), now_, now_ + 8s);
+  ASSERT_FALSE(share->OnUpdate("c0", Update(tasks.at("c0"), 0, "dense"), &r0, now_).has_value());
+  ASSERT_FALSE(share->OnUpdate("c6", Update(tasks.at("c6"), 6, "dense"), &r6, now_).has_value());
+  ASSERT_TRUE(share->Due(now_)) << "2 of 3 accepted: the group's share of the quota";
+  GroupResult first = *share->TakeResult();
+  EXPECT_EQ(first.records.size(), 2u);
+  EXPECT_FALSE(share->Due(now_));
+  ASSERT_FALSE(share->OnUpdate("c3", Update(tasks.at("c3"), 3, "dense"), &r3, now_).has_value());
+  ASSERT_TRUE(share->Due(now_)) << "the last member answered";
+  EXPECT_EQ(share->TakeResult()->records.size(), 1u);
+  EXPECT_TRUE(share->Done());
+
+  // Without over-selection the quota is every member: nothing goes up before the last answer.
+  share = *GroupShare::Start(TierConfig{c, "fedavg", 1.0}, g, Init(), now_, now_ + 8s);
+  ASSERT_FALSE(share->OnUpdate("c0", Update(tasks.at("c0"), 0, "dense"), &r0, now_).has_value());
+  ASSERT_FALSE(share->OnUpdate("c6", Update(tasks.at("c6"), 6, "dense"), &r6, now_).has_value());
+  EXPECT_FALSE(share->Due(now_));
+}
+
 TEST_F(GroupShareTest, AMemberThatLeavesMakesTheResultDueAndTheFlushTimeSendsWhatCame) {
   const RoundConfig c = Config();
   auto engine = MakeEngine(c, "fedavg");
