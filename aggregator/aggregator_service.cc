@@ -245,12 +245,16 @@ void AggregatorService::PaceIdle(const GroupTask& task) {
   std::vector<Connection*> idle;  // in id order (by_id_ is a map), then the seed's draw
   for (const auto& [id, conn] : by_id_)
     if (!busy.count(id)) idle.push_back(conn);
+  pace_cycle_.OnRoundStart(task.task.round, clock_->Now());
   const size_t keep = static_cast<size_t>(run.pace_max_idle);
   if (idle.size() <= keep) return;
   Rng rng = Rng::Stream(run.seed, {kAggregatorPaceStream, task.task.round, ClientIdHash(id_)});
   rng.Shuffle(std::span<Connection*>(idle));
   const uint64_t after = static_cast<uint64_t>(run.pace_come_back.count());
-  const uint64_t window = static_cast<uint64_t>(run.pace_window.count());
+  const uint64_t window = static_cast<uint64_t>(
+      PaceWindow(run, idle.size() - keep, task.members.size(),
+                 pace_cycle_.cycle(std::chrono::milliseconds(task.task.deadline_ms)))
+          .count());
   for (size_t i = keep; i < idle.size(); ++i) {
     Session& s = sessions_.at(idle[i]);
     s.conn->Send(Goodbye{fmt::format("pace steering: aggregator {} keeps {} idle clients "

@@ -37,6 +37,7 @@
 #include "aggregator/group_share.h"
 #include "aggregator/secure_group_share.h"
 #include "coordinator/client_registry.h"
+#include "coordinator/pace_window.h"
 #include "coordinator/tier_config.h"
 #include "core/clock.h"
 #include "protocol/security_log.h"
@@ -112,7 +113,8 @@ class AggregatorService : public std::enable_shared_from_this<AggregatorService>
   // result up once the session is over.
   void StartSecure(const GroupTask& task);
   // Pace steering (pace.max_idle, docs/tier.md): after a round's tasks, the connected clients
-  // beyond the cap that hold none are told to come back later, and their connections close.
+  // beyond the cap that hold none are told to come back later (PaceWindow, its round cycle the
+  // time between group tasks), and their connections close.
   void PaceIdle(const GroupTask& task);
   void AfterSecure();
   void QueueMembership();
@@ -144,6 +146,7 @@ class AggregatorService : public std::enable_shared_from_this<AggregatorService>
   GroupMembership membership_;                // changes not yet sent
   bool membership_queued_ = false;
   std::unique_ptr<GroupShare> share_;
+  RoundCycle pace_cycle_;                     // pace steering: the time between group tasks
   std::unique_ptr<SecureGroupShare> secure_;  // this round's, with secure aggregation
   std::string secure_phase_;                  // its phase last logged
   bool finished_ = false;

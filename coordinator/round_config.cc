@@ -55,7 +55,7 @@ void BindRoundConfig(ConfigSchema& s, RoundConfig* r) {
          "pace steering: the earliest a client told to come back reconnects, in seconds");
   s.Bind("pace.window_s", &r->pace_window,
          "pace steering: clients reconnect at a time drawn uniformly in a window this long, in "
-         "seconds");
+         "seconds (0: derived from the clients sent away and the rounds' pace)");
   s.Bind("run.codec", &r->codec, "the update codec every client uses (docs/compression.md)")
       .Flag("--codec");
   s.Bind("run.download_codec", &r->download_codec,
@@ -169,8 +169,10 @@ Status RoundConfig::Validate() const {
   if (pace_max_idle < 0)
     return bad(fmt::format("'pace.max_idle' = {} must be >= 0 (0: off)", pace_max_idle));
   if (pace_come_back.count() < 0) return bad("'pace.come_back_s' must be >= 0");
-  if (pace_max_idle > 0 && pace_window.count() <= 0)
-    return bad("'pace.window_s' must be > 0: clients told to come back spread over the window");
+  if (pace_window.count() < 0)
+    return bad(
+        "'pace.window_s' must be >= 0 (0: derived from the clients sent away and the "
+        "rounds' pace)");
   if (pace_max_idle > 0 && asynchronous())
     return bad(
         "'pace.max_idle' is for rounds (run.mode = 'sync'): an asynchronous run keeps "

@@ -81,7 +81,8 @@ struct RoundConfig {
   DpConfig dp;  // differential privacy (privacy/dp/dp_config.h)
   // Pace steering (docs/tier.md): when > 0, at most this many idle clients connected to the
   // coordinator stay connected while a round runs; the others (drawn by the run's seed) are told
-  // to come back at a time each draws in [pace_come_back, pace_come_back + pace_window].
+  // to come back at a time each draws in [pace_come_back, pace_come_back + pace_window];
+  // pace_window 0: derived from the fleet and the rounds' pace (coordinator/pace_window.h).
   int64_t pace_max_idle = 0;
   std::chrono::milliseconds pace_come_back{60'000};
   std::chrono::milliseconds pace_window{60'000};

@@ -518,26 +518,35 @@ void RoundEngine::MaybeStartRound(TimePoint now) {
     outbox_.push_back({id, std::move(t)});
   }
   if (hooks_.on_round_opened) hooks_.on_round_opened(round, attempt_ + 1, summary_.selected);
-  PaceIdle(round);
+  PaceIdle(round, now);
   // A Poisson sample may be empty: the round then releases noise alone, as the accounting assumes.
   if (m == 0 && !SecureRound()) MaybeFinishEarly(now);
 }
 
-void RoundEngine::PaceIdle(uint64_t round) {
+void RoundEngine::PaceIdle(uint64_t round, TimePoint now) {
   if (config_.pace_max_idle <= 0) return;
+  pace_cycle_.OnRoundStart(round, now);
   // The idle clients connected here (an aggregator's are its own to keep), in id order, then a
   // draw of the run's seed: which of them stay is reproducible and changes from round to round.
   std::vector<const std::string*> idle;
-  for (const auto& [id, rec] : registry_.records())
-    if (!rec.busy && rec.via.empty()) idle.push_back(&rec.id);
+  size_t training_here = 0;
+  for (const auto& [id, rec] : registry_.records()) {
+    if (!rec.via.empty()) continue;
+    if (rec.busy)
+      ++training_here;
+    else
+      idle.push_back(&rec.id);
+  }
   const size_t keep = static_cast<size_t>(config_.pace_max_idle);
   if (idle.size() <= keep) return;
   Rng rng = Rng::Stream(config_.seed, {kPaceStream, round, static_cast<uint64_t>(attempt_)});
   rng.Shuffle(std::span<const std::string*>(idle));
-  const uint64_t after = static_cast<uint64_t>(config_.pace_come_back.count());
-  const uint64_t window = static_cast<uint64_t>(config_.pace_window.count());
   std::vector<std::string> away;
   for (size_t i = keep; i < idle.size(); ++i) away.push_back(*idle[i]);
+  const uint64_t after = static_cast<uint64_t>(config_.pace_come_back.count());
+  const uint64_t window = static_cast<uint64_t>(
+      PaceWindow(config_, away.size(), training_here, pace_cycle_.cycle(config_.round_timeout))
+          .count());
   for (const std::string& id : away) {
     outbox_.push_back(
         {id, Goodbye{fmt::format("pace steering: {} idle clients are more than "

@@ -77,6 +77,7 @@
 #include "coordinator/client_registry.h"
 #include "coordinator/download_cache.h"
 #include "coordinator/federated_eval.h"
+#include "coordinator/pace_window.h"
 #include "coordinator/round_config.h"
 #include "coordinator/run_engine.h"
 #include "coordinator/secagg_round.h"
@@ -189,8 +190,8 @@ class RoundEngine : public RunEngine {
   void FoldSecureMean(const std::vector<float>& mean, const UpdateWriter& write_mean,
                       uint64_t weight, int64_t survivors, TimePoint now);
   // Pace steering (config.pace_max_idle): tells the idle clients connected here beyond the cap to
-  // come back later (a Goodbye with a window) and takes them out of the registry.
-  void PaceIdle(uint64_t round);
+  // come back later (a Goodbye with a window, PaceWindow) and takes them out of the registry.
+  void PaceIdle(uint64_t round, TimePoint now);
   bool SecureRound() const { return secagg_ != nullptr || tier_secagg_ != nullptr; }
 
   RoundConfig config_;
@@ -231,6 +232,7 @@ class RoundEngine : public RunEngine {
   // (round_timeout after it was sent) with what came.
   std::unique_ptr<FederatedEval> eval_;
   uint64_t dispatches_ = 0;  // assignments sent since the start (the checkpoint's, when resumed)
+  RoundCycle pace_cycle_;    // pace steering's measure of the rounds' pace
 
   // This attempt's secure aggregation (config.secagg.enabled): the session of the clients
   // connected here, and, when some selected clients are behind aggregators, the groups' sums.

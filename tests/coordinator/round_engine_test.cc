@@ -140,6 +140,83 @@ TEST_F(RoundEngineTest, PaceSteeringSendsTheIdleClientsBeyondTheCapAwayWithAWind
   EXPECT_NE(engine_->registry().Find(back), nullptr);
 }
 
+// pace.window_s = 0: the window is derived from the clients sent away and the rounds' pace
+// (coordinator/pace_window.h): ceil(away / training here) round cycles, the first round's cycle
+// the deadline, the next ones the time between the starts of the last two rounds.
+TEST_F(RoundEngineTest, PaceSteeringDerivesTheWindowFromTheClientsSentAwayAndTheRoundsPace) {
+  RoundConfig c = Config(3);
+  c.min_available = 3;
+  c.pace_max_idle = 2;
+  c.pace_come_back = 5s;
+  c.pace_window = 0ms;
+  c.round_timeout = 60s;
+  ASSERT_TRUE(c.Validate().ok()) << c.Validate();
+  Make(c);
+  Join(12);  // the round opens at the third join: the rest join idle, and are paced next round
+  auto take = [&](std::map<std::string, TaskAssignment>& tasks) {
+    std::map<std::string, Goodbye> away;
+    for (auto& o : engine_->TakeOutbox()) {
+      if (auto* g = std::get_if<Goodbye>(&o.message)) away[o.client_id] = *g;
+      if (auto* t = std::get_if<TaskAssignment>(&o.message)) tasks[o.client_id] = *t;
+    }
+    return away;
+  };
+  std::map<std::string, TaskAssignment> tasks;
+  EXPECT_TRUE(take(tasks).empty()) << "nobody idle when round 1 opened";
+  ASSERT_EQ(tasks.size(), 3u);
+  // Round 1 closes 40 s later; round 2 opens at once: 3 train, 9 idle, 7 sent away, needed back
+  // 3 per round: ceil(7 / 3) = 3 cycles of 40 s.
+  now_ += 40s;
+  for (const auto& [id, t] : tasks)
+    ASSERT_TRUE(engine_->OnUpdate(id, Update(t, {1, 1, 1, 1}), now_).ok());
+  ASSERT_EQ(summaries_.size(), 1u);
+  tasks.clear();
+  std::map<std::string, Goodbye> away = take(tasks);
+  ASSERT_EQ(tasks.size(), 3u);
+  ASSERT_EQ(away.size(), 7u);
+  for (const auto& [id, g] : away) {
+    EXPECT_EQ(g.come_back_after_ms, 5'000u) << id;
+    EXPECT_EQ(g.come_back_window_ms, 120'000u) << id;
+  }
+  // With the window set, it is the operator's.
+  c.pace_window = 20s;
+  Make(c);
+  Join(12);
+  tasks.clear();
+  (void)take(tasks);
+  now_ += 40s;
+  for (const auto& [id, t] : tasks)
+    ASSERT_TRUE(engine_->OnUpdate(id, Update(t, {1, 1, 1, 1}), now_).ok());
+  away = take(tasks);
+  ASSERT_EQ(away.size(), 7u);
+  EXPECT_EQ(away.begin()->second.come_back_window_ms, 20'000u);
+}
+
+TEST(PaceWindowTest, RoundCyclesEnoughForTheRoundsToNeedEveryClientSentAway) {
+  RoundConfig c;
+  c.pace_window = 0ms;
+  EXPECT_EQ(PaceWindow(c, 25, 10, 30s), 90s);  // ceil(2.5) = 3 cycles
+  EXPECT_EQ(PaceWindow(c, 30, 10, 30s), 90s);
+  EXPECT_EQ(PaceWindow(c, 1, 10, 30s), 30s);
+  EXPECT_EQ(PaceWindow(c, 5, 0, 30s), 150s) << "nobody trains here: one a cycle";
+  EXPECT_EQ(PaceWindow(c, 0, 10, 30s), 1s) << "at least a second";
+  EXPECT_EQ(PaceWindow(c, 1'000'000'000, 1, 3600s), std::chrono::hours(24 * 7)) << "a week at most";
+  c.pace_window = 45s;
+  EXPECT_EQ(PaceWindow(c, 25, 10, 30s), 45s) << "the operator's when set";
+
+  RoundCycle cycle;
+  const TimePoint t0{};
+  EXPECT_EQ(cycle.cycle(10s), 10s) << "before two rounds started, the guess";
+  cycle.OnRoundStart(1, t0);
+  EXPECT_EQ(cycle.cycle(10s), 10s);
+  cycle.OnRoundStart(1, t0 + 5s);  // a retried attempt of the same round
+  EXPECT_EQ(cycle.cycle(10s), 10s);
+  cycle.OnRoundStart(2, t0 + 40s);
+  EXPECT_EQ(cycle.cycle(10s), 40s) << "from round 1's first start";
+  cycle.OnRoundStart(3, t0 + 55s);
+  EXPECT_EQ(cycle.cycle(10s), 15s);
+}
+
 TEST_F(RoundEngineTest, RunsAWeightedRoundAndStartsTheNext) {
   Make(Config(3));
   Join(2);

@@ -94,6 +94,7 @@ void ExpectSameRun(const SimResult& a, const SimResult& b, const std::string& wh
                 static_cast<double>(b.rounds[i].bytes_down), slack)
         << what << " round " << i;
     EXPECT_DOUBLE_EQ(a.rounds[i].sim_clock, b.rounds[i].sim_clock) << what << " round " << i;
+    EXPECT_EQ(a.rounds[i].tier_bytes_up, b.rounds[i].tier_bytes_up) << what << " round " << i;
     EXPECT_EQ(a.rounds[i].test_accuracy, b.rounds[i].test_accuracy) << what << " round " << i;
   }
 }
@@ -159,6 +160,14 @@ const Mode kModes[] = {
     // NIID-Bench's partitions: every rank computes the split and adds a client's feature noise.
     {"labels:2 with feature noise", [](SimConfig& c) { c.data.partition = "labels:2+noise:0.2"; }},
     {"quantity skew", [](SimConfig& c) { c.data.partition = "quantity:0.5,min_size=20"; }},
+    // The aggregation tier (sim/sim_tier.h) on rank 0; the ranks train its clients' jobs.
+    {"through 3 simulated aggregators, with over-selection and error feedback",
+     [](SimConfig& c) {
+       c.tier.aggregators = 3;
+       c.tier.latency_ms = 20;
+       c.run.round.over_selection = 1.4;
+       c.run.round.codec = "topk(0.1)+q8";
+     }},
     {"asynchronous", [](SimConfig& c) { Asynchronous(c, 4); }},
     {"asynchronous with secure aggregation",
      [](SimConfig& c) {

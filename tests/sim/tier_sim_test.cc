@@ -7,6 +7,8 @@
 
 #include <cmath>
 
+#include "../client/temp_dir.h"
+
 #include "sim_test_util.h"
 
 namespace tributary {
@@ -125,6 +127,36 @@ TEST(TierSimTest, WithOverSelectionEachGroupSendsItsShareOfTheQuotaWithoutWaitin
   }
   // A slow client takes 20x a fast one: waiting for every member costs the slow tail.
   EXPECT_LT(tier_s, 0.5 * all_s) << "one " << one_s << " s, tier " << tier_s << " s, all " << all_s;
+}
+
+// A run through the tier stopped after round 2 and resumed gives the unbroken run: the model, the
+// rounds and the tier's counts (the simulator's state file keeps them).
+TEST(TierSimTest, AResumedRunThroughTheTierGivesTheUnbrokenRun) {
+  SimConfig c = TierSimConfig();
+  c.run.round.rounds = 4;
+  c.run.round.over_selection = 1.5;
+  c.run.round.codec = "topk(0.1)+q8";
+  c.tier.aggregators = 3;
+  const SimResult whole = RunTierSim(c);
+  ASSERT_EQ(whole.rounds.size(), 4u);
+  testing::TempDir dir;
+  SimConfig first = c;
+  first.run.checkpoint_dir = dir.path();
+  first.run.round.rounds = 2;
+  ASSERT_EQ(RunTierSim(first).rounds.size(), 2u);
+  SimConfig rest = c;
+  rest.run.checkpoint_dir = dir.path();
+  rest.resume = true;
+  const SimResult resumed = RunTierSim(rest);
+  ASSERT_EQ(resumed.rounds.size(), 4u);
+  EXPECT_EQ(resumed.model_hash, whole.model_hash);
+  for (size_t i = 0; i < 4; ++i) {
+    SCOPED_TRACE(i);
+    EXPECT_EQ(resumed.rounds[i].accepted, whole.rounds[i].accepted);
+    EXPECT_EQ(resumed.rounds[i].tier_bytes_up, whole.rounds[i].tier_bytes_up);
+    EXPECT_EQ(resumed.rounds[i].tier_bytes_down, whole.rounds[i].tier_bytes_down);
+    EXPECT_DOUBLE_EQ(resumed.rounds[i].sim_clock, whole.rounds[i].sim_clock);
+  }
 }
 
 TEST(TierSimTest, RunsTheTierCannotCarryAreRefusedNamingWhy) {
