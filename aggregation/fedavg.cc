@@ -21,6 +21,11 @@ Status FedAvg::Accumulate(uint64_t weight, const UpdateWriter& writer) {
   return mean_.Add(weight, writer);
 }
 
+Status FedAvg::AccumulateDense(uint64_t weight, std::span<const uint8_t> bytes, float scale) {
+  if (!begun_) return Status::FailedPrecondition("fedavg: Accumulate before BeginRound");
+  return mean_.AddDense(weight, bytes, scale);
+}
+
 Status FedAvg::MergePartialSum(const PartialSum& partial) {
   if (!begun_) return Status::FailedPrecondition("fedavg: MergePartialSum before BeginRound");
   return mean_.Merge(partial);

@@ -44,6 +44,13 @@ Status ServerOptimizer::Accumulate(uint64_t weight, const UpdateWriter& writer) 
   return mean_.Add(weight, writer);
 }
 
+Status ServerOptimizer::AccumulateDense(uint64_t weight, std::span<const uint8_t> bytes,
+                                        float scale) {
+  if (!begun_)
+    return Status::FailedPrecondition(std::string(name()) + ": Accumulate before BeginRound");
+  return mean_.AddDense(weight, bytes, scale);
+}
+
 Status ServerOptimizer::MergePartialSum(const PartialSum& partial) {
   if (!begun_)
     return Status::FailedPrecondition(std::string(name()) + ": MergePartialSum before BeginRound");

@@ -47,6 +47,7 @@ class ServerOptimizer final : public Strategy {
   std::string_view name() const override;
   Status BeginRound(const ModelWeights& global) override;
   Status Accumulate(uint64_t weight, const UpdateWriter& writer) override;
+  Status AccumulateDense(uint64_t weight, std::span<const uint8_t> bytes, float scale) override;
   Status CheckUpdate(const UpdateStats& stats, uint64_t weight) const override {
     return mean_.CheckUpdate(stats, weight);
   }

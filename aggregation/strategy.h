@@ -56,6 +56,18 @@ class Strategy {
   // the rule needs (see CheckRoundSize); persistent state (moments) is then left unchanged.
   virtual Result<ModelWeights> Finalize() = 0;
 
+  // A dense update's bytes (little-endian floats, the "dense" codec's form) checked and folded in
+  // one pass over them, where the rule folds into an exact fixed-point sum
+  // (WeightedMean::AddDense): the same as DenseCodec::Validate, CheckUpdate and Accumulate with
+  // DecodeInto at `scale` (in [0, 1]), reading the update once. OK when folded; OutOfRange when a
+  // value is not finite or out of range, and then nothing changed (Validate and CheckUpdate name
+  // why); Unimplemented for a rule that cannot (callers then take the three steps); otherwise
+  // Accumulate's errors.
+  virtual Status AccumulateDense(uint64_t /*weight*/, std::span<const uint8_t> /*bytes*/,
+                                 float /*scale*/) {
+    return Status::Unimplemented(std::string(name()) + " folds no dense bytes in one pass");
+  }
+
   // OK when the rule can fold an update whose decoded values are described by `stats`, with
   // aggregation weight `weight`; else InvalidArgument saying why.
   virtual Status CheckUpdate(const UpdateStats& /*stats*/, uint64_t /*weight*/) const {

@@ -19,6 +19,22 @@ Status WeightedMean::Add(uint64_t weight, const UpdateWriter& writer) {
   return Status::Ok();
 }
 
+Status WeightedMean::AddDense(uint64_t weight, std::span<const uint8_t> bytes, float scale) {
+  if (Status s = partial_.CheckWeight(weight); !s.ok()) return s.WithContext(owner_);
+  if (bytes.size() != dim() * sizeof(float))
+    return Status::InvalidArgument(std::string(owner_) + ": a dense update of " +
+                                   std::to_string(bytes.size()) + " bytes for " +
+                                   std::to_string(dim()) + " values");
+  FixedPointSink sink(partial_.sum, weight);
+  const int32_t largest = FixedPointSink::LargestBitsFor(weight);
+  if (sink.FoldDenseBytes(bytes, scale, largest) > largest)
+    return Status::OutOfRange(std::string(owner_) + ": a value is not finite or out of range");
+  partial_.total_weight += weight;
+  ++partial_.count;
+  inv_scale_ = 1.0 / (static_cast<double>(partial_.total_weight) * FixedPointSink::kOne);
+  return Status::Ok();
+}
+
 Status WeightedMean::CheckUpdate(const UpdateStats& stats, uint64_t weight) const {
   if (Status s = partial_.CheckWeight(weight); !s.ok()) return s.WithContext(owner_);
   if (!(stats.max_abs * static_cast<double>(weight) < FixedPointSink::kMaxFixedPointTerm))

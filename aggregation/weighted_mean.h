@@ -40,6 +40,12 @@ class WeightedMean {
   // the total weight stays <= 2^53, and |weight * value| < 2^30; else InvalidArgument naming the
   // owner and the numbers.
   Status CheckUpdate(const UpdateStats& stats, uint64_t weight) const;
+  // Add and CheckUpdate of a dense update's bytes (DenseCodec's form) in one pass over them
+  // (FixedPointSink::FoldDenseBytes), every value multiplied by `scale` in [0, 1]. OK when folded;
+  // OutOfRange when a value is not finite or out of CheckUpdate's range, and then nothing changed
+  // (the caller names the problem: DenseCodec::Validate, CheckUpdate); InvalidArgument when
+  // CheckWeight refuses `weight` or the bytes are not dim() floats.
+  Status AddDense(uint64_t weight, std::span<const uint8_t> bytes, float scale);
   // Adds another process's partial sum of the same round (exact). InvalidArgument naming the
   // owner when it does not pass partial.Check(dim()) or the total weight would pass 2^53.
   Status Merge(const PartialSum& partial);

@@ -80,17 +80,10 @@ std::optional<UpdateRefusal> GroupShare::OnUpdate(const std::string& id, const U
       return refuse(ErrorCode::kProtocolViolation, "old model version",
                     "trained on model version " + std::to_string(u.model_version) +
                         ", current is " + std::to_string(model_version_));
-    std::variant<UpdateStats, UpdateRefusal> judged =
-        CheckUpdateContent(config_.round, *codec_, zero_, id, sender, u, r);
-    if (auto* bad = std::get_if<UpdateRefusal>(&judged)) return *bad;
     const uint64_t weight = config_.round.WeightOf(u.num_examples);
-    if (Status fits = strategy_->CheckUpdate(std::get<UpdateStats>(judged), weight); !fits.ok())
-      return refuse(ErrorCode::kMalformedMessage, "out of bounds", fits.message());
-    if (std::optional<UpdateRefusal> c = CheckControlDelta(*strategy_, zero_, u)) return c;
-    const std::span<const uint8_t> bytes = u.update.bytes.span();
-    Status s = strategy_->Accumulate(
-        weight, [&](UpdateSink& sink, float scale) { codec_->DecodeInto(bytes, sink, scale); });
-    if (!s.ok()) return refuse(ErrorCode::kInternal, "internal", s.message());
+    if (std::optional<UpdateRefusal> refused =
+            TakeUpdate(config_.round, *codec_, *strategy_, zero_, id, sender, u, r, weight))
+      return refused;
     rec.weight = weight;
     return std::nullopt;
   }();

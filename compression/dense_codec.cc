@@ -37,11 +37,16 @@ Result<std::vector<uint8_t>> DenseCodec::Encode(std::span<const float> delta, Co
   return std::vector<uint8_t>(bytes, bytes + delta.size() * sizeof(float));
 }
 
+Status DenseCodec::CheckSize(size_t bytes, size_t num_floats) {
+  if (bytes != num_floats * sizeof(float))
+    return Status::Corruption("dense update has " + std::to_string(bytes) + " bytes; a model of " +
+                              std::to_string(num_floats) + " floats needs " +
+                              std::to_string(num_floats * 4));
+  return Status::Ok();
+}
+
 Result<UpdateStats> DenseCodec::Validate(std::span<const uint8_t> bytes, size_t num_floats) const {
-  if (bytes.size() != num_floats * sizeof(float))
-    return Status::Corruption("dense update has " + std::to_string(bytes.size()) +
-                              " bytes; a model of " + std::to_string(num_floats) +
-                              " floats needs " + std::to_string(num_floats * 4));
+  TRIB_RETURN_IF_ERROR(CheckSize(bytes.size(), num_floats));
   UpdateStats st;
   st.values = num_floats;
   // In the integer domain, one pass that vectorizes: with the sign bit cleared, a float's bits

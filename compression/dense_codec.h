@@ -10,6 +10,8 @@ class DenseCodec final : public Codec {
  public:
   using Codec::Encode;
   std::string_view spec() const override { return "dense"; }
+  // Corruption naming the sizes unless `bytes` is num_floats floats (Validate's first check).
+  static Status CheckSize(size_t bytes, size_t num_floats);
   bool raw_floats() const override { return true; }
   bool usable_for_download() const override { return true; }
   Result<std::vector<uint8_t>> Encode(std::span<const float> delta, CodecState* state,

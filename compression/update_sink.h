@@ -119,6 +119,20 @@ class FixedPointSink final : public UpdateSink {
   void AddSparse(std::span<const uint32_t> index, std::span<const float> values,
                  float scale) override;
 
+  // A whole dense update straight from its bytes (sink.size() little-endian floats, any
+  // alignment), validated as it is folded, in one pass over memory (DenseCodec::Validate and
+  // DecodeInto take two). `largest` bounds the values' magnitudes, as a float's bits with the sign
+  // cleared (the non-finite values' bits, 0x7f800000 and up, are above any finite bound). Returns
+  // the largest magnitude bits of all the values: when that is at most `largest`, every
+  // weight * scale * value was folded; otherwise nothing was (the fold is undone exactly: a value
+  // above the bound counts as 0 both ways, and the others' terms negate exactly, the conversion
+  // rounding toward zero), and the caller names the problem (Validate, CheckUpdate).
+  // scale is in [0, 1] (an asynchronous update's staleness weight; 1 otherwise).
+  int32_t FoldDenseBytes(std::span<const uint8_t> bytes, float scale, int32_t largest);
+  // The bits bound FoldDenseBytes takes for CheckUpdate's condition at weight `weight`: the
+  // largest float magnitude x with x * weight < kMaxFixedPointTerm (exact in double).
+  static int32_t LargestBitsFor(uint64_t weight);
+
  private:
   FixedPointSum& target_;
   double weight_;

@@ -144,8 +144,21 @@ Status AsyncEngine::OnUpdate(const std::string& id, const UpdateSubmission& u, T
                                 "current {}, more than run.max_staleness = {}",
                                 task.version, staleness, version_, config_.async.max_staleness));
     }
-    std::variant<UpdateStats, UpdateRefusal> judged = CheckUpdateContent(
-        config_, *codec_, model_, id, registry_.Find(id), u, "step " + std::to_string(step));
+    scale = weight_(staleness);
+    const std::string what = "step " + std::to_string(step);
+    if (!dp_) {
+      // The staleness discount goes into the terms only: the normaliser stays sum(n_i).
+      const uint64_t weight = config_.WeightOf(u.num_examples);  // run.max_weight, when set
+      if (std::optional<UpdateRefusal> no =
+              TakeUpdate(config_, *codec_, *strategy_, model_, id, registry_.Find(id), u, what,
+                         weight, scale)) {
+        kind = no->kind;
+        return Reject(id, no->code, no->reason);
+      }
+      return Status::Ok();
+    }
+    std::variant<UpdateStats, UpdateRefusal> judged =
+        CheckUpdateContent(config_, *codec_, model_, id, registry_.Find(id), u, what);
     if (const auto* no = std::get_if<UpdateRefusal>(&judged)) {
       kind = no->kind;
       return Reject(id, no->code, no->reason);
@@ -155,40 +168,23 @@ Status AsyncEngine::OnUpdate(const std::string& id, const UpdateSubmission& u, T
       kind = no->kind;
       return Reject(id, no->code, no->reason);
     }
-    scale = weight_(staleness);
+    // Differential privacy: one clipped update per client per step (its sensitivity), summed with
+    // weight 1; the strategy sees only the step's noised mean. The discount s(t) <= 1 is applied
+    // before the clip, so it never raises the sensitivity.
+    if (contributed_.count(id)) {
+      kind = "duplicate";
+      return Reject(
+          id, ErrorCode::kProtocolViolation,
+          "differential privacy: the client already contributed to step " + std::to_string(step));
+    }
     const std::span<const uint8_t> bytes = u.update.bytes.span();
-    if (dp_) {
-      // One clipped update per client per step (its sensitivity), summed with weight 1; the
-      // strategy sees only the step's noised mean. The discount s(t) <= 1 is applied before the
-      // clip, so it never raises the sensitivity.
-      if (contributed_.count(id)) {
-        kind = "duplicate";
-        return Reject(
-            id, ErrorCode::kProtocolViolation,
-            "differential privacy: the client already contributed to step " + std::to_string(step));
-      }
-      Result<double> norm = dp_->AddUpdate(
-          [&](UpdateSink& sink, float outer) { codec_->DecodeInto(bytes, sink, outer * scale); });
-      if (!norm.ok()) {
-        kind = "invalid values";
-        return Reject(id, ErrorCode::kMalformedMessage, norm.status().message());
-      }
-      contributed_.insert(id);
-      return Status::Ok();
+    Result<double> norm = dp_->AddUpdate(
+        [&](UpdateSink& sink, float outer) { codec_->DecodeInto(bytes, sink, outer * scale); });
+    if (!norm.ok()) {
+      kind = "invalid values";
+      return Reject(id, ErrorCode::kMalformedMessage, norm.status().message());
     }
-    const uint64_t weight = config_.WeightOf(u.num_examples);  // run.max_weight, when set
-    if (Status fits = strategy_->CheckUpdate(std::get<UpdateStats>(judged), weight); !fits.ok()) {
-      kind = "out of bounds";
-      return Reject(id, ErrorCode::kMalformedMessage, fits.message());
-    }
-    // The staleness discount goes into the terms only: the normaliser stays sum(n_i).
-    Status s = strategy_->Accumulate(weight, [&](UpdateSink& sink, float outer) {
-      codec_->DecodeInto(bytes, sink, outer * scale);
-    });
-    if (!s.ok()) {
-      kind = "internal";
-      return Reject(id, ErrorCode::kInternal, s.message());
-    }
+    contributed_.insert(id);
     return Status::Ok();
   }();
   if (!verdict.ok()) {

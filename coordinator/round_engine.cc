@@ -191,31 +191,25 @@ Status RoundEngine::OnUpdate(const std::string& id, const UpdateSubmission& u, T
       return Reject(id, charged, ErrorCode::kProtocolViolation, "old model version",
                     "trained on model version " + std::to_string(u.model_version) +
                         ", current is " + std::to_string(version_));
+    if (!dp_) {
+      const uint64_t weight = config_.WeightOf(u.num_examples);  // run.max_weight, when set
+      if (std::optional<UpdateRefusal> no = TakeUpdate(config_, *codec_, *strategy_, model_, id,
+                                                       registry_.Find(id), u, r, weight))
+        return Reject(id, charged, no->code, no->kind, no->reason);
+      return Status::Ok();
+    }
     std::variant<UpdateStats, UpdateRefusal> judged =
         CheckUpdateContent(config_, *codec_, model_, id, registry_.Find(id), u, r);
     if (const auto* no = std::get_if<UpdateRefusal>(&judged))
       return Reject(id, charged, no->code, no->kind, no->reason);
-    const UpdateStats stats = std::get<UpdateStats>(judged);
-    if (dp_) {  // clipped and summed with weight 1; the strategy sees only the noised mean
-      const std::span<const uint8_t> encoded = u.update.bytes.span();
-      Result<double> norm = dp_->AddUpdate(
-          [&](UpdateSink& sink, float scale) { codec_->DecodeInto(encoded, sink, scale); });
-      if (!norm.ok())
-        return Reject(id, charged, ErrorCode::kMalformedMessage, "invalid values",
-                      norm.status().message());
-      return Status::Ok();
-    }
-    const uint64_t weight = config_.WeightOf(u.num_examples);  // run.max_weight, when set
-    if (Status fits = strategy_->CheckUpdate(stats, weight); !fits.ok())
-      return Reject(id, charged, ErrorCode::kMalformedMessage, "out of bounds", fits.message());
-    if (std::optional<UpdateRefusal> no = CheckControlDelta(*strategy_, model_, u))
-      return Reject(id, charged, no->code, no->kind, no->reason);
-    const std::span<const uint8_t> bytes = u.update.bytes.span();
-    Status s = strategy_->Accumulate(
-        weight, [&](UpdateSink& sink, float scale) { codec_->DecodeInto(bytes, sink, scale); });
-    if (s.ok() && strategy_->uses_control_variates())
-      s = strategy_->AccumulateControl(u.control_delta.span());
-    if (!s.ok()) return Reject(id, charged, ErrorCode::kInternal, "internal", s.message());
+    // Differential privacy: clipped and summed with weight 1; the strategy sees only the noised
+    // mean.
+    const std::span<const uint8_t> encoded = u.update.bytes.span();
+    Result<double> norm = dp_->AddUpdate(
+        [&](UpdateSink& sink, float scale) { codec_->DecodeInto(encoded, sink, scale); });
+    if (!norm.ok())
+      return Reject(id, charged, ErrorCode::kMalformedMessage, "invalid values",
+                    norm.status().message());
     return Status::Ok();
   }();
   judging_ = false;

@@ -5,26 +5,32 @@
 #include <algorithm>
 #include <cmath>
 
+#include "compression/dense_codec.h"
 #include "core/log.h"
 
 namespace tributary {
 
-std::variant<UpdateStats, UpdateRefusal> CheckUpdateContent(
-    const RoundConfig& config, const Codec& codec, const ModelWeights& model, const std::string& id,
-    const ClientRecord* sender, const UpdateSubmission& u, const std::string& what) {
-  auto refuse = [](std::string kind, std::string reason) {
-    return UpdateRefusal{ErrorCode::kMalformedMessage, std::move(kind), std::move(reason)};
-  };
+namespace {
+
+UpdateRefusal Refuse(std::string kind, std::string reason) {
+  return UpdateRefusal{ErrorCode::kMalformedMessage, std::move(kind), std::move(reason)};
+}
+
+// CheckUpdateContent but for the values (Codec::Validate).
+std::optional<UpdateRefusal> CheckUpdateHeader(const RoundConfig& config, const Codec& codec,
+                                               const ModelWeights& model, const std::string& id,
+                                               const ClientRecord* sender,
+                                               const UpdateSubmission& u, const std::string& what) {
   if (u.update.layout_fingerprint != model.fingerprint())
-    return refuse("layout", "layout fingerprint does not match the model");
+    return Refuse("layout", "layout fingerprint does not match the model");
   if (u.update.num_floats != model.size())
-    return refuse("size", "update has " + std::to_string(u.update.num_floats) +
+    return Refuse("size", "update has " + std::to_string(u.update.num_floats) +
                               " values, the model has " + std::to_string(model.size()));
   if (u.update.codec != codec.spec())
-    return refuse("codec", "codec '" + u.update.codec + "' is not the run's '" +
+    return Refuse("codec", "codec '" + u.update.codec + "' is not the run's '" +
                                std::string(codec.spec()) + "'");
   if (u.num_examples < config.min_num_examples || u.num_examples > config.max_num_examples)
-    return refuse("num_examples", "num_examples " + std::to_string(u.num_examples) +
+    return Refuse("num_examples", "num_examples " + std::to_string(u.num_examples) +
                                       " is outside [" + std::to_string(config.min_num_examples) +
                                       ", " + std::to_string(config.max_num_examples) + "]");
   // One that announced none is held to run.max_num_examples (above).
@@ -34,13 +40,81 @@ std::variant<UpdateStats, UpdateRefusal> CheckUpdateContent(
         "security: client {} claims {} examples in its update for {}, more than the {} it "
         "announced at Hello; refused",
         id, u.num_examples, what, announced);
-    return refuse("num_examples above Hello",
+    return Refuse("num_examples above Hello",
                   fmt::format("num_examples {} is more than the {} the client announced at Hello",
                               u.num_examples, announced));
   }
+  return std::nullopt;
+}
+
+// The dense one-pass fold (Strategy::AccumulateDense) of an update whose header passed; nullopt
+// when the rule folds no dense bytes (nothing checked or folded: the caller takes the steps).
+std::optional<std::optional<UpdateRefusal>> TakeDenseInOnePass(const Codec& codec,
+                                                               Strategy& strategy,
+                                                               const ModelWeights& model,
+                                                               const UpdateSubmission& u,
+                                                               uint64_t weight, float scale) {
+  const std::span<const uint8_t> bytes = u.update.bytes.span();
+  if (Status s = DenseCodec::CheckSize(bytes.size(), model.size()); !s.ok())
+    return std::optional<UpdateRefusal>(Refuse("invalid values", s.message()));
+  if (std::optional<UpdateRefusal> no = CheckControlDelta(strategy, model, u))
+    return std::optional<UpdateRefusal>(std::move(*no));
+  const Status s = strategy.AccumulateDense(weight, bytes, scale);
+  if (s.code() == StatusCode::kUnimplemented) return std::nullopt;
+  if (s.ok()) return std::optional<UpdateRefusal>();
+  if (s.code() == StatusCode::kInvalidArgument)  // the weight (CheckUpdate's first check)
+    return std::optional<UpdateRefusal>(Refuse("out of bounds", s.message()));
+  if (s.code() != StatusCode::kOutOfRange)
+    return std::optional<UpdateRefusal>(
+        UpdateRefusal{ErrorCode::kInternal, "internal", s.message()});
+  // A value was not finite or out of range, and nothing was folded: the two steps name it.
+  Result<UpdateStats> stats = codec.Validate(bytes, model.size());
+  if (!stats.ok())
+    return std::optional<UpdateRefusal>(Refuse("invalid values", stats.status().message()));
+  if (Status fits = strategy.CheckUpdate(*stats, weight); !fits.ok())
+    return std::optional<UpdateRefusal>(Refuse("out of bounds", fits.message()));
+  return std::optional<UpdateRefusal>(
+      UpdateRefusal{ErrorCode::kInternal, "internal",
+                    "the one-pass fold refused " + std::string("values the checks accept")});
+}
+
+}  // namespace
+
+std::variant<UpdateStats, UpdateRefusal> CheckUpdateContent(
+    const RoundConfig& config, const Codec& codec, const ModelWeights& model, const std::string& id,
+    const ClientRecord* sender, const UpdateSubmission& u, const std::string& what) {
+  if (std::optional<UpdateRefusal> no =
+          CheckUpdateHeader(config, codec, model, id, sender, u, what))
+    return std::move(*no);
   Result<UpdateStats> stats = codec.Validate(u.update.bytes.span(), model.size());
-  if (!stats.ok()) return refuse("invalid values", stats.status().message());
+  if (!stats.ok()) return Refuse("invalid values", stats.status().message());
   return *stats;
+}
+
+std::optional<UpdateRefusal> TakeUpdate(const RoundConfig& config, const Codec& codec,
+                                        Strategy& strategy, const ModelWeights& model,
+                                        const std::string& id, const ClientRecord* sender,
+                                        const UpdateSubmission& u, const std::string& what,
+                                        uint64_t weight, float scale) {
+  if (codec.spec() == "dense" && !strategy.uses_control_variates()) {
+    if (std::optional<UpdateRefusal> no =
+            CheckUpdateHeader(config, codec, model, id, sender, u, what))
+      return no;
+    if (auto taken = TakeDenseInOnePass(codec, strategy, model, u, weight, scale)) return *taken;
+  }
+  std::variant<UpdateStats, UpdateRefusal> judged =
+      CheckUpdateContent(config, codec, model, id, sender, u, what);
+  if (auto* no = std::get_if<UpdateRefusal>(&judged)) return std::move(*no);
+  if (Status fits = strategy.CheckUpdate(std::get<UpdateStats>(judged), weight); !fits.ok())
+    return Refuse("out of bounds", fits.message());
+  if (std::optional<UpdateRefusal> no = CheckControlDelta(strategy, model, u)) return no;
+  const std::span<const uint8_t> bytes = u.update.bytes.span();
+  Status s = strategy.Accumulate(
+      weight, [&](UpdateSink& sink, float outer) { codec.DecodeInto(bytes, sink, outer * scale); });
+  if (s.ok() && strategy.uses_control_variates())
+    s = strategy.AccumulateControl(u.control_delta.span());
+  if (!s.ok()) return UpdateRefusal{ErrorCode::kInternal, "internal", s.message()};
+  return std::nullopt;
 }
 
 std::optional<UpdateRefusal> CheckControlDelta(const Strategy& strategy, const ModelWeights& model,

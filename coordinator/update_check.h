@@ -42,6 +42,20 @@ std::variant<UpdateStats, UpdateRefusal> CheckUpdateContent(
     const RoundConfig& config, const Codec& codec, const ModelWeights& model, const std::string& id,
     const ClientRecord* sender, const UpdateSubmission& update, const std::string& what);
 
+// Takes an update whose sender's engine-specific checks passed (task, deadline, model version):
+// its content (CheckUpdateContent), the rule's range check with `weight` (Strategy::CheckUpdate),
+// its control delta (CheckControlDelta), then folds it, each value times `scale` in [0, 1]
+// (Strategy::Accumulate, and AccumulateControl for a rule with control variates). A dense update
+// for a rule that folds dense bytes (Strategy::AccumulateDense: FedAvg, the server optimizers)
+// has its values checked as they are folded, reading the update once instead of twice, with the
+// same refusals. nullopt when folded; otherwise the refusal (kinds as above, "out of bounds" for
+// the range check, "internal" when the fold fails), and nothing folded.
+std::optional<UpdateRefusal> TakeUpdate(const RoundConfig& config, const Codec& codec,
+                                        Strategy& strategy, const ModelWeights& model,
+                                        const std::string& id, const ClientRecord* sender,
+                                        const UpdateSubmission& update, const std::string& what,
+                                        uint64_t weight, float scale = 1.0f);
+
 // SCAFFOLD's control delta (UpdateSubmission::control_delta) against what `strategy` expects:
 // none from a rule without control variates ("control delta"), and from one with them exactly one
 // finite value per parameter ("control delta") within the rule's bounds ("out of bounds",

@@ -67,6 +67,23 @@ void BM_ValidateDecodeFold(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * n * 4));
 }
 
+// What the engines do with a dense update for FedAvg now (coordinator/update_check.h's
+// TakeUpdate): validation and fold in one pass over the bytes (Strategy::AccumulateDense).
+void BM_ValidateFoldOnePass(benchmark::State& state) {
+  const size_t n = static_cast<size_t>(state.range(0));
+  DenseCodec codec;
+  std::vector<uint8_t> bytes = *codec.Encode(Delta(n));
+  ModelWeights global = *ModelWeights::Create({{"w", {static_cast<int64_t>(n)}}});
+  FedAvg avg;
+  (void)avg.BeginRound(global);
+  for (auto _ : state) {
+    Status s = avg.AccumulateDense(600, bytes, 1.0f);
+    benchmark::DoNotOptimize(s);
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()));
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * n * 4));
+}
+
 // The two passes of BM_ValidateDecodeFold apart: the codec's Validate alone (finiteness and the
 // largest magnitude), and the decode + fold alone.
 void BM_DenseValidate(benchmark::State& state) {
@@ -100,6 +117,7 @@ BENCHMARK(BM_FixedPointFold)->Arg(199210)->Arg(10'000'000);
 BENCHMARK(BM_DenseValidate)->Arg(199210)->Arg(10'000'000);
 BENCHMARK(BM_DenseDecodeFold)->Arg(199210)->Arg(10'000'000);
 BENCHMARK(BM_ValidateDecodeFold)->Arg(199210)->Arg(10'000'000)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_ValidateFoldOnePass)->Arg(199210)->Arg(10'000'000)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace tributary

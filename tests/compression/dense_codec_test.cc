@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 namespace tributary {
@@ -41,6 +42,87 @@ TEST(DenseCodecTest, RejectsWrongSizeAndNonFinite) {
     EXPECT_NE(r.status().message().find("index 4321"), std::string::npos) << r.status();
   }
   EXPECT_FALSE(MakeCodec("topk(0.5)+lz4").ok());
+}
+
+// FoldDenseBytes: one pass over a dense update's bytes (validation and fold) gives bitwise the
+// sum of DecodeInto, at any alignment of the bytes and any scale in [0, 1]; an update with one bad
+// value anywhere (NaN, infinity, a value at CheckUpdate's bound) reports it and leaves the sum
+// bitwise as it was, also once it has carried into its wide lane.
+TEST(FixedPointSinkTest, FoldDenseBytesIsTheTwoPassFoldInOnePassAndUndoesABadUpdateExactly) {
+  auto codec = *MakeCodec("dense");
+  const size_t n = 10007;  // not a multiple of any vector width
+  const uint64_t weight = 600;
+  const int32_t largest = FixedPointSink::LargestBitsFor(weight);
+  std::vector<FixedPointSum> two(2), one(2);
+  for (auto* sums : {&two, &one})
+    for (FixedPointSum& s : *sums) s.Reset(n);
+  for (int u = 0; u < 5; ++u) {
+    std::vector<float> delta(n);
+    for (size_t i = 0; i < n; ++i)
+      delta[i] = std::sin(static_cast<float>(i * (u + 1))) * (u == 3 ? 1e5f : 0.01f);
+    const std::vector<uint8_t> encoded = *codec->Encode(delta);
+    for (size_t offset : {size_t{0}, size_t{1}, size_t{3}}) {  // the bytes at any alignment
+      SCOPED_TRACE(offset);
+      std::vector<uint8_t> buffer(offset + encoded.size());
+      std::copy(encoded.begin(), encoded.end(), buffer.begin() + static_cast<ptrdiff_t>(offset));
+      const std::span<const uint8_t> bytes(buffer.data() + offset, encoded.size());
+      const float scale = u % 2 == 0 ? 1.0f : 0.37f;
+      FixedPointSum a = two[0], b = one[0];
+      FixedPointSink ta(a, weight), tb(b, weight);
+      codec->DecodeInto(bytes, ta, scale);
+      const int32_t got = tb.FoldDenseBytes(bytes, scale, largest);
+      ASSERT_LE(got, largest);
+      ASSERT_TRUE(a == b) << "update " << u;
+      int32_t want;
+      const float max_abs = static_cast<float>(codec->Validate(bytes, n)->max_abs);
+      std::memcpy(&want, &max_abs, sizeof(want));
+      EXPECT_EQ(got, want) << "the largest magnitude, as Validate finds it";
+      if (offset == 3) {
+        two[0] = a;
+        one[0] = b;
+      }
+    }
+  }
+  // Bad values at the start, the middle and the end: reported, and the sum untouched.
+  const float kBad[] = {std::numeric_limits<float>::quiet_NaN(),
+                        -std::numeric_limits<float>::infinity(),
+                        static_cast<float>(FixedPointSink::kMaxFixedPointTerm / weight)};
+  // Also on a sum that has carried into its wide lane (large terms: 1e6 * 600 * 2^32 ~ 2^61).
+  FixedPointSum wide = one[0];
+  {
+    const std::vector<uint8_t> big = *codec->Encode(std::vector<float>(n, 1e6f));
+    FixedPointSink w(wide, weight);
+    for (int k = 0; k < 4; ++k) ASSERT_LE(w.FoldDenseBytes(big, 1.0f, largest), largest);
+    ASSERT_TRUE(wide.wide());
+  }
+  for (const FixedPointSum* base : {&one[0], &wide}) {
+    for (float bad : kBad) {
+      for (size_t at : {size_t{0}, n / 2, n - 1}) {
+        SCOPED_TRACE(at);
+        std::vector<float> delta(n, 0.25f);
+        delta[at] = bad;
+        const std::vector<uint8_t> bytes = *codec->Encode(delta);
+        FixedPointSum before = *base, sum = *base;
+        FixedPointSink sink(sum, weight);
+        EXPECT_GT(sink.FoldDenseBytes(bytes, 1.0f, largest), largest) << bad;
+        EXPECT_TRUE(sum == before) << bad << " at " << at;
+        // And the sum goes on folding as before: the next good update lands where it would have.
+        std::vector<float> good(n, -0.5f);
+        const std::vector<uint8_t> g = *codec->Encode(good);
+        FixedPointSum expect = before;
+        FixedPointSink es(expect, weight);
+        codec->DecodeInto(g, es, 1.0f);
+        ASSERT_LE(sink.FoldDenseBytes(g, 1.0f, largest), largest);
+        EXPECT_TRUE(sum == expect);
+      }
+    }
+  }
+  // The bound is CheckUpdate's: the largest x with x * weight < 2^30.
+  float edge;
+  std::memcpy(&edge, &largest, sizeof(edge));
+  EXPECT_LT(static_cast<double>(edge) * weight, FixedPointSink::kMaxFixedPointTerm);
+  EXPECT_GE(static_cast<double>(std::nextafter(edge, 1e30f)) * weight,
+            FixedPointSink::kMaxFixedPointTerm);
 }
 
 TEST(FixedPointSinkTest, OrderIndependentAndAccurate) {

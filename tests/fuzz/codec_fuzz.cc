@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "compression/codec.h"
+#include "compression/dense_codec.h"
 #include "tests/fuzz/codec_fuzz_specs.h"
 
 namespace {
@@ -32,7 +33,28 @@ void Require(bool ok, const char* what) {
   }
 }
 
+// The one-pass dense fold (FixedPointSink::FoldDenseBytes, the engines' path for FedAvg) on any
+// bytes of the right size: it folds exactly what Validate + the range check + DecodeInto would,
+// and when they refuse, it leaves the sum as it was.
+void CheckDenseOnePass(std::span<const uint8_t> bytes, size_t n) {
+  if (bytes.size() != n * 4) return;
+  constexpr uint64_t kWeight = 3;
+  const int32_t largest = FixedPointSink::LargestBitsFor(kWeight);
+  Result<UpdateStats> st = DenseCodec().Validate(bytes, n);
+  const bool fits =
+      st.ok() && st->max_abs * static_cast<double>(kWeight) < FixedPointSink::kMaxFixedPointTerm;
+  FixedPointSum one, two;
+  one.Reset(n);
+  two.Reset(n);
+  FixedPointSink a(one, kWeight), b(two, kWeight);
+  const bool folded = a.FoldDenseBytes(bytes, 1.0f, largest) <= largest;
+  Require(folded == fits, "the one-pass fold takes exactly the updates the checks accept");
+  if (fits) DenseCodec().DecodeInto(bytes, b, 1.0f);
+  Require(one == two, "the one-pass fold equals DecodeInto's, or leaves the sum untouched");
+}
+
 void CheckDecode(const Codec& codec, std::span<const uint8_t> bytes, size_t n) {
+  if (codec.spec() == "dense") CheckDenseOnePass(bytes, n);
   Result<UpdateStats> st = codec.Validate(bytes, n);
   if (!st.ok()) {
     Require(st.status().code() == StatusCode::kCorruption, "Validate fails with Corruption");
