@@ -32,6 +32,42 @@ TRIB_SIMD_CLONES uint64_t FoldFixedPoint(int64_t* __restrict dst, const float* _
   return magnitudes;
 }
 
+// The largest of the n floats' bits with the sign bit cleared (an int32, so that the baseline
+// copy, SSE2, has a vector max to use). Reads the bytes where they are (unaligned is fine).
+TRIB_SIMD_CLONES int32_t MaxBits(const uint8_t* __restrict bytes, size_t n) {
+  int32_t mx = 0;
+  for (size_t i = 0; i < n; ++i) {
+    int32_t bits;
+    std::memcpy(&bits, bytes + i * sizeof(float), sizeof(bits));
+    mx = std::max(mx, bits & 0x7fffffff);
+  }
+  return mx;
+}
+
+// Whether FoldFixedPointBytes's one pass is the faster way here. It needs the conversion from
+// double to int64 in vectors: x86-64's comes with AVX-512 (the x86-64-v4 clone; AVX2 has none)
+// and aarch64 has NEON's. Without it the conversion is scalar, the fused loop with it, and a
+// vectorized validation pass followed by the fold is faster (a copy of both built for AVX2, CPU
+// time: 163 against 293 µs at 199,210 floats in cache, the same at 10M).
+bool OnePassFoldPays() {
+#if defined(__x86_64__) && defined(TRIB_SIMD_NO_CLONES)
+  return true;  // sanitizer builds (one copy): the tests run both ways anyway
+#elif defined(__x86_64__) && !defined(__AVX2__)
+  static const bool pays = __builtin_cpu_supports("avx512f") &&
+                           __builtin_cpu_supports("avx512vl") &&
+                           __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw");
+  return pays;
+#elif defined(__x86_64__)
+#if defined(__AVX512DQ__) && defined(__AVX512VL__)
+  return true;  // built for this CPU (-march=native), with AVX-512
+#else
+  return false;
+#endif
+#else
+  return true;
+#endif
+}
+
 // FoldFixedPoint from raw bytes, with the largest magnitude's bits taken in the same pass; a value
 // whose magnitude bits pass `largest` is folded as 0, so that every conversion is in range.
 TRIB_SIMD_CLONES uint64_t FoldFixedPointBytes(int64_t* __restrict dst,
@@ -57,8 +93,13 @@ TRIB_SIMD_CLONES uint64_t FoldFixedPointBytes(int64_t* __restrict dst,
 }
 
 constexpr uint64_t kCarryAt = uint64_t{1} << 62;
+constexpr size_t kFoldBlock = 4096;  // floats: 16 KiB, in L1 between the copy and the fold
 
 }  // namespace
+
+int32_t MaxMagnitudeBits(std::span<const uint8_t> bytes) {
+  return MaxBits(bytes.data(), bytes.size() / sizeof(float));
+}
 
 void BufferSink::AddDense(size_t offset, std::span<const float> values, float scale) {
   TRIB_CHECK(offset <= target_.size() && values.size() <= target_.size() - offset,
@@ -140,6 +181,29 @@ void FixedPointSink::AddDense(size_t offset, std::span<const float> values, floa
 
 int32_t FixedPointSink::FoldDenseBytes(std::span<const uint8_t> bytes, float scale,
                                        int32_t largest) {
+  return OnePassFoldPays() ? FoldDenseBytesOnePass(bytes, scale, largest)
+                           : FoldDenseBytesTwoPass(bytes, scale, largest);
+}
+
+int32_t FixedPointSink::FoldDenseBytesTwoPass(std::span<const uint8_t> bytes, float scale,
+                                              int32_t largest) {
+  TRIB_CHECK_EQ(bytes.size(), target_.size() * sizeof(float), "dense bytes of the wrong size");
+  TRIB_CHECK(scale >= 0.0f && scale <= 1.0f, "a dense fold's scale must be in [0, 1]");
+  // Validation first, then the fold (the same terms, in blocks through an aligned buffer).
+  const int32_t max_bits = MaxMagnitudeBits(bytes);
+  if (max_bits > largest) return max_bits;
+  alignas(64) float block[kFoldBlock];
+  const size_t n = target_.size();
+  for (size_t i = 0; i < n; i += kFoldBlock) {
+    const size_t m = std::min(kFoldBlock, n - i);
+    std::memcpy(block, bytes.data() + i * sizeof(float), m * sizeof(float));
+    AddDense(i, std::span<const float>(block, m), scale);
+  }
+  return max_bits;
+}
+
+int32_t FixedPointSink::FoldDenseBytesOnePass(std::span<const uint8_t> bytes, float scale,
+                                              int32_t largest) {
   TRIB_CHECK_EQ(bytes.size(), target_.size() * sizeof(float), "dense bytes of the wrong size");
   TRIB_CHECK(scale >= 0.0f && scale <= 1.0f, "a dense fold's scale must be in [0, 1]");
   target_.MakeRoom();

@@ -40,6 +40,10 @@ class BufferSink final : public UpdateSink {
   std::span<float> target_;
 };
 
+// The largest magnitude among little-endian floats in `bytes` (any alignment), as a float's bits
+// with the sign cleared: non-finite values have bits 0x7f800000 and up. One vectorized pass.
+int32_t MaxMagnitudeBits(std::span<const uint8_t> bytes);
+
 // One coordinate of a fixed-point sum's exact value: a signed 128-bit integer in 2^-32 units.
 using FixedPoint = __int128;
 
@@ -128,7 +132,14 @@ class FixedPointSink final : public UpdateSink {
   // above the bound counts as 0 both ways, and the others' terms negate exactly, the conversion
   // rounding toward zero), and the caller names the problem (Validate, CheckUpdate).
   // scale is in [0, 1] (an asynchronous update's staleness weight; 1 otherwise).
+  //
+  // One pass needs the conversion from double to int64 in vectors (x86-64's AVX-512, aarch64's
+  // NEON); on x86-64 without AVX-512 the conversion is scalar, and FoldDenseBytes validates first
+  // (a vectorized pass) and then folds, with the same result. Both ways are public for the tests
+  // and benchmarks.
   int32_t FoldDenseBytes(std::span<const uint8_t> bytes, float scale, int32_t largest);
+  int32_t FoldDenseBytesOnePass(std::span<const uint8_t> bytes, float scale, int32_t largest);
+  int32_t FoldDenseBytesTwoPass(std::span<const uint8_t> bytes, float scale, int32_t largest);
   // The bits bound FoldDenseBytes takes for CheckUpdate's condition at weight `weight`: the
   // largest float magnitude x with x * weight < kMaxFixedPointTerm (exact in double).
   static int32_t LargestBitsFor(uint64_t weight);

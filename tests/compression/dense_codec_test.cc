@@ -48,7 +48,22 @@ TEST(DenseCodecTest, RejectsWrongSizeAndNonFinite) {
 // sum of DecodeInto, at any alignment of the bytes and any scale in [0, 1]; an update with one bad
 // value anywhere (NaN, infinity, a value at CheckUpdate's bound) reports it and leaves the sum
 // bitwise as it was, also once it has carried into its wide lane.
+void CheckFoldDenseBytes(int32_t (FixedPointSink::*fold)(std::span<const uint8_t>, float, int32_t));
+
 TEST(FixedPointSinkTest, FoldDenseBytesIsTheTwoPassFoldInOnePassAndUndoesABadUpdateExactly) {
+  // Both ways FoldDenseBytes may take on a CPU (one pass; validation then fold), and its choice.
+  using Fold = int32_t (FixedPointSink::*)(std::span<const uint8_t>, float, int32_t);
+  for (Fold fold : {&FixedPointSink::FoldDenseBytesOnePass, &FixedPointSink::FoldDenseBytesTwoPass,
+                    &FixedPointSink::FoldDenseBytes}) {
+    SCOPED_TRACE(fold == &FixedPointSink::FoldDenseBytesOnePass   ? "one pass"
+                 : fold == &FixedPointSink::FoldDenseBytesTwoPass ? "two passes"
+                                                                  : "this CPU's choice");
+    CheckFoldDenseBytes(fold);
+  }
+}
+
+void CheckFoldDenseBytes(int32_t (FixedPointSink::*fold)(std::span<const uint8_t>, float,
+                                                         int32_t)) {
   auto codec = *MakeCodec("dense");
   const size_t n = 10007;  // not a multiple of any vector width
   const uint64_t weight = 600;
@@ -70,7 +85,7 @@ TEST(FixedPointSinkTest, FoldDenseBytesIsTheTwoPassFoldInOnePassAndUndoesABadUpd
       FixedPointSum a = two[0], b = one[0];
       FixedPointSink ta(a, weight), tb(b, weight);
       codec->DecodeInto(bytes, ta, scale);
-      const int32_t got = tb.FoldDenseBytes(bytes, scale, largest);
+      const int32_t got = (tb.*fold)(bytes, scale, largest);
       ASSERT_LE(got, largest);
       ASSERT_TRUE(a == b) << "update " << u;
       int32_t want;
@@ -92,7 +107,7 @@ TEST(FixedPointSinkTest, FoldDenseBytesIsTheTwoPassFoldInOnePassAndUndoesABadUpd
   {
     const std::vector<uint8_t> big = *codec->Encode(std::vector<float>(n, 1e6f));
     FixedPointSink w(wide, weight);
-    for (int k = 0; k < 4; ++k) ASSERT_LE(w.FoldDenseBytes(big, 1.0f, largest), largest);
+    for (int k = 0; k < 4; ++k) ASSERT_LE((w.*fold)(big, 1.0f, largest), largest);
     ASSERT_TRUE(wide.wide());
   }
   for (const FixedPointSum* base : {&one[0], &wide}) {
@@ -104,7 +119,7 @@ TEST(FixedPointSinkTest, FoldDenseBytesIsTheTwoPassFoldInOnePassAndUndoesABadUpd
         const std::vector<uint8_t> bytes = *codec->Encode(delta);
         FixedPointSum before = *base, sum = *base;
         FixedPointSink sink(sum, weight);
-        EXPECT_GT(sink.FoldDenseBytes(bytes, 1.0f, largest), largest) << bad;
+        EXPECT_GT((sink.*fold)(bytes, 1.0f, largest), largest) << bad;
         EXPECT_TRUE(sum == before) << bad << " at " << at;
         // And the sum goes on folding as before: the next good update lands where it would have.
         std::vector<float> good(n, -0.5f);
@@ -112,7 +127,7 @@ TEST(FixedPointSinkTest, FoldDenseBytesIsTheTwoPassFoldInOnePassAndUndoesABadUpd
         FixedPointSum expect = before;
         FixedPointSink es(expect, weight);
         codec->DecodeInto(g, es, 1.0f);
-        ASSERT_LE(sink.FoldDenseBytes(g, 1.0f, largest), largest);
+        ASSERT_LE((sink.*fold)(g, 1.0f, largest), largest);
         EXPECT_TRUE(sum == expect);
       }
     }

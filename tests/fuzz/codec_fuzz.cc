@@ -43,14 +43,18 @@ void CheckDenseOnePass(std::span<const uint8_t> bytes, size_t n) {
   Result<UpdateStats> st = DenseCodec().Validate(bytes, n);
   const bool fits =
       st.ok() && st->max_abs * static_cast<double>(kWeight) < FixedPointSink::kMaxFixedPointTerm;
-  FixedPointSum one, two;
+  FixedPointSum one, two, decoded;
   one.Reset(n);
   two.Reset(n);
-  FixedPointSink a(one, kWeight), b(two, kWeight);
-  const bool folded = a.FoldDenseBytes(bytes, 1.0f, largest) <= largest;
+  decoded.Reset(n);
+  FixedPointSink a(one, kWeight), b(two, kWeight), d(decoded, kWeight);
+  const bool folded = a.FoldDenseBytesOnePass(bytes, 1.0f, largest) <= largest;
   Require(folded == fits, "the one-pass fold takes exactly the updates the checks accept");
-  if (fits) DenseCodec().DecodeInto(bytes, b, 1.0f);
-  Require(one == two, "the one-pass fold equals DecodeInto's, or leaves the sum untouched");
+  Require((b.FoldDenseBytesTwoPass(bytes, 1.0f, largest) <= largest) == fits,
+          "the two-pass fold takes exactly the updates the checks accept");
+  if (fits) DenseCodec().DecodeInto(bytes, d, 1.0f);
+  Require(one == decoded && two == decoded,
+          "the dense folds equal DecodeInto's, or leave the sum untouched");
 }
 
 void CheckDecode(const Codec& codec, std::span<const uint8_t> bytes, size_t n) {
