@@ -73,9 +73,8 @@ std::optional<std::optional<UpdateRefusal>> TakeDenseInOnePass(const Codec& code
     return std::optional<UpdateRefusal>(Refuse("invalid values", stats.status().message()));
   if (Status fits = strategy.CheckUpdate(*stats, weight); !fits.ok())
     return std::optional<UpdateRefusal>(Refuse("out of bounds", fits.message()));
-  return std::optional<UpdateRefusal>(
-      UpdateRefusal{ErrorCode::kInternal, "internal",
-                    "the one-pass fold refused " + std::string("values the checks accept")});
+  return std::optional<UpdateRefusal>(UpdateRefusal{
+      ErrorCode::kInternal, "internal", "the one-pass fold refused values the checks accept"});
 }
 
 }  // namespace
@@ -96,19 +95,17 @@ std::optional<UpdateRefusal> TakeUpdate(const RoundConfig& config, const Codec& 
                                         const std::string& id, const ClientRecord* sender,
                                         const UpdateSubmission& u, const std::string& what,
                                         uint64_t weight, float scale) {
-  if (codec.spec() == "dense" && !strategy.uses_control_variates()) {
-    if (std::optional<UpdateRefusal> no =
-            CheckUpdateHeader(config, codec, model, id, sender, u, what))
-      return no;
+  if (std::optional<UpdateRefusal> no =
+          CheckUpdateHeader(config, codec, model, id, sender, u, what))
+    return no;
+  if (codec.spec() == "dense" && !strategy.uses_control_variates())
     if (auto taken = TakeDenseInOnePass(codec, strategy, model, u, weight, scale)) return *taken;
-  }
-  std::variant<UpdateStats, UpdateRefusal> judged =
-      CheckUpdateContent(config, codec, model, id, sender, u, what);
-  if (auto* no = std::get_if<UpdateRefusal>(&judged)) return std::move(*no);
-  if (Status fits = strategy.CheckUpdate(std::get<UpdateStats>(judged), weight); !fits.ok())
+  const std::span<const uint8_t> bytes = u.update.bytes.span();
+  Result<UpdateStats> stats = codec.Validate(bytes, model.size());
+  if (!stats.ok()) return Refuse("invalid values", stats.status().message());
+  if (Status fits = strategy.CheckUpdate(*stats, weight); !fits.ok())
     return Refuse("out of bounds", fits.message());
   if (std::optional<UpdateRefusal> no = CheckControlDelta(strategy, model, u)) return no;
-  const std::span<const uint8_t> bytes = u.update.bytes.span();
   Status s = strategy.Accumulate(
       weight, [&](UpdateSink& sink, float outer) { codec.DecodeInto(bytes, sink, outer * scale); });
   if (s.ok() && strategy.uses_control_variates())
@@ -119,30 +116,27 @@ std::optional<UpdateRefusal> TakeUpdate(const RoundConfig& config, const Codec& 
 
 std::optional<UpdateRefusal> CheckControlDelta(const Strategy& strategy, const ModelWeights& model,
                                                const UpdateSubmission& u) {
-  auto refuse = [](std::string kind, std::string reason) {
-    return UpdateRefusal{ErrorCode::kMalformedMessage, std::move(kind), std::move(reason)};
-  };
   const std::span<const float> d = u.control_delta.span();
   if (!strategy.uses_control_variates()) {
     if (d.empty()) return std::nullopt;
-    return refuse("control delta", fmt::format("the update carries a control delta of {} values, "
+    return Refuse("control delta", fmt::format("the update carries a control delta of {} values, "
                                                "and strategy '{}' uses none",
                                                d.size(), strategy.name()));
   }
   if (d.size() != model.size())
-    return refuse("control delta",
+    return Refuse("control delta",
                   fmt::format("strategy '{}' needs a control delta of {} values (one per "
                               "parameter); the update carries {}",
                               strategy.name(), model.size(), d.size()));
   double max_abs = 0.0;
   for (size_t i = 0; i < d.size(); ++i) {
     if (!std::isfinite(d[i]))
-      return refuse("control delta",
+      return Refuse("control delta",
                     fmt::format("the control delta holds a value that is not finite at {}", i));
     max_abs = std::max(max_abs, static_cast<double>(std::abs(d[i])));
   }
   if (Status fits = strategy.CheckControl(UpdateStats{max_abs, d.size()}); !fits.ok())
-    return refuse("out of bounds", fits.message());
+    return Refuse("out of bounds", fits.message());
   return std::nullopt;
 }
 
