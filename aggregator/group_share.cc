@@ -34,7 +34,8 @@ Result<std::unique_ptr<GroupShare>> GroupShare::Start(const TierConfig& config,
     g->seeds_[m.client_id] = m.fit_seed;
     g->pending_.insert(m.client_id);
   }
-  // The group's share of the round's quota: the coordinator selects ceil(K * over_selection).
+  // The group's share of the round's quota: the coordinator selects ceil(K * over_selection), so a
+  // group of m holds about m / over_selection of K (the epsilon keeps 13 / 1.3 at 10, not 11).
   const double over = std::max(1.0, config.round.over_selection);
   g->quota_ = std::max<size_t>(
       1, static_cast<size_t>(std::ceil(static_cast<double>(g->seeds_.size()) / over - 1e-9)));

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <limits>
 
+#include "compression/dense_codec.h"
 #include "core/check.h"
 #include "core/simd.h"
 
@@ -93,7 +94,6 @@ TRIB_SIMD_CLONES uint64_t FoldFixedPointBytes(int64_t* __restrict dst,
 }
 
 constexpr uint64_t kCarryAt = uint64_t{1} << 62;
-constexpr size_t kFoldBlock = 4096;  // floats: 16 KiB, in L1 between the copy and the fold
 
 }  // namespace
 
@@ -189,16 +189,9 @@ int32_t FixedPointSink::FoldDenseBytesTwoPass(std::span<const uint8_t> bytes, fl
                                               int32_t largest) {
   TRIB_CHECK_EQ(bytes.size(), target_.size() * sizeof(float), "dense bytes of the wrong size");
   TRIB_CHECK(scale >= 0.0f && scale <= 1.0f, "a dense fold's scale must be in [0, 1]");
-  // Validation first, then the fold (the same terms, in blocks through an aligned buffer).
+  // Validation first, then the fold as the dense codec decodes into a sink (the same terms).
   const int32_t max_bits = MaxMagnitudeBits(bytes);
-  if (max_bits > largest) return max_bits;
-  alignas(64) float block[kFoldBlock];
-  const size_t n = target_.size();
-  for (size_t i = 0; i < n; i += kFoldBlock) {
-    const size_t m = std::min(kFoldBlock, n - i);
-    std::memcpy(block, bytes.data() + i * sizeof(float), m * sizeof(float));
-    AddDense(i, std::span<const float>(block, m), scale);
-  }
+  if (max_bits <= largest) DenseCodec().DecodeInto(bytes, *this, scale);
   return max_bits;
 }
 

@@ -1,4 +1,5 @@
 #include "coordinator/coordinator_service.h"
+#include "coordinator/group_task.h"
 
 #include <fmt/format.h>
 
@@ -351,11 +352,7 @@ void CoordinatorService::Deliver(Outbox outbox) {
       g = GroupTask{};
     }
     if (g.secagg.round != 0 && g.secagg.round != task->round) g.secagg = SecAggStartMsg{};
-    if (g.members.empty()) {
-      g.task = *task;  // shares the model
-      g.task.fit.seed = 0;
-    }
-    g.members.push_back({out.client_id, task->fit.seed});
+    AddToGroupTask(g, out.client_id, *task);
   }
   for (auto& [conn, g] : groups) {
     if (g.members.empty()) continue;

@@ -47,34 +47,35 @@ std::optional<UpdateRefusal> CheckUpdateHeader(const RoundConfig& config, const 
   return std::nullopt;
 }
 
-// The dense one-pass fold (Strategy::AccumulateDense) of an update whose header passed; nullopt
-// when the rule folds no dense bytes (nothing checked or folded: the caller takes the steps).
-std::optional<std::optional<UpdateRefusal>> TakeDenseInOnePass(const Codec& codec,
-                                                               Strategy& strategy,
-                                                               const ModelWeights& model,
-                                                               const UpdateSubmission& u,
-                                                               uint64_t weight, float scale) {
+// The dense one-pass fold (Strategy::AccumulateDense) of an update whose header passed. False
+// when the rule folds no dense bytes (nothing checked or folded: the caller takes the steps);
+// true when it took the update, `*refusal` then set when it was refused (and nothing folded).
+bool TakeDenseInOnePass(const Codec& codec, Strategy& strategy, const ModelWeights& model,
+                        const UpdateSubmission& u, uint64_t weight, float scale,
+                        std::optional<UpdateRefusal>* refusal) {
   const std::span<const uint8_t> bytes = u.update.bytes.span();
-  if (Status s = DenseCodec::CheckSize(bytes.size(), model.size()); !s.ok())
-    return std::optional<UpdateRefusal>(Refuse("invalid values", s.message()));
-  if (std::optional<UpdateRefusal> no = CheckControlDelta(strategy, model, u))
-    return std::optional<UpdateRefusal>(std::move(*no));
+  if (Status s = DenseCodec::CheckSize(bytes.size(), model.size()); !s.ok()) {
+    *refusal = Refuse("invalid values", s.message());
+    return true;
+  }
+  if ((*refusal = CheckControlDelta(strategy, model, u))) return true;
   const Status s = strategy.AccumulateDense(weight, bytes, scale);
-  if (s.code() == StatusCode::kUnimplemented) return std::nullopt;
-  if (s.ok()) return std::optional<UpdateRefusal>();
-  if (s.code() == StatusCode::kInvalidArgument)  // the weight (CheckUpdate's first check)
-    return std::optional<UpdateRefusal>(Refuse("out of bounds", s.message()));
-  if (s.code() != StatusCode::kOutOfRange)
-    return std::optional<UpdateRefusal>(
-        UpdateRefusal{ErrorCode::kInternal, "internal", s.message()});
-  // A value was not finite or out of range, and nothing was folded: the two steps name it.
-  Result<UpdateStats> stats = codec.Validate(bytes, model.size());
-  if (!stats.ok())
-    return std::optional<UpdateRefusal>(Refuse("invalid values", stats.status().message()));
-  if (Status fits = strategy.CheckUpdate(*stats, weight); !fits.ok())
-    return std::optional<UpdateRefusal>(Refuse("out of bounds", fits.message()));
-  return std::optional<UpdateRefusal>(UpdateRefusal{
-      ErrorCode::kInternal, "internal", "the one-pass fold refused values the checks accept"});
+  if (s.code() == StatusCode::kUnimplemented) return false;
+  if (s.ok()) return true;
+  if (s.code() == StatusCode::kInvalidArgument) {  // the weight (CheckUpdate's first check)
+    *refusal = Refuse("out of bounds", s.message());
+  } else if (s.code() != StatusCode::kOutOfRange) {
+    *refusal = UpdateRefusal{ErrorCode::kInternal, "internal", s.message()};
+  } else if (Result<UpdateStats> stats = codec.Validate(bytes, model.size()); !stats.ok()) {
+    // A value was not finite or out of range, and nothing was folded: the two steps name it.
+    *refusal = Refuse("invalid values", stats.status().message());
+  } else if (Status fits = strategy.CheckUpdate(*stats, weight); !fits.ok()) {
+    *refusal = Refuse("out of bounds", fits.message());
+  } else {
+    *refusal = UpdateRefusal{ErrorCode::kInternal, "internal",
+                             "the one-pass fold refused values the checks accept"};
+  }
+  return true;
 }
 
 }  // namespace
@@ -98,8 +99,10 @@ std::optional<UpdateRefusal> TakeUpdate(const RoundConfig& config, const Codec& 
   if (std::optional<UpdateRefusal> no =
           CheckUpdateHeader(config, codec, model, id, sender, u, what))
     return no;
-  if (codec.spec() == "dense" && !strategy.uses_control_variates())
-    if (auto taken = TakeDenseInOnePass(codec, strategy, model, u, weight, scale)) return *taken;
+  std::optional<UpdateRefusal> refusal;
+  if (codec.spec() == "dense" && !strategy.uses_control_variates() &&
+      TakeDenseInOnePass(codec, strategy, model, u, weight, scale, &refusal))
+    return refusal;
   const std::span<const uint8_t> bytes = u.update.bytes.span();
   Result<UpdateStats> stats = codec.Validate(bytes, model.size());
   if (!stats.ok()) return Refuse("invalid values", stats.status().message());

@@ -6,7 +6,9 @@
 #include <cmath>
 #include <map>
 
+#include "aggregator/aggregator_service.h"
 #include "coordinator/engine_parts.h"
+#include "coordinator/group_task.h"
 #include "coordinator/tier_config.h"
 #include "core/config_schema.h"
 #include "sim/population.h"
@@ -41,7 +43,6 @@ Result<std::unique_ptr<SimTier>> SimTier::Create(const TierModelConfig& config,
   for (int64_t k = 0; k < config.aggregators; ++k)
     t->names_.push_back(fmt::format("sim-aggregator-{}", k));
   t->shares_.resize(t->names_.size());
-  t->flush_at_.assign(t->names_.size(), 0.0);
   return t;
 }
 
@@ -60,12 +61,7 @@ Result<double> SimTier::Begin(const std::vector<RunEngine::Outgoing>& tasks, dou
     std::optional<uint64_t> index = Population::IndexOf(o.client_id);
     if (task == nullptr || !index)
       return Status::Internal("simulated tier: a task for '" + o.client_id + "' it cannot route");
-    GroupTask& g = groups[Of(*index)];
-    if (g.members.empty()) {
-      g.task = *task;  // shares the model
-      g.task.fit.seed = 0;
-    }
-    g.members.push_back({o.client_id, task->fit.seed});
+    AddToGroupTask(groups[Of(*index)], o.client_id, *task);
   }
   // Each group's task through the wire (the aggregator's decoder), counted; all leave at t0 and
   // are taken to arrive together, after the largest one's transfer.
@@ -79,14 +75,14 @@ Result<double> SimTier::Begin(const std::vector<RunEngine::Outgoing>& tasks, dou
     received[k] = std::get<GroupTask>(std::move(got));
   }
   const double arrive = LinkSeconds(largest);
+  const TimePoint at = SimTimePoint(t0 + arrive);
+  // As AggregatorService::OnGroupTask starts its share: the flush margin before the deadline.
+  const std::chrono::milliseconds margin = AggregatorOptions{}.flush_margin;
   for (auto& [k, g] : received) {
-    const double task_s = static_cast<double>(g.task.deadline_ms) / 1000.0;
-    const double flush = t0 + arrive + std::max(task_s - kFlushMargin, task_s / 2);
+    const TimePoint deadline = at + std::chrono::milliseconds(g.task.deadline_ms);
     const double wall = SimWallNow();
-    TRIB_ASSIGN_OR_RETURN(shares_[k], GroupShare::Start(tier_, g, zero_, SimTimePoint(t0 + arrive),
-                                                        SimTimePoint(flush)));
+    TRIB_ASSIGN_OR_RETURN(shares_[k], GroupShare::Start(tier_, g, zero_, at, deadline - margin));
     counts_.seconds += SimWallNow() - wall;
-    flush_at_[k] = flush;
   }
   return arrive;
 }
@@ -110,7 +106,7 @@ void SimTier::OnLeft(int64_t aggregator, const std::string& id) {
 
 std::optional<double> SimTier::FlushAt(int64_t aggregator) const {
   if (!shares_[aggregator]) return std::nullopt;
-  return flush_at_[aggregator];
+  return SimSeconds(shares_[aggregator]->flush_at());
 }
 
 Result<std::optional<SimTier::Sent>> SimTier::TakeIfDue(int64_t aggregator, double t) {

@@ -6,8 +6,8 @@
 //     the wire format and counted), over the aggregator's link to the coordinator;
 //   - each aggregator runs the real GroupShare (aggregator/group_share.h): it judges and folds its
 //     clients' updates into an exact partial sum, and sends its GroupResult when every member has
-//     answered or left, or at its flush time (kFlushMargin before its deadline), as
-//     AggregatorService does;
+//     answered or left, once its share of the round's quota is in, or at its flush time (the
+//     aggregator's default --flush-margin-s before its deadline), as AggregatorService does;
 //   - the result travels back over the link, through the coordinator's decoder, into the engine's
 //     OnGroupResult.
 // A round through the tier therefore gives bitwise the model of the same round without it when the
@@ -46,10 +46,6 @@ struct TierModelConfig {
 
 class SimTier {
  public:
-  // AggregatorService's default flush margin: a group's result leaves this long before its
-  // deadline (half the task's time when that is shorter), whatever is missing.
-  static constexpr double kFlushMargin = 2.0;
-
   // InvalidArgument when the run cannot go through a tier (WhyNotThroughTier), naming why.
   static Result<std::unique_ptr<SimTier>> Create(const TierModelConfig& config,
                                                  const RunConfig& run, const Strategy& strategy,
@@ -103,7 +99,6 @@ class SimTier {
   ModelWeights zero_;
   std::vector<std::string> names_;
   std::vector<std::unique_ptr<GroupShare>> shares_;  // per aggregator; null: none this attempt
-  std::vector<double> flush_at_;
   Counts counts_;
 };
 

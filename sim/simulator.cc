@@ -475,6 +475,7 @@ Status Simulator::RunAttempt(std::vector<RunEngine::Outgoing> tasks,
       pending_.coordinator_update_seconds += WallNow() - wall;
       if (!s.ok())
         Log().warn("the partial sum of {} refused: {}", tier_->Name(g.aggregator), s.ToString());
+      g.result = GroupResult{};  // its partial sum is merged: the bytes go
       continue;
     }
     const std::string& id = e.job->out->client_id;
