@@ -71,6 +71,35 @@ class Engine {
     return Status::Unimplemented("predict is not implemented on " + device_name());
   }
 
+  // Split learning (train/model_split.h). An engine of a device part (spec().num_classes == 0):
+  // ForwardToCut runs the samples data[batch[i]] (batch.size() in [1, max_batch()]) to the cut and
+  // writes their activations, sample after sample, to `acts` (batch.size() * the cut's numel
+  // floats); BackwardFromCut then takes the gradient of the batch's mean loss with respect to
+  // those activations (the same size), computes the part's gradients and takes one SGD step. An
+  // engine of a server part: TrainFromCut takes n = labels.size() samples' activations at the cut
+  // (n * spec().input.numel() floats), computes the mean softmax cross-entropy over them, writes
+  // its gradient with respect to the activations to `grad` (the same size), takes one SGD step and
+  // returns the loss and accuracy. Sizes and labels are checked first (InvalidArgument names what
+  // does not fit; FailedPrecondition for a call on the wrong part or a backward with no forward
+  // before it). With one thread, ForwardToCut + TrainFromCut + BackwardFromCut is bitwise the
+  // whole model's TrainStep; with T threads, too, when both parts use T. Backends without it
+  // return Unimplemented (the CPU engine has it).
+  virtual Status ForwardToCut(const Dataset& data, std::span<const uint32_t> batch,
+                              std::span<float> acts) {
+    (void)data, (void)batch, (void)acts;
+    return Status::Unimplemented("split learning is not implemented on " + device_name());
+  }
+  virtual Status BackwardFromCut(std::span<const float> grad, const SgdConfig& cfg) {
+    (void)grad, (void)cfg;
+    return Status::Unimplemented("split learning is not implemented on " + device_name());
+  }
+  virtual Result<StepStats> TrainFromCut(std::span<const float> acts,
+                                         std::span<const uint8_t> labels, const SgdConfig& cfg,
+                                         std::span<float> grad) {
+    (void)acts, (void)labels, (void)cfg, (void)grad;
+    return Status::Unimplemented("split learning is not implemented on " + device_name());
+  }
+
   // OK, or the first device failure (out of memory, device lost) since the engine was made. Steps
   // return StepStats, so a backend that can fail mid-step keeps its error here; callers check it
   // after each epoch. The CPU engine never fails mid-step.

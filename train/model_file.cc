@@ -1,5 +1,7 @@
 #include "train/model_file.h"
 
+#include "train/model_split.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -268,10 +270,11 @@ Result<ModelSpec> ParseModelToml(std::string_view text, std::string_view source_
   const toml::table& top = doc.table();
   for (const auto& [key, node] : top) {
     const std::string_view k = key.str();
-    if (k != "name" && k != "input" && k != "classes" && k != "layers")
-      return Bad(
-          source, &node,
-          fmt::format("unknown key '{}' (a model file has name, input, classes and layers)", k));
+    if (k != "name" && k != "input" && k != "classes" && k != "cut" && k != "layers")
+      return Bad(source, &node,
+                 fmt::format("unknown key '{}' (a model file has name, input, classes, cut and "
+                             "layers)",
+                             k));
   }
 
   ModelSpec spec;
@@ -338,6 +341,17 @@ Result<ModelSpec> ParseModelToml(std::string_view text, std::string_view source_
     return Bad(source, nullptr, msg);
   }
   TRIB_RETURN_IF_ERROR(CheckSizes(source, spec, *shapes));
+  TRIB_ASSIGN_OR_RETURN(std::optional<int64_t> cut, ReadInt(source, top, "cut", 1, kMaxSize, ""));
+  if (cut) {
+    spec.cut = *cut;
+    Result<SplitModel> split = CutModel(spec, static_cast<size_t>(*cut));
+    if (!split.ok()) {
+      std::string msg = split.status().message();
+      const std::string lead = "model " + spec.name + ": ";
+      if (msg.starts_with(lead)) msg.erase(0, lead.size());
+      return Bad(source, top.get("cut"), msg);
+    }
+  }
   return spec;
 }
 
@@ -389,6 +403,7 @@ std::string ModelSpecToToml(const ModelSpec& spec) {
   out += "name = " + TomlString(spec.name) + "\n";
   out += "input = " + InputText(spec.input) + "\n";
   out += fmt::format("classes = {}\n", spec.num_classes);
+  if (spec.cut != 0) out += fmt::format("cut = {}\n", spec.cut);
   for (const LayerSpec& l : spec.layers) {
     out += fmt::format("\n[[layers]]\ntype = \"{}\"\n", TypeName(l.kind));
     switch (l.kind) {

@@ -3,6 +3,8 @@
 //   name = "logreg"        # optional; default: the file's stem
 //   input = [28, 28, 1]    # optional: [features] or [height, width, channels]; default: the data's
 //   classes = 10           # optional; default: the data's class count
+//   cut = 3                # optional: split learning's cut (model_split.h): the device part
+//                          # holds layers 0 .. cut-1; both parts must hold parameters
 //   [[layers]]
 //   type = "flatten"
 //   [[layers]]

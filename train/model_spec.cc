@@ -19,6 +19,7 @@ struct ZooEntry {
 constexpr ZooEntry kZoo[] = {
     {"mlp", R"(# The FedAvg paper's 2NN: 784-200-200-10 on Fashion-MNIST.
 name = "mlp"
+cut = 3
 layers = [
   { type = "flatten" },
   { type = "dense", units = 200 },
@@ -31,6 +32,7 @@ layers = [
     {"cnn",
      R"(# The FedAvg paper's CNN: two 5x5 "same" convolutions with 2x2 max pooling, dense 512.
 name = "cnn"
+cut = 3
 layers = [
   { type = "conv2d", filters = 32, kernel = 5, padding = 2 },
   { type = "relu" },
@@ -47,6 +49,7 @@ layers = [
     {"lenet",
      R"(# LeNet-5 with ReLU and max pooling: conv 5x5x6 (pad 2), conv 5x5x16, dense 120, 84.
 name = "lenet"
+cut = 3
 layers = [
   { type = "conv2d", filters = 6, kernel = 5, padding = 2 },
   { type = "relu" },
@@ -150,7 +153,7 @@ Result<std::vector<Shape3>> LayerOutputShapes(const ModelSpec& spec) {
     out.push_back(cur);
   }
   if (out.empty()) return Status::InvalidArgument("model " + spec.name + " has no layers");
-  if (out.back().numel() != spec.num_classes)
+  if (spec.num_classes != 0 && out.back().numel() != spec.num_classes)
     return Status::InvalidArgument(
         "model " + spec.name + ": last layer must produce " + std::to_string(spec.num_classes) +
         " logits (one per class), not " + std::to_string(out.back().numel()) + " (" +

@@ -45,8 +45,13 @@ struct Shape3 {
 struct ModelSpec {
   std::string name;
   Shape3 input;
+  // 0: the model ends at a cut, not in logits (split learning's device part, model_split.h); its
+  // last layer may produce any shape, and engines train it only through the cut.
   int num_classes = 10;
   std::vector<LayerSpec> layers;
+  // Split learning's default cut (model_split.h: the device part holds layers 0 .. cut-1), from
+  // the model file's `cut`; 0: the model names none.
+  int64_t cut = 0;
   friend bool operator==(const ModelSpec&, const ModelSpec&) = default;
 };
 
@@ -54,6 +59,7 @@ struct ModelSpec {
 //   mlp:   784-200-200-10 (the FedAvg paper's 2NN)
 //   cnn:   conv 5x5x32 (same), pool 2, conv 5x5x64 (same), pool 2, dense 512, dense 10 (FedAvg CNN)
 //   lenet: conv 5x5x6 (pad 2), pool 2, conv 5x5x16, pool 2, dense 120, 84, 10
+// Each names a cut for split learning after its first block (dense + relu; conv + relu + pool).
 // Each is a model file (train/model_file.h) compiled into the library, leaving out its input and
 // class count, which come from `input` and `num_classes`. Fails with InvalidArgument listing the
 // known names, or naming the layer whose shape does not fit `input`. Programs resolve their
@@ -63,7 +69,8 @@ Result<ModelSpec> ModelSpecByName(std::string_view name, Shape3 input = {28, 28,
 std::vector<std::string> ModelNames();
 
 // Output shape of each layer (shapes[i] is layer i's output); fails naming the first layer whose
-// input shape does not fit, or when the last layer does not produce num_classes features.
+// input shape does not fit, or when the last layer does not produce num_classes features (unless
+// num_classes is 0: a device part).
 Result<std::vector<Shape3>> LayerOutputShapes(const ModelSpec& spec);
 
 // Names and shapes of every parameter tensor, in layer order: "<name>.weight", "<name>.bias".

@@ -51,6 +51,7 @@ ModelSpec CodeBuiltZoo(const std::string& name, Shape3 input, int k) {
   s.name = name;
   s.input = input;
   s.num_classes = k;
+  s.cut = 3;  // after the first block (dense + relu; conv + relu + pool)
   const LayerSpec relu = Simple(LayerKind::kReLU), flat = Simple(LayerKind::kFlatten);
   if (name == "mlp") {
     s.layers = {flat, Dense(200, "fc1"), relu, Dense(200, "fc2"), relu, Dense(k, "fc3")};
@@ -184,7 +185,10 @@ TEST(ModelFileTest, EveryMistakeIsNamed) {
   const std::pair<std::string, std::string> cases[] = {
       {"clases = 10\n" + dense,
        "m.toml:1: unknown key 'clases' (a model file has name, input, "
-       "classes and layers)"},
+       "classes, cut and layers)"},
+      {"cut = 1\n[[layers]]\ntype = \"flatten\"\n" + dense,
+       "m.toml:1: a cut at layer 1 leaves the device part without parameters"},
+      {"cut = 2\n" + dense, "m.toml:1: a cut needs a layer on each side, and it has one"},
       {"[model]\nname = \"x\"\n" + dense, "m.toml:1: unknown key 'model'"},
       {"[[layers]]\ntype = \"flatten\"\n[[layers]]\ntype = \"dense\"\nunit = 10\nunits = 10\n",
        "m.toml:5: layer 1 (Dense): unknown key 'unit' (a dense layer takes type, units and name)"},

@@ -150,11 +150,13 @@ std::pair<int64_t, int64_t> CpuEngine::ShardRange(int64_t n, int shards, int i) 
 }
 
 void CpuEngine::RunShard(Replica& r, const Dataset* data, std::span<const uint32_t> shard,
-                         const float* inputs, int64_t count, int64_t total, bool need_grad) {
+                         const float* inputs, int64_t count, int64_t total, bool need_grad,
+                         const uint8_t* labels, float* input_grad) {
   const int64_t ss = spec_.input.numel();
   float* x = r.act_ptr[0];
   if (inputs != nullptr) {
     std::memcpy(x, inputs, sizeof(float) * count * ss);
+    if (labels != nullptr) r.labels.assign(labels, labels + count);
   } else {
     r.labels.resize(shard.size());
     for (int64_t i = 0; i < count; ++i) {
@@ -164,26 +166,34 @@ void CpuEngine::RunShard(Replica& r, const Dataset* data, std::span<const uint32
   }
   for (size_t i = 0; i < r.layers.size(); ++i)
     if (!r.layers[i]->is_identity()) r.layers[i]->Forward(r.act_ptr[i], r.act_ptr[i + 1], count);
-  if (inputs != nullptr) return;
+  if (spec_.num_classes == 0 || (inputs != nullptr && labels == nullptr)) return;
   const int64_t k = spec_.num_classes;
   r.stats = SoftmaxCrossEntropy(r.act_ptr.back(), r.labels.data(), count, k,
                                 need_grad ? r.grad_a.data() : nullptr, total);
-  if (!need_grad) return;
+  if (need_grad) BackwardShard(r, count, input_grad);
+}
+
+void CpuEngine::BackwardShard(Replica& r, int64_t count, float* input_grad) {
   float* g_out = r.grad_a.data();
   float* g_in = r.grad_b.data();
   for (size_t i = r.layers.size(); i-- > 0;) {
     CpuLayer& layer = *r.layers[i];
     if (layer.is_identity()) continue;
-    // Nothing upstream of the first computing layer needs a gradient (it would be the input's).
+    // Nothing upstream of the first computing layer needs a gradient (it would be the input's),
+    // unless the caller asks for it (a server part's gradient at the cut).
     const bool first = (i == first_layer_);
-    layer.Backward(r.act_ptr[i], r.act_ptr[i + 1], g_out, first ? nullptr : g_in, count);
+    layer.Backward(r.act_ptr[i], r.act_ptr[i + 1], g_out,
+                   first && input_grad == nullptr ? nullptr : g_in, count);
     std::swap(g_out, g_in);
   }
+  if (input_grad != nullptr)
+    std::memcpy(input_grad, g_out, sizeof(float) * count * spec_.input.numel());
 }
 
 StepStats CpuEngine::Step(const Dataset& data, std::span<const uint32_t> batch, bool need_grad) {
   const int64_t n = static_cast<int64_t>(batch.size());
   TRIB_CHECK(n >= 1 && n <= max_batch_, "batch size out of range");
+  TRIB_CHECK(spec_.num_classes != 0, "a device part trains through ForwardToCut/BackwardFromCut");
   TRIB_CHECK_EQ(data.sample_size(), spec_.input.numel(),
                 "dataset sample shape does not match the model");
   for (uint32_t i : batch) TRIB_CHECK(i < data.labels.size(), "sample index out of range");
@@ -229,17 +239,13 @@ StepStats CpuEngine::ComputeGradients(const Dataset& data, std::span<const uint3
   return st;
 }
 
-StepStats CpuEngine::TrainStep(const Dataset& data, std::span<const uint32_t> batch,
-                               const SgdConfig& cfg) {
-  const int shards =
-      static_cast<int>(std::min<int64_t>(static_cast<int64_t>(batch.size()), threads()));
+void CpuEngine::ApplyStep(int shards, const SgdConfig& cfg) {
+  const float* corr = correction_.empty() ? nullptr : correction_.data();
   if (shards == 1) {
-    StepStats st = ComputeGradients(data, batch);
     SgdUpdate(params_.data(), grads_.data(), velocity_.data(), anchor_.data(), params_.size(), cfg,
-              correction_.empty() ? nullptr : correction_.data());
-    return st;
+              corr);
+    return;
   }
-  StepStats st = Step(data, batch, /*need_grad=*/true);
   // Per slice of the parameters: sum the replicas' gradients in replica order, then update.
   const int64_t n = static_cast<int64_t>(grads_.size());
   pool_->Run(shards, [&](int t) {
@@ -247,8 +253,125 @@ StepStats CpuEngine::TrainStep(const Dataset& data, std::span<const uint32_t> ba
     SumGradients(shards, begin, end);
     SgdUpdate(params_.data() + begin, grads_.data() + begin, velocity_.data() + begin,
               anchor_.data() + begin, static_cast<size_t>(end - begin), cfg,
-              correction_.empty() ? nullptr : correction_.data() + begin);
+              corr == nullptr ? nullptr : corr + begin);
   });
+}
+
+StepStats CpuEngine::TrainStep(const Dataset& data, std::span<const uint32_t> batch,
+                               const SgdConfig& cfg) {
+  const int shards =
+      static_cast<int>(std::min<int64_t>(static_cast<int64_t>(batch.size()), threads()));
+  StepStats st = Step(data, batch, /*need_grad=*/true);
+  ApplyStep(shards, cfg);
+  return st;
+}
+
+Status CpuEngine::ForwardToCut(const Dataset& data, std::span<const uint32_t> batch,
+                               std::span<float> acts) {
+  if (spec_.num_classes != 0)
+    return Status::FailedPrecondition("model " + spec_.name +
+                                      " is not a device part: it has no cut to run to");
+  const int64_t n = static_cast<int64_t>(batch.size());
+  const int64_t out = out_sizes_.back();
+  if (n < 1 || n > max_batch_)
+    return Status::InvalidArgument("a batch of " + std::to_string(n) + " samples is outside [1, " +
+                                   std::to_string(max_batch_) + "]");
+  if (data.sample_size() != spec_.input.numel())
+    return Status::InvalidArgument("the data's samples hold " + std::to_string(data.sample_size()) +
+                                   " values; model " + spec_.name + " takes " +
+                                   std::to_string(spec_.input.numel()));
+  for (uint32_t i : batch)
+    if (i >= data.labels.size())
+      return Status::InvalidArgument("sample index " + std::to_string(i) + " is past the data's " +
+                                     std::to_string(data.labels.size()) + " samples");
+  if (static_cast<int64_t>(acts.size()) != n * out)
+    return Status::InvalidArgument("the activations buffer holds " + std::to_string(acts.size()) +
+                                   " values; " + std::to_string(n) + " samples at the cut need " +
+                                   std::to_string(n * out));
+  const int shards = static_cast<int>(std::min<int64_t>(n, threads()));
+  auto shard = [&](int i) {
+    const auto [begin, end] = ShardRange(n, shards, i);
+    Replica& r = replicas_[static_cast<size_t>(i)];
+    RunShard(r, &data, batch.subspan(begin, end - begin), nullptr, end - begin, n, false);
+    std::memcpy(acts.data() + begin * out, r.act_ptr.back(), sizeof(float) * (end - begin) * out);
+  };
+  if (shards == 1)
+    shard(0);
+  else
+    pool_->Run(shards, shard);
+  cut_batch_ = n;
+  return Status::Ok();
+}
+
+Status CpuEngine::BackwardFromCut(std::span<const float> grad, const SgdConfig& cfg) {
+  if (spec_.num_classes != 0)
+    return Status::FailedPrecondition("model " + spec_.name +
+                                      " is not a device part: it has no cut to run back from");
+  if (cut_batch_ == 0)
+    return Status::FailedPrecondition("BackwardFromCut without a ForwardToCut before it");
+  const int64_t n = cut_batch_, out = out_sizes_.back();
+  if (static_cast<int64_t>(grad.size()) != n * out)
+    return Status::InvalidArgument("the gradient at the cut holds " + std::to_string(grad.size()) +
+                                   " values; the batch of " + std::to_string(n) + " needs " +
+                                   std::to_string(n * out));
+  cut_batch_ = 0;
+  const int shards = static_cast<int>(std::min<int64_t>(n, threads()));
+  auto shard = [&](int i) {
+    const auto [begin, end] = ShardRange(n, shards, i);
+    Replica& r = replicas_[static_cast<size_t>(i)];
+    std::memcpy(r.grad_a.data(), grad.data() + begin * out, sizeof(float) * (end - begin) * out);
+    BackwardShard(r, end - begin, nullptr);
+  };
+  if (shards == 1)
+    shard(0);
+  else
+    pool_->Run(shards, shard);
+  ApplyStep(shards, cfg);
+  return Status::Ok();
+}
+
+Result<StepStats> CpuEngine::TrainFromCut(std::span<const float> acts,
+                                          std::span<const uint8_t> labels, const SgdConfig& cfg,
+                                          std::span<float> grad) {
+  if (spec_.num_classes == 0)
+    return Status::FailedPrecondition("model " + spec_.name +
+                                      " is a device part: it has no loss to train from a cut");
+  const int64_t n = static_cast<int64_t>(labels.size());
+  const int64_t ss = spec_.input.numel();
+  if (n < 1 || n > max_batch_)
+    return Status::InvalidArgument("a batch of " + std::to_string(n) + " samples is outside [1, " +
+                                   std::to_string(max_batch_) + "]");
+  if (static_cast<int64_t>(acts.size()) != n * ss)
+    return Status::InvalidArgument(
+        "the activations hold " + std::to_string(acts.size()) + " values; " + std::to_string(n) +
+        " samples of " + std::to_string(ss) + " at the cut are " + std::to_string(n * ss));
+  if (grad.size() != acts.size())
+    return Status::InvalidArgument("the gradient buffer holds " + std::to_string(grad.size()) +
+                                   " values, not the activations' " + std::to_string(acts.size()));
+  for (int64_t i = 0; i < n; ++i)
+    if (labels[i] >= spec_.num_classes)
+      return Status::InvalidArgument("label " + std::to_string(labels[i]) + " of sample " +
+                                     std::to_string(i) + " is not below the model's " +
+                                     std::to_string(spec_.num_classes) + " classes");
+  const int shards = static_cast<int>(std::min<int64_t>(n, threads()));
+  auto shard = [&](int i) {
+    const auto [begin, end] = ShardRange(n, shards, i);
+    Replica& r = replicas_[static_cast<size_t>(i)];
+    RunShard(r, nullptr, {}, acts.data() + begin * ss, end - begin, n, true, labels.data() + begin,
+             grad.data() + begin * ss);
+  };
+  if (shards == 1)
+    shard(0);
+  else
+    pool_->Run(shards, shard);
+  ApplyStep(shards, cfg);
+  StepStats st;
+  for (int i = 0; i < shards; ++i) {
+    const StepStats& s = replicas_[static_cast<size_t>(i)].stats;
+    st.loss_sum += s.loss_sum;
+    st.correct += s.correct;
+    st.count += s.count;
+  }
   return st;
 }
 
@@ -258,6 +381,9 @@ StepStats CpuEngine::EvalStep(const Dataset& data, std::span<const uint32_t> bat
 
 Status CpuEngine::Predict(std::span<const float> inputs, std::span<float> probs) {
   const int64_t ss = spec_.input.numel(), k = spec_.num_classes;
+  if (k == 0)
+    return Status::FailedPrecondition("model " + spec_.name +
+                                      " is a device part: it predicts nothing");
   const int64_t total = static_cast<int64_t>(inputs.size());
   if (total == 0 || total % ss != 0)
     return Status::InvalidArgument("predict: " + std::to_string(total) +

@@ -43,6 +43,11 @@ class CpuEngine final : public Engine {
                       const SgdConfig& cfg) override;
   StepStats EvalStep(const Dataset& data, std::span<const uint32_t> batch) override;
   Status Predict(std::span<const float> inputs, std::span<float> probs) override;
+  Status ForwardToCut(const Dataset& data, std::span<const uint32_t> batch,
+                      std::span<float> acts) override;
+  Status BackwardFromCut(std::span<const float> grad, const SgdConfig& cfg) override;
+  Result<StepStats> TrainFromCut(std::span<const float> acts, std::span<const uint8_t> labels,
+                                 const SgdConfig& cfg, std::span<float> grad) override;
 
   // For tests and benchmarks: the flat parameter and gradient buffers (layout order).
   std::span<float> params() { return params_; }
@@ -65,9 +70,19 @@ class CpuEngine final : public Engine {
   CpuEngine() = default;
   Status BuildReplica(Replica* r, int64_t shard_max, float* grads);
   // Forward (and backward when need_grad) of `shard` on replica r; the loss gradient is scaled by
-  // 1/total. With inputs set, the shard's samples are read from there instead of the dataset.
+  // 1/total. With inputs set, the shard's samples are read from there instead of the dataset
+  // (and with labels set too, the loss is computed against those). A device part (no classes)
+  // stops after the forward. input_grad: where the backward also writes the gradient with
+  // respect to the shard's inputs (a server part's gradient at the cut), or null.
   void RunShard(Replica& r, const Dataset* data, std::span<const uint32_t> shard,
-                const float* inputs, int64_t count, int64_t total, bool need_grad);
+                const float* inputs, int64_t count, int64_t total, bool need_grad,
+                const uint8_t* labels = nullptr, float* input_grad = nullptr);
+  // Backward of replica r's last forward from r.grad_a (the gradient at the last layer's output)
+  // down to the part's first computing layer; when input_grad is not null, also that layer's
+  // input gradient, copied there (count * spec_.input.numel() floats).
+  void BackwardShard(Replica& r, int64_t count, float* input_grad);
+  // Sums the replicas' gradients (shards > 1) and takes the SGD step.
+  void ApplyStep(int shards, const SgdConfig& cfg);
   // The [begin, end) of shard i when n samples are split into `shards`.
   static std::pair<int64_t, int64_t> ShardRange(int64_t n, int shards, int i);
   StepStats Step(const Dataset& data, std::span<const uint32_t> batch, bool need_grad);
@@ -85,6 +100,7 @@ class CpuEngine final : public Engine {
   std::unique_ptr<ForkJoin> pool_;  // null with one thread
   AlignedVector params_, grads_, velocity_, anchor_;
   std::vector<float> correction_;  // empty: none
+  int64_t cut_batch_ = 0;  // a device part: samples of the last ForwardToCut (0: none pending)
 };
 
 }  // namespace tributary::cpu

@@ -1,0 +1,168 @@
+// Split learning's cut in the CPU engine (train/model_split.h, Engine::ForwardToCut,
+// TrainFromCut, BackwardFromCut): a model cut in two trains to the same bits as the whole model,
+// on one thread and on several; bad cuts, sizes, labels and call orders are refused by name.
+#include <gtest/gtest.h>
+
+#include <numeric>
+#include <vector>
+
+#include "tests/train/synthetic_images.h"
+#include "train/cpu/cpu_engine.h"
+#include "train/model_split.h"
+
+namespace tributary {
+namespace {
+
+TEST(CutModelTest, CnnCutAfterItsFirstConvolutionBlock) {
+  const ModelSpec cnn = *ModelSpecByName("cnn");
+  auto split = CutModel(cnn, 3);
+  ASSERT_TRUE(split.ok()) << split.status().message();
+  EXPECT_EQ(split->cut_shape, (Shape3{14, 14, 32}));
+  EXPECT_EQ(split->device.layers.size(), 3u);
+  EXPECT_EQ(split->device.num_classes, 0);
+  EXPECT_EQ(split->server.input, (Shape3{14, 14, 32}));
+  EXPECT_EQ(split->server.layers.size(), 7u);
+  EXPECT_EQ(split->device_params, 32u * 5 * 5 * 1 + 32);
+  const size_t whole = ModelWeights::Create(*ParameterLayout(cnn))->size();
+  EXPECT_EQ(split->device_params + split->server_params, whole);
+  // The cut moves work and adds none: the server part's first layer computes its input gradient
+  // (2 * 14*14*64 * 5*5*32 FLOPs) as it does inside the whole model.
+  const SplitFlops f = SplitTrainFlopsPerSample(*split);
+  EXPECT_EQ(f.device + f.server, TrainFlopsPerSample(cnn));
+  EXPECT_EQ(f.server, TrainFlopsPerSample(split->server) + 2 * 14 * 14 * 64 * 5 * 5 * 32);
+  EXPECT_LT(f.device, f.server / 10);
+}
+
+TEST(CutModelTest, RefusesCutsThatLeaveAPartEmptyOrWithoutParameters) {
+  const ModelSpec mlp = *ModelSpecByName("mlp");
+  for (size_t cut : {size_t{0}, mlp.layers.size()}) {
+    auto s = CutModel(mlp, cut);
+    ASSERT_FALSE(s.ok());
+    EXPECT_NE(s.status().message().find("the cut must be in [1, 5]"), std::string::npos)
+        << s.status().message();
+  }
+  auto raw = CutModel(mlp, 1);  // flatten only: the device would send its raw inputs
+  ASSERT_FALSE(raw.ok());
+  EXPECT_NE(raw.status().message().find("without parameters"), std::string::npos);
+  auto head = CutModel(mlp, 5);  // the server part is the last dense: fine
+  EXPECT_TRUE(head.ok()) << head.status().message();
+}
+
+TEST(CutModelTest, WeightsSplitAndJoinBackToTheSameBits) {
+  const ModelSpec lenet = *ModelSpecByName("lenet");
+  const SplitModel split = *CutModel(lenet, 6);
+  const ModelWeights w = *InitWeights(lenet, 11);
+  auto parts = SplitWeights(split, w);
+  ASSERT_TRUE(parts.ok());
+  EXPECT_EQ(parts->first.size(), split.device_params);
+  EXPECT_EQ(parts->first.fingerprint(),
+            ModelWeights::Create(*ParameterLayout(split.device))->fingerprint());
+  EXPECT_EQ(parts->first.tensors()[0].name, "conv1.weight");
+  EXPECT_EQ(parts->second.tensors()[0].name, "fc1.weight");
+  auto joined = JoinWeights(split, parts->first, parts->second);
+  ASSERT_TRUE(joined.ok());
+  EXPECT_EQ(joined->content_hash(), w.content_hash());
+  EXPECT_FALSE(JoinWeights(split, parts->second, parts->first).ok());
+  EXPECT_FALSE(SplitWeights(split, *InitWeights(*ModelSpecByName("mlp"), 1)).ok());
+}
+
+struct SplitCase {
+  const char* model;
+  size_t cut;
+  int threads;
+};
+
+class SplitEngineTest : public ::testing::TestWithParam<SplitCase> {};
+
+// Whole-model TrainStep against ForwardToCut + TrainFromCut + BackwardFromCut, step after step,
+// with momentum and weight decay: the parts' weights, joined, are the whole model's bit for bit,
+// and so are the losses.
+TEST_P(SplitEngineTest, TrainsToTheWholeModelsBits) {
+  const SplitCase c = GetParam();
+  const ModelSpec spec = *ModelSpecByName(c.model);
+  const SplitModel split = *CutModel(spec, c.cut);
+  const Dataset data = testing::SyntheticImages(96, 3);
+  const ModelWeights init = *InitWeights(spec, 5);
+  auto whole = *cpu::CpuEngine::Create(spec, 32, c.threads);
+  auto device = *cpu::CpuEngine::Create(split.device, 32, c.threads);
+  auto server = *cpu::CpuEngine::Create(split.server, 32, c.threads);
+  auto parts = *SplitWeights(split, init);
+  ASSERT_TRUE(whole->LoadWeights(init).ok());
+  ASSERT_TRUE(device->LoadWeights(parts.first).ok());
+  ASSERT_TRUE(server->LoadWeights(parts.second).ok());
+  SgdConfig sgd;
+  sgd.lr = 0.05f;
+  sgd.momentum = 0.9f;
+  sgd.weight_decay = 1e-4f;
+  const int64_t cut_numel = split.cut_shape.numel();
+  for (int step = 0; step < 4; ++step) {
+    std::vector<uint32_t> batch(step == 3 ? 17 : 32);  // a short last batch
+    std::iota(batch.begin(), batch.end(), static_cast<uint32_t>(step * 20));
+    const StepStats want = whole->TrainStep(data, batch, sgd);
+    std::vector<float> acts(batch.size() * cut_numel), grad(acts.size());
+    std::vector<uint8_t> labels;
+    for (uint32_t i : batch) labels.push_back(data.labels[i]);
+    ASSERT_TRUE(device->ForwardToCut(data, batch, acts).ok());
+    auto got = server->TrainFromCut(acts, labels, sgd, grad);
+    ASSERT_TRUE(got.ok()) << got.status().message();
+    ASSERT_TRUE(device->BackwardFromCut(grad, sgd).ok());
+    EXPECT_EQ(got->loss_sum, want.loss_sum) << "step " << step;
+    EXPECT_EQ(got->correct, want.correct);
+    EXPECT_EQ(got->count, static_cast<int64_t>(batch.size()));
+  }
+  ModelWeights w = init.ZerosLike(), d = parts.first.ZerosLike(), s = parts.second.ZerosLike();
+  ASSERT_TRUE(whole->StoreWeights(&w).ok());
+  ASSERT_TRUE(device->StoreWeights(&d).ok());
+  ASSERT_TRUE(server->StoreWeights(&s).ok());
+  EXPECT_NE(w.content_hash(), init.content_hash());
+  EXPECT_EQ(JoinWeights(split, d, s)->content_hash(), w.content_hash());
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, SplitEngineTest,
+                         ::testing::Values(SplitCase{"mlp", 3, 1}, SplitCase{"cnn", 3, 1},
+                                           SplitCase{"cnn", 3, 2}, SplitCase{"lenet", 6, 1},
+                                           SplitCase{"lenet", 7, 3}),
+                         [](const ::testing::TestParamInfo<SplitCase>& p) {
+                           return std::string(p.param.model) + "_cut" +
+                                  std::to_string(p.param.cut) + "_threads" +
+                                  std::to_string(p.param.threads);
+                         });
+
+TEST(SplitEngineErrorsTest, NamesTheSizeOrCallThatDoesNotFit) {
+  const SplitModel split = *CutModel(*ModelSpecByName("mlp"), 3);
+  const Dataset data = testing::SyntheticImages(8, 1);
+  auto device = *cpu::CpuEngine::Create(split.device, 4);
+  auto server = *cpu::CpuEngine::Create(split.server, 4);
+  std::vector<uint32_t> batch = {0, 1, 2};
+  std::vector<float> acts(3 * 200), grad(3 * 200);
+  SgdConfig sgd;
+  Status s = device->BackwardFromCut(grad, sgd);
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
+  std::vector<float> short_acts(3 * 199);
+  s = device->ForwardToCut(data, batch, short_acts);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("597"), std::string::npos) << s.message();
+  std::vector<uint32_t> big(5, 0);
+  EXPECT_FALSE(device->ForwardToCut(data, big, std::span<float>(acts.data(), 5 * 200)).ok());
+  std::vector<uint32_t> past = {0, 8};
+  EXPECT_NE(device->ForwardToCut(data, past, std::span<float>(acts.data(), 400))
+                .message()
+                .find("sample index 8"),
+            std::string::npos);
+  ASSERT_TRUE(device->ForwardToCut(data, batch, acts).ok());
+  EXPECT_FALSE(device->BackwardFromCut(std::span<float>(grad.data(), 200), sgd).ok());
+  std::vector<uint8_t> labels = {1, 2, 10};
+  auto r = server->TrainFromCut(acts, labels, sgd, grad);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("label 10 of sample 2"), std::string::npos);
+  labels = {1, 2, 3};
+  EXPECT_FALSE(server->TrainFromCut(std::span<float>(acts.data(), 599), labels, sgd, grad).ok());
+  EXPECT_EQ(device->TrainFromCut(acts, labels, sgd, grad).status().code(),
+            StatusCode::kFailedPrecondition);
+  EXPECT_EQ(server->ForwardToCut(data, batch, acts).code(), StatusCode::kFailedPrecondition);
+  std::vector<float> probs(10);
+  EXPECT_FALSE(device->Predict(std::span<float>(acts.data(), 784), probs).ok());
+}
+
+}  // namespace
+}  // namespace tributary
