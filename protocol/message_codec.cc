@@ -218,6 +218,12 @@ Status DecodeMessageBodySharing(MessageType type, const std::shared_ptr<const vo
       case MessageType::kGroupResult:
         DecodeAs<GroupResult>(body, owner, out);
         return Status::Ok();
+      case MessageType::kSplitActivations:
+        DecodeAs<SplitActivations>(body, owner, out);
+        return Status::Ok();
+      case MessageType::kSplitGradient:
+        DecodeAs<SplitGradient>(body, owner, out);
+        return Status::Ok();
     }
   } catch (const wire::WireException& e) {
     return ProtocolError(e.code(), MessageTypeName(type) + ": " + e.what());

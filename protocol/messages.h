@@ -1,4 +1,4 @@
-// The messages of protocol version 6 (kProtocolVersion), as plain structs with cereal serialize().
+// The messages of protocol version 7 (kProtocolVersion), as plain structs with cereal serialize().
 //
 // A connection carries a std::variant of these (Message). On the wire each message is one cereal
 // binary body behind a frame header whose type byte says which struct it is (frame.h); there are no
@@ -166,18 +166,24 @@ struct CodecSpec {
 // `control` is SCAFFOLD's server control variate c (one float per parameter, raw, since protocol
 // version 4), empty unless the run's strategy is scaffold; a client given one applies the
 // correction c - c_i while it trains and answers with UpdateSubmission::control_delta.
+// `split_cut` (since protocol version 7) is nonzero in a split-learning run (docs/split.md): the
+// model is the device part of a model cut before that layer, and the client trains it by sending
+// each batch's activations (SplitActivations, encoded with `split_codec`) and applying the
+// gradient the coordinator answers with (SplitGradient), then submits its update as usual.
 struct TaskAssignment {
   uint64_t round = 0;
   uint64_t model_version = 0;
   FitConfig fit;
   CodecSpec codec;
   uint64_t deadline_ms = 0;  // the update must arrive within this many ms of the assignment
-  SharedFloats control;      // before the model: the model's data stays the message's last bytes
+  uint32_t split_cut = 0;
+  CodecSpec split_codec;
+  SharedFloats control;  // before the model: the model's data stays the message's last bytes
   ModelPayload model;
 
   template <class Ar>
   void serialize(Ar& ar) {
-    ar(round, model_version, fit, codec, deadline_ms,
+    ar(round, model_version, fit, codec, deadline_ms, split_cut, split_codec,
        wire::Capped("task.control", control, kMaxPayloadFloats), model);
   }
   friend bool operator==(const TaskAssignment&, const TaskAssignment&) = default;
@@ -470,13 +476,49 @@ struct GroupResult {
   friend bool operator==(const GroupResult&, const GroupResult&) = default;
 };
 
+// Split learning (docs/split.md). Client -> coordinator, during a split task: the activations at
+// the cut of batch `batch` (0, 1, ... within the task) of `labels.size()` samples, with their
+// labels, encoded with the task's split_codec as `samples * cut size` floats
+// (activations.layout_fingerprint is the device part's). The coordinator checks the sizes against
+// the task (at most its batch size; the cut's shape) before decoding, trains its server part on
+// them and answers with the SplitGradient of the same batch.
+struct SplitActivations {
+  uint64_t round = 0;
+  uint64_t batch = 0;
+  std::vector<uint8_t> labels;
+  EncodedUpdate activations;  // last: its bytes stay the message's last bytes
+
+  template <class Ar>
+  void serialize(Ar& ar) {
+    ar(round, batch, wire::Capped("split.labels", labels, kMaxSplitBatch), activations);
+  }
+  friend bool operator==(const SplitActivations&, const SplitActivations&) = default;
+};
+
+// Coordinator -> client: the gradient of the batch's mean loss with respect to its activations
+// (the same size, encoded with the task's split_codec), and the server part's loss summed over the
+// batch and its correct predictions, for the client's training metrics.
+struct SplitGradient {
+  uint64_t round = 0;
+  uint64_t batch = 0;
+  double loss_sum = 0.0;
+  uint64_t correct = 0;
+  EncodedUpdate gradient;
+
+  template <class Ar>
+  void serialize(Ar& ar) {
+    ar(round, batch, loss_sum, correct, gradient);
+  }
+  friend bool operator==(const SplitGradient&, const SplitGradient&) = default;
+};
+
 // The variant's alternative index + 1 equals the MessageType value.
 using Message =
     std::variant<Hello, Welcome, TaskAssignment, EvaluateTask, UpdateSubmission, EvaluateResult,
                  Heartbeat, Error, Goodbye, SecAggKeysMsg, SecAggRosterMsg, SecAggSharesMsg,
                  SecAggInboxMsg, SecAggMaskedInputMsg, SecAggUnmaskRequestMsg,
                  SecAggUnmaskResponseMsg, SecAggStartMsg, AggregatorHello, AggregatorWelcome,
-                 GroupMembership, GroupTask, GroupResult>;
+                 GroupMembership, GroupTask, GroupResult, SplitActivations, SplitGradient>;
 
 inline MessageType TypeOf(const Message& m) { return static_cast<MessageType>(m.index() + 1); }
 

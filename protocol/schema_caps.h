@@ -17,5 +17,8 @@ inline constexpr uint64_t kMaxTensorNameBytes = 1024;
 inline constexpr uint64_t kMaxPayloadFloats = uint64_t{1}
                                               << 40;  // ~4 TiB; ProtocolLimits binds first
 inline constexpr uint64_t kMaxPayloadBytes = uint64_t{1} << 42;
+// Samples in one split-learning batch (a SplitActivations' labels); the run's batch size binds
+// first.
+inline constexpr uint64_t kMaxSplitBatch = uint64_t{1} << 16;
 
 }  // namespace tributary

@@ -61,7 +61,9 @@ constexpr std::array<std::string_view, kMaxMessageType + 1> kTypeNames = {"",
                                                                           "AggregatorWelcome",
                                                                           "GroupMembership",
                                                                           "GroupTask",
-                                                                          "GroupResult"};
+                                                                          "GroupResult",
+                                                                          "SplitActivations",
+                                                                          "SplitGradient"};
 
 }  // namespace
 
@@ -111,7 +113,8 @@ bool IsBulkMessage(MessageType type) {
   return CarriesModel(type) || type == MessageType::kSecAggMaskedInput ||
          type == MessageType::kSecAggRoster || type == MessageType::kSecAggInbox ||
          type == MessageType::kGroupMembership || type == MessageType::kGroupTask ||
-         type == MessageType::kGroupResult;
+         type == MessageType::kGroupResult || type == MessageType::kSplitActivations ||
+         type == MessageType::kSplitGradient;
 }
 
 uint64_t ProtocolLimits::CapFor(MessageType type) const {

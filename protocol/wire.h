@@ -27,7 +27,8 @@ inline constexpr uint32_t kFrameMagic = 0x42495254;
 // Version 5: the aggregation tier's messages (types 18-22).
 // Version 6: Goodbye carries pace steering's come-back window; GroupTask and GroupResult secure
 // aggregation per group.
-inline constexpr uint16_t kProtocolVersion = 6;
+// Version 7: split learning (TaskAssignment's split_cut and split_codec; types 23-24).
+inline constexpr uint16_t kProtocolVersion = 7;
 // Every frame starts with this fixed-size header (see frame.h for the layout).
 inline constexpr size_t kFrameHeaderBytes = 16;
 // A chunk frame's payload starts with this header: transfer id, offset, total size (3 x uint64).
@@ -58,15 +59,18 @@ enum class MessageType : uint8_t {
   kGroupMembership = 20,
   kGroupTask = 21,
   kGroupResult = 22,
+  // Split learning (messages.h, docs/split.md; protocol version 7).
+  kSplitActivations = 23,
+  kSplitGradient = 24,
 };
 inline constexpr uint8_t kMinMessageType = 1;
-inline constexpr uint8_t kMaxMessageType = 22;
+inline constexpr uint8_t kMaxMessageType = 24;
 
 // TaskAssignment, EvaluateTask and UpdateSubmission carry a model or an update.
 bool CarriesModel(MessageType type);
 // Messages whose size grows with the model or the number of clients: the model carriers, secure
-// aggregation's masked input, roster and inbox, and the tier's membership, task and result. Every
-// other message is a control message.
+// aggregation's masked input, roster and inbox, the tier's membership, task and result, and split
+// learning's activations and gradients. Every other message is a control message.
 bool IsBulkMessage(MessageType type);
 
 // "Hello", "TaskAssignment", ...; "Unknown(<n>)" for values outside the enum.

@@ -21,7 +21,7 @@ Result<std::unique_ptr<NativeTrainer>> NativeTrainer::Create(const ModelSpec& sp
       return Status::InvalidArgument("dataset " + d->name + " has samples of " +
                                      std::to_string(d->sample_size()) + " values but model " +
                                      spec.name + " expects " + std::to_string(spec.input.numel()));
-    if (d->num_classes > spec.num_classes)
+    if (spec.num_classes != 0 && d->num_classes > spec.num_classes)
       return Status::InvalidArgument("dataset " + d->name + " has more classes than model " +
                                      spec.name);
   }
@@ -45,7 +45,7 @@ Status NativeTrainer::EnsureEngine(int64_t batch) {
 
 Result<ModelWeights> NativeTrainer::get_parameters() { return current_; }
 
-Result<FitResult> NativeTrainer::fit(const ModelWeights& global, const FitConfig& cfg) {
+Status NativeTrainer::PrepareFit(const ModelWeights& global, const FitConfig& cfg, int64_t* batch) {
   if (!train_ || train_->size() == 0)
     return Status::FailedPrecondition("fit: this trainer has no training set");
   if (cfg.epochs < 1)
@@ -62,13 +62,55 @@ Result<FitResult> NativeTrainer::fit(const ModelWeights& global, const FitConfig
   if (!global.same_layout(current_))
     return Status::InvalidArgument("fit: global weights do not match the layout of model " +
                                    spec_.name);
-  const int64_t n = train_->size();
-  const int64_t batch = std::min<int64_t>(cfg.batch_size, n);
-  TRIB_RETURN_IF_ERROR(EnsureEngine(batch));
+  *batch = std::min<int64_t>(cfg.batch_size, train_->size());
+  TRIB_RETURN_IF_ERROR(EnsureEngine(*batch));
   TRIB_RETURN_IF_ERROR(engine_->LoadWeights(global));
-  TRIB_RETURN_IF_ERROR(engine_->SetCorrection(cfg.correction).WithContext("fit"));
+  return engine_->SetCorrection(cfg.correction).WithContext("fit");
+}
 
+Result<FitResult> NativeTrainer::fit(const ModelWeights& global, const FitConfig& cfg) {
+  if (spec_.num_classes == 0)
+    return Status::FailedPrecondition("fit: model " + spec_.name +
+                                      " is the device part of a cut model; it trains with "
+                                      "fit_split (split learning)");
+  int64_t batch = 0;
+  TRIB_RETURN_IF_ERROR(PrepareFit(global, cfg, &batch));
   const SgdConfig sgd{cfg.lr, cfg.momentum, cfg.weight_decay, cfg.proximal_mu};
+  return RunEpochs(cfg, batch, [&](std::span<const uint32_t> b) -> Result<StepStats> {
+    return engine_->TrainStep(*train_, b, sgd);
+  });
+}
+
+Result<FitResult> NativeTrainer::fit_split(const ModelWeights& global, const FitConfig& cfg,
+                                           SplitExchange& server) {
+  if (spec_.num_classes != 0)
+    return Status::FailedPrecondition("fit_split: model " + spec_.name +
+                                      " is not the device part of a cut model");
+  int64_t batch = 0;
+  TRIB_RETURN_IF_ERROR(PrepareFit(global, cfg, &batch));
+  const SgdConfig sgd{cfg.lr, cfg.momentum, cfg.weight_decay, cfg.proximal_mu};
+  TRIB_ASSIGN_OR_RETURN(std::vector<Shape3> shapes, LayerOutputShapes(spec_));
+  const int64_t cut = shapes.back().numel();
+  std::vector<float> acts;
+  std::vector<uint8_t> labels;
+  return RunEpochs(cfg, batch, [&](std::span<const uint32_t> b) -> Result<StepStats> {
+    acts.resize(b.size() * static_cast<size_t>(cut));
+    labels.clear();
+    for (uint32_t i : b) labels.push_back(train_->labels[i]);
+    TRIB_RETURN_IF_ERROR(engine_->ForwardToCut(*train_, b, acts));
+    TRIB_ASSIGN_OR_RETURN(CutGradient g, server.Exchange(acts, labels));
+    if (g.gradient.size() != acts.size())
+      return Status::InvalidArgument("fit_split: the server's gradient holds " +
+                                     std::to_string(g.gradient.size()) + " values for " +
+                                     std::to_string(acts.size()) + " activations");
+    TRIB_RETURN_IF_ERROR(engine_->BackwardFromCut(g.gradient, sgd));
+    return StepStats{g.loss_sum, g.correct, static_cast<int64_t>(b.size())};
+  });
+}
+
+Result<FitResult> NativeTrainer::RunEpochs(const FitConfig& cfg, int64_t batch,
+                                           const BatchStep& step) {
+  const int64_t n = train_->size();
   std::vector<uint32_t> order(static_cast<size_t>(n));
   std::iota(order.begin(), order.end(), 0u);
   Rng rng(DeriveSeed(cfg.seed, {0x5eed}));
@@ -87,8 +129,7 @@ Result<FitResult> NativeTrainer::fit(const ModelWeights& global, const FitConfig
         return Status::Aborted("fit: stopped on request after " + std::to_string(steps) +
                                " steps (FitConfig::stop)");
       const int64_t len = std::min(batch, n - i);
-      StepStats st =
-          engine_->TrainStep(*train_, std::span<const uint32_t>(order).subspan(i, len), sgd);
+      TRIB_ASSIGN_OR_RETURN(StepStats st, step(std::span<const uint32_t>(order).subspan(i, len)));
       ep.loss_sum += st.loss_sum;
       ep.correct += st.correct;
       ep.count += st.count;
@@ -127,6 +168,10 @@ Result<FitResult> NativeTrainer::fit(const ModelWeights& global, const FitConfig
 }
 
 Result<EvalResult> NativeTrainer::evaluate(const ModelWeights& weights, const EvalConfig& cfg) {
+  if (spec_.num_classes == 0)
+    return Status::FailedPrecondition("evaluate: model " + spec_.name +
+                                      " is the device part of a cut model; the coordinator "
+                                      "evaluates the whole model");
   if (!eval_ || eval_->size() == 0)
     return Status::FailedPrecondition("evaluate: this trainer has no evaluation set");
   if (!weights.same_layout(current_))
@@ -160,6 +205,9 @@ Result<EvalResult> NativeTrainer::evaluate(const ModelWeights& weights, const Ev
 
 Result<std::vector<float>> NativeTrainer::predict(const ModelWeights& weights,
                                                   std::span<const float> inputs, int64_t count) {
+  if (spec_.num_classes == 0)
+    return Status::FailedPrecondition("predict: model " + spec_.name +
+                                      " is the device part of a cut model");
   if (!weights.same_layout(current_))
     return Status::InvalidArgument("predict: weights do not match the layout of model " +
                                    spec_.name);

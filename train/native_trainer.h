@@ -42,7 +42,14 @@ class NativeTrainer final : public Trainer {
                                                        EngineFactory factory = nullptr);
 
   Result<ModelWeights> get_parameters() override;
+  // A device part (a spec with num_classes 0, model_split.h) trains only through fit_split, and
+  // cannot evaluate or predict (FailedPrecondition).
   Result<FitResult> fit(const ModelWeights& global, const FitConfig& config) override;
+  // Split learning: every batch runs ForwardToCut, server.Exchange, BackwardFromCut. The samples'
+  // order, the batches and the SGD are fit()'s, so with an exact server (raw floats, the same
+  // SgdConfig) the parts train to the whole model's fit() bits.
+  Result<FitResult> fit_split(const ModelWeights& global, const FitConfig& config,
+                              SplitExchange& server) override;
   // SCAFFOLD's correction is applied by the engine after every step (Engine::SetCorrection).
   bool applies_correction() const override { return true; }
   Result<EvalResult> evaluate(const ModelWeights& weights, const EvalConfig& config) override;
@@ -60,6 +67,11 @@ class NativeTrainer final : public Trainer {
  private:
   NativeTrainer() = default;
   Status EnsureEngine(int64_t batch);
+  // fit()'s checks of the config and the weights; loads the engine. *batch: the batch size.
+  Status PrepareFit(const ModelWeights& global, const FitConfig& cfg, int64_t* batch);
+  // fit()'s loop over epochs and batches, each batch's step taken by `step`; then the result.
+  using BatchStep = std::function<Result<StepStats>(std::span<const uint32_t> batch)>;
+  Result<FitResult> RunEpochs(const FitConfig& cfg, int64_t batch, const BatchStep& step);
 
   ModelSpec spec_;
   std::shared_ptr<const Dataset> train_, eval_;

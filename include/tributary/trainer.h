@@ -81,6 +81,28 @@ struct EvalResult {
   Metrics metrics;
 };
 
+// Split learning (docs/split.md): the server's half of one batch's training step, for
+// Trainer::fit_split. What the coordinator answers to a batch's activations at the cut.
+struct CutGradient {
+  // The gradient of the batch's mean loss with respect to the activations: as many values as the
+  // activations sent, in the same order.
+  std::vector<float> gradient;
+  double loss_sum = 0.0;  // the server part's loss, summed over the batch's samples
+  int64_t correct = 0;    // samples the server part classified correctly
+};
+
+// The channel to the server part during a split fit, given by the client runtime. Used from the
+// thread that calls fit_split, one batch at a time.
+class SplitExchange {
+ public:
+  virtual ~SplitExchange() = default;
+  // Sends one batch's activations at the cut (labels.size() samples, each sample's values one
+  // after another) and waits for the gradient. An error (the connection was lost, the server
+  // refused the batch, the fit was stopped) should end the fit with it.
+  virtual Result<CutGradient> Exchange(std::span<const float> activations,
+                                       std::span<const uint8_t> labels) = 0;
+};
+
 class Trainer {
  public:
   virtual ~Trainer() = default;
@@ -91,6 +113,18 @@ class Trainer {
   // Whether fit() applies FitConfig::correction (SCAFFOLD) and reports FitResult::steps. A client
   // whose trainer does not refuses a SCAFFOLD task, rather than train without the correction.
   virtual bool applies_correction() const { return false; }
+  // Split learning: trains the device part of a cut model (the layout of get_parameters()) from
+  // `global` as fit() does, except that each batch's forward ends at the cut, goes to `server`,
+  // and the backward starts from the gradient it returns; FitResult as fit()'s (its train_loss
+  // and train_accuracy are the server part's). Labels travel as bytes: at most 256 classes.
+  // Optional: the default returns Unimplemented (NativeTrainer has it).
+  virtual Result<FitResult> fit_split(const ModelWeights& global, const FitConfig& config,
+                                      SplitExchange& server) {
+    (void)global;
+    (void)config;
+    (void)server;
+    return Status::Unimplemented("this trainer does not implement split learning (fit_split)");
+  }
   // The model's outputs for `count` samples stored one after another in `inputs` (each sample's
   // values in the trainer's own input layout), computed with `weights` (the layout of
   // get_parameters()); for a classifier, count rows of class probabilities. Optional: the default

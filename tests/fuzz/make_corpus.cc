@@ -109,8 +109,17 @@ int main(int argc, char** argv) {
   GroupMembership membership;
   membership.joined = {{"edge-1", hello.capabilities}};
   membership.left = {"edge-3"};
+  // Split learning (protocol version 7).
+  TaskAssignment task_split = task;
+  task_split.split_cut = 3;
+  task_split.split_codec.spec = "q8";
+  const SplitActivations split_acts{3, 0, {1, 4, 9}, {"q8", 0xabcdef, 3 * 12, Bytes(60, 3)}};
+  const SplitGradient split_grad{3, 0, 4.5, 2, {"dense", 0xabcdef, 6, Bytes(24, 0)}};
   const std::vector<std::pair<std::string, Message>> valid = {
       {"hello", hello},
+      {"task_split_chunked", task_split},
+      {"split_activations", split_acts},
+      {"split_gradient", split_grad},
       {"aggregator_hello", AggregatorHello{kProtocolVersion, "0.1.0"}},
       {"group_membership", membership},
       {"group_task_chunked", group_task},

@@ -89,11 +89,11 @@ TEST(FrameHeaderTest, RejectsBadMagic) {
 }
 
 TEST(FrameHeaderTest, UnknownVersionNamesBothVersions) {
-  Result<FrameHeader> h = ParseFrameHeader(Header(1, MessageType::kHello, 0, 7), ProtocolLimits{});
+  Result<FrameHeader> h = ParseFrameHeader(Header(1, MessageType::kHello, 0, 8), ProtocolLimits{});
   ASSERT_FALSE(h.ok());
   EXPECT_EQ(ProtocolErrorCodeOf(h.status()), ErrorCode::kUnsupportedVersion);
   EXPECT_EQ(h.status().message(),
-            "UNSUPPORTED_VERSION: peer speaks protocol version 7; this build speaks version 6");
+            "UNSUPPORTED_VERSION: peer speaks protocol version 8; this build speaks version 7");
 }
 
 TEST(FrameHeaderTest, LengthOverCapIsFrameTooLarge) {

@@ -93,7 +93,9 @@ std::vector<Message> SampleMessages() {
       agg_welcome,
       membership,
       group_task,
-      group_result};
+      group_result,
+      SplitActivations{12, 3, {1, 9, 0}, {"q8", 77, 3 * 6272, std::vector<uint8_t>{4, 5, 6}}},
+      SplitGradient{12, 3, 6.25, 2, {"", 77, 3, std::vector<uint8_t>(12, 1)}}};
 }
 
 TEST(MessagesTest, EveryTypeRoundTrips) {
@@ -112,7 +114,8 @@ TEST(MessagesTest, EveryTypeRoundTrips) {
 // its session's failure) in its result.
 TEST(MessagesTest, SecureGroupTasksAndResultsRoundTrip) {
   const std::vector<Message> samples = SampleMessages();
-  const GroupTask& group_task = std::get<GroupTask>(samples[samples.size() - 2]);
+  const GroupTask& group_task =
+      std::get<GroupTask>(samples[static_cast<size_t>(MessageType::kGroupTask) - 1]);
   GroupTask secure_task = group_task;
   secure_task.secagg = SecAggStartMsg{12, "run-1", 101, 31, 1.0f, 8, 65536, 100, 84, 43, 3};
   GroupResult secure_result;
@@ -146,6 +149,9 @@ TEST(MessagesTest, TypeOfMatchesWireNumbering) {
   EXPECT_EQ(TypeOf(Message(AggregatorHello{})), MessageType::kAggregatorHello);
   EXPECT_EQ(TypeOf(Message(GroupResult{})), MessageType::kGroupResult);
   EXPECT_EQ(MessageTypeName(MessageType::kGroupTask), "GroupTask");
+  EXPECT_EQ(TypeOf(Message(SplitGradient{})), MessageType::kSplitGradient);
+  EXPECT_EQ(MessageTypeName(MessageType::kSplitActivations), "SplitActivations");
+  EXPECT_TRUE(IsBulkMessage(MessageType::kSplitActivations));
 }
 
 // The wire format is cereal's binary format: a body written with cereal's stock std::string /

@@ -391,7 +391,7 @@ TEST_P(TransportTest, WrongVersionGetsErrorNamingBothVersionsThenClose) {
   const Error& e = std::get<Error>(got[0]);
   EXPECT_EQ(e.code, static_cast<uint32_t>(ErrorCode::kUnsupportedVersion));
   EXPECT_EQ(e.message,
-            "UNSUPPORTED_VERSION: peer speaks protocol version 9; this build speaks version 6");
+            "UNSUPPORTED_VERSION: peer speaks protocol version 9; this build speaks version 7");
   ExpectExchange(honest);
 }
 

@@ -1,0 +1,212 @@
+#include "split/split_server.h"
+
+#include <chrono>
+
+#include "protocol/wire.h"
+#include "split/cut_tensor.h"
+
+namespace tributary {
+
+Result<SplitMode> ParseSplitMode(std::string_view name) {
+  if (name == "sflv1") return SplitMode::kSflV1;
+  if (name == "sflv2") return SplitMode::kSflV2;
+  return Status::InvalidArgument(
+      "split.mode must be 'sflv1' (a server part per client, averaged) "
+      "or 'sflv2' (one server part, trained in turn), not '" +
+      std::string(name) + "'");
+}
+
+std::string_view SplitModeName(SplitMode mode) {
+  return mode == SplitMode::kSflV1 ? "sflv1" : "sflv2";
+}
+
+Result<std::unique_ptr<SplitServer>> SplitServer::Create(SplitServerOptions options,
+                                                         const ModelWeights& server_weights) {
+  std::unique_ptr<SplitServer> s(new SplitServer());
+  TRIB_ASSIGN_OR_RETURN(s->codec_, MakeCodec(options.codec));
+  if (s->codec_->uses_error_feedback())
+    return Status::InvalidArgument("split.codec '" + options.codec +
+                                   "' uses error feedback, which would carry one batch's "
+                                   "activations into the next; turn it off (e.g. 'topk(0.1, ef=0)')");
+  TRIB_ASSIGN_OR_RETURN(ModelWeights::LayoutSpec dl, ParameterLayout(options.split.device));
+  TRIB_ASSIGN_OR_RETURN(ModelWeights::LayoutSpec sl, ParameterLayout(options.split.server));
+  TRIB_ASSIGN_OR_RETURN(ModelWeights d, ModelWeights::Create(dl));
+  TRIB_ASSIGN_OR_RETURN(s->weights_, ModelWeights::Create(sl));
+  if (!server_weights.same_layout(s->weights_))
+    return Status::InvalidArgument("the server part's weights do not have the layout of " +
+                                   options.split.server.name);
+  s->weights_ = server_weights;
+  s->device_fingerprint_ = d.fingerprint();
+  s->cut_numel_ = options.split.cut_shape.numel();
+  s->options_ = std::move(options);
+  return s;
+}
+
+Result<std::unique_ptr<Engine>> SplitServer::MakeEngine(int batch) {
+  TRIB_ASSIGN_OR_RETURN(std::unique_ptr<Engine> e,
+                        CreateCpuEngine(options_.split.server, batch, options_.threads));
+  std::lock_guard lock(mu_);
+  TRIB_RETURN_IF_ERROR(e->LoadWeights(weights_));
+  return e;
+}
+
+void SplitServer::OpenRound(uint64_t round, const FitConfig& fit,
+                            const std::vector<std::string>& clients) {
+  std::lock_guard lock(mu_);
+  round_ = round;
+  fit_ = fit;
+  copies_.clear();
+  for (const std::string& c : clients) copies_.emplace(c, std::make_shared<Copy>());
+  shared_ = options_.mode == SplitMode::kSflV2 ? std::make_shared<Copy>() : nullptr;
+}
+
+Result<SplitGradient> SplitServer::OnActivations(const std::string& client,
+                                                 const SplitActivations& batch) {
+  std::shared_ptr<Copy> copy, shared;
+  FitConfig fit;
+  {
+    std::lock_guard lock(mu_);
+    if (round_ == 0 || batch.round != round_)
+      return ProtocolError(
+          ErrorCode::kProtocolViolation,
+          "activations for round " + std::to_string(batch.round) +
+              (round_ == 0 ? std::string(", but no split round is open")
+                           : ", but round " + std::to_string(round_) + " is open"));
+    auto it = copies_.find(client);
+    if (it == copies_.end())
+      return ProtocolError(ErrorCode::kProtocolViolation, "activations from " + client +
+                                                              ", which holds no task in round " +
+                                                              std::to_string(round_));
+    copy = it->second;
+    shared = shared_;
+    fit = fit_;
+  }
+  const size_t n = batch.labels.size();
+  if (n == 0 || n > static_cast<size_t>(fit.batch_size))
+    return ProtocolError(ErrorCode::kProtocolViolation, "a split batch of " + std::to_string(n) +
+                                                            " samples; the round's batch "
+                                                            "size is " +
+                                                            std::to_string(fit.batch_size));
+  for (size_t i = 0; i < n; ++i)
+    if (batch.labels[i] >= options_.split.server.num_classes)
+      return ProtocolError(ErrorCode::kProtocolViolation,
+                           "label " + std::to_string(batch.labels[i]) + " of sample " +
+                               std::to_string(i) + " is not below the model's " +
+                               std::to_string(options_.split.server.num_classes) + " classes");
+  const size_t floats = n * static_cast<size_t>(cut_numel_);
+  TRIB_ASSIGN_OR_RETURN(std::vector<float> acts,
+                        DecodeCutTensor(*codec_, batch.activations, device_fingerprint_, floats,
+                                        "the activations of batch " + std::to_string(batch.batch)));
+
+  // The copy's lock (and SFLV2's shared one) is taken after mu_ is let go, and let go before mu_
+  // is taken again: CloseRound takes mu_ and then each copy's.
+  SplitGradient out;
+  double secs = 0.0;
+  {
+    std::unique_lock client_lock(copy->mu);
+    if (batch.batch != copy->next_batch)
+      return ProtocolError(ErrorCode::kProtocolViolation,
+                           "batch " + std::to_string(batch.batch) + " arrived; batch " +
+                               std::to_string(copy->next_batch) + " was next");
+    std::unique_lock<std::mutex> shared_lock;
+    Copy* trains = copy.get();
+    if (shared != nullptr) {
+      shared_lock = std::unique_lock(shared->mu);
+      trains = shared.get();
+    }
+    if (!trains->engine) {
+      TRIB_ASSIGN_OR_RETURN(trains->engine, MakeEngine(fit.batch_size));
+    }
+    std::vector<float> grad(floats);
+    const SgdConfig sgd{fit.lr, fit.momentum, fit.weight_decay, 0.0f};
+    const auto t0 = std::chrono::steady_clock::now();
+    TRIB_ASSIGN_OR_RETURN(StepStats st,
+                          trains->engine->TrainFromCut(acts, batch.labels, sgd, grad));
+    secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    ++copy->next_batch;
+    out.round = batch.round;
+    out.batch = batch.batch;
+    out.loss_sum = st.loss_sum;
+    out.correct = static_cast<uint64_t>(st.correct);
+    TRIB_ASSIGN_OR_RETURN(out.gradient,
+                          EncodeCutTensor(*codec_, grad, device_fingerprint_, batch.batch));
+  }
+  std::lock_guard lock(mu_);
+  stats_.batches += 1;
+  stats_.samples += n;
+  stats_.bytes_in += batch.activations.bytes.size();
+  stats_.bytes_out += out.gradient.bytes.size();
+  stats_.compute_seconds += secs;
+  return out;
+}
+
+void SplitServer::Accept(const std::string& client, uint64_t num_examples) {
+  std::lock_guard lock(mu_);
+  auto it = copies_.find(client);
+  if (it != copies_.end()) it->second->num_examples = num_examples;
+}
+
+const ModelWeights& SplitServer::CloseRound() {
+  std::map<std::string, std::shared_ptr<Copy>> copies;
+  std::shared_ptr<Copy> shared;
+  {
+    std::lock_guard lock(mu_);
+    round_ = 0;
+    copies.swap(copies_);
+    shared.swap(shared_);
+  }
+  ModelWeights w;
+  {
+    std::lock_guard lock(mu_);
+    w = weights_;
+  }
+  if (shared != nullptr) {
+    std::lock_guard c(shared->mu);
+    if (shared->engine) (void)shared->engine->StoreWeights(&w);
+  } else {
+    // FedAvg of the accepted copies, in the order of their ids, summed in double. A copy
+    // accepted without a batch counts as the round's start.
+    std::vector<double> sum(w.size(), 0.0);
+    double total = 0.0;
+    ModelWeights copy_w = w;
+    for (auto& [id, copy] : copies) {
+      std::lock_guard c(copy->mu);
+      if (copy->num_examples == 0) continue;
+      if (copy->engine) (void)copy->engine->StoreWeights(&copy_w);
+      const std::span<const float> v = copy->engine ? copy_w.data() : w.data();
+      const double n = static_cast<double>(copy->num_examples);
+      for (size_t i = 0; i < sum.size(); ++i) sum[i] += n * v[i];
+      total += n;
+    }
+    if (total > 0) {
+      auto out = w.data();
+      for (size_t i = 0; i < sum.size(); ++i) out[i] = static_cast<float>(sum[i] / total);
+    }
+  }
+  std::lock_guard lock(mu_);
+  weights_ = std::move(w);
+  return weights_;
+}
+
+void SplitServer::AbandonRound() {
+  std::lock_guard lock(mu_);
+  round_ = 0;
+  copies_.clear();
+  shared_.reset();
+}
+
+Status SplitServer::LoadWeights(const ModelWeights& weights) {
+  std::lock_guard lock(mu_);
+  if (!weights.same_layout(weights_))
+    return Status::InvalidArgument("the server part's weights do not have the layout of " +
+                                   options_.split.server.name);
+  weights_ = weights;
+  return Status::Ok();
+}
+
+SplitServerStats SplitServer::stats() const {
+  std::lock_guard lock(mu_);
+  return stats_;
+}
+
+}  // namespace tributary
