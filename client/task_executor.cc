@@ -226,6 +226,13 @@ Result<UpdateSubmission> TaskExecutor::Fit(const TaskAssignment& task, TaskRepor
     report->codec = task.codec.spec;
   }
   const std::string what = fmt::format("task for round {}", task.round);
+  // Split learning's tasks (docs/split.md) need a client that trains a device part through the
+  // coordinator's server part; this executor trains whole models.
+  if (task.split_cut != 0)
+    return ProtocolError(ErrorCode::kProtocolViolation,
+                         fmt::format("{}: a split-learning task (cut before layer {}); this client "
+                                     "trains whole models",
+                                     what, task.split_cut));
   Result<std::unique_ptr<Codec>> codec = MakeCodec(task.codec.spec);
   if (!codec.ok())
     return ProtocolError(ErrorCode::kProtocolViolation,

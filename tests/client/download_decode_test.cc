@@ -94,6 +94,17 @@ TEST(DownloadDecodeTest, AnyDownloadCodecIsDecodedNotOnlyQ8) {
   }
 }
 
+// A split-learning task (protocol version 7) needs a device part's trainer and the server's
+// gradients: this executor refuses it by name rather than train the whole model.
+TEST(DownloadDecodeTest, ASplitLearningTaskIsRefusedByName) {
+  TaskAssignment t = Task(Q8(kGlobal));
+  t.split_cut = 3;
+  t.split_codec.spec = "dense";
+  ExpectViolation(t,
+                  "task for round 3: a split-learning task (cut before layer 3); this client "
+                  "trains whole models");
+}
+
 TEST(DownloadDecodeTest, MalformedEncodedModelsAreProtocolViolations) {
   std::vector<uint8_t> bytes = Q8(kGlobal);
   // Too short and too long for this client's 9 floats.

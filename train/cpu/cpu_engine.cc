@@ -203,10 +203,18 @@ StepStats CpuEngine::Step(const Dataset& data, std::span<const uint32_t> batch, 
     RunShard(replicas_[static_cast<size_t>(i)], &data, batch.subspan(begin, end - begin), nullptr,
              end - begin, n, need_grad);
   };
+  ForShards(shards, shard);
+  return SumStats(shards);
+}
+
+void CpuEngine::ForShards(int shards, const std::function<void(int)>& shard) {
   if (shards == 1)
     shard(0);
   else
     pool_->Run(shards, shard);
+}
+
+StepStats CpuEngine::SumStats(int shards) const {
   StepStats st;
   for (int i = 0; i < shards; ++i) {
     const StepStats& s = replicas_[static_cast<size_t>(i)].stats;
@@ -295,10 +303,7 @@ Status CpuEngine::ForwardToCut(const Dataset& data, std::span<const uint32_t> ba
     RunShard(r, &data, batch.subspan(begin, end - begin), nullptr, end - begin, n, false);
     std::memcpy(acts.data() + begin * out, r.act_ptr.back(), sizeof(float) * (end - begin) * out);
   };
-  if (shards == 1)
-    shard(0);
-  else
-    pool_->Run(shards, shard);
+  ForShards(shards, shard);
   cut_batch_ = n;
   return Status::Ok();
 }
@@ -322,10 +327,7 @@ Status CpuEngine::BackwardFromCut(std::span<const float> grad, const SgdConfig& 
     std::memcpy(r.grad_a.data(), grad.data() + begin * out, sizeof(float) * (end - begin) * out);
     BackwardShard(r, end - begin, nullptr);
   };
-  if (shards == 1)
-    shard(0);
-  else
-    pool_->Run(shards, shard);
+  ForShards(shards, shard);
   ApplyStep(shards, cfg);
   return Status::Ok();
 }
@@ -360,19 +362,9 @@ Result<StepStats> CpuEngine::TrainFromCut(std::span<const float> acts,
     RunShard(r, nullptr, {}, acts.data() + begin * ss, end - begin, n, true, labels.data() + begin,
              grad.data() + begin * ss);
   };
-  if (shards == 1)
-    shard(0);
-  else
-    pool_->Run(shards, shard);
+  ForShards(shards, shard);
   ApplyStep(shards, cfg);
-  StepStats st;
-  for (int i = 0; i < shards; ++i) {
-    const StepStats& s = replicas_[static_cast<size_t>(i)].stats;
-    st.loss_sum += s.loss_sum;
-    st.correct += s.correct;
-    st.count += s.count;
-  }
-  return st;
+  return SumStats(shards);
 }
 
 StepStats CpuEngine::EvalStep(const Dataset& data, std::span<const uint32_t> batch) {
@@ -403,10 +395,7 @@ Status CpuEngine::Predict(std::span<const float> inputs, std::span<float> probs)
     RunShard(r, nullptr, {}, inputs.data() + begin * ss, end - begin, n, false);
     Softmax(r.act_ptr.back(), end - begin, k, probs.data() + begin * k);
   };
-  if (shards == 1)
-    shard(0);
-  else
-    pool_->Run(shards, shard);
+  ForShards(shards, shard);
   return Status::Ok();
 }
 

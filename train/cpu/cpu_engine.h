@@ -17,6 +17,7 @@
 // pool without oversubscribing the cores.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -86,6 +87,10 @@ class CpuEngine final : public Engine {
   // The [begin, end) of shard i when n samples are split into `shards`.
   static std::pair<int64_t, int64_t> ShardRange(int64_t n, int shards, int i);
   StepStats Step(const Dataset& data, std::span<const uint32_t> batch, bool need_grad);
+  // shard(i) for i in [0, shards): on the calling thread for one, on the pool for more.
+  void ForShards(int shards, const std::function<void(int)>& shard);
+  // The first `shards` replicas' StepStats, summed in replica order.
+  StepStats SumStats(int shards) const;
   // grads_[begin, end) (replica 0's) += each other replica's, in replica order.
   void SumGradients(int shards, int64_t begin, int64_t end);
 
