@@ -102,6 +102,7 @@ Result<std::unique_ptr<Client>> Client::Create(ClientOptions options,
   ropts.backoff = options.backoff;
   ropts.heartbeat_interval = options.heartbeat_interval;
   ropts.on_task = std::move(options.on_task);
+  ropts.split = options.split;
   // The same key, certificate and CA sign and check the keys of secure aggregation.
   TRIB_ASSIGN_OR_RETURN(
       ropts.secagg_identity,

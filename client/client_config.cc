@@ -48,6 +48,14 @@ void BindClientConfig(ConfigSchema& s, ClientConfig* c) {
   s.Bind("run.init_seed", &c->init_seed,
          "seeds the initial weights (the coordinator sends its own)")
       .Flag("--init-seed");
+  s.Bind("split.enabled", &c->split,
+         "split learning (docs/split.md): train the device part of run.model, cut at split.cut, "
+         "through the coordinator's server part (its run must set split.mode)")
+      .Flag("--split");
+  s.Bind("split.cut", &c->split_cut,
+         "split learning: the device part holds layers 0 .. cut-1 (0: the model file's cut); the "
+         "coordinator's split.cut")
+      .Flag("--split-cut");
   BindDataConfig(s, &c->data, /*partitioned=*/true);
   s.Bind("data.client_index", &c->client_index, "this client's share, in [0, data.num_clients)")
       .Flag("--client-index");
@@ -112,6 +120,9 @@ Status ValidateClientConfig(const ClientConfig& o) {
   if (o.max_attempts < 0)
     return Bad("backoff.max_attempts", "--max-attempts",
                fmt::format("= {} must be >= 0 (0 = retry until stopped)", o.max_attempts));
+  if (o.split_cut < 0)
+    return Bad("split.cut", "--split-cut",
+               fmt::format("= {} must be >= 0 (0 = the model file's cut)", o.split_cut));
   return ToClientOptions(o, 0).Validate();
 }
 
@@ -132,6 +143,7 @@ Status CheckClientFiles(const ClientConfig& o) {
 
 ClientOptions ToClientOptions(const ClientConfig& o, uint64_t num_examples) {
   ClientOptions c;
+  c.split = o.split;
   c.coordinator = o.coordinator;
   c.server_name = o.server_name;
   c.ca_cert_file = o.ca;

@@ -87,6 +87,9 @@ struct ClientRuntimeOptions {
   Clock* clock = nullptr;
   // Runs on the worker thread after each task.
   std::function<void(const TaskReport&)> on_task;
+  // Split learning: tasks train through Trainer::fit_split, the batches' activations and
+  // gradients exchanged over the connection (client/split_exchange.h).
+  bool split = false;
   // The signing key, certificate and CA for rounds with secure aggregation (docs/privacy.md);
   // null: this client answers such rounds with an error.
   std::shared_ptr<const SecAggIdentity> secagg_identity;

@@ -214,6 +214,8 @@ void RuntimeCore::OnMessage(uint64_t gen, Message message) {
       Log().info("the coordinator ended the run: {}", goodbye->reason);
       Finish(Status::Ok());
     }
+  } else if (auto* gradient = std::get_if<SplitGradient>(&message)) {
+    OnSplitGradient(std::move(*gradient));
   } else if (auto* error = std::get_if<Error>(&message)) {
     OnCoordinatorError(*error);
   } else if (std::holds_alternative<Heartbeat>(message)) {
@@ -221,6 +223,20 @@ void RuntimeCore::OnMessage(uint64_t gen, Message message) {
   } else {
     Log().warn("ignoring an unexpected {} from the coordinator", MessageTypeName(TypeOf(message)));
   }
+}
+
+void RuntimeCore::OnSplitGradient(SplitGradient gradient) {
+  std::shared_ptr<NetworkSplitExchange> exchange;
+  {
+    std::lock_guard lock(split_mu_);
+    exchange = split_exchange_;
+  }
+  if (!exchange) {
+    Log().warn("ignoring a SplitGradient for round {} batch {}: no split task is in progress",
+               gradient.round, gradient.batch);
+    return;
+  }
+  exchange->Deliver(std::move(gradient));
 }
 
 void RuntimeCore::SendOrReport(const Status& s, Message m) {
@@ -467,9 +483,28 @@ void RuntimeCore::RunTask(uint64_t gen, const std::shared_ptr<Message>& task,
   Message reply;
   bool masked_later = false;
   if (const auto* fit = std::get_if<TaskAssignment>(task.get())) {
-    Result<UpdateSubmission> r = [&] {
+    Result<UpdateSubmission> r = [&]() -> Result<UpdateSubmission> {
       GlobalModelHolder::TrainerScope trainer_turn(global_model_);
-      return executor_.Fit(*fit, &report);
+      if (!options_.split) return executor_.Fit(*fit, &report);
+      // Split learning: every batch's activations go out on this connection and the fit waits
+      // for their gradient (until the task's deadline, or until the connection is lost).
+      Result<SplitTaskChannel> channel = SplitTaskChannel::Create(*fit, layout_fingerprint_);
+      if (!channel.ok()) return executor_.Fit(*fit, &report);  // refuses it, naming why
+      auto send = [self = shared_from_this(), gen](Message m) {
+        asio::post(self->strand_,
+                   [self, gen, m = std::move(m)]() mutable { self->Deliver(gen, std::move(m)); });
+      };
+      auto exchange = std::make_shared<NetworkSplitExchange>(
+          std::move(*channel), std::move(send), stop,
+          std::chrono::steady_clock::now() + std::chrono::milliseconds(fit->deadline_ms));
+      {
+        std::lock_guard lock(split_mu_);
+        split_exchange_ = exchange;
+      }
+      Result<UpdateSubmission> u = executor_.Fit(*fit, &report, exchange.get());
+      std::lock_guard lock(split_mu_);
+      split_exchange_.reset();
+      return u;
     }();
     if (r.ok() && secagg) {
       // Secure aggregation: the delta goes into the integer domain and is masked once the inbox

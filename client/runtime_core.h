@@ -29,6 +29,7 @@
 #include "client/backoff.h"
 #include "client/client_runtime.h"
 #include "client/global_model_holder.h"
+#include "client/split_exchange.h"
 #include "client/task_executor.h"
 #include "core/thread_pool.h"
 
@@ -82,6 +83,8 @@ class RuntimeCore : public std::enable_shared_from_this<RuntimeCore> {
   void Finish(Status result);
 
   void OnSecAgg(uint64_t gen, Message message);
+  // Split learning: the coordinator's gradient for the batch in flight.
+  void OnSplitGradient(SplitGradient gradient);
   void SendOrReport(const Status& s, Message m);
 
   // On the worker.
@@ -123,6 +126,10 @@ class RuntimeCore : public std::enable_shared_from_this<RuntimeCore> {
   // Why the model saved in the state dir was not taken (logged by Start); OK when it was, or
   // when there is none.
   Status restore_status_;
+
+  // The split task in progress (options_.split), made by the worker, fed by the strand.
+  std::mutex split_mu_;
+  std::shared_ptr<NetworkSplitExchange> split_exchange_;  // GUARDED_BY(split_mu_)
 
   // Worker only.
   TaskExecutor executor_;

@@ -217,7 +217,8 @@ Result<ModelWeights> TaskExecutor::ToWeights(const ModelPayload& payload, const 
   return PayloadToWeights(payload, *layout_, what);
 }
 
-Result<UpdateSubmission> TaskExecutor::Fit(const TaskAssignment& task, TaskReport* report) {
+Result<UpdateSubmission> TaskExecutor::Fit(const TaskAssignment& task, TaskReport* report,
+                                           SplitExchange* split) {
   const auto t0 = std::chrono::steady_clock::now();
   if (report) {
     report->kind = TaskReport::Kind::kFit;
@@ -226,13 +227,18 @@ Result<UpdateSubmission> TaskExecutor::Fit(const TaskAssignment& task, TaskRepor
     report->codec = task.codec.spec;
   }
   const std::string what = fmt::format("task for round {}", task.round);
-  // Split learning's tasks (docs/split.md) need a client that trains a device part through the
-  // coordinator's server part; this executor trains whole models.
-  if (task.split_cut != 0)
+  // Split learning's tasks (docs/split.md) train a device part through the coordinator's server
+  // part: the host gives the channel to it; without one, this client trains whole models.
+  if (task.split_cut != 0 && split == nullptr)
     return ProtocolError(ErrorCode::kProtocolViolation,
                          fmt::format("{}: a split-learning task (cut before layer {}); this client "
                                      "trains whole models",
                                      what, task.split_cut));
+  if (task.split_cut == 0 && split != nullptr)
+    return ProtocolError(ErrorCode::kProtocolViolation,
+                         fmt::format("{}: not a split-learning task, but this client trains the "
+                                     "device part of a cut model",
+                                     what));
   Result<std::unique_ptr<Codec>> codec = MakeCodec(task.codec.spec);
   if (!codec.ok())
     return ProtocolError(ErrorCode::kProtocolViolation,
@@ -247,7 +253,8 @@ Result<UpdateSubmission> TaskExecutor::Fit(const TaskAssignment& task, TaskRepor
   if (scaffold) TRIB_RETURN_IF_ERROR(PrepareCorrection(task, global, what, &correction));
   FitConfig config = task.fit;
   config.correction = correction;
-  Result<FitResult> fit = trainer_->fit(global, config);
+  Result<FitResult> fit = split != nullptr ? trainer_->fit_split(global, config, *split)
+                                           : trainer_->fit(global, config);
   if (task.fit.stop.stop_requested())
     return Status::Aborted(fmt::format(
         "{}: stopped: the result is no longer wanted (FitConfig::stop), nothing was encoded",

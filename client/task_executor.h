@@ -93,8 +93,12 @@ class TaskExecutor {
       std::function<void(const ModelWeights& global, uint64_t round, uint64_t model_version)>;
   void set_on_global_model(GlobalModelHook hook) { on_global_model_ = std::move(hook); }
 
-  // `report` (may be null) receives what happened, for logging.
-  Result<UpdateSubmission> Fit(const TaskAssignment& task, TaskReport* report = nullptr);
+  // `report` (may be null) receives what happened, for logging. `split`: the channel to the
+  // coordinator's server part when the client trains a device part (docs/split.md); the task
+  // must then be a split task (TaskAssignment::split_cut), and fit_split trains instead of fit.
+  // Either without the other is a PROTOCOL_VIOLATION.
+  Result<UpdateSubmission> Fit(const TaskAssignment& task, TaskReport* report = nullptr,
+                               SplitExchange* split = nullptr);
   Result<EvaluateResult> Evaluate(const EvaluateTask& task, TaskReport* report = nullptr);
 
  private:

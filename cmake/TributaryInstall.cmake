@@ -18,6 +18,7 @@ set(_trib_export_libs
   tributary_crypto:crypto
   tributary_protocol:protocol
   tributary_privacy:privacy
+  tributary_split_channel:split_channel
   tributary_client:client)
 
 set(_trib_targets "")

@@ -154,6 +154,12 @@ Status Coordinator::Serve() {
   sopts.client_timeout = config_.client_timeout;
   sopts.software_version = TRIBUTARY_VERSION;
   sopts.engine_executor = engine_thread_->get_executor();
+  if (const SplitConfig& split = config_.run.round.split; split.enabled()) {
+    const int64_t threads =
+        split.pool > 0 ? split.pool : std::max<int64_t>(1, std::thread::hardware_concurrency());
+    split_pool_ = std::make_unique<asio::thread_pool>(static_cast<size_t>(threads));
+    sopts.split_executor = split_pool_->get_executor();
+  }
   sopts.security_log = security_;
   service_ = std::make_shared<CoordinatorService>(io, *transport_, *driver_, sopts);
   Status result = Status::Aborted("not finished");

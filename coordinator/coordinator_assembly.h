@@ -88,6 +88,7 @@ class Coordinator {
   std::unique_ptr<RunObservers> observers_;
   std::unique_ptr<RunDriver> driver_;
   std::unique_ptr<boost::asio::thread_pool> engine_thread_;
+  std::unique_ptr<boost::asio::thread_pool> split_pool_;  // a split run's server parts
   std::unique_ptr<boost::asio::io_context> io_;
   std::unique_ptr<TlsTransport> transport_;
   std::shared_ptr<CoordinatorService> service_;

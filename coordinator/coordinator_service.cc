@@ -30,6 +30,18 @@ uint64_t MaxUpdateMessageBytes(const std::string& codec_spec, bool secagg, bool 
   return payload + payload / 64 + (uint64_t{512} << 10);
 }
 
+// The largest SplitActivations an honest client of a split run sends: one batch of the run's
+// batch size at the cut (8 bytes a value under any codec but dense's 4, as for updates), a label
+// a sample, and the message's own fields. 0 without split learning.
+uint64_t MaxSplitBatchBytes(RunDriver& driver) {
+  const SplitServer* split = driver.split_server();
+  if (split == nullptr) return 0;
+  const uint64_t batch = static_cast<uint64_t>(std::max(1, driver.config().round.fit.batch_size));
+  const uint64_t n = batch * static_cast<uint64_t>(split->split().cut_shape.numel());
+  const uint64_t payload = 8 * n + batch;
+  return payload + payload / 64 + (uint64_t{512} << 10);
+}
+
 }  // namespace
 
 CoordinatorService::CoordinatorService(asio::io_context& io, Transport& transport,
@@ -42,11 +54,16 @@ CoordinatorService::CoordinatorService(asio::io_context& io, Transport& transpor
       engine_strand_(asio::make_strand(options_.engine_executor
                                            ? options_.engine_executor
                                            : asio::any_io_executor(io.get_executor()))),
+      split_executor_(options_.split_executor    ? options_.split_executor
+                      : options_.engine_executor ? options_.engine_executor
+                                                 : asio::any_io_executor(io.get_executor())),
       run_layout_(LayoutOf(driver.engine().model())),
       run_fingerprint_(driver.engine().model().fingerprint()),
-      max_update_bytes_(MaxUpdateMessageBytes(
-          driver.config().round.codec, driver.config().round.secagg.enabled,
-          driver.engine().strategy().uses_control_variates(), driver.engine().model().size())),
+      max_update_bytes_(std::max(
+          MaxUpdateMessageBytes(driver.config().round.codec, driver.config().round.secagg.enabled,
+                                driver.engine().strategy().uses_control_variates(),
+                                driver.engine().model().size()),
+          MaxSplitBatchBytes(driver))),
       // A partial sum: at most 16 bytes per value (two limbs), and its records.
       max_aggregator_bytes_(16 * uint64_t{driver.engine().model().size()} + (uint64_t{64} << 20)),
       max_update_dim_(driver.engine().model().size()),
@@ -245,6 +262,8 @@ void CoordinatorService::OnMessage(Connection* key, Message msg) {
       if (Status st = e.OnSecAgg(id, m, now); !st.ok())
         Log().warn("client {}: {}", id, st.message());
     });
+  } else if (auto* a = std::get_if<SplitActivations>(&msg); a && driver_.split_server()) {
+    OnSplitBatch(s, std::move(*a));
   } else if (auto* hb = std::get_if<Heartbeat>(&msg)) {
     s.conn->Send(*hb);  // the echo: the client's liveness check and round-trip measurement
   } else if (auto* e = std::get_if<Error>(&msg)) {
@@ -255,6 +274,32 @@ void CoordinatorService::OnMessage(Connection* key, Message msg) {
     Refuse(s, ErrorCode::kProtocolViolation,
            "unexpected " + MessageTypeName(TypeOf(msg)) + " from a client");
   }
+}
+
+void CoordinatorService::OnSplitBatch(Session& s, SplitActivations batch) {
+  if (s.split_in_flight) {
+    Refuse(s, ErrorCode::kProtocolViolation,
+           "split batch " + std::to_string(batch.batch) +
+               " arrived before the gradient of the one before it");
+    return;
+  }
+  s.split_in_flight = true;
+  asio::post(split_executor_, [self = shared_from_this(), conn = s.conn, id = s.id,
+                               batch = std::move(batch)]() mutable {
+    SplitServer* split = self->driver_.split_server();
+    Result<SplitGradient> g = split->OnActivations(id, batch);
+    asio::post(self->io_strand_, [self, conn, g = std::move(g)]() mutable {
+      auto it = self->sessions_.find(conn.get());
+      if (it == self->sessions_.end() || it->second.conn != conn || self->closed_) return;
+      Session& session = it->second;
+      session.split_in_flight = false;
+      if (g.ok()) {
+        session.conn->Send(std::move(*g));
+      } else {
+        self->Refuse(session, ProtocolErrorCodeOf(g.status()), g.status().message());
+      }
+    });
+  });
 }
 
 void CoordinatorService::OnClosed(Connection* key, const Status& why) {
@@ -543,6 +588,7 @@ void CoordinatorService::NotifyClosedWhenDrained() {
 void CoordinatorService::AfterEngine() {
   RunEngine& engine = driver_.engine();
   Outbox outbox = engine.TakeOutbox();
+  driver_.NoteTasks(outbox);  // a split run's server part learns whose batches to take
   if (!outbox.empty())
     asio::post(io_strand_, [self = shared_from_this(), outbox = std::move(outbox)]() mutable {
       self->Deliver(std::move(outbox));

@@ -34,6 +34,12 @@
 // TaskAssignments for them leave as one GroupTask per aggregator (the task once, each client's
 // fit seed), and its GroupResults reach the engine (RunEngine::OnGroupResult) once every record is
 // checked to name one of its clients. When an aggregator's connection closes, its clients leave.
+//
+// Split learning (docs/split.md; the driver's SplitServer): a client's SplitActivations go to the
+// server part on options.split_executor, one batch per client at a time (a second before the
+// first's gradient is a protocol violation); its SplitGradient goes back on the same connection,
+// or its refusal as an Error, and the connection closes. The message cap of a joined client is
+// then the larger of an update's and one batch's activations at the run's batch size.
 // A client certificate cannot speak for an aggregator, nor an aggregator's join as a client; a
 // client that joins directly while routed through an aggregator (or through another) moves.
 #pragma once
@@ -64,6 +70,10 @@ struct CoordinatorServiceOptions {
   // Where the engine strand runs (e.g. a boost::asio::thread_pool's executor); none: the
   // io_context. Must outlive the service.
   boost::asio::any_io_executor engine_executor;
+  // Where a split run's server part trains on the clients' batches (docs/split.md): a pool of its
+  // own, so that a batch never waits for a fold, nor a fold for a batch; none: engine_executor's
+  // (the io_context when that is none too). Must outlive the service.
+  boost::asio::any_io_executor split_executor;
   // Security events (refusals at Hello, peers closed for bad input or timeouts), shared with the
   // TLS listener's in tributary-coordinator. Null: the service keeps its own.
   std::shared_ptr<SecurityLog> security_log;
@@ -110,6 +120,7 @@ class CoordinatorService : public std::enable_shared_from_this<CoordinatorServic
     TimePoint last_heard{};
     bool aggregator = false;        // an aggregator of the tier, after its AggregatorHello
     std::set<std::string> members;  // an aggregator's clients
+    bool split_in_flight = false;   // a split batch is with the server part
   };
   using Outbox = std::vector<RunEngine::Outgoing>;
 
@@ -126,6 +137,9 @@ class CoordinatorService : public std::enable_shared_from_this<CoordinatorServic
   // before it joins through another.
   void Supersede(const std::string& id, Connection* keep);
   void Refuse(Session& s, ErrorCode code, const std::string& why);
+  // Split learning: a client's batch goes to the server part on split_executor_, its gradient (or
+  // its refusal) comes back here. One batch per client at a time.
+  void OnSplitBatch(Session& s, SplitActivations batch);
   void Deliver(Outbox outbox);
   void Sweep();
   void CloseAll(Status result, const std::string& reason);
@@ -144,6 +158,7 @@ class CoordinatorService : public std::enable_shared_from_this<CoordinatorServic
   Clock* clock_;
   Strand io_strand_;
   Strand engine_strand_;
+  boost::asio::any_io_executor split_executor_;
   std::shared_ptr<Listener> listener_;
   std::string address_;
   // The run's layout, fixed for the run (read on the I/O strand without touching the engine).

@@ -102,6 +102,9 @@ std::string WhyNotThroughTier(const Strategy& strategy, const RoundConfig& confi
   if (config.federated_eval_every > 0)
     return "eval.federated_every: federated evaluation does not run through the aggregation tier "
            "yet";
+  if (config.split.enabled())
+    return "split.mode: a split run's batches go to the coordinator's server part, not through "
+           "the aggregation tier";
   if (std::string why = strategy.needs_each_update(); !why.empty())
     return "strategy " + std::string(strategy.name()) + " needs each update (" + why +
            "); an aggregator sends the coordinator only the sum of its clients' updates";

@@ -56,6 +56,17 @@ void BindRoundConfig(ConfigSchema& s, RoundConfig* r) {
   s.Bind("pace.window_s", &r->pace_window,
          "pace steering: clients reconnect at a time drawn uniformly in a window this long, in "
          "seconds (0: derived from the clients sent away and the rounds' pace)");
+  s.Bind("split.mode", &r->split.mode,
+         "split learning (docs/split.md): sflv1 (a server part per client, averaged) or sflv2 (one "
+         "server part, trained in turn); \"\": off")
+      .Flag("--split");
+  s.Bind("split.cut", &r->split.cut,
+         "split learning: the device part holds layers 0 .. cut-1 (0: the model file's cut)");
+  s.Bind("split.codec", &r->split.codec,
+         "split learning: how activations and gradients travel: dense, q8, topk(F, ef=0)+q8, ...");
+  s.Bind("split.threads", &r->split.threads, "split learning: CPU threads of each server part");
+  s.Bind("split.pool", &r->split.pool,
+         "split learning: threads that train server parts at once (0: the CPU count)");
   s.Bind("run.codec", &r->codec, "the update codec every client uses (docs/compression.md)")
       .Flag("--codec");
   s.Bind("run.download_codec", &r->download_codec,
@@ -150,6 +161,49 @@ Status RoundConfig::ValidateAsync() const {
   return Status::Ok();
 }
 
+Status RoundConfig::ValidateSplit() const {
+  auto bad = [](const std::string& what) { return Status::InvalidArgument("key " + what); };
+  if (split.mode != "sflv1" && split.mode != "sflv2")
+    return bad(fmt::format(
+        "'split.mode' = '{}' must be 'sflv1' (a server part per client, averaged), 'sflv2' (one "
+        "server part, trained in turn) or \"\" (off)",
+        split.mode));
+  if (split.cut < 0) return bad(fmt::format("'split.cut' = {} must be >= 0", split.cut));
+  if (split.threads < 1 || split.threads > 256)
+    return bad(fmt::format("'split.threads' = {} must be in [1, 256]", split.threads));
+  if (split.pool < 0 || split.pool > 4096)
+    return bad(
+        fmt::format("'split.pool' = {} must be in [0, 4096] (0: the CPU count)", split.pool));
+  Result<std::unique_ptr<Codec>> c = MakeCodec(split.codec);
+  if (!c.ok()) return bad("'split.codec': " + c.status().message());
+  if ((*c)->uses_error_feedback())
+    return bad(fmt::format(
+        "'split.codec' = '{}' uses error feedback, which would carry one batch's activations into "
+        "the next; turn it off (e.g. 'topk(0.1, ef=0)')",
+        split.codec));
+  // What split learning cannot compose with, and why.
+  if (asynchronous())
+    return bad(
+        "'split.mode' is for rounds (run.mode = 'sync'): the server part trains on each round's "
+        "batches and is averaged when the round closes");
+  if (secagg.enabled)
+    return bad(
+        "'split.mode' cannot be used with secagg.enabled: the server sees every batch's "
+        "activations, so hiding the device parts' sum protects nothing it cannot already see");
+  if (dp.enabled)
+    return bad(
+        "'split.mode' cannot be used with dp.enabled: the activations and labels the server sees "
+        "are not covered by the device parts' noise");
+  if (federated_eval_every > 0)
+    return bad(
+        "'eval.federated_every' cannot be used with split.mode: a device holds only its part of "
+        "the model and cannot evaluate it; use eval.every (the coordinator's evaluation of the "
+        "whole model)");
+  if (fit.proximal_mu > 0.0f)
+    return bad("'fit.proximal_mu' cannot be used with split.mode (FedProx's term is not split)");
+  return Status::Ok();
+}
+
 Status RoundConfig::Validate() const {
   auto bad = [](const std::string& what) { return Status::InvalidArgument("key " + what); };
   if (rounds < 1) return bad(fmt::format("'run.rounds' = {} must be >= 1", rounds));
@@ -219,6 +273,7 @@ Status RoundConfig::Validate() const {
       return bad(fmt::format("'secagg.max_dropout' = {} must be in [0, 0.5)", secagg.max_dropout));
     if (secagg.phase_timeout.count() <= 0) return bad("'secagg.phase_timeout_s' must be > 0");
   }
+  if (split.enabled()) TRIB_RETURN_IF_ERROR(ValidateSplit());
   if (dp.enabled) {
     TRIB_RETURN_IF_ERROR(dp.Validate(clients_per_round));
     if (fraction > 0.0)

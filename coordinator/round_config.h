@@ -42,6 +42,17 @@ struct AsyncConfig {
   std::string staleness_weight = "sqrt";  // s(t): coordinator/staleness_weight.h
 };
 
+// Split learning (docs/split.md): the model cut in two, the clients training the device part
+// through the coordinator's server part (split/split_server.h).
+struct SplitConfig {
+  std::string mode;  // "": off; "sflv1" or "sflv2" (SplitFed's two forms)
+  int64_t cut = 0;   // the device part holds layers 0 .. cut-1; 0: the model file's own cut
+  std::string codec = "dense";  // how activations and gradients travel (no error feedback)
+  int64_t threads = 1;          // CPU threads of each server part's engine
+  int64_t pool = 0;             // threads that train server parts at once (0: the CPU count)
+  bool enabled() const { return !mode.empty(); }
+};
+
 struct RoundConfig {
   // "sync": rounds that wait for K updates or their deadline (RoundEngine); "async": buffered
   // asynchronous aggregation (AsyncEngine), where run.rounds counts steps.
@@ -86,12 +97,18 @@ struct RoundConfig {
   int64_t pace_max_idle = 0;
   std::chrono::milliseconds pace_come_back{60'000};
   std::chrono::milliseconds pace_window{60'000};
+  SplitConfig split;
+  // Set by RunDriver from the model (the cut's layer index, when split.enabled()): what the
+  // engines stamp on every TaskAssignment (split_cut, with split.codec). Not a key.
+  uint32_t split_cut = 0;
 
   // InvalidArgument naming the key when a value is out of range or inconsistent.
   Status Validate() const;
 
   // The run.mode = "async" keys' checks (within Validate).
   Status ValidateAsync() const;
+  // The split.* keys' checks, and what split learning cannot compose with (within Validate).
+  Status ValidateSplit() const;
 
   bool asynchronous() const { return mode == "async"; }
   // The asynchronous engine's K and C, their defaults resolved.
@@ -115,7 +132,7 @@ struct RoundConfig {
 // run.rounds, run.clients_per_round, run.fraction, run.min_available,
 // run.over_selection, run.min_completed, run.round_timeout_s, run.max_round_attempts,
 // run.cooldown_max_rounds, run.seed, run.codec, run.download_codec, run.min_num_examples,
-// run.max_num_examples, run.max_weight, eval.federated_every, secagg.*, dp.*, and fit.*
+// run.max_num_examples, run.max_weight, eval.federated_every, secagg.*, dp.*, split.*, and fit.*
 // (core/fit_config.h).
 void BindRoundConfig(ConfigSchema& schema, RoundConfig* round);
 

@@ -497,6 +497,10 @@ void RoundEngine::MaybeStartRound(TimePoint now) {
   // the codec's quantization and sparsification (StartSecAgg).
   task.codec.spec = config_.secagg.enabled ? "dense" : std::string(codec_->spec());
   task.deadline_ms = static_cast<uint64_t>(config_.round_timeout.count());
+  if (config_.split.enabled()) {
+    task.split_cut = config_.split_cut;
+    task.split_codec.spec = config_.split.codec;
+  }
   // One copy of the model, shared by every assignment; and of SCAFFOLD's control variate.
   task.model = download_->For(model_, version_, round);
   if (strategy_->uses_control_variates()) {

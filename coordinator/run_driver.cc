@@ -12,6 +12,7 @@
 #include "aggregation/strategy_factory.h"
 #include "coordinator/checkpoint.h"
 #include "coordinator/run_engine_factory.h"
+#include "core/check.h"
 #include "core/file_util.h"
 #include "core/log.h"
 #include "core/model_layout.h"
@@ -104,6 +105,7 @@ Result<std::unique_ptr<RunDriver>> RunDriver::Create(const RunConfig& config, Op
     if (!init.ok()) return init.status().WithContext("key 'run.model'");
     model = std::move(*init);
   }
+  if (c.round.split.enabled()) TRIB_RETURN_IF_ERROR(d->SetUpSplit(spec, &model));
   uint64_t rounds_done = 0, version = 0;
   if (d->options_.resume)
     TRIB_RETURN_IF_ERROR(d->Resume(**strategy, &model, &rounds_done, &version));
@@ -111,33 +113,42 @@ Result<std::unique_ptr<RunDriver>> RunDriver::Create(const RunConfig& config, Op
   RunStarted& st = d->started_;
   st.model = c.model;
   st.initial_model = c.initial_model;
-  st.tensors = model.num_tensors();
+  // What the run starts from is the whole model, in a split run too.
+  std::optional<ModelWeights> joined;
+  if (d->split_) {
+    TRIB_ASSIGN_OR_RETURN(joined, JoinWeights(d->split_->split(), model, d->split_->weights()));
+  }
+  const ModelWeights& whole = joined ? *joined : model;
+  st.tensors = whole.num_tensors();
   st.strategy = c.strategy;
   st.codec = c.round.codec;
   st.download_codec = c.round.download_codec;
   st.rounds = c.round.rounds;
   st.clients_per_round = c.round.clients_per_round;
-  st.parameters = model.size();
+  st.parameters = whole.size();
   st.rounds_done = rounds_done;
   st.model_version = version;
-  st.model_hash = model.content_hash();
+  st.model_hash = whole.content_hash();
   st.mode = c.round.mode;
   if (st.run_uid.empty()) st.run_uid = NewRunUid();
 
   RunDriver* self = d.get();
   RunEngine::Hooks hooks;
   hooks.on_round_opened = [self](uint64_t round, int64_t attempt, int64_t selected) {
+    if (self->split_) self->split_->OpenRound(round, self->config_.round.fit);
     self->Publish(RoundOpened{round, attempt, selected, self->engine_->model_version()});
   };
   hooks.on_accepted = [self](const std::string& id, uint64_t round, uint64_t n, uint64_t bytes,
                              const std::optional<UpdateStaleness>& staleness,
                              const std::string& via) {
+    if (self->split_) self->split_->Accept(id, n);
     self->Publish(UpdateAccepted{round, id, n, bytes, staleness, via});
   };
   hooks.on_refused = [self](const std::string& id, uint64_t round, const Status& why) {
     self->Publish(UpdateRefused{round, id, why.message(), std::string(StatusCodeName(why.code()))});
   };
   hooks.on_round_failed = [self](uint64_t round, int64_t attempt, const std::string& why) {
+    if (self->split_) self->split_->AbandonRound();
     self->Publish(RoundFailed{round, attempt, why});
   };
   hooks.on_federated_eval = [self](const FederatedEvalSummary& e) {
@@ -178,6 +189,18 @@ Status RunDriver::Resume(Strategy& strategy, ModelWeights* model, uint64_t* roun
   if (!ck->skipped.empty())
     Log().warn("resume: falling back to {} ({} rounds done)", ck->path, ck->rounds_done);
   const std::string path = ck->path;
+  // A split run's checkpoint holds the whole model; the engine and the server part take theirs.
+  if (split_) {
+    TRIB_ASSIGN_OR_RETURN(ModelWeights whole,
+                          JoinWeights(split_->split(), *model, split_->weights()));
+    if (!ck->model.same_layout(whole))
+      return Status::InvalidArgument(fmt::format(
+          "checkpoint {} holds a model of another layout than this run's: {}", path,
+          LayoutDifference(LayoutOf(ck->model), "the checkpoint", LayoutOf(whole), "this run")));
+    TRIB_ASSIGN_OR_RETURN(auto parts, SplitWeights(split_->split(), ck->model));
+    TRIB_RETURN_IF_ERROR(split_->LoadWeights(parts.second));
+    ck->model = std::move(parts.first);
+  }
   if (!ck->model.same_layout(*model))
     return Status::InvalidArgument(fmt::format(
         "checkpoint {} holds a model of another layout than this run's ({} tensors, {} "
@@ -244,7 +267,71 @@ void RunDriver::Report(const ClientRefused& refusal) {
   if (running_) Publish(refusal);
 }
 
-void RunDriver::OnRoundComplete(const RoundSummary& s, const ModelWeights& m) {
+Status RunDriver::SetUpSplit(const std::optional<ModelSpec>& spec, ModelWeights* model) {
+  const SplitConfig& sc = config_.round.split;
+  if (!spec)
+    return Status::InvalidArgument(
+        "key 'split.mode' needs run.model to name the model: the cut is one of its layers");
+  const int64_t cut = sc.cut > 0 ? sc.cut : spec->cut;
+  if (cut == 0)
+    return Status::InvalidArgument(fmt::format(
+        "key 'split.mode' needs a cut: set split.cut, or cut in the model file (run.model '{}' "
+        "names none)",
+        config_.model));
+  Result<SplitModel> split = CutModel(*spec, static_cast<size_t>(cut));
+  if (!split.ok()) return split.status().WithContext("key 'split.cut'");
+  Result<std::pair<ModelWeights, ModelWeights>> parts = SplitWeights(*split, *model);
+  if (!parts.ok()) return parts.status().WithContext("split learning's starting weights");
+  SplitServerOptions o;
+  o.split = std::move(*split);
+  TRIB_ASSIGN_OR_RETURN(o.mode, ParseSplitMode(sc.mode));
+  o.codec = sc.codec;
+  o.threads = static_cast<int>(sc.threads);
+  TRIB_ASSIGN_OR_RETURN(split_, SplitServer::Create(std::move(o), parts->second));
+  config_.round.split_cut = static_cast<uint32_t>(cut);
+  *model = std::move(parts->first);
+  Log().info(
+      "split learning ({}): model {} cut before layer {}; devices train {} of its {} "
+      "parameters, the coordinator the rest",
+      sc.mode, spec->name, cut, model->size(), model->size() + split_->weights().size());
+  return Status::Ok();
+}
+
+ModelWeights RunDriver::model() const {
+  if (!split_) return engine_->model();
+  Result<ModelWeights> whole = JoinWeights(split_->split(), engine_->model(), split_->weights());
+  TRIB_CHECK(whole.ok(), "the parts of a split run's model do not join");
+  return std::move(*whole);
+}
+
+void RunDriver::NoteTasks(const std::vector<RunEngine::Outgoing>& outbox) {
+  if (!split_) return;
+  for (const RunEngine::Outgoing& out : outbox)
+    if (const auto* task = std::get_if<TaskAssignment>(&out.message))
+      split_->AddClient(task->round, out.client_id);
+}
+
+void RunDriver::OnRoundComplete(const RoundSummary& s, const ModelWeights& device_or_whole) {
+  // A split run: the server part closes the round too, and the rest sees the whole model.
+  std::optional<ModelWeights> joined;
+  if (split_) {
+    const SplitServerStats before = split_stats_;
+    split_->CloseRound();
+    split_stats_ = split_->stats();
+    joined = model();
+    Log().info(
+        "split learning, round {}: {} batches ({} samples), {:.1f} KiB of activations in and "
+        "{:.1f} KiB of gradients out ({:.1f} KiB per batch each way), {:.3f} s of server compute",
+        s.round, split_stats_.batches - before.batches, split_stats_.samples - before.samples,
+        (split_stats_.bytes_in - before.bytes_in) / 1024.0,
+        (split_stats_.bytes_out - before.bytes_out) / 1024.0,
+        split_stats_.batches == before.batches
+            ? 0.0
+            : (split_stats_.bytes_in - before.bytes_in) / 1024.0 /
+                  static_cast<double>(split_stats_.batches - before.batches),
+        split_stats_.compute_seconds - before.compute_seconds);
+  }
+  const ModelWeights& m = joined ? *joined : device_or_whole;
   const bool due = s.round % static_cast<uint64_t>(config_.checkpoint_every) == 0 ||
                    s.round >= static_cast<uint64_t>(config_.round.rounds);
   if (!config_.checkpoint_dir.empty() && due) {
@@ -290,7 +377,8 @@ Status RunDriver::Finish(Status outcome) {
   if (finished_) return *finished_;
   RunFinished f;
   f.rounds_done = engine_->rounds_done();
-  f.model_hash = engine_->model().content_hash();
+  const ModelWeights whole = model();
+  f.model_hash = whole.content_hash();
   f.stopped = engine_->stop_reason();
   const bool complete = engine_->rounds_done() >= static_cast<uint64_t>(config_.round.rounds) ||
                         engine_->budget_spent();
@@ -298,8 +386,7 @@ Status RunDriver::Finish(Status outcome) {
     const SafetensorsMetadata meta{{"model", config_.model},
                                    {"rounds", std::to_string(engine_->rounds_done())},
                                    {"producer", options_.producer}};
-    Status saved =
-        WriteFileAtomic(env_, config_.final_model, SerializeSafetensors(engine_->model(), meta));
+    Status saved = WriteFileAtomic(env_, config_.final_model, SerializeSafetensors(whole, meta));
     if (saved.ok())
       f.final_model = config_.final_model;
     else

@@ -12,7 +12,12 @@
 //   - after every round (asynchronous: step), in this order: the checkpoint (through the Env,
 //     every output.checkpoint_every rounds and after the last), server-side evaluation (through
 //     the Evaluator, every eval.every rounds);
-//   - at the end, the final model (when every round is done).
+//   - at the end, the final model (when every round is done);
+//   - in a split-learning run (split.mode; docs/split.md), the SplitServer: the engine's model is
+//     the device part of the cut model, the SplitServer holds the server part, and checkpoints,
+//     evaluation, the final model and model() are the whole model (the two joined). The server
+//     part follows the engine's rounds through its hooks (tasks out, updates accepted, rounds
+//     closed or failed).
 // It publishes what happens as RunEvents (run_events.h) to its observers: the event log, the
 // console, the simulator's report, and whatever comes next (metrics, a dashboard).
 //
@@ -35,6 +40,7 @@
 #include "coordinator/run_engine.h"
 #include "coordinator/run_events.h"
 #include "core/env.h"
+#include "split/split_server.h"
 #include "train/model_spec.h"
 
 namespace tributary {
@@ -76,6 +82,15 @@ class RunDriver {
   void Report(const ClientRefused& refusal);
 
   RunEngine& engine() { return *engine_; }
+  // The run's whole model: the engine's, or in a split run the device part and the server part
+  // joined.
+  ModelWeights model() const;
+  // The server part of a split run (split.mode), else null. Its OnActivations may be called from
+  // any thread; its other calls belong to the driver.
+  SplitServer* split_server() { return split_.get(); }
+  // A split run's engines stamp split_cut on their tasks; the driver's driver tells the server part
+  // which clients the outbox's tasks go to (from the engine's strand, before they are sent).
+  void NoteTasks(const std::vector<RunEngine::Outgoing>& outbox);
   const RunEngine& engine() const { return *engine_; }
   const RunConfig& config() const { return config_; }
   // The run's unique id: 32 random hex digits made when the run starts, or, when it resumes, its
@@ -98,12 +113,16 @@ class RunDriver {
   Status Resume(Strategy& strategy, ModelWeights* model, uint64_t* rounds_done, uint64_t* version);
   void Publish(const RunEvent& event);
   void OnRoundComplete(const RoundSummary& summary, const ModelWeights& model);
+  // Makes split_ from the model spec and cuts *model to its device part (split.mode).
+  Status SetUpSplit(const std::optional<ModelSpec>& spec, ModelWeights* model);
 
   RunConfig config_;
   Options options_;
   Env* env_ = nullptr;
   std::unique_ptr<RunEngine> engine_;
-  uint64_t dispatches_ = 0;  // the resumed checkpoint's dispatch counter
+  std::unique_ptr<SplitServer> split_;  // split.mode only
+  SplitServerStats split_stats_;        // as of the last closed round
+  uint64_t dispatches_ = 0;             // the resumed checkpoint's dispatch counter
   std::vector<RunObserver*> observers_;
   RunStarted started_;
   bool running_ = false;  // between Start() and Finish()

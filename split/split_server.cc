@@ -25,9 +25,10 @@ Result<std::unique_ptr<SplitServer>> SplitServer::Create(SplitServerOptions opti
   std::unique_ptr<SplitServer> s(new SplitServer());
   TRIB_ASSIGN_OR_RETURN(s->codec_, MakeCodec(options.codec));
   if (s->codec_->uses_error_feedback())
-    return Status::InvalidArgument("split.codec '" + options.codec +
-                                   "' uses error feedback, which would carry one batch's "
-                                   "activations into the next; turn it off (e.g. 'topk(0.1, ef=0)')");
+    return Status::InvalidArgument(
+        "split.codec '" + options.codec +
+        "' uses error feedback, which would carry one batch's "
+        "activations into the next; turn it off (e.g. 'topk(0.1, ef=0)')");
   TRIB_ASSIGN_OR_RETURN(ModelWeights::LayoutSpec dl, ParameterLayout(options.split.device));
   TRIB_ASSIGN_OR_RETURN(ModelWeights::LayoutSpec sl, ParameterLayout(options.split.server));
   TRIB_ASSIGN_OR_RETURN(ModelWeights d, ModelWeights::Create(dl));
@@ -50,14 +51,23 @@ Result<std::unique_ptr<Engine>> SplitServer::MakeEngine(int batch) {
   return e;
 }
 
-void SplitServer::OpenRound(uint64_t round, const FitConfig& fit,
-                            const std::vector<std::string>& clients) {
+void SplitServer::OpenRound(uint64_t round, const FitConfig& fit) {
   std::lock_guard lock(mu_);
   round_ = round;
   fit_ = fit;
   copies_.clear();
-  for (const std::string& c : clients) copies_.emplace(c, std::make_shared<Copy>());
   shared_ = options_.mode == SplitMode::kSflV2 ? std::make_shared<Copy>() : nullptr;
+}
+
+void SplitServer::AddClient(uint64_t round, const std::string& client) {
+  std::lock_guard lock(mu_);
+  if (round_ != 0 && round == round_) copies_.try_emplace(client, std::make_shared<Copy>());
+}
+
+void SplitServer::OpenRound(uint64_t round, const FitConfig& fit,
+                            const std::vector<std::string>& clients) {
+  OpenRound(round, fit);
+  for (const std::string& c : clients) AddClient(round, c);
 }
 
 Result<SplitGradient> SplitServer::OnActivations(const std::string& client,

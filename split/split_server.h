@@ -69,8 +69,12 @@ class SplitServer {
   static Result<std::unique_ptr<SplitServer>> Create(SplitServerOptions options,
                                                      const ModelWeights& server_weights);
 
-  // A round attempt opens: its tasks went to `clients`, training with `fit` (lr, momentum,
-  // weight decay and batch size). Drops whatever an earlier attempt left.
+  // A round attempt opens, training with `fit` (lr, momentum, weight decay and batch size). Drops
+  // whatever an earlier attempt left.
+  void OpenRound(uint64_t round, const FitConfig& fit);
+  // Round `round`'s task went to `client` (ignored unless that round is open).
+  void AddClient(uint64_t round, const std::string& client);
+  // OpenRound, then AddClient for each of `clients`.
   void OpenRound(uint64_t round, const FitConfig& fit, const std::vector<std::string>& clients);
   // One batch of `client`'s: the gradient at the cut to send back, or why the batch is refused
   // (a ProtocolError; nothing changed).

@@ -30,6 +30,7 @@
 #include "core/stderr_log.h"
 #include "train/device.h"
 #include "train/model_file.h"
+#include "train/model_split.h"
 #include "train/native_trainer.h"
 #include "tributary/client.h"
 #include "tributary/config.h"
@@ -96,6 +97,19 @@ Status Run(const ClientConfig& o, SignalStopper& stopper) {
       ResolveModelSpec(o.model, Shape3{data.train->height, data.train->width, data.train->channels},
                        data.train->num_classes);
   if (!spec.ok()) return spec.status().WithContext("key 'run.model'");
+  if (o.split) {
+    // Split learning: this client trains only the part of the model before the cut.
+    const int64_t cut = o.split_cut > 0 ? o.split_cut : spec->cut;
+    if (cut == 0)
+      return Status::InvalidArgument(
+          "key 'split.enabled' (--split) needs a cut: set split.cut, or cut in the model file (" +
+          spec->name + " names none)");
+    Result<SplitModel> split = CutModel(*spec, static_cast<size_t>(cut));
+    if (!split.ok()) return split.status().WithContext("key 'split.cut'");
+    std::printf("split learning: training %s, the layers before layer %lld of %s\n",
+                split->device.name.c_str(), static_cast<long long>(cut), spec->name.c_str());
+    spec = split->device;
+  }
   TRIB_ASSIGN_OR_RETURN(int threads, ResolveCpuThreads(o.threads));
   TRIB_ASSIGN_OR_RETURN(EngineFactory factory, SelectEngineFactory(o.device, threads));
   TRIB_ASSIGN_OR_RETURN(std::unique_ptr<NativeTrainer> trainer,

@@ -133,6 +133,10 @@ struct ClientOptions {
   std::chrono::milliseconds heartbeat_interval{0};
   // TCP connect plus TLS handshake must finish within this.
   std::chrono::milliseconds connect_timeout{10'000};
+  // Split learning (docs/split.md): the trainer's model is the device part of a cut model, and
+  // each task trains it with Trainer::fit_split, exchanging every batch's activations and
+  // gradients with the coordinator's server part. The coordinator's run must be a split run.
+  bool split = false;
   // Called on the worker thread after each task; must not block for long.
   std::function<void(const TaskReport&)> on_task;
   // Logging (log.h). By default the library writes nothing anywhere. When log_callback is set,

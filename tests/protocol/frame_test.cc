@@ -68,7 +68,7 @@ class CollectingSink : public FrameSink {
 
 TEST(FrameHeaderTest, LayoutIsLittleEndian) {
   const FrameHeaderBytes b = Header(0x0102030405060708ULL, MessageType::kError, kFrameFlagChunk);
-  const uint8_t want[16] = {'T', 'R', 'I', 'B', 6, 0, 8, 1, 8, 7, 6, 5, 4, 3, 2, 1};
+  const uint8_t want[16] = {'T', 'R', 'I', 'B', 7, 0, 8, 1, 8, 7, 6, 5, 4, 3, 2, 1};
   EXPECT_EQ(std::memcmp(b.data(), want, 16), 0);
 }
 

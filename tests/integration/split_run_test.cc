@@ -1,0 +1,232 @@
+// Split learning between real processes (docs/split.md): tributary-coordinator with split.mode and
+// tributary-client processes with --split, over mutual TLS on loopback, lenet cut after its first
+// block on synthetic data. Each final model (the whole model, output.final_model) is compared with
+// a reference this test computes with the native engine:
+//   - SFLV2 with one client: centralized training of the whole model on that client's data (the
+//     same epochs and SGD, two rounds);
+//   - SFLV1 with three clients: per round, each client's whole model trained alone from the
+//     round's model, then both parts averaged by the clients' examples (FedAvg).
+// Every batch is the client's whole share (full-batch steps), so the clients' shuffles change only
+// the order of a sum; the tolerance is 2e-5 on weights of magnitude below 1.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "client/client_config.h"
+#include "client/client_data.h"
+#include "core/rng.h"
+#include "tests/integration/process.h"
+#include "train/model_split.h"
+#include "train/native_trainer.h"
+#include "tributary/safetensors.h"
+
+namespace tributary {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::Process;
+using testing::WaitFor;
+namespace fs = std::filesystem;
+
+constexpr int kTrainExamples = 100;
+
+std::string ReadText(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class SplitRunTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = fs::temp_directory_path() /
+           ("trib_split_" + std::string(info->name()) + "_" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    Certs({"init", "--dir", pki()});
+    Certs({"server", "--host", "localhost", "--ip", "127.0.0.1", "--dir", pki()});
+  }
+  void TearDown() override {
+    clients_.clear();
+    coordinator_.reset();
+    if (!HasFailure()) fs::remove_all(dir_);
+  }
+  std::string pki() const { return (dir_ / "pki").string(); }
+  fs::path final_model() const { return dir_ / "final.safetensors"; }
+
+  void Certs(std::vector<std::string> args) {
+    args.insert(args.begin(), TRIBUTARY_CERTS_BIN);
+    Process p(args, (dir_ / "certs.log").string());
+    ASSERT_EQ(p.Wait(30s), 0) << p.Log();
+  }
+
+  // The data and fit settings both sides use.
+  static std::vector<std::string> DataArgs(int clients) {
+    return {"data.dataset=synthetic",
+            "data.train_examples=" + std::to_string(kTrainExamples),
+            "data.test_examples=100",
+            "data.partition=iid",
+            "data.num_clients=" + std::to_string(clients),
+            "data.synthetic.height=28",
+            "data.synthetic.width=28"};
+  }
+
+  std::string StartCoordinator(const std::string& mode, int clients, int rounds, int batch,
+                               float momentum) {
+    std::ofstream f(dir_ / "coordinator.toml");
+    f << "log_level = \"info\"\n[net]\nlisten = \"127.0.0.1:0\"\nheartbeat_interval_s = 1\n"
+      << "[tls]\nca = \"" << pki() << "/ca.crt\"\ncert = \"" << pki() << "/server.crt\"\nkey = \""
+      << pki() << "/server.key\"\n"
+      << "[run]\nmodel = \"lenet\"\nseed = 7\nrounds = " << rounds
+      << "\nclients_per_round = " << clients << "\nmin_available = " << clients
+      << "\nmin_completed = " << clients << "\nround_timeout_s = 120\n"
+      << "[split]\nmode = \"" << mode << "\"\npool = 2\n"
+      << "[fit]\nepochs = 2\nbatch_size = " << batch << "\nlr = 0.05\nmomentum = " << momentum
+      << "\n[eval]\nevery = 0\n[data]\ndataset = \"synthetic\"\ntest_examples = 100\n"
+      << "synthetic.height = 28\nsynthetic.width = 28\n"
+      << "[output]\ncheckpoint_dir = \"" << (dir_ / "ckpt").string() << "\"\nfinal_model = \""
+      << final_model().string() << "\"\nhistory = \"none\"\nready_file = \""
+      << (dir_ / "ready").string() << "\"\n";
+    f.close();
+    coordinator_ =
+        std::make_unique<Process>(std::vector<std::string>{TRIBUTARY_COORDINATOR_BIN, "--config",
+                                                           (dir_ / "coordinator.toml").string()},
+                                  (dir_ / "coordinator.log").string());
+    EXPECT_TRUE(
+        WaitFor([&] { return fs::exists(dir_ / "ready") || !coordinator_->running(); }, 30s));
+    std::string addr = ReadText(dir_ / "ready");
+    while (!addr.empty() && addr.back() == '\n') addr.pop_back();
+    EXPECT_FALSE(addr.empty()) << coordinator_->Log();
+    return addr;
+  }
+
+  void StartClient(const std::string& addr, int index, int clients) {
+    const std::string id = "edge-" + std::to_string(index);
+    Certs({"client", "--id", id, "--dir", pki()});
+    std::vector<std::string> args = {TRIBUTARY_CLIENT_BIN,
+                                     "--coordinator",
+                                     addr,
+                                     "--ca",
+                                     pki() + "/ca.crt",
+                                     "--cert",
+                                     pki() + "/clients/" + id + ".crt",
+                                     "--key",
+                                     pki() + "/clients/" + id + ".key",
+                                     "--model",
+                                     "lenet",
+                                     "--split",
+                                     "true",
+                                     "--client-index",
+                                     std::to_string(index),
+                                     "--threads",
+                                     "1",
+                                     "--log-level",
+                                     "warn"};
+    for (const std::string& kv : DataArgs(clients)) {
+      args.push_back("--set");
+      args.push_back(kv);
+    }
+    clients_.push_back(std::make_unique<Process>(args, (dir_ / (id + ".log")).string()));
+  }
+
+  // Runs to the end; returns the final (whole) model.
+  ModelWeights RunToEnd(const std::string& mode, int clients, int rounds, int batch,
+                        float momentum) {
+    const std::string addr = StartCoordinator(mode, clients, rounds, batch, momentum);
+    for (int i = 0; i < clients; ++i) StartClient(addr, i, clients);
+    EXPECT_EQ(coordinator_->Wait(180s), 0) << coordinator_->Log();
+    for (auto& c : clients_) EXPECT_EQ(c->Wait(30s), 0) << c->Log();
+    std::ifstream in(final_model(), std::ios::binary);
+    std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), {});
+    Result<ModelWeights> w = ParseSafetensors(bytes);
+    EXPECT_TRUE(w.ok()) << w.status() << "\n" << coordinator_->Log();
+    return w.ok() ? std::move(*w) : ModelWeights();
+  }
+
+  // Client i's training share, loaded as tributary-client loads it.
+  static std::shared_ptr<const Dataset> Share(int index, int clients) {
+    ClientConfig c;
+    c.data.dataset = "synthetic";
+    c.data.train_examples = kTrainExamples;
+    c.data.test_examples = 100;
+    c.data.partition = "iid";
+    c.data.num_clients = clients;
+    c.data.synthetic_height = 28;
+    c.data.synthetic_width = 28;
+    c.client_index = index;
+    Result<ClientData> d = LoadClientData(c);
+    EXPECT_TRUE(d.ok()) << d.status();
+    return d->train;
+  }
+
+  fs::path dir_;
+  std::unique_ptr<Process> coordinator_;
+  std::vector<std::unique_ptr<Process>> clients_;
+};
+
+FitConfig Fit(int batch, float momentum) {
+  FitConfig f;
+  f.epochs = 2;
+  f.batch_size = batch;
+  f.lr = 0.05f;
+  f.momentum = momentum;
+  return f;
+}
+
+double MaxDiff(const ModelWeights& a, const ModelWeights& b) {
+  double d = 0.0;
+  for (size_t i = 0; i < a.size(); ++i)
+    d = std::max(d, static_cast<double>(std::fabs(a.data()[i] - b.data()[i])));
+  return d;
+}
+
+TEST_F(SplitRunTest, Sflv2WithOneClientIsCentralizedTraining) {
+  const ModelWeights got = RunToEnd("sflv2", 1, 2, kTrainExamples, 0.0f);
+  ASSERT_GT(got.size(), 0u);
+  const ModelSpec lenet = *ModelSpecByName("lenet");
+  ModelWeights want = *InitWeights(lenet, 1);
+  ASSERT_TRUE(want.same_layout(got));
+  auto trainer = *NativeTrainer::Create(lenet, Share(0, 1), nullptr, 1);
+  for (int round = 0; round < 2; ++round)
+    want = trainer->fit(want, Fit(kTrainExamples, 0))->weights;
+  const double diff = MaxDiff(got, want);
+  std::printf("SFLV2, 1 client, 2 rounds of 2 epochs: max |split - centralized| = %.3g\n", diff);
+  EXPECT_LT(diff, 2e-5);
+  EXPECT_GT(MaxDiff(got, *InitWeights(lenet, 1)), 1e-3);  // it trained
+  const std::string log = coordinator_->Log();
+  EXPECT_NE(log.find("split learning (sflv2): model lenet cut before layer 3"), std::string::npos)
+      << log;
+  EXPECT_NE(log.find("split learning, round 2: 2 batches (200 samples)"), std::string::npos) << log;
+}
+
+TEST_F(SplitRunTest, Sflv1WithThreeClientsMatchesAnIndependentReference) {
+  constexpr int kClients = 3, kBatch = 34;  // shares of 34, 33 and 33: one batch an epoch
+  const ModelWeights got = RunToEnd("sflv1", kClients, 2, kBatch, 0.5f);
+  ASSERT_GT(got.size(), 0u);
+  const ModelSpec lenet = *ModelSpecByName("lenet");
+  ModelWeights model = *InitWeights(lenet, 1);
+  for (int round = 0; round < 2; ++round) {
+    std::vector<double> sum(model.size(), 0.0);
+    double total = 0.0;
+    for (int i = 0; i < kClients; ++i) {
+      auto data = Share(i, kClients);
+      auto trainer = *NativeTrainer::Create(lenet, data, nullptr, 1);
+      const ModelWeights w = trainer->fit(model, Fit(kBatch, 0.5f))->weights;
+      for (size_t k = 0; k < sum.size(); ++k) sum[k] += data->size() * double{w.data()[k]};
+      total += static_cast<double>(data->size());
+    }
+    for (size_t k = 0; k < sum.size(); ++k) model.data()[k] = static_cast<float>(sum[k] / total);
+  }
+  const double diff = MaxDiff(got, model);
+  std::printf("SFLV1, 3 clients, 2 rounds of 2 epochs: max |split - reference| = %.3g\n", diff);
+  EXPECT_LT(diff, 2e-5);
+  EXPECT_GT(MaxDiff(got, *InitWeights(lenet, 1)), 1e-3);
+}
+
+}  // namespace
+}  // namespace tributary
