@@ -8,6 +8,7 @@
 #include "coordinator/run_driver.h"
 #include "split/split_task_channel.h"
 #include "tests/core/fault_injection_env.h"
+#include "tests/split/loopback_exchange.h"
 #include "tests/train/synthetic_images.h"
 #include "train/native_trainer.h"
 #include "tributary/safetensors.h"
@@ -25,23 +26,6 @@ struct SplitEvalRecorder final : Evaluator {
   }
   std::vector<size_t> sizes;
   std::vector<uint64_t> hashes;
-};
-
-class DirectSplitExchange final : public SplitExchange {
- public:
-  DirectSplitExchange(SplitServer& s, std::string id, SplitTaskChannel c)
-      : server_(s), id_(std::move(id)), channel_(std::move(c)) {}
-  Result<CutGradient> Exchange(std::span<const float> acts,
-                               std::span<const uint8_t> labels) override {
-    TRIB_ASSIGN_OR_RETURN(SplitActivations m, channel_.Activations(acts, labels));
-    TRIB_ASSIGN_OR_RETURN(SplitGradient g, server_.OnActivations(id_, m));
-    return channel_.Gradient(g);
-  }
-
- private:
-  SplitServer& server_;
-  std::string id_;
-  SplitTaskChannel channel_;
 };
 
 RunConfig SplitRun(const std::string& mode) {
@@ -90,8 +74,9 @@ void PlaySplitRound(RunDriver& d, const SplitModel& split) {
     std::copy(t->model.values.begin(), t->model.values.end(), global.data().begin());
     auto data = std::make_shared<Dataset>(testing::SyntheticImages(40, o.client_id == "a" ? 1 : 2));
     auto trainer = *NativeTrainer::Create(split.device, data, nullptr, 0);
-    DirectSplitExchange ex(*d.split_server(), o.client_id,
-                           *SplitTaskChannel::Create(*t, global.fingerprint()));
+    testing::LoopbackSplitExchange ex(*d.split_server(), o.client_id,
+                                      *SplitTaskChannel::Create(*t, global.fingerprint()),
+                                      /*over_the_wire=*/false);
     Result<FitResult> r = trainer->fit_split(global, t->fit, ex);
     ASSERT_TRUE(r.ok()) << r.status();
     std::vector<float> delta(global.size());

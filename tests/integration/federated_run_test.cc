@@ -17,6 +17,7 @@
 #include "crypto/tls_context.h"
 #include "protocol/tls_transport.h"
 #include "tests/integration/process.h"
+#include "tests/integration/tls_process_test.h"
 #include "tests/protocol/transport_test_util.h"
 #include "train/data/fashion_mnist.h"
 #include "train/model_spec.h"
@@ -29,13 +30,6 @@ using testing::Process;
 using testing::WaitFor;
 namespace fs = std::filesystem;
 
-std::string ReadFile(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 std::vector<nlohmann::json> Events(const fs::path& log, const std::string& kind) {
   std::vector<nlohmann::json> out;
   std::ifstream in(log);
@@ -47,35 +41,18 @@ std::vector<nlohmann::json> Events(const fs::path& log, const std::string& kind)
   return out;
 }
 
-class FederatedRunTest : public ::testing::Test {
+class FederatedRunTest : public testing::TlsProcessTest {
  protected:
+  FederatedRunTest() : TlsProcessTest("trib_it_") {}
   void SetUp() override {
     if (!fs::exists(fs::path(kDefaultFashionMnistDir) / "t10k-images-idx3-ubyte.gz"))
       GTEST_SKIP() << "Fashion-MNIST is not installed (Debian package dataset-fashion-mnist; "
                       "scripts/setup-deps)";
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() /
-           ("trib_it_" + std::string(info->name()) + "_" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-    Certs({"init", "--dir", pki()});
-    Certs({"server", "--host", "localhost", "--ip", "127.0.0.1", "--dir", pki()});
-  }
-  void TearDown() override {
-    clients_.clear();
-    coordinator_.reset();
-    if (!HasFailure()) fs::remove_all(dir_);
+    TlsProcessTest::SetUp();
   }
 
-  std::string pki() const { return (dir_ / "pki").string(); }
   std::string ckpt() const { return (dir_ / "ckpt").string(); }
   fs::path events() const { return dir_ / "ckpt" / "events.jsonl"; }
-
-  void Certs(std::vector<std::string> args) {
-    args.insert(args.begin(), TRIBUTARY_CERTS_BIN);
-    Process p(args, (dir_ / "certs.log").string());
-    ASSERT_EQ(p.Wait(30s), 0) << p.Log();
-  }
 
   // Writes the coordinator's config; `extra` is appended (TOML).
   void WriteCoordinatorConfig(const std::string& run,
@@ -83,9 +60,7 @@ class FederatedRunTest : public ::testing::Test {
     std::ofstream f(dir_ / "coordinator.toml");
     f << "log_level = \"warn\"\n[net]\nlisten = \"127.0.0.1:0\"\nheartbeat_interval_s = 1\n"
       << "client_timeout_s = 20\n"
-      << "[tls]\nca = \"" << pki() << "/ca.crt\"\ncert = \"" << pki() << "/server.crt\"\nkey = \""
-      << pki() << "/server.key\"\n"
-      << "[run]\nmodel = \"mlp\"\nseed = 7\n"
+      << TlsToml() << "[run]\nmodel = \"mlp\"\nseed = 7\n"
       << run << "[fit]\n"
       << fit << "[eval]\nevery = 1\n[data]\ntest_examples = 2000\n"
       << "[output]\ncheckpoint_dir = \"" << ckpt() << "\"\nready_file = \""
@@ -94,49 +69,26 @@ class FederatedRunTest : public ::testing::Test {
 
   // Starts the coordinator and waits until it listens; returns its address.
   std::string StartCoordinator(bool resume = false) {
-    fs::remove(dir_ / "ready");
-    std::vector<std::string> args = {TRIBUTARY_COORDINATOR_BIN, "--config",
-                                     (dir_ / "coordinator.toml").string()};
+    std::vector<std::string> args = {"--config", (dir_ / "coordinator.toml").string()};
     if (resume) args.push_back("--resume");
-    coordinator_ = std::make_unique<Process>(
-        args, (dir_ / (resume ? "coordinator2.log" : "coordinator.log")).string());
-    EXPECT_TRUE(
-        WaitFor([&] { return fs::exists(dir_ / "ready") || !coordinator_->running(); }, 30s));
-    std::string addr = ReadFile(dir_ / "ready");
-    while (!addr.empty() && addr.back() == '\n') addr.pop_back();
-    EXPECT_FALSE(addr.empty()) << coordinator_->Log();
-    return addr;
+    return StartCoordinatorProcess(args, resume ? "coordinator2.log" : "coordinator.log",
+                                   dir_ / "ready");
   }
 
   void StartClient(const std::string& addr, int index, int num_clients, int train_examples) {
     const std::string id = "client-" + std::to_string(index);
-    if (!fs::exists(fs::path(pki()) / "clients" / (id + ".crt")))
-      Certs({"client", "--id", id, "--dir", pki()});
-    std::vector<std::string> args = {TRIBUTARY_CLIENT_BIN,
-                                     "--coordinator",
-                                     addr,
-                                     "--ca",
-                                     pki() + "/ca.crt",
-                                     "--cert",
-                                     pki() + "/clients/" + id + ".crt",
-                                     "--key",
-                                     pki() + "/clients/" + id + ".key",
-                                     "--partition",
-                                     "iid",
-                                     "--num-clients",
-                                     std::to_string(num_clients),
-                                     "--client-index",
-                                     std::to_string(index),
-                                     "--train-examples",
-                                     std::to_string(train_examples),
-                                     "--eval-examples",
-                                     "500",
-                                     "--backoff-initial-s",
-                                     "0.1",
-                                     "--backoff-max-s",
-                                     "1",
-                                     "--log-level",
-                                     "warn"};
+    std::vector<std::string> args = {TRIBUTARY_CLIENT_BIN};
+    const std::vector<std::string> tls = ClientTlsArgs(addr, id);
+    args.insert(args.end(), tls.begin(), tls.end());
+    const std::vector<std::string> rest = {"--partition",         "iid",
+                                           "--num-clients",       std::to_string(num_clients),
+                                           "--client-index",      std::to_string(index),
+                                           "--train-examples",    std::to_string(train_examples),
+                                           "--eval-examples",     "500",
+                                           "--backoff-initial-s", "0.1",
+                                           "--backoff-max-s",     "1",
+                                           "--log-level",         "warn"};
+    args.insert(args.end(), rest.begin(), rest.end());
     clients_.push_back(std::make_unique<Process>(args, (dir_ / (id + ".log")).string()));
   }
 
@@ -148,10 +100,6 @@ class FederatedRunTest : public ::testing::Test {
   }
 
   std::string CoordinatorLogs() { return coordinator_ ? coordinator_->Log() : ""; }
-
-  fs::path dir_;
-  std::unique_ptr<Process> coordinator_;
-  std::vector<std::unique_ptr<Process>> clients_;
 };
 
 TEST_F(FederatedRunTest, FiveClientsFiveRoundsOfMlpRaiseTestAccuracy) {

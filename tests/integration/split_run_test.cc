@@ -9,16 +9,15 @@
 // Every batch is the client's whole share (full-batch steps), so the clients' shuffles change only
 // the order of a sum; the tolerance is 2e-5 on weights of magnitude below 1.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include "client/client_config.h"
 #include "client/client_data.h"
 #include "core/rng.h"
 #include "tests/integration/process.h"
+#include "tests/integration/tls_process_test.h"
 #include "train/model_split.h"
 #include "train/native_trainer.h"
 #include "tributary/safetensors.h"
@@ -33,37 +32,10 @@ namespace fs = std::filesystem;
 
 constexpr int kTrainExamples = 100;
 
-std::string ReadText(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-class SplitRunTest : public ::testing::Test {
+class SplitRunTest : public testing::TlsProcessTest {
  protected:
-  void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() /
-           ("trib_split_" + std::string(info->name()) + "_" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-    Certs({"init", "--dir", pki()});
-    Certs({"server", "--host", "localhost", "--ip", "127.0.0.1", "--dir", pki()});
-  }
-  void TearDown() override {
-    clients_.clear();
-    coordinator_.reset();
-    if (!HasFailure()) fs::remove_all(dir_);
-  }
-  std::string pki() const { return (dir_ / "pki").string(); }
+  SplitRunTest() : TlsProcessTest("trib_split_") {}
   fs::path final_model() const { return dir_ / "final.safetensors"; }
-
-  void Certs(std::vector<std::string> args) {
-    args.insert(args.begin(), TRIBUTARY_CERTS_BIN);
-    Process p(args, (dir_ / "certs.log").string());
-    ASSERT_EQ(p.Wait(30s), 0) << p.Log();
-  }
 
   // The data and fit settings both sides use.
   static std::vector<std::string> DataArgs(int clients) {
@@ -80,9 +52,7 @@ class SplitRunTest : public ::testing::Test {
                                float momentum) {
     std::ofstream f(dir_ / "coordinator.toml");
     f << "log_level = \"info\"\n[net]\nlisten = \"127.0.0.1:0\"\nheartbeat_interval_s = 1\n"
-      << "[tls]\nca = \"" << pki() << "/ca.crt\"\ncert = \"" << pki() << "/server.crt\"\nkey = \""
-      << pki() << "/server.key\"\n"
-      << "[run]\nmodel = \"lenet\"\nseed = 7\nrounds = " << rounds
+      << TlsToml() << "[run]\nmodel = \"lenet\"\nseed = 7\nrounds = " << rounds
       << "\nclients_per_round = " << clients << "\nmin_available = " << clients
       << "\nmin_completed = " << clients << "\nround_timeout_s = 120\n"
       << "[split]\nmode = \"" << mode << "\"\npool = 2\n"
@@ -93,40 +63,19 @@ class SplitRunTest : public ::testing::Test {
       << final_model().string() << "\"\nhistory = \"none\"\nready_file = \""
       << (dir_ / "ready").string() << "\"\n";
     f.close();
-    coordinator_ =
-        std::make_unique<Process>(std::vector<std::string>{TRIBUTARY_COORDINATOR_BIN, "--config",
-                                                           (dir_ / "coordinator.toml").string()},
-                                  (dir_ / "coordinator.log").string());
-    EXPECT_TRUE(
-        WaitFor([&] { return fs::exists(dir_ / "ready") || !coordinator_->running(); }, 30s));
-    std::string addr = ReadText(dir_ / "ready");
-    while (!addr.empty() && addr.back() == '\n') addr.pop_back();
-    EXPECT_FALSE(addr.empty()) << coordinator_->Log();
-    return addr;
+    return StartCoordinatorProcess({"--config", (dir_ / "coordinator.toml").string()},
+                                   "coordinator.log", dir_ / "ready");
   }
 
   void StartClient(const std::string& addr, int index, int clients) {
     const std::string id = "edge-" + std::to_string(index);
-    Certs({"client", "--id", id, "--dir", pki()});
-    std::vector<std::string> args = {TRIBUTARY_CLIENT_BIN,
-                                     "--coordinator",
-                                     addr,
-                                     "--ca",
-                                     pki() + "/ca.crt",
-                                     "--cert",
-                                     pki() + "/clients/" + id + ".crt",
-                                     "--key",
-                                     pki() + "/clients/" + id + ".key",
-                                     "--model",
-                                     "lenet",
-                                     "--split",
-                                     "true",
-                                     "--client-index",
-                                     std::to_string(index),
-                                     "--threads",
-                                     "1",
-                                     "--log-level",
-                                     "warn"};
+    std::vector<std::string> args = {TRIBUTARY_CLIENT_BIN};
+    const std::vector<std::string> tls = ClientTlsArgs(addr, id);
+    args.insert(args.end(), tls.begin(), tls.end());
+    const std::vector<std::string> rest = {
+        "--model",   "lenet", "--split",     "true", "--client-index", std::to_string(index),
+        "--threads", "1",     "--log-level", "warn"};
+    args.insert(args.end(), rest.begin(), rest.end());
     for (const std::string& kv : DataArgs(clients)) {
       args.push_back("--set");
       args.push_back(kv);
@@ -163,10 +112,6 @@ class SplitRunTest : public ::testing::Test {
     EXPECT_TRUE(d.ok()) << d.status();
     return d->train;
   }
-
-  fs::path dir_;
-  std::unique_ptr<Process> coordinator_;
-  std::vector<std::unique_ptr<Process>> clients_;
 };
 
 FitConfig Fit(int batch, float momentum) {

@@ -8,44 +8,17 @@
 #include <cmath>
 #include <thread>
 
-#include "protocol/message_codec.h"
 #include "split/cut_tensor.h"
 #include "split/split_server.h"
 #include "split/split_task_channel.h"
+#include "tests/split/loopback_exchange.h"
 #include "tests/train/synthetic_images.h"
 #include "train/native_trainer.h"
 
 namespace tributary {
 namespace {
 
-// Sends every message through its wire encoding, as the network would.
-template <class M>
-M OverTheWire(const M& m) {
-  Result<std::vector<uint8_t>> body = EncodeMessageBody(Message(m));
-  EXPECT_TRUE(body.ok()) << body.status();
-  Result<Message> back = DecodeMessageBody(TypeOf(Message(m)), *body);
-  EXPECT_TRUE(back.ok()) << back.status();
-  return std::get<M>(*back);
-}
-
-class LoopbackExchange final : public SplitExchange {
- public:
-  LoopbackExchange(SplitServer& server, std::string client, SplitTaskChannel channel)
-      : server_(server), client_(std::move(client)), channel_(std::move(channel)) {}
-  Result<CutGradient> Exchange(std::span<const float> acts,
-                               std::span<const uint8_t> labels) override {
-    TRIB_ASSIGN_OR_RETURN(SplitActivations m, channel_.Activations(acts, labels));
-    bytes_up += m.activations.bytes.size();
-    TRIB_ASSIGN_OR_RETURN(SplitGradient g, server_.OnActivations(client_, OverTheWire(m)));
-    return channel_.Gradient(OverTheWire(g));
-  }
-  uint64_t bytes_up = 0;
-
- private:
-  SplitServer& server_;
-  std::string client_;
-  SplitTaskChannel channel_;
-};
+using testing::LoopbackSplitExchange;
 
 struct Fixture {
   ModelSpec whole = *ModelSpecByName("lenet");
@@ -97,7 +70,7 @@ TEST(SplitServerTest, Sflv2WithOneClientIsCentralizedTrainingOfTheWholeModel) {
   auto server = f.Server(SplitMode::kSflV2);
   auto device = *NativeTrainer::Create(f.split.device, data, nullptr, 0);
   server->OpenRound(1, f.fit, {"edge-1"});
-  LoopbackExchange ex(*server, "edge-1", *SplitTaskChannel::Create(f.Task(1), f.device_fp()));
+  LoopbackSplitExchange ex(*server, "edge-1", *SplitTaskChannel::Create(f.Task(1), f.device_fp()));
   Result<FitResult> r = device->fit_split(f.device_init, f.fit, ex);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->steps, 14);  // 2 epochs of 7 batches
@@ -133,7 +106,8 @@ TEST(SplitServerTest, Sflv1AveragesEachClientsServerPartByItsExamples) {
   for (size_t i = 0; i < ids.size(); ++i)
     threads.emplace_back([&, i] {
       auto device = *NativeTrainer::Create(f.split.device, data[i], nullptr, 0);
-      LoopbackExchange ex(*server, ids[i], *SplitTaskChannel::Create(f.Task(4), f.device_fp()));
+      LoopbackSplitExchange ex(*server, ids[i],
+                               *SplitTaskChannel::Create(f.Task(4), f.device_fp()));
       results[i] = device->fit_split(f.device_init, f.fit, ex);
     });
   for (auto& t : threads) t.join();
@@ -166,7 +140,8 @@ TEST(SplitServerTest, AnAbandonedRoundLeavesTheServerPartAsItWas) {
     auto server = f.Server(mode);
     server->OpenRound(2, f.fit, {"edge-1"});
     auto device = *NativeTrainer::Create(f.split.device, data, nullptr, 0);
-    LoopbackExchange ex(*server, "edge-1", *SplitTaskChannel::Create(f.Task(2), f.device_fp()));
+    LoopbackSplitExchange ex(*server, "edge-1",
+                             *SplitTaskChannel::Create(f.Task(2), f.device_fp()));
     ASSERT_TRUE(device->fit_split(f.device_init, f.fit, ex).ok());
     server->AbandonRound();
     EXPECT_EQ(server->weights().content_hash(), f.server_init.content_hash());
@@ -186,8 +161,8 @@ TEST(SplitServerTest, Q8CutsTheBytesAndStillTrains) {
     auto server = f.Server(SplitMode::kSflV2, codecs[c]);
     server->OpenRound(1, f.fit, {"edge-1"});
     auto device = *NativeTrainer::Create(f.split.device, data, nullptr, 0);
-    LoopbackExchange ex(*server, "edge-1",
-                        *SplitTaskChannel::Create(f.Task(1, codecs[c]), f.device_fp()));
+    LoopbackSplitExchange ex(*server, "edge-1",
+                             *SplitTaskChannel::Create(f.Task(1, codecs[c]), f.device_fp()));
     Result<FitResult> r = device->fit_split(f.device_init, f.fit, ex);
     ASSERT_TRUE(r.ok()) << r.status();
     bytes[c] = server->stats().bytes_in;
