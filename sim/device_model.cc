@@ -111,6 +111,16 @@ TaskTiming DeviceModel::TimeTask(uint64_t client, uint64_t task, uint64_t bytes_
               bytes_up, samples);
 }
 
+void DeviceModel::AddSplitExchange(uint64_t client, uint64_t batches, uint64_t bytes_up,
+                                   uint64_t bytes_down, TaskTiming* t) const {
+  const ClientProfile p = Profile(client);
+  auto bits = [](uint64_t bytes, double bps) {
+    return bps > 0.0 ? static_cast<double>(bytes) * 8.0 / bps : 0.0;
+  };
+  t->exchange_s += static_cast<double>(batches) * 2.0 * p.latency_s + bits(bytes_up, p.up_bps) +
+                   bits(bytes_down, p.down_bps);
+}
+
 TaskTiming DeviceModel::Draw(const ClientProfile& p, Rng rng, uint64_t bytes_down,
                              uint64_t bytes_up, double samples) const {
   TaskTiming t;

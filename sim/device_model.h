@@ -59,7 +59,10 @@ struct TaskTiming {
   double download_s = 0.0;
   double compute_s = 0.0;
   double upload_s = 0.0;
-  double finish_s() const { return download_s + compute_s + upload_s; }
+  // Split learning (docs/split.md): every batch's activations up and gradient down, after the
+  // compute of the device part (AddSplitExchange).
+  double exchange_s = 0.0;
+  double finish_s() const { return download_s + compute_s + exchange_s + upload_s; }
 };
 
 class DeviceModel {
@@ -75,6 +78,11 @@ class DeviceModel {
   TaskTiming TimeTask(uint64_t client, uint64_t task, uint64_t bytes_down, uint64_t bytes_up,
                       double samples) const;
   const std::vector<SpeedTier>& tiers() const { return tiers_; }
+  // Split learning: `batches` round trips of the client's link, `bytes_up` of activations and
+  // `bytes_down` of gradients in all: batches * 2 * latency + the bytes at the client's
+  // bandwidths, added to t.exchange_s (the server part's compute is taken as instantaneous).
+  void AddSplitExchange(uint64_t client, uint64_t batches, uint64_t bytes_up, uint64_t bytes_down,
+                        TaskTiming* t) const;
 
  private:
   TaskTiming Draw(const ClientProfile& p, Rng rng, uint64_t bytes_down, uint64_t bytes_up,

@@ -352,6 +352,11 @@ Status WriteReport(const std::string& dir, const SimConfig& config, const SimRes
       j["test_loss"] = r.test_loss;
     }
     j["coordinator_update_seconds"] = r.coordinator_update_seconds;
+    if (r.split_batches > 0) {
+      j["split_batches"] = r.split_batches;
+      j["split_bytes_up"] = r.split_bytes_up;
+      j["split_bytes_down"] = r.split_bytes_down;
+    }
     if (r.tier) {
       j["tier_bytes_up"] = r.tier_bytes_up;
       j["tier_bytes_down"] = r.tier_bytes_down;

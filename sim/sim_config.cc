@@ -69,10 +69,7 @@ void BindSimConfig(ConfigSchema& s, SimConfig* c) {
   s.Refuse("eval.federated_every", "virtual clients do not run federated evaluation");
   for (const char* key : {"pace.max_idle", "pace.come_back_s", "pace.window_s"})
     s.Refuse(key, "pace steering sends deployed clients away until later; virtual clients stay");
-  for (const char* key : {"split.mode", "split.cut", "split.codec", "split.threads", "split.pool"})
-    s.Refuse(key,
-             "split learning runs between tributary-coordinator and its clients; the simulator "
-             "does not model it yet (docs/split.md)");
+  s.Refuse("split.pool", "the simulator trains the server parts on its own pool (sim.threads)");
   for (const char* key : {"output.event_log", "output.final_model"})
     s.Refuse(key, "the simulator writes its outputs to sim.report_dir");
   // The flat keys of earlier versions.

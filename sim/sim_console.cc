@@ -116,6 +116,21 @@ Status FinishSimRun(const SimConfig& cfg, const SimResult& result, nlohmann::jso
         FormatBytes(static_cast<double>(sum.tier_bytes_up) / rounds).c_str(),
         1000 * sum.aggregator_seconds / rounds, 1000 * sum.coordinator_update_seconds / rounds);
   }
+  if (cfg.run.round.split.enabled() && !result.rounds.empty()) {
+    uint64_t batches = 0, up = 0, down = 0;
+    for (const SimRound& r : result.rounds) {
+      batches += r.split_batches;
+      up += r.split_bytes_up;
+      down += r.split_bytes_down;
+    }
+    const double rounds = static_cast<double>(result.rounds.size());
+    std::printf(
+        "split learning (%s): per round %.0f batches, %s of activations up and %s of gradients "
+        "down (in the bytes above)\n",
+        cfg.run.round.split.mode.c_str(), static_cast<double>(batches) / rounds,
+        FormatBytes(static_cast<double>(up) / rounds).c_str(),
+        FormatBytes(static_cast<double>(down) / rounds).c_str());
+  }
   if (cfg.run.round.secagg.enabled && !result.rounds.empty()) {
     const SimRound sum = result.SecAggTotals();
     const double rounds = static_cast<double>(result.rounds.size());

@@ -35,6 +35,10 @@ struct Simulator::Job {
   std::optional<CodecState> state;
   std::vector<float> control;
   std::vector<uint8_t> wire;
+  // Split learning: the batches this client sent the server part, and their framed bytes.
+  uint64_t split_batches = 0;
+  uint64_t split_bytes_up = 0;
+  uint64_t split_bytes_down = 0;
 };
 
 }  // namespace tributary

@@ -69,6 +69,11 @@ struct SimRound {
   bool tier = false;
   uint64_t tier_bytes_up = 0, tier_bytes_down = 0;
   double aggregator_seconds = 0.0;
+  // In-process, split learning (split.mode; all attempts): the batches the clients sent the
+  // server part and the framed bytes of their activations and gradients (in bytes_up and
+  // bytes_down too).
+  uint64_t split_batches = 0;
+  uint64_t split_bytes_up = 0, split_bytes_down = 0;
 };
 
 // The fields a RoundClosed event determines.

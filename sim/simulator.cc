@@ -19,12 +19,52 @@
 #include "sim/sim_clock.h"
 #include "sim/sim_job.h"
 #include "sim/sim_wire.h"
+#include "split/split_task_channel.h"
 #include "train/model_file.h"
 
 namespace tributary {
 namespace {
 
 double WallNow() { return SimWallNow(); }
+
+// Split learning in simulated time: each batch of a virtual client goes to the run's server part
+// (the driver's SplitServer) through the wire format both ways, framed as the transport would,
+// and its count and framed bytes are recorded for the job's timing (DeviceModel::AddSplitExchange).
+class SimSplitExchange final : public SplitExchange {
+ public:
+  SimSplitExchange(SplitServer& server, std::string client, SplitTaskChannel channel,
+                   uint64_t stream, uint64_t* batches, uint64_t* bytes_up, uint64_t* bytes_down)
+      : server_(server),
+        client_(std::move(client)),
+        channel_(std::move(channel)),
+        stream_(stream),
+        batches_(batches),
+        bytes_up_(bytes_up),
+        bytes_down_(bytes_down) {}
+
+  Result<CutGradient> Exchange(std::span<const float> acts,
+                               std::span<const uint8_t> labels) override {
+    TRIB_ASSIGN_OR_RETURN(SplitActivations m, channel_.Activations(acts, labels));
+    uint64_t up = 0, down = 0;
+    TRIB_ASSIGN_OR_RETURN(Message sent, ThroughWire(Message(std::move(m)), stream_, &up));
+    TRIB_ASSIGN_OR_RETURN(SplitGradient g,
+                          server_.OnActivations(client_, std::get<SplitActivations>(sent)));
+    TRIB_ASSIGN_OR_RETURN(Message back, ThroughWire(Message(std::move(g)), stream_, &down));
+    ++*batches_;
+    *bytes_up_ += up;
+    *bytes_down_ += down;
+    return channel_.Gradient(std::get<SplitGradient>(back));
+  }
+
+ private:
+  SplitServer& server_;
+  std::string client_;
+  SplitTaskChannel channel_;
+  uint64_t stream_;
+  uint64_t* batches_;
+  uint64_t* bytes_up_;
+  uint64_t* bytes_down_;
+};
 
 }  // namespace
 
@@ -110,12 +150,27 @@ Result<std::unique_ptr<Simulator>> Simulator::Create(const SimConfig& config, Da
   TRIB_ASSIGN_OR_RETURN(s->driver_, RunDriver::Create(run, std::move(options)));
   if (*resumed) TRIB_RETURN_IF_ERROR(s->Restore(std::move(**resumed)));
 
+  // A split run's virtual clients train the device part (and compute only its share).
+  const SplitServer* split = s->driver_->split_server();
+  std::optional<ModelSpec> trained = s->spec_;
+  if (split) {
+    trained = split->split().device;
+    const SplitFlops f = SplitTrainFlopsPerSample(split->split());
+    s->device_share_ = f.device + f.server > 0 ? static_cast<double>(f.device) /
+                                                     static_cast<double>(f.device + f.server)
+                                               : 1.0;
+    if (config.trainer != "native" || trainers)
+      return Status::InvalidArgument(
+          "key 'split.mode' needs the native trainer (sim.trainer = 'native'): it trains the "
+          "device "
+          "part of the cut model");
+  }
   if (trainers) {
     s->trainers_ = std::move(trainers);
   } else {
     const ModelWeights& initial = s->driver_->engine().model();
     TRIB_ASSIGN_OR_RETURN(
-        s->trainers_, MakeTrainerFactory(config.trainer, {s->spec_ ? &*s->spec_ : nullptr, &initial,
+        s->trainers_, MakeTrainerFactory(config.trainer, {trained ? &*trained : nullptr, &initial,
                                                           config.run.init_seed}));
   }
   if (s->driver_->engine().strategy().uses_control_variates() &&
@@ -181,6 +236,9 @@ void Simulator::OnEvent(const RunEvent& event) {
     r.tier_bytes_up = pending_.tier_bytes_up;
     r.tier_bytes_down = pending_.tier_bytes_down;
     r.aggregator_seconds = pending_.aggregator_seconds;
+    r.split_batches = pending_.split_batches;
+    r.split_bytes_up = pending_.split_bytes_up;
+    r.split_bytes_down = pending_.split_bytes_down;
     r.sim_clock = now_;
     r.sim_seconds = now_ - round_start_sim_;
     pending_ = r;
@@ -197,7 +255,8 @@ double Simulator::Samples(uint64_t client, const TaskAssignment& task) const {
   double samples = static_cast<double>(population_->num_examples(client)) * task.fit.epochs;
   if (task.fit.max_steps > 0)
     samples = std::min(samples, static_cast<double>(task.fit.max_steps) * task.fit.batch_size);
-  return samples;
+  // A split run's device computes only its part: hetero.samples_per_s is the whole model's speed.
+  return samples * device_share_;
 }
 
 void Simulator::RunJob(Job& job, uint64_t bytes_down) const {
@@ -218,7 +277,18 @@ void Simulator::RunJob(Job& job, uint64_t bytes_down) const {
   if (st) executor.set_codec_state(std::move(*st));
   const bool scaffold = !task.control.empty();
   if (scaffold) executor.set_control(job.remote ? std::move(job.control) : controls_->Get(c));
-  Result<UpdateSubmission> sub = executor.Fit(task);
+  std::optional<SimSplitExchange> split;
+  if (SplitServer* server = driver_->split_server()) {
+    Result<SplitTaskChannel> channel =
+        SplitTaskChannel::Create(task, driver_->engine().model().fingerprint());
+    if (!channel.ok()) {
+      job.error = channel.status().WithContext(job.out->client_id);
+      return;
+    }
+    split.emplace(*server, job.out->client_id, std::move(*channel), c + 1, &job.split_batches,
+                  &job.split_bytes_up, &job.split_bytes_down);
+  }
+  Result<UpdateSubmission> sub = executor.Fit(task, nullptr, split ? &*split : nullptr);
   if (!executor.codec_state().residual.empty()) {
     if (job.remote)
       job.state = executor.take_codec_state();
@@ -258,6 +328,9 @@ void Simulator::RunJob(Job& job, uint64_t bytes_down) const {
   }
   job.submission = std::get<UpdateSubmission>(std::move(*got));
   job.timing = TimeJob(job, bytes_down, job.bytes_up, samples);
+  if (job.split_batches > 0)
+    devices_->AddSplitExchange(c, job.split_batches, job.split_bytes_up, job.split_bytes_down,
+                               &job.timing);
 }
 
 void Simulator::MaskJob(Job& job, UpdateSubmission sub, uint64_t bytes_down) const {
@@ -492,7 +565,11 @@ Status Simulator::RunAttempt(std::vector<RunEngine::Outgoing> tasks,
       }
       continue;
     }
-    pending_.bytes_up += e.job->bytes_up;
+    pending_.bytes_up += e.job->bytes_up + e.job->split_bytes_up;
+    pending_.bytes_down += e.job->split_bytes_down;
+    pending_.split_batches += e.job->split_batches;
+    pending_.split_bytes_up += e.job->split_bytes_up;
+    pending_.split_bytes_down += e.job->split_bytes_down;
     if (!open()) {
       ++pending_.stragglers;  // sent, but the round had closed or passed its deadline
       continue;
@@ -727,6 +804,7 @@ Result<SimResult> Simulator::Run(const std::function<void(const SimRound&)>& on_
     carry_.clear();
     outbox.insert(outbox.end(), std::make_move_iterator(more.begin()),
                   std::make_move_iterator(more.end()));
+    driver_->NoteTasks(outbox);  // a split run's server part learns whose batches to take
     std::vector<RunEngine::Outgoing> tasks;
     std::map<std::string, SecAggStartMsg> starts;
     for (RunEngine::Outgoing& o : outbox) {
@@ -764,8 +842,8 @@ Result<SimResult> Simulator::Run(const std::function<void(const SimRound&)>& on_
                                   result_.target_round, config_.target_accuracy);
   result_.wall_seconds = WallNow() - wall_start_;
   result_.sim_seconds = now_;
-  result_.final_model = engine.model();
-  result_.model_hash = engine.model().content_hash();
+  result_.final_model = driver_->model();  // the whole model, in a split run too
+  result_.model_hash = result_.final_model.content_hash();
   return result_;
 }
 

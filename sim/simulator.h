@@ -184,6 +184,8 @@ class Simulator : private RunObserver {
   std::optional<ModelSpec> spec_;
   std::unique_ptr<Population> population_;
   std::optional<DeviceModel> devices_;
+  // The share of a training step's FLOPs a device computes: 1, or the device part's in a split run.
+  double device_share_ = 1.0;
   std::unique_ptr<ThreadPool> pool_;
   std::unique_ptr<RunDriver> driver_;
   std::unique_ptr<TrainerFactory> trainers_;

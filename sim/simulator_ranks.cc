@@ -184,6 +184,13 @@ void Simulator::StopRanks() {
 
 Status Simulator::TrainJobsHere(const std::vector<Job*>& jobs,
                                 const std::vector<uint64_t>& bytes_down) {
+  // SFLV2's one server part trains every client's batches in turn: the clients train one after
+  // another, in the engine's order, so the result is the same whatever the thread count.
+  if (const SplitServer* split = driver_->split_server();
+      split && split->mode() == SplitMode::kSflV2) {
+    for (size_t i = 0; i < jobs.size(); ++i) RunJob(*jobs[i], bytes_down[i]);
+    return Status::Ok();
+  }
   std::vector<std::future<void>> done;
   for (size_t i = 0; i < jobs.size(); ++i)
     done.push_back(pool_->Submit([this, job = jobs[i], bd = bytes_down[i]] { RunJob(*job, bd); }));
@@ -195,6 +202,10 @@ Status Simulator::TrainJobs(const std::vector<Job*>& jobs,
                             const std::vector<uint64_t>& bytes_down) {
   const int ranks = ranks_ ? ranks_->size() : 1;
   if (ranks <= 1) return TrainJobsHere(jobs, bytes_down);
+  if (driver_->split_server())
+    return Status::FailedPrecondition(
+        "split learning (split.mode) does not run over MPI ranks yet: its server part lives on "
+        "rank 0; run it in one process");
   // Where each job trains: balanced by its examples; a job that never trains (its device draws
   // say it is unreachable or drops out) and a malicious client's (its attack lives here) stay.
   std::vector<RankJobCost> costs;

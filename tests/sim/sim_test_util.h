@@ -2,6 +2,8 @@
 // second, and a one-call run of it.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <memory>
 
 #include "sim/simulator.h"
@@ -34,6 +36,14 @@ inline Result<SimResult> RunSimulation(const SimConfig& c) {
   TRIB_ASSIGN_OR_RETURN(DataSplits data, LoadDataSplits(c.data, true, true));
   TRIB_ASSIGN_OR_RETURN(std::unique_ptr<Simulator> sim, Simulator::Create(c, data));
   return sim->Run();
+}
+
+// RunSimulation for a run that must succeed: a failure is reported to the test, and the result
+// is then empty.
+inline SimResult RunSimulationOrFail(const SimConfig& c) {
+  Result<SimResult> r = RunSimulation(c);
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  return r.ok() ? std::move(*r) : SimResult{};
 }
 
 }  // namespace tributary::testing

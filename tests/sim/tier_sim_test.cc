@@ -26,20 +26,14 @@ SimConfig TierSimConfig() {
   return c;
 }
 
-SimResult RunTierSim(const SimConfig& c) {
-  Result<SimResult> r = testing::RunSimulation(c);
-  EXPECT_TRUE(r.ok()) << r.status().ToString();
-  return r.ok() ? std::move(*r) : SimResult{};
-}
-
 TEST(TierSimTest, ThroughAggregatorsTheModelIsBitwiseTheOneCoordinatorModel) {
   for (const char* codec : {"dense", "topk(0.1)+q8"}) {
     SCOPED_TRACE(codec);
     SimConfig c = TierSimConfig();
     c.run.round.codec = codec;
-    const SimResult one = RunTierSim(c);
+    const SimResult one = testing::RunSimulationOrFail(c);
     c.tier.aggregators = 3;
-    const SimResult tier = RunTierSim(c);
+    const SimResult tier = testing::RunSimulationOrFail(c);
     ASSERT_EQ(one.rounds.size(), 3u);
     ASSERT_EQ(tier.rounds.size(), 3u);
     EXPECT_EQ(tier.model_hash, one.model_hash);
@@ -66,10 +60,10 @@ TEST(TierSimTest, ThroughAggregatorsTheModelIsBitwiseTheOneCoordinatorModel) {
 
 TEST(TierSimTest, EachRoundPaysTheAggregatorsLinkBothWays) {
   SimConfig c = TierSimConfig();
-  const SimResult one = RunTierSim(c);
+  const SimResult one = testing::RunSimulationOrFail(c);
   c.tier.aggregators = 3;
   c.tier.latency_ms = 250;
-  const SimResult slow_hop = RunTierSim(c);
+  const SimResult slow_hop = testing::RunSimulationOrFail(c);
   ASSERT_EQ(one.rounds.size(), slow_hop.rounds.size());
   for (size_t i = 0; i < one.rounds.size(); ++i) {
     SCOPED_TRACE(i);
@@ -83,7 +77,7 @@ TEST(TierSimTest, EachRoundPaysTheAggregatorsLinkBothWays) {
   // A thin link charges the partial sums' bytes too: each result holds 8 bytes per coordinate.
   c.tier.latency_ms = 0;
   c.tier.link_mbps = 1;
-  const SimResult thin = RunTierSim(c);
+  const SimResult thin = testing::RunSimulationOrFail(c);
   ASSERT_EQ(thin.rounds.size(), one.rounds.size());
   for (size_t i = 0; i < one.rounds.size(); ++i) {
     SCOPED_TRACE(i);
@@ -103,12 +97,12 @@ TEST(TierSimTest, WithOverSelectionEachGroupSendsItsShareOfTheQuotaWithoutWaitin
   c.run.round.over_selection = 1.5;  // 30 selected, the round closes at the 20th update
   c.run.round.rounds = 4;
   c.hetero.speed_tiers = "fast:0.6:4000,slow:0.4:200";
-  const SimResult one = RunTierSim(c);
+  const SimResult one = testing::RunSimulationOrFail(c);
   c.tier.aggregators = 3;
-  const SimResult tier = RunTierSim(c);
+  const SimResult tier = testing::RunSimulationOrFail(c);
   c.run.round.over_selection = 1.0;
   c.run.round.clients_per_round = 30;  // the same 30 selected, every update awaited
-  const SimResult all = RunTierSim(c);
+  const SimResult all = testing::RunSimulationOrFail(c);
   ASSERT_EQ(one.rounds.size(), 4u);
   ASSERT_EQ(tier.rounds.size(), 4u);
   ASSERT_EQ(all.rounds.size(), 4u);
@@ -137,17 +131,17 @@ TEST(TierSimTest, AResumedRunThroughTheTierGivesTheUnbrokenRun) {
   c.run.round.over_selection = 1.5;
   c.run.round.codec = "topk(0.1)+q8";
   c.tier.aggregators = 3;
-  const SimResult whole = RunTierSim(c);
+  const SimResult whole = testing::RunSimulationOrFail(c);
   ASSERT_EQ(whole.rounds.size(), 4u);
   testing::TempDir dir;
   SimConfig first = c;
   first.run.checkpoint_dir = dir.path();
   first.run.round.rounds = 2;
-  ASSERT_EQ(RunTierSim(first).rounds.size(), 2u);
+  ASSERT_EQ(testing::RunSimulationOrFail(first).rounds.size(), 2u);
   SimConfig rest = c;
   rest.run.checkpoint_dir = dir.path();
   rest.resume = true;
-  const SimResult resumed = RunTierSim(rest);
+  const SimResult resumed = testing::RunSimulationOrFail(rest);
   ASSERT_EQ(resumed.rounds.size(), 4u);
   EXPECT_EQ(resumed.model_hash, whole.model_hash);
   for (size_t i = 0; i < 4; ++i) {
