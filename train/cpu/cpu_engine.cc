@@ -10,6 +10,7 @@
 #include "train/cpu/pointwise.h"
 #include "train/cpu/softmax_xent.h"
 #include "train/sgd.h"
+#include "train/split_checks.h"
 
 namespace tributary {
 
@@ -276,26 +277,9 @@ StepStats CpuEngine::TrainStep(const Dataset& data, std::span<const uint32_t> ba
 
 Status CpuEngine::ForwardToCut(const Dataset& data, std::span<const uint32_t> batch,
                                std::span<float> acts) {
-  if (spec_.num_classes != 0)
-    return Status::FailedPrecondition("model " + spec_.name +
-                                      " is not a device part: it has no cut to run to");
   const int64_t n = static_cast<int64_t>(batch.size());
   const int64_t out = out_sizes_.back();
-  if (n < 1 || n > max_batch_)
-    return Status::InvalidArgument("a batch of " + std::to_string(n) + " samples is outside [1, " +
-                                   std::to_string(max_batch_) + "]");
-  if (data.sample_size() != spec_.input.numel())
-    return Status::InvalidArgument("the data's samples hold " + std::to_string(data.sample_size()) +
-                                   " values; model " + spec_.name + " takes " +
-                                   std::to_string(spec_.input.numel()));
-  for (uint32_t i : batch)
-    if (i >= data.labels.size())
-      return Status::InvalidArgument("sample index " + std::to_string(i) + " is past the data's " +
-                                     std::to_string(data.labels.size()) + " samples");
-  if (static_cast<int64_t>(acts.size()) != n * out)
-    return Status::InvalidArgument("the activations buffer holds " + std::to_string(acts.size()) +
-                                   " values; " + std::to_string(n) + " samples at the cut need " +
-                                   std::to_string(n * out));
+  TRIB_RETURN_IF_ERROR(CheckForwardToCut(spec_, max_batch_, out, data, batch, acts.size()));
   const int shards = static_cast<int>(std::min<int64_t>(n, threads()));
   auto shard = [&](int i) {
     const auto [begin, end] = ShardRange(n, shards, i);
@@ -309,16 +293,8 @@ Status CpuEngine::ForwardToCut(const Dataset& data, std::span<const uint32_t> ba
 }
 
 Status CpuEngine::BackwardFromCut(std::span<const float> grad, const SgdConfig& cfg) {
-  if (spec_.num_classes != 0)
-    return Status::FailedPrecondition("model " + spec_.name +
-                                      " is not a device part: it has no cut to run back from");
-  if (cut_batch_ == 0)
-    return Status::FailedPrecondition("BackwardFromCut without a ForwardToCut before it");
+  TRIB_RETURN_IF_ERROR(CheckBackwardFromCut(spec_, cut_batch_, out_sizes_.back(), grad.size()));
   const int64_t n = cut_batch_, out = out_sizes_.back();
-  if (static_cast<int64_t>(grad.size()) != n * out)
-    return Status::InvalidArgument("the gradient at the cut holds " + std::to_string(grad.size()) +
-                                   " values; the batch of " + std::to_string(n) + " needs " +
-                                   std::to_string(n * out));
   cut_batch_ = 0;
   const int shards = static_cast<int>(std::min<int64_t>(n, threads()));
   auto shard = [&](int i) {
@@ -335,26 +311,9 @@ Status CpuEngine::BackwardFromCut(std::span<const float> grad, const SgdConfig& 
 Result<StepStats> CpuEngine::TrainFromCut(std::span<const float> acts,
                                           std::span<const uint8_t> labels, const SgdConfig& cfg,
                                           std::span<float> grad) {
-  if (spec_.num_classes == 0)
-    return Status::FailedPrecondition("model " + spec_.name +
-                                      " is a device part: it has no loss to train from a cut");
+  TRIB_RETURN_IF_ERROR(CheckTrainFromCut(spec_, max_batch_, acts, labels, grad.size()));
   const int64_t n = static_cast<int64_t>(labels.size());
   const int64_t ss = spec_.input.numel();
-  if (n < 1 || n > max_batch_)
-    return Status::InvalidArgument("a batch of " + std::to_string(n) + " samples is outside [1, " +
-                                   std::to_string(max_batch_) + "]");
-  if (static_cast<int64_t>(acts.size()) != n * ss)
-    return Status::InvalidArgument(
-        "the activations hold " + std::to_string(acts.size()) + " values; " + std::to_string(n) +
-        " samples of " + std::to_string(ss) + " at the cut are " + std::to_string(n * ss));
-  if (grad.size() != acts.size())
-    return Status::InvalidArgument("the gradient buffer holds " + std::to_string(grad.size()) +
-                                   " values, not the activations' " + std::to_string(acts.size()));
-  for (int64_t i = 0; i < n; ++i)
-    if (labels[i] >= spec_.num_classes)
-      return Status::InvalidArgument("label " + std::to_string(labels[i]) + " of sample " +
-                                     std::to_string(i) + " is not below the model's " +
-                                     std::to_string(spec_.num_classes) + " classes");
   const int shards = static_cast<int>(std::min<int64_t>(n, threads()));
   auto shard = [&](int i) {
     const auto [begin, end] = ShardRange(n, shards, i);

@@ -8,6 +8,7 @@
 
 #include "core/check.h"
 #include "train/cuda/cuda_api.h"
+#include "train/split_checks.h"
 
 namespace tributary {
 
@@ -135,15 +136,17 @@ Status CudaEngine::StoreWeights(ModelWeights* out) {
   return ctx_->Synchronize();
 }
 
-Status CudaEngine::Forward(const Dataset& data, std::span<const uint32_t> batch, bool need_grad) {
+Status CudaEngine::Gather(const Dataset& data, std::span<const uint32_t> batch) {
   const int64_t n = static_cast<int64_t>(batch.size());
   TRIB_CHECK(n >= 1 && n <= max_batch_, "batch size out of range");
   TRIB_CHECK_EQ(data.sample_size(), spec_.input.numel(),
                 "dataset sample shape does not match the model");
-  // Checked on the host because a bad index or label would make a kernel read out of bounds.
+  // Checked on the host because a bad index or label would make a kernel read out of bounds. A
+  // device part (no classes) never reads the labels.
   for (uint32_t i : batch) {
     TRIB_CHECK(i < data.labels.size(), "sample index out of range");
-    TRIB_CHECK(data.labels[i] < spec_.num_classes, "label out of range for the model");
+    TRIB_CHECK(spec_.num_classes == 0 || data.labels[i] < spec_.num_classes,
+               "label out of range for the model");
   }
   TRIB_RETURN_IF_ERROR(ctx_->Activate());
   TRIB_ASSIGN_OR_RETURN(DeviceDataset dev, datasets_.Get(data, ctx_->stream()));
@@ -155,9 +158,18 @@ Status CudaEngine::Forward(const Dataset& data, std::span<const uint32_t> batch,
                              cudaMemcpyHostToDevice, stream));
   CUDA_CHECK(LaunchGatherBatch(dev.images, dev.labels, batch_idx_.data(), n, data.sample_size(),
                                act_ptr_[0], batch_labels_.data(), stream));
+  return Status::Ok();
+}
+
+Status CudaEngine::ForwardLayers(int64_t n) {
   for (size_t i = 0; i < layers_.size(); ++i)
     if (!layers_[i]->is_identity())
       TRIB_RETURN_IF_ERROR(layers_[i]->Forward(act_ptr_[i], act_ptr_[i + 1], n));
+  return Status::Ok();
+}
+
+Status CudaEngine::Loss(int64_t n, bool need_grad) {
+  cudaStream_t stream = ctx_->stream();
   CUDA_CHECK(LaunchSoftmaxXent(act_ptr_.back(), batch_labels_.data(), n, spec_.num_classes,
                                need_grad ? grad_a_.data() : nullptr, totals_.data(), stream));
   CUDA_CHECK(cudaMemcpyAsync(totals_host_.data(), totals_.data(), sizeof(LossTotals),
@@ -165,19 +177,107 @@ Status CudaEngine::Forward(const Dataset& data, std::span<const uint32_t> batch,
   return Status::Ok();
 }
 
-Status CudaEngine::Backward(int64_t n) {
+Status CudaEngine::Forward(const Dataset& data, std::span<const uint32_t> batch, bool need_grad) {
+  const int64_t n = static_cast<int64_t>(batch.size());
+  TRIB_CHECK(spec_.num_classes != 0, "a device part trains through ForwardToCut/BackwardFromCut");
+  TRIB_RETURN_IF_ERROR(Gather(data, batch));
+  TRIB_RETURN_IF_ERROR(ForwardLayers(n));
+  return Loss(n, need_grad);
+}
+
+Status CudaEngine::Backward(int64_t n, float** input_grad) {
   float* g_out = grad_a_.data();
   float* g_in = grad_b_.data();
   for (size_t i = layers_.size(); i-- > 0;) {
     CudaLayer& layer = *layers_[i];
     if (layer.is_identity()) continue;
-    // Nothing upstream of the first computing layer needs a gradient (it would be the input's).
+    // Nothing upstream of the first computing layer needs a gradient (it would be the input's),
+    // unless the caller asks for it (a server part's gradient at the cut).
     const bool first = (i == first_layer_);
-    TRIB_RETURN_IF_ERROR(
-        layer.Backward(act_ptr_[i], act_ptr_[i + 1], g_out, first ? nullptr : g_in, n));
+    TRIB_RETURN_IF_ERROR(layer.Backward(act_ptr_[i], act_ptr_[i + 1], g_out,
+                                        first && input_grad == nullptr ? nullptr : g_in, n));
     std::swap(g_out, g_in);
   }
+  if (input_grad != nullptr) *input_grad = g_out;
   return Status::Ok();
+}
+
+Status CudaEngine::ApplySgd(const SgdConfig& cfg) {
+  const SgdParams p{cfg.lr, cfg.momentum, cfg.weight_decay, cfg.proximal_mu};
+  CUDA_CHECK(LaunchSgdUpdate(params_.data(), grads_.data(), velocity_.data(), anchor_.data(),
+                             has_correction_ ? correction_.data() : nullptr,
+                             static_cast<int64_t>(num_params_), p, ctx_->stream()));
+  return Status::Ok();
+}
+
+Status CudaEngine::Keep(Status s) {
+  if (!s.ok() && status_.ok()) {
+    Log().error("CUDA engine on {} failed: {}", device_name(), s.ToString());
+    status_ = s;
+  }
+  return s;
+}
+
+Status CudaEngine::ForwardToCut(const Dataset& data, std::span<const uint32_t> batch,
+                                std::span<float> acts) {
+  TRIB_RETURN_IF_ERROR(status_);
+  const int64_t n = static_cast<int64_t>(batch.size());
+  const int64_t out = out_sizes_.back();
+  TRIB_RETURN_IF_ERROR(CheckForwardToCut(spec_, max_batch_, out, data, batch, acts.size()));
+  return Keep([&]() -> Status {
+    TRIB_RETURN_IF_ERROR(Gather(data, batch));
+    TRIB_RETURN_IF_ERROR(ForwardLayers(n));
+    CUDA_CHECK(cudaMemcpyAsync(acts.data(), act_ptr_.back(), acts.size_bytes(),
+                               cudaMemcpyDeviceToHost, ctx_->stream()));
+    TRIB_RETURN_IF_ERROR(ctx_->Synchronize());
+    cut_batch_ = n;
+    return Status::Ok();
+  }());
+}
+
+Status CudaEngine::BackwardFromCut(std::span<const float> grad, const SgdConfig& cfg) {
+  TRIB_RETURN_IF_ERROR(status_);
+  TRIB_RETURN_IF_ERROR(CheckBackwardFromCut(spec_, cut_batch_, out_sizes_.back(), grad.size()));
+  const int64_t n = cut_batch_;
+  cut_batch_ = 0;
+  return Keep([&]() -> Status {
+    TRIB_RETURN_IF_ERROR(ctx_->Activate());
+    CUDA_CHECK(cudaMemcpyAsync(grad_a_.data(), grad.data(), grad.size_bytes(),
+                               cudaMemcpyHostToDevice, ctx_->stream()));
+    TRIB_RETURN_IF_ERROR(Backward(n));
+    TRIB_RETURN_IF_ERROR(ApplySgd(cfg));
+    return ctx_->Synchronize();  // the host's gradient belongs to the caller
+  }());
+}
+
+Result<StepStats> CudaEngine::TrainFromCut(std::span<const float> acts,
+                                           std::span<const uint8_t> labels, const SgdConfig& cfg,
+                                           std::span<float> grad) {
+  TRIB_RETURN_IF_ERROR(status_);
+  TRIB_RETURN_IF_ERROR(CheckTrainFromCut(spec_, max_batch_, acts, labels, grad.size()));
+  const int64_t n = static_cast<int64_t>(labels.size());
+  auto run = [&]() -> Status {
+    TRIB_RETURN_IF_ERROR(ctx_->Activate());
+    cudaStream_t stream = ctx_->stream();
+    CUDA_CHECK(cudaMemcpyAsync(act_ptr_[0], acts.data(), acts.size_bytes(), cudaMemcpyHostToDevice,
+                               stream));
+    CUDA_CHECK(cudaMemcpyAsync(batch_labels_.data(), labels.data(), labels.size_bytes(),
+                               cudaMemcpyHostToDevice, stream));
+    TRIB_RETURN_IF_ERROR(ForwardLayers(n));
+    TRIB_RETURN_IF_ERROR(Loss(n, /*need_grad=*/true));
+    float* at_cut = nullptr;
+    TRIB_RETURN_IF_ERROR(Backward(n, &at_cut));
+    TRIB_RETURN_IF_ERROR(ApplySgd(cfg));
+    CUDA_CHECK(
+        cudaMemcpyAsync(grad.data(), at_cut, grad.size_bytes(), cudaMemcpyDeviceToHost, stream));
+    return ctx_->Synchronize();
+  };
+  TRIB_RETURN_IF_ERROR(Keep(run()));
+  StepStats st;
+  st.loss_sum = totals_host_.data()->loss_sum;
+  st.correct = totals_host_.data()->correct;
+  st.count = n;
+  return st;
 }
 
 Status CudaEngine::Step(const Dataset& data, std::span<const uint32_t> batch, const SgdConfig* sgd,
@@ -187,10 +287,7 @@ Status CudaEngine::Step(const Dataset& data, std::span<const uint32_t> batch, co
   TRIB_RETURN_IF_ERROR(Forward(data, batch, /*need_grad=*/sgd != nullptr));
   if (sgd != nullptr) {
     TRIB_RETURN_IF_ERROR(Backward(n));
-    const SgdParams p{sgd->lr, sgd->momentum, sgd->weight_decay, sgd->proximal_mu};
-    CUDA_CHECK(LaunchSgdUpdate(params_.data(), grads_.data(), velocity_.data(), anchor_.data(),
-                               has_correction_ ? correction_.data() : nullptr,
-                               static_cast<int64_t>(num_params_), p, ctx_->stream()));
+    TRIB_RETURN_IF_ERROR(ApplySgd(*sgd));
   }
   TRIB_RETURN_IF_ERROR(ctx_->Synchronize());
   out->loss_sum = totals_host_.data()->loss_sum;
@@ -200,10 +297,7 @@ Status CudaEngine::Step(const Dataset& data, std::span<const uint32_t> batch, co
 }
 
 StepStats CudaEngine::Failed(Status s, int64_t n) {
-  if (status_.ok()) {
-    Log().error("CUDA engine on {} failed: {}", device_name(), s.ToString());
-    status_ = std::move(s);
-  }
+  (void)Keep(std::move(s));
   StepStats st;
   st.loss_sum = std::numeric_limits<double>::quiet_NaN();
   st.count = n;

@@ -42,6 +42,13 @@ class CudaEngine final : public Engine {
   StepStats TrainStep(const Dataset& data, std::span<const uint32_t> batch,
                       const SgdConfig& cfg) override;
   StepStats EvalStep(const Dataset& data, std::span<const uint32_t> batch) override;
+  // Split learning (engine.h): the same steps as the CPU engine's, on the device. Activations and
+  // gradients cross the bus once a step each way; a CUDA failure is kept as status() too.
+  Status ForwardToCut(const Dataset& data, std::span<const uint32_t> batch,
+                      std::span<float> acts) override;
+  Status BackwardFromCut(std::span<const float> grad, const SgdConfig& cfg) override;
+  Result<StepStats> TrainFromCut(std::span<const float> acts, std::span<const uint8_t> labels,
+                                 const SgdConfig& cfg, std::span<float> grad) override;
 
   // The first CUDA failure of a step, or OK.
   Status status() const override { return status_; }
@@ -56,7 +63,17 @@ class CudaEngine final : public Engine {
   // Gathers the batch on the device and runs the forward pass and the loss (with its gradient when
   // need_grad); the totals land in stats_host_ after the next synchronization.
   Status Forward(const Dataset& data, std::span<const uint32_t> batch, bool need_grad);
-  Status Backward(int64_t n);
+  // The parts of Forward: the batch gathered into act_ptr_[0] (labels into batch_labels_), the
+  // layers, the loss.
+  Status Gather(const Dataset& data, std::span<const uint32_t> batch);
+  Status ForwardLayers(int64_t n);
+  Status Loss(int64_t n, bool need_grad);
+  // Backward from grad_a_; with input_grad, the first layer's input gradient too, and *input_grad
+  // then points at it (a device buffer).
+  Status Backward(int64_t n, float** input_grad = nullptr);
+  Status ApplySgd(const SgdConfig& cfg);
+  // Keeps the first failure as status_ and returns it.
+  Status Keep(Status s);
   Status Step(const Dataset& data, std::span<const uint32_t> batch, const SgdConfig* sgd,
               StepStats* out);
   StepStats Failed(Status s, int64_t n);
@@ -82,6 +99,7 @@ class CudaEngine final : public Engine {
   PinnedBuffer<LossTotals> totals_host_;
   DatasetCache datasets_;
   size_t first_layer_ = 0;  // first non-identity layer
+  int64_t cut_batch_ = 0;   // a device part: samples of the last ForwardToCut (0: none pending)
   Status status_;
 };
 

@@ -12,6 +12,7 @@
 #include "train/cuda/cuda_api.h"
 #include "train/cuda/cuda_engine.h"
 #include "train/device.h"
+#include "train/model_split.h"
 #include "train/native_trainer.h"
 
 namespace tributary::cuda {
@@ -119,6 +120,55 @@ TEST_P(CudaFitTest, FewStepsMatchCpuAndRepeatBitwise) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Zoo, CudaFitTest, ::testing::Values("mlp", "cnn"));
+
+// Split learning on the GPU (engine.h's ForwardToCut, TrainFromCut, BackwardFromCut): a device
+// part and a server part on CUDA engines train, step after step, to the CPU engine's whole model
+// (NMSE), and the gradient at the cut goes through the host as it would to a client.
+TEST_P(CudaModelTest, SplitPartsTrainToTheCpuWholeModel) {
+  const ModelSpec spec = *ModelSpecByName(GetParam());
+  const SplitModel split = *CutModel(spec, static_cast<size_t>(spec.cut));
+  const ModelWeights init = *InitWeights(spec, 5);
+  const auto parts = *SplitWeights(split, init);
+  const Dataset data = Synthetic(96, 3);
+  auto cpu = *cpu::CpuEngine::Create(spec, 32);
+  auto device = MakeEngine(split.device, 32);
+  auto server = MakeEngine(split.server, 32);
+  ASSERT_NE(device, nullptr);
+  ASSERT_NE(server, nullptr);
+  ASSERT_TRUE(cpu->LoadWeights(init).ok());
+  ASSERT_TRUE(device->LoadWeights(parts.first).ok());
+  ASSERT_TRUE(server->LoadWeights(parts.second).ok());
+  const SgdConfig sgd{0.05f, 0.9f, 1e-4f, 0.0f};
+  const int64_t cut = split.cut_shape.numel();
+  for (int step = 0; step < 3; ++step) {
+    std::vector<uint32_t> batch(step == 2 ? 17 : 32);
+    std::iota(batch.begin(), batch.end(), static_cast<uint32_t>(step * 20));
+    const StepStats want = cpu->TrainStep(data, batch, sgd);
+    std::vector<float> acts(batch.size() * cut), grad(acts.size());
+    std::vector<uint8_t> labels;
+    for (uint32_t i : batch) labels.push_back(data.labels[i]);
+    ASSERT_TRUE(device->ForwardToCut(data, batch, acts).ok());
+    auto got = server->TrainFromCut(acts, labels, sgd, grad);
+    ASSERT_TRUE(got.ok()) << got.status();
+    ASSERT_TRUE(device->BackwardFromCut(grad, sgd).ok());
+    EXPECT_NEAR(got->loss_sum, want.loss_sum, 1e-4 * want.loss_sum) << "step " << step;
+    EXPECT_EQ(got->count, static_cast<int64_t>(batch.size()));
+  }
+  ModelWeights w = init.ZerosLike(), d = parts.first.ZerosLike(), s = parts.second.ZerosLike();
+  ASSERT_TRUE(cpu->StoreWeights(&w).ok());
+  ASSERT_TRUE(device->StoreWeights(&d).ok());
+  ASSERT_TRUE(server->StoreWeights(&s).ok());
+  const ModelWeights joined = *JoinWeights(split, d, s);
+  const std::vector<float> want(w.data().begin(), w.data().end());
+  const std::vector<float> got(joined.data().begin(), joined.data().end());
+  EXPECT_LE(Nmse(got, want), kNmseTolerance) << GetParam();
+  // The wrong part's calls are statuses, not aborts.
+  std::vector<float> probe(32 * cut);
+  std::vector<uint32_t> first(32);
+  std::iota(first.begin(), first.end(), 0u);
+  EXPECT_EQ(server->ForwardToCut(data, first, probe).code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(device->BackwardFromCut(probe, sgd).code(), StatusCode::kFailedPrecondition);
+}
 
 using CudaEngineTest = CudaTest;
 
