@@ -29,8 +29,6 @@ class SplitTaskChannel {
   // as many values as the activations were (a ProtocolError naming what differs otherwise).
   Result<CutGradient> Gradient(const SplitGradient& answer) const;
 
-  uint64_t batches() const { return next_batch_; }
-
  private:
   SplitTaskChannel() = default;
   std::shared_ptr<const Codec> codec_;

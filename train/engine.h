@@ -82,23 +82,14 @@ class Engine {
   // returns the loss and accuracy. Sizes and labels are checked first (InvalidArgument names what
   // does not fit; FailedPrecondition for a call on the wrong part or a backward with no forward
   // before it). With one thread, ForwardToCut + TrainFromCut + BackwardFromCut is bitwise the
-  // whole model's TrainStep; with T threads, too, when both parts use T. Backends without it
-  // return Unimplemented (the CPU engine has it).
+  // whole model's TrainStep; with T threads, too, when both parts use T. Every backend has them
+  // (CPU and CUDA), with the argument checks of train/split_checks.h.
   virtual Status ForwardToCut(const Dataset& data, std::span<const uint32_t> batch,
-                              std::span<float> acts) {
-    (void)data, (void)batch, (void)acts;
-    return Status::Unimplemented("split learning is not implemented on " + device_name());
-  }
-  virtual Status BackwardFromCut(std::span<const float> grad, const SgdConfig& cfg) {
-    (void)grad, (void)cfg;
-    return Status::Unimplemented("split learning is not implemented on " + device_name());
-  }
+                              std::span<float> acts) = 0;
+  virtual Status BackwardFromCut(std::span<const float> grad, const SgdConfig& cfg) = 0;
   virtual Result<StepStats> TrainFromCut(std::span<const float> acts,
                                          std::span<const uint8_t> labels, const SgdConfig& cfg,
-                                         std::span<float> grad) {
-    (void)acts, (void)labels, (void)cfg, (void)grad;
-    return Status::Unimplemented("split learning is not implemented on " + device_name());
-  }
+                                         std::span<float> grad) = 0;
 
   // OK, or the first device failure (out of memory, device lost) since the engine was made. Steps
   // return StepStats, so a backend that can fail mid-step keeps its error here; callers check it

@@ -55,7 +55,9 @@ int main(int argc, char** argv) {
   std::vector<float> acts(cut, 0.1f), grad(cut, 1e-3f);
   std::vector<uint8_t> labels(data.labels.begin(), data.labels.end());
   const long before = PeakKib();
-  const ModelSpec& spec = part == "device" ? split.device : part == "server" ? split.server : *whole;
+  const ModelSpec& spec = part == "device"   ? split.device
+                          : part == "server" ? split.server
+                                             : *whole;
   auto engine = *cpu::CpuEngine::Create(spec, batch, 1);
   (void)engine->LoadWeights(*InitWeights(spec, 1));
   const SgdConfig sgd{0.01f, 0.9f, 0.0f, 0.0f};

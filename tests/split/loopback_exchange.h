@@ -25,11 +25,9 @@ class LoopbackSplitExchange final : public SplitExchange {
   Result<CutGradient> Exchange(std::span<const float> acts,
                                std::span<const uint8_t> labels) override {
     TRIB_ASSIGN_OR_RETURN(SplitActivations m, channel_.Activations(acts, labels));
-    bytes_up += m.activations.bytes.size();
     TRIB_ASSIGN_OR_RETURN(SplitGradient g, server_.OnActivations(client_, Carry(m)));
     return channel_.Gradient(Carry(g));
   }
-  uint64_t bytes_up = 0;
 
  private:
   template <class M>
