@@ -311,25 +311,29 @@ void RunDriver::NoteTasks(const std::vector<RunEngine::Outgoing>& outbox) {
       split_->AddClient(task->round, out.client_id);
 }
 
-void RunDriver::OnRoundComplete(const RoundSummary& s, const ModelWeights& device_or_whole) {
-  // A split run: the server part closes the round too, and the rest sees the whole model.
+void RunDriver::OnRoundComplete(const RoundSummary& closed_round,
+                                const ModelWeights& device_or_whole) {
+  // A split run: the server part closes the round too, the round's summary gains its figures, and
+  // the rest sees the whole model.
+  RoundSummary s = closed_round;
   std::optional<ModelWeights> joined;
   if (split_) {
     const SplitServerStats before = split_stats_;
     split_->CloseRound();
     split_stats_ = split_->stats();
     joined = model();
+    SplitRoundReport& r = s.split.emplace();
+    r.batches = split_stats_.batches - before.batches;
+    r.samples = split_stats_.samples - before.samples;
+    r.bytes_in = split_stats_.bytes_in - before.bytes_in;
+    r.bytes_out = split_stats_.bytes_out - before.bytes_out;
+    r.server_seconds = split_stats_.compute_seconds - before.compute_seconds;
     Log().info(
         "split learning, round {}: {} batches ({} samples), {:.1f} KiB of activations in and "
         "{:.1f} KiB of gradients out ({:.1f} KiB per batch each way), {:.3f} s of server compute",
-        s.round, split_stats_.batches - before.batches, split_stats_.samples - before.samples,
-        (split_stats_.bytes_in - before.bytes_in) / 1024.0,
-        (split_stats_.bytes_out - before.bytes_out) / 1024.0,
-        split_stats_.batches == before.batches
-            ? 0.0
-            : (split_stats_.bytes_in - before.bytes_in) / 1024.0 /
-                  static_cast<double>(split_stats_.batches - before.batches),
-        split_stats_.compute_seconds - before.compute_seconds);
+        s.round, r.batches, r.samples, r.bytes_in / 1024.0, r.bytes_out / 1024.0,
+        r.batches == 0 ? 0.0 : r.bytes_in / 1024.0 / static_cast<double>(r.batches),
+        r.server_seconds);
   }
   const ModelWeights& m = joined ? *joined : device_or_whole;
   const bool due = s.round % static_cast<uint64_t>(config_.checkpoint_every) == 0 ||

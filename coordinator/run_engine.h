@@ -44,6 +44,16 @@ struct StalenessSummary {
   int64_t in_flight = 0;  // clients training when the step was taken
 };
 
+// A split learning round's server-side figures (split.mode; split/split_server.h): what the
+// server part trained on and what it cost, over every attempt of the round.
+struct SplitRoundReport {
+  uint64_t batches = 0;         // batches of activations the server part trained on
+  uint64_t samples = 0;         // samples in them
+  uint64_t bytes_in = 0;        // encoded activations received
+  uint64_t bytes_out = 0;       // encoded gradients sent
+  double server_seconds = 0.0;  // the server part's compute, summed over its threads
+};
+
 struct RoundSummary {
   uint64_t round = 0;          // 1-based number of the round (or asynchronous step) that closed
   uint64_t model_version = 0;  // the version produced by this round
@@ -59,6 +69,8 @@ struct RoundSummary {
   Metrics client_metrics;           // num_examples-weighted mean of the clients' reported metrics
   std::optional<DpRoundReport> dp;  // with differential privacy: the clip, noise and epsilon
   std::optional<StalenessSummary> staleness;  // an asynchronous step's; none for a round
+  // A split run's (RunDriver fills it in when the round closes; engines leave it empty).
+  std::optional<SplitRoundReport> split;
 };
 
 // A federated evaluation's outcome, weighted by each client's num_examples.

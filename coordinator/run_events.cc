@@ -163,6 +163,14 @@ void to_json(json& j, const RoundSummary& s) {
     j["staleness"] = {
         {"mean", t.mean}, {"max", t.max}, {"histogram", t.histogram}, {"in_flight", t.in_flight}};
   }
+  if (s.split) {
+    const SplitRoundReport& r = *s.split;
+    j["split"] = {{"batches", r.batches},
+                  {"samples", r.samples},
+                  {"bytes_in", r.bytes_in},
+                  {"bytes_out", r.bytes_out},
+                  {"server_seconds", r.server_seconds}};
+  }
 }
 void from_json(const json& j, RoundSummary& s) {
   j.at("round").get_to(s.round);
@@ -203,6 +211,17 @@ void from_json(const json& j, RoundSummary& s) {
     d.at("histogram").get_to(t.histogram);
     d.at("in_flight").get_to(t.in_flight);
     s.staleness = std::move(t);
+  }
+  s.split.reset();
+  if (j.contains("split")) {
+    const json& d = j.at("split");
+    SplitRoundReport r;
+    d.at("batches").get_to(r.batches);
+    d.at("samples").get_to(r.samples);
+    d.at("bytes_in").get_to(r.bytes_in);
+    d.at("bytes_out").get_to(r.bytes_out);
+    r.server_seconds = Number(d, "server_seconds");
+    s.split = r;
   }
 }
 

@@ -1,5 +1,6 @@
 #include "monitor/dashboard_state.h"
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 #include <type_traits>
@@ -151,6 +152,14 @@ void DashboardState::Apply(const RunEvent& event, Changes& changes) {
           if (e.evaluation) {
             row["loss"] = Number(e.evaluation->loss);
             row["accuracy"] = Number(e.evaluation->accuracy);
+          }
+          if (s.split) {
+            // Split learning: per batch each way, and the server part's compute.
+            const double batches = static_cast<double>(std::max<uint64_t>(1, s.split->batches));
+            row["split_batches"] = s.split->batches;
+            row["split_bytes_per_batch"] =
+                Number(static_cast<double>(s.split->bytes_in + s.split->bytes_out) / batches);
+            row["split_server_seconds"] = Number(s.split->server_seconds);
           }
           if (s.dp) {
             row["epsilon"] = Number(s.dp->epsilon);

@@ -57,6 +57,18 @@ RunMetrics::RunMetrics() : registry_(std::make_shared<prometheus::Registry>()) {
                 .Name("tributary_transfer_bytes_total")
                 .Help("model bytes sent (down) and update bytes received (up) in closed rounds")
                 .Register(r);
+  split_batches_ = &Counter(r, "tributary_split_batches_total",
+                            "split learning: batches the server part trained on, in closed rounds");
+  split_samples_ =
+      &Counter(r, "tributary_split_samples_total", "split learning: samples in those batches");
+  split_seconds_ = &Counter(r, "tributary_split_server_seconds_total",
+                            "split learning: the server part's compute, summed over its threads");
+  split_bytes_ = &BuildCounter()
+                      .Name("tributary_split_bytes_total")
+                      .Help(
+                          "split learning: encoded activations received (up) and gradients sent "
+                          "(down), in closed rounds")
+                      .Register(r);
   staleness_ = &BuildHistogram()
                     .Name("tributary_update_staleness")
                     .Help(
@@ -175,6 +187,15 @@ void RunMetrics::OnEvent(const RunEvent& event) {
           Bytes("up", up).Increment(static_cast<double>(s.bytes_up));
           Bytes("down", down).Increment(static_cast<double>(s.bytes_down));
           if (s.dp) epsilon_->Set(s.dp->epsilon);
+          if (s.split) {
+            split_batches_->Increment(static_cast<double>(s.split->batches));
+            split_samples_->Increment(static_cast<double>(s.split->samples));
+            split_seconds_->Increment(s.split->server_seconds);
+            split_bytes_->Add({{"direction", "up"}})
+                .Increment(static_cast<double>(s.split->bytes_in));
+            split_bytes_->Add({{"direction", "down"}})
+                .Increment(static_cast<double>(s.split->bytes_out));
+          }
         } else if constexpr (std::is_same_v<E, FederatedEvaluated>) {
           federated_loss_->Set(e.summary.loss);
           federated_accuracy_->Set(e.summary.accuracy);

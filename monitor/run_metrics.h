@@ -79,6 +79,8 @@ class RunMetrics final : public RunObserver {
   prometheus::Family<prometheus::Counter>* bytes_;
   prometheus::Gauge *rounds_target_, *finished_, *ok_, *round_, *round_open_, *epsilon_;
   prometheus::Counter *closed_, *failures_, *accepted_, *dropped_, *checkpoint_failures_;
+  prometheus::Counter *split_batches_, *split_samples_, *split_seconds_;
+  prometheus::Family<prometheus::Counter>* split_bytes_;
   prometheus::Histogram *round_seconds_, *checkpoint_seconds_, *staleness_;
   prometheus::Gauge *connected_, *idle_, *training_;
   prometheus::Gauge *server_loss_, *server_accuracy_, *federated_loss_, *federated_accuracy_;

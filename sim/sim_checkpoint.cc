@@ -14,9 +14,9 @@
 namespace tributary {
 namespace {
 
-// "TRS5" (TRS4 had no split learning counts, TRS3 no tier counts, TRS2 no control variates, TRS1
-// no settings).
-constexpr uint32_t kMagic = 0x54525335;
+// "TRS6" (TRS5 had no split server seconds, TRS4 no split learning counts, TRS3 no tier counts,
+// TRS2 no control variates, TRS1 no settings).
+constexpr uint32_t kMagic = 0x54525336;
 constexpr size_t kDigestChars = 64;
 
 // Every field of a SimRound, in the file's order; `f` is called with each one (bools as bools).
@@ -31,7 +31,7 @@ void VisitRound(R& r, F&& f) {
   f(r.dp_clip_norm), f(r.dp_clipped), f(r.async), f(r.staleness_mean), f(r.staleness_max);
   f(r.in_flight), f(r.coordinator_update_seconds), f(r.tier), f(r.tier_bytes_up);
   f(r.tier_bytes_down), f(r.aggregator_seconds), f(r.split_batches), f(r.split_bytes_up);
-  f(r.split_bytes_down);
+  f(r.split_bytes_down), f(r.split_server_seconds);
 }
 
 std::string Digest(std::string_view bytes) {

@@ -18,7 +18,7 @@
 // whose files it kept, so no directory listing is needed). On resume a checkpoint whose state file
 // is missing or bad (a crash between the two writes) is skipped for the next older one.
 //
-// The format: magic "TRS5", the fields below in host byte order (sim/byte_record.h), then the
+// The format: magic "TRS6", the fields below in host byte order (sim/byte_record.h), then the
 // SHA-256 of everything before it as 64 hex digits. The decoder checks every length against the
 // bytes left before allocating, every value's range, and the checksum first.
 #pragma once

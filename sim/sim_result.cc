@@ -27,6 +27,7 @@ SimRound SimRoundOf(const RoundClosed& closed) {
     r.staleness_max = s.staleness->max;
     r.in_flight = s.staleness->in_flight;
   }
+  if (s.split) r.split_server_seconds = s.split->server_seconds;
   if (closed.evaluation) {
     r.evaluated = true;
     r.test_accuracy = closed.evaluation->accuracy;

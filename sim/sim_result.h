@@ -74,6 +74,9 @@ struct SimRound {
   // bytes_down too).
   uint64_t split_batches = 0;
   uint64_t split_bytes_up = 0, split_bytes_down = 0;
+  // Split learning: the server part's compute this round (RoundSummary::split), in wall seconds
+  // summed over its threads (simulated time takes it as instantaneous; docs/simulation.md).
+  double split_server_seconds = 0.0;
 };
 
 // The fields a RoundClosed event determines.

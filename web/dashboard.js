@@ -65,6 +65,13 @@
       $('epsilon').textContent = run.epsilon.toFixed(3);
     }
     const rounds = [...state.rounds.values()].sort((a, b) => a.round - b.round);
+    // Split learning: the latest round's bytes per batch (both ways) and server-part compute.
+    const split = rounds.filter(r => typeof r.split_bytes_per_batch === 'number').pop();
+    if (split) {
+      $('split-box').hidden = false;
+      $('split-batch-bytes').textContent = (split.split_bytes_per_batch / 1024).toFixed(1) + ' KiB';
+      $('split-server').textContent = split.split_server_seconds.toFixed(2) + ' s';
+    }
     const pts = key => rounds.filter(r => typeof r[key] === 'number').map(r => [r.round, r[key]]);
     const C = TributaryCharts;
     C.lineChart($('chart-accuracy'), {id: 'accuracy', title: `Accuracy by ${unit}`, xLabel: unit, yFormat: 'percent', integerX: true,

@@ -125,6 +125,29 @@ TEST(RunEventsTest, AsynchronousFieldsReadBackAndSynchronousEventsHaveNone) {
   EXPECT_FALSE(ToJson(OneOfEach()[7]).contains("staleness"));
 }
 
+// A split run's round: the server part's batches, bytes each way and compute, read back; a round
+// of any other run has no "split".
+TEST(RunEventsTest, SplitRoundFiguresReadBackAndOtherRoundsHaveNone) {
+  RoundSummary s;
+  s.round = 4;
+  s.model_version = 4;
+  s.split = SplitRoundReport{30, 960, 3'000'000, 2'900'000, 1.75};
+  const RunEvent event = RoundClosed{s, std::nullopt};
+  const nlohmann::json j = ToJson(event);
+  EXPECT_EQ(j["split"]["batches"], 30);
+  EXPECT_EQ(j["split"]["samples"], 960);
+  EXPECT_EQ(j["split"]["bytes_in"], 3'000'000);
+  EXPECT_EQ(j["split"]["bytes_out"], 2'900'000);
+  EXPECT_EQ(j["split"]["server_seconds"], 1.75);
+  Result<RunEvent> back = RunEventFromJson(nlohmann::json::parse(j.dump()));
+  ASSERT_TRUE(back.ok()) << back.status();
+  const auto& closed = std::get<RoundClosed>(*back);
+  ASSERT_TRUE(closed.summary.split.has_value());
+  EXPECT_EQ(closed.summary.split->bytes_out, 2'900'000u);
+  EXPECT_EQ(ToJson(*back), j);
+  EXPECT_FALSE(ToJson(OneOfEach()[7]).contains("split"));
+}
+
 TEST(RunEventsTest, RoundCountsAreAcceptedAndRefusedAndOldLogsStillRead) {
   const nlohmann::json closed = ToJson(OneOfEach()[7]);
   EXPECT_EQ(closed["accepted"], 8);

@@ -7,6 +7,7 @@
 #include "compression/dense_codec.h"
 #include "coordinator/run_driver.h"
 #include "split/split_task_channel.h"
+#include "tests/coordinator/run_recorder.h"
 #include "tests/core/fault_injection_env.h"
 #include "tests/split/loopback_exchange.h"
 #include "tests/train/synthetic_images.h"
@@ -139,6 +140,8 @@ TEST(SplitRunDriverTest, BothModesTrainOnEveryClientsBatches) {
     FaultInjectionEnv env;
     auto d = MakeSplitDriver(SplitRun(mode), &env, false);
     ASSERT_TRUE(d.ok()) << d.status();
+    testing::RunRecorder recorder;
+    (*d)->AddObserver(&recorder);
     const SplitModel split = *CutModel(*ModelSpecByName("lenet"), 3);
     (*d)->Start();
     PlaySplitRound(**d, split);
@@ -147,6 +150,23 @@ TEST(SplitRunDriverTest, BothModesTrainOnEveryClientsBatches) {
     const SplitServerStats st = (*d)->split_server()->stats();
     EXPECT_EQ(st.batches, 2u * 2 * 3) << mode;  // 2 rounds x 2 clients x ceil(40 / 16) batches
     EXPECT_EQ(st.samples, 2u * 2 * 40) << mode;
+    // Every round's RoundClosed carries its own share: 6 batches of 80 samples, whose dense
+    // activations (and gradients) are 4 bytes a value of the cut, and the server's compute.
+    const std::vector<RoundClosed> closed = recorder.All<RoundClosed>();
+    ASSERT_EQ(closed.size(), 2u) << mode;
+    double seconds = 0.0;
+    for (const RoundClosed& c : closed) {
+      ASSERT_TRUE(c.summary.split.has_value()) << mode;
+      const SplitRoundReport& r = *c.summary.split;
+      EXPECT_EQ(r.batches, 6u) << mode;
+      EXPECT_EQ(r.samples, 80u) << mode;
+      const uint64_t bytes = 80u * static_cast<uint64_t>(split.cut_shape.numel()) * 4;
+      EXPECT_EQ(r.bytes_in, bytes) << mode;
+      EXPECT_EQ(r.bytes_out, bytes) << mode;
+      EXPECT_GT(r.server_seconds, 0.0) << mode;
+      seconds += r.server_seconds;
+    }
+    EXPECT_DOUBLE_EQ(seconds, st.compute_seconds) << mode;
   }
 }
 

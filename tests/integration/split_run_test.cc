@@ -15,6 +15,7 @@
 
 #include "client/client_config.h"
 #include "client/client_data.h"
+#include "coordinator/run_events.h"
 #include "core/rng.h"
 #include "tests/integration/process.h"
 #include "tests/integration/tls_process_test.h"
@@ -147,6 +148,26 @@ TEST_F(SplitRunTest, Sflv2WithOneClientIsCentralizedTraining) {
   EXPECT_NE(log.find("split learning (sflv2): model lenet cut before layer 3"), std::string::npos)
       << log;
   EXPECT_NE(log.find("split learning, round 2: 2 batches (200 samples)"), std::string::npos) << log;
+  // The event log's round_closed carries each round's split figures: 2 batches of 100 samples,
+  // whose dense activations and gradients are 4 bytes a value of the cut, and the server compute.
+  const SplitModel split = *CutModel(lenet, 3);
+  const uint64_t bytes = 200u * static_cast<uint64_t>(split.cut_shape.numel()) * 4;
+  std::ifstream events(dir_ / "ckpt" / "events.jsonl");
+  int closed = 0;
+  for (std::string line; std::getline(events, line);) {
+    Result<RunEvent> e = RunEventFromJson(nlohmann::json::parse(line));
+    ASSERT_TRUE(e.ok()) << line;
+    const auto* c = std::get_if<RoundClosed>(&*e);
+    if (c == nullptr) continue;
+    ++closed;
+    ASSERT_TRUE(c->summary.split.has_value()) << line;
+    EXPECT_EQ(c->summary.split->batches, 2u) << line;
+    EXPECT_EQ(c->summary.split->samples, 200u) << line;
+    EXPECT_EQ(c->summary.split->bytes_in, bytes) << line;
+    EXPECT_EQ(c->summary.split->bytes_out, bytes) << line;
+    EXPECT_GT(c->summary.split->server_seconds, 0.0) << line;
+  }
+  EXPECT_EQ(closed, 2);
 }
 
 TEST_F(SplitRunTest, Sflv1WithThreeClientsMatchesAnIndependentReference) {

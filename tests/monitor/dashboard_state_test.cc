@@ -133,6 +133,7 @@ TEST_F(DashboardStateTest, TheEndAndPrivacyAreShownAndBadBytesDoNotThrow) {
   DpRoundReport dp;
   dp.epsilon = 0.42;
   c.summary.dp = dp;
+  c.summary.split = SplitRoundReport{4, 128, 3000, 1096, 0.25};
   state_.OnEvent(c);
   state_.OnEvent(UpdateRefused{1, std::string("mallory\xff\xfe"), "bad \xc3", "DataLoss"});
   RunFinished f;
@@ -143,6 +144,9 @@ TEST_F(DashboardStateTest, TheEndAndPrivacyAreShownAndBadBytesDoNotThrow) {
   const nlohmann::json snap = nlohmann::json::parse(state_.Snapshot());
   EXPECT_DOUBLE_EQ(snap["run"]["epsilon"].get<double>(), 0.42);
   EXPECT_DOUBLE_EQ(snap["rounds"][0]["epsilon"].get<double>(), 0.42);
+  EXPECT_EQ(snap["rounds"][0]["split_batches"], 4);
+  EXPECT_DOUBLE_EQ(snap["rounds"][0]["split_bytes_per_batch"].get<double>(), 1024.0);
+  EXPECT_DOUBLE_EQ(snap["rounds"][0]["split_server_seconds"].get<double>(), 0.25);
   EXPECT_EQ(snap["run"]["state"], "failed");
   EXPECT_EQ(snap["run"]["status"], "Aborted: too few clients");
   EXPECT_EQ(snap["clients"].size(), 4u);

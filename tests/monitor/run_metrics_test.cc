@@ -64,6 +64,7 @@ TEST(RunMetricsTest, EventsBecomeTheirMetrics) {
   DpRoundReport dp;
   dp.epsilon = 1.25;
   s.dp = dp;
+  s.split = SplitRoundReport{12, 384, 600'000, 590'000, 0.5};
   idle = 5;
   m.OnEvent(RoundClosed{s, std::nullopt});
   m.OnEvent(FederatedEvaluated{FederatedEvalSummary{1, 2, 200, 0.5, 0.875}});
@@ -90,6 +91,11 @@ TEST(RunMetricsTest, EventsBecomeTheirMetrics) {
   EXPECT_EQ(Sample(text, "tributary_evaluation_loss{source=\"server\"}"), 0.75);
   EXPECT_EQ(Sample(text, "tributary_evaluation_accuracy{source=\"federated\"}"), 0.875);
   EXPECT_EQ(Sample(text, "tributary_dp_epsilon"), 1.25);
+  EXPECT_EQ(Sample(text, "tributary_split_batches_total"), 12);
+  EXPECT_EQ(Sample(text, "tributary_split_samples_total"), 384);
+  EXPECT_EQ(Sample(text, "tributary_split_server_seconds_total"), 0.5);
+  EXPECT_EQ(Sample(text, "tributary_split_bytes_total{direction=\"up\"}"), 600'000);
+  EXPECT_EQ(Sample(text, "tributary_split_bytes_total{direction=\"down\"}"), 590'000);
 
   m.OnEvent(RoundFailed{2, 1, "too few updates"});
   m.OnEvent(RunFinished{1, true, "OK", 0, "final.safetensors", ""});

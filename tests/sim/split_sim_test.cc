@@ -57,6 +57,7 @@ TEST(SplitSimTest, Sflv1IsFedAvgComputedInTwoPlaces) {
     EXPECT_NEAR(static_cast<double>(r.split_bytes_down), static_cast<double>(r.split_bytes_up),
                 0.01 * r.split_bytes_up);
     EXPECT_GT(r.bytes_up, r.split_bytes_up);  // the device part's update too
+    EXPECT_GT(r.split_server_seconds, 0.0);   // the server part's compute, from RoundClosed
     EXPECT_EQ(fedavg.rounds[i].split_batches, 0u);
   }
 }
