@@ -3,14 +3,29 @@
 #include "tributary/c_api.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <exception>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <thread>
 
 #include "tributary/client.h"
 #include "tributary/log.h"
+
+// The handle a fit_split callback receives: the runtime's channel to the server part, for the
+// duration of that call and on its thread only. One per client (its CallbackTrainer), so that a
+// handle kept past its call is refused rather than dangling, until the client is destroyed.
+struct tributary_split_exchange {
+  // Null outside a fit_split call. Stored (release) after `thread` and `failure` are set, and
+  // loaded (acquire) before they are read, so a call from another thread reads them only when
+  // this is non-null, and is then refused.
+  std::atomic<tributary::SplitExchange*> server{nullptr};
+  std::thread::id thread;                    // the callback's
+  std::optional<tributary::Status> failure;  // the first batch that was not answered
+};
 
 namespace tributary {
 namespace {
@@ -25,15 +40,17 @@ class CallbackTrainer final : public Trainer {
         fit_(o.fit),
         evaluate_(o.evaluate),
         predict_(o.predict),
+        fit_split_(o.fit_split),
         predict_output_size_(o.predict_output_size),
         user_data_(o.user_data) {}
 
   Result<ModelWeights> get_parameters() override { return layout_; }
 
   Result<FitResult> fit(const ModelWeights& global, const FitConfig& config) override {
-    tributary_fit_config c{config.epochs,    config.batch_size,   config.lr,
-                           config.momentum,  config.weight_decay, config.proximal_mu,
-                           config.max_steps, config.seed};
+    if (!fit_)
+      return Status::FailedPrecondition(
+          "this client has no fit callback (it was created for split learning: split set)");
+    const tributary_fit_config c = ToC(config);
     FitResult out;
     out.weights = global;  // the callback overwrites it with the new weights
     tributary_fit_result r{0, 0.0, 0.0};
@@ -41,11 +58,31 @@ class CallbackTrainer final : public Trainer {
     const int rc = fit_(user_data_, &c, global.data().data(), out.weights.data().data(),
                         global.size(), &r, error, sizeof(error));
     if (rc != 0) return Failure("fit", rc, error);
-    if (r.num_examples < 0)
-      return Status::InvalidArgument("the fit callback returned num_examples " +
-                                     std::to_string(r.num_examples));
-    out.num_examples = r.num_examples;
-    out.metrics = {{"train_loss", r.loss}, {"train_accuracy", r.accuracy}};
+    TRIB_RETURN_IF_ERROR(Finish("fit", r, &out));
+    return out;
+  }
+
+  Result<FitResult> fit_split(const ModelWeights& global, const FitConfig& config,
+                              SplitExchange& server) override {
+    if (!fit_split_)
+      return Status::Unimplemented(
+          "this client has no fit_split callback (set tributary_client_options.split and "
+          "fit_split)");
+    const tributary_fit_config c = ToC(config);
+    FitResult out;
+    out.weights = global;
+    tributary_fit_result r{0, 0.0, 0.0};
+    char error[kCallbackErrorBytes] = {0};
+    exchange_.thread = std::this_thread::get_id();
+    exchange_.failure.reset();
+    exchange_.server.store(&server, std::memory_order_release);
+    const int rc = fit_split_(user_data_, &c, global.data().data(), out.weights.data().data(),
+                              global.size(), &exchange_, &r, error, sizeof(error));
+    exchange_.server.store(nullptr, std::memory_order_release);
+    // A batch that was not answered ends the task with its reason, whatever the callback did.
+    if (exchange_.failure) return *exchange_.failure;
+    if (rc != 0) return Failure("fit_split", rc, error);
+    TRIB_RETURN_IF_ERROR(Finish("fit_split", r, &out));
     return out;
   }
 
@@ -73,6 +110,22 @@ class CallbackTrainer final : public Trainer {
   }
 
  private:
+  static tributary_fit_config ToC(const FitConfig& f) {
+    return {f.epochs,       f.batch_size,  f.lr,        f.momentum,
+            f.weight_decay, f.proximal_mu, f.max_steps, f.seed};
+  }
+
+  // Reads the callback's result into `out`.
+  static Status Finish(const char* which, const tributary_fit_result& r, FitResult* out) {
+    if (r.num_examples < 0)
+      return Status::InvalidArgument(std::string("the ") + which +
+                                     " callback returned num_examples " +
+                                     std::to_string(r.num_examples));
+    out->num_examples = r.num_examples;
+    out->metrics = {{"train_loss", r.loss}, {"train_accuracy", r.accuracy}};
+    return Status::Ok();
+  }
+
   static Status Failure(const char* which, int rc, char* error) {
     error[kCallbackErrorBytes - 1] = '\0';  // whatever the callback wrote, stop at the buffer
     std::string why = error[0] ? error : "no reason given";
@@ -84,8 +137,10 @@ class CallbackTrainer final : public Trainer {
   tributary_fit_fn fit_;
   tributary_evaluate_fn evaluate_;
   tributary_predict_fn predict_;
+  tributary_fit_split_fn fit_split_;
   size_t predict_output_size_;
   void* user_data_;
+  tributary_split_exchange exchange_;  // fit_split's (see the struct)
 };
 
 std::string Str(const char* s) { return s ? std::string(s) : std::string(); }
@@ -136,6 +191,7 @@ Result<ClientOptions> ToOptions(const tributary_client_options& o) {
   out.backoff.seed = o.backoff_seed;
   out.heartbeat_interval = std::chrono::milliseconds(o.heartbeat_interval_ms);
   out.connect_timeout = std::chrono::milliseconds(o.connect_timeout_ms);
+  out.split = o.split != 0;
   TRIB_ASSIGN_OR_RETURN(out.log_level, ToLogLevel(o.log_level));
   if (o.log_fn) out.log_callback = ToLogCallback(o.log_fn, o.log_user_data);
   return out;
@@ -204,6 +260,8 @@ void tributary_client_options_init(tributary_client_options* o) {
   o->log_level = static_cast<int>(d.log_level);
   o->predict = nullptr;  // no prediction unless the app gives a callback
   o->predict_output_size = 0;
+  o->split = 0;  // whole-model training unless the app asks for split learning
+  o->fit_split = nullptr;
 }
 
 tributary_client* tributary_client_create(const tributary_client_options* options, char* error,
@@ -214,7 +272,12 @@ tributary_client* tributary_client_create(const tributary_client_options* option
       CopyOut("InvalidArgument: options is NULL", error, error_size);
       return nullptr;
     }
-    if (!options->fit) {
+    if (options->split && !options->fit_split) {
+      CopyOut("InvalidArgument: fit_split: the fit_split callback is required when split is set",
+              error, error_size);
+      return nullptr;
+    }
+    if (!options->split && !options->fit) {
       CopyOut("InvalidArgument: fit: the fit callback is required", error, error_size);
       return nullptr;
     }
@@ -361,6 +424,63 @@ void tributary_client_destroy(tributary_client* c) {
     delete c;
   } catch (...) {
     // A destructor that throws would terminate; nothing else can be done here.
+  }
+}
+
+int tributary_split_exchange_batch(tributary_split_exchange* exchange, const float* activations,
+                                   size_t activations_len, const uint8_t* labels, size_t count,
+                                   float* gradient, size_t gradient_len, double* loss_sum,
+                                   int64_t* correct, char* error, size_t error_size) {
+  using namespace tributary;
+  auto fail = [&](const Status& s) {
+    CopyOut(s.ToString(), error, error_size);
+    return static_cast<int>(s.code());
+  };
+  try {
+    if (!exchange)
+      return fail(Status::InvalidArgument("tributary_split_exchange_batch: exchange is NULL"));
+    SplitExchange* server = exchange->server.load(std::memory_order_acquire);
+    if (!server)
+      return fail(Status::FailedPrecondition(
+          "tributary_split_exchange_batch: this exchange is no longer valid (use it only during "
+          "the fit_split call it was given to)"));
+    if (std::this_thread::get_id() != exchange->thread)
+      return fail(Status::FailedPrecondition(
+          "tributary_split_exchange_batch: called from another thread than fit_split's (the "
+          "exchange carries one batch at a time, from the thread that runs fit_split)"));
+    if (count == 0 || !labels)
+      return fail(Status::InvalidArgument(
+          "tributary_split_exchange_batch: count must be >= 1 with labels given, got count " +
+          std::to_string(count) + (labels ? "" : " (labels is NULL)")));
+    if (!activations || activations_len == 0 || activations_len % count != 0)
+      return fail(Status::InvalidArgument(
+          "tributary_split_exchange_batch: activations must hold count samples of the same "
+          "size: activations_len " +
+          std::to_string(activations_len) + (activations ? "" : " (activations is NULL)") +
+          " for count " + std::to_string(count)));
+    if (!gradient || gradient_len < activations_len)
+      return fail(Status::InvalidArgument(
+          "tributary_split_exchange_batch: gradient_len " + std::to_string(gradient_len) +
+          (gradient ? "" : " (gradient is NULL)") + " is too small: the gradient has " +
+          std::to_string(activations_len) + " values, one per activation"));
+    Result<CutGradient> g = server->Exchange({activations, activations_len}, {labels, count});
+    if (!g.ok()) {
+      if (!exchange->failure) exchange->failure = g.status();
+      return fail(g.status());
+    }
+    if (g->gradient.size() != activations_len)
+      return fail(Status::Internal("tributary_split_exchange_batch: the gradient has " +
+                                   std::to_string(g->gradient.size()) + " values for " +
+                                   std::to_string(activations_len) + " activations"));
+    std::copy(g->gradient.begin(), g->gradient.end(), gradient);
+    if (loss_sum) *loss_sum = g->loss_sum;
+    if (correct) *correct = g->correct;
+    CopyOut("", error, error_size);
+    return TRIBUTARY_OK;
+  } catch (const std::exception& e) {
+    return fail(Status::Internal(std::string("unexpected exception: ") + e.what()));
+  } catch (...) {
+    return fail(Status::Internal("unexpected exception"));
   }
 }
 

@@ -13,6 +13,11 @@ same layers, named "1", "3", "5"), or starts from a file this script writes with
     PYTHONPATH=build/release/python examples/pytorch/torch_client.py --coordinator HOST:PORT \\
         --ca ca.crt --cert me.crt --key me.key --num-clients 2 --client-index 1
 
+Split learning (docs/split.md): with --split CUT the client holds only the model's layers before
+CUT (for the MLP and CUT 3: Flatten, Linear, ReLU) and trains them through the coordinator's
+server part (TorchSplitTrainer); the coordinator runs split_coordinator.toml (split.mode,
+split.cut = 3).
+
 Exit status: 0 when the coordinator completed the run, 1 otherwise (the reason is printed).
 """
 import argparse
@@ -23,6 +28,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tributary as tb  # noqa: E402
+from torch_split_trainer import TorchSplitTrainer  # noqa: E402
 from torch_trainer import TorchTrainer  # noqa: E402
 
 
@@ -52,6 +58,8 @@ def main():
     ap.add_argument("--num-clients", type=int, default=1)
     ap.add_argument("--client-index", type=int, default=0)
     ap.add_argument("--threads", type=int, default=1, help="torch threads")
+    ap.add_argument("--split", type=int, default=0, metavar="CUT",
+                    help="split learning: hold and train only the layers before CUT (0: off)")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
 
@@ -69,10 +77,16 @@ def main():
         print(f"wrote {a.init}: {sum(p.numel() for p in model.parameters())} parameters")
         return 0
     x_eval, y_eval = data["eval"] if data["eval"] is not None else (None, None)
-    trainer = TorchTrainer(model, x, y, x_eval, y_eval)
+    if a.split:
+        if not 0 < a.split < len(model):
+            ap.error(f"--split {a.split}: the model has layers 0..{len(model) - 1}")
+        model = model[:a.split]  # the device part; a slice keeps the whole model's names
+        trainer = TorchSplitTrainer(model, x, y)
+    else:
+        trainer = TorchTrainer(model, x, y, x_eval, y_eval)
     options = tb.ClientOptions(coordinator=a.coordinator, ca_cert_file=a.ca, cert_file=a.cert,
                                key_file=a.key, state_dir=a.state_dir, num_examples=len(y),
-                               device="cpu (pytorch)")
+                               device="cpu (pytorch)", split=a.split > 0)
     options.backoff.max_attempts = 30
 
     def report(r):

@@ -34,10 +34,16 @@
  * Between rounds the app can run the latest global model on its own inputs with
  * tributary_client_predict(), given a predict callback (o.predict, o.predict_output_size).
  *
- * Threading: fit and evaluate run on the client's worker thread; predict runs on the thread that
- * called tributary_client_predict(). The callbacks never run two at a time: predict waits for a
- * fit or evaluate in progress. The functions may be called from any thread, except from inside a
- * callback; tributary_client_stop() may be called at any time (e.g. from another thread while
+ * Split learning (docs/split.md): with o.split set, the app's model (o.tensors) is the device part
+ * of the run's cut model, and each task calls o.fit_split instead of o.fit. It trains the device
+ * part batch by batch, sending each batch's activations at the cut with
+ * tributary_split_exchange_batch() and backpropagating the gradient it returns.
+ *
+ * Threading: fit, fit_split and evaluate run on the client's worker thread; predict runs on the
+ * thread that called tributary_client_predict(). The callbacks never run two at a time: predict
+ * waits for a fit or evaluate in progress. The functions may be called from any thread, except
+ * from inside a callback (tributary_split_exchange_batch is meant for inside fit_split);
+ * tributary_client_stop() may be called at any time (e.g. from another thread while
  * tributary_client_run() blocks). No function throws or aborts on bad input: they return a status
  * code and keep a message.
  */
@@ -131,6 +137,38 @@ typedef int (*tributary_predict_fn)(void* user_data, const float* weights, size_
                                     float* outputs, size_t outputs_len, char* error,
                                     size_t error_size);
 
+/* Split learning: the channel to the coordinator's server part, given to tributary_fit_split_fn and
+ * usable only during that call, on the thread it runs on (a handle kept past the call is refused
+ * with TRIBUTARY_FAILED_PRECONDITION until the client is destroyed, when it becomes invalid). */
+typedef struct tributary_split_exchange tributary_split_exchange;
+
+/* Sends one batch to the server part and waits for its answer: `count` >= 1 samples whose
+ * activations at the cut are stored one after another in `activations` (activations_len values,
+ * a multiple of count), and their labels (each below the run's class count). Writes the gradient
+ * of the batch's mean loss with respect to the activations (activations_len values, same order)
+ * to `gradient` (gradient_len >= activations_len), the server part's loss summed over the batch to
+ * *loss_sum and the samples it classified correctly to *correct (either may be NULL). Returns
+ * TRIBUTARY_OK; TRIBUTARY_INVALID_ARGUMENT naming the length or pointer that is wrong (nothing is
+ * sent); TRIBUTARY_FAILED_PRECONDITION when called outside its fit_split call or from another
+ * thread; otherwise the reason the batch was not answered: TRIBUTARY_DEADLINE_EXCEEDED (the
+ * task's deadline), TRIBUTARY_ABORTED (the connection was lost or the client is stopping),
+ * TRIBUTARY_PERMISSION_DENIED or another code when the server refused it. The reason is written
+ * to `error` (NUL-terminated, "" on success) when error_size > 0. After a failure fit_split should
+ * return non-zero: the task ends with the failure of the batch in any case. */
+int tributary_split_exchange_batch(tributary_split_exchange* exchange, const float* activations,
+                                   size_t activations_len, const uint8_t* labels, size_t count,
+                                   float* gradient, size_t gradient_len, double* loss_sum,
+                                   int64_t* correct, char* error, size_t error_size);
+
+/* Trains the device part from `global` as tributary_fit_fn does (writing the new weights to
+ * `weights`), each batch's forward ending at the cut and its backward starting from the gradient
+ * tributary_split_exchange_batch returns. result->loss and result->accuracy should be the server
+ * part's (the sums it returned, over the samples). Same return convention as tributary_fit_fn. */
+typedef int (*tributary_fit_split_fn)(void* user_data, const tributary_fit_config* config,
+                                      const float* global, float* weights, size_t num_floats,
+                                      tributary_split_exchange* exchange,
+                                      tributary_fit_result* result, char* error, size_t error_size);
+
 /* Log levels: the values of tributary::LogLevel (log.h). */
 typedef enum tributary_log_level {
   TRIBUTARY_LOG_TRACE = 0,
@@ -163,7 +201,7 @@ typedef struct tributary_client_options {
 
   const tributary_tensor* tensors; /* the model layout; required, num_tensors >= 1 */
   size_t num_tensors;
-  tributary_fit_fn fit;           /* required */
+  tributary_fit_fn fit;           /* required, unless split is set */
   tributary_evaluate_fn evaluate; /* NULL: evaluation requests are answered with an error */
   void* user_data;                /* passed to the fit, evaluate and predict callbacks */
 
@@ -189,6 +227,12 @@ typedef struct tributary_client_options {
    * >= 1. */
   tributary_predict_fn predict;
   size_t predict_output_size;
+
+  /* Split learning (docs/split.md). split nonzero: the coordinator's run must be a split run,
+   * `tensors` are the device part's, and fit_split (then required) trains every task; fit is not
+   * called and may be NULL. Default 0: fit trains whole-model tasks. */
+  int split;
+  tributary_fit_split_fn fit_split;
 } tributary_client_options;
 
 /* Fills `options` with the defaults (and NULL / 0 elsewhere). Call it before setting fields. */

@@ -22,6 +22,7 @@
 #include "core/log.h"
 #include "core/stderr_log.h"
 #include "py_common.h"
+#include "py_split_exchange.h"
 #include "py_trainer.h"
 #include "sim/mpi_link.h"
 #include "sim/simulator.h"
@@ -270,6 +271,7 @@ PYBIND11_MODULE(_tributary, m) {
   m.doc() = "Tributary's client and simulator, for trainers written in Python";
   m.attr("__version__") = TRIBUTARY_VERSION;
   RegisterError(m);
+  PySplitExchange::Register(m);
   // The C++ library is silent unless asked (tributary/log.h). The module asks: a script sees the
   // library's lines at info on stderr (set_log_level's documented default) until it sets another.
   Check(InitLogging("info"));
@@ -354,7 +356,11 @@ PYBIND11_MODULE(_tributary, m) {
           [](ClientOptions& o, double s) {
             o.connect_timeout = FromSeconds(s, "connect_timeout_s");
           })
-      .def_readwrite("on_task", &ClientOptions::on_task);
+      .def_readwrite("on_task", &ClientOptions::on_task)
+      .def_readwrite("split", &ClientOptions::split,
+                     "Split learning (docs/split.md): the trainer's model is the device part of "
+                     "the run's cut model and every task trains through its fit_split "
+                     "(tributary.SplitTrainer); the coordinator's run must be a split run.");
 
   py::class_<Client>(m, "Client",
                      "A federated-learning client over mutual TLS whose trainer is a Python "

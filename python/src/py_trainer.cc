@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "py_common.h"
+#include "py_split_exchange.h"
 
 namespace tributary::python {
 namespace {
@@ -65,9 +66,28 @@ Result<std::vector<py::object>> Fields(py::handle result, std::string_view metho
       return Status::InvalidArgument(fmt::format(
           "trainer.{}() returned a {} without '{}'; return tributary.{} or a tuple ({})", method,
           std::string(py::str(result.get_type().attr("__name__"))), name,
-          method == "fit" ? "FitResult" : "EvalResult", fmt::join(names, ", ")));
+          method == "evaluate" ? "EvalResult" : "FitResult", fmt::join(names, ", ")));
     out.push_back(result.attr(name));
   }
+  return out;
+}
+
+// A fit()'s or fit_split()'s return value (py_trainer.h).
+Result<FitResult> ReadFitResult(py::handle r, std::string_view method) {
+  TRIB_ASSIGN_OR_RETURN(std::vector<py::object> f,
+                        Fields(r, method, {"parameters", "num_examples", "metrics"}, 2));
+  FitResult out;
+  TRIB_ASSIGN_OR_RETURN(
+      out.weights,
+      WeightsFromMapping(f[0], fmt::format("trainer.{}() returned parameters that", method)));
+  try {
+    out.num_examples = f[1].cast<int64_t>();
+  } catch (const py::cast_error&) {
+    return Status::InvalidArgument(
+        fmt::format("trainer.{}() returned num_examples = {}, not an int", method,
+                    std::string(py::repr(f[1]))));
+  }
+  TRIB_RETURN_IF_ERROR(ReadMetrics(f[2], method, &out.metrics));
   return out;
 }
 
@@ -95,25 +115,40 @@ Result<ModelWeights> PyTrainer::get_parameters() {
 Result<FitResult> PyTrainer::fit(const ModelWeights& global, const FitConfig& config) {
   py::gil_scoped_acquire gil;
   try {
-    py::object r = trainer_.attr("fit")(WeightsToDict(global), config);
-    TRIB_ASSIGN_OR_RETURN(std::vector<py::object> f,
-                          Fields(r, "fit", {"parameters", "num_examples", "metrics"}, 2));
-    FitResult out;
-    TRIB_ASSIGN_OR_RETURN(out.weights,
-                          WeightsFromMapping(f[0], "trainer.fit() returned parameters that"));
-    try {
-      out.num_examples = f[1].cast<int64_t>();
-    } catch (const py::cast_error&) {
-      return Status::InvalidArgument(
-          "trainer.fit() returned num_examples = " + std::string(py::repr(f[1])) + ", not an int");
-    }
-    TRIB_RETURN_IF_ERROR(ReadMetrics(f[2], "fit", &out.metrics));
-    return out;
+    return ReadFitResult(trainer_.attr("fit")(WeightsToDict(global), config), "fit");
   } catch (const py::error_already_set& e) {
     return PythonFailure("fit", e);
   } catch (const std::exception& e) {
     return BindingFailure("fit", e);
   }
+}
+
+Result<FitResult> PyTrainer::fit_split(const ModelWeights& global, const FitConfig& config,
+                                       SplitExchange& server) {
+  py::gil_scoped_acquire gil;
+  if (!py::hasattr(trainer_, "fit_split"))
+    return Status::Unimplemented(
+        "this trainer has no fit_split(parameters, config, exchange): a split client's trainer "
+        "derives from tributary.SplitTrainer (docs/split.md)");
+  auto exchange = std::make_shared<PySplitExchange>(&server);
+  // Whatever happens, the Python object outlives this call only as an invalid one.
+  struct Closer {
+    PySplitExchange* e;
+    ~Closer() { e->Close(); }
+  } closer{exchange.get()};
+  Result<FitResult> out = Status::Internal("fit_split did not return");
+  try {
+    out = ReadFitResult(
+        trainer_.attr("fit_split")(WeightsToDict(global), config, py::cast(exchange)), "fit_split");
+  } catch (const py::error_already_set& e) {
+    out = PythonFailure("fit_split", e);
+  } catch (const std::exception& e) {
+    out = BindingFailure("fit_split", e);
+  }
+  // A batch that failed ends the task with that failure (DeadlineExceeded, Aborted, ...), also
+  // when fit_split caught the exception and returned a result.
+  if (std::optional<Status> failed = exchange->Close()) return *failed;
+  return out;
 }
 
 Result<EvalResult> PyTrainer::evaluate(const ModelWeights& weights, const EvalConfig& config) {

@@ -9,6 +9,10 @@
 //             (parameters, num_examples) / (parameters, num_examples, metrics)
 //   evaluate: tributary.EvalResult(loss, accuracy, num_examples, metrics), or a tuple
 //             (loss, accuracy, num_examples) / (loss, accuracy, num_examples, metrics)
+// fit_split (split learning, docs/split.md) calls trainer.fit_split(parameters, config, exchange)
+// with a tributary.SplitExchange (py_split_exchange.h) and reads what it returns as fit's; a
+// trainer without fit_split is Unimplemented. A batch whose exchange failed ends the task with
+// that failure, whatever fit_split then returned.
 // The destructor takes the GIL to drop its reference, so the last owner may be any thread.
 #pragma once
 
@@ -26,6 +30,8 @@ class PyTrainer final : public Trainer {
   Result<ModelWeights> get_parameters() override;
   Result<FitResult> fit(const ModelWeights& global, const FitConfig& config) override;
   Result<EvalResult> evaluate(const ModelWeights& weights, const EvalConfig& config) override;
+  Result<FitResult> fit_split(const ModelWeights& global, const FitConfig& config,
+                              SplitExchange& server) override;
 
  private:
   pybind11::object trainer_;

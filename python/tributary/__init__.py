@@ -34,6 +34,7 @@ from ._tributary import (  # noqa: F401  (re-exported)
     ClientOptions as _ClientOptions,
     Error,
     EvalConfig,
+    SplitExchange,
     FitConfig,
     TaskReport,
     __version__,
@@ -46,7 +47,7 @@ from ._tributary import (  # noqa: F401  (re-exported)
 
 __all__ = [
     "BackoffOptions", "Client", "ClientOptions", "Error", "EvalConfig", "EvalResult", "FitConfig",
-    "FitResult", "TaskReport", "Trainer", "from_torch", "load_checkpoint_model", "load_data",
+    "FitResult", "SplitExchange", "SplitTrainer", "TaskReport", "Trainer", "from_torch", "load_checkpoint_model", "load_data",
     "load_safetensors", "save_safetensors", "set_log_level", "simulate", "to_torch", "__version__",
 ]
 
@@ -56,7 +57,8 @@ class ClientOptions(_ClientOptions):
 
     Fields: coordinator ("host:port"), server_name, ca_cert_file, cert_file, key_file, state_dir,
     device, num_examples, backoff (BackoffOptions), heartbeat_interval_s, connect_timeout_s,
-    on_task (a callable taking a TaskReport, called after every task).
+    on_task (a callable taking a TaskReport, called after every task), split (True: the trainer
+    is a SplitTrainer holding the device part of the run's cut model; docs/split.md).
     """
 
     def __init__(self, **kwargs):
@@ -107,6 +109,38 @@ class Trainer:
 
     def evaluate(self, parameters: Mapping, config: EvalConfig):
         raise Error("this trainer does not evaluate")
+
+
+class SplitTrainer(Trainer):
+    """A trainer of the device part of a split model (split learning; docs/split.md).
+
+    Its client runs with ClientOptions(split=True) against a coordinator whose run sets
+    split.mode. get_parameters() returns the device part only: the layers before the run's cut,
+    named as the whole model names them. Each task calls
+
+      fit_split(parameters, config, exchange) -> FitResult, as fit() returns it
+
+    which trains the device part from `parameters` batch by batch: forward to the cut, then
+    gradient, loss_sum, correct = exchange(activations, labels), where `activations` is the batch's
+    output at the cut as floats shaped [n, ...] (a torch tensor as t.detach().numpy()) and
+    `labels` its n class labels (0..255); the server part computes the rest of the model and the
+    loss, trains itself, and returns the gradient of the batch's mean loss with respect to the
+    activations (float32, their shape), with its loss summed over the batch and its count of
+    correct predictions. Backpropagate that gradient through the device part (in PyTorch:
+    h.backward(torch.from_numpy(gradient))) and step. Report train_loss and train_accuracy from
+    the sums. An exchange that fails raises tributary.Error: let it propagate.
+
+    The server sees the activations and the labels (docs/split.md, "What the server learns").
+    fit() is not used by a split client; evaluate() evaluates nothing by default (a device part
+    cannot classify on its own).
+    """
+
+    def fit(self, parameters: Mapping, config: FitConfig):
+        raise Error("a SplitTrainer trains through fit_split: run its client with "
+                    "ClientOptions(split=True)")
+
+    def fit_split(self, parameters: Mapping, config: FitConfig, exchange: SplitExchange):
+        raise NotImplementedError("SplitTrainer.fit_split")
 
 
 def from_torch(module_or_state_dict) -> Dict:

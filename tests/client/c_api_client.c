@@ -171,6 +171,9 @@ int trib_c_create_error(int which, char* error, size_t error_size) {
     case 6:
       o.predict = linear_predict; /* predict_output_size left 0 */
       break;
+    case 7:
+      o.split = 1; /* fit_split left NULL */
+      break;
     default:
       o.ca_cert_file = "/nonexistent/ca.crt";
       break;
@@ -206,4 +209,95 @@ int trib_c_predict(tributary_client* client, const float* inputs, size_t inputs_
                    size_t error_size) {
   return tributary_client_predict(client, inputs, inputs_len, (int64_t)count, outputs, outputs_len,
                                   error, error_size);
+}
+
+/* The split client's three local samples (2 inputs each) and their labels. */
+const float trib_c_split_x[6] = {1.0f, 2.0f, 3.0f, -1.0f, 0.5f, 0.5f};
+const unsigned char trib_c_split_y[3] = {0, 1, 1};
+
+/* The device part y = W x + b trained by split learning: per batch, the activations go to the
+ * server, and W[j][k] -= lr * sum_s g[s][j] x[s][k], b[j] -= lr * sum_s g[s][j] with its gradient
+ * g. Before the first batch, the three calls that must be refused. */
+static int split_fit(void* user_data, const tributary_fit_config* config, const float* global,
+                     float* weights, size_t num_floats, tributary_split_exchange* exchange,
+                     tributary_fit_result* result, char* error, size_t error_size) {
+  trib_c_split_probe* probe = (trib_c_split_probe*)user_data;
+  float act[6] = {0};
+  float grad[6] = {0};
+  double loss_sum = 0.0, batch_loss = 0.0;
+  int64_t correct = 0, batch_correct = 0;
+  int seen = 0;
+  (void)global;
+  probe->fit_split_calls++;
+  probe->kept = exchange;
+  if (num_floats != 6 || config->batch_size < 1) {
+    snprintf(error, error_size, "unexpected task: %zu weights, batch %d", num_floats,
+             (int)config->batch_size);
+    return 2;
+  }
+  /* Refused, sending nothing: no samples; 3 values for 2 samples; a gradient buffer too short. */
+  probe->refused_status[0] =
+      tributary_split_exchange_batch(exchange, act, 2, trib_c_split_y, 0, grad, 6, NULL, NULL,
+                                     probe->refused[0], sizeof(probe->refused[0]));
+  probe->refused_status[1] =
+      tributary_split_exchange_batch(exchange, act, 3, trib_c_split_y, 2, grad, 6, NULL, NULL,
+                                     probe->refused[1], sizeof(probe->refused[1]));
+  probe->refused_status[2] =
+      tributary_split_exchange_batch(exchange, act, 4, trib_c_split_y, 2, grad, 3, NULL, NULL,
+                                     probe->refused[2], sizeof(probe->refused[2]));
+  for (int epoch = 0; epoch < config->epochs; ++epoch) {
+    for (int start = 0; start < 3; start += config->batch_size) {
+      const int count = 3 - start < config->batch_size ? 3 - start : config->batch_size;
+      for (int s = 0; s < count; ++s) {
+        const float* x = trib_c_split_x + 2 * (start + s);
+        for (int j = 0; j < 2; ++j)
+          act[2 * s + j] = weights[2 * j] * x[0] + weights[2 * j + 1] * x[1] + weights[4 + j];
+      }
+      const int rc = tributary_split_exchange_batch(
+          exchange, act, 2 * (size_t)count, trib_c_split_y + start, (size_t)count, grad, 6,
+          &batch_loss, &batch_correct, probe->failed, sizeof(probe->failed));
+      if (rc != TRIBUTARY_OK) {
+        probe->failed_status = rc;
+        snprintf(error, error_size, "batch %d: %s", start, probe->failed);
+        return rc;
+      }
+      for (int j = 0; j < 2; ++j) {
+        float gw0 = 0.0f, gw1 = 0.0f, gb = 0.0f;
+        for (int s = 0; s < count; ++s) {
+          const float* x = trib_c_split_x + 2 * (start + s);
+          gw0 += grad[2 * s + j] * x[0];
+          gw1 += grad[2 * s + j] * x[1];
+          gb += grad[2 * s + j];
+        }
+        weights[2 * j] -= config->lr * gw0;
+        weights[2 * j + 1] -= config->lr * gw1;
+        weights[4 + j] -= config->lr * gb;
+      }
+      loss_sum += batch_loss;
+      correct += batch_correct;
+      seen += count;
+    }
+  }
+  result->num_examples = 3;
+  result->loss = loss_sum / seen;
+  result->accuracy = (double)correct / seen;
+  return 0;
+}
+
+tributary_client* trib_c_create_split_client(const char* coordinator, const char* ca,
+                                             const char* cert, const char* key,
+                                             trib_c_split_probe* probe, char* error,
+                                             size_t error_size) {
+  static linear_app unused = {1.0f, 0, 0};
+  tributary_tensor tensors[2];
+  tributary_client_options o;
+  fill_options(&o, coordinator, ca, cert, key, &unused, tensors);
+  memset(probe, 0, sizeof(*probe));
+  o.fit = NULL; /* a split client needs only fit_split */
+  o.evaluate = NULL;
+  o.split = 1;
+  o.fit_split = split_fit;
+  o.num_examples = 3;
+  o.user_data = probe;
+  return tributary_client_create(&o, error, error_size);
 }

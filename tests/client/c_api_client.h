@@ -41,7 +41,8 @@ int trib_c_run_logged_client(const char* coordinator, const char* ca, const char
 
 /* Creates a client with one thing wrong (0: no fit callback, 1: no tensors, 2: a repeated tensor
  * name, 3: no coordinator, 5: log_level 9, 6: a predict callback without predict_output_size,
- * other: a missing CA file); returns 1 when create failed as it should. */
+ * 7: split set without a fit_split callback, other: a missing CA file); returns 1 when create
+ * failed as it should. */
 int trib_c_create_error(int which, char* error, size_t error_size);
 
 /* Creates (does not start) trib_c_run_client's client, with `state_dir` (may be NULL) and, when
@@ -58,6 +59,35 @@ tributary_client* trib_c_create_predict_client(const char* coordinator, const ch
 int trib_c_predict(tributary_client* client, const float* inputs, size_t inputs_len,
                    long long count, float* outputs, size_t outputs_len, char* error,
                    size_t error_size);
+
+/* Split learning. The split client's device part is the linear layer above (y = W x + b, the
+ * activations at the cut) over three local samples x_s = trib_c_split_x[2s], [2s + 1] with labels
+ * trib_c_split_y[s], taken in order in batches of fit.batch_size; each batch's gradient g from
+ * the server steps W[j][k] -= lr * sum_s g[s][j] x[s][k] and b[j] -= lr * sum_s g[s][j] (float
+ * sums in sample order). It reports 3 examples and the server's loss and accuracy over them. */
+extern const float trib_c_split_x[6];
+extern const unsigned char trib_c_split_y[3];
+
+/* What the split client's fit_split saw (its user_data). */
+typedef struct trib_c_split_probe {
+  int fit_split_calls;
+  /* Before its first batch, each fit_split makes three calls that must be refused: count 0,
+   * activations_len 3 for 2 samples, gradient_len 3 for 4 activations. */
+  int refused_status[3];
+  char refused[3][256];
+  /* The status and message of a batch that was not answered (0 and "" if none). */
+  int failed_status;
+  char failed[256];
+  /* The last fit_split's exchange, kept past its call. */
+  tributary_split_exchange* kept;
+} trib_c_split_probe;
+
+/* Creates (does not start) the split client (split = 1, fit_split, no fit or evaluate callback),
+ * recording into `probe`. NULL when create failed (`error` says why). */
+tributary_client* trib_c_create_split_client(const char* coordinator, const char* ca,
+                                             const char* cert, const char* key,
+                                             trib_c_split_probe* probe, char* error,
+                                             size_t error_size);
 
 #ifdef __cplusplus
 }

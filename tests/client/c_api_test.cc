@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <future>
 #include <memory>
 #include <string>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "compression/codec.h"
+#include "compression/dense_codec.h"
 #include "core/log.h"
 #include "tests/client/c_api_client.h"
 #include "tests/client/tls_fixture.h"
@@ -179,6 +181,7 @@ TEST(CApiTest, CreateFailuresExplainThemselves) {
       {4, "/nonexistent/ca.crt"},
       {5, "log_level: 9 is not a tributary_log_level"},
       {6, "predict_output_size: must be >= 1"},
+      {7, "fit_split: the fit_split callback is required when split is set"},
   };
   for (const auto& [which, expected] : cases) {
     char error[512];
@@ -293,6 +296,140 @@ TEST(CApiTest, PredictWithoutACallbackIsUnimplemented) {
             TRIBUTARY_UNIMPLEMENTED);
   EXPECT_NE(std::string(error).find("this client has no predict callback"), std::string::npos)
       << error;
+  tributary_client_destroy(c);
+}
+
+// The floats of a dense-encoded cut tensor.
+std::vector<float> DenseFloats(const EncodedUpdate& e) {
+  std::vector<float> out(e.num_floats);
+  if (e.bytes.size() == out.size() * sizeof(float))
+    std::memcpy(out.data(), e.bytes.data(), e.bytes.size());
+  return out;
+}
+
+TEST(CApiTest, ASplitClientTrainsItsDevicePartThroughTheServersGradients) {
+  TlsCoordinatorFixture fx;
+  const auto f = fx.ClientFiles("c-split");
+  trib_c_split_probe probe;
+  char error[512];
+  tributary_client* c =
+      trib_c_create_split_client(fx.address().c_str(), f.ca.c_str(), f.cert.c_str(), f.key.c_str(),
+                                 &probe, error, sizeof(error));
+  ASSERT_NE(c, nullptr) << error;
+  ASSERT_EQ(tributary_client_start(c), TRIBUTARY_OK);
+  auto session = fx.coordinator().WaitSession(0);
+  ASSERT_TRUE(session);
+  ASSERT_TRUE(session->WaitHello());
+  EXPECT_EQ(session->hello()->capabilities.num_examples, 3u);
+
+  const ModelWeights g = LinearModel();  // W = [[-1, -0.5], [0, 0.5]], b = [1, 1.5]
+  TaskAssignment task;
+  task.round = 1;
+  task.fit.epochs = 1;
+  task.fit.batch_size = 2;
+  task.fit.lr = 0.5f;
+  task.codec.spec = "dense";
+  task.deadline_ms = 20000;
+  task.model = Payload(g);
+  task.split_cut = 1;
+  task.split_codec.spec = "dense";
+  session->Send(task);
+
+  // Two batches, samples {0, 1} and {2}: the server (this test) checks each batch's activations
+  // against W x + b, answers gradient 0.5 * activation - label, and steps a copy of the device
+  // part the way the client must.
+  std::vector<float> want(g.data().begin(), g.data().end());
+  double loss_sum = 0.0;
+  for (uint64_t batch = 0; batch < 2; ++batch) {
+    std::optional<SplitActivations> a = session->Next<SplitActivations>();
+    ASSERT_TRUE(a) << "batch " << batch;
+    const size_t first = 2 * batch, count = batch == 0 ? 2 : 1;
+    EXPECT_EQ(a->round, 1u);
+    EXPECT_EQ(a->batch, batch);
+    ASSERT_EQ(a->labels,
+              std::vector<uint8_t>(trib_c_split_y + first, trib_c_split_y + first + count));
+    ASSERT_EQ(a->activations.codec, "dense");
+    const std::vector<float> act = DenseFloats(a->activations);
+    ASSERT_EQ(act.size(), 2 * count);
+    std::vector<float> grad(act.size());
+    for (size_t s = 0; s < count; ++s) {
+      const float* x = trib_c_split_x + 2 * (first + s);
+      for (size_t j = 0; j < 2; ++j) {
+        const float y = want[2 * j] * x[0] + want[2 * j + 1] * x[1] + want[4 + j];
+        EXPECT_EQ(act[2 * s + j], y) << "batch " << batch << " sample " << s << " unit " << j;
+        grad[2 * s + j] = 0.5f * act[2 * s + j] - static_cast<float>(a->labels[s]);
+      }
+    }
+    const double batch_loss = 0.75 * static_cast<double>(batch + 1);
+    loss_sum += batch_loss;
+    session->Send(SplitGradient{
+        1,
+        batch,
+        batch_loss,
+        1,
+        {"dense", a->activations.layout_fingerprint, grad.size(), *DenseCodec().Encode(grad)}});
+    for (size_t j = 0; j < 2; ++j) {
+      float gw0 = 0.0f, gw1 = 0.0f, gb = 0.0f;
+      for (size_t s = 0; s < count; ++s) {
+        const float* x = trib_c_split_x + 2 * (first + s);
+        gw0 += grad[2 * s + j] * x[0];
+        gw1 += grad[2 * s + j] * x[1];
+        gb += grad[2 * s + j];
+      }
+      want[2 * j] -= 0.5f * gw0;
+      want[2 * j + 1] -= 0.5f * gw1;
+      want[4 + j] -= 0.5f * gb;
+    }
+  }
+  std::optional<UpdateSubmission> up = session->Next<UpdateSubmission>();
+  ASSERT_TRUE(up);
+  EXPECT_EQ(up->num_examples, 3u);
+  EXPECT_DOUBLE_EQ(up->metrics.at("train_loss"), loss_sum / 3);
+  EXPECT_DOUBLE_EQ(up->metrics.at("train_accuracy"), 2.0 / 3);
+  std::vector<float> delta(up->update.num_floats);
+  ASSERT_EQ(delta.size(), 6u);
+  auto codec = MakeCodec("dense");
+  ASSERT_TRUE((*codec)->Validate(up->update.bytes, delta.size()).ok());
+  BufferSink sink(delta);
+  (*codec)->DecodeInto(up->update.bytes, sink, 1.0f);
+  for (size_t i = 0; i < 6; ++i) EXPECT_EQ(delta[i], want[i] - g.data()[i]) << i;
+
+  // The calls made with bad lengths were refused, naming what was wrong, and sent nothing (the
+  // server saw batches 0 and 1 only).
+  EXPECT_EQ(probe.fit_split_calls, 1);
+  const char* refusals[] = {"count must be >= 1 with labels given, got count 0",
+                            "activations_len 3 for count 2",
+                            "gradient_len 3 is too small: the gradient has 4 values"};
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(probe.refused_status[i], TRIBUTARY_INVALID_ARGUMENT) << i;
+    EXPECT_NE(std::string(probe.refused[i]).find(refusals[i]), std::string::npos)
+        << probe.refused[i];
+  }
+
+  // A batch nobody answers fails at the task's deadline; the task ends with that reason.
+  task.round = 2;
+  task.deadline_ms = 300;
+  session->Send(task);
+  ASSERT_TRUE(session->Next<SplitActivations>());
+  std::optional<Error> e = session->Next<Error>();
+  ASSERT_TRUE(e);
+  EXPECT_EQ(probe.fit_split_calls, 2);
+  EXPECT_EQ(probe.failed_status, TRIBUTARY_DEADLINE_EXCEEDED) << probe.failed;
+  EXPECT_NE(e->message.find("DeadlineExceeded"), std::string::npos) << e->message;
+
+  // Past its call, the exchange refuses to be used.
+  float act[2] = {1.0f, 2.0f}, grad[2];
+  const uint8_t label = 0;
+  EXPECT_EQ(tributary_split_exchange_batch(probe.kept, act, 2, &label, 1, grad, 2, nullptr, nullptr,
+                                           error, sizeof(error)),
+            TRIBUTARY_FAILED_PRECONDITION);
+  EXPECT_NE(std::string(error).find("no longer valid"), std::string::npos) << error;
+  EXPECT_EQ(tributary_split_exchange_batch(nullptr, act, 2, &label, 1, grad, 2, nullptr, nullptr,
+                                           error, sizeof(error)),
+            TRIBUTARY_INVALID_ARGUMENT);
+
+  tributary_client_stop(c);
+  EXPECT_EQ(tributary_client_wait(c), TRIBUTARY_ABORTED);
   tributary_client_destroy(c);
 }
 

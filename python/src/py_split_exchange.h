@@ -1,0 +1,48 @@
+// PySplitExchange: tributary.SplitExchange, the channel to the coordinator's server part that a
+// Python trainer's fit_split(parameters, config, exchange) receives (docs/split.md).
+//
+// exchange(activations, labels) sends one batch and returns (gradient, loss_sum, correct):
+//   activations: an array-like of float values shaped [n, ...] (n samples, each sample's values
+//                in the device part's output layout; converted to float32, C order);
+//   labels:      n integer class labels, each 0..255 (labels travel as bytes);
+//   gradient:    a float32 NumPy array of the activations' shape: the gradient of the batch's mean
+//                loss with respect to them; loss_sum (float) and correct (int) are the server
+//                part's, summed over the batch.
+// The GIL is released while the batch is on the wire. A failure (the connection was lost, the
+// server refused the batch, the task's deadline passed, the task was stopped) raises
+// tributary.Error; fit_split should let it propagate, and the task ends with that failure even if
+// fit_split swallows it. The object is valid only during the fit_split call it was given to:
+// afterwards it raises tributary.Error (FailedPrecondition).
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include <optional>
+#include <thread>
+
+#include "tributary/trainer.h"
+
+namespace tributary::python {
+
+class PySplitExchange {
+ public:
+  explicit PySplitExchange(SplitExchange* server)
+      : server_(server), thread_(std::this_thread::get_id()) {}
+
+  // The binding's __call__ (needs the GIL; releases it around the exchange).
+  pybind11::tuple Call(pybind11::handle activations, pybind11::handle labels);
+
+  // Ends the object's use: later calls raise. Returns the first failure a call raised, if any.
+  std::optional<Status> Close();
+
+  // Registers the class tributary.SplitExchange in `m`.
+  static void Register(pybind11::module_& m);
+
+ private:
+  SplitExchange* server_;   // null once closed
+  std::thread::id thread_;  // fit_split's: the only one that may call
+  std::optional<Status> failure_;
+  int64_t batches_ = 0;
+};
+
+}  // namespace tributary::python
