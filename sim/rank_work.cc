@@ -7,9 +7,10 @@
 namespace tributary {
 namespace {
 
-constexpr uint32_t kHelloMagic = 0x54524831;    // "TRH1"
-constexpr uint32_t kWorkMagic = 0x54525732;     // "TRW2" (TRW1 had no control variates)
-constexpr uint32_t kResultsMagic = 0x54525232;  // "TRR2" (TRR1 had no control variates)
+constexpr uint32_t kHelloMagic = 0x54524831;  // "TRH1"
+// "TRW3", "TRR3": TRW1/TRR1 had no control variates, TRW2/TRR2 no split learning.
+constexpr uint32_t kWorkMagic = 0x54525733;
+constexpr uint32_t kResultsMagic = 0x54525233;
 
 bool ValidCode(int32_t code) {
   return code >= 0 && code <= static_cast<int32_t>(StatusCode::kInternal);
@@ -63,6 +64,12 @@ std::string EncodeRankWork(const RankWork& m) {
   }
   w.Bytes(m.eval_model.data(), m.eval_model.size() * sizeof(float));
   w.Bytes(m.eval_slices.data(), m.eval_slices.size() * sizeof(uint32_t));
+  w.Pod(m.split_round);
+  w.PodVec(m.split_server);
+  w.Pod(m.split_batch_size);
+  w.Pod(m.split_lr);
+  w.Pod(m.split_momentum);
+  w.Pod(m.split_weight_decay);
   return w.Take();
 }
 
@@ -99,7 +106,10 @@ Result<RankWork> DecodeRankWork(const std::string& bytes) {
   if (!r.Span(&p, &len, sizeof(uint32_t))) return Malformed("work");
   m.eval_slices.resize(len / sizeof(uint32_t));
   std::memcpy(m.eval_slices.data(), p, len);
-  if (!r.done()) return Malformed("work");
+  if (!r.Pod(&m.split_round) || !r.PodVec(&m.split_server) || !r.Pod(&m.split_batch_size) ||
+      !r.Pod(&m.split_lr) || !r.Pod(&m.split_momentum) || !r.Pod(&m.split_weight_decay) ||
+      !r.done())
+    return Malformed("work");
   return m;
 }
 
@@ -116,6 +126,14 @@ std::string EncodeRankResults(const RankResults& m) {
     w.Vec(j.body);
     w.State(j.state);
     w.PodVec(j.control);
+    w.Pod(j.split_batches);
+    w.Pod(j.split_bytes_up);
+    w.Pod(j.split_bytes_down);
+    w.PodVec(j.split_copy);
+    w.Pod(j.split_samples);
+    w.Pod(j.split_bytes_in);
+    w.Pod(j.split_bytes_out);
+    w.Pod(j.split_seconds);
   }
   w.Pod<uint64_t>(m.slices.size());
   for (const RankSliceResult& s : m.slices) {
@@ -142,7 +160,10 @@ Result<RankResults> DecodeRankResults(const std::string& bytes) {
     uint8_t abandoned = 0;
     if (!r.Pod(&j.slot) || !r.Pod(&j.code) || !ValidCode(j.code) || !r.Str(&j.message) ||
         !r.Pod(&abandoned) || abandoned > 1 || !r.Pod(&j.bytes_up) || !r.Vec(&j.body) ||
-        !r.State(&j.state) || !r.PodVec(&j.control))
+        !r.State(&j.state) || !r.PodVec(&j.control) || !r.Pod(&j.split_batches) ||
+        !r.Pod(&j.split_bytes_up) || !r.Pod(&j.split_bytes_down) || !r.PodVec(&j.split_copy) ||
+        !r.Pod(&j.split_samples) || !r.Pod(&j.split_bytes_in) || !r.Pod(&j.split_bytes_out) ||
+        !r.Pod(&j.split_seconds))
       return Malformed("results");
     j.abandoned = abandoned;
   }

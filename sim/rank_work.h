@@ -6,13 +6,15 @@
 //                TaskAssignment in the wire format, with SCAFFOLD's server control variate) and,
 //                per job, its task without the model and control variate, its device-model key
 //                (attempt, or an asynchronous run's task number), the download's framed size, the
-//                client's error-feedback state and SCAFFOLD control variate; or the global model's
-//                values and the server-side evaluation's slices to evaluate (ModelEvaluator); or
-//                `stop`.
+//                client's error-feedback state and SCAFFOLD control variate; in an SFLV1 split run,
+//                the round's server part and its training settings, which each job's server copy
+//                starts from; or the global model's values and the server-side evaluation's slices
+//                to evaluate (ModelEvaluator); or `stop`.
 //   RankResults  the rank -> rank 0: per job, its status, the update as the coordinator's decoder
 //                receives it (the reassembled body of its frames, sim_wire.h's ToWire), the framed
-//                size and the client's new error-feedback state and control variate; per
-//                evaluation slice, its result.
+//                size and the client's new error-feedback state and control variate; in a split
+//                run, its batches' counts and framed bytes and (SFLV1) its trained server copy
+//                with what that cost; per evaluation slice, its result.
 //
 // Rank 0 keeps every client's error-feedback state and ships it with the job, so any rank can
 // train any client and the assignment (sim/rank_schedule.h) changes nothing the run computes.
@@ -54,6 +56,12 @@ struct RankWork {
   // An evaluation: the model's values (in the run's layout) and the slices to evaluate.
   std::vector<float> eval_model;
   std::vector<uint32_t> eval_slices;
+  // SFLV1 split learning (empty split_server otherwise): the round, the server part it opened
+  // with, and the settings its copies train with (SplitServer::round_fit).
+  uint64_t split_round = 0;
+  std::vector<float> split_server;
+  int32_t split_batch_size = 0;
+  float split_lr = 0.0f, split_momentum = 0.0f, split_weight_decay = 0.0f;
 };
 
 struct RankJobResult {
@@ -65,6 +73,12 @@ struct RankJobResult {
   std::vector<uint8_t> body;  // the update's reassembled body; empty when it sent nothing
   std::optional<CodecState> state;
   std::vector<float> control;  // SCAFFOLD's new c_i; empty when it made no update
+  // Split learning: the job's batches and their framed bytes each way (its timing), and its SFLV1
+  // server copy after them (empty: none) with the copy's samples, codec bytes and compute time.
+  uint64_t split_batches = 0, split_bytes_up = 0, split_bytes_down = 0;
+  std::vector<float> split_copy;
+  uint64_t split_samples = 0, split_bytes_in = 0, split_bytes_out = 0;
+  double split_seconds = 0.0;
 };
 
 struct RankSliceResult {

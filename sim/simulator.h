@@ -197,6 +197,7 @@ class Simulator : private RunObserver {
   std::shared_ptr<ModelEvaluator> evaluator_;  // with server-side evaluation
   RankLink* ranks_ = nullptr;                  // null: one process
   bool ranks_greeted_ = false, ranks_stopped_ = false;
+  bool sflv2_noted_ = false;  // the log line that SFLV2 trains on rank 0, said once
   ClientCapabilities caps_;
   bool joined_ = false;
 

@@ -7,7 +7,10 @@
 // the same RunJob through the client's TaskExecutor, and returns the update in wire form, which
 // rank 0's decoder receives. A job's training is a pure function of (client, task, model, state),
 // so the model, the events and the report are bitwise those of one process, for any number of
-// ranks and threads.
+// ranks and threads. Split learning: under SFLV1 a job's server copy depends only on its own
+// batches, so it trains on the job's rank, from the round's server part shipped with the work, and
+// rank 0 adopts it into the round's average (SplitServer::AdoptCopy); SFLV2's one server part
+// takes the clients in turn, so its jobs all train on rank 0.
 #include <algorithm>
 #include <future>
 
@@ -20,6 +23,7 @@
 #include "sim/rank_work.h"
 #include "sim/sim_job.h"
 #include "sim/sim_wire.h"
+#include "split/split_server.h"
 
 namespace tributary {
 
@@ -95,7 +99,8 @@ Result<EvalResult> Simulator::Evaluate(const ModelWeights& model) {
 std::vector<RankSliceResult> Simulator::EvaluateHere(const RankWork& work) {
   std::vector<RankSliceResult> out;
   Status refused;
-  ModelWeights model = driver_->engine().model().ZerosLike();
+  // The run's whole model (in a split run, the device and server parts joined).
+  ModelWeights model = driver_->model().ZerosLike();
   if (!evaluator_)
     refused = Status::FailedPrecondition("this rank has no server-side evaluation (eval.every)");
   else if (work.eval_model.size() != model.size())
@@ -202,10 +207,16 @@ Status Simulator::TrainJobs(const std::vector<Job*>& jobs,
                             const std::vector<uint64_t>& bytes_down) {
   const int ranks = ranks_ ? ranks_->size() : 1;
   if (ranks <= 1) return TrainJobsHere(jobs, bytes_down);
-  if (driver_->split_server())
-    return Status::FailedPrecondition(
-        "split learning (split.mode) does not run over MPI ranks yet: its server part lives on "
-        "rank 0; run it in one process");
+  SplitServer* split = driver_->split_server();
+  if (split && split->mode() == SplitMode::kSflV2) {
+    // SFLV2's one server part takes every client's batches in turn: nothing to share out.
+    if (!sflv2_noted_)
+      Log().info(
+          "distributed simulation: SFLV2 trains its clients in turn on rank 0 (its one "
+          "server part takes their batches one after another); the other ranks wait");
+    sflv2_noted_ = true;
+    return TrainJobsHere(jobs, bytes_down);
+  }
   // Where each job trains: balanced by its examples; a job that never trains (its device draws
   // say it is unreachable or drops out) and a malicious client's (its attack lives here) stay.
   std::vector<RankJobCost> costs;
@@ -276,6 +287,21 @@ Status Simulator::TrainJobs(const std::vector<Job*>& jobs,
     work[r].jobs.push_back(std::move(rj));
     slots[r].push_back(i);
   }
+  if (split && !jobs.empty()) {
+    // SFLV1: each job's server copy trains where the job does, from the round's server part.
+    const FitConfig fit = split->round_fit();
+    const ModelWeights& server = split->weights();
+    for (int r = 1; r < ranks; ++r) {
+      RankWork& w = work[static_cast<size_t>(r)];
+      if (w.jobs.empty()) continue;
+      w.split_round = std::get<TaskAssignment>(jobs[0]->out->message).round;
+      w.split_server.assign(server.data().begin(), server.data().end());
+      w.split_batch_size = fit.batch_size;
+      w.split_lr = fit.lr;
+      w.split_momentum = fit.momentum;
+      w.split_weight_decay = fit.weight_decay;
+    }
+  }
   for (int r = 1; r < ranks; ++r)
     if (!work[static_cast<size_t>(r)].jobs.empty())
       TRIB_RETURN_IF_ERROR(ranks_->Send(r, EncodeRankWork(work[static_cast<size_t>(r)])));
@@ -322,6 +348,23 @@ Status Simulator::TrainJobs(const std::vector<Job*>& jobs,
         controls_->Put(job.index, std::move(res.control));
       }
       const double samples = Samples(job.index, task);
+      job.split_batches = res.split_batches;
+      job.split_bytes_up = res.split_bytes_up;
+      job.split_bytes_down = res.split_bytes_down;
+      if (!res.split_copy.empty()) {
+        if (!split || res.split_copy.size() != split->weights().size()) {
+          outcome = Status::Corruption("distributed simulation: a server copy of another size");
+          break;
+        }
+        SplitCopy copy{split->weights(),
+                       {res.split_batches, res.split_samples, res.split_bytes_in,
+                        res.split_bytes_out, res.split_seconds}};
+        std::copy(res.split_copy.begin(), res.split_copy.end(), copy.weights.data().begin());
+        if (Status adopted = split->AdoptCopy(job.out->client_id, std::move(copy)); !adopted.ok()) {
+          outcome = adopted;
+          break;
+        }
+      }
       if (!res.body.empty() && job.error.ok()) {
         Result<Message> got = FromWire(MessageType::kUpdateSubmission, std::move(res.body));
         if (!got.ok()) {
@@ -331,6 +374,9 @@ Status Simulator::TrainJobs(const std::vector<Job*>& jobs,
         job.submission = std::get<UpdateSubmission>(std::move(*got));
         job.bytes_up = res.bytes_up;
         job.timing = TimeJob(job, bytes_down[i], job.bytes_up, samples);
+        if (job.split_batches > 0)
+          devices_->AddSplitExchange(job.index, job.split_batches, job.split_bytes_up,
+                                     job.split_bytes_down, &job.timing);
         if (job.secagg) to_mask.push_back(i);
       } else {
         job.timing = TimeJob(job, bytes_down[i], 0, samples);
@@ -411,6 +457,26 @@ Status Simulator::Serve() {
       batch.push_back(&jobs[i]);
       bytes_down.push_back(rj.bytes_down);
     }
+    // SFLV1: the jobs' server copies start from the round's server part, as on rank 0.
+    SplitServer* split = driver_->split_server();
+    const bool split_round = split && !work.split_server.empty();
+    if (split_round) {
+      if (work.split_server.size() != split->weights().size())
+        return Status::Corruption(fmt::format(
+            "distributed simulation: rank 0 sent a server part of {} values; this rank's has {}",
+            work.split_server.size(), split->weights().size()));
+      ModelWeights server = split->weights();
+      std::copy(work.split_server.begin(), work.split_server.end(), server.data().begin());
+      TRIB_RETURN_IF_ERROR(split->LoadWeights(server));
+      FitConfig fit;
+      fit.batch_size = work.split_batch_size;
+      fit.lr = work.split_lr;
+      fit.momentum = work.split_momentum;
+      fit.weight_decay = work.split_weight_decay;
+      std::vector<std::string> clients;
+      for (const RunEngine::Outgoing& out : outs) clients.push_back(out.client_id);
+      split->OpenRound(work.split_round, fit, clients);
+    }
     TRIB_RETURN_IF_ERROR(TrainJobsHere(batch, bytes_down));
     RankResults results;
     for (size_t i = 0; i < n; ++i) {
@@ -424,8 +490,21 @@ Status Simulator::Serve() {
       res.body = std::move(job.wire);
       res.state = std::move(job.state);
       res.control = std::move(job.control);
+      res.split_batches = job.split_batches;
+      res.split_bytes_up = job.split_bytes_up;
+      res.split_bytes_down = job.split_bytes_down;
+      if (split_round) {
+        if (std::optional<SplitCopy> copy = split->TrainedCopy(job.out->client_id)) {
+          res.split_copy.assign(copy->weights.data().begin(), copy->weights.data().end());
+          res.split_samples = copy->stats.samples;
+          res.split_bytes_in = copy->stats.bytes_in;
+          res.split_bytes_out = copy->stats.bytes_out;
+          res.split_seconds = copy->stats.compute_seconds;
+        }
+      }
       results.jobs.push_back(std::move(res));
     }
+    if (split_round) split->AbandonRound();
     results.busy_seconds = SimWallNow() - t0;
     TRIB_RETURN_IF_ERROR(ranks_->Send(0, EncodeRankResults(results)));
   }

@@ -134,12 +134,17 @@ Result<SplitGradient> SplitServer::OnActivations(const std::string& client,
                           trains->engine->TrainFromCut(acts, batch.labels, sgd, grad));
     secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     ++copy->next_batch;
+    copy->stats.batches += 1;
+    copy->stats.samples += n;
+    copy->stats.compute_seconds += secs;
     out.round = batch.round;
     out.batch = batch.batch;
     out.loss_sum = st.loss_sum;
     out.correct = static_cast<uint64_t>(st.correct);
     TRIB_ASSIGN_OR_RETURN(out.gradient,
                           EncodeCutTensor(*codec_, grad, device_fingerprint_, batch.batch));
+    copy->stats.bytes_in += batch.activations.bytes.size();
+    copy->stats.bytes_out += out.gradient.bytes.size();
   }
   std::lock_guard lock(mu_);
   stats_.batches += 1;
@@ -183,7 +188,9 @@ const ModelWeights& SplitServer::CloseRound() {
       std::lock_guard c(copy->mu);
       if (copy->num_examples == 0) continue;
       if (copy->engine) (void)copy->engine->StoreWeights(&copy_w);
-      const std::span<const float> v = copy->engine ? copy_w.data() : w.data();
+      const std::span<const float> v = copy->adopted  ? copy->adopted->data()
+                                       : copy->engine ? copy_w.data()
+                                                      : w.data();
       const double n = static_cast<double>(copy->num_examples);
       for (size_t i = 0; i < sum.size(); ++i) sum[i] += n * v[i];
       total += n;
@@ -203,6 +210,64 @@ void SplitServer::AbandonRound() {
   round_ = 0;
   copies_.clear();
   shared_.reset();
+}
+
+std::optional<SplitCopy> SplitServer::TrainedCopy(const std::string& client) const {
+  std::shared_ptr<Copy> copy;
+  SplitCopy out;
+  {
+    std::lock_guard lock(mu_);
+    auto it = copies_.find(client);
+    if (options_.mode != SplitMode::kSflV1 || round_ == 0 || it == copies_.end())
+      return std::nullopt;
+    copy = it->second;
+    out.weights = weights_;
+  }
+  std::lock_guard c(copy->mu);
+  if (copy->stats.batches == 0 || !copy->engine) return std::nullopt;
+  if (!copy->engine->StoreWeights(&out.weights).ok()) return std::nullopt;
+  out.stats = copy->stats;
+  return out;
+}
+
+Status SplitServer::AdoptCopy(const std::string& client, SplitCopy copy) {
+  std::shared_ptr<Copy> mine;
+  {
+    std::lock_guard lock(mu_);
+    if (options_.mode != SplitMode::kSflV1 || round_ == 0)
+      return Status::FailedPrecondition(
+          "a server part's copy is adopted only in an open SFLV1 round");
+    auto it = copies_.find(client);
+    if (it == copies_.end())
+      return Status::FailedPrecondition("a server part's copy for " + client +
+                                        ", which holds no task in round " + std::to_string(round_));
+    if (!copy.weights.same_layout(weights_))
+      return Status::InvalidArgument("the copy of " + client +
+                                     " does not have the layout of the server part " +
+                                     options_.split.server.name);
+    mine = it->second;
+  }
+  {
+    std::lock_guard c(mine->mu);
+    if (mine->next_batch != 0 || mine->adopted)
+      return Status::FailedPrecondition("the server part's copy of " + client +
+                                        " already trained here");
+    mine->next_batch = copy.stats.batches;
+    mine->stats = copy.stats;
+    mine->adopted = std::move(copy.weights);
+  }
+  std::lock_guard lock(mu_);
+  stats_.batches += copy.stats.batches;
+  stats_.samples += copy.stats.samples;
+  stats_.bytes_in += copy.stats.bytes_in;
+  stats_.bytes_out += copy.stats.bytes_out;
+  stats_.compute_seconds += copy.stats.compute_seconds;
+  return Status::Ok();
+}
+
+FitConfig SplitServer::round_fit() const {
+  std::lock_guard lock(mu_);
+  return fit_;
 }
 
 Status SplitServer::LoadWeights(const ModelWeights& weights) {

@@ -32,6 +32,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -63,6 +64,13 @@ struct SplitServerStats {
   double compute_seconds = 0.0;  // in TrainFromCut, summed over threads
 };
 
+// One client's SFLV1 copy of the server part after its batches: trained elsewhere (another rank
+// of a distributed simulation) and adopted where the round closes.
+struct SplitCopy {
+  ModelWeights weights;
+  SplitServerStats stats;  // what its batches cost
+};
+
 class SplitServer {
  public:
   // `server_weights`: the server part's starting weights (the layout of options.split.server).
@@ -87,6 +95,18 @@ class SplitServer {
   // The round attempt failed: the server part goes back to the round's start.
   void AbandonRound();
 
+  // SFLV1 across processes (the simulator's MPI ranks, sim/simulator_ranks.cc): a client's copy
+  // depends only on its own batches, so it can train where the client does and join the average
+  // here. TrainedCopy: `client`'s copy in the open round after its batches (nullopt: it sent none,
+  // the round is not open, or the mode is SFLV2). AdoptCopy: takes such a copy as `client`'s in
+  // the open round, its stats added to stats(); FailedPrecondition unless SFLV1 with the round
+  // open, `client` holding one of its tasks and no batch of its own yet; InvalidArgument for
+  // another layout.
+  std::optional<SplitCopy> TrainedCopy(const std::string& client) const;
+  Status AdoptCopy(const std::string& client, SplitCopy copy);
+  // The open round's training settings (OpenRound's `fit`).
+  FitConfig round_fit() const;
+
   const ModelWeights& weights() const { return weights_; }
   // Replaces the server part (resuming from a checkpoint); InvalidArgument for another layout.
   Status LoadWeights(const ModelWeights& weights);
@@ -97,9 +117,11 @@ class SplitServer {
  private:
   struct Copy {
     std::mutex mu;
-    std::unique_ptr<Engine> engine;  // loaded with the round's start on first use
-    uint64_t num_examples = 0;       // Accept's weight; 0 until accepted
-    uint64_t next_batch = 0;         // batches must arrive 0, 1, 2, ...
+    std::unique_ptr<Engine> engine;       // loaded with the round's start on first use
+    std::optional<ModelWeights> adopted;  // AdoptCopy's weights (then no engine)
+    uint64_t num_examples = 0;            // Accept's weight; 0 until accepted
+    uint64_t next_batch = 0;              // batches must arrive 0, 1, 2, ...
+    SplitServerStats stats;               // this copy's batches (SFLV1)
   };
   SplitServer() = default;
   // A server engine for batches of up to `batch`, loaded with weights_ (takes mu_).

@@ -42,6 +42,7 @@ MODES = {
                                     "run.over_selection=1.4"],
     "secure aggregation": ["secagg.enabled=true"],
     "labels:2 with feature noise": ["data.partition=labels:2+noise:0.2"],
+    "split learning (sflv1)": ["split.mode=sflv1"],
     "asynchronous": ["run.mode=async", "run.concurrency=4", "run.buffer_size=3",
                      "run.max_staleness=6"],
 }

@@ -95,6 +95,8 @@ void ExpectSameRun(const SimResult& a, const SimResult& b, const std::string& wh
         << what << " round " << i;
     EXPECT_DOUBLE_EQ(a.rounds[i].sim_clock, b.rounds[i].sim_clock) << what << " round " << i;
     EXPECT_EQ(a.rounds[i].tier_bytes_up, b.rounds[i].tier_bytes_up) << what << " round " << i;
+    EXPECT_EQ(a.rounds[i].split_batches, b.rounds[i].split_batches) << what << " round " << i;
+    EXPECT_EQ(a.rounds[i].split_bytes_up, b.rounds[i].split_bytes_up) << what << " round " << i;
     EXPECT_EQ(a.rounds[i].test_accuracy, b.rounds[i].test_accuracy) << what << " round " << i;
   }
 }
@@ -168,6 +170,10 @@ const Mode kModes[] = {
        c.run.round.over_selection = 1.4;
        c.run.round.codec = "topk(0.1)+q8";
      }},
+    // Split learning: SFLV1's server copies train on the jobs' ranks and join rank 0's average;
+    // SFLV2's one server part keeps every job on rank 0.
+    {"split learning, SFLV1", [](SimConfig& c) { c.run.round.split.mode = "sflv1"; }},
+    {"split learning, SFLV2", [](SimConfig& c) { c.run.round.split.mode = "sflv2"; }},
     {"asynchronous", [](SimConfig& c) { Asynchronous(c, 4); }},
     {"asynchronous with secure aggregation",
      [](SimConfig& c) {
@@ -215,8 +221,17 @@ TEST(RankSimTest, EveryDistributedModeGivesTheOneProcessModelForAnyRanksAndThrea
                       8.0 * static_cast<double>(want.secagg_clients))
               << mode.name;
         }
-        // Work went out and results came back: one hello per rank, then batches and a stop.
-        EXPECT_GT(d->messages, static_cast<uint64_t>(2 * (ranks - 1))) << mode.name;
+        // Work went out and results came back: one hello per rank, then batches and a stop
+        // (SFLV2 trains on rank 0 only: its split figures must still be the one process's).
+        if (c.run.round.split.mode == "sflv2") {
+          EXPECT_GT(d->result.rounds.back().split_batches, 0u) << mode.name;
+        } else {
+          EXPECT_GT(d->messages, static_cast<uint64_t>(2 * (ranks - 1))) << mode.name;
+        }
+        if (c.run.round.split.mode == "sflv1") {
+          EXPECT_GT(d->result.rounds.back().split_batches, 0u) << mode.name;
+          EXPECT_GT(d->result.rank_exchanges, 0) << mode.name;
+        }
       }
     }
   }

@@ -133,6 +133,61 @@ TEST(SplitServerTest, Sflv1AveragesEachClientsServerPartByItsExamples) {
   EXPECT_EQ(server->stats().batches, 2u * (3 + 5 + 3));
 }
 
+// SFLV1 over processes (the simulator's MPI ranks): client b's copy trains on another server (as
+// another rank's), which TrainedCopy hands over and AdoptCopy takes into the round; the average
+// and the stats are the bits and counts of training every copy here.
+TEST(SplitServerTest, Sflv1CopiesTrainedElsewhereJoinTheAverageBitForBit) {
+  Fixture f;
+  const std::vector<std::string> ids = {"edge-a", "edge-b"};
+  const std::vector<int64_t> sizes = {48, 80};
+  std::vector<std::shared_ptr<const Dataset>> data = {f.Data(21, 48), f.Data(22, 80)};
+  auto train = [&](SplitServer& server, size_t i) {
+    auto device = *NativeTrainer::Create(f.split.device, data[i], nullptr, 0);
+    LoopbackSplitExchange ex(server, ids[i], *SplitTaskChannel::Create(f.Task(5), f.device_fp()));
+    ASSERT_TRUE(device->fit_split(f.device_init, f.fit, ex).ok());
+  };
+  auto here = f.Server(SplitMode::kSflV1);
+  here->OpenRound(5, f.fit, ids);
+  train(*here, 0);
+  train(*here, 1);
+  const SplitServerStats want_stats = here->stats();
+  for (size_t i = 0; i < ids.size(); ++i) here->Accept(ids[i], static_cast<uint64_t>(sizes[i]));
+  const ModelWeights want = here->CloseRound();
+
+  auto zero = f.Server(SplitMode::kSflV1), other = f.Server(SplitMode::kSflV1);
+  zero->OpenRound(5, f.fit, ids);
+  other->OpenRound(5, zero->round_fit(), {"edge-b"});
+  EXPECT_FALSE(other->TrainedCopy("edge-b"));  // no batch yet
+  train(*zero, 0);
+  train(*other, 1);
+  std::optional<SplitCopy> copy = other->TrainedCopy("edge-b");
+  ASSERT_TRUE(copy);
+  EXPECT_EQ(copy->stats.batches, 2u * 5);
+  EXPECT_EQ(copy->stats.samples, 160u);
+  EXPECT_FALSE(other->TrainedCopy("edge-a"));  // not one of its clients
+  // Refused: a client that trained here already, one without a task, another layout.
+  EXPECT_EQ(zero->AdoptCopy("edge-a", *copy).code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(zero->AdoptCopy("edge-z", *copy).code(), StatusCode::kFailedPrecondition);
+  SplitCopy wrong = *copy;
+  wrong.weights = f.device_init;
+  EXPECT_EQ(zero->AdoptCopy("edge-b", wrong).code(), StatusCode::kInvalidArgument);
+  ASSERT_TRUE(zero->AdoptCopy("edge-b", *copy).ok());
+  EXPECT_EQ(zero->AdoptCopy("edge-b", *copy).code(), StatusCode::kFailedPrecondition);  // twice
+  const SplitServerStats got_stats = zero->stats();
+  EXPECT_EQ(got_stats.batches, want_stats.batches);
+  EXPECT_EQ(got_stats.samples, want_stats.samples);
+  EXPECT_EQ(got_stats.bytes_in, want_stats.bytes_in);
+  EXPECT_EQ(got_stats.bytes_out, want_stats.bytes_out);
+  for (size_t i = 0; i < ids.size(); ++i) zero->Accept(ids[i], static_cast<uint64_t>(sizes[i]));
+  EXPECT_EQ(zero->CloseRound().content_hash(), want.content_hash());
+  EXPECT_NE(want.content_hash(), f.server_init.content_hash());
+  // SFLV2 has no copies to hand over or take.
+  auto v2 = f.Server(SplitMode::kSflV2);
+  v2->OpenRound(5, f.fit, ids);
+  EXPECT_FALSE(v2->TrainedCopy("edge-a"));
+  EXPECT_EQ(v2->AdoptCopy("edge-b", *copy).code(), StatusCode::kFailedPrecondition);
+}
+
 TEST(SplitServerTest, AnAbandonedRoundLeavesTheServerPartAsItWas) {
   Fixture f;
   auto data = f.Data(6, 40);
