@@ -110,9 +110,11 @@ class CallbackTrainer final : public Trainer {
   }
 
  private:
+  // Valid while `f` is (its optimizer's name is borrowed).
   static tributary_fit_config ToC(const FitConfig& f) {
-    return {f.epochs,       f.batch_size,  f.lr,        f.momentum,
-            f.weight_decay, f.proximal_mu, f.max_steps, f.seed};
+    return {f.epochs,      f.batch_size, f.lr,   f.momentum,          f.weight_decay,
+            f.proximal_mu, f.max_steps,  f.seed, f.optimizer.c_str(), f.beta1,
+            f.beta2,       f.eps};
   }
 
   // Reads the callback's result into `out`.

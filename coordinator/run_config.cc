@@ -50,6 +50,13 @@ Status RunConfig::Validate() const {
   if (!(server_lr > 0.0) || !std::isfinite(server_lr))
     return Status::InvalidArgument(fmt::format("key 'run.server_lr' = {} must be > 0", server_lr));
   TRIB_RETURN_IF_ERROR(round.Validate());
+  // SCAFFOLD's control variates and FedNova's normalization are derived for local SGD.
+  if (round.fit.optimizer != "sgd" &&
+      (strategy.starts_with("scaffold") || strategy.starts_with("fednova")))
+    return Status::InvalidArgument(fmt::format(
+        "key 'run.strategy' = '{}' assumes local SGD; fit.optimizer = '{}' is refused with it "
+        "(use fit.optimizer = 'sgd', or another strategy)",
+        strategy, round.fit.optimizer));
   if (eval_every < 0)
     return Status::InvalidArgument(
         fmt::format("key 'eval.every' = {} must be >= 0 (0: never)", eval_every));

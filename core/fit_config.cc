@@ -15,6 +15,11 @@ void BindFitConfig(ConfigSchema& s, FitConfig* f) {
   s.Bind("fit.proximal_mu", &f->proximal_mu,
          "FedProx proximal term mu, >= 0 (a fedprox strategy sets its own)");
   s.Bind("fit.max_steps", &f->max_steps, "cap on local optimizer steps per round (0: none)");
+  s.Bind("fit.optimizer", &f->optimizer,
+         "local optimizer: sgd (with fit.momentum), adam, or adamw (decoupled weight decay)");
+  s.Bind("fit.beta1", &f->beta1, "Adam's first-moment decay, in [0, 1)");
+  s.Bind("fit.beta2", &f->beta2, "Adam's second-moment decay, in [0, 1)");
+  s.Bind("fit.eps", &f->eps, "Adam's denominator term, > 0");
 }
 
 Status ValidateFitConfig(const FitConfig& f) {
@@ -31,6 +36,16 @@ Status ValidateFitConfig(const FitConfig& f) {
   if (!(f.proximal_mu >= 0.0f) || !std::isfinite(f.proximal_mu))
     return bad("fit.proximal_mu", f.proximal_mu, ">= 0");
   if (f.max_steps < 0) return bad("fit.max_steps", f.max_steps, ">= 0 (0: no cap)");
+  if (f.optimizer != "sgd" && f.optimizer != "adam" && f.optimizer != "adamw")
+    return bad("fit.optimizer", "'" + f.optimizer + "'", "'sgd', 'adam' or 'adamw'");
+  if (f.optimizer != "sgd" && f.momentum != 0.0f)
+    return Status::InvalidArgument(fmt::format(
+        "key 'fit.momentum' = {} applies to fit.optimizer 'sgd'; {}'s momentum is fit.beta1: set "
+        "fit.momentum = 0",
+        f.momentum, f.optimizer));
+  if (!(f.beta1 >= 0.0f && f.beta1 < 1.0f)) return bad("fit.beta1", f.beta1, "in [0, 1)");
+  if (!(f.beta2 >= 0.0f && f.beta2 < 1.0f)) return bad("fit.beta2", f.beta2, "in [0, 1)");
+  if (!(f.eps > 0.0f) || !std::isfinite(f.eps)) return bad("fit.eps", f.eps, "> 0");
   return Status::Ok();
 }
 

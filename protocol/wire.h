@@ -28,7 +28,8 @@ inline constexpr uint32_t kFrameMagic = 0x42495254;
 // Version 6: Goodbye carries pace steering's come-back window; GroupTask and GroupResult secure
 // aggregation per group.
 // Version 7: split learning (TaskAssignment's split_cut and split_codec; types 23-24).
-inline constexpr uint16_t kProtocolVersion = 7;
+// Version 8: FitConfig carries the local optimizer (optimizer, beta1, beta2, eps).
+inline constexpr uint16_t kProtocolVersion = 8;
 // Every frame starts with this fixed-size header (see frame.h for the layout).
 inline constexpr size_t kFrameHeaderBytes = 16;
 // A chunk frame's payload starts with this header: transfer id, offset, total size (3 x uint64).

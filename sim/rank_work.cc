@@ -70,6 +70,10 @@ std::string EncodeRankWork(const RankWork& m) {
   w.Pod(m.split_lr);
   w.Pod(m.split_momentum);
   w.Pod(m.split_weight_decay);
+  w.Str(m.split_optimizer);
+  w.Pod(m.split_beta1);
+  w.Pod(m.split_beta2);
+  w.Pod(m.split_eps);
   return w.Take();
 }
 
@@ -108,7 +112,8 @@ Result<RankWork> DecodeRankWork(const std::string& bytes) {
   std::memcpy(m.eval_slices.data(), p, len);
   if (!r.Pod(&m.split_round) || !r.PodVec(&m.split_server) || !r.Pod(&m.split_batch_size) ||
       !r.Pod(&m.split_lr) || !r.Pod(&m.split_momentum) || !r.Pod(&m.split_weight_decay) ||
-      !r.done())
+      !r.Str(&m.split_optimizer) || !r.Pod(&m.split_beta1) || !r.Pod(&m.split_beta2) ||
+      !r.Pod(&m.split_eps) || !r.done())
     return Malformed("work");
   return m;
 }

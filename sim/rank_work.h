@@ -62,6 +62,8 @@ struct RankWork {
   std::vector<float> split_server;
   int32_t split_batch_size = 0;
   float split_lr = 0.0f, split_momentum = 0.0f, split_weight_decay = 0.0f;
+  std::string split_optimizer;  // FitConfig::optimizer and Adam's settings
+  float split_beta1 = 0.0f, split_beta2 = 0.0f, split_eps = 0.0f;
 };
 
 struct RankJobResult {

@@ -300,6 +300,10 @@ Status Simulator::TrainJobs(const std::vector<Job*>& jobs,
       w.split_lr = fit.lr;
       w.split_momentum = fit.momentum;
       w.split_weight_decay = fit.weight_decay;
+      w.split_optimizer = fit.optimizer;
+      w.split_beta1 = fit.beta1;
+      w.split_beta2 = fit.beta2;
+      w.split_eps = fit.eps;
     }
   }
   for (int r = 1; r < ranks; ++r)
@@ -473,6 +477,10 @@ Status Simulator::Serve() {
       fit.lr = work.split_lr;
       fit.momentum = work.split_momentum;
       fit.weight_decay = work.split_weight_decay;
+      fit.optimizer = work.split_optimizer;
+      fit.beta1 = work.split_beta1;
+      fit.beta2 = work.split_beta2;
+      fit.eps = work.split_eps;
       std::vector<std::string> clients;
       for (const RunEngine::Outgoing& out : outs) clients.push_back(out.client_id);
       split->OpenRound(work.split_round, fit, clients);

@@ -4,6 +4,7 @@
 
 #include "protocol/wire.h"
 #include "split/cut_tensor.h"
+#include "train/sgd.h"
 
 namespace tributary {
 
@@ -128,7 +129,8 @@ Result<SplitGradient> SplitServer::OnActivations(const std::string& client,
       TRIB_ASSIGN_OR_RETURN(trains->engine, MakeEngine(fit.batch_size));
     }
     std::vector<float> grad(floats);
-    const SgdConfig sgd{fit.lr, fit.momentum, fit.weight_decay, 0.0f};
+    TRIB_ASSIGN_OR_RETURN(SgdConfig sgd, OptimizerOf(fit));
+    sgd.proximal_mu = 0.0f;  // the server part has no global anchor of its own
     const auto t0 = std::chrono::steady_clock::now();
     TRIB_ASSIGN_OR_RETURN(StepStats st,
                           trains->engine->TrainFromCut(acts, batch.labels, sgd, grad));

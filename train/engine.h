@@ -19,15 +19,25 @@
 
 namespace tributary {
 
-// SGD with momentum, weight decay and a FedProx proximal term, with PyTorch's semantics:
+// The local optimizer's step (train/sgd.h), with PyTorch's semantics. SGD with momentum, weight
+// decay and a FedProx proximal term:
 //   g = grad + weight_decay * w + proximal_mu * (w - w_anchor)
 //   v = momentum * v + g;  w -= lr * v        (v = g when momentum is 0)
+// Adam (kAdam; AdamW, kAdamW, decays w by lr * weight_decay first and leaves it out of g), at step
+// t = 1, 2, ... since the weights were loaded:
+//   m = beta1 * m + (1 - beta1) * g;  v = beta2 * v + (1 - beta2) * g^2
+//   w -= lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
 // and, when the engine holds a SCAFFOLD correction (Engine::SetCorrection), then w -= lr * corr.
+enum class OptimizerKind { kSgd, kAdam, kAdamW };
 struct SgdConfig {
   float lr = 0.05f;
   float momentum = 0.0f;
   float weight_decay = 0.0f;
   float proximal_mu = 0.0f;
+  OptimizerKind optimizer = OptimizerKind::kSgd;
+  float beta1 = 0.9f;
+  float beta2 = 0.999f;
+  float eps = 1e-8f;
 };
 
 struct StepStats {

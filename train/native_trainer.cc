@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "core/rng.h"
+#include "train/sgd.h"
 
 namespace tributary {
 
@@ -75,7 +76,7 @@ Result<FitResult> NativeTrainer::fit(const ModelWeights& global, const FitConfig
                                       "fit_split (split learning)");
   int64_t batch = 0;
   TRIB_RETURN_IF_ERROR(PrepareFit(global, cfg, &batch));
-  const SgdConfig sgd{cfg.lr, cfg.momentum, cfg.weight_decay, cfg.proximal_mu};
+  TRIB_ASSIGN_OR_RETURN(const SgdConfig sgd, OptimizerOf(cfg));
   return RunEpochs(cfg, batch, [&](std::span<const uint32_t> b) -> Result<StepStats> {
     return engine_->TrainStep(*train_, b, sgd);
   });
@@ -88,7 +89,7 @@ Result<FitResult> NativeTrainer::fit_split(const ModelWeights& global, const Fit
                                       " is not the device part of a cut model");
   int64_t batch = 0;
   TRIB_RETURN_IF_ERROR(PrepareFit(global, cfg, &batch));
-  const SgdConfig sgd{cfg.lr, cfg.momentum, cfg.weight_decay, cfg.proximal_mu};
+  TRIB_ASSIGN_OR_RETURN(const SgdConfig sgd, OptimizerOf(cfg));
   TRIB_ASSIGN_OR_RETURN(std::vector<Shape3> shapes, LayerOutputShapes(spec_));
   const int64_t cut = shapes.back().numel();
   std::vector<float> acts;

@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 import tributary as tb
+from torch_trainer import make_optimizer
 
 
 class TorchSplitTrainer(tb.SplitTrainer):
@@ -32,8 +33,7 @@ class TorchSplitTrainer(tb.SplitTrainer):
         tb.to_torch(parameters, self.model)
         t0 = time.perf_counter()
         model, n = self.model, len(self.y)
-        opt = torch.optim.SGD(model.parameters(), lr=config.lr, momentum=config.momentum,
-                              weight_decay=config.weight_decay)
+        opt = make_optimizer(model.parameters(), config)
         gen = torch.Generator().manual_seed(config.seed)
         steps, loss_sum, correct, seen = 0, 0.0, 0, 0
         model.train()

@@ -5,7 +5,7 @@ and order are the layout the client declares, so the coordinator's model (run.in
 run.model file whose tensors carry the same names) must have them too. fit() is the plain
 PyTorch loop -- SGD with the coordinator's lr, momentum and weight decay, the FedProx term when the
 run asks for one, batches of fit.batch_size shuffled with fit.seed -- wrapped in the conversions
-to and from NumPy.
+to and from NumPy. fit.optimizer = adam or adamw trains with torch.optim.Adam / AdamW instead.
 """
 import time
 
@@ -13,6 +13,18 @@ import numpy as np
 import torch
 
 import tributary as tb
+
+
+def make_optimizer(parameters, config):
+    """The optimizer the coordinator asks for (fit.optimizer: sgd, adam or adamw), in PyTorch."""
+    if config.optimizer == "adam":
+        return torch.optim.Adam(parameters, lr=config.lr, betas=(config.beta1, config.beta2),
+                                eps=config.eps, weight_decay=config.weight_decay)
+    if config.optimizer == "adamw":
+        return torch.optim.AdamW(parameters, lr=config.lr, betas=(config.beta1, config.beta2),
+                                 eps=config.eps, weight_decay=config.weight_decay)
+    return torch.optim.SGD(parameters, lr=config.lr, momentum=config.momentum,
+                           weight_decay=config.weight_decay)
 
 
 class TorchTrainer(tb.Trainer):
@@ -33,8 +45,7 @@ class TorchTrainer(tb.Trainer):
     def train_epochs(self, config):
         """The PyTorch loop: what a plain PyTorch program does for `config.epochs` epochs."""
         model, n = self.model, len(self.y)
-        opt = torch.optim.SGD(model.parameters(), lr=config.lr, momentum=config.momentum,
-                              weight_decay=config.weight_decay)
+        opt = make_optimizer(model.parameters(), config)
         anchor = ([p.detach().clone() for p in model.parameters()]
                   if config.proximal_mu > 0 else None)
         gen = torch.Generator().manual_seed(config.seed)

@@ -95,6 +95,12 @@ typedef struct tributary_fit_config {
   float proximal_mu;
   int64_t max_steps; /* 0: no cap */
   uint64_t seed;     /* seeds the shuffling of local data */
+  /* The local optimizer: "sgd" (with momentum), "adam" or "adamw", and Adam's settings
+   * (tributary::FitConfig in trainer.h has the semantics). Valid during the callback. */
+  const char* optimizer;
+  float beta1;
+  float beta2;
+  float eps;
 } tributary_fit_config;
 
 typedef struct tributary_fit_result {

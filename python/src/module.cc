@@ -286,6 +286,11 @@ PYBIND11_MODULE(_tributary, m) {
       .def_readwrite("proximal_mu", &FitConfig::proximal_mu)
       .def_readwrite("max_steps", &FitConfig::max_steps)
       .def_readwrite("seed", &FitConfig::seed)
+      .def_readwrite("optimizer", &FitConfig::optimizer,
+                     "the local optimizer: 'sgd' (with momentum), 'adam' or 'adamw'")
+      .def_readwrite("beta1", &FitConfig::beta1)
+      .def_readwrite("beta2", &FitConfig::beta2)
+      .def_readwrite("eps", &FitConfig::eps)
       .def_property_readonly(
           "stop_requested", [](const FitConfig& c) { return c.stop.stop_requested(); },
           "True once the client no longer wants this fit's result (its connection to the "
@@ -294,9 +299,9 @@ PYBIND11_MODULE(_tributary, m) {
       .def("__repr__", [](const FitConfig& c) {
         return fmt::format(
             "FitConfig(epochs={}, batch_size={}, lr={}, momentum={}, weight_decay={}, "
-            "proximal_mu={}, max_steps={}, seed={})",
+            "proximal_mu={}, max_steps={}, seed={}, optimizer='{}', beta1={}, beta2={}, eps={})",
             c.epochs, c.batch_size, c.lr, c.momentum, c.weight_decay, c.proximal_mu, c.max_steps,
-            c.seed);
+            c.seed, c.optimizer, c.beta1, c.beta2, c.eps);
       });
   py::class_<EvalConfig>(m, "EvalConfig", "What the coordinator asks of one evaluation")
       .def(py::init<>())

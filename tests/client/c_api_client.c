@@ -21,6 +21,10 @@ static int linear_fit(void* user_data, const tributary_fit_config* config, const
     snprintf(error, error_size, "epochs must be >= 1, got %d", (int)config->epochs);
     return 1;
   }
+  if (!config->optimizer || strcmp(config->optimizer, "sgd") != 0 || config->beta2 != 0.999f) {
+    snprintf(error, error_size, "expected the default optimizer, sgd, and beta2 0.999");
+    return 4;
+  }
   for (size_t i = 0; i < num_floats; ++i)
     weights[i] = global[i] + app->step * config->lr * (float)(i + 1);
   result->num_examples = 17 * (int64_t)config->epochs;

@@ -27,9 +27,9 @@ DATA = ["data.dataset=synthetic", "data.train_examples=2000", "data.test_example
 
 
 def chunk_frame(transfer_id, offset, total, data):
-    """A CHUNK frame of UpdateSubmission (type 5), protocol version 7 (docs/protocol.md)."""
+    """A CHUNK frame of UpdateSubmission (type 5), protocol version 8 (docs/protocol.md)."""
     payload = struct.pack("<QQQ", transfer_id, offset, total) + data
-    return struct.pack("<IHBBQ", 0x42495254, 7, 5, 1, len(payload)) + payload
+    return struct.pack("<IHBBQ", 0x42495254, 8, 5, 1, len(payload)) + payload
 
 
 def rss_kib(pid):

@@ -68,7 +68,7 @@ class CollectingSink : public FrameSink {
 
 TEST(FrameHeaderTest, LayoutIsLittleEndian) {
   const FrameHeaderBytes b = Header(0x0102030405060708ULL, MessageType::kError, kFrameFlagChunk);
-  const uint8_t want[16] = {'T', 'R', 'I', 'B', 7, 0, 8, 1, 8, 7, 6, 5, 4, 3, 2, 1};
+  const uint8_t want[16] = {'T', 'R', 'I', 'B', 8, 0, 8, 1, 8, 7, 6, 5, 4, 3, 2, 1};
   EXPECT_EQ(std::memcmp(b.data(), want, 16), 0);
 }
 
@@ -89,11 +89,11 @@ TEST(FrameHeaderTest, RejectsBadMagic) {
 }
 
 TEST(FrameHeaderTest, UnknownVersionNamesBothVersions) {
-  Result<FrameHeader> h = ParseFrameHeader(Header(1, MessageType::kHello, 0, 8), ProtocolLimits{});
+  Result<FrameHeader> h = ParseFrameHeader(Header(1, MessageType::kHello, 0, 9), ProtocolLimits{});
   ASSERT_FALSE(h.ok());
   EXPECT_EQ(ProtocolErrorCodeOf(h.status()), ErrorCode::kUnsupportedVersion);
   EXPECT_EQ(h.status().message(),
-            "UNSUPPORTED_VERSION: peer speaks protocol version 8; this build speaks version 7");
+            "UNSUPPORTED_VERSION: peer speaks protocol version 9; this build speaks version 8");
 }
 
 TEST(FrameHeaderTest, LengthOverCapIsFrameTooLarge) {

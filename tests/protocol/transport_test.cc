@@ -384,14 +384,14 @@ TEST_P(TransportTest, WrongMagicGetsErrorThenClose) {
 TEST_P(TransportTest, WrongVersionGetsErrorNamingBothVersionsThenClose) {
   StartServer();
   Honest honest = ConnectHonest();
-  std::vector<uint8_t> bytes = HeaderBytes(9, MessageType::kHello, 4);
+  std::vector<uint8_t> bytes = HeaderBytes(10, MessageType::kHello, 4);
   bytes.insert(bytes.end(), {0, 0, 0, 0});
   std::vector<Message> got = SendRawExpectClose("edge-future", bytes);
   ASSERT_EQ(got.size(), 1u);
   const Error& e = std::get<Error>(got[0]);
   EXPECT_EQ(e.code, static_cast<uint32_t>(ErrorCode::kUnsupportedVersion));
   EXPECT_EQ(e.message,
-            "UNSUPPORTED_VERSION: peer speaks protocol version 9; this build speaks version 7");
+            "UNSUPPORTED_VERSION: peer speaks protocol version 10; this build speaks version 8");
   ExpectExchange(honest);
 }
 

@@ -55,6 +55,66 @@ TEST(SgdTest, MatchesHandComputedSteps) {
 }
 
 // SCAFFOLD's correction is subtracted times lr after the step and never enters the momentum.
+TEST(SgdTest, AdamAndAdamWMatchHandComputedSteps) {
+  // w = 1, grad = 0.5, lr = 0.1, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, wd = 0.1.
+  SgdConfig adam{0.1f, 0.0f, 0.1f, 0.0f};
+  adam.optimizer = OptimizerKind::kAdam;
+  float w = 1.0f, g = 0.5f, m = 0.0f, v = 0.0f;
+  AdamUpdate(&w, &g, &m, &v, nullptr, 1, adam, 1);
+  // Adam adds wd * w to the gradient: g' = 0.6; m = 0.06, v = 0.00036; m^ = 0.6, v^ = 0.36:
+  // w = 1 - 0.1 * 0.6 / (0.6 + 1e-8).
+  EXPECT_NEAR(m, 0.06f, 1e-7);
+  EXPECT_NEAR(v, 0.00036f, 1e-8);  // (1 - beta2) in float: 0.999f is not 0.999
+  EXPECT_NEAR(w, 1.0 - 0.1 * 0.6 / (0.6 + 1e-8), 1e-7);
+  const double w1 = w;
+  AdamUpdate(&w, &g, &m, &v, nullptr, 1, adam, 2);
+  {
+    const double gg = 0.5 + 0.1 * w1, mm = 0.9 * 0.06 + 0.1 * gg,
+                 vv = 0.999 * 0.00036 + 0.001 * gg * gg;
+    const double want =
+        w1 - 0.1 / (1 - 0.81) * mm / (std::sqrt(vv) / std::sqrt(1 - 0.998001) + 1e-8);
+    EXPECT_NEAR(m, mm, 1e-7);
+    EXPECT_NEAR(w, want, 1e-6);
+  }
+  // AdamW decays the weight instead (w *= 1 - lr * wd) and keeps it out of the moments.
+  SgdConfig adamw = adam;
+  adamw.optimizer = OptimizerKind::kAdamW;
+  w = 1.0f, m = 0.0f, v = 0.0f;
+  AdamUpdate(&w, &g, &m, &v, nullptr, 1, adamw, 1);
+  EXPECT_NEAR(m, 0.05f, 1e-7);
+  EXPECT_NEAR(w, 0.99 - 0.1 * 0.5 / (0.5 + 1e-8), 1e-7);
+  // OptimizerOf reads a FitConfig, and names a bad optimizer.
+  FitConfig fit;
+  fit.optimizer = "adamw";
+  fit.beta1 = 0.8f;
+  ASSERT_TRUE(OptimizerOf(fit).ok());
+  EXPECT_EQ(OptimizerOf(fit)->optimizer, OptimizerKind::kAdamW);
+  EXPECT_EQ(OptimizerOf(fit)->beta1, 0.8f);
+  fit.optimizer = "lion";
+  EXPECT_NE(OptimizerOf(fit).status().message().find("'lion' is not one of sgd, adam, adamw"),
+            std::string::npos);
+}
+
+// A fit with Adam restarts its state (as momentum's) each fit: two fits from the same weights give
+// the same bits, and Adam trains the synthetic data as SGD does.
+TEST(NativeTrainerTest, AdamStateStartsAgainEveryFit) {
+  const ModelSpec spec = *ModelSpecByName("mlp", {8, 8, 1});
+  auto data = std::make_shared<Dataset>(testing::SyntheticImages(256, 9, 8));
+  auto t = *NativeTrainer::Create(spec, data, nullptr, 1);
+  FitConfig fit;
+  fit.epochs = 2;
+  fit.batch_size = 32;
+  fit.lr = 0.005f;
+  fit.optimizer = "adam";
+  const ModelWeights start = *t->get_parameters();
+  Result<FitResult> a = t->fit(start, fit);
+  Result<FitResult> b = t->fit(start, fit);
+  ASSERT_TRUE(a.ok() && b.ok()) << a.status() << b.status();
+  EXPECT_EQ(a->weights.content_hash(), b->weights.content_hash());
+  EXPECT_NE(a->weights.content_hash(), start.content_hash());
+  EXPECT_LT(a->metrics.at("train_loss"), 1.5);
+}
+
 TEST(SgdTest, TheScaffoldCorrectionStaysOutOfTheMomentum) {
   // w=1, grad=0.5, lr=0.1, momentum=0.9, correction=0.3.
   float w = 1.0f, g = 0.5f, v = 0.0f, corr = 0.3f;

@@ -126,6 +126,8 @@ Status CpuEngine::LoadWeights(const ModelWeights& weights) {
   std::copy(weights.data().begin(), weights.data().end(), params_.begin());
   std::copy(params_.begin(), params_.end(), anchor_.begin());
   std::fill(velocity_.begin(), velocity_.end(), 0.0f);
+  second_moment_.clear();  // Adam's state starts again, as momentum's does
+  adam_step_ = 0;
   correction_.clear();
   return Status::Ok();
 }
@@ -250,19 +252,33 @@ StepStats CpuEngine::ComputeGradients(const Dataset& data, std::span<const uint3
 
 void CpuEngine::ApplyStep(int shards, const SgdConfig& cfg) {
   const float* corr = correction_.empty() ? nullptr : correction_.data();
+  const bool adam = cfg.optimizer != OptimizerKind::kSgd;
+  if (adam) {
+    // Adam's moments: the first in velocity_, the second here; one step count per update.
+    if (second_moment_.size() != params_.size()) second_moment_.assign(params_.size(), 0.0f);
+    ++adam_step_;
+  }
+  // The update of parameters [begin, end).
+  auto update = [&](int64_t begin, int64_t end) {
+    const auto n = static_cast<size_t>(end - begin);
+    const float* c = corr == nullptr ? nullptr : corr + begin;
+    if (adam)
+      AdamUpdate(params_.data() + begin, grads_.data() + begin, velocity_.data() + begin,
+                 second_moment_.data() + begin, anchor_.data() + begin, n, cfg, adam_step_, c);
+    else
+      SgdUpdate(params_.data() + begin, grads_.data() + begin, velocity_.data() + begin,
+                anchor_.data() + begin, n, cfg, c);
+  };
+  const int64_t n = static_cast<int64_t>(grads_.size());
   if (shards == 1) {
-    SgdUpdate(params_.data(), grads_.data(), velocity_.data(), anchor_.data(), params_.size(), cfg,
-              corr);
+    update(0, n);
     return;
   }
   // Per slice of the parameters: sum the replicas' gradients in replica order, then update.
-  const int64_t n = static_cast<int64_t>(grads_.size());
   pool_->Run(shards, [&](int t) {
     const auto [begin, end] = ShardRange(n, shards, t);
     SumGradients(shards, begin, end);
-    SgdUpdate(params_.data() + begin, grads_.data() + begin, velocity_.data() + begin,
-              anchor_.data() + begin, static_cast<size_t>(end - begin), cfg,
-              corr == nullptr ? nullptr : corr + begin);
+    update(begin, end);
   });
 }
 

@@ -104,6 +104,8 @@ class CpuEngine final : public Engine {
   std::vector<Replica> replicas_;
   std::unique_ptr<ForkJoin> pool_;  // null with one thread
   AlignedVector params_, grads_, velocity_, anchor_;
+  AlignedVector second_moment_;    // Adam's v (sized on its first step); its m is velocity_
+  int64_t adam_step_ = 0;          // Adam's t: updates since LoadWeights
   std::vector<float> correction_;  // empty: none
   int64_t cut_batch_ = 0;  // a device part: samples of the last ForwardToCut (0: none pending)
 };

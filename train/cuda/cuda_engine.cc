@@ -8,6 +8,7 @@
 
 #include "core/check.h"
 #include "train/cuda/cuda_api.h"
+#include "train/sgd.h"
 #include "train/split_checks.h"
 
 namespace tributary {
@@ -105,6 +106,9 @@ Status CudaEngine::LoadWeights(const ModelWeights& weights) {
   CUDA_CHECK(cudaMemcpyAsync(anchor_.data(), params_.data(), bytes, cudaMemcpyDeviceToDevice,
                              ctx_->stream()));
   CUDA_CHECK(cudaMemsetAsync(velocity_.data(), 0, bytes, ctx_->stream()));
+  if (second_moment_.size() == num_params_)
+    CUDA_CHECK(cudaMemsetAsync(second_moment_.data(), 0, bytes, ctx_->stream()));
+  adam_step_ = 0;  // Adam's state starts again, as momentum's does
   has_correction_ = false;
   // The host buffer is pageable and belongs to the caller: finish before returning.
   return ctx_->Synchronize();
@@ -203,10 +207,33 @@ Status CudaEngine::Backward(int64_t n, float** input_grad) {
 }
 
 Status CudaEngine::ApplySgd(const SgdConfig& cfg) {
+  const float* corr = has_correction_ ? correction_.data() : nullptr;
+  const auto n = static_cast<int64_t>(num_params_);
+  if (cfg.optimizer != OptimizerKind::kSgd) {
+    // Adam: the first moment in velocity_, the second here (made, zeroed, on first use).
+    if (second_moment_.size() != num_params_) {
+      TRIB_RETURN_IF_ERROR(second_moment_.Allocate(num_params_));
+      CUDA_CHECK(
+          cudaMemsetAsync(second_moment_.data(), 0, num_params_ * sizeof(float), ctx_->stream()));
+    }
+    const bool decoupled = cfg.optimizer == OptimizerKind::kAdamW;
+    const AdamFactors f = AdamFactorsAt(cfg, ++adam_step_);
+    const AdamParams p{cfg.lr,
+                       cfg.proximal_mu,
+                       cfg.beta1,
+                       cfg.beta2,
+                       cfg.eps,
+                       decoupled ? 0.0f : cfg.weight_decay,
+                       decoupled ? 1.0f - cfg.lr * cfg.weight_decay : 1.0f,
+                       f.step_size,
+                       f.bc2_sqrt};
+    CUDA_CHECK(LaunchAdamUpdate(params_.data(), grads_.data(), velocity_.data(),
+                                second_moment_.data(), anchor_.data(), corr, n, p, ctx_->stream()));
+    return Status::Ok();
+  }
   const SgdParams p{cfg.lr, cfg.momentum, cfg.weight_decay, cfg.proximal_mu};
-  CUDA_CHECK(LaunchSgdUpdate(params_.data(), grads_.data(), velocity_.data(), anchor_.data(),
-                             has_correction_ ? correction_.data() : nullptr,
-                             static_cast<int64_t>(num_params_), p, ctx_->stream()));
+  CUDA_CHECK(LaunchSgdUpdate(params_.data(), grads_.data(), velocity_.data(), anchor_.data(), corr,
+                             n, p, ctx_->stream()));
   return Status::Ok();
 }
 

@@ -90,7 +90,9 @@ class CudaEngine final : public Engine {
   std::vector<float*> act_ptr_;          // aliases for identity layers
   DeviceBuffer<float> grad_a_, grad_b_;  // ping-pong activation gradients
   DeviceBuffer<float> params_, grads_, velocity_, anchor_;
-  DeviceBuffer<float> correction_;  // empty (unallocated) or num_params_; see has_correction_
+  DeviceBuffer<float> second_moment_;  // Adam's v (made on its first step); its m is velocity_
+  int64_t adam_step_ = 0;              // Adam's t: updates since LoadWeights
+  DeviceBuffer<float> correction_;     // empty (unallocated) or num_params_; see has_correction_
   bool has_correction_ = false;
   DeviceBuffer<uint32_t> batch_idx_;
   DeviceBuffer<uint8_t> batch_labels_;

@@ -84,4 +84,17 @@ cudaError_t LaunchSgdUpdate(float* w, const float* grad, float* velocity, const 
                             const float* correction, int64_t n, const SgdParams& p,
                             cudaStream_t stream);
 
+// sgd.cu: Adam and AdamW (train/sgd.h's AdamUpdate) at one step, whose bias corrections the host
+// computes (AdamFactorsAt). anchor may be null when proximal_mu is 0, correction may be null.
+struct AdamParams {
+  float lr, proximal_mu, beta1, beta2, eps;
+  float l2;         // weight decay added to the gradient (Adam), 0 for AdamW
+  float decay;      // 1 - lr * weight_decay for AdamW, 1 for Adam
+  float step_size;  // lr / (1 - beta1^t)
+  float bc2_sqrt;   // sqrt(1 - beta2^t)
+};
+cudaError_t LaunchAdamUpdate(float* w, const float* grad, float* m, float* v, const float* anchor,
+                             const float* correction, int64_t n, const AdamParams& p,
+                             cudaStream_t stream);
+
 }  // namespace tributary::cuda

@@ -236,5 +236,43 @@ TEST_F(CudaSgdTest, EveryConfigurationMatchesCpu) {
   }
 }
 
+TEST_F(CudaSgdTest, AdamAndAdamWMatchCpu) {
+  const size_t n = 10007;
+  for (OptimizerKind kind : {OptimizerKind::kAdam, OptimizerKind::kAdamW}) {
+    SgdConfig cfg{0.01f, 0.0f, 1e-2f, 0.0f};
+    cfg.optimizer = kind;
+    SCOPED_TRACE(kind == OptimizerKind::kAdam ? "adam" : "adamw");
+    std::vector<float> w = RandomVector(n, 71), m(n, 0.0f), v(n, 0.0f);
+    DeviceBuffer<float> dw, dg, dm, dv;
+    ASSERT_TRUE(dw.Upload(w, ctx_->stream()).ok());
+    ASSERT_TRUE(dm.Upload(m, ctx_->stream()).ok());
+    ASSERT_TRUE(dv.Upload(v, ctx_->stream()).ok());
+    for (int64_t step = 1; step <= 3; ++step) {
+      const auto grad = RandomVector(n, 80 + static_cast<uint64_t>(step));
+      AdamUpdate(w.data(), grad.data(), m.data(), v.data(), nullptr, n, cfg, step);
+      ASSERT_TRUE(dg.Upload(grad, ctx_->stream()).ok());
+      const bool decoupled = kind == OptimizerKind::kAdamW;
+      const AdamFactors f = AdamFactorsAt(cfg, step);
+      const AdamParams p{cfg.lr,
+                         0.0f,
+                         cfg.beta1,
+                         cfg.beta2,
+                         cfg.eps,
+                         decoupled ? 0.0f : cfg.weight_decay,
+                         decoupled ? 1.0f - cfg.lr * cfg.weight_decay : 1.0f,
+                         f.step_size,
+                         f.bc2_sqrt};
+      ASSERT_EQ(LaunchAdamUpdate(dw.data(), dg.data(), dm.data(), dv.data(), nullptr, nullptr,
+                                 static_cast<int64_t>(n), p, ctx_->stream()),
+                cudaSuccess);
+    }
+    std::vector<float> got_w, got_v;
+    ASSERT_TRUE(dw.Download(&got_w, ctx_->stream()).ok());
+    ASSERT_TRUE(dv.Download(&got_v, ctx_->stream()).ok());
+    EXPECT_LE(Nmse(got_w, w), kNmseTolerance);
+    EXPECT_LE(Nmse(got_v, v), kNmseTolerance);
+  }
+}
+
 }  // namespace
 }  // namespace tributary::cuda

@@ -244,5 +244,45 @@ TEST(KernelEmulationTest, SgdMatchesCpuInEveryConfiguration) {
   }
 }
 
+TEST(KernelEmulationTest, AdamMatchesCpuInEveryConfiguration) {
+  const size_t n = 1000;
+  auto adam = [](OptimizerKind kind, float wd, float mu) {
+    SgdConfig c{0.01f, 0.0f, wd, mu};
+    c.optimizer = kind;
+    return c;
+  };
+  for (const SgdConfig& cfg :
+       {adam(OptimizerKind::kAdam, 0.0f, 0.0f), adam(OptimizerKind::kAdam, 1e-2f, 0.1f),
+        adam(OptimizerKind::kAdamW, 1e-2f, 0.0f), adam(OptimizerKind::kAdamW, 0.1f, 0.05f)}) {
+    for (bool corrected : {false, true}) {
+      std::vector<float> w = Random(n, 31), anchor = Random(n, 32), m(n, 0.0f), v(n, 0.0f);
+      const std::vector<float> correction = Random(n, 33);
+      const float* corr = corrected ? correction.data() : nullptr;
+      std::vector<float> w2 = w, m2 = m, v2 = v;
+      for (int64_t step = 1; step <= 3; ++step) {
+        const auto grad = Random(n, 40 + static_cast<uint64_t>(step));
+        AdamUpdate(w.data(), grad.data(), m.data(), v.data(), anchor.data(), n, cfg, step, corr);
+        const bool decoupled = cfg.optimizer == OptimizerKind::kAdamW;
+        const AdamFactors f = AdamFactorsAt(cfg, step);
+        const AdamParams p{cfg.lr,
+                           cfg.proximal_mu,
+                           cfg.beta1,
+                           cfg.beta2,
+                           cfg.eps,
+                           decoupled ? 0.0f : cfg.weight_decay,
+                           decoupled ? 1.0f - cfg.lr * cfg.weight_decay : 1.0f,
+                           f.step_size,
+                           f.bc2_sqrt};
+        ASSERT_EQ(LaunchAdamUpdate(w2.data(), grad.data(), m2.data(), v2.data(), anchor.data(),
+                                   corr, static_cast<int64_t>(n), p, kStream),
+                  cudaSuccess);
+      }
+      ExpectNear(w2, w, 1e-6f);
+      ExpectNear(m2, m, 1e-6f);
+      ExpectNear(v2, v, 1e-6f);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tributary::cuda
