@@ -36,8 +36,9 @@ std::string TypeName(LayerKind kind) {
   return s;
 }
 
-constexpr LayerKind kKinds[] = {LayerKind::kDense, LayerKind::kConv2D, LayerKind::kMaxPool2D,
-                                LayerKind::kReLU, LayerKind::kFlatten};
+constexpr LayerKind kKinds[] = {LayerKind::kDense, LayerKind::kConv2D,  LayerKind::kMaxPool2D,
+                                LayerKind::kReLU,  LayerKind::kFlatten, LayerKind::kSigmoid,
+                                LayerKind::kTanh,  LayerKind::kGelu};
 
 std::optional<LayerKind> KindOf(std::string_view type) {
   std::string lower(type);
@@ -63,6 +64,9 @@ std::span<const std::string_view> KeysOf(LayerKind kind) {
       return kPool;
     case LayerKind::kReLU:
     case LayerKind::kFlatten:
+    case LayerKind::kSigmoid:
+    case LayerKind::kTanh:
+    case LayerKind::kGelu:
       break;
   }
   return kBare;
@@ -161,14 +165,16 @@ Result<LayerSpec> ReadLayer(const std::string& source, const toml::table& t, siz
   const toml::node* type_node = t.get("type");
   if (!type_node)
     return Bad(source, &t,
-               owner + ": missing key 'type' (dense, conv2d, maxpool2d, relu or flatten)");
+               owner +
+                   ": missing key 'type' (dense, conv2d, maxpool2d, relu, sigmoid, tanh, gelu or "
+                   "flatten)");
   std::optional<std::string> type = type_node->value_exact<std::string>();
   if (!type) return Bad(source, type_node, owner + ": key 'type' must be a string");
   std::optional<LayerKind> kind = KindOf(*type);
   if (!kind)
     return Bad(source, type_node,
-               fmt::format("{}: unknown type '{}' (the types are dense, conv2d, maxpool2d, relu "
-                           "and flatten)",
+               fmt::format("{}: unknown type '{}' (the types are dense, conv2d, maxpool2d, relu, "
+                           "sigmoid, tanh, gelu and flatten)",
                            owner, *type));
   owner += " (" + std::string(LayerKindName(*kind)) + ")";
   const std::span<const std::string_view> keys = KeysOf(*kind);
@@ -209,6 +215,9 @@ Result<LayerSpec> ReadLayer(const std::string& source, const toml::table& t, siz
     }
     case LayerKind::kReLU:
     case LayerKind::kFlatten:
+    case LayerKind::kSigmoid:
+    case LayerKind::kTanh:
+    case LayerKind::kGelu:
       break;
   }
   if (const toml::node* n = t.get("name")) {
@@ -419,6 +428,9 @@ std::string ModelSpecToToml(const ModelSpec& spec) {
         break;
       case LayerKind::kReLU:
       case LayerKind::kFlatten:
+      case LayerKind::kSigmoid:
+      case LayerKind::kTanh:
+      case LayerKind::kGelu:
         break;
     }
   }

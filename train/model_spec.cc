@@ -90,6 +90,12 @@ std::string_view LayerKindName(LayerKind kind) {
       return "ReLU";
     case LayerKind::kFlatten:
       return "Flatten";
+    case LayerKind::kSigmoid:
+      return "Sigmoid";
+    case LayerKind::kTanh:
+      return "Tanh";
+    case LayerKind::kGelu:
+      return "GELU";
   }
   return "?";
 }
@@ -145,6 +151,9 @@ Result<std::vector<Shape3>> LayerOutputShapes(const ModelSpec& spec) {
         cur = {cur.h / l.kernel, cur.w / l.kernel, cur.c};
         break;
       case LayerKind::kReLU:
+      case LayerKind::kSigmoid:
+      case LayerKind::kTanh:
+      case LayerKind::kGelu:
         break;
       case LayerKind::kFlatten:
         cur = {1, 1, cur.numel()};

@@ -21,7 +21,8 @@
 
 namespace tributary {
 
-enum class LayerKind { kDense, kConv2D, kMaxPool2D, kReLU, kFlatten };
+// kSigmoid, kTanh and kGelu (the erf form, PyTorch's default) are elementwise like kReLU.
+enum class LayerKind { kDense, kConv2D, kMaxPool2D, kReLU, kFlatten, kSigmoid, kTanh, kGelu };
 
 std::string_view LayerKindName(LayerKind kind);
 

@@ -96,6 +96,29 @@ TEST(LayerGradTest, ReLU) {
   CheckLayer(r, 3, 11, 11, 1e-3, 50);
 }
 
+TEST(LayerGradTest, SigmoidTanhAndGelu) {
+  for (ActivationFn fn : {ActivationFn::kSigmoid, ActivationFn::kTanh, ActivationFn::kGelu}) {
+    SCOPED_TRACE(static_cast<int>(fn));
+    Activation a(fn, 13);
+    CheckLayer(a, 3, 13, 13, 1e-3, 55);
+  }
+}
+
+// The activations' values at points worked out by hand (GELU's with erf's tables).
+TEST(LayerGradTest, SmoothActivationValues) {
+  EXPECT_FLOAT_EQ(ActivationForward(ActivationFn::kSigmoid, 0.0f), 0.5f);
+  EXPECT_FLOAT_EQ(ActivationForward(ActivationFn::kSigmoid, 2.0f), 0.880797077f);
+  EXPECT_FLOAT_EQ(ActivationForward(ActivationFn::kTanh, 0.5f), 0.462117157f);
+  EXPECT_FLOAT_EQ(ActivationForward(ActivationFn::kGelu, 1.0f), 0.841344746f);
+  EXPECT_FLOAT_EQ(ActivationForward(ActivationFn::kGelu, -1.0f), -0.158655254f);
+  EXPECT_EQ(ActivationForward(ActivationFn::kGelu, 0.0f), 0.0f);
+  EXPECT_FLOAT_EQ(ActivationSlope(ActivationFn::kGelu, 0.0f, 0.0f), 0.5f);
+  // Saturated tails stay finite: sigmoid(-100) is 0 and its slope 0, not NaN.
+  const float s = ActivationForward(ActivationFn::kSigmoid, -100.0f);
+  EXPECT_EQ(ActivationSlope(ActivationFn::kSigmoid, -100.0f, s), s * (1.0f - s));
+  EXPECT_TRUE(std::isfinite(ActivationSlope(ActivationFn::kGelu, -100.0f, 0.0f)));
+}
+
 TEST(LayerGradTest, SoftmaxCrossEntropy) {
   const int64_t n = 4, k = 5;
   std::vector<float> z = Random(n * k, 60, 2.0f), g(n * k);

@@ -196,7 +196,9 @@ TEST(ModelFileTest, EveryMistakeIsNamed) {
        "m.toml:3: layer 0 (ReLU): unknown key 'name' (a relu layer takes only its type)"},
       {"[[layers]]\nunits = 10\n",
        "m.toml:1: layer 0: missing key 'type' (dense, conv2d, "
-       "maxpool2d, relu or flatten)"},
+       "maxpool2d, relu, sigmoid, tanh, gelu or flatten)"},
+      {"[[layers]]\ntype = \"gelu\"\nname = \"g\"\n" + dense,
+       "m.toml:3: layer 0 (GELU): unknown key 'name' (a gelu layer takes only its type)"},
       {"[[layers]]\ntype = \"dropout\"\n", "m.toml:2: layer 0: unknown type 'dropout'"},
       {"[[layers]]\ntype = 3\n", "m.toml:2: layer 0: key 'type' must be a string"},
       {"[[layers]]\ntype = \"flatten\"\n[[layers]]\ntype = \"dense\"\n" + dense,
@@ -283,6 +285,11 @@ TEST(ModelFileTest, ToTomlReadsBackToTheSameSpec) {
   flat.num_classes = 3;
   flat.layers = {Dense(7, "0"), Simple(LayerKind::kReLU), Dense(3, "head.2")};
   specs.push_back(flat);
+  ModelSpec smooth = flat;  // every activation's type reads back
+  smooth.layers = {
+      Dense(7, "0"), Simple(LayerKind::kSigmoid), Dense(6, "1"), Simple(LayerKind::kTanh),
+      Dense(5, "2"), Simple(LayerKind::kGelu),    Dense(3, "3")};
+  specs.push_back(smooth);
   for (const ModelSpec& spec : specs) {
     const std::string text = ModelSpecToToml(spec);
     // Different defaults show that the text states everything.

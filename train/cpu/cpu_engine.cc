@@ -82,6 +82,15 @@ Status CpuEngine::BuildReplica(Replica* r, int64_t shard_max, float* grads) {
       case LayerKind::kReLU:
         layer = std::make_unique<ReLU>(in.numel());
         break;
+      case LayerKind::kSigmoid:
+        layer = std::make_unique<Activation>(ActivationFn::kSigmoid, in.numel());
+        break;
+      case LayerKind::kTanh:
+        layer = std::make_unique<Activation>(ActivationFn::kTanh, in.numel());
+        break;
+      case LayerKind::kGelu:
+        layer = std::make_unique<Activation>(ActivationFn::kGelu, in.numel());
+        break;
       case LayerKind::kFlatten:
         layer = std::make_unique<Flatten>();
         break;

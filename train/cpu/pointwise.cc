@@ -78,4 +78,16 @@ void ReLU::Backward(const float*, const float* out, const float* grad_out, float
   ReluBackward(out, grad_out, grad_in, n * size_);
 }
 
+void Activation::Forward(const float* in, float* out, int64_t n) {
+  const int64_t len = n * size_;
+  for (int64_t i = 0; i < len; ++i) out[i] = ActivationForward(fn_, in[i]);
+}
+
+void Activation::Backward(const float* in, const float* out, const float* grad_out, float* grad_in,
+                          int64_t n) {
+  if (!grad_in) return;
+  const int64_t len = n * size_;
+  for (int64_t i = 0; i < len; ++i) grad_in[i] = grad_out[i] * ActivationSlope(fn_, in[i], out[i]);
+}
+
 }  // namespace tributary::cpu

@@ -1,8 +1,10 @@
-// Layers without parameters: MaxPool2D (window = stride = k, NHWC), ReLU and Flatten.
+// Layers without parameters: MaxPool2D (window = stride = k, NHWC), ReLU, the smooth activations
+// (sigmoid, tanh, GELU: train/activation_math.h) and Flatten.
 #pragma once
 
 #include <vector>
 
+#include "train/activation_math.h"
 #include "train/cpu/cpu_layer.h"
 
 namespace tributary::cpu {
@@ -27,6 +29,19 @@ class ReLU final : public CpuLayer {
                 int64_t n) override;
 
  private:
+  int64_t size_;
+};
+
+// Sigmoid, tanh or GELU, elementwise; its backward reads the input (GELU) or the output.
+class Activation final : public CpuLayer {
+ public:
+  Activation(ActivationFn fn, int64_t size) : fn_(fn), size_(size) {}
+  void Forward(const float* in, float* out, int64_t n) override;
+  void Backward(const float* in, const float* out, const float* grad_out, float* grad_in,
+                int64_t n) override;
+
+ private:
+  ActivationFn fn_;
   int64_t size_;
 };
 

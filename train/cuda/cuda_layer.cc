@@ -32,6 +32,15 @@ Result<std::unique_ptr<CudaLayer>> MakeCudaLayer(const LayerSpec& spec, const Sh
     }
     case LayerKind::kReLU:
       return std::unique_ptr<CudaLayer>(std::make_unique<ReLU>(in.numel(), ctx));
+    case LayerKind::kSigmoid:
+      return std::unique_ptr<CudaLayer>(
+          std::make_unique<Activation>(ActivationFn::kSigmoid, in.numel(), ctx));
+    case LayerKind::kTanh:
+      return std::unique_ptr<CudaLayer>(
+          std::make_unique<Activation>(ActivationFn::kTanh, in.numel(), ctx));
+    case LayerKind::kGelu:
+      return std::unique_ptr<CudaLayer>(
+          std::make_unique<Activation>(ActivationFn::kGelu, in.numel(), ctx));
     case LayerKind::kFlatten:
       return std::unique_ptr<CudaLayer>(std::make_unique<Flatten>());
   }

@@ -51,6 +51,14 @@ cudaError_t LaunchMaxPoolForward(const float* in, int64_t n, const PoolGeometry&
 cudaError_t LaunchMaxPoolBackward(const float* grad_out, const int32_t* argmax, int64_t n,
                                   const PoolGeometry& g, float* grad_in, cudaStream_t stream);
 
+// activations.cu: sigmoid, tanh, GELU elementwise (train/activation_math.h); the backward reads
+// the input and the output: grad_in = grad_out * slope(in, out).
+cudaError_t LaunchActivationForward(int fn, const float* in, float* out, int64_t count,
+                                    cudaStream_t stream);
+cudaError_t LaunchActivationBackward(int fn, const float* in, const float* out,
+                                     const float* grad_out, float* grad_in, int64_t count,
+                                     cudaStream_t stream);
+
 // relu.cu: out = max(in, 0); grad_in = out > 0 ? grad_out : 0.
 cudaError_t LaunchReluForward(const float* in, float* out, int64_t count, cudaStream_t stream);
 cudaError_t LaunchReluBackward(const float* out, const float* grad_out, float* grad_in,

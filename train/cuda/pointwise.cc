@@ -33,4 +33,17 @@ Status ReLU::Backward(const float*, const float* out, const float* grad_out, flo
   return Status::Ok();
 }
 
+Status Activation::Forward(const float* in, float* out, int64_t n) {
+  CUDA_CHECK(LaunchActivationForward(static_cast<int>(fn_), in, out, n * size_, ctx_.stream()));
+  return Status::Ok();
+}
+
+Status Activation::Backward(const float* in, const float* out, const float* grad_out,
+                            float* grad_in, int64_t n) {
+  if (grad_in == nullptr) return Status::Ok();
+  CUDA_CHECK(LaunchActivationBackward(static_cast<int>(fn_), in, out, grad_out, grad_in, n * size_,
+                                      ctx_.stream()));
+  return Status::Ok();
+}
+
 }  // namespace tributary::cuda

@@ -1,6 +1,8 @@
-// The parameter-free layers of the CUDA backend: MaxPool2D (window = stride = k), ReLU, Flatten.
+// The parameter-free layers of the CUDA backend: MaxPool2D (window = stride = k), ReLU, the smooth
+// activations (sigmoid, tanh, GELU), Flatten.
 #pragma once
 
+#include "train/activation_math.h"
 #include "train/cuda/cuda_layer.h"
 #include "train/cuda/device_buffer.h"
 #include "train/cuda/kernels.h"
@@ -30,6 +32,21 @@ class ReLU final : public CudaLayer {
                   int64_t n) override;
 
  private:
+  int64_t size_;
+  const CudaContext& ctx_;
+};
+
+// Sigmoid, tanh or GELU (train/activation_math.h), elementwise.
+class Activation final : public CudaLayer {
+ public:
+  Activation(ActivationFn fn, int64_t size, const CudaContext& ctx)
+      : fn_(fn), size_(size), ctx_(ctx) {}
+  Status Forward(const float* in, float* out, int64_t n) override;
+  Status Backward(const float* in, const float* out, const float* grad_out, float* grad_in,
+                  int64_t n) override;
+
+ private:
+  ActivationFn fn_;
   int64_t size_;
   const CudaContext& ctx_;
 };

@@ -22,6 +22,7 @@
 #include "train/cuda/im2col.cu"
 #include "train/cuda/maxpool.cu"
 #include "train/cuda/relu.cu"
+#include "train/cuda/activations.cu"
 #include "train/cuda/bias.cu"
 #include "train/cuda/softmax_xent.cu"
 #include "train/cuda/sgd.cu"
@@ -172,6 +173,27 @@ TEST(KernelEmulationTest, ReluMatchesCpu) {
   ASSERT_EQ(LaunchReluBackward(y.data(), dy.data(), dx.data(), n * size, kStream), cudaSuccess);
   EXPECT_EQ(y, want_y);
   EXPECT_EQ(dx, want_dx);
+}
+
+TEST(KernelEmulationTest, SmoothActivationsMatchCpu) {
+  const int64_t size = 257, n = 3;
+  for (ActivationFn fn : {ActivationFn::kSigmoid, ActivationFn::kTanh, ActivationFn::kGelu}) {
+    SCOPED_TRACE(static_cast<int>(fn));
+    cpu::Activation ref(fn, size);
+    auto x = Random(static_cast<size_t>(n * size), 18);
+    for (float& v : x) v *= 4.0f;  // into the tails too
+    const auto dy = Random(x.size(), 19);
+    std::vector<float> want_y(x.size()), want_dx(x.size()), y(x.size()), dx(x.size());
+    ref.Forward(x.data(), want_y.data(), n);
+    ref.Backward(x.data(), want_y.data(), dy.data(), want_dx.data(), n);
+    ASSERT_EQ(LaunchActivationForward(static_cast<int>(fn), x.data(), y.data(), n * size, kStream),
+              cudaSuccess);
+    ASSERT_EQ(LaunchActivationBackward(static_cast<int>(fn), x.data(), y.data(), dy.data(),
+                                       dx.data(), n * size, kStream),
+              cudaSuccess);
+    EXPECT_EQ(y, want_y);  // one formula (train/activation_math.h), the same bits
+    EXPECT_EQ(dx, want_dx);
+  }
 }
 
 TEST(KernelEmulationTest, BiasAddAndGradient) {

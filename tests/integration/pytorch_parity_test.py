@@ -1,25 +1,25 @@
 #!/usr/bin/python3
-"""The local optimizers (fit.optimizer = adam, adamw) against PyTorch's, through a real run.
+"""The native engine against PyTorch, through real runs: the local optimizers and the layers.
 
-A tributary-client (the native engine) trains a model file whose tensors carry PyTorch's names
-(Flatten, dense "1", ReLU, dense "3") from weights PyTorch wrote, in a one-round run of three
-epochs whose batch is the client's whole share; PyTorch trains the same model from the same
-weights with torch.optim.Adam / AdamW on the same data (three full-batch steps). The final models
-agree within 1e-5 (two engines' float sums in a different order; Adam divides each step by the
-gradient's own size, so the engines' rounding differences stay relative to lr, 0.01 here). With
-momentum left at SGD's 0 the same run is plain SGD, checked the same way. And a strategy derived
-for local SGD refuses Adam, naming both keys.
+Each case is a model file whose tensors carry PyTorch's names (Flatten, dense "1", an activation,
+dense "3") and the same model in PyTorch (nn.Sequential); PyTorch writes the starting weights. A
+tributary-client trains the model file in a one-round run of three epochs whose batch is the
+client's whole share (so the order of samples only reorders sums), and PyTorch trains its model from
+the same weights on the same data (three full-batch steps). The final models agree within 1e-5:
+two engines' float sums in a different order.
+
+- Optimizers (fit.optimizer): adam, adamw (other betas and eps) and sgd, with a ReLU model.
+  A strategy derived for local SGD (scaffold, fednova) refuses Adam, naming both keys.
+- Layers: sigmoid, tanh and GELU (erf form) between the dense layers, trained by SGD: their
+  forward and backward are PyTorch's (each step's gradient flows through them).
 
 Skipped only where python3-torch is not installed (scripts/setup-deps installs it).
 """
 import os
 import subprocess
-import sys
 import unittest
 
 from process_harness import CERTS, CLIENT, COORDINATOR, ProcessTest
-
-TORCH_CLIENT = os.environ.get("TORCH_CLIENT_PY")
 
 try:
     import torch
@@ -31,38 +31,41 @@ HIDDEN = 32
 EPOCHS = 3
 DATA = ["data.dataset=synthetic", f"data.train_examples={EXAMPLES}", "data.test_examples=200",
         "data.partition=iid", "data.seed=3"]
-MODEL = """name = "tiny_torch"
-layers = [
-  { type = "flatten" },
-  { type = "dense", units = 32, name = "1" },
-  { type = "relu" },
-  { type = "dense", units = 10, name = "3" },
-]
-"""
+TORCH_LAYERS = {"relu": "ReLU", "sigmoid": "Sigmoid", "tanh": "Tanh", "gelu": "GELU"}
 
 
 @unittest.skipIf(torch is None, "python3-torch is not installed (scripts/setup-deps installs it)")
-@unittest.skipUnless(all([CERTS, COORDINATOR, CLIENT, TORCH_CLIENT]),
-                     "run through ctest, which names the binaries")
-class OptimizerParityTest(ProcessTest):
-    prefix = "trib_optimizer_"
+@unittest.skipUnless(all([CERTS, COORDINATOR, CLIENT]), "run through ctest, which names the binaries")
+class PyTorchParityTest(ProcessTest):
+    prefix = "trib_parity_"
 
     def setUp(self):
         super().setUp()
-        sys.path.insert(0, os.path.dirname(TORCH_CLIENT))
-        self.model_file = self.path("tiny_torch.toml")
-        with open(self.model_file, "w") as f:
-            f.write(MODEL)
-        self.init = self.path("init.safetensors")
-        out = subprocess.run([sys.executable, TORCH_CLIENT, "--init", self.init, "--hidden",
-                              str(HIDDEN), "--seed", "5", *self.data_flags()],
-                             capture_output=True, text=True)
-        self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
         self.runs = 0
 
-    @staticmethod
-    def data_flags():
-        return [a for kv in DATA for a in ("--set", kv)]
+    def data(self):
+        import tributary as tb
+        x, y = tb.load_data(dict(kv.split("=", 1) for kv in DATA) | {"data.num_clients": 1})["train"]
+        self.assertEqual(len(y), EXAMPLES)
+        return x, y
+
+    def prepare(self, activation):
+        """Writes the model file and PyTorch's starting weights; returns the torch model."""
+        import tributary as tb
+        x, _ = self.data()
+        torch.manual_seed(5)
+        model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(x[0].size, HIDDEN),
+                                    getattr(torch.nn, TORCH_LAYERS[activation])(),
+                                    torch.nn.Linear(HIDDEN, 10))
+        self.model_file = self.path(f"{activation}.toml")
+        with open(self.model_file, "w") as f:
+            f.write(f'name = "tiny_{activation}"\nlayers = [\n  {{ type = "flatten" }},\n'
+                    f'  {{ type = "dense", units = {HIDDEN}, name = "1" }},\n'
+                    f'  {{ type = "{activation}" }},\n'
+                    f'  {{ type = "dense", units = 10, name = "3" }},\n]\n')
+        self.init = self.path(f"init_{activation}.safetensors")
+        tb.save_safetensors(self.init, tb.from_torch(model), {"producer": "pytorch_parity_test"})
+        return model
 
     def toml(self, fit, strategy="fedavg"):
         return "\n".join([
@@ -71,7 +74,8 @@ class OptimizerParityTest(ProcessTest):
             "min_available = 1", "round_timeout_s = 120", f'strategy = "{strategy}"', "[fit]",
             f"epochs = {EPOCHS}", f"batch_size = {EXAMPLES}", *fit, "[eval]", "every = 0",
             "[data]", 'dataset = "synthetic"', f"train_examples = {EXAMPLES}",
-            "test_examples = 200", "seed = 3", "[output]", f'final_model = "{self.path(f"final{self.runs}.safetensors")}"', ""])
+            "test_examples = 200", "seed = 3", "[output]",
+            f'final_model = "{self.path(f"final{self.runs}.safetensors")}"', ""])
 
     def run_native(self, fit):
         """One round of the native engine with `fit` (TOML lines); returns the final model."""
@@ -82,18 +86,15 @@ class OptimizerParityTest(ProcessTest):
         ca, cert, key = self.client_tls("native")
         client = self.start(f"native{self.runs}", [
             CLIENT, "--coordinator", addr, "--ca", ca, "--cert", cert, "--key", key,
-            "--set", f"run.model={self.model_file}", "--log-level", "warn", *self.data_flags()])
+            "--set", f"run.model={self.model_file}", "--log-level", "warn",
+            *[a for kv in DATA for a in ("--set", kv)]])
         self.assertEqual(coord.wait(timeout=120), 0, self.log(name))
         self.assertEqual(client.wait(timeout=60), 0, self.log(f"native{self.runs}"))
         return tb.load_safetensors(self.path(f"final{self.runs}.safetensors"))[0]
 
-    def torch_reference(self, make_optimizer):
+    def torch_reference(self, model, make_optimizer):
         import tributary as tb
-        from torch_client import make_model
-        x, y = tb.load_data(dict(kv.split("=", 1) for kv in DATA) | {"data.num_clients": 1})["train"]
-        self.assertEqual(len(y), EXAMPLES)
-        model = make_model(x[0].size, [HIDDEN], 10, seed=0)
-        tb.to_torch(tb.load_safetensors(self.init)[0], model)
+        x, y = self.data()
         opt = make_optimizer(model.parameters())
         xt, yt = torch.from_numpy(x), torch.from_numpy(y)
         for _ in range(EPOCHS):
@@ -102,8 +103,11 @@ class OptimizerParityTest(ProcessTest):
             opt.step()
         return tb.from_torch(model)
 
-    def check(self, name, got, want):
+    def check(self, name, activation, fit, make_optimizer):
         import tributary as tb
+        model = self.prepare(activation)
+        got = self.run_native(fit)
+        want = self.torch_reference(model, make_optimizer)
         init = tb.load_safetensors(self.init)[0]
         self.assertEqual(list(got), list(want))
         diff = max(float(abs(got[k] - want[k]).max()) for k in want)
@@ -113,7 +117,7 @@ class OptimizerParityTest(ProcessTest):
         self.assertLess(diff, 1e-5, name)
         self.assertGreater(moved, 1e-2, name)  # it trained
 
-    def test_adam_and_adamw_are_pytorchs(self):
+    def test_adam_adamw_and_sgd_are_pytorchs(self):
         cases = [
             ("adam", ['optimizer = "adam"', "lr = 0.01", "weight_decay = 0.01"],
              lambda p: torch.optim.Adam(p, lr=0.01, weight_decay=0.01)),
@@ -125,11 +129,17 @@ class OptimizerParityTest(ProcessTest):
         ]
         for name, fit, make in cases:
             with self.subTest(optimizer=name):
-                self.check(name, self.run_native(fit), self.torch_reference(make))
+                self.check(name, "relu", fit, make)
+
+    def test_sigmoid_tanh_and_gelu_are_pytorchs(self):
+        for activation in ["sigmoid", "tanh", "gelu"]:
+            with self.subTest(layer=activation):
+                self.check(activation, activation, ["lr = 0.5"],
+                           lambda p: torch.optim.SGD(p, lr=0.5))
 
     def test_a_strategy_derived_for_sgd_refuses_adam(self):
+        self.prepare("relu")
         for strategy in ["scaffold", "fednova"]:
-            self.runs += 1
             with open(self.path("refused.toml"), "w") as f:
                 f.write(self.toml(['optimizer = "adam"'], strategy=strategy))
             out = subprocess.run([COORDINATOR, "--config", self.path("refused.toml"),
