@@ -36,9 +36,10 @@ std::string TypeName(LayerKind kind) {
   return s;
 }
 
-constexpr LayerKind kKinds[] = {LayerKind::kDense, LayerKind::kConv2D,  LayerKind::kMaxPool2D,
-                                LayerKind::kReLU,  LayerKind::kFlatten, LayerKind::kSigmoid,
-                                LayerKind::kTanh,  LayerKind::kGelu};
+constexpr LayerKind kKinds[] = {
+    LayerKind::kDense,     LayerKind::kConv2D,       LayerKind::kMaxPool2D, LayerKind::kReLU,
+    LayerKind::kFlatten,   LayerKind::kSigmoid,      LayerKind::kTanh,      LayerKind::kGelu,
+    LayerKind::kAvgPool2D, LayerKind::kGlobalAvgPool};
 
 std::optional<LayerKind> KindOf(std::string_view type) {
   std::string lower(type);
@@ -61,12 +62,14 @@ std::span<const std::string_view> KeysOf(LayerKind kind) {
     case LayerKind::kConv2D:
       return kConv;
     case LayerKind::kMaxPool2D:
+    case LayerKind::kAvgPool2D:
       return kPool;
     case LayerKind::kReLU:
     case LayerKind::kFlatten:
     case LayerKind::kSigmoid:
     case LayerKind::kTanh:
     case LayerKind::kGelu:
+    case LayerKind::kGlobalAvgPool:
       break;
   }
   return kBare;
@@ -166,15 +169,15 @@ Result<LayerSpec> ReadLayer(const std::string& source, const toml::table& t, siz
   if (!type_node)
     return Bad(source, &t,
                owner +
-                   ": missing key 'type' (dense, conv2d, maxpool2d, relu, sigmoid, tanh, gelu or "
-                   "flatten)");
+                   ": missing key 'type' (dense, conv2d, maxpool2d, avgpool2d, globalavgpool, "
+                   "relu, sigmoid, tanh, gelu or flatten)");
   std::optional<std::string> type = type_node->value_exact<std::string>();
   if (!type) return Bad(source, type_node, owner + ": key 'type' must be a string");
   std::optional<LayerKind> kind = KindOf(*type);
   if (!kind)
     return Bad(source, type_node,
-               fmt::format("{}: unknown type '{}' (the types are dense, conv2d, maxpool2d, relu, "
-                           "sigmoid, tanh, gelu and flatten)",
+               fmt::format("{}: unknown type '{}' (the types are dense, conv2d, maxpool2d, "
+                           "avgpool2d, globalavgpool, relu, sigmoid, tanh, gelu and flatten)",
                            owner, *type));
   owner += " (" + std::string(LayerKindName(*kind)) + ")";
   const std::span<const std::string_view> keys = KeysOf(*kind);
@@ -209,7 +212,8 @@ Result<LayerSpec> ReadLayer(const std::string& source, const toml::table& t, siz
       l.padding = padding.value_or(0);
       break;
     }
-    case LayerKind::kMaxPool2D: {
+    case LayerKind::kMaxPool2D:
+    case LayerKind::kAvgPool2D: {
       TRIB_ASSIGN_OR_RETURN(l.kernel, RequireInt(source, t, "size", 1, kMaxWindow, owner));
       break;
     }
@@ -218,6 +222,7 @@ Result<LayerSpec> ReadLayer(const std::string& source, const toml::table& t, siz
     case LayerKind::kSigmoid:
     case LayerKind::kTanh:
     case LayerKind::kGelu:
+    case LayerKind::kGlobalAvgPool:
       break;
   }
   if (const toml::node* n = t.get("name")) {
@@ -424,6 +429,7 @@ std::string ModelSpecToToml(const ModelSpec& spec) {
                            l.kernel, l.padding, TomlString(l.name));
         break;
       case LayerKind::kMaxPool2D:
+      case LayerKind::kAvgPool2D:
         out += fmt::format("size = {}\n", l.kernel);
         break;
       case LayerKind::kReLU:
@@ -431,6 +437,7 @@ std::string ModelSpecToToml(const ModelSpec& spec) {
       case LayerKind::kSigmoid:
       case LayerKind::kTanh:
       case LayerKind::kGelu:
+      case LayerKind::kGlobalAvgPool:
         break;
     }
   }

@@ -96,6 +96,10 @@ std::string_view LayerKindName(LayerKind kind) {
       return "Tanh";
     case LayerKind::kGelu:
       return "GELU";
+    case LayerKind::kAvgPool2D:
+      return "AvgPool2D";
+    case LayerKind::kGlobalAvgPool:
+      return "GlobalAvgPool";
   }
   return "?";
 }
@@ -145,6 +149,7 @@ Result<std::vector<Shape3>> LayerOutputShapes(const ModelSpec& spec) {
         break;
       }
       case LayerKind::kMaxPool2D:
+      case LayerKind::kAvgPool2D:
         if (l.kernel <= 0 || cur.h < l.kernel || cur.w < l.kernel)
           return bad("window " + std::to_string(l.kernel) + " does not fit its input " +
                      ShapeText(cur));
@@ -157,6 +162,9 @@ Result<std::vector<Shape3>> LayerOutputShapes(const ModelSpec& spec) {
         break;
       case LayerKind::kFlatten:
         cur = {1, 1, cur.numel()};
+        break;
+      case LayerKind::kGlobalAvgPool:
+        cur = {1, 1, cur.c};
         break;
     }
     out.push_back(cur);

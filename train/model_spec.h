@@ -21,8 +21,21 @@
 
 namespace tributary {
 
-// kSigmoid, kTanh and kGelu (the erf form, PyTorch's default) are elementwise like kReLU.
-enum class LayerKind { kDense, kConv2D, kMaxPool2D, kReLU, kFlatten, kSigmoid, kTanh, kGelu };
+// kSigmoid, kTanh and kGelu (the erf form, PyTorch's default) are elementwise like kReLU;
+// kAvgPool2D averages size x size windows (stride size) and kGlobalAvgPool each channel's whole
+// h x w plane.
+enum class LayerKind {
+  kDense,
+  kConv2D,
+  kMaxPool2D,
+  kReLU,
+  kFlatten,
+  kSigmoid,
+  kTanh,
+  kGelu,
+  kAvgPool2D,
+  kGlobalAvgPool
+};
 
 std::string_view LayerKindName(LayerKind kind);
 

@@ -10,8 +10,10 @@ two engines' float sums in a different order.
 
 - Optimizers (fit.optimizer): adam, adamw (other betas and eps) and sgd, with a ReLU model.
   A strategy derived for local SGD (scaffold, fednova) refuses Adam, naming both keys.
-- Layers: sigmoid, tanh and GELU (erf form) between the dense layers, trained by SGD: their
-  forward and backward are PyTorch's (each step's gradient flows through them).
+- Layers: sigmoid, tanh and GELU (erf form) between the dense layers, and a conv2d model with
+  avgpool2d and globalavgpool (PyTorch's AvgPool2d and AdaptiveAvgPool2d(1); conv weights moved
+  from OIHW to OHWI), trained by SGD: their forward and backward are PyTorch's (each step's
+  gradient flows through them).
 
 Skipped only where python3-torch is not installed (scripts/setup-deps installs it).
 """
@@ -67,6 +69,35 @@ class PyTorchParityTest(ProcessTest):
         tb.save_safetensors(self.init, tb.from_torch(model), {"producer": "pytorch_parity_test"})
         return model
 
+    def prepare_pooled(self):
+        """conv2d 4 (3x3, padding 1), relu, avgpool2d 2, globalavgpool, dense 10: the model file
+        and nn.Sequential(Conv2d, ReLU, AvgPool2d(2), AdaptiveAvgPool2d(1), Flatten, Linear),
+        whose tensors are named alike ("0", "5"); returns the torch model."""
+        import tributary as tb
+        x, _ = self.data()
+        self.assertEqual(x.shape[1:], (8, 8, 1))
+        torch.manual_seed(6)
+        model = torch.nn.Sequential(torch.nn.Conv2d(1, 4, 3, padding=1), torch.nn.ReLU(),
+                                    torch.nn.AvgPool2d(2), torch.nn.AdaptiveAvgPool2d(1),
+                                    torch.nn.Flatten(), torch.nn.Linear(4, 10))
+        self.model_file = self.path("pooled.toml")
+        with open(self.model_file, "w") as f:
+            f.write('name = "pooled"\nlayers = [\n'
+                    '  { type = "conv2d", filters = 4, kernel = 3, padding = 1, name = "0" },\n'
+                    '  { type = "relu" },\n  { type = "avgpool2d", size = 2 },\n'
+                    '  { type = "globalavgpool" },\n'
+                    '  { type = "dense", units = 10, name = "5" },\n]\n')
+        self.init = self.path("init_pooled.safetensors")
+        tb.save_safetensors(self.init, self.to_native(tb.from_torch(model)),
+                            {"producer": "pytorch_parity_test"})
+        return model
+
+    @staticmethod
+    def to_native(params):
+        """PyTorch's conv weights (OIHW) as the native engine's (OHWI)."""
+        return {k: v.transpose(0, 2, 3, 1).copy() if v.ndim == 4 else v
+                for k, v in params.items()}
+
     def toml(self, fit, strategy="fedavg"):
         return "\n".join([
             'log_level = "info"', "[run]", f'model = "{self.model_file}"',
@@ -92,22 +123,25 @@ class PyTorchParityTest(ProcessTest):
         self.assertEqual(client.wait(timeout=60), 0, self.log(f"native{self.runs}"))
         return tb.load_safetensors(self.path(f"final{self.runs}.safetensors"))[0]
 
-    def torch_reference(self, model, make_optimizer):
+    def torch_reference(self, model, make_optimizer, nchw=False):
         import tributary as tb
         x, y = self.data()
         opt = make_optimizer(model.parameters())
         xt, yt = torch.from_numpy(x), torch.from_numpy(y)
+        if nchw:
+            xt = xt.permute(0, 3, 1, 2).contiguous()
         for _ in range(EPOCHS):
             opt.zero_grad()
             torch.nn.functional.cross_entropy(model(xt), yt).backward()
             opt.step()
-        return tb.from_torch(model)
+        return self.to_native(tb.from_torch(model)) if nchw else tb.from_torch(model)
 
     def check(self, name, activation, fit, make_optimizer):
         import tributary as tb
-        model = self.prepare(activation)
+        pooled = activation == "pooled"
+        model = self.prepare_pooled() if pooled else self.prepare(activation)
         got = self.run_native(fit)
-        want = self.torch_reference(model, make_optimizer)
+        want = self.torch_reference(model, make_optimizer, nchw=pooled)
         init = tb.load_safetensors(self.init)[0]
         self.assertEqual(list(got), list(want))
         diff = max(float(abs(got[k] - want[k]).max()) for k in want)
@@ -136,6 +170,10 @@ class PyTorchParityTest(ProcessTest):
             with self.subTest(layer=activation):
                 self.check(activation, activation, ["lr = 0.5"],
                            lambda p: torch.optim.SGD(p, lr=0.5))
+
+    def test_average_and_global_average_pooling_are_pytorchs(self):
+        self.check("avgpool2d + globalavgpool", "pooled", ["lr = 0.5"],
+                   lambda p: torch.optim.SGD(p, lr=0.5))
 
     def test_a_strategy_derived_for_sgd_refuses_adam(self):
         self.prepare("relu")

@@ -96,6 +96,19 @@ TEST(LayerGradTest, ReLU) {
   CheckLayer(r, 3, 11, 11, 1e-3, 50);
 }
 
+TEST(LayerGradTest, AvgPoolAndGlobalAvgPool) {
+  AvgPool2D p(5, 4, 3, 2, 2);  // a row left over: it gets no gradient
+  CheckLayer(p, 2, 5 * 4 * 3, 2 * 2 * 3, 1e-3, 45);
+  AvgPool2D global(3, 4, 2, 3, 4);
+  CheckLayer(global, 2, 3 * 4 * 2, 2, 1e-3, 46);
+  // By hand: the mean of a 2x2 window of one channel.
+  AvgPool2D one(2, 2, 1, 2, 2);
+  const float x[4] = {1.0f, 2.0f, 3.0f, 6.0f};
+  float y = 0.0f;
+  one.Forward(x, &y, 1);
+  EXPECT_EQ(y, 3.0f);
+}
+
 TEST(LayerGradTest, SigmoidTanhAndGelu) {
   for (ActivationFn fn : {ActivationFn::kSigmoid, ActivationFn::kTanh, ActivationFn::kGelu}) {
     SCOPED_TRACE(static_cast<int>(fn));

@@ -82,6 +82,12 @@ Status CpuEngine::BuildReplica(Replica* r, int64_t shard_max, float* grads) {
       case LayerKind::kReLU:
         layer = std::make_unique<ReLU>(in.numel());
         break;
+      case LayerKind::kAvgPool2D:
+        layer = std::make_unique<AvgPool2D>(in.h, in.w, in.c, l.kernel, l.kernel);
+        break;
+      case LayerKind::kGlobalAvgPool:
+        layer = std::make_unique<AvgPool2D>(in.h, in.w, in.c, in.h, in.w);
+        break;
       case LayerKind::kSigmoid:
         layer = std::make_unique<Activation>(ActivationFn::kSigmoid, in.numel());
         break;

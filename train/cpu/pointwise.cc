@@ -78,6 +78,50 @@ void ReLU::Backward(const float*, const float* out, const float* grad_out, float
   ReluBackward(out, grad_out, grad_in, n * size_);
 }
 
+void AvgPool2D::Forward(const float* in, float* out, int64_t n) {
+  const int64_t in_size = h_ * w_ * c_, out_size = oh_ * ow_ * c_;
+  const float scale = 1.0f / static_cast<float>(kh_ * kw_);
+  for (int64_t s = 0; s < n; ++s) {
+    const float* img = in + s * in_size;
+    float* o = out + s * out_size;
+    for (int64_t oy = 0; oy < oh_; ++oy) {
+      for (int64_t ox = 0; ox < ow_; ++ox) {
+        float* ov = o + (oy * ow_ + ox) * c_;
+        for (int64_t ch = 0; ch < c_; ++ch) ov[ch] = 0.0f;
+        // Summed in (ky, kx) order, then scaled: the CUDA kernel sums in the same order.
+        for (int64_t ky = 0; ky < kh_; ++ky)
+          for (int64_t kx = 0; kx < kw_; ++kx) {
+            const float* iv = img + ((oy * kh_ + ky) * w_ + ox * kw_ + kx) * c_;
+            for (int64_t ch = 0; ch < c_; ++ch) ov[ch] += iv[ch];
+          }
+        for (int64_t ch = 0; ch < c_; ++ch) ov[ch] *= scale;
+      }
+    }
+  }
+}
+
+void AvgPool2D::Backward(const float*, const float*, const float* grad_out, float* grad_in,
+                         int64_t n) {
+  if (!grad_in) return;
+  const int64_t in_size = h_ * w_ * c_, out_size = oh_ * ow_ * c_;
+  const float scale = 1.0f / static_cast<float>(kh_ * kw_);
+  // Rows and columns past the last whole window (h % kh, w % kw) get no gradient.
+  std::memset(grad_in, 0, sizeof(float) * n * in_size);
+  for (int64_t s = 0; s < n; ++s) {
+    float* gi = grad_in + s * in_size;
+    const float* go = grad_out + s * out_size;
+    for (int64_t oy = 0; oy < oh_; ++oy)
+      for (int64_t ox = 0; ox < ow_; ++ox) {
+        const float* gv = go + (oy * ow_ + ox) * c_;
+        for (int64_t ky = 0; ky < kh_; ++ky)
+          for (int64_t kx = 0; kx < kw_; ++kx) {
+            float* iv = gi + ((oy * kh_ + ky) * w_ + ox * kw_ + kx) * c_;
+            for (int64_t ch = 0; ch < c_; ++ch) iv[ch] = gv[ch] * scale;
+          }
+      }
+  }
+}
+
 void Activation::Forward(const float* in, float* out, int64_t n) {
   const int64_t len = n * size_;
   for (int64_t i = 0; i < len; ++i) out[i] = ActivationForward(fn_, in[i]);

@@ -1,5 +1,6 @@
-// Layers without parameters: MaxPool2D (window = stride = k, NHWC), ReLU, the smooth activations
-// (sigmoid, tanh, GELU: train/activation_math.h) and Flatten.
+// Layers without parameters: MaxPool2D (window = stride = k, NHWC), AvgPool2D (also global
+// average pooling), ReLU, the smooth activations (sigmoid, tanh, GELU: train/activation_math.h)
+// and Flatten.
 #pragma once
 
 #include <vector>
@@ -30,6 +31,20 @@ class ReLU final : public CpuLayer {
 
  private:
   int64_t size_;
+};
+
+// The mean of each kh x kw window, stride (kh, kw), NHWC: AvgPool2D (kh = kw = size) and global
+// average pooling (kh = h, kw = w). The backward spreads grad_out / (kh kw) over the window.
+class AvgPool2D final : public CpuLayer {
+ public:
+  AvgPool2D(int64_t in_h, int64_t in_w, int64_t c, int64_t kh, int64_t kw)
+      : h_(in_h), w_(in_w), c_(c), kh_(kh), kw_(kw), oh_(in_h / kh), ow_(in_w / kw) {}
+  void Forward(const float* in, float* out, int64_t n) override;
+  void Backward(const float* in, const float* out, const float* grad_out, float* grad_in,
+                int64_t n) override;
+
+ private:
+  int64_t h_, w_, c_, kh_, kw_, oh_, ow_;
 };
 
 // Sigmoid, tanh or GELU, elementwise; its backward reads the input (GELU) or the output.

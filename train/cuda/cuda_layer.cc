@@ -32,6 +32,14 @@ Result<std::unique_ptr<CudaLayer>> MakeCudaLayer(const LayerSpec& spec, const Sh
     }
     case LayerKind::kReLU:
       return std::unique_ptr<CudaLayer>(std::make_unique<ReLU>(in.numel(), ctx));
+    case LayerKind::kAvgPool2D:
+      return std::unique_ptr<CudaLayer>(
+          std::make_unique<AvgPool2D>(AvgPoolGeometry{in.h, in.w, in.c, spec.kernel, spec.kernel,
+                                                      in.h / spec.kernel, in.w / spec.kernel},
+                                      ctx));
+    case LayerKind::kGlobalAvgPool:
+      return std::unique_ptr<CudaLayer>(
+          std::make_unique<AvgPool2D>(AvgPoolGeometry{in.h, in.w, in.c, in.h, in.w, 1, 1}, ctx));
     case LayerKind::kSigmoid:
       return std::unique_ptr<CudaLayer>(
           std::make_unique<Activation>(ActivationFn::kSigmoid, in.numel(), ctx));

@@ -51,6 +51,17 @@ cudaError_t LaunchMaxPoolForward(const float* in, int64_t n, const PoolGeometry&
 cudaError_t LaunchMaxPoolBackward(const float* grad_out, const int32_t* argmax, int64_t n,
                                   const PoolGeometry& g, float* grad_in, cudaStream_t stream);
 
+// avgpool.cu: the mean of each kh x kw window (stride kh, kw), summed in (ky, kx) order and then
+// scaled, as the CPU's AvgPool2D; the backward writes grad_out / (kh kw) over each window and 0
+// past the last whole window.
+struct AvgPoolGeometry {
+  int64_t h, w, c, kh, kw, oh, ow;
+};
+cudaError_t LaunchAvgPoolForward(const float* in, int64_t n, const AvgPoolGeometry& g, float* out,
+                                 cudaStream_t stream);
+cudaError_t LaunchAvgPoolBackward(const float* grad_out, int64_t n, const AvgPoolGeometry& g,
+                                  float* grad_in, cudaStream_t stream);
+
 // activations.cu: sigmoid, tanh, GELU elementwise (train/activation_math.h); the backward reads
 // the input and the output: grad_in = grad_out * slope(in, out).
 cudaError_t LaunchActivationForward(int fn, const float* in, float* out, int64_t count,

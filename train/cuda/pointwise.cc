@@ -33,6 +33,18 @@ Status ReLU::Backward(const float*, const float* out, const float* grad_out, flo
   return Status::Ok();
 }
 
+Status AvgPool2D::Forward(const float* in, float* out, int64_t n) {
+  CUDA_CHECK(LaunchAvgPoolForward(in, n, g_, out, ctx_.stream()));
+  return Status::Ok();
+}
+
+Status AvgPool2D::Backward(const float*, const float*, const float* grad_out, float* grad_in,
+                           int64_t n) {
+  if (grad_in == nullptr) return Status::Ok();
+  CUDA_CHECK(LaunchAvgPoolBackward(grad_out, n, g_, grad_in, ctx_.stream()));
+  return Status::Ok();
+}
+
 Status Activation::Forward(const float* in, float* out, int64_t n) {
   CUDA_CHECK(LaunchActivationForward(static_cast<int>(fn_), in, out, n * size_, ctx_.stream()));
   return Status::Ok();

@@ -36,6 +36,19 @@ class ReLU final : public CudaLayer {
   const CudaContext& ctx_;
 };
 
+// Average pooling over kh x kw windows (global: the whole plane).
+class AvgPool2D final : public CudaLayer {
+ public:
+  AvgPool2D(const AvgPoolGeometry& g, const CudaContext& ctx) : g_(g), ctx_(ctx) {}
+  Status Forward(const float* in, float* out, int64_t n) override;
+  Status Backward(const float* in, const float* out, const float* grad_out, float* grad_in,
+                  int64_t n) override;
+
+ private:
+  AvgPoolGeometry g_;
+  const CudaContext& ctx_;
+};
+
 // Sigmoid, tanh or GELU (train/activation_math.h), elementwise.
 class Activation final : public CudaLayer {
  public:

@@ -23,6 +23,7 @@
 #include "train/cuda/maxpool.cu"
 #include "train/cuda/relu.cu"
 #include "train/cuda/activations.cu"
+#include "train/cuda/avgpool.cu"
 #include "train/cuda/bias.cu"
 #include "train/cuda/softmax_xent.cu"
 #include "train/cuda/sgd.cu"
@@ -173,6 +174,25 @@ TEST(KernelEmulationTest, ReluMatchesCpu) {
   ASSERT_EQ(LaunchReluBackward(y.data(), dy.data(), dx.data(), n * size, kStream), cudaSuccess);
   EXPECT_EQ(y, want_y);
   EXPECT_EQ(dx, want_dx);
+}
+
+TEST(KernelEmulationTest, AvgPoolMatchesCpu) {
+  // A 2x2 window over 5x6 (a row and no column left over), and global pooling of 3x4.
+  for (auto [h, w, k, global] :
+       {std::tuple<int64_t, int64_t, int64_t, bool>{5, 6, 2, false}, {3, 4, 0, true}}) {
+    const int64_t c = 3, n = 2, kh = global ? h : k, kw = global ? w : k;
+    const AvgPoolGeometry g{h, w, c, kh, kw, h / kh, w / kw};
+    cpu::AvgPool2D ref(h, w, c, kh, kw);
+    const auto x = Random(static_cast<size_t>(n * h * w * c), 24);
+    const auto dy = Random(static_cast<size_t>(n * g.oh * g.ow * c), 25);
+    std::vector<float> want_y(dy.size()), y(dy.size()), want_dx(x.size()), dx(x.size(), 7.0f);
+    ref.Forward(x.data(), want_y.data(), n);
+    ref.Backward(x.data(), want_y.data(), dy.data(), want_dx.data(), n);
+    ASSERT_EQ(LaunchAvgPoolForward(x.data(), n, g, y.data(), kStream), cudaSuccess);
+    ASSERT_EQ(LaunchAvgPoolBackward(dy.data(), n, g, dx.data(), kStream), cudaSuccess);
+    EXPECT_EQ(y, want_y);
+    EXPECT_EQ(dx, want_dx);
+  }
 }
 
 TEST(KernelEmulationTest, SmoothActivationsMatchCpu) {
