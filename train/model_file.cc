@@ -37,9 +37,9 @@ std::string TypeName(LayerKind kind) {
 }
 
 constexpr LayerKind kKinds[] = {
-    LayerKind::kDense,     LayerKind::kConv2D,       LayerKind::kMaxPool2D, LayerKind::kReLU,
-    LayerKind::kFlatten,   LayerKind::kSigmoid,      LayerKind::kTanh,      LayerKind::kGelu,
-    LayerKind::kAvgPool2D, LayerKind::kGlobalAvgPool};
+    LayerKind::kDense,     LayerKind::kConv2D,        LayerKind::kMaxPool2D, LayerKind::kReLU,
+    LayerKind::kFlatten,   LayerKind::kSigmoid,       LayerKind::kTanh,      LayerKind::kGelu,
+    LayerKind::kAvgPool2D, LayerKind::kGlobalAvgPool, LayerKind::kGroupNorm, LayerKind::kLayerNorm};
 
 std::optional<LayerKind> KindOf(std::string_view type) {
   std::string lower(type);
@@ -56,6 +56,8 @@ std::span<const std::string_view> KeysOf(LayerKind kind) {
   static constexpr std::string_view kConv[] = {"type", "filters", "kernel", "padding", "name"};
   static constexpr std::string_view kPool[] = {"type", "size"};
   static constexpr std::string_view kBare[] = {"type"};
+  static constexpr std::string_view kGroupNorm[] = {"type", "groups", "name"};
+  static constexpr std::string_view kLayerNorm[] = {"type", "name"};
   switch (kind) {
     case LayerKind::kDense:
       return kDense;
@@ -64,6 +66,10 @@ std::span<const std::string_view> KeysOf(LayerKind kind) {
     case LayerKind::kMaxPool2D:
     case LayerKind::kAvgPool2D:
       return kPool;
+    case LayerKind::kGroupNorm:
+      return kGroupNorm;
+    case LayerKind::kLayerNorm:
+      return kLayerNorm;
     case LayerKind::kReLU:
     case LayerKind::kFlatten:
     case LayerKind::kSigmoid:
@@ -170,14 +176,15 @@ Result<LayerSpec> ReadLayer(const std::string& source, const toml::table& t, siz
     return Bad(source, &t,
                owner +
                    ": missing key 'type' (dense, conv2d, maxpool2d, avgpool2d, globalavgpool, "
-                   "relu, sigmoid, tanh, gelu or flatten)");
+                   "groupnorm, layernorm, relu, sigmoid, tanh, gelu or flatten)");
   std::optional<std::string> type = type_node->value_exact<std::string>();
   if (!type) return Bad(source, type_node, owner + ": key 'type' must be a string");
   std::optional<LayerKind> kind = KindOf(*type);
   if (!kind)
     return Bad(source, type_node,
                fmt::format("{}: unknown type '{}' (the types are dense, conv2d, maxpool2d, "
-                           "avgpool2d, globalavgpool, relu, sigmoid, tanh, gelu and flatten)",
+                           "avgpool2d, globalavgpool, groupnorm, layernorm, relu, sigmoid, tanh, "
+                           "gelu and flatten)",
                            owner, *type));
   owner += " (" + std::string(LayerKindName(*kind)) + ")";
   const std::span<const std::string_view> keys = KeysOf(*kind);
@@ -217,12 +224,17 @@ Result<LayerSpec> ReadLayer(const std::string& source, const toml::table& t, siz
       TRIB_ASSIGN_OR_RETURN(l.kernel, RequireInt(source, t, "size", 1, kMaxWindow, owner));
       break;
     }
+    case LayerKind::kGroupNorm: {
+      TRIB_ASSIGN_OR_RETURN(l.groups, RequireInt(source, t, "groups", 1, kMaxValues, owner));
+      break;
+    }
     case LayerKind::kReLU:
     case LayerKind::kFlatten:
     case LayerKind::kSigmoid:
     case LayerKind::kTanh:
     case LayerKind::kGelu:
     case LayerKind::kGlobalAvgPool:
+    case LayerKind::kLayerNorm:
       break;
   }
   if (const toml::node* n = t.get("name")) {
@@ -263,6 +275,7 @@ Status CheckSizes(const std::string& source, const ModelSpec& spec,
     if (l.kind == LayerKind::kConv2D)
       params += static_cast<double>(l.out_channels) *
                 (static_cast<double>(l.kernel * l.kernel) * static_cast<double>(in.c) + 1);
+    if (IsNorm(l.kind)) params += 2.0 * static_cast<double>(in.c);
     if (params > static_cast<double>(kMaxParameters))
       return Bad(source, nullptr,
                  fmt::format("the model has over {} parameters by layer {} ({})", kMaxParameters, i,
@@ -321,7 +334,7 @@ Result<ModelSpec> ParseModelToml(std::string_view text, std::string_view source_
                fmt::format("the model has {} layers; at most {}", layers->size(), kMaxModelLayers));
 
   std::map<std::string, size_t, std::less<>> owner_of;  // tensor prefix -> layer index
-  int64_t dense = 0, conv = 0;
+  int64_t dense = 0, conv = 0, norm = 0;
   for (size_t i = 0; i < layers->size(); ++i) {
     const toml::node& node = (*layers)[i];
     const toml::table* t = node.as_table();
@@ -330,11 +343,11 @@ Result<ModelSpec> ParseModelToml(std::string_view text, std::string_view source_
                  fmt::format("layer {} must be a table ([[layers]] or {{ type = ... }})", i));
     TRIB_ASSIGN_OR_RETURN(LayerSpec l,
                           ReadLayer(source, *t, i, i + 1 == layers->size(), spec.num_classes));
-    if (l.kind == LayerKind::kDense || l.kind == LayerKind::kConv2D) {
-      const bool is_dense = l.kind == LayerKind::kDense;
-      const int64_t nth = is_dense ? ++dense : ++conv;
+    if (l.kind == LayerKind::kDense || l.kind == LayerKind::kConv2D || IsNorm(l.kind)) {
+      const bool is_dense = l.kind == LayerKind::kDense, is_conv = l.kind == LayerKind::kConv2D;
+      const int64_t nth = is_dense ? ++dense : is_conv ? ++conv : ++norm;
       const bool named = !l.name.empty();
-      if (!named) l.name = (is_dense ? "fc" : "conv") + std::to_string(nth);
+      if (!named) l.name = (is_dense ? "fc" : is_conv ? "conv" : "norm") + std::to_string(nth);
       auto [it, inserted] = owner_of.emplace(l.name, i);
       if (!inserted)
         return Bad(source, t,
@@ -431,6 +444,12 @@ std::string ModelSpecToToml(const ModelSpec& spec) {
       case LayerKind::kMaxPool2D:
       case LayerKind::kAvgPool2D:
         out += fmt::format("size = {}\n", l.kernel);
+        break;
+      case LayerKind::kGroupNorm:
+        out += fmt::format("groups = {}\nname = {}\n", l.groups, TomlString(l.name));
+        break;
+      case LayerKind::kLayerNorm:
+        out += fmt::format("name = {}\n", TomlString(l.name));
         break;
       case LayerKind::kReLU:
       case LayerKind::kFlatten:

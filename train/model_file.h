@@ -8,17 +8,18 @@
 //   [[layers]]
 //   type = "flatten"
 //   [[layers]]
-//   type = "dense"         # dense, conv2d, maxpool2d, avgpool2d, globalavgpool, relu,
-//                          # sigmoid, tanh, gelu or flatten (any case)
+//   type = "dense"         # dense, conv2d, maxpool2d, avgpool2d, globalavgpool, groupnorm,
+//                          # layernorm, relu, sigmoid, tanh, gelu or flatten (any case)
 //   units = 10             # may be left out on the last layer: it then produces `classes` logits
 //   name = "fc1"           # optional tensor prefix: "fc1.weight", "fc1.bias"
 //
 // Layer keys: dense takes units and name; conv2d filters, kernel, padding (default 0) and name;
-// maxpool2d and avgpool2d size; globalavgpool, relu, sigmoid, tanh, gelu and flatten nothing but
-// their type. An unnamed dense
-// layer is fc1, fc2, ... and an unnamed conv2d layer conv1, conv2, ... by its place among the
-// layers of its kind. A name holds letters, digits, '_', '-' and '.' ("0", "features.3" and "fc1"
-// all work), not at either end a '.', so a file can name its tensors as a PyTorch state_dict does.
+// maxpool2d and avgpool2d size; groupnorm groups and name; layernorm name; globalavgpool, relu,
+// sigmoid, tanh, gelu and flatten nothing but their type. An unnamed dense layer is fc1, fc2, ...,
+// an unnamed conv2d layer conv1, conv2, ... and an unnamed norm layer norm1, norm2, ... by its
+// place among the layers of its kind. A name holds letters, digits, '_', '-' and '.' ("0",
+// "features.3" and "fc1" all work), not at either end a '.', so a file can name its tensors as a
+// PyTorch state_dict does.
 //
 // The model zoo (mlp, cnn, lenet; train/model_spec.h) is written in this format, compiled into the
 // library, and read by the same parser.

@@ -100,6 +100,10 @@ std::string_view LayerKindName(LayerKind kind) {
       return "AvgPool2D";
     case LayerKind::kGlobalAvgPool:
       return "GlobalAvgPool";
+    case LayerKind::kGroupNorm:
+      return "GroupNorm";
+    case LayerKind::kLayerNorm:
+      return "LayerNorm";
   }
   return "?";
 }
@@ -166,6 +170,13 @@ Result<std::vector<Shape3>> LayerOutputShapes(const ModelSpec& spec) {
       case LayerKind::kGlobalAvgPool:
         cur = {1, 1, cur.c};
         break;
+      case LayerKind::kGroupNorm:
+        if (l.groups <= 0 || cur.c % l.groups != 0)
+          return bad("groups " + std::to_string(l.groups) + " must divide its input's " +
+                     std::to_string(cur.c) + " channels (" + ShapeText(cur) + ")");
+        break;
+      case LayerKind::kLayerNorm:
+        break;
     }
     out.push_back(cur);
   }
@@ -191,6 +202,9 @@ Result<ModelWeights::LayoutSpec> ParameterLayout(const ModelSpec& spec) {
       layout.emplace_back(l.name + ".weight",
                           std::vector<int64_t>{l.out_channels, l.kernel, l.kernel, in.c});
       layout.emplace_back(l.name + ".bias", std::vector<int64_t>{l.out_channels});
+    } else if (IsNorm(l.kind)) {
+      layout.emplace_back(l.name + ".weight", std::vector<int64_t>{in.c});
+      layout.emplace_back(l.name + ".bias", std::vector<int64_t>{in.c});
     }
     in = shapes[i];
   }
@@ -210,6 +224,10 @@ Result<ModelWeights> InitWeights(const ModelSpec& spec, uint64_t seed) {
       const float bound = 1.0f / std::sqrt(static_cast<float>(FanIn(l, in)));
       for (size_t k = 0; k < 2; ++k, ++t)
         for (float& v : w.tensor(t)) v = (2.0f * rng.UniformFloat() - 1.0f) * bound;
+    } else if (IsNorm(l.kind)) {
+      // PyTorch's start: gamma 1, beta 0 (no draw, so other layers' weights do not move).
+      for (float& v : w.tensor(t++)) v = 1.0f;
+      for (float& v : w.tensor(t++)) v = 0.0f;
     }
     in = shapes[i];
   }

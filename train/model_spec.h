@@ -23,7 +23,8 @@ namespace tributary {
 
 // kSigmoid, kTanh and kGelu (the erf form, PyTorch's default) are elementwise like kReLU;
 // kAvgPool2D averages size x size windows (stride size) and kGlobalAvgPool each channel's whole
-// h x w plane.
+// h x w plane. kGroupNorm and kLayerNorm normalize (train/norm_math.h) with a gamma and a beta per
+// channel ("<name>.weight", "<name>.bias", [c] each; initially 1 and 0).
 enum class LayerKind {
   kDense,
   kConv2D,
@@ -34,10 +35,16 @@ enum class LayerKind {
   kTanh,
   kGelu,
   kAvgPool2D,
-  kGlobalAvgPool
+  kGlobalAvgPool,
+  kGroupNorm,
+  kLayerNorm
 };
 
 std::string_view LayerKindName(LayerKind kind);
+// GroupNorm or LayerNorm: a layer with a gamma and a beta per channel.
+inline bool IsNorm(LayerKind kind) {
+  return kind == LayerKind::kGroupNorm || kind == LayerKind::kLayerNorm;
+}
 
 struct LayerSpec {
   LayerKind kind = LayerKind::kReLU;
@@ -45,7 +52,8 @@ struct LayerSpec {
   int64_t out_channels = 0;  // Conv2D
   int64_t kernel = 0;        // Conv2D: square kernel; MaxPool2D: window (= stride)
   int64_t padding = 0;       // Conv2D: zero padding on every side (stride is 1)
-  std::string name;          // parameter prefix, e.g. "conv1" or "fc2" (Dense and Conv2D only)
+  int64_t groups = 0;        // GroupNorm: channel groups (they must divide the channels)
+  std::string name;          // parameter prefix, e.g. "conv1", "fc2", "norm1" (layers with any)
   friend bool operator==(const LayerSpec&, const LayerSpec&) = default;
 };
 

@@ -12,8 +12,10 @@ two engines' float sums in a different order.
   A strategy derived for local SGD (scaffold, fednova) refuses Adam, naming both keys.
 - Layers: sigmoid, tanh and GELU (erf form) between the dense layers, and a conv2d model with
   avgpool2d and globalavgpool (PyTorch's AvgPool2d and AdaptiveAvgPool2d(1); conv weights moved
-  from OIHW to OHWI), trained by SGD: their forward and backward are PyTorch's (each step's
-  gradient flows through them).
+  from OIHW to OHWI), the same conv model with a groupnorm after the convolution
+  (nn.GroupNorm(2, 4)), and a dense model with a layernorm (nn.LayerNorm(32)), trained by SGD:
+  their forward and backward are PyTorch's (each step's gradient flows through them, and the
+  norms' gamma and beta train too).
 
 Skipped only where python3-torch is not installed (scripts/setup-deps installs it).
 """
@@ -69,28 +71,47 @@ class PyTorchParityTest(ProcessTest):
         tb.save_safetensors(self.init, tb.from_torch(model), {"producer": "pytorch_parity_test"})
         return model
 
-    def prepare_pooled(self):
-        """conv2d 4 (3x3, padding 1), relu, avgpool2d 2, globalavgpool, dense 10: the model file
-        and nn.Sequential(Conv2d, ReLU, AvgPool2d(2), AdaptiveAvgPool2d(1), Flatten, Linear),
-        whose tensors are named alike ("0", "5"); returns the torch model."""
+    def prepare_model(self, name, layers, model):
+        """Writes the model file (`layers`: its TOML entries) and `model`'s starting weights
+        (conv weights moved to OHWI); returns `model`."""
         import tributary as tb
-        x, _ = self.data()
-        self.assertEqual(x.shape[1:], (8, 8, 1))
-        torch.manual_seed(6)
-        model = torch.nn.Sequential(torch.nn.Conv2d(1, 4, 3, padding=1), torch.nn.ReLU(),
-                                    torch.nn.AvgPool2d(2), torch.nn.AdaptiveAvgPool2d(1),
-                                    torch.nn.Flatten(), torch.nn.Linear(4, 10))
-        self.model_file = self.path("pooled.toml")
+        self.model_file = self.path(f"{name}.toml")
         with open(self.model_file, "w") as f:
-            f.write('name = "pooled"\nlayers = [\n'
-                    '  { type = "conv2d", filters = 4, kernel = 3, padding = 1, name = "0" },\n'
-                    '  { type = "relu" },\n  { type = "avgpool2d", size = 2 },\n'
-                    '  { type = "globalavgpool" },\n'
-                    '  { type = "dense", units = 10, name = "5" },\n]\n')
-        self.init = self.path("init_pooled.safetensors")
+            f.write(f'name = "{name}"\nlayers = [\n' + "".join(f"  {l},\n" for l in layers) + "]\n")
+        self.init = self.path(f"init_{name}.safetensors")
         tb.save_safetensors(self.init, self.to_native(tb.from_torch(model)),
                             {"producer": "pytorch_parity_test"})
         return model
+
+    def prepare_pooled(self, group_norm=False):
+        """conv2d 4 (3x3, padding 1), [groupnorm 2,] relu, avgpool2d 2, globalavgpool, dense 10,
+        and the nn.Sequential of the same layers (AdaptiveAvgPool2d(1) and Flatten for the global
+        pooling), whose tensors are named alike."""
+        x, _ = self.data()
+        self.assertEqual(x.shape[1:], (8, 8, 1))
+        torch.manual_seed(6)
+        norm = [torch.nn.GroupNorm(2, 4)] if group_norm else []
+        model = torch.nn.Sequential(torch.nn.Conv2d(1, 4, 3, padding=1), *norm, torch.nn.ReLU(),
+                                    torch.nn.AvgPool2d(2), torch.nn.AdaptiveAvgPool2d(1),
+                                    torch.nn.Flatten(), torch.nn.Linear(4, 10))
+        last = len(model) - 1
+        layers = ['{ type = "conv2d", filters = 4, kernel = 3, padding = 1, name = "0" }',
+                  *(['{ type = "groupnorm", groups = 2, name = "1" }'] if group_norm else []),
+                  '{ type = "relu" }', '{ type = "avgpool2d", size = 2 }',
+                  '{ type = "globalavgpool" }', f'{{ type = "dense", units = 10, name = "{last}" }}']
+        return self.prepare_model("groupnorm" if group_norm else "pooled", layers, model)
+
+    def prepare_layernorm(self):
+        """flatten, dense 32, layernorm, relu, dense 10 and its nn.Sequential."""
+        x, _ = self.data()
+        torch.manual_seed(7)
+        model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(x[0].size, HIDDEN),
+                                    torch.nn.LayerNorm(HIDDEN), torch.nn.ReLU(),
+                                    torch.nn.Linear(HIDDEN, 10))
+        layers = ['{ type = "flatten" }', f'{{ type = "dense", units = {HIDDEN}, name = "1" }}',
+                  '{ type = "layernorm", name = "2" }', '{ type = "relu" }',
+                  '{ type = "dense", units = 10, name = "4" }']
+        return self.prepare_model("layernorm", layers, model)
 
     @staticmethod
     def to_native(params):
@@ -138,10 +159,15 @@ class PyTorchParityTest(ProcessTest):
 
     def check(self, name, activation, fit, make_optimizer):
         import tributary as tb
-        pooled = activation == "pooled"
-        model = self.prepare_pooled() if pooled else self.prepare(activation)
+        conv = activation in ("pooled", "groupnorm")
+        if conv:
+            model = self.prepare_pooled(group_norm=activation == "groupnorm")
+        elif activation == "layernorm":
+            model = self.prepare_layernorm()
+        else:
+            model = self.prepare(activation)
         got = self.run_native(fit)
-        want = self.torch_reference(model, make_optimizer, nchw=pooled)
+        want = self.torch_reference(model, make_optimizer, nchw=conv)
         init = tb.load_safetensors(self.init)[0]
         self.assertEqual(list(got), list(want))
         diff = max(float(abs(got[k] - want[k]).max()) for k in want)
@@ -174,6 +200,12 @@ class PyTorchParityTest(ProcessTest):
     def test_average_and_global_average_pooling_are_pytorchs(self):
         self.check("avgpool2d + globalavgpool", "pooled", ["lr = 0.5"],
                    lambda p: torch.optim.SGD(p, lr=0.5))
+
+    def test_group_norm_and_layer_norm_are_pytorchs(self):
+        self.check("conv2d + groupnorm", "groupnorm", ["lr = 0.5"],
+                   lambda p: torch.optim.SGD(p, lr=0.5))
+        self.check("dense + layernorm", "layernorm", ["lr = 0.2"],
+                   lambda p: torch.optim.SGD(p, lr=0.2))
 
     def test_a_strategy_derived_for_sgd_refuses_adam(self):
         self.prepare("relu")

@@ -6,6 +6,7 @@
 #include "tests/train/grad_check.h"
 #include "train/cpu/conv2d.h"
 #include "train/cpu/dense.h"
+#include "train/cpu/norm.h"
 #include "train/cpu/pointwise.h"
 #include "train/cpu/softmax_xent.h"
 
@@ -94,6 +95,25 @@ TEST(LayerGradTest, MaxPool) {
 TEST(LayerGradTest, ReLU) {
   ReLU r(11);
   CheckLayer(r, 3, 11, 11, 1e-3, 50);
+}
+
+TEST(LayerGradTest, GroupNormAndLayerNorm) {
+  // GroupNorm: 3x2 positions, 6 channels in 3 groups; LayerNorm over each position's 5 channels.
+  Norm group(NormGeometry{6, 6, 3, false}, 2);
+  CheckLayer(group, 2, 36, 36, 2e-3, 47);
+  Norm layer(NormGeometry{4, 5, 1, true}, 3);
+  CheckLayer(layer, 3, 20, 20, 2e-3, 48);
+  // By hand: LayerNorm of (1, 2, 3) with gamma 2 and beta 1 is 1 + 2 (x - 2) / sqrt(2/3 + eps).
+  Norm one(NormGeometry{1, 3, 1, true}, 1);
+  std::vector<float> p = {2.0f, 2.0f, 2.0f, 1.0f, 1.0f, 1.0f}, g(6);
+  one.Bind(p.data(), g.data());
+  const float x[3] = {1.0f, 2.0f, 3.0f};
+  float y[3];
+  one.Forward(x, y, 1);
+  const double r = 1.0 / std::sqrt(2.0 / 3.0 + 1e-5);
+  EXPECT_NEAR(y[0], 1.0 - 2.0 * r, 1e-6);
+  EXPECT_EQ(y[1], 1.0f);
+  EXPECT_NEAR(y[2], 1.0 + 2.0 * r, 1e-6);
 }
 
 TEST(LayerGradTest, AvgPoolAndGlobalAvgPool) {

@@ -196,7 +196,8 @@ TEST(ModelFileTest, EveryMistakeIsNamed) {
        "m.toml:3: layer 0 (ReLU): unknown key 'name' (a relu layer takes only its type)"},
       {"[[layers]]\nunits = 10\n",
        "m.toml:1: layer 0: missing key 'type' (dense, conv2d, "
-       "maxpool2d, avgpool2d, globalavgpool, relu, sigmoid, tanh, gelu or flatten)"},
+       "maxpool2d, avgpool2d, globalavgpool, groupnorm, layernorm, relu, sigmoid, tanh, gelu or "
+       "flatten)"},
       {"[[layers]]\ntype = \"gelu\"\nname = \"g\"\n" + dense,
        "m.toml:3: layer 0 (GELU): unknown key 'name' (a gelu layer takes only its type)"},
       {"[[layers]]\ntype = \"dropout\"\n", "m.toml:2: layer 0: unknown type 'dropout'"},
@@ -296,8 +297,13 @@ TEST(ModelFileTest, ToTomlReadsBackToTheSameSpec) {
   pooled.num_classes = 3;
   LayerSpec avg = Pool(2);
   avg.kind = LayerKind::kAvgPool2D;
-  pooled.layers = {Conv(4, 3, 1, "c"), avg, Simple(LayerKind::kGlobalAvgPool), Dense(3, "d")};
-  ASSERT_EQ(LayerOutputShapes(pooled)->at(2), (Shape3{1, 1, 4}));
+  LayerSpec group = Simple(LayerKind::kGroupNorm), layer = Simple(LayerKind::kLayerNorm);
+  group.groups = 2;
+  group.name = "gn";
+  layer.name = "ln";
+  pooled.layers = {Conv(4, 3, 1, "c"), group, avg, Simple(LayerKind::kGlobalAvgPool), layer,
+                   Dense(3, "d")};
+  ASSERT_EQ(LayerOutputShapes(pooled)->at(3), (Shape3{1, 1, 4}));
   specs.push_back(pooled);
   for (const ModelSpec& spec : specs) {
     const std::string text = ModelSpecToToml(spec);

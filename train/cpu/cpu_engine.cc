@@ -7,6 +7,7 @@
 #include "train/cpu/conv2d.h"
 #include "train/cpu/dense.h"
 #include "train/cpu/gemm.h"
+#include "train/cpu/norm.h"
 #include "train/cpu/pointwise.h"
 #include "train/cpu/softmax_xent.h"
 #include "train/sgd.h"
@@ -81,6 +82,13 @@ Status CpuEngine::BuildReplica(Replica* r, int64_t shard_max, float* grads) {
         break;
       case LayerKind::kReLU:
         layer = std::make_unique<ReLU>(in.numel());
+        break;
+      case LayerKind::kGroupNorm:
+      case LayerKind::kLayerNorm:
+        layer = std::make_unique<Norm>(
+            NormGeometry{in.h * in.w, in.c, l.kind == LayerKind::kGroupNorm ? l.groups : 1,
+                         l.kind == LayerKind::kLayerNorm},
+            shard_max);
         break;
       case LayerKind::kAvgPool2D:
         layer = std::make_unique<AvgPool2D>(in.h, in.w, in.c, l.kernel, l.kernel);

@@ -2,6 +2,7 @@
 
 #include "train/cuda/conv2d.h"
 #include "train/cuda/dense.h"
+#include "train/cuda/norm.h"
 #include "train/cuda/pointwise.h"
 
 namespace tributary::cuda {
@@ -32,6 +33,13 @@ Result<std::unique_ptr<CudaLayer>> MakeCudaLayer(const LayerSpec& spec, const Sh
     }
     case LayerKind::kReLU:
       return std::unique_ptr<CudaLayer>(std::make_unique<ReLU>(in.numel(), ctx));
+    case LayerKind::kGroupNorm:
+    case LayerKind::kLayerNorm: {
+      const NormGeometry g{in.h * in.w, in.c, spec.kind == LayerKind::kGroupNorm ? spec.groups : 1,
+                           spec.kind == LayerKind::kLayerNorm};
+      TRIB_ASSIGN_OR_RETURN(auto layer, Norm::Create(g, max_batch, ctx));
+      return std::unique_ptr<CudaLayer>(std::move(layer));
+    }
     case LayerKind::kAvgPool2D:
       return std::unique_ptr<CudaLayer>(
           std::make_unique<AvgPool2D>(AvgPoolGeometry{in.h, in.w, in.c, spec.kernel, spec.kernel,

@@ -11,6 +11,8 @@
 
 #include <cstdint>
 
+#include "train/norm_math.h"
+
 namespace tributary::cuda {
 
 // gather.cu: x[i] = images[idx[i]] (sample_size floats each), y[i] = labels[idx[i]].
@@ -61,6 +63,16 @@ cudaError_t LaunchAvgPoolForward(const float* in, int64_t n, const AvgPoolGeomet
                                  cudaStream_t stream);
 cudaError_t LaunchAvgPoolBackward(const float* grad_out, int64_t n, const AvgPoolGeometry& g,
                                   float* grad_in, cudaStream_t stream);
+
+// norm.cu: GroupNorm and LayerNorm (train/norm_math.h). The forward writes each (sample, set)'s
+// mean and 1/std; the backward overwrites dgamma and dbeta ([c] each) and, unless grad_in is null,
+// the input gradient.
+cudaError_t LaunchNormForward(const NormGeometry& g, const float* in, int64_t n, const float* gamma,
+                              const float* beta, float* out, float* mean, float* rstd,
+                              cudaStream_t stream);
+cudaError_t LaunchNormBackward(const NormGeometry& g, const float* in, const float* grad_out,
+                               int64_t n, const float* gamma, const float* mean, const float* rstd,
+                               float* dgamma, float* dbeta, float* grad_in, cudaStream_t stream);
 
 // activations.cu: sigmoid, tanh, GELU elementwise (train/activation_math.h); the backward reads
 // the input and the output: grad_in = grad_out * slope(in, out).

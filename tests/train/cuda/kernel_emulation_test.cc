@@ -10,6 +10,7 @@
 
 #include "core/rng.h"
 #include "train/cpu/conv2d.h"
+#include "train/cpu/norm.h"
 #include "train/cpu/pointwise.h"
 #include "train/cpu/softmax_xent.h"
 #include "train/sgd.h"
@@ -24,6 +25,7 @@
 #include "train/cuda/relu.cu"
 #include "train/cuda/activations.cu"
 #include "train/cuda/avgpool.cu"
+#include "train/cuda/norm.cu"
 #include "train/cuda/bias.cu"
 #include "train/cuda/softmax_xent.cu"
 #include "train/cuda/sgd.cu"
@@ -174,6 +176,32 @@ TEST(KernelEmulationTest, ReluMatchesCpu) {
   ASSERT_EQ(LaunchReluBackward(y.data(), dy.data(), dx.data(), n * size, kStream), cudaSuccess);
   EXPECT_EQ(y, want_y);
   EXPECT_EQ(dx, want_dx);
+}
+
+TEST(KernelEmulationTest, GroupNormAndLayerNormMatchCpu) {
+  for (const NormGeometry& g : {NormGeometry{6, 8, 4, false}, NormGeometry{5, 7, 1, true}}) {
+    SCOPED_TRACE(g.per_position ? "layernorm" : "groupnorm");
+    const int64_t n = 3, size = g.positions * g.c;
+    cpu::Norm ref(g, n);
+    std::vector<float> params = Random(static_cast<size_t>(2 * g.c), 26), want_grads(params.size());
+    ref.Bind(params.data(), want_grads.data());
+    const auto x = Random(static_cast<size_t>(n * size), 27);
+    const auto dy = Random(x.size(), 28);
+    std::vector<float> want_y(x.size()), want_dx(x.size()), y(x.size()), dx(x.size());
+    ref.Forward(x.data(), want_y.data(), n);
+    ref.Backward(x.data(), want_y.data(), dy.data(), want_dx.data(), n);
+    std::vector<float> mean(static_cast<size_t>(n * g.sets())), rstd(mean.size()),
+        grads(params.size());
+    ASSERT_EQ(LaunchNormForward(g, x.data(), n, params.data(), params.data() + g.c, y.data(),
+                                mean.data(), rstd.data(), kStream),
+              cudaSuccess);
+    ASSERT_EQ(LaunchNormBackward(g, x.data(), dy.data(), n, params.data(), mean.data(), rstd.data(),
+                                 grads.data(), grads.data() + g.c, dx.data(), kStream),
+              cudaSuccess);
+    EXPECT_EQ(y, want_y);  // one arithmetic (train/norm_math.h), the same bits
+    EXPECT_EQ(dx, want_dx);
+    EXPECT_EQ(grads, want_grads);
+  }
 }
 
 TEST(KernelEmulationTest, AvgPoolMatchesCpu) {
