@@ -154,6 +154,23 @@ void CopyOut(const std::string& text, char* buffer, size_t size) {
   buffer[n] = '\0';
 }
 
+// Runs `body` (the call's Status) for an entry point that reports into the caller's buffer: the
+// message ("" on success) goes to `error`, the code is returned, and no exception crosses the C
+// boundary.
+template <class F>
+int Reported(char* error, size_t error_size, F&& body) {
+  Status s;
+  try {
+    s = body();
+  } catch (const std::exception& e) {
+    s = Status::Internal(std::string("unexpected exception: ") + e.what());
+  } catch (...) {
+    s = Status::Internal("unexpected exception");
+  }
+  CopyOut(s.ok() ? std::string() : s.ToString(), error, error_size);
+  return static_cast<int>(s.code());
+}
+
 static_assert(TRIBUTARY_LOG_TRACE == static_cast<int>(LogLevel::kTrace) &&
               TRIBUTARY_LOG_DEBUG == static_cast<int>(LogLevel::kDebug) &&
               TRIBUTARY_LOG_INFO == static_cast<int>(LogLevel::kInfo) &&
@@ -359,52 +376,43 @@ int tributary_client_predict(tributary_client* c, const float* inputs, size_t in
                              int64_t count, float* outputs, size_t outputs_len, char* error,
                              size_t error_size) {
   using namespace tributary;
-  auto fail = [&](const Status& s) {
-    CopyOut(s.ToString(), error, error_size);
-    return static_cast<int>(s.code());
-  };
-  try {
-    if (!c) return fail(Status::InvalidArgument("tributary_client_predict: client is NULL"));
+  return Reported(error, error_size, [&]() -> Status {
+    if (!c) return Status::InvalidArgument("tributary_client_predict: client is NULL");
     if (!c->has_predict)
-      return fail(Status::Unimplemented(
+      return Status::Unimplemented(
           "tributary_client_predict: this client has no predict callback (set "
           "tributary_client_options.predict and predict_output_size before "
-          "tributary_client_create)"));
+          "tributary_client_create)");
     if (count < 1)
-      return fail(Status::InvalidArgument("tributary_client_predict: count must be >= 1, got " +
-                                          std::to_string(count)));
+      return Status::InvalidArgument("tributary_client_predict: count must be >= 1, got " +
+                                     std::to_string(count));
     const auto n = static_cast<uint64_t>(count);
     if (!inputs || inputs_len == 0 || inputs_len % n != 0)
-      return fail(Status::InvalidArgument(
+      return Status::InvalidArgument(
           "tributary_client_predict: inputs must hold count samples of the same size: inputs_len " +
           std::to_string(inputs_len) + (inputs ? "" : " (inputs is NULL)") + " for count " +
-          std::to_string(count)));
+          std::to_string(count));
     const uint64_t k = c->predict_output_size;
     if (n > SIZE_MAX / k)
-      return fail(Status::InvalidArgument("tributary_client_predict: count " +
-                                          std::to_string(count) + " times predict_output_size " +
-                                          std::to_string(k) + " overflows"));
+      return Status::InvalidArgument("tributary_client_predict: count " + std::to_string(count) +
+                                     " times predict_output_size " + std::to_string(k) +
+                                     " overflows");
     const uint64_t needed = n * k;
     if (!outputs || outputs_len < needed)
-      return fail(Status::InvalidArgument(
+      return Status::InvalidArgument(
           "tributary_client_predict: outputs_len " + std::to_string(outputs_len) +
           (outputs ? "" : " (outputs is NULL)") + " is too small: " + std::to_string(count) +
           " samples of predict_output_size " + std::to_string(k) + " need " +
-          std::to_string(needed) + " floats"));
+          std::to_string(needed) + " floats");
     Result<std::vector<float>> r = c->client->predict({inputs, inputs_len}, count);
-    if (!r.ok()) return fail(r.status());
+    if (!r.ok()) return r.status();
     if (r->size() != needed)
-      return fail(Status::Internal("tributary_client_predict: the predict callback produced " +
-                                   std::to_string(r->size()) + " values, expected " +
-                                   std::to_string(needed)));
+      return Status::Internal("tributary_client_predict: the predict callback produced " +
+                              std::to_string(r->size()) + " values, expected " +
+                              std::to_string(needed));
     std::copy(r->begin(), r->end(), outputs);
-    CopyOut("", error, error_size);
-    return TRIBUTARY_OK;
-  } catch (const std::exception& e) {
-    return fail(Status::Internal(std::string("unexpected exception: ") + e.what()));
-  } catch (...) {
-    return fail(Status::Internal("unexpected exception"));
-  }
+    return Status::Ok();
+  });
 }
 
 int tributary_client_global_model(const tributary_client* c, uint64_t* round,
@@ -434,56 +442,47 @@ int tributary_split_exchange_batch(tributary_split_exchange* exchange, const flo
                                    float* gradient, size_t gradient_len, double* loss_sum,
                                    int64_t* correct, char* error, size_t error_size) {
   using namespace tributary;
-  auto fail = [&](const Status& s) {
-    CopyOut(s.ToString(), error, error_size);
-    return static_cast<int>(s.code());
-  };
-  try {
+  return Reported(error, error_size, [&]() -> Status {
     if (!exchange)
-      return fail(Status::InvalidArgument("tributary_split_exchange_batch: exchange is NULL"));
+      return Status::InvalidArgument("tributary_split_exchange_batch: exchange is NULL");
     SplitExchange* server = exchange->server.load(std::memory_order_acquire);
     if (!server)
-      return fail(Status::FailedPrecondition(
+      return Status::FailedPrecondition(
           "tributary_split_exchange_batch: this exchange is no longer valid (use it only during "
-          "the fit_split call it was given to)"));
+          "the fit_split call it was given to)");
     if (std::this_thread::get_id() != exchange->thread)
-      return fail(Status::FailedPrecondition(
+      return Status::FailedPrecondition(
           "tributary_split_exchange_batch: called from another thread than fit_split's (the "
-          "exchange carries one batch at a time, from the thread that runs fit_split)"));
+          "exchange carries one batch at a time, from the thread that runs fit_split)");
     if (count == 0 || !labels)
-      return fail(Status::InvalidArgument(
+      return Status::InvalidArgument(
           "tributary_split_exchange_batch: count must be >= 1 with labels given, got count " +
-          std::to_string(count) + (labels ? "" : " (labels is NULL)")));
+          std::to_string(count) + (labels ? "" : " (labels is NULL)"));
     if (!activations || activations_len == 0 || activations_len % count != 0)
-      return fail(Status::InvalidArgument(
+      return Status::InvalidArgument(
           "tributary_split_exchange_batch: activations must hold count samples of the same "
           "size: activations_len " +
           std::to_string(activations_len) + (activations ? "" : " (activations is NULL)") +
-          " for count " + std::to_string(count)));
+          " for count " + std::to_string(count));
     if (!gradient || gradient_len < activations_len)
-      return fail(Status::InvalidArgument(
+      return Status::InvalidArgument(
           "tributary_split_exchange_batch: gradient_len " + std::to_string(gradient_len) +
           (gradient ? "" : " (gradient is NULL)") + " is too small: the gradient has " +
-          std::to_string(activations_len) + " values, one per activation"));
+          std::to_string(activations_len) + " values, one per activation");
     Result<CutGradient> g = server->Exchange({activations, activations_len}, {labels, count});
     if (!g.ok()) {
       if (!exchange->failure) exchange->failure = g.status();
-      return fail(g.status());
+      return g.status();
     }
     if (g->gradient.size() != activations_len)
-      return fail(Status::Internal("tributary_split_exchange_batch: the gradient has " +
-                                   std::to_string(g->gradient.size()) + " values for " +
-                                   std::to_string(activations_len) + " activations"));
+      return Status::Internal("tributary_split_exchange_batch: the gradient has " +
+                              std::to_string(g->gradient.size()) + " values for " +
+                              std::to_string(activations_len) + " activations");
     std::copy(g->gradient.begin(), g->gradient.end(), gradient);
     if (loss_sum) *loss_sum = g->loss_sum;
     if (correct) *correct = g->correct;
-    CopyOut("", error, error_size);
-    return TRIBUTARY_OK;
-  } catch (const std::exception& e) {
-    return fail(Status::Internal(std::string("unexpected exception: ") + e.what()));
-  } catch (...) {
-    return fail(Status::Internal("unexpected exception"));
-  }
+    return Status::Ok();
+  });
 }
 
 int tributary_set_log_handler(int level, tributary_log_fn fn, void* user_data) {

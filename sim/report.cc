@@ -402,21 +402,14 @@ Status WriteReport(const std::string& dir, const SimConfig& config, const SimRes
   if (config.run.round.split.enabled()) {
     // Split learning: per batch each way (activations up, gradients down), and the server part's
     // compute per round (report.html's totals table shows them too).
-    uint64_t batches = 0, up = 0, down = 0;
-    double server_seconds = 0.0;
-    for (const SimRound& r : result.rounds) {
-      batches += r.split_batches;
-      up += r.split_bytes_up;
-      down += r.split_bytes_down;
-      server_seconds += r.split_server_seconds;
-    }
-    const double per = static_cast<double>(std::max<uint64_t>(1, batches));
+    const SimRound sum = result.SplitTotals();
+    const double per = static_cast<double>(std::max<uint64_t>(1, sum.split_batches));
     totals["split_mode"] = config.run.round.split.mode;
-    totals["split_batches"] = batches;
-    totals["split_bytes_up_per_batch"] = static_cast<double>(up) / per;
-    totals["split_bytes_down_per_batch"] = static_cast<double>(down) / per;
+    totals["split_batches"] = sum.split_batches;
+    totals["split_bytes_up_per_batch"] = static_cast<double>(sum.split_bytes_up) / per;
+    totals["split_bytes_down_per_batch"] = static_cast<double>(sum.split_bytes_down) / per;
     totals["split_server_seconds_per_round"] =
-        server_seconds / static_cast<double>(std::max<size_t>(1, result.rounds.size()));
+        sum.split_server_seconds / static_cast<double>(std::max<size_t>(1, result.rounds.size()));
   }
   if (config.run.round.dp.enabled) {
     const DpConfig dp = config.EffectiveRun().round.dp;

@@ -117,21 +117,15 @@ Status FinishSimRun(const SimConfig& cfg, const SimResult& result, nlohmann::jso
         1000 * sum.aggregator_seconds / rounds, 1000 * sum.coordinator_update_seconds / rounds);
   }
   if (cfg.run.round.split.enabled() && !result.rounds.empty()) {
-    uint64_t batches = 0, up = 0, down = 0;
-    double server_seconds = 0.0;
-    for (const SimRound& r : result.rounds) {
-      batches += r.split_batches;
-      up += r.split_bytes_up;
-      down += r.split_bytes_down;
-      server_seconds += r.split_server_seconds;
-    }
+    const SimRound sum = result.SplitTotals();
     const double rounds = static_cast<double>(result.rounds.size());
     std::printf(
         "split learning (%s): per round %.0f batches, %s of activations up and %s of gradients "
         "down (in the bytes above), %.1f ms of server-part compute\n",
-        cfg.run.round.split.mode.c_str(), static_cast<double>(batches) / rounds,
-        FormatBytes(static_cast<double>(up) / rounds).c_str(),
-        FormatBytes(static_cast<double>(down) / rounds).c_str(), 1000 * server_seconds / rounds);
+        cfg.run.round.split.mode.c_str(), static_cast<double>(sum.split_batches) / rounds,
+        FormatBytes(static_cast<double>(sum.split_bytes_up) / rounds).c_str(),
+        FormatBytes(static_cast<double>(sum.split_bytes_down) / rounds).c_str(),
+        1000 * sum.split_server_seconds / rounds);
   }
   if (cfg.run.round.secagg.enabled && !result.rounds.empty()) {
     const SimRound sum = result.SecAggTotals();

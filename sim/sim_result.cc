@@ -61,6 +61,17 @@ SimRound SimResult::SecAggTotals() const {
   return sum;
 }
 
+SimRound SimResult::SplitTotals() const {
+  SimRound sum;
+  for (const SimRound& r : rounds) {
+    sum.split_batches += r.split_batches;
+    sum.split_bytes_up += r.split_bytes_up;
+    sum.split_bytes_down += r.split_bytes_down;
+    sum.split_server_seconds += r.split_server_seconds;
+  }
+  return sum;
+}
+
 SimRound SimResult::TierTotals() const {
   SimRound sum;
   for (const SimRound& r : rounds) {

@@ -113,6 +113,8 @@ struct SimResult {
   SimRound SecAggTotals() const;
   // coordinator_update_seconds and the tier's counts summed over the rounds.
   SimRound TierTotals() const;
+  // Split learning's fields (split_*) summed over every round; the rest left at zero.
+  SimRound SplitTotals() const;
 };
 
 }  // namespace tributary

@@ -7,8 +7,8 @@
 #include <limits>
 
 #include "core/check.h"
+#include "train/cuda/adam_params.h"
 #include "train/cuda/cuda_api.h"
-#include "train/sgd.h"
 #include "train/split_checks.h"
 
 namespace tributary {
@@ -216,17 +216,7 @@ Status CudaEngine::ApplySgd(const SgdConfig& cfg) {
       CUDA_CHECK(
           cudaMemsetAsync(second_moment_.data(), 0, num_params_ * sizeof(float), ctx_->stream()));
     }
-    const bool decoupled = cfg.optimizer == OptimizerKind::kAdamW;
-    const AdamFactors f = AdamFactorsAt(cfg, ++adam_step_);
-    const AdamParams p{cfg.lr,
-                       cfg.proximal_mu,
-                       cfg.beta1,
-                       cfg.beta2,
-                       cfg.eps,
-                       decoupled ? 0.0f : cfg.weight_decay,
-                       decoupled ? 1.0f - cfg.lr * cfg.weight_decay : 1.0f,
-                       f.step_size,
-                       f.bc2_sqrt};
+    const AdamParams p = AdamParamsAt(cfg, ++adam_step_);
     CUDA_CHECK(LaunchAdamUpdate(params_.data(), grads_.data(), velocity_.data(),
                                 second_moment_.data(), anchor_.data(), corr, n, p, ctx_->stream()));
     return Status::Ok();

@@ -8,6 +8,7 @@
 #include "train/cpu/dense.h"
 #include "train/cpu/pointwise.h"
 #include "train/cpu/softmax_xent.h"
+#include "train/cuda/adam_params.h"
 #include "train/cuda/conv2d.h"
 #include "train/cuda/dense.h"
 #include "train/cuda/device_buffer.h"
@@ -251,17 +252,7 @@ TEST_F(CudaSgdTest, AdamAndAdamWMatchCpu) {
       const auto grad = RandomVector(n, 80 + static_cast<uint64_t>(step));
       AdamUpdate(w.data(), grad.data(), m.data(), v.data(), nullptr, n, cfg, step);
       ASSERT_TRUE(dg.Upload(grad, ctx_->stream()).ok());
-      const bool decoupled = kind == OptimizerKind::kAdamW;
-      const AdamFactors f = AdamFactorsAt(cfg, step);
-      const AdamParams p{cfg.lr,
-                         0.0f,
-                         cfg.beta1,
-                         cfg.beta2,
-                         cfg.eps,
-                         decoupled ? 0.0f : cfg.weight_decay,
-                         decoupled ? 1.0f - cfg.lr * cfg.weight_decay : 1.0f,
-                         f.step_size,
-                         f.bc2_sqrt};
+      const AdamParams p = AdamParamsAt(cfg, step);
       ASSERT_EQ(LaunchAdamUpdate(dw.data(), dg.data(), dm.data(), dv.data(), nullptr, nullptr,
                                  static_cast<int64_t>(n), p, ctx_->stream()),
                 cudaSuccess);

@@ -29,6 +29,7 @@
 #include "train/cuda/bias.cu"
 #include "train/cuda/softmax_xent.cu"
 #include "train/cuda/sgd.cu"
+#include "train/cuda/adam_params.h"
 // clang-format on
 
 namespace tributary::cuda {
@@ -332,17 +333,7 @@ TEST(KernelEmulationTest, AdamMatchesCpuInEveryConfiguration) {
       for (int64_t step = 1; step <= 3; ++step) {
         const auto grad = Random(n, 40 + static_cast<uint64_t>(step));
         AdamUpdate(w.data(), grad.data(), m.data(), v.data(), anchor.data(), n, cfg, step, corr);
-        const bool decoupled = cfg.optimizer == OptimizerKind::kAdamW;
-        const AdamFactors f = AdamFactorsAt(cfg, step);
-        const AdamParams p{cfg.lr,
-                           cfg.proximal_mu,
-                           cfg.beta1,
-                           cfg.beta2,
-                           cfg.eps,
-                           decoupled ? 0.0f : cfg.weight_decay,
-                           decoupled ? 1.0f - cfg.lr * cfg.weight_decay : 1.0f,
-                           f.step_size,
-                           f.bc2_sqrt};
+        const AdamParams p = AdamParamsAt(cfg, step);
         ASSERT_EQ(LaunchAdamUpdate(w2.data(), grad.data(), m2.data(), v2.data(), anchor.data(),
                                    corr, static_cast<int64_t>(n), p, kStream),
                   cudaSuccess);
