@@ -49,6 +49,23 @@ TEST(TrainCliTest, TrainsAModelFile) {
   EXPECT_NE(out.find("final test accuracy"), std::string::npos) << out;
 }
 
+// Adam with the program's SGD momentum default trains (momentum 0); another momentum is refused.
+TEST(TrainCliTest, AdamLeavesSgdsMomentumDefaultAlone) {
+  std::vector<std::string> args = kSynthetic28;
+  args.insert(args.end(), {"--set", "run.model=" + SourceDir() + "/examples/models/logreg.toml",
+                           "--set", "fit.optimizer=adam", "--lr", "0.01"});
+  auto [code, out] = RunTrain(args);
+  ASSERT_EQ(code, 0) << out;
+  EXPECT_NE(out.find("optimizer adam, lr 0.01 (x1 per epoch), momentum 0,"), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("final test accuracy"), std::string::npos) << out;
+  args.insert(args.end(), {"--momentum", "0.5"});
+  std::tie(code, out) = RunTrain(args);
+  EXPECT_NE(code, 0) << out;
+  EXPECT_NE(out.find("key 'fit.momentum' = 0.5 applies to fit.optimizer 'sgd'"), std::string::npos)
+      << out;
+}
+
 TEST(TrainCliTest, PrintModelWritesAModelFileThatReadsBack) {
   auto [code, out] = RunTrain({"--model", "lenet", "--print-model"});
   ASSERT_EQ(code, 0) << out;

@@ -40,7 +40,7 @@ namespace {
 struct TrainConfig {
   TrainConfig() {
     fit.epochs = 10;
-    fit.momentum = 0.9f;
+    fit.momentum = 0.9f;  // with fit.optimizer = sgd only (main() clears it for adam)
   }
   std::string log_level = "info";
   std::string model = "mlp";
@@ -123,10 +123,10 @@ Status Run(const TrainConfig& o) {
       static_cast<long long>(data.train->size()), static_cast<long long>(data.test->size()),
       source.c_str(), std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   std::printf(
-      "settings: epochs %d, batch %d, lr %g (x%g per epoch), momentum %g, weight decay %g, seed "
-      "%llu, device %s, %d CPU thread(s) (GEMM: %s)\n",
-      o.fit.epochs, o.fit.batch_size, static_cast<double>(o.fit.lr), o.lr_decay,
-      static_cast<double>(o.fit.momentum), static_cast<double>(o.fit.weight_decay),
+      "settings: epochs %d, batch %d, optimizer %s, lr %g (x%g per epoch), momentum %g, weight "
+      "decay %g, seed %llu, device %s, %d CPU thread(s) (GEMM: %s)\n",
+      o.fit.epochs, o.fit.batch_size, o.fit.optimizer.c_str(), static_cast<double>(o.fit.lr),
+      o.lr_decay, static_cast<double>(o.fit.momentum), static_cast<double>(o.fit.weight_decay),
       static_cast<unsigned long long>(o.init_seed), o.device.c_str(), threads, cpu::GemmPath());
   std::fflush(stdout);
 
@@ -190,6 +190,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "tributary-train: %s\n", s.ToString().c_str());
     return 2;
   }
+  // This program's momentum default (0.9) is SGD's: Adam's momentum is fit.beta1, so with Adam and
+  // momentum left at its default, momentum is 0 (another momentum with Adam is refused by name).
+  if (o.fit.optimizer != "sgd" && schema.IsDefault("fit.momentum")) o.fit.momentum = 0.0f;
   if (print_model) {
     tributary::Result<tributary::ModelSpec> spec = tributary::ResolveModel(o);
     if (!spec.ok()) {
