@@ -12,6 +12,7 @@
 #include "train/cuda/cuda_api.h"
 #include "train/cuda/cuda_engine.h"
 #include "train/device.h"
+#include "train/model_file.h"
 #include "train/model_split.h"
 #include "train/native_trainer.h"
 
@@ -52,6 +53,48 @@ TEST_P(CudaModelTest, GradientsMatchCpuEngine) {
   EXPECT_NEAR(got->loss_sum, want.loss_sum, 1e-4 * want.loss_sum);
   EXPECT_EQ(got->correct, want.correct);
   EXPECT_EQ(got->count, 32);
+  std::vector<float> grads;
+  ASSERT_TRUE(gpu->DownloadGradients(&grads).ok());
+  const std::vector<float> want_grads(cpu->grads().begin(), cpu->grads().end());
+  EXPECT_LE(Nmse(grads, want_grads), kNmseTolerance);
+}
+
+// Every layer type the zoo does not use (the smooth activations, average pooling, GroupNorm and
+// LayerNorm), in one model: the CUDA engine's loss and gradients are the CPU engine's.
+using CudaLayersTest = CudaTest;
+
+TEST_F(CudaLayersTest, EveryOtherLayerTypeMatchesTheCpuEngine) {
+  const char* text = R"(name = "every_layer"
+layers = [
+  { type = "conv2d", filters = 8, kernel = 3, padding = 1 },
+  { type = "groupnorm", groups = 4 },
+  { type = "gelu" },
+  { type = "avgpool2d", size = 2 },
+  { type = "conv2d", filters = 6, kernel = 3 },
+  { type = "layernorm" },
+  { type = "tanh" },
+  { type = "globalavgpool" },
+  { type = "dense", units = 16 },
+  { type = "sigmoid" },
+  { type = "dense" },
+]
+)";
+  Result<ModelSpec> parsed = ParseModelToml(text, "every_layer.toml", {28, 28, 1}, 10);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  const ModelSpec spec = *parsed;
+  const ModelWeights w = *InitWeights(spec, 6);
+  const Dataset data = Synthetic(40, 4);
+  std::vector<uint32_t> batch(32);
+  std::iota(batch.begin(), batch.end(), 2u);
+  auto cpu = *cpu::CpuEngine::Create(spec, 32);
+  ASSERT_TRUE(cpu->LoadWeights(w).ok());
+  const StepStats want = cpu->ComputeGradients(data, batch);
+  auto gpu = MakeEngine(spec, 32);
+  ASSERT_NE(gpu, nullptr);
+  ASSERT_TRUE(gpu->LoadWeights(w).ok());
+  auto got = gpu->ComputeGradients(data, batch);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_NEAR(got->loss_sum, want.loss_sum, 1e-4 * want.loss_sum);
   std::vector<float> grads;
   ASSERT_TRUE(gpu->DownloadGradients(&grads).ok());
   const std::vector<float> want_grads(cpu->grads().begin(), cpu->grads().end());
