@@ -20,6 +20,9 @@ void BindFitConfig(ConfigSchema& s, FitConfig* f) {
   s.Bind("fit.beta1", &f->beta1, "Adam's first-moment decay, in [0, 1)");
   s.Bind("fit.beta2", &f->beta2, "Adam's second-moment decay, in [0, 1)");
   s.Bind("fit.eps", &f->eps, "Adam's denominator term, > 0");
+  s.Bind("fit.optimizer_state", &f->optimizer_state,
+         "reset: the optimizer's state starts from zero every round; keep: each client carries it "
+         "from round to round");
 }
 
 Status ValidateFitConfig(const FitConfig& f) {
@@ -46,6 +49,8 @@ Status ValidateFitConfig(const FitConfig& f) {
   if (!(f.beta1 >= 0.0f && f.beta1 < 1.0f)) return bad("fit.beta1", f.beta1, "in [0, 1)");
   if (!(f.beta2 >= 0.0f && f.beta2 < 1.0f)) return bad("fit.beta2", f.beta2, "in [0, 1)");
   if (!(f.eps > 0.0f) || !std::isfinite(f.eps)) return bad("fit.eps", f.eps, "> 0");
+  if (f.optimizer_state != "reset" && f.optimizer_state != "keep")
+    return bad("fit.optimizer_state", "'" + f.optimizer_state + "'", "'reset' or 'keep'");
   return Status::Ok();
 }
 

@@ -2,7 +2,7 @@
 // training (the coordinator sends it to clients; the simulator runs it in-process).
 //
 //   fit.epochs, fit.batch_size, fit.lr, fit.momentum, fit.weight_decay, fit.proximal_mu,
-//   fit.max_steps, fit.optimizer, fit.beta1, fit.beta2, fit.eps
+//   fit.max_steps, fit.optimizer, fit.beta1, fit.beta2, fit.eps, fit.optimizer_state
 //
 // fit.seed is not a key: the round engine derives it per client and round.
 #pragma once

@@ -145,12 +145,14 @@ struct ModelPayload {
 
 // tributary::FitConfig (trainer.h) travels as it is: epochs i32, batch_size i32, lr f32, momentum
 // f32, weight_decay f32, proximal_mu f32, max_steps i64, seed u64 (cereal's fixed-width binary),
-// and since protocol version 8 the optimizer's name (capped) and beta1, beta2, eps f32.
+// and since protocol version 8 the optimizer's name (capped), beta1, beta2, eps f32 and
+// optimizer_state (capped).
 static_assert(sizeof(int) == 4, "FitConfig's int fields are 32-bit on the wire");
 template <class Ar>
 void serialize(Ar& ar, FitConfig& c) {
   ar(c.epochs, c.batch_size, c.lr, c.momentum, c.weight_decay, c.proximal_mu, c.max_steps, c.seed,
-     wire::Capped("fit.optimizer", c.optimizer, kMaxNameBytes), c.beta1, c.beta2, c.eps);
+     wire::Capped("fit.optimizer", c.optimizer, kMaxNameBytes), c.beta1, c.beta2, c.eps,
+     wire::Capped("fit.optimizer_state", c.optimizer_state, kMaxNameBytes));
 }
 
 // How the client must encode its update, e.g. "topk(0.01)+q8+zstd"; compression/ parses it.

@@ -56,8 +56,10 @@ class Engine {
   virtual int64_t max_batch() const = 0;
 
   // Copies weights in (layout must match the spec), clears the momentum and the correction, and
-  // makes these weights the proximal anchor w_anchor.
+  // makes these weights the proximal anchor w_anchor. With KeepOptimizerState(true) the
+  // optimizer's state (momentum, Adam's moments and step count) is left as it was instead.
   virtual Status LoadWeights(const ModelWeights& weights) = 0;
+  virtual void KeepOptimizerState(bool keep) = 0;
   // SCAFFOLD's drift correction c - c_i (one value per parameter, layout order): every TrainStep
   // after this one ends with w -= lr * correction, outside the momentum (the form of NIID-Bench's
   // and Flower's SCAFFOLD clients). An empty span clears it. InvalidArgument when the size is not

@@ -64,7 +64,14 @@ Status NativeTrainer::PrepareFit(const ModelWeights& global, const FitConfig& cf
     return Status::InvalidArgument("fit: global weights do not match the layout of model " +
                                    spec_.name);
   *batch = std::min<int64_t>(cfg.batch_size, train_->size());
+  if (cfg.optimizer_state != "reset" && cfg.optimizer_state != "keep")
+    return Status::InvalidArgument("fit: optimizer_state must be 'reset' or 'keep', not '" +
+                                   cfg.optimizer_state + "'");
   TRIB_RETURN_IF_ERROR(EnsureEngine(*batch));
+  // "keep": the engine's optimizer state carries over from the last fit (a new engine, made for
+  // a larger batch, starts from zero).
+  keep_optimizer_state_ = cfg.optimizer_state == "keep";
+  engine_->KeepOptimizerState(keep_optimizer_state_);
   TRIB_RETURN_IF_ERROR(engine_->LoadWeights(global));
   return engine_->SetCorrection(cfg.correction).WithContext("fit");
 }
@@ -181,7 +188,11 @@ Result<EvalResult> NativeTrainer::evaluate(const ModelWeights& weights, const Ev
   if (cfg.batch_size < 1) return Status::InvalidArgument("evaluate: batch_size must be >= 1");
   const int64_t n =
       cfg.max_examples > 0 ? std::min(cfg.max_examples, eval_->size()) : eval_->size();
-  TRIB_RETURN_IF_ERROR(EnsureEngine(std::min<int64_t>(cfg.batch_size, n)));
+  int64_t want = std::min<int64_t>(cfg.batch_size, n);
+  // With the optimizer's state kept between fits, evaluate in the batches the training engine
+  // holds rather than make a larger engine (whose optimizer state would start from zero).
+  if (keep_optimizer_state_ && engine_) want = std::min<int64_t>(want, engine_->max_batch());
+  TRIB_RETURN_IF_ERROR(EnsureEngine(want));
   TRIB_RETURN_IF_ERROR(engine_->LoadWeights(weights));
   const int64_t batch = std::min<int64_t>(engine_->max_batch(), cfg.batch_size);
   std::vector<uint32_t> idx(static_cast<size_t>(n));

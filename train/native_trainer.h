@@ -78,6 +78,7 @@ class NativeTrainer final : public Trainer {
   EngineFactory factory_;
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<Engine> predict_engine_;  // CPU, made by the first predict()
+  bool keep_optimizer_state_ = false;       // the last fit's FitConfig::optimizer_state == "keep"
   ModelWeights current_;
   std::function<void(const EpochReport&)> on_epoch_;
 };

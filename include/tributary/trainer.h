@@ -46,11 +46,15 @@ struct FitConfig {
   // 2015; Loshchilov & Hutter, ICLR 2019), with PyTorch's semantics: beta1, beta2 and eps are
   // Adam's; weight_decay is added to the gradient for "sgd" and "adam" (L2) and decoupled for
   // "adamw" (w -= lr * weight_decay * w before the step); momentum must be 0 with Adam (beta1 is
-  // its momentum). The optimizer's state starts from zero every fit, as momentum's does.
+  // its momentum). See optimizer_state for how long the optimizer's state lives.
   std::string optimizer = "sgd";
   float beta1 = 0.9f;
   float beta2 = 0.999f;
   float eps = 1e-8f;
+  // "reset" (the default): the optimizer's state (momentum, Adam's moments and step count) starts
+  // from zero every fit; "keep": a trainer that can (NativeTrainer) carries it from one fit to the
+  // next on this client, as one optimizer run across rounds (lost when the client restarts).
+  std::string optimizer_state = "reset";
   // Requested when the result is no longer wanted (see "Stopping early" above). Set by the client
   // runtime, never sent on the wire, and not part of the value (operator== ignores it). The
   // default token is never requested.
@@ -66,7 +70,8 @@ struct FitConfig {
     return a.epochs == b.epochs && a.batch_size == b.batch_size && a.lr == b.lr &&
            a.momentum == b.momentum && a.weight_decay == b.weight_decay &&
            a.proximal_mu == b.proximal_mu && a.max_steps == b.max_steps && a.seed == b.seed &&
-           a.optimizer == b.optimizer && a.beta1 == b.beta1 && a.beta2 == b.beta2 && a.eps == b.eps;
+           a.optimizer == b.optimizer && a.beta1 == b.beta1 && a.beta2 == b.beta2 &&
+           a.eps == b.eps && a.optimizer_state == b.optimizer_state;
   }
 };
 

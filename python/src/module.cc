@@ -291,6 +291,8 @@ PYBIND11_MODULE(_tributary, m) {
       .def_readwrite("beta1", &FitConfig::beta1)
       .def_readwrite("beta2", &FitConfig::beta2)
       .def_readwrite("eps", &FitConfig::eps)
+      .def_readwrite("optimizer_state", &FitConfig::optimizer_state,
+                     "'reset' (every fit starts the optimizer's state from zero) or 'keep'")
       .def_property_readonly(
           "stop_requested", [](const FitConfig& c) { return c.stop.stop_requested(); },
           "True once the client no longer wants this fit's result (its connection to the "

@@ -1,6 +1,7 @@
 // The CPU engine end to end: whole-network gradients, the SGD update, determinism, and learning.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <numeric>
 
 #include "tests/train/grad_check.h"
@@ -113,6 +114,54 @@ TEST(NativeTrainerTest, AdamStateStartsAgainEveryFit) {
   EXPECT_EQ(a->weights.content_hash(), b->weights.content_hash());
   EXPECT_NE(a->weights.content_hash(), start.content_hash());
   EXPECT_LT(a->metrics.at("train_loss"), 1.5);
+}
+
+// optimizer_state = "keep": two fits of one full-batch epoch each are one fit of two epochs (Adam's
+// moments and step count carry over, and so does SGD's momentum), also with an evaluation in a
+// larger batch between them; "reset" starts again and differs. Each fit shuffles its one batch
+// anew, which reorders the gradient's sums: equal within 1e-6, not bitwise.
+TEST(NativeTrainerTest, AKeptOptimizerStateRunsOnAcrossFits) {
+  const ModelSpec spec = *ModelSpecByName("mlp", {8, 8, 1});
+  auto data = std::make_shared<Dataset>(testing::SyntheticImages(64, 12, 8));
+  auto max_diff = [](const ModelWeights& a, const ModelWeights& b) {
+    double d = 0.0;
+    for (size_t i = 0; i < a.size(); ++i)
+      d = std::max(d, static_cast<double>(std::fabs(a.data()[i] - b.data()[i])));
+    return d;
+  };
+  for (const char* optimizer : {"adam", "sgd"}) {
+    SCOPED_TRACE(optimizer);
+    const bool adam = std::string(optimizer) == "adam";
+    FitConfig fit;
+    fit.batch_size = 64;  // one batch per epoch
+    fit.lr = adam ? 0.01f : 0.1f;
+    fit.momentum = adam ? 0.0f : 0.9f;
+    fit.optimizer = optimizer;
+    auto whole = *NativeTrainer::Create(spec, data, data, 1);
+    const ModelWeights start = *whole->get_parameters();
+    FitConfig two = fit;
+    two.epochs = 2;
+    const ModelWeights want = whole->fit(start, two)->weights;
+
+    fit.optimizer_state = "keep";
+    auto kept = *NativeTrainer::Create(spec, data, data, 1);
+    const ModelWeights first = kept->fit(start, fit)->weights;
+    EvalConfig eval;
+    eval.batch_size = 256;  // larger than the training engine's batch
+    ASSERT_TRUE(kept->evaluate(first, eval).ok());
+    const double kept_diff = max_diff(kept->fit(first, fit)->weights, want);
+    EXPECT_LT(kept_diff, 1e-6);
+
+    fit.optimizer_state = "reset";
+    auto reset = *NativeTrainer::Create(spec, data, data, 1);
+    const ModelWeights again = reset->fit(start, fit)->weights;
+    const double reset_diff = max_diff(reset->fit(again, fit)->weights, want);
+    std::printf("%s: two kept fits vs one of two epochs %.3g, two reset fits %.3g\n", optimizer,
+                kept_diff, reset_diff);
+    EXPECT_GT(reset_diff, 1e-3);
+    fit.optimizer_state = "forever";
+    EXPECT_EQ(reset->fit(again, fit).status().code(), StatusCode::kInvalidArgument);
+  }
 }
 
 TEST(SgdTest, TheScaffoldCorrectionStaysOutOfTheMomentum) {

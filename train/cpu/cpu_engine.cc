@@ -148,9 +148,11 @@ Status CpuEngine::LoadWeights(const ModelWeights& weights) {
     return Status::InvalidArgument("weights do not match the layout of model " + spec_.name);
   std::copy(weights.data().begin(), weights.data().end(), params_.begin());
   std::copy(params_.begin(), params_.end(), anchor_.begin());
-  std::fill(velocity_.begin(), velocity_.end(), 0.0f);
-  second_moment_.clear();  // Adam's state starts again, as momentum's does
-  adam_step_ = 0;
+  if (!keep_optimizer_state_) {
+    std::fill(velocity_.begin(), velocity_.end(), 0.0f);
+    second_moment_.clear();  // Adam's state starts again, as momentum's does
+    adam_step_ = 0;
+  }
   correction_.clear();
   return Status::Ok();
 }

@@ -38,6 +38,7 @@ class CpuEngine final : public Engine {
   int64_t max_batch() const override { return max_batch_; }
   int threads() const { return static_cast<int>(replicas_.size()); }
   Status LoadWeights(const ModelWeights& weights) override;
+  void KeepOptimizerState(bool keep) override { keep_optimizer_state_ = keep; }
   Status StoreWeights(ModelWeights* out) override;
   Status SetCorrection(std::span<const float> correction) override;
   StepStats TrainStep(const Dataset& data, std::span<const uint32_t> batch,
@@ -104,9 +105,10 @@ class CpuEngine final : public Engine {
   std::vector<Replica> replicas_;
   std::unique_ptr<ForkJoin> pool_;  // null with one thread
   AlignedVector params_, grads_, velocity_, anchor_;
-  AlignedVector second_moment_;    // Adam's v (sized on its first step); its m is velocity_
-  int64_t adam_step_ = 0;          // Adam's t: updates since LoadWeights
-  std::vector<float> correction_;  // empty: none
+  AlignedVector second_moment_;        // Adam's v (sized on its first step); its m is velocity_
+  int64_t adam_step_ = 0;              // Adam's t: updates since the state was last reset
+  bool keep_optimizer_state_ = false;  // LoadWeights then leaves the optimizer's state
+  std::vector<float> correction_;      // empty: none
   int64_t cut_batch_ = 0;  // a device part: samples of the last ForwardToCut (0: none pending)
 };
 

@@ -105,10 +105,12 @@ Status CudaEngine::LoadWeights(const ModelWeights& weights) {
                              ctx_->stream()));
   CUDA_CHECK(cudaMemcpyAsync(anchor_.data(), params_.data(), bytes, cudaMemcpyDeviceToDevice,
                              ctx_->stream()));
-  CUDA_CHECK(cudaMemsetAsync(velocity_.data(), 0, bytes, ctx_->stream()));
-  if (second_moment_.size() == num_params_)
-    CUDA_CHECK(cudaMemsetAsync(second_moment_.data(), 0, bytes, ctx_->stream()));
-  adam_step_ = 0;  // Adam's state starts again, as momentum's does
+  if (!keep_optimizer_state_) {
+    CUDA_CHECK(cudaMemsetAsync(velocity_.data(), 0, bytes, ctx_->stream()));
+    if (second_moment_.size() == num_params_)
+      CUDA_CHECK(cudaMemsetAsync(second_moment_.data(), 0, bytes, ctx_->stream()));
+    adam_step_ = 0;  // Adam's state starts again, as momentum's does
+  }
   has_correction_ = false;
   // The host buffer is pageable and belongs to the caller: finish before returning.
   return ctx_->Synchronize();

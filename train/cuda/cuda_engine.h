@@ -37,6 +37,7 @@ class CudaEngine final : public Engine {
   std::string device_name() const override;
   int64_t max_batch() const override { return max_batch_; }
   Status LoadWeights(const ModelWeights& weights) override;
+  void KeepOptimizerState(bool keep) override { keep_optimizer_state_ = keep; }
   Status StoreWeights(ModelWeights* out) override;
   Status SetCorrection(std::span<const float> correction) override;
   StepStats TrainStep(const Dataset& data, std::span<const uint32_t> batch,
@@ -91,7 +92,8 @@ class CudaEngine final : public Engine {
   DeviceBuffer<float> grad_a_, grad_b_;  // ping-pong activation gradients
   DeviceBuffer<float> params_, grads_, velocity_, anchor_;
   DeviceBuffer<float> second_moment_;  // Adam's v (made on its first step); its m is velocity_
-  int64_t adam_step_ = 0;              // Adam's t: updates since LoadWeights
+  int64_t adam_step_ = 0;              // Adam's t: updates since the state was last reset
+  bool keep_optimizer_state_ = false;  // LoadWeights then leaves the optimizer's state
   DeviceBuffer<float> correction_;     // empty (unallocated) or num_params_; see has_correction_
   bool has_correction_ = false;
   DeviceBuffer<uint32_t> batch_idx_;
