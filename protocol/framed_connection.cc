@@ -185,6 +185,12 @@ bool FramedConnection::reserve_transfer() {
     return true;
   }
   budget->CountWait();
+  // Reading stops here by our choice, not the peer's: its frame deadline stops too, and starts
+  // afresh when reading resumes (else a client queued behind others is dropped as too slow).
+  if (read_deadline_armed_) {
+    read_deadline_armed_ = false;
+    read_timer_.cancel();
+  }
   budget_timer_.expires_after(std::chrono::milliseconds(10));
   budget_timer_.async_wait(
       [self = shared_from_this()](const error_code& e) { self->retry_budget(e); });
@@ -201,6 +207,7 @@ void FramedConnection::retry_budget(const error_code& ec) {
     return;
   }
   reserved_ = want;
+  update_read_deadline();
   do_read();
 }
 

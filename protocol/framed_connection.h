@@ -12,7 +12,7 @@
 // frame_read_timeout) queues an Error message carrying the code, sends it, then closes; the close
 // handler gets the same Status. A write that times out or a network error closes at once. With a
 // transfer budget, a chunked message's size is reserved as its first chunk arrives, and reading
-// pauses (backpressure) while it does not fit.
+// pauses (backpressure) while it does not fit; the frame deadline does not run while it pauses.
 //
 // Thread safety: the public methods may be called from any thread; they post to the strand.
 #pragma once

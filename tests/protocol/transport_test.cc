@@ -4,6 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <functional>
+#include <future>
+#include <thread>
 
 #include "crypto/deny_list.h"
 #include "protocol/frame.h"
@@ -297,6 +300,66 @@ TEST_P(TransportTest, ASharedTransferBudgetMakesLargeMessagesTakeTurnsAndAllArri
   EXPECT_LE(budget->peak(), uint64_t{3} << 20);
   EXPECT_GT(budget->waits(), 0u) << "no transfer ever waited for the budget";
   EXPECT_EQ(budget->used(), 0u);
+}
+
+// A connection that waits for the transfer budget has stopped reading, so its peer is not late:
+// the frame deadline stops while it waits (CI under ThreadSanitizer once dropped waiting clients
+// with kTimeout). One peer's 2 MiB transfer holds the budget for three times the frame deadline
+// while another peer's first frame has begun; both messages then arrive whole.
+TEST_P(TransportTest, WaitingForTheTransferBudgetDoesNotCountAgainstTheFrameDeadline) {
+  TransportOptions o = TestOptions();
+  o.frame_read_timeout = 500ms;
+  o.limits.max_frame_payload = 64 << 10;
+  o.limits.chunk_data_bytes = 60 << 10;
+  o.limits.max_message_bytes = 64 << 20;
+  auto budget = std::make_shared<TransferBudget>(uint64_t{3} << 20);
+  TransportOptions server_options = o;
+  server_options.transfer_budget = budget;
+  StartServer(server_options);
+  TaskAssignment task;
+  task.model.layout_fingerprint = 7;
+  task.model.values.mutable_values().assign(size_t{512} << 10, 0.25f);  // 2 MiB
+  const OutboundMessage out = *EncodeOutbound(task, o.limits, 1);
+  ASSERT_GT(out.frames.size(), 2u);
+  std::vector<uint8_t> rest;  // every frame after the first
+  for (size_t i = 1; i < out.frames.size(); ++i) {
+    const std::vector<uint8_t> f = out.FrameBytes(i);
+    rest.insert(rest.end(), f.begin(), f.end());
+  }
+  const auto wait_until = [](const std::function<bool()>& done) {
+    const auto end = std::chrono::steady_clock::now() + 20s;
+    while (!done() && std::chrono::steady_clock::now() < end) std::this_thread::sleep_for(5ms);
+    return done();
+  };
+
+  std::unique_ptr<RawPeer> holder = ConnectRaw("edge-holder");
+  std::unique_ptr<RawPeer> waiter = ConnectRaw("edge-waiter");
+  ASSERT_TRUE(holder && waiter);
+  holder->StartReading();
+  waiter->StartReading();
+  ASSERT_TRUE(holder->Write(out.FrameBytes(0)).ok());
+  ASSERT_TRUE(wait_until([&] { return budget->used() > 0; })) << "the holder reserved nothing";
+  const std::vector<uint8_t> first = out.FrameBytes(0);
+  ASSERT_TRUE(waiter->Write({first.begin(), first.begin() + 100}).ok());  // a frame has begun
+  ASSERT_TRUE(wait_until([&] { return budget->waits() > 0; })) << "the waiter never waited";
+  std::this_thread::sleep_for(1500ms);  // three frame deadlines
+
+  // The waiter's remaining bytes go out on another thread (the server reads them only once the
+  // budget has room), then the holder finishes its message and frees the budget.
+  std::vector<uint8_t> waiter_rest(first.begin() + 100, first.end());
+  waiter_rest.insert(waiter_rest.end(), rest.begin(), rest.end());
+  std::future<Status> waiter_sent =
+      std::async(std::launch::async, [&] { return waiter->Write(std::move(waiter_rest), 20s); });
+  ASSERT_TRUE(holder->Write(rest, 20s).ok());
+  EXPECT_TRUE(waiter_sent.get().ok());
+  for (const char* id : {"edge-holder", "edge-waiter"}) {
+    std::optional<Accepted> a = AcceptedById(id);
+    ASSERT_TRUE(a.has_value()) << id;
+    ASSERT_TRUE(a->inbox->WaitForMessages(1, 20s))
+        << id << " closed: " << a->inbox->WaitForClose(0ms).value_or(Status::Ok());
+    EXPECT_EQ(a->inbox->messages()[0], Message(task)) << id;
+  }
+  EXPECT_TRUE(wait_until([&] { return budget->used() == 0; })) << budget->used();
 }
 
 TEST_P(TransportTest, OneEncodedTaskGoesToManyClients) {
