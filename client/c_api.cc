@@ -12,6 +12,7 @@
 #include <string>
 #include <thread>
 
+#include "client/c_api_support.h"
 #include "tributary/client.h"
 #include "tributary/log.h"
 
@@ -29,6 +30,9 @@ struct tributary_split_exchange {
 
 namespace tributary {
 namespace {
+
+using capi::CopyOut;
+using capi::Reported;
 
 constexpr size_t kCallbackErrorBytes = 1024;
 
@@ -147,30 +151,6 @@ class CallbackTrainer final : public Trainer {
 
 std::string Str(const char* s) { return s ? std::string(s) : std::string(); }
 
-void CopyOut(const std::string& text, char* buffer, size_t size) {
-  if (!buffer || size == 0) return;
-  const size_t n = std::min(text.size(), size - 1);
-  std::memcpy(buffer, text.data(), n);
-  buffer[n] = '\0';
-}
-
-// Runs `body` (the call's Status) for an entry point that reports into the caller's buffer: the
-// message ("" on success) goes to `error`, the code is returned, and no exception crosses the C
-// boundary.
-template <class F>
-int Reported(char* error, size_t error_size, F&& body) {
-  Status s;
-  try {
-    s = body();
-  } catch (const std::exception& e) {
-    s = Status::Internal(std::string("unexpected exception: ") + e.what());
-  } catch (...) {
-    s = Status::Internal("unexpected exception");
-  }
-  CopyOut(s.ok() ? std::string() : s.ToString(), error, error_size);
-  return static_cast<int>(s.code());
-}
-
 static_assert(TRIBUTARY_LOG_TRACE == static_cast<int>(LogLevel::kTrace) &&
               TRIBUTARY_LOG_DEBUG == static_cast<int>(LogLevel::kDebug) &&
               TRIBUTARY_LOG_INFO == static_cast<int>(LogLevel::kInfo) &&
@@ -264,6 +244,46 @@ int Guarded(tributary_client* c, F&& f) {
 
 }  // namespace
 
+namespace tributary::capi {
+
+void CopyOut(const std::string& text, char* buffer, size_t size) {
+  if (!buffer || size == 0) return;
+  const size_t n = std::min(text.size(), size - 1);
+  std::memcpy(buffer, text.data(), n);
+  buffer[n] = '\0';
+}
+
+tributary_client* CreateClientHandle(const tributary_client_options& options,
+                                     std::shared_ptr<Trainer> trainer, size_t predict_output_size,
+                                     char* error, size_t error_size) {
+  try {
+    Result<ClientOptions> opts = ToOptions(options);
+    if (!opts.ok()) {
+      CopyOut(opts.status().ToString(), error, error_size);
+      return nullptr;
+    }
+    Result<std::unique_ptr<Client>> client = Client::Create(std::move(*opts), std::move(trainer));
+    if (!client.ok()) {
+      CopyOut(client.status().ToString(), error, error_size);
+      return nullptr;
+    }
+    auto* handle = new tributary_client();
+    handle->client = std::move(*client);
+    handle->has_predict = predict_output_size > 0;
+    handle->predict_output_size = predict_output_size;
+    CopyOut("", error, error_size);
+    return handle;
+  } catch (const std::exception& e) {
+    CopyOut(std::string("Internal: unexpected exception: ") + e.what(), error, error_size);
+    return nullptr;
+  } catch (...) {
+    CopyOut("Internal: unexpected exception", error, error_size);
+    return nullptr;
+  }
+}
+
+}  // namespace tributary::capi
+
 extern "C" {
 
 void tributary_client_options_init(tributary_client_options* o) {
@@ -308,23 +328,14 @@ tributary_client* tributary_client_create(const tributary_client_options* option
       return nullptr;
     }
     Result<ModelWeights> layout = ToLayout(*options);
-    Result<ClientOptions> opts = layout.ok() ? ToOptions(*options) : layout.status();
-    if (!opts.ok()) {
-      CopyOut(opts.status().ToString(), error, error_size);
+    if (!layout.ok()) {
+      CopyOut(layout.status().ToString(), error, error_size);
       return nullptr;
     }
     auto trainer = std::make_shared<CallbackTrainer>(std::move(*layout), *options);
-    Result<std::unique_ptr<Client>> client = Client::Create(std::move(*opts), std::move(trainer));
-    if (!client.ok()) {
-      CopyOut(client.status().ToString(), error, error_size);
-      return nullptr;
-    }
-    auto* handle = new tributary_client();
-    handle->client = std::move(*client);
-    handle->has_predict = options->predict != nullptr;
-    handle->predict_output_size = options->predict_output_size;
-    CopyOut("", error, error_size);
-    return handle;
+    return capi::CreateClientHandle(*options, std::move(trainer),
+                                    options->predict ? options->predict_output_size : 0, error,
+                                    error_size);
   } catch (const std::exception& e) {
     CopyOut(std::string("Internal: unexpected exception: ") + e.what(), error, error_size);
     return nullptr;

@@ -1,6 +1,7 @@
 # Installation: the client library and the component libraries it links, the public headers
 # (include/tributary plus the generated tributary/config.h), a CMake package
-# (find_package(Tributary CONFIG) -> Tributary::client), and the command-line binaries.
+# (find_package(Tributary CONFIG) -> Tributary::client, and Tributary::train for Tributary's own
+# training engine: include/tributary/native_training.h), and the command-line binaries.
 #
 #   cmake --install build/release --prefix /opt/tributary
 #   # in the app: find_package(Tributary CONFIG REQUIRED)  target_link_libraries(app Tributary::client)
@@ -14,12 +15,15 @@ set(TRIBUTARY_INSTALL_CMAKEDIR "${CMAKE_INSTALL_LIBDIR}/cmake/Tributary"
 set(_trib_export_libs
   tributary_options:options
   tributary_core:core
+  tributary_data:data
+  tributary_train:engine
   tributary_compression:compression
   tributary_crypto:crypto
   tributary_protocol:protocol
   tributary_privacy:privacy
   tributary_split_channel:split_channel
-  tributary_client:client)
+  tributary_client:client
+  tributary_native:train)
 
 set(_trib_targets "")
 foreach(entry IN LISTS _trib_export_libs)

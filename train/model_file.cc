@@ -410,17 +410,35 @@ Result<ModelSpec> ResolveModelSpec(std::string_view model, Shape3 data_shape, in
   }
   const std::string path(model);
   TRIB_ASSIGN_OR_RETURN(ModelSpec spec, LoadModelFile(path, data_shape, data_classes));
+  TRIB_RETURN_IF_ERROR(CheckModelFitsData(spec, path, data_shape, data_classes));
+  return spec;
+}
+
+Result<ModelSpec> ResolveModelText(std::string_view text, std::string_view source_name,
+                                   Shape3 data_shape, int data_classes) {
+  if (text.size() > kMaxModelFileBytes)
+    return Status::OutOfRange(fmt::format("{}: the model file's text is {} bytes; the cap is {}",
+                                          source_name, text.size(), kMaxModelFileBytes));
+  TRIB_ASSIGN_OR_RETURN(ModelSpec spec,
+                        ParseModelToml(text, source_name, data_shape, data_classes));
+  TRIB_RETURN_IF_ERROR(CheckModelFitsData(spec, source_name, data_shape, data_classes));
+  return spec;
+}
+
+Status CheckModelFitsData(const ModelSpec& spec, std::string_view source_name, Shape3 data_shape,
+                          int data_classes) {
   // A flat input takes the data as the engine holds it: height * width * channels values.
   const bool flat_fits =
       spec.input.h == 1 && spec.input.w == 1 && spec.input.c == data_shape.numel();
   if (spec.input != data_shape && !flat_fits)
     return Status::InvalidArgument(
-        fmt::format("{}: model '{}' takes input {}, but the data's examples are {}", path,
+        fmt::format("{}: model '{}' takes input {}, but the data's examples are {}", source_name,
                     spec.name, InputText(spec.input), InputText(data_shape)));
   if (spec.num_classes != data_classes)
     return Status::InvalidArgument(fmt::format("{}: model '{}' has {} classes, but the data has {}",
-                                               path, spec.name, spec.num_classes, data_classes));
-  return spec;
+                                               source_name, spec.name, spec.num_classes,
+                                               data_classes));
+  return Status::Ok();
 }
 
 std::string ModelSpecToToml(const ModelSpec& spec) {

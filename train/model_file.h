@@ -64,6 +64,16 @@ bool IsModelFilePath(std::string_view model);
 // names both. An unknown zoo name fails listing the zoo and how to give a file.
 Result<ModelSpec> ResolveModelSpec(std::string_view model, Shape3 data_shape, int data_classes);
 
+// The same for a model file's text (an app that carries the file rather than a path);
+// `source_name` names it in errors. OutOfRange over kMaxModelFileBytes.
+Result<ModelSpec> ResolveModelText(std::string_view text, std::string_view source_name,
+                                   Shape3 data_shape, int data_classes);
+
+// ResolveModelSpec's check of a model file against the data: its input is the data's shape (or
+// flat with as many values), and its class count is the data's. InvalidArgument naming both.
+Status CheckModelFitsData(const ModelSpec& spec, std::string_view source_name, Shape3 data_shape,
+                          int data_classes);
+
 // The spec as a model file that ParseModelToml reads back to an equal spec: every layer with its
 // name and sizes, and the input and class count (a file may drop these to take the data's).
 std::string ModelSpecToToml(const ModelSpec& spec);

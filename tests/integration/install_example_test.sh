@@ -3,7 +3,9 @@
 # package names only the libraries an app links, builds examples/edge_app and examples/byo_model
 # against it with find_package(Tributary CONFIG) and Boost, cereal and nlohmann-json disabled, joins
 # both edge apps (C++ and C API) to a real coordinator over mutual TLS
-# (examples/edge_app/join_run.sh), and imports the Python package from the install tree (when the
+# (examples/edge_app/join_run.sh), builds examples/native_app (Tributary::train: the engine) and
+# joins its two apps to a run of their model file (examples/native_app/join_run.sh, which checks
+# the federated model's held-out accuracy), and imports the Python package from the install tree (when the
 # build has it).
 #   install_example_test.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
@@ -18,10 +20,10 @@ echo "[install-example] installing $build (install_layout_test.py)"
 /usr/bin/python3 "$src/tests/integration/install_layout_test.py" "$build" "$src" --keep "$work/install"
 mv "$work/install/root/opt/tributary" "$work/prefix"
 # The package asks a consumer only for what it links: no header-only library Tributary is built with
-# (Boost, cereal, nlohmann-json) is named in it, and every library is found, not linked by a bare
+# (Boost, cereal, nlohmann-json, Eigen) is named in it, and every library is found, not linked by a bare
 # name (-lzstd).
 pkg=$(dirname "$(find "$work/prefix" -name TributaryConfig.cmake | head -1)")
-if grep -nE "^[^#]*(Boost|cereal|nlohmann)" "$pkg"/Tributary*.cmake; then
+if grep -nE "^[^#]*(Boost|cereal|nlohmann|Eigen)" "$pkg"/Tributary*.cmake; then
   echo "[install-example] the package names a header-only build dependency (above)"; exit 1
 fi
 if grep -nE '(LINK_ONLY:|[";])(zstd|ssl|crypto|spdlog|fmt)[>;"]' "$pkg"/TributaryTargets*.cmake; then
@@ -41,6 +43,12 @@ cmake -S "$src/examples/byo_model" -B "$work/byo-build" -G Ninja -DCMAKE_BUILD_T
   -DCMAKE_PREFIX_PATH="$work/prefix" $no_headers_only > "$work/byo-configure.log" || { cat "$work/byo-configure.log"; exit 1; }
 cmake --build "$work/byo-build" > "$work/byo-build.log" || { cat "$work/byo-build.log"; exit 1; }
 test -x "$work/byo-build/logreg_client" && test -x "$work/byo-build/logreg_client_c"
+echo "[install-example] building examples/native_app (Tributary::train) against the installed package"
+# shellcheck disable=SC2086
+cmake -S "$src/examples/native_app" -B "$work/native-build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_PREFIX_PATH="$work/prefix" $no_headers_only -DCMAKE_DISABLE_FIND_PACKAGE_Eigen3=ON \
+  > "$work/native-configure.log" || { cat "$work/native-configure.log"; exit 1; }
+cmake --build "$work/native-build" > "$work/native-build.log" || { cat "$work/native-build.log"; exit 1; }
 # The Python package, when the build has it (install_layout_test.py checked that it is installed
 # then; an install without it leaves an empty directory).
 pyinit=$(find "$work/prefix/" -path '*/dist-packages/tributary/__init__.py' | head -1)
@@ -53,6 +61,11 @@ fi
 echo "[install-example] joining a 2-round run"
 if ! bash "$src/examples/edge_app/join_run.sh" "$work/prefix" "$work/edge-build" "$work/run"; then
   for f in "$work"/run/*.log; do echo "== $f"; tail -20 "$f"; done
+  exit 1
+fi
+echo "[install-example] joining both native apps to a 4-round run of their model file"
+if ! bash "$src/examples/native_app/join_run.sh" "$work/prefix" "$work/native-build" "$work/native-run"; then
+  for f in "$work"/native-run/*.log; do echo "== $f"; tail -20 "$f"; done
   exit 1
 fi
 echo "[install-example] passed"

@@ -1,0 +1,106 @@
+// CreateNativeTrainer (include/tributary/native_training.h): the app's arrays become the engine's
+// Dataset, the model is resolved against their shape, and NativeTrainer does the training.
+#include "tributary/native_training.h"
+
+#include <limits>
+#include <utility>
+
+#include "train/data/dataset.h"
+#include "train/device.h"
+#include "train/model_file.h"
+#include "train/native_trainer.h"
+
+namespace tributary {
+namespace {
+
+// Checks one set's arrays and moves them into a Dataset; null when the set is empty.
+Result<std::shared_ptr<const Dataset>> ToDataset(SampleArrays a, const char* which) {
+  const std::string set(which);
+  if (a.labels.empty()) {
+    if (!a.features.empty())
+      return Status::InvalidArgument(set + ".features holds " + std::to_string(a.features.size()) +
+                                     " values but " + set + ".labels is empty");
+    return std::shared_ptr<const Dataset>();
+  }
+  if (a.height < 1 || a.width < 1 || a.channels < 1 || a.height > (int64_t{1} << 20) ||
+      a.width > (int64_t{1} << 20) || a.channels > (int64_t{1} << 20))
+    return Status::InvalidArgument(set +
+                                   ": height, width and channels must each be in [1, 2^20], got " +
+                                   std::to_string(a.height) + " x " + std::to_string(a.width) +
+                                   " x " + std::to_string(a.channels));
+  if (a.num_classes < 2 || a.num_classes > 256)
+    return Status::InvalidArgument(set + ".num_classes must be in [2, 256], got " +
+                                   std::to_string(a.num_classes));
+  const auto sample = static_cast<uint64_t>(a.height) * static_cast<uint64_t>(a.width) *
+                      static_cast<uint64_t>(a.channels);
+  const uint64_t count = a.labels.size();
+  if (sample > std::numeric_limits<uint64_t>::max() / count || a.features.size() != sample * count)
+    return Status::InvalidArgument(set + ".features holds " + std::to_string(a.features.size()) +
+                                   " values; " + std::to_string(count) + " samples of " +
+                                   std::to_string(sample) + " values need " +
+                                   std::to_string(sample * count));
+  if (count > std::numeric_limits<uint32_t>::max())
+    return Status::InvalidArgument(set + ": at most 2^32 - 1 samples, got " +
+                                   std::to_string(count));
+  for (size_t i = 0; i < a.labels.size(); ++i) {
+    if (a.labels[i] >= a.num_classes)
+      return Status::InvalidArgument(set + ".labels[" + std::to_string(i) + "] is " +
+                                     std::to_string(a.labels[i]) + ", not below num_classes " +
+                                     std::to_string(a.num_classes));
+  }
+  auto d = std::make_shared<Dataset>();
+  d->name = set;
+  d->height = a.height;
+  d->width = a.width;
+  d->channels = a.channels;
+  d->num_classes = a.num_classes;
+  d->images = std::move(a.features);
+  d->labels = std::move(a.labels);
+  return std::shared_ptr<const Dataset>(std::move(d));
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Trainer>> CreateNativeTrainer(const NativeTrainingOptions& options,
+                                                     SampleArrays train, SampleArrays eval) {
+  if (options.model.empty() && options.model_toml.empty())
+    return Status::InvalidArgument(
+        "model: give a model file's path or a built-in model's name (or model_toml)");
+  TRIB_ASSIGN_OR_RETURN(std::shared_ptr<const Dataset> train_set,
+                        ToDataset(std::move(train), "train"));
+  TRIB_ASSIGN_OR_RETURN(std::shared_ptr<const Dataset> eval_set,
+                        ToDataset(std::move(eval), "eval"));
+  if (!train_set && !eval_set)
+    return Status::InvalidArgument("train and eval are both empty: give samples to train on");
+  const Dataset& shape = train_set ? *train_set : *eval_set;
+  if (train_set && eval_set &&
+      (eval_set->sample_size() != train_set->sample_size() ||
+       eval_set->num_classes != train_set->num_classes))
+    return Status::InvalidArgument("eval's samples (" + std::to_string(eval_set->sample_size()) +
+                                   " values, " + std::to_string(eval_set->num_classes) +
+                                   " classes) are not train's (" +
+                                   std::to_string(train_set->sample_size()) + " values, " +
+                                   std::to_string(train_set->num_classes) + " classes)");
+  const Shape3 data_shape{shape.height, shape.width, shape.channels};
+  Result<ModelSpec> spec =
+      options.model_toml.empty()
+          ? ResolveModelSpec(options.model, data_shape, shape.num_classes)
+          : ResolveModelText(options.model_toml,
+                             options.model.empty() ? "model_toml" : options.model, data_shape,
+                             shape.num_classes);
+  if (!spec.ok()) return spec.status().WithContext("model");
+  TRIB_ASSIGN_OR_RETURN(int threads, ResolveCpuThreads(options.threads));
+  Result<EngineFactory> factory = SelectEngineFactory(options.device, threads);
+  if (!factory.ok()) return factory.status().WithContext("device");
+  TRIB_ASSIGN_OR_RETURN(std::unique_ptr<NativeTrainer> trainer,
+                        NativeTrainer::Create(*spec, std::move(train_set), std::move(eval_set),
+                                              options.init_seed, std::move(*factory)));
+  if (options.on_epoch) {
+    trainer->set_epoch_callback([cb = options.on_epoch](const EpochReport& r) {
+      cb(NativeEpochProgress{r.epoch, r.epochs, r.loss, r.accuracy, r.samples_per_second});
+    });
+  }
+  return std::unique_ptr<Trainer>(std::move(trainer));
+}
+
+}  // namespace tributary
