@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -114,6 +115,16 @@ struct Mode {
   void (*apply)(SimConfig&);
 };
 
+// Each mode is its own test case (ctest runs them side by side). Under ThreadSanitizer
+// (scripts/test's concurrency pass) a run is about 40x slower, and these took 11 minutes in all:
+// there they run 3 rounds instead of 6, which still sends every message kind of each mode through
+// the ranks more than once.
+#if defined(__SANITIZE_THREAD__)
+constexpr size_t kModeRounds = 3;
+#else
+constexpr size_t kModeRounds = 6;
+#endif
+
 const Mode kModes[] = {
     {"fedavg", [](SimConfig&) {}},
     {"fedadam", [](SimConfig& c) { c.run.strategy = "fedadam"; }},
@@ -179,50 +190,69 @@ const Mode kModes[] = {
      }},
 };
 
-// Each mode on one layout of ranks and threads (they take turns), FedAvg on all four: the
+// Each mode on one layout of ranks and threads (the modes take turns), FedAvg on all four: the
 // sanitizer passes run this too.
-TEST(RankSimTest, EveryDistributedModeGivesTheOneProcessModelForAnyRanksAndThreads) {
+class RankModeTest : public ::testing::TestWithParam<size_t> {};
+
+TEST_P(RankModeTest, GivesTheOneProcessModelForAnyRanksAndThreads) {
   const std::pair<int, int> layouts[] = {{2, 1}, {3, 2}, {2, 2}, {3, 1}};
-  size_t turn = 0;
-  for (const Mode& mode : kModes) {
-    SimConfig c = Config();
-    mode.apply(c);
-    c.threads = 1;
-    Result<SimResult> one = testing::RunSimulation(c);
-    ASSERT_TRUE(one.ok()) << mode.name << ": " << one.status().ToString();
-    ASSERT_EQ(one->rounds.size(), 6u) << mode.name;
-    std::vector<std::pair<int, int>> mine;
-    if (&mode == &kModes[0])
-      mine.assign(std::begin(layouts), std::end(layouts));
-    else
-      mine.push_back(layouts[turn++ % std::size(layouts)]);
-    for (auto [ranks, threads] : mine) {
-      {
-        c.threads = threads;
-        Result<Distributed> d = RunOnRanks(c, ranks);
-        ASSERT_TRUE(d.ok()) << mode.name << ": " << d.status().ToString();
-        const bool secagg = c.run.round.secagg.enabled;
-        ExpectSameRun(*one, d->result,
-                      std::string(mode.name) + ", " + std::to_string(ranks) + " ranks of " +
-                          std::to_string(threads) + " threads",
-                      !secagg);
-        if (secagg) {
-          // The protocol ran, with the same clients as in one process, and the same bytes but
-          // for the signatures' few.
-          const SimRound got = d->result.SecAggTotals(), want = one->SecAggTotals();
-          EXPECT_GT(got.secagg_clients, 0) << mode.name;
-          EXPECT_EQ(got.secagg_clients, want.secagg_clients) << mode.name;
-          EXPECT_NEAR(static_cast<double>(got.secagg_bytes_up),
-                      static_cast<double>(want.secagg_bytes_up),
-                      8.0 * static_cast<double>(want.secagg_clients))
-              << mode.name;
-        }
-        // Work went out and results came back: one hello per rank, then batches and a stop.
-        EXPECT_GT(d->messages, static_cast<uint64_t>(2 * (ranks - 1))) << mode.name;
-      }
+  const size_t index = GetParam();
+  const Mode& mode = kModes[index];
+  SimConfig c = Config();
+  c.run.round.rounds = kModeRounds;
+  mode.apply(c);
+  c.threads = 1;
+  Result<SimResult> one = testing::RunSimulation(c);
+  ASSERT_TRUE(one.ok()) << mode.name << ": " << one.status().ToString();
+  ASSERT_EQ(one->rounds.size(), kModeRounds) << mode.name;
+  std::vector<std::pair<int, int>> mine;
+  if (index == 0)
+    mine.assign(std::begin(layouts), std::end(layouts));
+  else
+    mine.push_back(layouts[(index - 1) % std::size(layouts)]);
+  for (auto [ranks, threads] : mine) {
+    c.threads = threads;
+    Result<Distributed> d = RunOnRanks(c, ranks);
+    ASSERT_TRUE(d.ok()) << mode.name << ": " << d.status().ToString();
+    const bool secagg = c.run.round.secagg.enabled;
+    ExpectSameRun(*one, d->result,
+                  std::string(mode.name) + ", " + std::to_string(ranks) + " ranks of " +
+                      std::to_string(threads) + " threads",
+                  !secagg);
+    if (secagg) {
+      // The protocol ran, with the same clients as in one process, and the same bytes but for the
+      // signatures' few.
+      const SimRound got = d->result.SecAggTotals(), want = one->SecAggTotals();
+      EXPECT_GT(got.secagg_clients, 0) << mode.name;
+      EXPECT_EQ(got.secagg_clients, want.secagg_clients) << mode.name;
+      EXPECT_NEAR(static_cast<double>(got.secagg_bytes_up),
+                  static_cast<double>(want.secagg_bytes_up),
+                  8.0 * static_cast<double>(want.secagg_clients))
+          << mode.name;
     }
+    // Work went out and results came back: one hello per rank, then batches and a stop.
+    EXPECT_GT(d->messages, static_cast<uint64_t>(2 * (ranks - 1))) << mode.name;
   }
 }
+
+// The case's name: the mode's, in letters and digits ("topk+q8 with error feedback" ->
+// "TopkQ8WithErrorFeedback").
+std::string ModeCaseName(const ::testing::TestParamInfo<size_t>& info) {
+  std::string out;
+  bool upper = true;
+  for (const char ch : std::string(kModes[info.param].name)) {
+    if (std::isalnum(static_cast<unsigned char>(ch))) {
+      out += upper ? static_cast<char>(std::toupper(static_cast<unsigned char>(ch))) : ch;
+      upper = false;
+    } else {
+      upper = true;
+    }
+  }
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryDistributedMode, RankModeTest,
+                         ::testing::Range(size_t{0}, std::size(kModes)), ModeCaseName);
 
 // Split learning (its own test: under ThreadSanitizer the modes above take most of 5 minutes).
 // SFLV1's server copies train on the jobs' ranks and join rank 0's average; SFLV2's one server
