@@ -39,7 +39,8 @@ std::string TypeName(LayerKind kind) {
 constexpr LayerKind kKinds[] = {
     LayerKind::kDense,     LayerKind::kConv2D,        LayerKind::kMaxPool2D, LayerKind::kReLU,
     LayerKind::kFlatten,   LayerKind::kSigmoid,       LayerKind::kTanh,      LayerKind::kGelu,
-    LayerKind::kAvgPool2D, LayerKind::kGlobalAvgPool, LayerKind::kGroupNorm, LayerKind::kLayerNorm};
+    LayerKind::kAvgPool2D, LayerKind::kGlobalAvgPool, LayerKind::kGroupNorm, LayerKind::kLayerNorm,
+    LayerKind::kConv1D};
 
 std::optional<LayerKind> KindOf(std::string_view type) {
   std::string lower(type);
@@ -62,6 +63,7 @@ std::span<const std::string_view> KeysOf(LayerKind kind) {
     case LayerKind::kDense:
       return kDense;
     case LayerKind::kConv2D:
+    case LayerKind::kConv1D:
       return kConv;
     case LayerKind::kMaxPool2D:
     case LayerKind::kAvgPool2D:
@@ -175,14 +177,14 @@ Result<LayerSpec> ReadLayer(const std::string& source, const toml::table& t, siz
   if (!type_node)
     return Bad(source, &t,
                owner +
-                   ": missing key 'type' (dense, conv2d, maxpool2d, avgpool2d, globalavgpool, "
-                   "groupnorm, layernorm, relu, sigmoid, tanh, gelu or flatten)");
+                   ": missing key 'type' (dense, conv2d, conv1d, maxpool2d, avgpool2d, "
+                   "globalavgpool, groupnorm, layernorm, relu, sigmoid, tanh, gelu or flatten)");
   std::optional<std::string> type = type_node->value_exact<std::string>();
   if (!type) return Bad(source, type_node, owner + ": key 'type' must be a string");
   std::optional<LayerKind> kind = KindOf(*type);
   if (!kind)
     return Bad(source, type_node,
-               fmt::format("{}: unknown type '{}' (the types are dense, conv2d, maxpool2d, "
+               fmt::format("{}: unknown type '{}' (the types are dense, conv2d, conv1d, maxpool2d, "
                            "avgpool2d, globalavgpool, groupnorm, layernorm, relu, sigmoid, tanh, "
                            "gelu and flatten)",
                            owner, *type));
@@ -211,7 +213,8 @@ Result<LayerSpec> ReadLayer(const std::string& source, const toml::table& t, siz
       l.out_features = units ? *units : classes;
       break;
     }
-    case LayerKind::kConv2D: {
+    case LayerKind::kConv2D:
+    case LayerKind::kConv1D: {
       TRIB_ASSIGN_OR_RETURN(l.out_channels, RequireInt(source, t, "filters", 1, kMaxSize, owner));
       TRIB_ASSIGN_OR_RETURN(l.kernel, RequireInt(source, t, "kernel", 1, kMaxWindow, owner));
       TRIB_ASSIGN_OR_RETURN(std::optional<int64_t> padding,
@@ -272,9 +275,12 @@ Status CheckSizes(const std::string& source, const ModelSpec& spec,
                              LayerKindName(l.kind), out.numel(), kMaxValues));
     if (l.kind == LayerKind::kDense)
       params += static_cast<double>(l.out_features) * static_cast<double>(in.numel() + 1);
-    if (l.kind == LayerKind::kConv2D)
+    if (IsConv(l.kind))
       params += static_cast<double>(l.out_channels) *
-                (static_cast<double>(l.kernel * l.kernel) * static_cast<double>(in.c) + 1);
+                (static_cast<double>(l.kernel) *
+                     static_cast<double>(l.kind == LayerKind::kConv1D ? 1 : l.kernel) *
+                     static_cast<double>(l.kind == LayerKind::kConv1D ? in.w * in.c : in.c) +
+                 1);
     if (IsNorm(l.kind)) params += 2.0 * static_cast<double>(in.c);
     if (params > static_cast<double>(kMaxParameters))
       return Bad(source, nullptr,
@@ -343,8 +349,8 @@ Result<ModelSpec> ParseModelToml(std::string_view text, std::string_view source_
                  fmt::format("layer {} must be a table ([[layers]] or {{ type = ... }})", i));
     TRIB_ASSIGN_OR_RETURN(LayerSpec l,
                           ReadLayer(source, *t, i, i + 1 == layers->size(), spec.num_classes));
-    if (l.kind == LayerKind::kDense || l.kind == LayerKind::kConv2D || IsNorm(l.kind)) {
-      const bool is_dense = l.kind == LayerKind::kDense, is_conv = l.kind == LayerKind::kConv2D;
+    if (HasWeightMatrix(l.kind) || IsNorm(l.kind)) {
+      const bool is_dense = l.kind == LayerKind::kDense, is_conv = IsConv(l.kind);
       const int64_t nth = is_dense ? ++dense : is_conv ? ++conv : ++norm;
       const bool named = !l.name.empty();
       if (!named) l.name = (is_dense ? "fc" : is_conv ? "conv" : "norm") + std::to_string(nth);
@@ -456,6 +462,7 @@ std::string ModelSpecToToml(const ModelSpec& spec) {
         out += fmt::format("units = {}\nname = {}\n", l.out_features, TomlString(l.name));
         break;
       case LayerKind::kConv2D:
+      case LayerKind::kConv1D:
         out += fmt::format("filters = {}\nkernel = {}\npadding = {}\nname = {}\n", l.out_channels,
                            l.kernel, l.padding, TomlString(l.name));
         break;

@@ -73,10 +73,16 @@ std::string ShapeText(const Shape3& s) {
 
 // fan_in of a parameterized layer given its input shape.
 int64_t FanIn(const LayerSpec& l, const Shape3& in) {
-  return l.kind == LayerKind::kDense ? in.numel() : l.kernel * l.kernel * in.c;
+  return l.kind == LayerKind::kDense ? in.numel() : ConvTapsOf(l, in).taps();
 }
 
 }  // namespace
+
+ConvTaps ConvTapsOf(const LayerSpec& l, const Shape3& in) {
+  if (l.kind == LayerKind::kConv1D)
+    return ConvTaps{in.h, 1, in.w * in.c, l.kernel, 1, l.padding, 0};
+  return ConvTaps{in.h, in.w, in.c, l.kernel, l.kernel, l.padding, l.padding};
+}
 
 std::string_view LayerKindName(LayerKind kind) {
   switch (kind) {
@@ -104,6 +110,8 @@ std::string_view LayerKindName(LayerKind kind) {
       return "GroupNorm";
     case LayerKind::kLayerNorm:
       return "LayerNorm";
+    case LayerKind::kConv1D:
+      return "Conv1D";
   }
   return "?";
 }
@@ -141,15 +149,18 @@ Result<std::vector<Shape3>> LayerOutputShapes(const ModelSpec& spec) {
         if (l.out_features <= 0) return bad("needs out_features > 0");
         cur = {1, 1, l.out_features};
         break;
-      case LayerKind::kConv2D: {
+      case LayerKind::kConv2D:
+      case LayerKind::kConv1D: {
         if (l.out_channels <= 0 || l.kernel <= 0 || l.padding < 0)
           return bad("has a bad configuration");
-        const int64_t oh = cur.h + 2 * l.padding - l.kernel + 1,
-                      ow = cur.w + 2 * l.padding - l.kernel + 1;
-        if (oh <= 0 || ow <= 0)
+        const ConvTaps g = ConvTapsOf(l, cur);
+        if (g.oh() <= 0 || g.ow() <= 0)
           return bad("kernel " + std::to_string(l.kernel) + " is larger than its input " +
-                     ShapeText(cur) + " padded by " + std::to_string(l.padding));
-        cur = {oh, ow, l.out_channels};
+                     ShapeText(cur) + " padded by " + std::to_string(l.padding) +
+                     (l.kind == LayerKind::kConv1D
+                          ? " (a sequence of its " + std::to_string(cur.h) + " rows)"
+                          : std::string()));
+        cur = {g.oh(), g.ow(), l.out_channels};
         break;
       }
       case LayerKind::kMaxPool2D:
@@ -202,6 +213,10 @@ Result<ModelWeights::LayoutSpec> ParameterLayout(const ModelSpec& spec) {
       layout.emplace_back(l.name + ".weight",
                           std::vector<int64_t>{l.out_channels, l.kernel, l.kernel, in.c});
       layout.emplace_back(l.name + ".bias", std::vector<int64_t>{l.out_channels});
+    } else if (l.kind == LayerKind::kConv1D) {
+      layout.emplace_back(l.name + ".weight",
+                          std::vector<int64_t>{l.out_channels, l.kernel, ConvTapsOf(l, in).c});
+      layout.emplace_back(l.name + ".bias", std::vector<int64_t>{l.out_channels});
     } else if (IsNorm(l.kind)) {
       layout.emplace_back(l.name + ".weight", std::vector<int64_t>{in.c});
       layout.emplace_back(l.name + ".bias", std::vector<int64_t>{in.c});
@@ -220,7 +235,7 @@ Result<ModelWeights> InitWeights(const ModelSpec& spec, uint64_t seed) {
   Shape3 in = spec.input;
   for (size_t i = 0; i < spec.layers.size(); ++i) {
     const LayerSpec& l = spec.layers[i];
-    if (l.kind == LayerKind::kDense || l.kind == LayerKind::kConv2D) {
+    if (HasWeightMatrix(l.kind)) {
       const float bound = 1.0f / std::sqrt(static_cast<float>(FanIn(l, in)));
       for (size_t k = 0; k < 2; ++k, ++t)
         for (float& v : w.tensor(t)) v = (2.0f * rng.UniformFloat() - 1.0f) * bound;
@@ -242,8 +257,7 @@ int64_t ForwardFlopsPerSample(const ModelSpec& spec) {
   for (size_t i = 0; i < spec.layers.size(); ++i) {
     const LayerSpec& l = spec.layers[i];
     const Shape3& out = (*shapes)[i];
-    if (l.kind == LayerKind::kDense || l.kind == LayerKind::kConv2D)
-      flops += 2 * out.numel() * FanIn(l, in);
+    if (HasWeightMatrix(l.kind)) flops += 2 * out.numel() * FanIn(l, in);
     in = out;
   }
   return flops;
@@ -258,7 +272,7 @@ int64_t TrainFlopsPerSample(const ModelSpec& spec) {
   for (size_t i = 0; i < spec.layers.size(); ++i) {
     const LayerSpec& l = spec.layers[i];
     const Shape3& out = (*shapes)[i];
-    if (l.kind == LayerKind::kDense || l.kind == LayerKind::kConv2D) {
+    if (HasWeightMatrix(l.kind)) {
       const int64_t macs = out.numel() * FanIn(l, in);
       flops += 2 * macs * (first ? 2 : 3);  // forward, weight grad, and input grad after the first
       first = false;

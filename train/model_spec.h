@@ -9,6 +9,8 @@
 //   activations are NHWC; Dense weight is [out, in] (as PyTorch's nn.Linear), bias [out];
 //   Conv2D weight is [out_channels, kernel_h, kernel_w, in_channels] (OHWI), bias [out_channels].
 //   A PyTorch user gets OIHW with weight.permute(0, 3, 1, 2).
+//   Conv1D weight is [out_channels, kernel, in_channels], bias [out_channels]; PyTorch's Conv1d
+//   weight is weight.permute(0, 2, 1).
 #pragma once
 
 #include <cstdint>
@@ -24,7 +26,10 @@ namespace tributary {
 // kSigmoid, kTanh and kGelu (the erf form, PyTorch's default) are elementwise like kReLU;
 // kAvgPool2D averages size x size windows (stride size) and kGlobalAvgPool each channel's whole
 // h x w plane. kGroupNorm and kLayerNorm normalize (train/norm_math.h) with a gamma and a beta per
-// channel ("<name>.weight", "<name>.bias", [c] each; initially 1 and 0).
+// channel ("<name>.weight", "<name>.bias", [c] each; initially 1 and 0). kConv1D convolves along
+// the input's rows: an h x w x c input is a sequence of h steps of w * c channels (so [N, L, C]
+// sensor windows read as h = L, w = C, c = 1 are L steps of C channels), and its output is
+// (h + 2p - k + 1) x 1 x filters.
 enum class LayerKind {
   kDense,
   kConv2D,
@@ -37,7 +42,8 @@ enum class LayerKind {
   kAvgPool2D,
   kGlobalAvgPool,
   kGroupNorm,
-  kLayerNorm
+  kLayerNorm,
+  kConv1D
 };
 
 std::string_view LayerKindName(LayerKind kind);
@@ -45,13 +51,19 @@ std::string_view LayerKindName(LayerKind kind);
 inline bool IsNorm(LayerKind kind) {
   return kind == LayerKind::kGroupNorm || kind == LayerKind::kLayerNorm;
 }
+// Conv2D or Conv1D: a convolution with a weight and a bias (ConvTapsOf gives what engines run).
+inline bool IsConv(LayerKind kind) {
+  return kind == LayerKind::kConv2D || kind == LayerKind::kConv1D;
+}
+// A layer with a weight matrix (Dense or a convolution): Kaiming-uniform initialization, FLOPs.
+inline bool HasWeightMatrix(LayerKind kind) { return kind == LayerKind::kDense || IsConv(kind); }
 
 struct LayerSpec {
   LayerKind kind = LayerKind::kReLU;
   int64_t out_features = 0;  // Dense
-  int64_t out_channels = 0;  // Conv2D
-  int64_t kernel = 0;        // Conv2D: square kernel; MaxPool2D: window (= stride)
-  int64_t padding = 0;       // Conv2D: zero padding on every side (stride is 1)
+  int64_t out_channels = 0;  // Conv2D, Conv1D
+  int64_t kernel = 0;        // Conv2D: square kernel; Conv1D: taps; MaxPool2D: window (= stride)
+  int64_t padding = 0;       // Conv2D: zero padding on every side, Conv1D: at both ends (stride 1)
   int64_t groups = 0;        // GroupNorm: channel groups (they must divide the channels)
   std::string name;          // parameter prefix, e.g. "conv1", "fc2", "norm1" (layers with any)
   friend bool operator==(const LayerSpec&, const LayerSpec&) = default;
@@ -63,6 +75,22 @@ struct Shape3 {
   int64_t numel() const { return h * w * c; }
   friend bool operator==(const Shape3&, const Shape3&) = default;
 };
+
+// The convolution an engine runs for a Conv2D or Conv1D layer: stride 1, kh x kw taps, ph and pw
+// zeros of padding above/below and left/right, over an h x w x c NHWC input; the weight is the
+// OHWI [out_channels, kh, kw, c] array (for Conv1D, whose kw is 1, that is its [out, k, c]).
+struct ConvTaps {
+  int64_t h = 1, w = 1, c = 1;
+  int64_t kh = 1, kw = 1, ph = 0, pw = 0;
+  int64_t oh() const { return h + 2 * ph - kh + 1; }
+  int64_t ow() const { return w + 2 * pw - kw + 1; }
+  int64_t taps() const { return kh * kw * c; }
+};
+struct LayerSpec;
+// For a convolution layer `l` (IsConv) on a per-sample input of shape `in`. Conv2D: a square
+// kernel with the same padding on every side; Conv1D: the input seen as h x 1 x (w*c), kernel
+// kernel x 1, padding on the rows only.
+ConvTaps ConvTapsOf(const LayerSpec& l, const Shape3& in);
 
 struct ModelSpec {
   std::string name;

@@ -7,9 +7,8 @@ namespace tributary {
 namespace {
 
 bool HasParameters(const ModelSpec& spec) {
-  return std::any_of(spec.layers.begin(), spec.layers.end(), [](const LayerSpec& l) {
-    return l.kind == LayerKind::kDense || l.kind == LayerKind::kConv2D;
-  });
+  return std::any_of(spec.layers.begin(), spec.layers.end(),
+                     [](const LayerSpec& l) { return HasWeightMatrix(l.kind); });
 }
 
 }  // namespace
@@ -98,8 +97,8 @@ SplitFlops SplitTrainFlopsPerSample(const SplitModel& split) {
   if (!shapes.ok()) return f;
   for (size_t i = 0; i < split.server.layers.size(); ++i) {
     const LayerSpec& l = split.server.layers[i];
-    if (l.kind == LayerKind::kDense || l.kind == LayerKind::kConv2D) {
-      const int64_t fan_in = l.kind == LayerKind::kDense ? in.numel() : l.kernel * l.kernel * in.c;
+    if (HasWeightMatrix(l.kind)) {
+      const int64_t fan_in = l.kind == LayerKind::kDense ? in.numel() : ConvTapsOf(l, in).taps();
       f.server += 2 * (*shapes)[i].numel() * fan_in;
       break;
     }

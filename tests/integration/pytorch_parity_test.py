@@ -16,6 +16,9 @@ two engines' float sums in a different order.
   (nn.GroupNorm(2, 4)), and a dense model with a layernorm (nn.LayerNorm(32)), trained by SGD:
   their forward and backward are PyTorch's (each step's gradient flows through them, and the
   norms' gamma and beta train too).
+- conv1d: the 8x8 images read as 8 steps of 8 channels (PyTorch's Conv1d on [N, 8 channels,
+  8 steps]; weights moved from [out, in, k] to [out, k, in]), with relu, globalavgpool
+  (AdaptiveAvgPool1d(1)) and a dense head.
 
 Skipped only where python3-torch is not installed (scripts/setup-deps installs it).
 """
@@ -101,6 +104,18 @@ class PyTorchParityTest(ProcessTest):
                   '{ type = "globalavgpool" }', f'{{ type = "dense", units = 10, name = "{last}" }}']
         return self.prepare_model("groupnorm" if group_norm else "pooled", layers, model)
 
+    def prepare_conv1d(self):
+        """conv1d 4 (kernel 3, padding 1) over 8 steps of 8 channels, relu, globalavgpool,
+        dense 10, and its nn.Sequential."""
+        torch.manual_seed(8)
+        model = torch.nn.Sequential(torch.nn.Conv1d(8, 4, 3, padding=1), torch.nn.ReLU(),
+                                    torch.nn.AdaptiveAvgPool1d(1), torch.nn.Flatten(),
+                                    torch.nn.Linear(4, 10))
+        layers = ['{ type = "conv1d", filters = 4, kernel = 3, padding = 1, name = "0" }',
+                  '{ type = "relu" }', '{ type = "globalavgpool" }',
+                  '{ type = "dense", units = 10, name = "4" }']
+        return self.prepare_model("conv1d", layers, model)
+
     def prepare_layernorm(self):
         """flatten, dense 32, layernorm, relu, dense 10 and its nn.Sequential."""
         x, _ = self.data()
@@ -115,8 +130,10 @@ class PyTorchParityTest(ProcessTest):
 
     @staticmethod
     def to_native(params):
-        """PyTorch's conv weights (OIHW) as the native engine's (OHWI)."""
-        return {k: v.transpose(0, 2, 3, 1).copy() if v.ndim == 4 else v
+        """PyTorch's conv weights (OIHW; Conv1d's [O, I, K]) as the native engine's (OHWI;
+        [O, K, I])."""
+        return {k: v.transpose(0, 2, 3, 1).copy() if v.ndim == 4
+                else v.transpose(0, 2, 1).copy() if v.ndim == 3 else v
                 for k, v in params.items()}
 
     def toml(self, fit, strategy="fedavg"):
@@ -144,18 +161,22 @@ class PyTorchParityTest(ProcessTest):
         self.assertEqual(client.wait(timeout=60), 0, self.log(f"native{self.runs}"))
         return tb.load_safetensors(self.path(f"final{self.runs}.safetensors"))[0]
 
-    def torch_reference(self, model, make_optimizer, nchw=False):
+    def torch_reference(self, model, make_optimizer, nchw=False, steps=False):
+        """`nchw`: images to PyTorch's [N, C, H, W]; `steps`: each image's rows as steps and its
+        columns as channels, [N, W, H]."""
         import tributary as tb
         x, y = self.data()
         opt = make_optimizer(model.parameters())
         xt, yt = torch.from_numpy(x), torch.from_numpy(y)
         if nchw:
             xt = xt.permute(0, 3, 1, 2).contiguous()
+        if steps:
+            xt = xt.reshape(xt.shape[0], xt.shape[1], -1).permute(0, 2, 1).contiguous()
         for _ in range(EPOCHS):
             opt.zero_grad()
             torch.nn.functional.cross_entropy(model(xt), yt).backward()
             opt.step()
-        return self.to_native(tb.from_torch(model)) if nchw else tb.from_torch(model)
+        return self.to_native(tb.from_torch(model)) if nchw or steps else tb.from_torch(model)
 
     def check(self, name, activation, fit, make_optimizer):
         import tributary as tb
@@ -164,10 +185,13 @@ class PyTorchParityTest(ProcessTest):
             model = self.prepare_pooled(group_norm=activation == "groupnorm")
         elif activation == "layernorm":
             model = self.prepare_layernorm()
+        elif activation == "conv1d":
+            model = self.prepare_conv1d()
         else:
             model = self.prepare(activation)
         got = self.run_native(fit)
-        want = self.torch_reference(model, make_optimizer, nchw=conv)
+        want = self.torch_reference(model, make_optimizer, nchw=conv,
+                                    steps=activation == "conv1d")
         init = tb.load_safetensors(self.init)[0]
         self.assertEqual(list(got), list(want))
         diff = max(float(abs(got[k] - want[k]).max()) for k in want)
@@ -206,6 +230,10 @@ class PyTorchParityTest(ProcessTest):
                    lambda p: torch.optim.SGD(p, lr=0.5))
         self.check("dense + layernorm", "layernorm", ["lr = 0.2"],
                    lambda p: torch.optim.SGD(p, lr=0.2))
+
+    def test_conv1d_is_pytorchs(self):
+        self.check("conv1d + globalavgpool", "conv1d", ["lr = 0.5"],
+                   lambda p: torch.optim.SGD(p, lr=0.5))
 
     def test_a_strategy_derived_for_sgd_refuses_adam(self):
         self.prepare("relu")

@@ -87,6 +87,44 @@ TEST(LayerGradTest, Conv2DLargePaddingMatchesDirectConvolution) {
       }
 }
 
+// Conv1D: an 8 x 3 x 2 input is 8 steps of 6 channels; kernel 3 x 1 with padding 1 at both ends.
+TEST(LayerGradTest, Conv1DAlongTheRows) {
+  LayerSpec l;
+  l.kind = LayerKind::kConv1D;
+  l.out_channels = 4;
+  l.kernel = 3;
+  l.padding = 1;
+  const ConvTaps g = ConvTapsOf(l, Shape3{8, 3, 2});
+  EXPECT_EQ(g.h, 8);
+  EXPECT_EQ(g.w, 1);
+  EXPECT_EQ(g.c, 6);
+  EXPECT_EQ(g.oh(), 8);
+  EXPECT_EQ(g.ow(), 1);
+  Conv2D c(g, 4, 3);
+  CheckLayer(c, 3, 8 * 6, 8 * 4, 2e-3, 25);
+}
+
+TEST(LayerGradTest, Conv1DMatchesADirectConvolution) {
+  // y[t, o] = b[o] + sum_{j, i} w[o, j, i] * x[t + j - p, i]: PyTorch's Conv1d on [C, L].
+  const int64_t steps = 9, c = 3, oc = 2, k = 4, p = 1, out_steps = steps + 2 * p - k + 1;
+  Conv2D conv(ConvTaps{steps, 1, c, k, 1, p, 0}, oc, 1);
+  std::vector<float> params = Random(conv.num_params(), 7), grads(params.size());
+  conv.Bind(params.data(), grads.data());
+  std::vector<float> x = Random(steps * c, 8), y(out_steps * oc);
+  conv.Forward(x.data(), y.data(), 1);
+  for (int64_t t = 0; t < out_steps; ++t)
+    for (int64_t o = 0; o < oc; ++o) {
+      double acc = params[oc * k * c + o];
+      for (int64_t j = 0; j < k; ++j)
+        for (int64_t i = 0; i < c; ++i) {
+          const int64_t at = t + j - p;
+          if (at < 0 || at >= steps) continue;
+          acc += static_cast<double>(params[(o * k + j) * c + i]) * x[at * c + i];
+        }
+      EXPECT_NEAR(y[t * oc + o], acc, 1e-5) << t << " " << o;
+    }
+}
+
 TEST(LayerGradTest, MaxPool) {
   MaxPool2D p(6, 4, 3, 2, 2);
   CheckLayer(p, 2, 6 * 4 * 3, 3 * 2 * 3, 1e-3, 40);

@@ -195,9 +195,12 @@ TEST(ModelFileTest, EveryMistakeIsNamed) {
       {"[[layers]]\ntype = \"relu\"\nname = \"r\"\n" + dense,
        "m.toml:3: layer 0 (ReLU): unknown key 'name' (a relu layer takes only its type)"},
       {"[[layers]]\nunits = 10\n",
-       "m.toml:1: layer 0: missing key 'type' (dense, conv2d, "
+       "m.toml:1: layer 0: missing key 'type' (dense, conv2d, conv1d, "
        "maxpool2d, avgpool2d, globalavgpool, groupnorm, layernorm, relu, sigmoid, tanh, gelu or "
        "flatten)"},
+      {"input = [4, 3, 1]\n[[layers]]\ntype = \"conv1d\"\nfilters = 2\nkernel = 5\n" + dense,
+       "m.toml: layer 0 (Conv1D): kernel 5 is larger than its input 4x3x1 padded by 0 (a sequence "
+       "of its 4 rows)"},
       {"[[layers]]\ntype = \"gelu\"\nname = \"g\"\n" + dense,
        "m.toml:3: layer 0 (GELU): unknown key 'name' (a gelu layer takes only its type)"},
       {"[[layers]]\ntype = \"dropout\"\n", "m.toml:2: layer 0: unknown type 'dropout'"},
@@ -305,6 +308,19 @@ TEST(ModelFileTest, ToTomlReadsBackToTheSameSpec) {
                    Dense(3, "d")};
   ASSERT_EQ(LayerOutputShapes(pooled)->at(3), (Shape3{1, 1, 4}));
   specs.push_back(pooled);
+  ModelSpec sequence;  // Conv1D over 32 steps of 6 channels
+  sequence.name = "sequence";
+  sequence.input = {32, 6, 1};
+  sequence.num_classes = 4;
+  LayerSpec c1 = Conv(8, 5, 2, "t1"), c2 = Conv(8, 3, 0, "t2");
+  c1.kind = c2.kind = LayerKind::kConv1D;
+  sequence.layers = {c1, Simple(LayerKind::kReLU), c2, Simple(LayerKind::kGlobalAvgPool),
+                     Dense(4, "head")};
+  ASSERT_EQ(LayerOutputShapes(sequence)->at(2), (Shape3{30, 1, 8}));
+  const ModelWeights::LayoutSpec layout = *ParameterLayout(sequence);
+  EXPECT_EQ(layout[0].second, (std::vector<int64_t>{8, 5, 6}));  // [filters, kernel, channels]
+  EXPECT_EQ(layout[2].second, (std::vector<int64_t>{8, 3, 8}));
+  specs.push_back(sequence);
   for (const ModelSpec& spec : specs) {
     const std::string text = ModelSpecToToml(spec);
     // Different defaults show that the text states everything.

@@ -7,17 +7,18 @@
 
 namespace tributary::cpu {
 
-Conv2D::Conv2D(int64_t in_h, int64_t in_w, int64_t in_c, int64_t out_c, int64_t kernel,
-               int64_t padding, int64_t max_batch)
-    : h_(in_h),
-      w_(in_w),
-      c_(in_c),
+Conv2D::Conv2D(const ConvTaps& g, int64_t out_c, int64_t max_batch)
+    : h_(g.h),
+      w_(g.w),
+      c_(g.c),
       oc_(out_c),
-      k_(kernel),
-      p_(padding),
-      oh_(in_h + 2 * padding - kernel + 1),
-      ow_(in_w + 2 * padding - kernel + 1),
-      taps_(kernel * kernel * in_c),
+      kh_(g.kh),
+      kw_(g.kw),
+      ph_(g.ph),
+      pw_(g.pw),
+      oh_(g.oh()),
+      ow_(g.ow()),
+      taps_(g.taps()),
       out_c_(out_c) {
   const int64_t per_sample = oh_ * ow_ * taps_ * static_cast<int64_t>(sizeof(float));
   chunk_ = std::clamp<int64_t>((int64_t{3} << 19) / per_sample, 1, max_batch);
@@ -33,25 +34,25 @@ void Conv2D::Bind(float* params, float* grads) {
 
 void Conv2D::Im2Col(const float* in, int64_t n) {
   float* row = cols_.data();
-  const int64_t kc = k_ * c_;
+  const int64_t kc = kw_ * c_;
   for (int64_t s = 0; s < n; ++s) {
     const float* img = in + s * h_ * w_ * c_;
     for (int64_t oy = 0; oy < oh_; ++oy) {
       for (int64_t ox = 0; ox < ow_; ++ox, row += taps_) {
-        // Valid kernel columns: ix = ox + kx - p in [0, w).
-        const int64_t kx0 = std::max<int64_t>(0, p_ - ox);
-        const int64_t kx1 = std::min<int64_t>(k_, w_ + p_ - ox);
-        for (int64_t ky = 0; ky < k_; ++ky) {
+        // Valid kernel columns: ix = ox + kx - pw in [0, w).
+        const int64_t kx0 = std::max<int64_t>(0, pw_ - ox);
+        const int64_t kx1 = std::min<int64_t>(kw_, w_ + pw_ - ox);
+        for (int64_t ky = 0; ky < kh_; ++ky) {
           float* dst = row + ky * kc;
-          const int64_t iy = oy + ky - p_;
+          const int64_t iy = oy + ky - ph_;
           if (iy < 0 || iy >= h_ || kx0 >= kx1) {
             std::memset(dst, 0, sizeof(float) * kc);
             continue;
           }
           if (kx0 > 0) std::memset(dst, 0, sizeof(float) * kx0 * c_);
-          std::memcpy(dst + kx0 * c_, img + (iy * w_ + ox + kx0 - p_) * c_,
+          std::memcpy(dst + kx0 * c_, img + (iy * w_ + ox + kx0 - pw_) * c_,
                       sizeof(float) * (kx1 - kx0) * c_);
-          if (kx1 < k_) std::memset(dst + kx1 * c_, 0, sizeof(float) * (k_ - kx1) * c_);
+          if (kx1 < kw_) std::memset(dst + kx1 * c_, 0, sizeof(float) * (kw_ - kx1) * c_);
         }
       }
     }
@@ -61,18 +62,18 @@ void Conv2D::Im2Col(const float* in, int64_t n) {
 void Conv2D::Col2Im(const float* cols, float* grad_in, int64_t n) const {
   std::memset(grad_in, 0, sizeof(float) * n * h_ * w_ * c_);
   const float* row = cols;
-  const int64_t kc = k_ * c_;
+  const int64_t kc = kw_ * c_;
   for (int64_t s = 0; s < n; ++s) {
     float* img = grad_in + s * h_ * w_ * c_;
     for (int64_t oy = 0; oy < oh_; ++oy) {
       for (int64_t ox = 0; ox < ow_; ++ox, row += taps_) {
-        const int64_t kx0 = std::max<int64_t>(0, p_ - ox);
-        const int64_t kx1 = std::min<int64_t>(k_, w_ + p_ - ox);
-        for (int64_t ky = 0; ky < k_; ++ky) {
-          const int64_t iy = oy + ky - p_;
+        const int64_t kx0 = std::max<int64_t>(0, pw_ - ox);
+        const int64_t kx1 = std::min<int64_t>(kw_, w_ + pw_ - ox);
+        for (int64_t ky = 0; ky < kh_; ++ky) {
+          const int64_t iy = oy + ky - ph_;
           if (iy < 0 || iy >= h_ || kx0 >= kx1) continue;
           const float* src = row + ky * kc + kx0 * c_;
-          float* dst = img + (iy * w_ + ox + kx0 - p_) * c_;
+          float* dst = img + (iy * w_ + ox + kx0 - pw_) * c_;
           const int64_t len = (kx1 - kx0) * c_;
           for (int64_t i = 0; i < len; ++i) dst[i] += src[i];
         }

@@ -1,4 +1,5 @@
-// Conv2D, stride 1, square kernel, zero padding, NHWC activations, OHWI weights.
+// A stride-1 convolution with zero padding (ConvTaps: kh x kw taps, ph/pw padding; Conv2D's square
+// kernel and Conv1D's k x 1 along the rows alike), NHWC activations, OHWI weights.
 //
 // Lowered to GEMMs through im2col: the columns matrix has a row per output pixel and a column per
 // (kh, kw, ic) tap, so each row is gathered from contiguous runs of the input and the OHWI weight
@@ -11,13 +12,17 @@
 #include <vector>
 
 #include "train/cpu/cpu_layer.h"
+#include "train/model_spec.h"
 
 namespace tributary::cpu {
 
 class Conv2D final : public CpuLayer {
  public:
+  Conv2D(const ConvTaps& g, int64_t out_c, int64_t max_batch);
+  // A square kernel with the same padding on every side.
   Conv2D(int64_t in_h, int64_t in_w, int64_t in_c, int64_t out_c, int64_t kernel, int64_t padding,
-         int64_t max_batch);
+         int64_t max_batch)
+      : Conv2D(ConvTaps{in_h, in_w, in_c, kernel, kernel, padding, padding}, out_c, max_batch) {}
   int64_t num_params() const override { return out_c_ * taps_ + out_c_; }
   void Bind(float* params, float* grads) override;
   void Forward(const float* in, float* out, int64_t n) override;
@@ -29,7 +34,7 @@ class Conv2D final : public CpuLayer {
   void Col2Im(const float* cols, float* grad_in, int64_t n) const;
   int64_t chunk_ = 1;  // samples per chunk
 
-  int64_t h_, w_, c_, oc_, k_, p_, oh_, ow_, taps_;
+  int64_t h_, w_, c_, oc_, kh_, kw_, ph_, pw_, oh_, ow_, taps_;
   AlignedVector cols_;   // [chunk * oh * ow, taps]
   AlignedVector dcols_;  // same shape, for the input gradient
   float* wt_ = nullptr;

@@ -74,8 +74,8 @@ Status CpuEngine::BuildReplica(Replica* r, int64_t shard_max, float* grads) {
         layer = std::make_unique<Dense>(in.numel(), l.out_features);
         break;
       case LayerKind::kConv2D:
-        layer = std::make_unique<Conv2D>(in.h, in.w, in.c, l.out_channels, l.kernel, l.padding,
-                                         shard_max);
+      case LayerKind::kConv1D:
+        layer = std::make_unique<Conv2D>(ConvTapsOf(l, in), l.out_channels, shard_max);
         break;
       case LayerKind::kMaxPool2D:
         layer = std::make_unique<MaxPool2D>(in.h, in.w, in.c, l.kernel, shard_max);

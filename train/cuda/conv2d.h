@@ -1,6 +1,6 @@
-// Conv2D (stride 1, square kernel, zero padding, NHWC, OHWI weight) lowered to cuBLAS GEMMs
-// through im2col, as train/cpu/conv2d.h does: the columns matrix has a row per output pixel and a
-// column per (kh, kw, ic) tap, so the OHWI weight is exactly the [out_channels, taps] matrix.
+// Conv2D and Conv1D (stride 1, zero padding, NHWC, OHWI weight; ConvGeometry) lowered to cuBLAS
+// GEMMs through im2col, as train/cpu/conv2d.h does: the columns matrix has a row per output pixel
+// and a column per (kh, kw, ic) tap, so the OHWI weight is exactly the [out_channels, taps] matrix.
 //
 // The batch runs in chunks whose columns fit a fixed budget (256 MiB by default), so the layer's
 // memory does not grow with large evaluation batches. When the whole batch is one chunk (the usual

@@ -15,14 +15,10 @@ Result<std::unique_ptr<CudaLayer>> MakeCudaLayer(const LayerSpec& spec, const Sh
                             Dense::Create(in.numel(), spec.out_features, max_batch, ctx));
       return std::unique_ptr<CudaLayer>(std::move(layer));
     }
-    case LayerKind::kConv2D: {
-      const ConvGeometry g{in.h,
-                           in.w,
-                           in.c,
-                           spec.kernel,
-                           spec.padding,
-                           in.h + 2 * spec.padding - spec.kernel + 1,
-                           in.w + 2 * spec.padding - spec.kernel + 1};
+    case LayerKind::kConv2D:
+    case LayerKind::kConv1D: {
+      const ConvTaps t = ConvTapsOf(spec, in);
+      const ConvGeometry g = ConvGeometry::Of(t.h, t.w, t.c, t.kh, t.kw, t.ph, t.pw);
       TRIB_ASSIGN_OR_RETURN(auto layer, Conv2D::Create(g, spec.out_channels, max_batch, ctx));
       return std::unique_ptr<CudaLayer>(std::move(layer));
     }

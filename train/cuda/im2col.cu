@@ -15,13 +15,15 @@ namespace {
 // ConvGeometry narrowed to the index type I.
 template <typename I>
 struct Geometry {
-  I h, w, c, k, p, oh, ow, taps;
+  I h, w, c, kh, kw, ph, pw, oh, ow, taps;
   explicit Geometry(const ConvGeometry& g)
       : h(static_cast<I>(g.h)),
         w(static_cast<I>(g.w)),
         c(static_cast<I>(g.c)),
-        k(static_cast<I>(g.k)),
-        p(static_cast<I>(g.p)),
+        kh(static_cast<I>(g.kh)),
+        kw(static_cast<I>(g.kw)),
+        ph(static_cast<I>(g.ph)),
+        pw(static_cast<I>(g.pw)),
         oh(static_cast<I>(g.oh)),
         ow(static_cast<I>(g.ow)),
         taps(static_cast<I>(g.taps())) {}
@@ -34,8 +36,8 @@ __device__ inline float Im2ColValue(const float* __restrict__ in, const Geometry
   const I ox = row % g.ow, t = row / g.ow;
   const I oy = t % g.oh, s = t / g.oh;
   const I ic = tap % g.c, kk = tap / g.c;
-  const I kx = kk % g.k, ky = kk / g.k;
-  const I iy = oy + ky - g.p, ix = ox + kx - g.p;
+  const I kx = kk % g.kw, ky = kk / g.kw;
+  const I iy = oy + ky - g.ph, ix = ox + kx - g.pw;
   if (iy < 0 || iy >= g.h || ix < 0 || ix >= g.w) return 0.0f;
   return in[((s * g.h + iy) * g.w + ix) * g.c + ic];
 }
@@ -60,13 +62,13 @@ __global__ void Col2ImKernel(const float* __restrict__ cols, I total, Geometry<I
     const I ix = t0 % g.w, t1 = t0 / g.w;
     const I iy = t1 % g.h, s = t1 / g.h;
     float acc = 0.0f;
-    for (I ky = 0; ky < g.k; ++ky) {
-      const I oy = iy + g.p - ky;
+    for (I ky = 0; ky < g.kh; ++ky) {
+      const I oy = iy + g.ph - ky;
       if (oy < 0 || oy >= g.oh) continue;
-      for (I kx = 0; kx < g.k; ++kx) {
-        const I ox = ix + g.p - kx;
+      for (I kx = 0; kx < g.kw; ++kx) {
+        const I ox = ix + g.pw - kx;
         if (ox < 0 || ox >= g.ow) continue;
-        acc += cols[((s * g.oh + oy) * g.ow + ox) * g.taps + (ky * g.k + kx) * g.c + ic];
+        acc += cols[((s * g.oh + oy) * g.ow + ox) * g.taps + (ky * g.kw + kx) * g.c + ic];
       }
     }
     grad_in[i] = acc;

@@ -20,17 +20,24 @@ cudaError_t LaunchGatherBatch(const float* images, const uint8_t* labels, const 
                               int64_t n, int64_t sample_size, float* x, uint8_t* y,
                               cudaStream_t stream);
 
-// Geometry of a stride-1, square-kernel, zero-padded convolution on NHWC input.
+// Geometry of a stride-1, zero-padded convolution on NHWC input (model_spec.h's ConvTaps: Conv2D's
+// square kernel, Conv1D's kernel x 1).
 struct ConvGeometry {
   int64_t h, w, c;  // input
-  int64_t k, p;     // kernel size, padding
-  int64_t oh, ow;   // output (h + 2p - k + 1, w + 2p - k + 1)
+  int64_t kh, kw;   // kernel
+  int64_t ph, pw;   // padding above and below, left and right
+  int64_t oh, ow;   // output (h + 2ph - kh + 1, w + 2pw - kw + 1)
   constexpr int64_t taps() const {
-    return k * k * c;
+    return kh * kw * c;
   }  // usable in kernels (--expt-relaxed-constexpr)
+  // From the spec's ConvTaps (host only).
+  static ConvGeometry Of(int64_t h, int64_t w, int64_t c, int64_t kh, int64_t kw, int64_t ph,
+                         int64_t pw) {
+    return ConvGeometry{h, w, c, kh, kw, ph, pw, h + 2 * ph - kh + 1, w + 2 * pw - kw + 1};
+  }
 };
 
-// im2col.cu: cols[(s*oh + oy)*ow + ox][(ky*k + kx)*c + ic] = in[s][oy+ky-p][ox+kx-p][ic] (0
+// im2col.cu: cols[(s*oh + oy)*ow + ox][(ky*kw + kx)*c + ic] = in[s][oy+ky-ph][ox+kx-pw][ic] (0
 // outside).
 cudaError_t LaunchIm2Col(const float* in, int64_t n, const ConvGeometry& g, float* cols,
                          cudaStream_t stream);

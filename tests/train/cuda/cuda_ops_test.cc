@@ -95,16 +95,19 @@ TEST_F(CudaDenseTest, MatchesCpu) {
 
 struct ConvCase {
   int64_t h, w, c, oc, k, p, n;
-  int64_t budget_bytes;  // im2col budget on the GPU (small values force several chunks)
+  int64_t budget_bytes;    // im2col budget on the GPU (small values force several chunks)
+  int64_t kw = 0, pw = 0;  // > 0: a k x kw kernel with padding p x pw (Conv1D's: k x 1, pw 0)
+  ConvTaps taps() const { return ConvTaps{h, w, c, k, kw > 0 ? kw : k, p, kw > 0 ? pw : p}; }
 };
 
 class CudaConvTest : public CudaParamTest<ConvCase> {};
 
 TEST_P(CudaConvTest, MatchesCpu) {
   const ConvCase cc = GetParam();
-  const ConvGeometry g{
-      cc.h, cc.w, cc.c, cc.k, cc.p, cc.h + 2 * cc.p - cc.k + 1, cc.w + 2 * cc.p - cc.k + 1};
-  cpu::Conv2D ref(cc.h, cc.w, cc.c, cc.oc, cc.k, cc.p, cc.n);
+  const ConvTaps shape = cc.taps();
+  const ConvGeometry g =
+      ConvGeometry::Of(shape.h, shape.w, shape.c, shape.kh, shape.kw, shape.ph, shape.pw);
+  cpu::Conv2D ref(shape, cc.oc, cc.n);
   auto layer = Conv2D::Create(g, cc.oc, cc.n, *ctx_, cc.budget_bytes);
   ASSERT_TRUE(layer.ok()) << layer.status();
   const int64_t in_size = cc.h * cc.w * cc.c, out_size = g.oh * g.ow * cc.oc;
@@ -126,7 +129,8 @@ INSTANTIATE_TEST_SUITE_P(
         ConvCase{14, 14, 32, 64, 5, 2, 4, Conv2D::kDefaultColumnsBudget},  // cnn conv2
         ConvCase{9, 7, 3, 4, 3, 0, 3, Conv2D::kDefaultColumnsBudget},      // valid, non-square
         ConvCase{10, 10, 6, 16, 5, 0, 2, Conv2D::kDefaultColumnsBudget},   // lenet conv2
-        ConvCase{6, 5, 3, 4, 3, 1, 5, 2 * 30 * 27 * 4}));                  // 2 samples a chunk
+        ConvCase{6, 5, 3, 4, 3, 1, 5, 2 * 30 * 27 * 4},                    // 2 samples a chunk
+        ConvCase{64, 1, 9, 16, 5, 2, 4, Conv2D::kDefaultColumnsBudget, 1, 0}));  // Conv1D
 
 struct PoolCase {
   int64_t h, w, c, k, n;

@@ -79,8 +79,12 @@ TEST(KernelEmulationTest, GatherCopiesTheIndexedSamples) {
   }
 }
 
+// A square kernel k with padding p, or with kw > 0 a kernel k x kw with padding p x pw (Conv1D's
+// is k x 1 with pw 0).
 struct ConvCase {
   int64_t h, w, c, oc, k, p, n;
+  int64_t kw = 0, pw = 0;
+  ConvTaps taps() const { return ConvTaps{h, w, c, k, kw > 0 ? kw : k, p, kw > 0 ? pw : p}; }
 };
 
 class KernelConvTest : public ::testing::TestWithParam<ConvCase> {};
@@ -89,10 +93,11 @@ class KernelConvTest : public ::testing::TestWithParam<ConvCase> {};
 // col2im its input gradient: this pins the column layout to the OHWI weight matrix.
 TEST_P(KernelConvTest, Im2ColAndCol2ImReproduceTheCpuConvolution) {
   const ConvCase cc = GetParam();
-  const ConvGeometry g{
-      cc.h, cc.w, cc.c, cc.k, cc.p, cc.h + 2 * cc.p - cc.k + 1, cc.w + 2 * cc.p - cc.k + 1};
+  const ConvTaps shape = cc.taps();
+  const ConvGeometry g =
+      ConvGeometry::Of(shape.h, shape.w, shape.c, shape.kh, shape.kw, shape.ph, shape.pw);
   const int64_t taps = g.taps(), pix = g.oh * g.ow, in_size = cc.h * cc.w * cc.c;
-  cpu::Conv2D ref(cc.h, cc.w, cc.c, cc.oc, cc.k, cc.p, cc.n);
+  cpu::Conv2D ref(shape, cc.oc, cc.n);
   auto params = Random(static_cast<size_t>(ref.num_params()), 3, 0.3f);
   std::fill(params.begin() + cc.oc * taps, params.end(), 0.0f);  // zero bias: compare the GEMM part
   std::vector<float> grads(params.size());
@@ -128,11 +133,12 @@ TEST_P(KernelConvTest, Im2ColAndCol2ImReproduceTheCpuConvolution) {
   EXPECT_EQ(dx64, dx);
 }
 
-INSTANTIATE_TEST_SUITE_P(Shapes, KernelConvTest,
-                         ::testing::Values(ConvCase{8, 8, 1, 4, 5, 2, 2},
-                                           ConvCase{9, 7, 3, 4, 3, 0, 2},
-                                           ConvCase{6, 5, 4, 3, 3, 1, 3},
-                                           ConvCase{5, 5, 2, 2, 5, 2, 1}));
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, KernelConvTest,
+    ::testing::Values(ConvCase{8, 8, 1, 4, 5, 2, 2}, ConvCase{9, 7, 3, 4, 3, 0, 2},
+                      ConvCase{6, 5, 4, 3, 3, 1, 3}, ConvCase{5, 5, 2, 2, 5, 2, 1},
+                      // Conv1D's geometry: 12 steps of 5 channels, k 3 x 1
+                      ConvCase{12, 1, 5, 4, 3, 1, 2, 1, 0}, ConvCase{7, 6, 2, 3, 3, 2, 2, 2, 0}));
 
 struct PoolCase {
   int64_t h, w, c, k, n;
