@@ -37,10 +37,10 @@ std::string TypeName(LayerKind kind) {
 }
 
 constexpr LayerKind kKinds[] = {
-    LayerKind::kDense,     LayerKind::kConv2D,        LayerKind::kMaxPool2D, LayerKind::kReLU,
-    LayerKind::kFlatten,   LayerKind::kSigmoid,       LayerKind::kTanh,      LayerKind::kGelu,
-    LayerKind::kAvgPool2D, LayerKind::kGlobalAvgPool, LayerKind::kGroupNorm, LayerKind::kLayerNorm,
-    LayerKind::kConv1D};
+    LayerKind::kDense,     LayerKind::kConv2D,         LayerKind::kMaxPool2D, LayerKind::kReLU,
+    LayerKind::kFlatten,   LayerKind::kSigmoid,        LayerKind::kTanh,      LayerKind::kGelu,
+    LayerKind::kAvgPool2D, LayerKind::kGlobalAvgPool,  LayerKind::kGroupNorm, LayerKind::kLayerNorm,
+    LayerKind::kConv1D,    LayerKind::kDepthwiseConv2D};
 
 std::optional<LayerKind> KindOf(std::string_view type) {
   std::string lower(type);
@@ -55,6 +55,7 @@ std::optional<LayerKind> KindOf(std::string_view type) {
 std::span<const std::string_view> KeysOf(LayerKind kind) {
   static constexpr std::string_view kDense[] = {"type", "units", "name"};
   static constexpr std::string_view kConv[] = {"type", "filters", "kernel", "padding", "name"};
+  static constexpr std::string_view kDepthwise[] = {"type", "kernel", "padding", "name"};
   static constexpr std::string_view kPool[] = {"type", "size"};
   static constexpr std::string_view kBare[] = {"type"};
   static constexpr std::string_view kGroupNorm[] = {"type", "groups", "name"};
@@ -65,6 +66,8 @@ std::span<const std::string_view> KeysOf(LayerKind kind) {
     case LayerKind::kConv2D:
     case LayerKind::kConv1D:
       return kConv;
+    case LayerKind::kDepthwiseConv2D:
+      return kDepthwise;
     case LayerKind::kMaxPool2D:
     case LayerKind::kAvgPool2D:
       return kPool;
@@ -177,14 +180,16 @@ Result<LayerSpec> ReadLayer(const std::string& source, const toml::table& t, siz
   if (!type_node)
     return Bad(source, &t,
                owner +
-                   ": missing key 'type' (dense, conv2d, conv1d, maxpool2d, avgpool2d, "
-                   "globalavgpool, groupnorm, layernorm, relu, sigmoid, tanh, gelu or flatten)");
+                   ": missing key 'type' (dense, conv2d, conv1d, depthwiseconv2d, maxpool2d, "
+                   "avgpool2d, globalavgpool, groupnorm, layernorm, relu, sigmoid, tanh, gelu or "
+                   "flatten)");
   std::optional<std::string> type = type_node->value_exact<std::string>();
   if (!type) return Bad(source, type_node, owner + ": key 'type' must be a string");
   std::optional<LayerKind> kind = KindOf(*type);
   if (!kind)
     return Bad(source, type_node,
-               fmt::format("{}: unknown type '{}' (the types are dense, conv2d, conv1d, maxpool2d, "
+               fmt::format("{}: unknown type '{}' (the types are dense, conv2d, conv1d, "
+                           "depthwiseconv2d, maxpool2d, "
                            "avgpool2d, globalavgpool, groupnorm, layernorm, relu, sigmoid, tanh, "
                            "gelu and flatten)",
                            owner, *type));
@@ -216,6 +221,13 @@ Result<LayerSpec> ReadLayer(const std::string& source, const toml::table& t, siz
     case LayerKind::kConv2D:
     case LayerKind::kConv1D: {
       TRIB_ASSIGN_OR_RETURN(l.out_channels, RequireInt(source, t, "filters", 1, kMaxSize, owner));
+      TRIB_ASSIGN_OR_RETURN(l.kernel, RequireInt(source, t, "kernel", 1, kMaxWindow, owner));
+      TRIB_ASSIGN_OR_RETURN(std::optional<int64_t> padding,
+                            ReadInt(source, t, "padding", 0, kMaxWindow, owner));
+      l.padding = padding.value_or(0);
+      break;
+    }
+    case LayerKind::kDepthwiseConv2D: {
       TRIB_ASSIGN_OR_RETURN(l.kernel, RequireInt(source, t, "kernel", 1, kMaxWindow, owner));
       TRIB_ASSIGN_OR_RETURN(std::optional<int64_t> padding,
                             ReadInt(source, t, "padding", 0, kMaxWindow, owner));
@@ -282,6 +294,8 @@ Status CheckSizes(const std::string& source, const ModelSpec& spec,
                      static_cast<double>(l.kind == LayerKind::kConv1D ? in.w * in.c : in.c) +
                  1);
     if (IsNorm(l.kind)) params += 2.0 * static_cast<double>(in.c);
+    if (l.kind == LayerKind::kDepthwiseConv2D)
+      params += static_cast<double>(in.c) * (static_cast<double>(l.kernel * l.kernel) + 1);
     if (params > static_cast<double>(kMaxParameters))
       return Bad(source, nullptr,
                  fmt::format("the model has over {} parameters by layer {} ({})", kMaxParameters, i,
@@ -350,7 +364,8 @@ Result<ModelSpec> ParseModelToml(std::string_view text, std::string_view source_
     TRIB_ASSIGN_OR_RETURN(LayerSpec l,
                           ReadLayer(source, *t, i, i + 1 == layers->size(), spec.num_classes));
     if (HasWeightMatrix(l.kind) || IsNorm(l.kind)) {
-      const bool is_dense = l.kind == LayerKind::kDense, is_conv = IsConv(l.kind);
+      const bool is_dense = l.kind == LayerKind::kDense,
+                 is_conv = IsConv(l.kind) || l.kind == LayerKind::kDepthwiseConv2D;
       const int64_t nth = is_dense ? ++dense : is_conv ? ++conv : ++norm;
       const bool named = !l.name.empty();
       if (!named) l.name = (is_dense ? "fc" : is_conv ? "conv" : "norm") + std::to_string(nth);
@@ -465,6 +480,10 @@ std::string ModelSpecToToml(const ModelSpec& spec) {
       case LayerKind::kConv1D:
         out += fmt::format("filters = {}\nkernel = {}\npadding = {}\nname = {}\n", l.out_channels,
                            l.kernel, l.padding, TomlString(l.name));
+        break;
+      case LayerKind::kDepthwiseConv2D:
+        out += fmt::format("kernel = {}\npadding = {}\nname = {}\n", l.kernel, l.padding,
+                           TomlString(l.name));
         break;
       case LayerKind::kMaxPool2D:
       case LayerKind::kAvgPool2D:

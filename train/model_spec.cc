@@ -1,5 +1,7 @@
 #include "train/model_spec.h"
 
+#include "train/depthwise_math.h"
+
 #include <cmath>
 
 #include "core/rng.h"
@@ -73,7 +75,9 @@ std::string ShapeText(const Shape3& s) {
 
 // fan_in of a parameterized layer given its input shape.
 int64_t FanIn(const LayerSpec& l, const Shape3& in) {
-  return l.kind == LayerKind::kDense ? in.numel() : ConvTapsOf(l, in).taps();
+  if (l.kind == LayerKind::kDense) return in.numel();
+  if (l.kind == LayerKind::kDepthwiseConv2D) return l.kernel * l.kernel;
+  return ConvTapsOf(l, in).taps();
 }
 
 }  // namespace
@@ -112,6 +116,8 @@ std::string_view LayerKindName(LayerKind kind) {
       return "LayerNorm";
     case LayerKind::kConv1D:
       return "Conv1D";
+    case LayerKind::kDepthwiseConv2D:
+      return "DepthwiseConv2D";
   }
   return "?";
 }
@@ -161,6 +167,15 @@ Result<std::vector<Shape3>> LayerOutputShapes(const ModelSpec& spec) {
                           ? " (a sequence of its " + std::to_string(cur.h) + " rows)"
                           : std::string()));
         cur = {g.oh(), g.ow(), l.out_channels};
+        break;
+      }
+      case LayerKind::kDepthwiseConv2D: {
+        if (l.kernel <= 0 || l.padding < 0) return bad("has a bad configuration");
+        const DepthwiseGeometry g{cur.h, cur.w, cur.c, l.kernel, l.padding};
+        if (g.oh() <= 0 || g.ow() <= 0)
+          return bad("kernel " + std::to_string(l.kernel) + " is larger than its input " +
+                     ShapeText(cur) + " padded by " + std::to_string(l.padding));
+        cur = {g.oh(), g.ow(), cur.c};
         break;
       }
       case LayerKind::kMaxPool2D:
@@ -213,6 +228,9 @@ Result<ModelWeights::LayoutSpec> ParameterLayout(const ModelSpec& spec) {
       layout.emplace_back(l.name + ".weight",
                           std::vector<int64_t>{l.out_channels, l.kernel, l.kernel, in.c});
       layout.emplace_back(l.name + ".bias", std::vector<int64_t>{l.out_channels});
+    } else if (l.kind == LayerKind::kDepthwiseConv2D) {
+      layout.emplace_back(l.name + ".weight", std::vector<int64_t>{in.c, l.kernel, l.kernel, 1});
+      layout.emplace_back(l.name + ".bias", std::vector<int64_t>{in.c});
     } else if (l.kind == LayerKind::kConv1D) {
       layout.emplace_back(l.name + ".weight",
                           std::vector<int64_t>{l.out_channels, l.kernel, ConvTapsOf(l, in).c});

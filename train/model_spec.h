@@ -29,7 +29,9 @@ namespace tributary {
 // channel ("<name>.weight", "<name>.bias", [c] each; initially 1 and 0). kConv1D convolves along
 // the input's rows: an h x w x c input is a sequence of h steps of w * c channels (so [N, L, C]
 // sensor windows read as h = L, w = C, c = 1 are L steps of C channels), and its output is
-// (h + 2p - k + 1) x 1 x filters.
+// (h + 2p - k + 1) x 1 x filters. kDepthwiseConv2D convolves each channel with its own k x k kernel
+// (train/depthwise_math.h; weight [c, k, k, 1], bias [c]); with a 1 x 1 conv2d after it, it makes
+// a depthwise-separable convolution.
 enum class LayerKind {
   kDense,
   kConv2D,
@@ -43,7 +45,8 @@ enum class LayerKind {
   kGlobalAvgPool,
   kGroupNorm,
   kLayerNorm,
-  kConv1D
+  kConv1D,
+  kDepthwiseConv2D
 };
 
 std::string_view LayerKindName(LayerKind kind);
@@ -55,14 +58,17 @@ inline bool IsNorm(LayerKind kind) {
 inline bool IsConv(LayerKind kind) {
   return kind == LayerKind::kConv2D || kind == LayerKind::kConv1D;
 }
-// A layer with a weight matrix (Dense or a convolution): Kaiming-uniform initialization, FLOPs.
-inline bool HasWeightMatrix(LayerKind kind) { return kind == LayerKind::kDense || IsConv(kind); }
+// A layer with a weight and a bias initialized as PyTorch's nn.Linear / nn.Conv2d: Dense, the
+// convolutions and DepthwiseConv2D.
+inline bool HasWeightMatrix(LayerKind kind) {
+  return kind == LayerKind::kDense || IsConv(kind) || kind == LayerKind::kDepthwiseConv2D;
+}
 
 struct LayerSpec {
   LayerKind kind = LayerKind::kReLU;
   int64_t out_features = 0;  // Dense
   int64_t out_channels = 0;  // Conv2D, Conv1D
-  int64_t kernel = 0;        // Conv2D: square kernel; Conv1D: taps; MaxPool2D: window (= stride)
+  int64_t kernel = 0;        // Conv2D, DepthwiseConv2D: square kernel; Conv1D: taps; pools: window
   int64_t padding = 0;       // Conv2D: zero padding on every side, Conv1D: at both ends (stride 1)
   int64_t groups = 0;        // GroupNorm: channel groups (they must divide the channels)
   std::string name;          // parameter prefix, e.g. "conv1", "fc2", "norm1" (layers with any)

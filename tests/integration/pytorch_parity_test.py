@@ -16,6 +16,8 @@ two engines' float sums in a different order.
   (nn.GroupNorm(2, 4)), and a dense model with a layernorm (nn.LayerNorm(32)), trained by SGD:
   their forward and backward are PyTorch's (each step's gradient flows through them, and the
   norms' gamma and beta train too).
+- depthwiseconv2d: a depthwise-separable block (conv2d, depthwise 3x3 as PyTorch's
+  Conv2d(4, 4, 3, padding=1, groups=4), pointwise 1x1 conv2d), globalavgpool and a dense head.
 - conv1d: the 8x8 images read as 8 steps of 8 channels (PyTorch's Conv1d on [N, 8 channels,
   8 steps]; weights moved from [out, in, k] to [out, k, in]), with relu, globalavgpool
   (AdaptiveAvgPool1d(1)) and a dense head.
@@ -116,6 +118,23 @@ class PyTorchParityTest(ProcessTest):
                   '{ type = "dense", units = 10, name = "4" }']
         return self.prepare_model("conv1d", layers, model)
 
+    def prepare_separable(self):
+        """conv2d 4, relu, depthwiseconv2d 3x3, relu, conv2d 6 (1x1), relu, globalavgpool,
+        dense 10, and its nn.Sequential."""
+        torch.manual_seed(9)
+        model = torch.nn.Sequential(torch.nn.Conv2d(1, 4, 3, padding=1), torch.nn.ReLU(),
+                                    torch.nn.Conv2d(4, 4, 3, padding=1, groups=4), torch.nn.ReLU(),
+                                    torch.nn.Conv2d(4, 6, 1), torch.nn.ReLU(),
+                                    torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(),
+                                    torch.nn.Linear(6, 10))
+        layers = ['{ type = "conv2d", filters = 4, kernel = 3, padding = 1, name = "0" }',
+                  '{ type = "relu" }',
+                  '{ type = "depthwiseconv2d", kernel = 3, padding = 1, name = "2" }',
+                  '{ type = "relu" }', '{ type = "conv2d", filters = 6, kernel = 1, name = "4" }',
+                  '{ type = "relu" }', '{ type = "globalavgpool" }',
+                  '{ type = "dense", units = 10, name = "8" }']
+        return self.prepare_model("separable", layers, model)
+
     def prepare_layernorm(self):
         """flatten, dense 32, layernorm, relu, dense 10 and its nn.Sequential."""
         x, _ = self.data()
@@ -180,8 +199,10 @@ class PyTorchParityTest(ProcessTest):
 
     def check(self, name, activation, fit, make_optimizer):
         import tributary as tb
-        conv = activation in ("pooled", "groupnorm")
-        if conv:
+        conv = activation in ("pooled", "groupnorm", "separable")
+        if activation == "separable":
+            model = self.prepare_separable()
+        elif conv:
             model = self.prepare_pooled(group_norm=activation == "groupnorm")
         elif activation == "layernorm":
             model = self.prepare_layernorm()
@@ -230,6 +251,10 @@ class PyTorchParityTest(ProcessTest):
                    lambda p: torch.optim.SGD(p, lr=0.5))
         self.check("dense + layernorm", "layernorm", ["lr = 0.2"],
                    lambda p: torch.optim.SGD(p, lr=0.2))
+
+    def test_depthwise_separable_convolution_is_pytorchs(self):
+        self.check("conv2d + depthwiseconv2d + 1x1 conv2d", "separable", ["lr = 0.5"],
+                   lambda p: torch.optim.SGD(p, lr=0.5))
 
     def test_conv1d_is_pytorchs(self):
         self.check("conv1d + globalavgpool", "conv1d", ["lr = 0.5"],

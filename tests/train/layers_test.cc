@@ -6,6 +6,7 @@
 #include "tests/train/grad_check.h"
 #include "train/cpu/conv2d.h"
 #include "train/cpu/dense.h"
+#include "train/cpu/depthwise_conv2d.h"
 #include "train/cpu/norm.h"
 #include "train/cpu/pointwise.h"
 #include "train/cpu/softmax_xent.h"
@@ -123,6 +124,39 @@ TEST(LayerGradTest, Conv1DMatchesADirectConvolution) {
         }
       EXPECT_NEAR(y[t * oc + o], acc, 1e-5) << t << " " << o;
     }
+}
+
+TEST(LayerGradTest, DepthwiseConv2D) {
+  DepthwiseConv2D same(DepthwiseGeometry{6, 5, 3, 3, 1});  // 6x5x3 -> 6x5x3
+  CheckLayer(same, 3, 6 * 5 * 3, 6 * 5 * 3, 2e-3, 60);
+  DepthwiseConv2D valid(DepthwiseGeometry{7, 6, 4, 5, 0});  // 7x6x4 -> 3x2x4
+  CheckLayer(valid, 2, 7 * 6 * 4, 3 * 2 * 4, 2e-3, 61);
+  DepthwiseConv2D wide(DepthwiseGeometry{4, 4, 2, 3, 2});  // padding past the kernel's reach
+  CheckLayer(wide, 2, 4 * 4 * 2, 6 * 6 * 2, 2e-3, 62);
+}
+
+TEST(LayerGradTest, DepthwiseConv2DMatchesADirectConvolution) {
+  // y[oy, ox, ch] = b[ch] + sum w[ch, ky, kx] x[oy + ky - p, ox + kx - p, ch]: PyTorch's
+  // Conv2d(c, c, k, padding=p, groups=c).
+  const DepthwiseGeometry g{5, 6, 3, 3, 1};
+  DepthwiseConv2D conv(g);
+  std::vector<float> params = Random(conv.num_params(), 9), grads(params.size());
+  conv.Bind(params.data(), grads.data());
+  std::vector<float> x = Random(g.in_size(), 10), y(g.out_size());
+  conv.Forward(x.data(), y.data(), 1);
+  for (int64_t oy = 0; oy < g.oh(); ++oy)
+    for (int64_t ox = 0; ox < g.ow(); ++ox)
+      for (int64_t ch = 0; ch < g.c; ++ch) {
+        double acc = params[g.c * 9 + ch];
+        for (int64_t ky = 0; ky < 3; ++ky)
+          for (int64_t kx = 0; kx < 3; ++kx) {
+            const int64_t iy = oy + ky - 1, ix = ox + kx - 1;
+            if (iy < 0 || iy >= g.h || ix < 0 || ix >= g.w) continue;
+            acc +=
+                static_cast<double>(params[(ch * 3 + ky) * 3 + kx]) * x[(iy * g.w + ix) * g.c + ch];
+          }
+        EXPECT_NEAR(y[(oy * g.ow() + ox) * g.c + ch], acc, 1e-5) << oy << " " << ox << " " << ch;
+      }
 }
 
 TEST(LayerGradTest, MaxPool) {

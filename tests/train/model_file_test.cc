@@ -195,7 +195,7 @@ TEST(ModelFileTest, EveryMistakeIsNamed) {
       {"[[layers]]\ntype = \"relu\"\nname = \"r\"\n" + dense,
        "m.toml:3: layer 0 (ReLU): unknown key 'name' (a relu layer takes only its type)"},
       {"[[layers]]\nunits = 10\n",
-       "m.toml:1: layer 0: missing key 'type' (dense, conv2d, conv1d, "
+       "m.toml:1: layer 0: missing key 'type' (dense, conv2d, conv1d, depthwiseconv2d, "
        "maxpool2d, avgpool2d, globalavgpool, groupnorm, layernorm, relu, sigmoid, tanh, gelu or "
        "flatten)"},
       {"input = [4, 3, 1]\n[[layers]]\ntype = \"conv1d\"\nfilters = 2\nkernel = 5\n" + dense,
@@ -321,6 +321,17 @@ TEST(ModelFileTest, ToTomlReadsBackToTheSameSpec) {
   EXPECT_EQ(layout[0].second, (std::vector<int64_t>{8, 5, 6}));  // [filters, kernel, channels]
   EXPECT_EQ(layout[2].second, (std::vector<int64_t>{8, 3, 8}));
   specs.push_back(sequence);
+  ModelSpec separable = pooled;  // depthwise then pointwise (a 1x1 conv2d)
+  separable.name = "separable";
+  LayerSpec depthwise = Simple(LayerKind::kDepthwiseConv2D);
+  depthwise.kernel = 3;
+  depthwise.padding = 1;
+  depthwise.name = "dw";
+  separable.layers = {Conv(4, 3, 1, "c"), depthwise, Conv(6, 1, 0, "pw"),
+                      Simple(LayerKind::kGlobalAvgPool), Dense(3, "d")};
+  ASSERT_EQ(LayerOutputShapes(separable)->at(1), (Shape3{8, 8, 4}));
+  EXPECT_EQ(ParameterLayout(separable)->at(2).second, (std::vector<int64_t>{4, 3, 3, 1}));
+  specs.push_back(separable);
   for (const ModelSpec& spec : specs) {
     const std::string text = ModelSpecToToml(spec);
     // Different defaults show that the text states everything.

@@ -6,6 +6,7 @@
 #include "core/check.h"
 #include "train/cpu/conv2d.h"
 #include "train/cpu/dense.h"
+#include "train/cpu/depthwise_conv2d.h"
 #include "train/cpu/gemm.h"
 #include "train/cpu/norm.h"
 #include "train/cpu/pointwise.h"
@@ -76,6 +77,10 @@ Status CpuEngine::BuildReplica(Replica* r, int64_t shard_max, float* grads) {
       case LayerKind::kConv2D:
       case LayerKind::kConv1D:
         layer = std::make_unique<Conv2D>(ConvTapsOf(l, in), l.out_channels, shard_max);
+        break;
+      case LayerKind::kDepthwiseConv2D:
+        layer = std::make_unique<DepthwiseConv2D>(
+            DepthwiseGeometry{in.h, in.w, in.c, l.kernel, l.padding});
         break;
       case LayerKind::kMaxPool2D:
         layer = std::make_unique<MaxPool2D>(in.h, in.w, in.c, l.kernel, shard_max);

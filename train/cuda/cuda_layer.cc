@@ -2,6 +2,7 @@
 
 #include "train/cuda/conv2d.h"
 #include "train/cuda/dense.h"
+#include "train/cuda/depthwise_conv2d.h"
 #include "train/cuda/norm.h"
 #include "train/cuda/pointwise.h"
 
@@ -22,6 +23,9 @@ Result<std::unique_ptr<CudaLayer>> MakeCudaLayer(const LayerSpec& spec, const Sh
       TRIB_ASSIGN_OR_RETURN(auto layer, Conv2D::Create(g, spec.out_channels, max_batch, ctx));
       return std::unique_ptr<CudaLayer>(std::move(layer));
     }
+    case LayerKind::kDepthwiseConv2D:
+      return std::unique_ptr<CudaLayer>(std::make_unique<DepthwiseConv2D>(
+          DepthwiseGeometry{in.h, in.w, in.c, spec.kernel, spec.padding}, ctx));
     case LayerKind::kMaxPool2D: {
       const PoolGeometry g{in.h, in.w, in.c, spec.kernel, in.h / spec.kernel, in.w / spec.kernel};
       TRIB_ASSIGN_OR_RETURN(auto layer, MaxPool2D::Create(g, max_batch, ctx));

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 
+#include "train/depthwise_math.h"
 #include "train/norm_math.h"
 
 namespace tributary::cuda {
@@ -80,6 +81,16 @@ cudaError_t LaunchNormForward(const NormGeometry& g, const float* in, int64_t n,
 cudaError_t LaunchNormBackward(const NormGeometry& g, const float* in, const float* grad_out,
                                int64_t n, const float* gamma, const float* mean, const float* rstd,
                                float* dgamma, float* dbeta, float* grad_in, cudaStream_t stream);
+
+// depthwise.cu: depthwise Conv2D (train/depthwise_math.h), one thread per output value, per input
+// gradient value, and per weight or bias gradient (which sums its samples in order). The backward
+// overwrites dw ([c, k, k]) and db ([c]) and, unless grad_in is null, the input gradient.
+cudaError_t LaunchDepthwiseForward(const DepthwiseGeometry& g, const float* in, int64_t n,
+                                   const float* weight, const float* bias, float* out,
+                                   cudaStream_t stream);
+cudaError_t LaunchDepthwiseBackward(const DepthwiseGeometry& g, const float* in,
+                                    const float* grad_out, int64_t n, const float* weight,
+                                    float* dw, float* db, float* grad_in, cudaStream_t stream);
 
 // activations.cu: sigmoid, tanh, GELU elementwise (train/activation_math.h); the backward reads
 // the input and the output: grad_in = grad_out * slope(in, out).

@@ -78,6 +78,7 @@ layers = [
   { type = "conv2d", filters = 6, kernel = 3 },
   { type = "layernorm" },
   { type = "tanh" },
+  { type = "depthwiseconv2d", kernel = 3, padding = 1 },
   { type = "conv1d", filters = 5, kernel = 3, padding = 1 },
   { type = "globalavgpool" },
   { type = "dense", units = 16 },

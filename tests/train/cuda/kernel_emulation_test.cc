@@ -10,6 +10,7 @@
 
 #include "core/rng.h"
 #include "train/cpu/conv2d.h"
+#include "train/cpu/depthwise_conv2d.h"
 #include "train/cpu/norm.h"
 #include "train/cpu/pointwise.h"
 #include "train/cpu/softmax_xent.h"
@@ -26,6 +27,7 @@
 #include "train/cuda/activations.cu"
 #include "train/cuda/avgpool.cu"
 #include "train/cuda/norm.cu"
+#include "train/cuda/depthwise.cu"
 #include "train/cuda/bias.cu"
 #include "train/cuda/softmax_xent.cu"
 #include "train/cuda/sgd.cu"
@@ -183,6 +185,34 @@ TEST(KernelEmulationTest, ReluMatchesCpu) {
   ASSERT_EQ(LaunchReluBackward(y.data(), dy.data(), dx.data(), n * size, kStream), cudaSuccess);
   EXPECT_EQ(y, want_y);
   EXPECT_EQ(dx, want_dx);
+}
+
+TEST(KernelEmulationTest, DepthwiseConv2DIsTheCpusBits) {
+  for (const DepthwiseGeometry& g :
+       {DepthwiseGeometry{6, 5, 3, 3, 1}, DepthwiseGeometry{7, 4, 5, 5, 0},
+        DepthwiseGeometry{3, 3, 2, 3, 2}}) {
+    const int64_t n = 3;
+    cpu::DepthwiseConv2D ref(g);
+    auto params = Random(static_cast<size_t>(ref.num_params()), 21, 0.4f);
+    std::vector<float> grads(params.size());
+    ref.Bind(params.data(), grads.data());
+    const auto x = Random(static_cast<size_t>(n * g.in_size()), 22);
+    const auto dy = Random(static_cast<size_t>(n * g.out_size()), 23);
+    std::vector<float> want_y(dy.size()), want_dx(x.size());
+    ref.Forward(x.data(), want_y.data(), n);
+    ref.Backward(x.data(), want_y.data(), dy.data(), want_dx.data(), n);
+
+    const float* w = params.data();
+    const float* b = params.data() + g.c * g.k * g.k;
+    std::vector<float> y(want_y.size(), -1.0f), dx(x.size(), -1.0f), dparams(params.size(), -1.0f);
+    ASSERT_EQ(LaunchDepthwiseForward(g, x.data(), n, w, b, y.data(), kStream), cudaSuccess);
+    ASSERT_EQ(LaunchDepthwiseBackward(g, x.data(), dy.data(), n, w, dparams.data(),
+                                      dparams.data() + g.c * g.k * g.k, dx.data(), kStream),
+              cudaSuccess);
+    EXPECT_EQ(y, want_y) << g.h << "x" << g.w << "x" << g.c << " k" << g.k;
+    EXPECT_EQ(dx, want_dx);
+    EXPECT_EQ(dparams, grads);
+  }
 }
 
 TEST(KernelEmulationTest, GroupNormAndLayerNormMatchCpu) {
