@@ -275,6 +275,10 @@ TEST_P(TransportTest, ASharedTransferBudgetMakesLargeMessagesTakeTurnsAndAllArri
   o.limits.max_frame_payload = 64 << 10;
   o.limits.chunk_data_bytes = 60 << 10;
   o.limits.max_message_bytes = 64 << 20;
+  // A client whose server has stopped reading waits in its write for its turn: under
+  // ThreadSanitizer the others' turns take longer than TestOptions' 5 s write timeout, and the
+  // clients then gave up (the server's frame deadline no longer runs while it waits).
+  o.write_timeout = 120s;
   auto budget = std::make_shared<TransferBudget>(uint64_t{3} << 20);
   TransportOptions server_options = o;
   server_options.transfer_budget = budget;
@@ -294,7 +298,7 @@ TEST_P(TransportTest, ASharedTransferBudgetMakesLargeMessagesTakeTurnsAndAllArri
   }
   for (auto& c : connections) c->SendEncoded(encoded);
   for (auto& inbox : inboxes) {
-    ASSERT_TRUE(inbox->WaitForMessages(1, 60s));  // the server's echo: it got the whole message
+    ASSERT_TRUE(inbox->WaitForMessages(1, 120s));  // the server's echo: it got the whole message
     EXPECT_EQ(inbox->messages()[0], Message(task));
   }
   EXPECT_LE(budget->peak(), uint64_t{3} << 20);
