@@ -30,15 +30,15 @@ def main(tributary_json, torch_jsonl):
             r = json.loads(line)
             ref[(r["model"], r["batch"])] = r["samples_per_second"]
     print(f"Eigen large-GEMM (1024^3, 1 thread, {path} path): {gemm:.1f} GFLOP/s")
-    print(f"{'model':6} {'batch':>5} {'tributary/s':>12} {'pytorch/s':>10} {'ratio':>7} {'GFLOP/s':>8} {'of GEMM':>8}")
+    print(f"{'model':17} {'batch':>5} {'tributary/s':>12} {'pytorch/s':>10} {'ratio':>7} {'GFLOP/s':>8} {'of GEMM':>8}")
     for (model, batch), (sps, gflops) in sorted(ours.items()):
         r = ref.get((model, batch))
         ratio = f"{sps / r:6.1f}x" if r else "   n/a"
-        print(f"{model:6} {batch:5d} {sps:12.0f} {r or 0:10.0f} {ratio:>7} {gflops:8.1f} {100 * gflops / gemm:7.0f}%")
+        print(f"{model:17} {batch:5d} {sps:12.0f} {r or 0:10.0f} {ratio:>7} {gflops:8.1f} {100 * gflops / gemm:7.0f}%")
     targets = {("cnn", 64): 1.7, ("mlp", 64): 1.4}
     missed = []
     print()
-    print(f"{'model':6} {'batch':>5} {'threads':>7} {'samples/s':>10} {'1 thread':>10} {'speedup':>8} {'target':>7}")
+    print(f"{'model':17} {'batch':>5} {'threads':>7} {'samples/s':>10} {'1 thread':>10} {'speedup':>8} {'target':>7}")
     for (model, batch, threads), (sps, _) in sorted(threaded.items()):
         base = ours[(model, batch)][0]
         target = targets.get((model, batch)) if threads == 2 else None
@@ -48,7 +48,7 @@ def main(tributary_json, torch_jsonl):
             mark = f"{target:.1f}x " + ("ok" if speedup >= target else "MISSED")
             if speedup < target:
                 missed.append(f"{model} batch {batch}: {speedup:.2f}x < {target}x")
-        print(f"{model:6} {batch:5d} {threads:7d} {sps:10.0f} {base:10.0f} {speedup:7.2f}x {mark}")
+        print(f"{model:17} {batch:5d} {threads:7d} {sps:10.0f} {base:10.0f} {speedup:7.2f}x {mark}")
     if missed:
         print("thread speedup below target: " + "; ".join(missed))
         return 1

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """The plain PyTorch training loop a user would otherwise write, as the reference for bench/train.
 
-Trains the same three models (mlp, cnn, lenet; same layers, same SGD step) on random 28x28x1 data,
+Trains the same models (mlp, cnn, lenet, and the reference edge models of examples/models/:
+conv1d_recognizer over the 28 rows as steps of 28 channels, and mobile_cnn; same layers, same SGD
+step) on random 28x28x1 data,
 single-threaded, and prints one JSON line per (model, batch) with samples/s. Uses Debian's
 python3-torch (run with /usr/bin/python3). scripts/bench-train runs it next to train_bench.
 """
@@ -25,7 +27,27 @@ def make_model(name):
         return nn.Sequential(nn.Conv2d(1, 6, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
                              nn.Conv2d(6, 16, 5), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
                              nn.Linear(400, 120), nn.ReLU(), nn.Linear(120, 84), nn.ReLU(), nn.Linear(84, 10))
+    if name == "conv1d_recognizer":
+        return nn.Sequential(Rows(), nn.Conv1d(28, 32, 5, padding=2), nn.ReLU(),
+                             nn.Conv1d(32, 64, 5, padding=2), nn.ReLU(),
+                             nn.Conv1d(64, 64, 3, padding=1), nn.ReLU(),
+                             nn.AdaptiveAvgPool1d(1), nn.Flatten(), nn.Linear(64, 10))
+    if name == "mobile_cnn":
+        def block(c_in, c_out, groups_in, groups_out):
+            return [nn.Conv2d(c_in, c_in, 3, padding=1, groups=c_in), nn.GroupNorm(groups_in, c_in),
+                    nn.ReLU(), nn.Conv2d(c_in, c_out, 1), nn.GroupNorm(groups_out, c_out), nn.ReLU(),
+                    nn.MaxPool2d(2)]
+        return nn.Sequential(nn.Conv2d(1, 16, 3, padding=1), nn.GroupNorm(4, 16), nn.ReLU(),
+                             *block(16, 32, 4, 8), *block(32, 64, 8, 8),
+                             nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, 10))
     raise SystemExit(f"unknown model {name}")
+
+
+class Rows(nn.Module):
+    """[N, 1, 28, 28] images as Conv1d's [N, 28 channels, 28 steps]: the rows are the steps."""
+
+    def forward(self, x):
+        return x.flatten(1, 2).transpose(1, 2)
 
 
 def bench(name, batch, seconds):
@@ -58,7 +80,7 @@ def bench(name, batch, seconds):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--models", default="mlp,cnn,lenet")
+    ap.add_argument("--models", default="mlp,cnn,lenet,conv1d_recognizer,mobile_cnn")
     ap.add_argument("--batches", default="10,32,64")
     ap.add_argument("--seconds", type=float, default=2.0)
     args = ap.parse_args()

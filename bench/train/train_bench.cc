@@ -12,6 +12,7 @@
 #include "core/rng.h"
 #include "train/cpu/cpu_engine.h"
 #include "train/cpu/gemm.h"
+#include "train/model_file.h"
 #include "train/model_spec.h"
 
 namespace tributary {
@@ -31,10 +32,12 @@ Dataset RandomData(int64_t n) {
   return d;
 }
 
+// `model`: a zoo model's name or a model file's path (the reference edge models of
+// examples/models/).
 void BM_Train(benchmark::State& state, const char* model) {
   const int64_t batch = state.range(0);
   const int threads = static_cast<int>(state.range(1));
-  auto spec = *ModelSpecByName(model);
+  auto spec = *ResolveModelSpec(model, {28, 28, 1}, 10);
   auto engine = *cpu::CpuEngine::Create(spec, batch, threads);
   TRIB_CHECK(engine->LoadWeights(*InitWeights(spec, 1)).ok());
   const int64_t n = 1024;
@@ -64,6 +67,15 @@ void TrainArgs(benchmark::internal::Benchmark* b) {
 BENCHMARK_CAPTURE(BM_Train, mlp, "mlp")->Apply(TrainArgs)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_Train, cnn, "cnn")->Apply(TrainArgs)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Train, lenet, "lenet")->Apply(TrainArgs)->Unit(benchmark::kMicrosecond);
+// The reference edge models (docs/models.md), on 28x28x1: conv1d over 28 steps of 28 channels, and
+// the MobileNet-style CNN (depthwise-separable blocks with GroupNorm).
+BENCHMARK_CAPTURE(BM_Train, conv1d_recognizer,
+                  TRIBUTARY_SOURCE_DIR "/examples/models/conv1d_recognizer.toml")
+    ->Apply(TrainArgs)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_Train, mobile_cnn, TRIBUTARY_SOURCE_DIR "/examples/models/mobile_cnn.toml")
+    ->Apply(TrainArgs)
+    ->Unit(benchmark::kMicrosecond);
 
 // The ceiling: a large single-threaded SGEMM (n x n x n) through the engine's Gemm.
 void BM_EigenGemm(benchmark::State& state) {
