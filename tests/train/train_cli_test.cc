@@ -1,6 +1,7 @@
 // tributary-train as a process with model files: trains examples/models/logreg.toml on synthetic
-// 28x28 data and the reference edge models on Fashion-MNIST, prints a zoo model as a model file that reads back to the zoo model, and refuses a
-// model file whose input is not the data's, naming both.
+// 28x28 data and the reference edge models on Fashion-MNIST, prints a zoo model as a model file
+// that reads back to the zoo model, and refuses a model file whose input is not the data's, naming
+// both.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -60,10 +61,10 @@ TEST(TrainCliTest, TheReferenceEdgeModelsTrain) {
   models.push_back({"mobile_cnn", "model mobile_cnn (4266 parameters)"});
 #endif
   for (const auto& [name, header] : models) {
-    auto [code, out] = RunTrain(
-        {"--set", "run.model=" + SourceDir() + "/examples/models/" + name + ".toml", "--set",
-         "data.train_examples=3000", "--set", "data.test_examples=1000", "--set", "fit.epochs=3",
-         "--threads", "2"});
+    auto [code, out] =
+        RunTrain({"--set", "run.model=" + SourceDir() + "/examples/models/" + name + ".toml",
+                  "--set", "data.train_examples=3000", "--set", "data.test_examples=1000", "--set",
+                  "fit.epochs=3", "--threads", "2"});
     ASSERT_EQ(code, 0) << out;
     EXPECT_NE(out.find(header), std::string::npos) << out;
     const size_t at = out.find("final test accuracy: ");

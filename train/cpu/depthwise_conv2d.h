@@ -1,6 +1,7 @@
 // Depthwise Conv2D on the CPU engine (train/depthwise_math.h: stride 1, zero padding, a k x k
-// kernel per channel, weight [c, k, k] then bias [c]). Each value is computed by the shared
-// arithmetic, so the CUDA engine's kernels give the same bits.
+// kernel per channel, weight [c, k, k] then bias [c]). Its loops run over the channels innermost
+// (they vectorize) and keep the shared arithmetic's order of additions for every value, so the
+// CUDA engine's kernels give the same bits.
 #pragma once
 
 #include <vector>
@@ -20,8 +21,10 @@ class DepthwiseConv2D final : public CpuLayer {
                 int64_t n) override;
 
  private:
+  void TransposeWeights();  // wt_ = the weight as [k * k, c]
   DepthwiseGeometry g_;
   float *w_ = nullptr, *b_ = nullptr, *dw_ = nullptr, *db_ = nullptr;
+  std::vector<float> wt_, acc_;
 };
 
 }  // namespace tributary::cpu
