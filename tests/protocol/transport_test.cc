@@ -33,6 +33,24 @@ TransportOptions TestOptions() {
   return o;
 }
 
+// TestOptions with frames of 64 KiB, chunks of 60 KiB and messages up to 64 MiB: a 2 MiB message
+// travels in 35 chunks.
+TransportOptions ChunkedOptions() {
+  TransportOptions o = TestOptions();
+  o.limits.max_frame_payload = 64 << 10;
+  o.limits.chunk_data_bytes = 60 << 10;
+  o.limits.max_message_bytes = 64 << 20;
+  return o;
+}
+
+// A task carrying a 2 MiB model.
+TaskAssignment TwoMiBTask() {
+  TaskAssignment task;
+  task.model.layout_fingerprint = 7;
+  task.model.values.mutable_values().assign(size_t{512} << 10, 0.25f);
+  return task;
+}
+
 // Decodes whatever a raw peer received (it should be well-formed frames from our side).
 std::vector<Message> ParseAll(const std::vector<uint8_t>& bytes) {
   MessageReader reader(ProtocolLimits{});
@@ -79,6 +97,15 @@ class TransportTest : public ::testing::TestWithParam<Kind> {
         is_tls() ? "127.0.0.1:0" : "", [this](std::shared_ptr<Connection> c) { OnAccept(c); });
     ASSERT_TRUE(l.ok()) << l.status();
     listener_ = *l;
+  }
+
+  // Starts the server with `o` and a transfer budget of `bytes` shared by its connections.
+  std::shared_ptr<TransferBudget> StartServerWithBudget(const TransportOptions& o, uint64_t bytes) {
+    auto budget = std::make_shared<TransferBudget>(bytes);
+    TransportOptions server_options = o;
+    server_options.transfer_budget = budget;
+    StartServer(server_options);
+    return budget;
   }
 
   void OnAccept(std::shared_ptr<Connection> c) {
@@ -245,10 +272,7 @@ TEST_P(TransportTest, EveryMessageTypeRoundTripsInOrderAndServerSeesClientId) {
 }
 
 TEST_P(TransportTest, LargeModelTravelsInChunksUnderSmallFrameCap) {
-  TransportOptions o = TestOptions();
-  o.limits.max_frame_payload = 64 << 10;
-  o.limits.chunk_data_bytes = 60 << 10;
-  o.limits.max_message_bytes = 64 << 20;
+  TransportOptions o = ChunkedOptions();
   StartServer(o);
   Inbox inbox;
   Result<std::shared_ptr<Connection>> c = Connect("edge-1", inbox, o);
@@ -271,21 +295,13 @@ TEST_P(TransportTest, LargeModelTravelsInChunksUnderSmallFrameCap) {
 // message at once to a server allowed to hold 3 MiB of partial messages. They take turns (the
 // others stop being read, their bytes wait in TCP) and every message arrives, whole.
 TEST_P(TransportTest, ASharedTransferBudgetMakesLargeMessagesTakeTurnsAndAllArrive) {
-  TransportOptions o = TestOptions();
-  o.limits.max_frame_payload = 64 << 10;
-  o.limits.chunk_data_bytes = 60 << 10;
-  o.limits.max_message_bytes = 64 << 20;
+  TransportOptions o = ChunkedOptions();
   // A client whose server has stopped reading waits in its write for its turn: under
   // ThreadSanitizer the others' turns take longer than TestOptions' 5 s write timeout, and the
   // clients then gave up (the server's frame deadline no longer runs while it waits).
   o.write_timeout = 120s;
-  auto budget = std::make_shared<TransferBudget>(uint64_t{3} << 20);
-  TransportOptions server_options = o;
-  server_options.transfer_budget = budget;
-  StartServer(server_options);
-  TaskAssignment task;
-  task.model.layout_fingerprint = 7;
-  task.model.values.mutable_values().assign(size_t{512} << 10, 0.25f);  // 2 MiB
+  auto budget = StartServerWithBudget(o, uint64_t{3} << 20);
+  const TaskAssignment task = TwoMiBTask();
   auto encoded = std::make_shared<const OutboundMessage>(*EncodeOutbound(task, o.limits, 1));
   std::vector<std::unique_ptr<Inbox>> inboxes;
   std::vector<std::shared_ptr<Connection>> connections;
@@ -311,18 +327,10 @@ TEST_P(TransportTest, ASharedTransferBudgetMakesLargeMessagesTakeTurnsAndAllArri
 // with kTimeout). One peer's 2 MiB transfer holds the budget for three times the frame deadline
 // while another peer's first frame has begun; both messages then arrive whole.
 TEST_P(TransportTest, WaitingForTheTransferBudgetDoesNotCountAgainstTheFrameDeadline) {
-  TransportOptions o = TestOptions();
+  TransportOptions o = ChunkedOptions();
   o.frame_read_timeout = 500ms;
-  o.limits.max_frame_payload = 64 << 10;
-  o.limits.chunk_data_bytes = 60 << 10;
-  o.limits.max_message_bytes = 64 << 20;
-  auto budget = std::make_shared<TransferBudget>(uint64_t{3} << 20);
-  TransportOptions server_options = o;
-  server_options.transfer_budget = budget;
-  StartServer(server_options);
-  TaskAssignment task;
-  task.model.layout_fingerprint = 7;
-  task.model.values.mutable_values().assign(size_t{512} << 10, 0.25f);  // 2 MiB
+  auto budget = StartServerWithBudget(o, uint64_t{3} << 20);
+  const TaskAssignment task = TwoMiBTask();
   const OutboundMessage out = *EncodeOutbound(task, o.limits, 1);
   ASSERT_GT(out.frames.size(), 2u);
   std::vector<uint8_t> rest;  // every frame after the first
