@@ -2,6 +2,8 @@
 # The client's footprint (issue #18), from an installed build:
 #   - the stripped size of a C app linked with the installed client library
 #     (examples/edge_app/edge_app_c), and the shared libraries it still needs (readelf NEEDED);
+#   - the same for a C app that trains with Tributary's engine (examples/native_app/native_app_c,
+#     Tributary::train: the client, the CPU engine and, in a CUDA build, the CUDA backend);
 #   - the same app linked fully static (-static: OpenSSL, zstd and libc from their .a files), when
 #     the build compiled fmt and toml++ in (TRIBUTARY_HEADER_ONLY_DEPS: then nothing else is needed);
 #   - for a native build, the peak RSS of tributary-client during one `mlp` round on its share of
@@ -41,11 +43,22 @@ edge_app_c() {  # edge_app_c() DIR EXTRA_CMAKE_ARGS...: builds edge_app_c into D
   "${tool_prefix}strip" -o "$dir/edge_app_c.stripped" "$dir/edge_app_c"
 }
 needed() { "${tool_prefix}readelf" -d "$1" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' '; }
+native_app_c() {  # native_app_c() DIR: builds examples/native_app's native_app_c into DIR
+  local dir=$1
+  cmake -S examples/native_app -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "${cross[@]}" \
+    -DCMAKE_PREFIX_PATH="$work/prefix" > "$dir.log" 2>&1 || { cat "$dir.log"; exit 1; }
+  cmake --build "$dir" --target native_app_c >> "$dir.log" 2>&1 || { cat "$dir.log"; exit 1; }
+  "${tool_prefix}strip" -o "$dir/native_app_c.stripped" "$dir/native_app_c"
+}
 
 edge_app_c "$work/edge"
 size=$(stat -c %s "$work/edge/edge_app_c.stripped")
 echo "edge_app_c (C API, static client library), stripped: $size bytes ($(numfmt --to=si "$size")B)"
 echo "  shared libraries it needs: $(needed "$work/edge/edge_app_c")"
+native_app_c "$work/native"
+size=$(stat -c %s "$work/native/native_app_c.stripped")
+echo "native_app_c (C API, the client and the engine), stripped: $size bytes ($(numfmt --to=si "$size")B)"
+echo "  shared libraries it needs: $(needed "$work/native/native_app_c")"
 if [[ "$header_only" == "ON" ]]; then
   # Linked by hand: the package names zstd's shared library (zstd::libzstd_shared), so this shows
   # what a static link needs: Tributary's archives, OpenSSL's and zstd's, and the C/C++ runtimes.
