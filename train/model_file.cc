@@ -317,10 +317,10 @@ Result<ModelSpec> ParseModelToml(std::string_view text, std::string_view source_
   const toml::table& top = doc.table();
   for (const auto& [key, node] : top) {
     const std::string_view k = key.str();
-    if (k != "name" && k != "input" && k != "classes" && k != "cut" && k != "layers")
+    if (k != "name" && k != "input" && k != "classes" && k != "cut" && k != "loss" && k != "layers")
       return Bad(source, &node,
-                 fmt::format("unknown key '{}' (a model file has name, input, classes, cut and "
-                             "layers)",
+                 fmt::format("unknown key '{}' (a model file has name, input, classes, cut, loss "
+                             "and layers)",
                              k));
   }
 
@@ -389,6 +389,16 @@ Result<ModelSpec> ParseModelToml(std::string_view text, std::string_view source_
     return Bad(source, nullptr, msg);
   }
   TRIB_RETURN_IF_ERROR(CheckSizes(source, spec, *shapes));
+  if (const toml::node* n = top.get("loss")) {
+    std::optional<std::string> loss = n->value_exact<std::string>();
+    std::optional<LossKind> kind = loss ? LossKindOf(*loss) : std::nullopt;
+    if (!kind)
+      return Bad(source, n,
+                 "key 'loss' must be \"cross_entropy\" (softmax cross-entropy, the default), "
+                 "\"mse\" (mean squared error) or \"bce\" (binary cross-entropy), each against "
+                 "the one-hot label");
+    spec.loss = *kind;
+  }
   TRIB_ASSIGN_OR_RETURN(std::optional<int64_t> cut, ReadInt(source, top, "cut", 1, kMaxSize, ""));
   if (cut) {
     spec.cut = *cut;
@@ -462,6 +472,25 @@ Status CheckModelFitsData(const ModelSpec& spec, std::string_view source_name, S
   return Status::Ok();
 }
 
+std::optional<LossKind> LossKindOf(std::string_view name) {
+  if (name == "cross_entropy") return LossKind::kSoftmaxCrossEntropy;
+  if (name == "mse") return LossKind::kMeanSquaredError;
+  if (name == "bce") return LossKind::kBinaryCrossEntropy;
+  return std::nullopt;
+}
+
+std::string_view LossKindName(LossKind kind) {
+  switch (kind) {
+    case LossKind::kSoftmaxCrossEntropy:
+      return "cross_entropy";
+    case LossKind::kMeanSquaredError:
+      return "mse";
+    case LossKind::kBinaryCrossEntropy:
+      return "bce";
+  }
+  return "?";
+}
+
 std::string ModelSpecToToml(const ModelSpec& spec) {
   std::string out =
       "# A model for Tributary's native engine (docs/models.md); its tensors are named\n"
@@ -470,6 +499,8 @@ std::string ModelSpecToToml(const ModelSpec& spec) {
   out += "input = " + InputText(spec.input) + "\n";
   out += fmt::format("classes = {}\n", spec.num_classes);
   if (spec.cut != 0) out += fmt::format("cut = {}\n", spec.cut);
+  if (spec.loss != LossKind::kSoftmaxCrossEntropy)
+    out += fmt::format("loss = \"{}\"\n", LossKindName(spec.loss));
   for (const LayerSpec& l : spec.layers) {
     out += fmt::format("\n[[layers]]\ntype = \"{}\"\n", TypeName(l.kind));
     switch (l.kind) {

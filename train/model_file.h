@@ -33,6 +33,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -73,6 +74,10 @@ Result<ModelSpec> ResolveModelText(std::string_view text, std::string_view sourc
 // flat with as many values), and its class count is the data's. InvalidArgument naming both.
 Status CheckModelFitsData(const ModelSpec& spec, std::string_view source_name, Shape3 data_shape,
                           int data_classes);
+
+// A model file's `loss` values: "cross_entropy", "mse", "bce"; nullopt for anything else.
+std::optional<LossKind> LossKindOf(std::string_view name);
+std::string_view LossKindName(LossKind kind);
 
 // The spec as a model file that ParseModelToml reads back to an equal spec: every layer with its
 // name and sizes, and the input and class count (a file may drop these to take the data's).

@@ -18,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include "train/loss_math.h"
 #include "tributary/model_weights.h"
 #include "tributary/result.h"
 
@@ -108,6 +109,9 @@ struct ModelSpec {
   // Split learning's default cut (model_split.h: the device part holds layers 0 .. cut-1), from
   // the model file's `cut`; 0: the model names none.
   int64_t cut = 0;
+  // The training loss on the last layer's outputs (train/loss_math.h), from the model file's
+  // `loss`; it also decides what predict() returns.
+  LossKind loss = LossKind::kSoftmaxCrossEntropy;
   friend bool operator==(const ModelSpec&, const ModelSpec&) = default;
 };
 

@@ -34,6 +34,7 @@ Result<SplitModel> CutModel(const ModelSpec& whole, size_t cut) {
   s.server.name = whole.name + "[" + std::to_string(cut) + ":]";
   s.server.input = s.cut_shape;
   s.server.num_classes = whole.num_classes;
+  s.server.loss = whole.loss;  // the server part computes the loss
   s.server.layers.assign(whole.layers.begin() + static_cast<ptrdiff_t>(cut), whole.layers.end());
   if (!HasParameters(s.device))
     return Status::InvalidArgument("model " + whole.name + ": a cut at layer " +

@@ -18,6 +18,8 @@ two engines' float sums in a different order.
   norms' gamma and beta train too).
 - depthwiseconv2d: a depthwise-separable block (conv2d, depthwise 3x3 as PyTorch's
   Conv2d(4, 4, 3, padding=1, groups=4), pointwise 1x1 conv2d), globalavgpool and a dense head.
+- Losses: the ReLU model trained with `loss = "mse"` and `loss = "bce"` against PyTorch's
+  nn.MSELoss and nn.BCEWithLogitsLoss on the one-hot labels.
 - conv1d: the 8x8 images read as 8 steps of 8 channels (PyTorch's Conv1d on [N, 8 channels,
   8 steps]; weights moved from [out, in, k] to [out, k, in]), with relu, globalavgpool
   (AdaptiveAvgPool1d(1)) and a dense head.
@@ -58,8 +60,9 @@ class PyTorchParityTest(ProcessTest):
         self.assertEqual(len(y), EXAMPLES)
         return x, y
 
-    def prepare(self, activation):
-        """Writes the model file and PyTorch's starting weights; returns the torch model."""
+    def prepare(self, activation, loss=None):
+        """Writes the model file (with `loss` when given) and PyTorch's starting weights; returns
+        the torch model."""
         import tributary as tb
         x, _ = self.data()
         torch.manual_seed(5)
@@ -68,7 +71,8 @@ class PyTorchParityTest(ProcessTest):
                                     torch.nn.Linear(HIDDEN, 10))
         self.model_file = self.path(f"{activation}.toml")
         with open(self.model_file, "w") as f:
-            f.write(f'name = "tiny_{activation}"\nlayers = [\n  {{ type = "flatten" }},\n'
+            f.write(f'name = "tiny_{activation}"\n' + (f'loss = "{loss}"\n' if loss else "") +
+                    f'layers = [\n  {{ type = "flatten" }},\n'
                     f'  {{ type = "dense", units = {HIDDEN}, name = "1" }},\n'
                     f'  {{ type = "{activation}" }},\n'
                     f'  {{ type = "dense", units = 10, name = "3" }},\n]\n')
@@ -180,7 +184,7 @@ class PyTorchParityTest(ProcessTest):
         self.assertEqual(client.wait(timeout=60), 0, self.log(f"native{self.runs}"))
         return tb.load_safetensors(self.path(f"final{self.runs}.safetensors"))[0]
 
-    def torch_reference(self, model, make_optimizer, nchw=False, steps=False):
+    def torch_reference(self, model, make_optimizer, nchw=False, steps=False, loss=None):
         """`nchw`: images to PyTorch's [N, C, H, W]; `steps`: each image's rows as steps and its
         columns as channels, [N, W, H]."""
         import tributary as tb
@@ -193,11 +197,19 @@ class PyTorchParityTest(ProcessTest):
             xt = xt.reshape(xt.shape[0], xt.shape[1], -1).permute(0, 2, 1).contiguous()
         for _ in range(EPOCHS):
             opt.zero_grad()
-            torch.nn.functional.cross_entropy(model(xt), yt).backward()
+            out = model(xt)
+            if loss == "mse":
+                onehot = torch.nn.functional.one_hot(yt.long(), out.shape[1]).float()
+                torch.nn.functional.mse_loss(out, onehot).backward()
+            elif loss == "bce":
+                onehot = torch.nn.functional.one_hot(yt.long(), out.shape[1]).float()
+                torch.nn.functional.binary_cross_entropy_with_logits(out, onehot).backward()
+            else:
+                torch.nn.functional.cross_entropy(out, yt).backward()
             opt.step()
         return self.to_native(tb.from_torch(model)) if nchw or steps else tb.from_torch(model)
 
-    def check(self, name, activation, fit, make_optimizer):
+    def check(self, name, activation, fit, make_optimizer, loss=None):
         import tributary as tb
         conv = activation in ("pooled", "groupnorm", "separable")
         if activation == "separable":
@@ -209,10 +221,10 @@ class PyTorchParityTest(ProcessTest):
         elif activation == "conv1d":
             model = self.prepare_conv1d()
         else:
-            model = self.prepare(activation)
+            model = self.prepare(activation, loss=loss)
         got = self.run_native(fit)
         want = self.torch_reference(model, make_optimizer, nchw=conv,
-                                    steps=activation == "conv1d")
+                                    steps=activation == "conv1d", loss=loss)
         init = tb.load_safetensors(self.init)[0]
         self.assertEqual(list(got), list(want))
         diff = max(float(abs(got[k] - want[k]).max()) for k in want)
@@ -255,6 +267,12 @@ class PyTorchParityTest(ProcessTest):
     def test_depthwise_separable_convolution_is_pytorchs(self):
         self.check("conv2d + depthwiseconv2d + 1x1 conv2d", "separable", ["lr = 0.5"],
                    lambda p: torch.optim.SGD(p, lr=0.5))
+
+    def test_mse_and_bce_losses_are_pytorchs(self):
+        for loss in ["mse", "bce"]:
+            with self.subTest(loss=loss):
+                self.check(f"relu, loss {loss}", "relu", ["lr = 0.5"],
+                           lambda p: torch.optim.SGD(p, lr=0.5), loss=loss)
 
     def test_conv1d_is_pytorchs(self):
         self.check("conv1d + globalavgpool", "conv1d", ["lr = 0.5"],

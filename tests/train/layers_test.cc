@@ -241,5 +241,41 @@ TEST(LayerGradTest, SoftmaxCrossEntropy) {
               std::log(5.0), 1e-6);
 }
 
+// Mean squared error and binary cross-entropy against the one-hot label (nn.MSELoss and
+// nn.BCEWithLogitsLoss with their mean over every output): values by hand, gradients by finite
+// differences, the prediction the argmax, and what predict returns.
+TEST(LayerGradTest, MeanSquaredErrorAndBinaryCrossEntropy) {
+  const std::vector<float> z2 = {0.5f, -1.0f};
+  const std::vector<uint8_t> y0 = {0};
+  EXPECT_NEAR(
+      ComputeLoss(LossKind::kMeanSquaredError, z2.data(), y0.data(), 1, 2, nullptr, 1).loss_sum,
+      (0.25 + 1.0) / 2, 1e-12);
+  EXPECT_NEAR(
+      ComputeLoss(LossKind::kBinaryCrossEntropy, z2.data(), y0.data(), 1, 2, nullptr, 1).loss_sum,
+      (std::log1p(std::exp(-0.5)) + std::log1p(std::exp(-1.0))) / 2, 1e-12);
+  std::vector<float> out(2);
+  Predictions(LossKind::kBinaryCrossEntropy, z2.data(), 1, 2, out.data());
+  EXPECT_FLOAT_EQ(out[0], 1.0f / (1.0f + std::exp(-0.5f)));
+  Predictions(LossKind::kMeanSquaredError, z2.data(), 1, 2, out.data());
+  EXPECT_EQ(out, z2);
+
+  const int64_t n = 4, k = 5;
+  const std::vector<uint8_t> y = {0, 4, 2, 2};
+  for (LossKind kind : {LossKind::kMeanSquaredError, LossKind::kBinaryCrossEntropy}) {
+    std::vector<float> z = Random(n * k, 62, 2.0f), g(n * k);
+    const StepStats st = ComputeLoss(kind, z.data(), y.data(), n, k, g.data(), n);
+    EXPECT_EQ(st.count, n);
+    int64_t correct = 0;
+    for (int64_t i = 0; i < n; ++i)
+      correct +=
+          std::max_element(z.begin() + i * k, z.begin() + (i + 1) * k) - z.begin() - i * k == y[i];
+    EXPECT_EQ(st.correct, correct);
+    auto loss = [&]() {
+      return ComputeLoss(kind, z.data(), y.data(), n, k, nullptr, n).loss_sum / n;
+    };
+    EXPECT_LT(WorstRelativeError(loss, z, g, 100, 63, 1e-3), 2e-3) << static_cast<int>(kind);
+  }
+}
+
 }  // namespace
 }  // namespace tributary::cpu

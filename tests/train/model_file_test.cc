@@ -185,7 +185,11 @@ TEST(ModelFileTest, EveryMistakeIsNamed) {
   const std::pair<std::string, std::string> cases[] = {
       {"clases = 10\n" + dense,
        "m.toml:1: unknown key 'clases' (a model file has name, input, "
-       "classes, cut and layers)"},
+       "classes, cut, loss and layers)"},
+      {"loss = \"hinge\"\n" + dense,
+       "m.toml:1: key 'loss' must be \"cross_entropy\" (softmax cross-entropy, the default), "
+       "\"mse\" (mean squared error) or \"bce\" (binary cross-entropy), each against the "
+       "one-hot label"},
       {"cut = 1\n[[layers]]\ntype = \"flatten\"\n" + dense,
        "m.toml:1: a cut at layer 1 leaves the device part without parameters"},
       {"cut = 2\n" + dense, "m.toml:1: a cut needs a layer on each side, and it has one"},
@@ -332,6 +336,11 @@ TEST(ModelFileTest, ToTomlReadsBackToTheSameSpec) {
   ASSERT_EQ(LayerOutputShapes(separable)->at(1), (Shape3{8, 8, 4}));
   EXPECT_EQ(ParameterLayout(separable)->at(2).second, (std::vector<int64_t>{4, 3, 3, 1}));
   specs.push_back(separable);
+  for (LossKind kind : {LossKind::kMeanSquaredError, LossKind::kBinaryCrossEntropy}) {
+    ModelSpec other = flat;  // a loss other than cross-entropy is written out and read back
+    other.loss = kind;
+    specs.push_back(other);
+  }
   for (const ModelSpec& spec : specs) {
     const std::string text = ModelSpecToToml(spec);
     // Different defaults show that the text states everything.

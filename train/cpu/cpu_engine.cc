@@ -201,8 +201,8 @@ void CpuEngine::RunShard(Replica& r, const Dataset* data, std::span<const uint32
     if (!r.layers[i]->is_identity()) r.layers[i]->Forward(r.act_ptr[i], r.act_ptr[i + 1], count);
   if (spec_.num_classes == 0 || (inputs != nullptr && labels == nullptr)) return;
   const int64_t k = spec_.num_classes;
-  r.stats = SoftmaxCrossEntropy(r.act_ptr.back(), r.labels.data(), count, k,
-                                need_grad ? r.grad_a.data() : nullptr, total);
+  r.stats = ComputeLoss(spec_.loss, r.act_ptr.back(), r.labels.data(), count, k,
+                        need_grad ? r.grad_a.data() : nullptr, total);
   if (need_grad) BackwardShard(r, count, input_grad);
 }
 
@@ -398,7 +398,7 @@ Status CpuEngine::Predict(std::span<const float> inputs, std::span<float> probs)
     const auto [begin, end] = ShardRange(n, shards, i);
     Replica& r = replicas_[static_cast<size_t>(i)];
     RunShard(r, nullptr, {}, inputs.data() + begin * ss, end - begin, n, false);
-    Softmax(r.act_ptr.back(), end - begin, k, probs.data() + begin * k);
+    Predictions(spec_.loss, r.act_ptr.back(), end - begin, k, probs.data() + begin * k);
   };
   ForShards(shards, shard);
   return Status::Ok();

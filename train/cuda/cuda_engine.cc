@@ -177,7 +177,8 @@ Status CudaEngine::ForwardLayers(int64_t n) {
 Status CudaEngine::Loss(int64_t n, bool need_grad) {
   cudaStream_t stream = ctx_->stream();
   CUDA_CHECK(LaunchSoftmaxXent(act_ptr_.back(), batch_labels_.data(), n, spec_.num_classes,
-                               need_grad ? grad_a_.data() : nullptr, totals_.data(), stream));
+                               need_grad ? grad_a_.data() : nullptr, totals_.data(), stream,
+                               spec_.loss));
   CUDA_CHECK(cudaMemcpyAsync(totals_host_.data(), totals_.data(), sizeof(LossTotals),
                              cudaMemcpyDeviceToHost, stream));
   return Status::Ok();

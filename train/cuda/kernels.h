@@ -12,6 +12,7 @@
 #include <cstdint>
 
 #include "train/depthwise_math.h"
+#include "train/loss_math.h"
 #include "train/norm_math.h"
 
 namespace tributary::cuda {
@@ -120,8 +121,11 @@ struct LossTotals {
   double loss_sum;
   long long correct;
 };
+// softmax_xent.cu: the training loss (train/loss_math.h; softmax cross-entropy unless `kind` says
+// otherwise).
 cudaError_t LaunchSoftmaxXent(const float* logits, const uint8_t* labels, int64_t n, int64_t k,
-                              float* grad, LossTotals* totals, cudaStream_t stream);
+                              float* grad, LossTotals* totals, cudaStream_t stream,
+                              LossKind kind = LossKind::kSoftmaxCrossEntropy);
 
 // sgd.cu: the update of train/sgd.h, elementwise over n parameters. velocity may be null when
 // momentum is 0; anchor may be null when mu is 0; correction (SCAFFOLD's, subtracted times lr

@@ -327,6 +327,26 @@ TEST(KernelEmulationTest, SoftmaxCrossEntropyMatchesCpu) {
   }
 }
 
+// The other losses: the gradient is the CPU's bit for bit (one arithmetic, train/loss_math.h).
+TEST(KernelEmulationTest, MeanSquaredErrorAndBinaryCrossEntropyAreTheCpusBits) {
+  for (LossKind kind : {LossKind::kMeanSquaredError, LossKind::kBinaryCrossEntropy}) {
+    const int64_t n = 37, k = 10;
+    const auto logits = Random(static_cast<size_t>(n * k), 14, 3.0f);
+    std::vector<uint8_t> labels(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) labels[i] = static_cast<uint8_t>((i * 3) % k);
+    std::vector<float> want_grad(logits.size()), grad(logits.size());
+    const StepStats want =
+        cpu::ComputeLoss(kind, logits.data(), labels.data(), n, k, want_grad.data(), n);
+    LossTotals totals{-1.0, -1};
+    ASSERT_EQ(
+        LaunchSoftmaxXent(logits.data(), labels.data(), n, k, grad.data(), &totals, kStream, kind),
+        cudaSuccess);
+    EXPECT_NEAR(totals.loss_sum, want.loss_sum, 1e-9 * want.loss_sum);
+    EXPECT_EQ(totals.correct, want.correct);
+    EXPECT_EQ(grad, want_grad) << static_cast<int>(kind);
+  }
+}
+
 TEST(KernelEmulationTest, SgdMatchesCpuInEveryConfiguration) {
   const size_t n = 1000;
   for (const SgdConfig& cfg :
