@@ -53,13 +53,14 @@ std::optional<LayerKind> KindOf(std::string_view type) {
 
 // The keys a layer of `kind` takes.
 std::span<const std::string_view> KeysOf(LayerKind kind) {
-  static constexpr std::string_view kDense[] = {"type", "units", "name"};
-  static constexpr std::string_view kConv[] = {"type", "filters", "kernel", "padding", "name"};
-  static constexpr std::string_view kDepthwise[] = {"type", "kernel", "padding", "name"};
+  static constexpr std::string_view kDense[] = {"type", "units", "name", "frozen"};
+  static constexpr std::string_view kConv[] = {"type",    "filters", "kernel",
+                                               "padding", "name",    "frozen"};
+  static constexpr std::string_view kDepthwise[] = {"type", "kernel", "padding", "name", "frozen"};
   static constexpr std::string_view kPool[] = {"type", "size"};
   static constexpr std::string_view kBare[] = {"type"};
-  static constexpr std::string_view kGroupNorm[] = {"type", "groups", "name"};
-  static constexpr std::string_view kLayerNorm[] = {"type", "name"};
+  static constexpr std::string_view kGroupNorm[] = {"type", "groups", "name", "frozen"};
+  static constexpr std::string_view kLayerNorm[] = {"type", "name", "frozen"};
   switch (kind) {
     case LayerKind::kDense:
       return kDense;
@@ -251,6 +252,11 @@ Result<LayerSpec> ReadLayer(const std::string& source, const toml::table& t, siz
     case LayerKind::kGlobalAvgPool:
     case LayerKind::kLayerNorm:
       break;
+  }
+  if (const toml::node* n = t.get("frozen")) {
+    std::optional<bool> frozen = n->value_exact<bool>();
+    if (!frozen) return Bad(source, n, owner + ": key 'frozen' must be true or false");
+    l.frozen = *frozen;
   }
   if (const toml::node* n = t.get("name")) {
     std::optional<std::string> name = n->value_exact<std::string>();
@@ -503,6 +509,7 @@ std::string ModelSpecToToml(const ModelSpec& spec) {
     out += fmt::format("loss = \"{}\"\n", LossKindName(spec.loss));
   for (const LayerSpec& l : spec.layers) {
     out += fmt::format("\n[[layers]]\ntype = \"{}\"\n", TypeName(l.kind));
+    if (l.frozen) out += "frozen = true\n";
     switch (l.kind) {
       case LayerKind::kDense:
         out += fmt::format("units = {}\nname = {}\n", l.out_features, TomlString(l.name));

@@ -244,6 +244,31 @@ Result<ModelWeights::LayoutSpec> ParameterLayout(const ModelSpec& spec) {
   return layout;
 }
 
+Result<std::vector<std::pair<int64_t, int64_t>>> TrainableRanges(const ModelSpec& spec) {
+  TRIB_ASSIGN_OR_RETURN(ModelWeights::LayoutSpec layout, ParameterLayout(spec));
+  // ParameterLayout lists each parameterized layer's weight then bias, in layer order.
+  std::vector<std::pair<int64_t, int64_t>> ranges;
+  size_t t = 0;
+  int64_t offset = 0;
+  for (const LayerSpec& l : spec.layers) {
+    if (!HasWeightMatrix(l.kind) && !IsNorm(l.kind)) continue;
+    int64_t size = 0;
+    for (size_t k = 0; k < 2; ++k, ++t) {
+      int64_t numel = 1;
+      for (int64_t d : layout[t].second) numel *= d;
+      size += numel;
+    }
+    if (!l.frozen) {
+      if (!ranges.empty() && ranges.back().second == offset)
+        ranges.back().second += size;
+      else
+        ranges.emplace_back(offset, offset + size);
+    }
+    offset += size;
+  }
+  return ranges;
+}
+
 Result<ModelWeights> InitWeights(const ModelSpec& spec, uint64_t seed) {
   TRIB_ASSIGN_OR_RETURN(ModelWeights::LayoutSpec layout, ParameterLayout(spec));
   TRIB_ASSIGN_OR_RETURN(ModelWeights w, ModelWeights::Create(layout));

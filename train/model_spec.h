@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "train/loss_math.h"
@@ -72,7 +73,10 @@ struct LayerSpec {
   int64_t kernel = 0;        // Conv2D, DepthwiseConv2D: square kernel; Conv1D: taps; pools: window
   int64_t padding = 0;       // Conv2D: zero padding on every side, Conv1D: at both ends (stride 1)
   int64_t groups = 0;        // GroupNorm: channel groups (they must divide the channels)
-  std::string name;          // parameter prefix, e.g. "conv1", "fc2", "norm1" (layers with any)
+  // A layer with parameters that training leaves as they are (fine-tuning the layers after it):
+  // the optimizer skips them (no step, no weight decay, no momentum), so their delta is zero.
+  bool frozen = false;
+  std::string name;  // parameter prefix, e.g. "conv1", "fc2", "norm1" (layers with any)
   friend bool operator==(const LayerSpec&, const LayerSpec&) = default;
 };
 
@@ -135,6 +139,11 @@ Result<std::vector<Shape3>> LayerOutputShapes(const ModelSpec& spec);
 
 // Names and shapes of every parameter tensor, in layer order: "<name>.weight", "<name>.bias".
 Result<ModelWeights::LayoutSpec> ParameterLayout(const ModelSpec& spec);
+
+// The parameters the optimizer updates, as [begin, end) offsets into the flat parameter buffer
+// (ParameterLayout's order), adjacent ones merged: every parameter but the frozen layers'. One
+// range [0, all) when nothing is frozen.
+Result<std::vector<std::pair<int64_t, int64_t>>> TrainableRanges(const ModelSpec& spec);
 
 // Initial weights as PyTorch initializes nn.Linear and nn.Conv2d: weights and biases drawn from
 // U(-1/sqrt(fan_in), 1/sqrt(fan_in)). Deterministic for a seed.

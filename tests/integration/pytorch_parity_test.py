@@ -20,6 +20,9 @@ two engines' float sums in a different order.
   Conv2d(4, 4, 3, padding=1, groups=4), pointwise 1x1 conv2d), globalavgpool and a dense head.
 - Losses: the ReLU model trained with `loss = "mse"` and `loss = "bce"` against PyTorch's
   nn.MSELoss and nn.BCEWithLogitsLoss on the one-hot labels.
+- Freezing: the ReLU model with its first dense layer `frozen = true`, trained by SGD with
+  momentum and weight decay, against PyTorch with that layer's requires_grad off: the layer keeps
+  its starting values exactly and the head trains as PyTorch's.
 - conv1d: the 8x8 images read as 8 steps of 8 channels (PyTorch's Conv1d on [N, 8 channels,
   8 steps]; weights moved from [out, in, k] to [out, k, in]), with relu, globalavgpool
   (AdaptiveAvgPool1d(1)) and a dense head.
@@ -60,7 +63,7 @@ class PyTorchParityTest(ProcessTest):
         self.assertEqual(len(y), EXAMPLES)
         return x, y
 
-    def prepare(self, activation, loss=None):
+    def prepare(self, activation, loss=None, frozen=False):
         """Writes the model file (with `loss` when given) and PyTorch's starting weights; returns
         the torch model."""
         import tributary as tb
@@ -73,11 +76,14 @@ class PyTorchParityTest(ProcessTest):
         with open(self.model_file, "w") as f:
             f.write(f'name = "tiny_{activation}"\n' + (f'loss = "{loss}"\n' if loss else "") +
                     f'layers = [\n  {{ type = "flatten" }},\n'
-                    f'  {{ type = "dense", units = {HIDDEN}, name = "1" }},\n'
+                    f'  {{ type = "dense", units = {HIDDEN}, name = "1"'
+                    + (", frozen = true" if frozen else "") + ' },\n'
                     f'  {{ type = "{activation}" }},\n'
                     f'  {{ type = "dense", units = 10, name = "3" }},\n]\n')
         self.init = self.path(f"init_{activation}.safetensors")
         tb.save_safetensors(self.init, tb.from_torch(model), {"producer": "pytorch_parity_test"})
+        if frozen:
+            model[1].requires_grad_(False)
         return model
 
     def prepare_model(self, name, layers, model):
@@ -209,7 +215,7 @@ class PyTorchParityTest(ProcessTest):
             opt.step()
         return self.to_native(tb.from_torch(model)) if nchw or steps else tb.from_torch(model)
 
-    def check(self, name, activation, fit, make_optimizer, loss=None):
+    def check(self, name, activation, fit, make_optimizer, loss=None, frozen=False):
         import tributary as tb
         conv = activation in ("pooled", "groupnorm", "separable")
         if activation == "separable":
@@ -221,7 +227,7 @@ class PyTorchParityTest(ProcessTest):
         elif activation == "conv1d":
             model = self.prepare_conv1d()
         else:
-            model = self.prepare(activation, loss=loss)
+            model = self.prepare(activation, loss=loss, frozen=frozen)
         got = self.run_native(fit)
         want = self.torch_reference(model, make_optimizer, nchw=conv,
                                     steps=activation == "conv1d", loss=loss)
@@ -273,6 +279,17 @@ class PyTorchParityTest(ProcessTest):
             with self.subTest(loss=loss):
                 self.check(f"relu, loss {loss}", "relu", ["lr = 0.5"],
                            lambda p: torch.optim.SGD(p, lr=0.5), loss=loss)
+
+    def test_a_frozen_layer_is_pytorchs_without_grad(self):
+        import tributary as tb
+        self.check("relu, first dense frozen", "relu",
+                   ["lr = 0.2", "momentum = 0.9", "weight_decay = 0.01"],
+                   lambda p: torch.optim.SGD([q for q in p if q.requires_grad], lr=0.2,
+                                             momentum=0.9, weight_decay=0.01), frozen=True)
+        got = tb.load_safetensors(self.path(f"final{self.runs}.safetensors"))[0]
+        init = tb.load_safetensors(self.init)[0]
+        for key in ["1.weight", "1.bias"]:
+            self.assertTrue((got[key] == init[key]).all(), key)
 
     def test_conv1d_is_pytorchs(self):
         self.check("conv1d + globalavgpool", "conv1d", ["lr = 0.5"],

@@ -1,12 +1,14 @@
 // The CPU engine end to end: whole-network gradients, the SGD update, determinism, and learning.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 
 #include "tests/train/grad_check.h"
 #include "tests/train/synthetic_images.h"
 #include "train/cpu/cpu_engine.h"
+#include "train/device.h"
 #include "train/native_trainer.h"
 #include "train/sgd.h"
 
@@ -114,6 +116,50 @@ TEST(NativeTrainerTest, AdamStateStartsAgainEveryFit) {
   EXPECT_EQ(a->weights.content_hash(), b->weights.content_hash());
   EXPECT_NE(a->weights.content_hash(), start.content_hash());
   EXPECT_LT(a->metrics.at("train_loss"), 1.5);
+}
+
+// A frozen layer (fine-tuning the layers after it): over a fit with momentum and weight decay, on
+// two threads, its tensors keep their bits and every other tensor moves; after one step the
+// others are exactly the unfrozen model's (the gradient reaching them is the same). With Adam too.
+TEST(NativeTrainerTest, AFrozenLayerKeepsItsBitsAndTheRestTrains) {
+  ModelSpec frozen = *ModelSpecByName("mlp", {8, 8, 1});
+  for (LayerSpec& l : frozen.layers) {
+    if (l.name == "fc1") l.frozen = true;
+  }
+  const ModelSpec whole = *ModelSpecByName("mlp", {8, 8, 1});
+  EXPECT_EQ(TrainableRanges(whole)->size(), 1u);
+  const auto ranges = *TrainableRanges(frozen);
+  ASSERT_EQ(ranges.size(), 1u);
+  EXPECT_EQ(ranges[0].first, 200 * 64 + 200);  // fc1's weight and bias come first
+  auto data = std::make_shared<Dataset>(testing::SyntheticImages(96, 13, 8));
+  for (const char* optimizer : {"sgd", "adam"}) {
+    FitConfig fit;
+    fit.epochs = 2;
+    fit.batch_size = 32;
+    fit.lr = std::string(optimizer) == "sgd" ? 0.05f : 0.005f;
+    fit.momentum = std::string(optimizer) == "sgd" ? 0.9f : 0.0f;
+    fit.weight_decay = 0.01f;
+    fit.optimizer = optimizer;
+    auto t = *NativeTrainer::Create(frozen, data, nullptr, 1, CpuEngineFactory(2));
+    const ModelWeights start = *t->get_parameters();
+    Result<FitResult> r = t->fit(start, fit);
+    ASSERT_TRUE(r.ok()) << r.status();
+    for (size_t i = 0; i < start.num_tensors(); ++i) {
+      const auto& info = start.tensors()[i];
+      const bool same = std::equal(r->weights.tensor(i).begin(), r->weights.tensor(i).end(),
+                                   start.tensor(i).begin());
+      EXPECT_EQ(same, info.name.starts_with("fc1.")) << optimizer << " " << info.name;
+    }
+    FitConfig one = fit;
+    one.epochs = 1;
+    one.max_steps = 1;
+    auto u = *NativeTrainer::Create(whole, data, nullptr, 1, CpuEngineFactory(2));
+    auto f = *NativeTrainer::Create(frozen, data, nullptr, 1, CpuEngineFactory(2));
+    const ModelWeights a = u->fit(start, one)->weights, b = f->fit(start, one)->weights;
+    for (size_t i = 2; i < start.num_tensors(); ++i)
+      EXPECT_TRUE(std::equal(a.tensor(i).begin(), a.tensor(i).end(), b.tensor(i).begin()))
+          << optimizer << " " << start.tensors()[i].name;
+  }
 }
 
 // optimizer_state = "keep": two fits of one full-batch epoch each are one fit of two epochs (Adam's

@@ -195,7 +195,8 @@ TEST(ModelFileTest, EveryMistakeIsNamed) {
       {"cut = 2\n" + dense, "m.toml:1: a cut needs a layer on each side, and it has one"},
       {"[model]\nname = \"x\"\n" + dense, "m.toml:1: unknown key 'model'"},
       {"[[layers]]\ntype = \"flatten\"\n[[layers]]\ntype = \"dense\"\nunit = 10\nunits = 10\n",
-       "m.toml:5: layer 1 (Dense): unknown key 'unit' (a dense layer takes type, units and name)"},
+       "m.toml:5: layer 1 (Dense): unknown key 'unit' (a dense layer takes type, units, name and "
+       "frozen)"},
       {"[[layers]]\ntype = \"relu\"\nname = \"r\"\n" + dense,
        "m.toml:3: layer 0 (ReLU): unknown key 'name' (a relu layer takes only its type)"},
       {"[[layers]]\nunits = 10\n",
@@ -341,6 +342,9 @@ TEST(ModelFileTest, ToTomlReadsBackToTheSameSpec) {
     other.loss = kind;
     specs.push_back(other);
   }
+  ModelSpec head_only = flat;  // a frozen layer reads back frozen
+  head_only.layers[0].frozen = true;
+  specs.push_back(head_only);
   for (const ModelSpec& spec : specs) {
     const std::string text = ModelSpecToToml(spec);
     // Different defaults show that the text states everything.

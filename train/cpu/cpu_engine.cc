@@ -47,6 +47,7 @@ Result<std::unique_ptr<CpuEngine>> CpuEngine::Create(const ModelSpec& spec, int6
   e->shapes_ = std::move(shapes);
   const size_t n_params = proto.size();
   e->params_.assign(n_params, 0.0f);
+  TRIB_ASSIGN_OR_RETURN(e->trainable_, TrainableRanges(spec));
   e->grads_.assign(n_params, 0.0f);
   e->velocity_.assign(n_params, 0.0f);
   e->anchor_.assign(n_params, 0.0f);
@@ -288,16 +289,21 @@ void CpuEngine::ApplyStep(int shards, const SgdConfig& cfg) {
     if (second_moment_.size() != params_.size()) second_moment_.assign(params_.size(), 0.0f);
     ++adam_step_;
   }
-  // The update of parameters [begin, end).
+  // The update of parameters [begin, end): of those in it that are trainable (frozen layers'
+  // parameters are left as they are).
   auto update = [&](int64_t begin, int64_t end) {
-    const auto n = static_cast<size_t>(end - begin);
-    const float* c = corr == nullptr ? nullptr : corr + begin;
-    if (adam)
-      AdamUpdate(params_.data() + begin, grads_.data() + begin, velocity_.data() + begin,
-                 second_moment_.data() + begin, anchor_.data() + begin, n, cfg, adam_step_, c);
-    else
-      SgdUpdate(params_.data() + begin, grads_.data() + begin, velocity_.data() + begin,
-                anchor_.data() + begin, n, cfg, c);
+    for (const auto& [first, last] : trainable_) {
+      const int64_t lo = std::max(begin, first), hi = std::min(end, last);
+      if (lo >= hi) continue;
+      const auto n = static_cast<size_t>(hi - lo);
+      const float* c = corr == nullptr ? nullptr : corr + lo;
+      if (adam)
+        AdamUpdate(params_.data() + lo, grads_.data() + lo, velocity_.data() + lo,
+                   second_moment_.data() + lo, anchor_.data() + lo, n, cfg, adam_step_, c);
+      else
+        SgdUpdate(params_.data() + lo, grads_.data() + lo, velocity_.data() + lo,
+                  anchor_.data() + lo, n, cfg, c);
+    }
   };
   const int64_t n = static_cast<int64_t>(grads_.size());
   if (shards == 1) {

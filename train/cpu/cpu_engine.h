@@ -105,6 +105,7 @@ class CpuEngine final : public Engine {
   std::vector<Replica> replicas_;
   std::unique_ptr<ForkJoin> pool_;  // null with one thread
   AlignedVector params_, grads_, velocity_, anchor_;
+  std::vector<std::pair<int64_t, int64_t>> trainable_;  // TrainableRanges: what the optimizer steps
   AlignedVector second_moment_;        // Adam's v (sized on its first step); its m is velocity_
   int64_t adam_step_ = 0;              // Adam's t: updates since the state was last reset
   bool keep_optimizer_state_ = false;  // LoadWeights then leaves the optimizer's state

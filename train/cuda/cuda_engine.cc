@@ -36,6 +36,7 @@ Result<std::unique_ptr<CudaEngine>> CudaEngine::Create(const ModelSpec& spec, in
   e->max_batch_ = max_batch;
   e->fingerprint_ = proto.fingerprint();
   e->num_params_ = proto.size();
+  TRIB_ASSIGN_OR_RETURN(e->trainable_, TrainableRanges(spec));
   TRIB_ASSIGN_OR_RETURN(e->ctx_, CudaContext::Create(device_index));
   const CudaContext& ctx = *e->ctx_;
 
@@ -211,7 +212,6 @@ Status CudaEngine::Backward(int64_t n, float** input_grad) {
 
 Status CudaEngine::ApplySgd(const SgdConfig& cfg) {
   const float* corr = has_correction_ ? correction_.data() : nullptr;
-  const auto n = static_cast<int64_t>(num_params_);
   if (cfg.optimizer != OptimizerKind::kSgd) {
     // Adam: the first moment in velocity_, the second here (made, zeroed, on first use).
     if (second_moment_.size() != num_params_) {
@@ -220,13 +220,21 @@ Status CudaEngine::ApplySgd(const SgdConfig& cfg) {
           cudaMemsetAsync(second_moment_.data(), 0, num_params_ * sizeof(float), ctx_->stream()));
     }
     const AdamParams p = AdamParamsAt(cfg, ++adam_step_);
-    CUDA_CHECK(LaunchAdamUpdate(params_.data(), grads_.data(), velocity_.data(),
-                                second_moment_.data(), anchor_.data(), corr, n, p, ctx_->stream()));
+    // One launch per trainable range: a frozen layer's parameters are left as they are.
+    for (const auto& [lo, hi] : trainable_) {
+      CUDA_CHECK(LaunchAdamUpdate(params_.data() + lo, grads_.data() + lo, velocity_.data() + lo,
+                                  second_moment_.data() + lo, anchor_.data() + lo,
+                                  corr == nullptr ? nullptr : corr + lo, hi - lo, p,
+                                  ctx_->stream()));
+    }
     return Status::Ok();
   }
   const SgdParams p{cfg.lr, cfg.momentum, cfg.weight_decay, cfg.proximal_mu};
-  CUDA_CHECK(LaunchSgdUpdate(params_.data(), grads_.data(), velocity_.data(), anchor_.data(), corr,
-                             n, p, ctx_->stream()));
+  for (const auto& [lo, hi] : trainable_) {
+    CUDA_CHECK(LaunchSgdUpdate(params_.data() + lo, grads_.data() + lo, velocity_.data() + lo,
+                               anchor_.data() + lo, corr == nullptr ? nullptr : corr + lo, hi - lo,
+                               p, ctx_->stream()));
+  }
   return Status::Ok();
 }
 

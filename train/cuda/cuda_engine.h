@@ -91,6 +91,7 @@ class CudaEngine final : public Engine {
   std::vector<float*> act_ptr_;          // aliases for identity layers
   DeviceBuffer<float> grad_a_, grad_b_;  // ping-pong activation gradients
   DeviceBuffer<float> params_, grads_, velocity_, anchor_;
+  std::vector<std::pair<int64_t, int64_t>> trainable_;  // TrainableRanges: what the optimizer steps
   DeviceBuffer<float> second_moment_;  // Adam's v (made on its first step); its m is velocity_
   int64_t adam_step_ = 0;              // Adam's t: updates since the state was last reset
   bool keep_optimizer_state_ = false;  // LoadWeights then leaves the optimizer's state
