@@ -53,7 +53,8 @@ class NativeTrainer final : public Trainer {
   // SCAFFOLD's correction is applied by the engine after every step (Engine::SetCorrection).
   bool applies_correction() const override { return true; }
   Result<EvalResult> evaluate(const ModelWeights& weights, const EvalConfig& config) override;
-  // Class probabilities, count rows of spec().num_classes, on a CPU engine of its own (whatever
+  // Class probabilities (the outputs or their sigmoids for a spec whose loss is MSE or BCE:
+  // cpu::Predictions), count rows of spec().num_classes, on a CPU engine of its own (whatever
   // engine fit() uses), in batches of up to 256 samples. Needs no training or evaluation set.
   Result<std::vector<float>> predict(const ModelWeights& weights, std::span<const float> inputs,
                                      int64_t count) override;
