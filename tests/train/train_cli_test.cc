@@ -52,14 +52,16 @@ TEST(TrainCliTest, TrainsAModelFile) {
 
 // The reference edge models of examples/models/ (docs/models.md) train on 3,000 Fashion-MNIST
 // examples to well above chance (10%) in 3 epochs: about 60% each when written (59.5% and 60.5%).
+// Skipped under an emulator.
 TEST(TrainCliTest, TheReferenceEdgeModelsTrain) {
-  std::vector<std::pair<const char*, const char*>> models = {
-      {"conv1d_recognizer", "model conv1d_recognizer (27818 parameters)"}};
-#ifndef TRIBUTARY_TEST_EMULATOR
-  // 10 s natively; far over the minute RunTrain waits under qemu (the aarch64 pass), where the
-  // conv1d model alone runs.
-  models.push_back({"mobile_cnn", "model mobile_cnn (4266 parameters)"});
+#ifdef TRIBUTARY_TEST_EMULATOR
+  // 11 s natively for both; under qemu (the aarch64 pass) training them could outlast the minute
+  // RunTrain waits. The engine's arithmetic on aarch64 is train_test's to check there.
+  GTEST_SKIP() << "the reference models train natively only";
 #endif
+  const std::pair<const char*, const char*> models[] = {
+      {"conv1d_recognizer", "model conv1d_recognizer (27818 parameters)"},
+      {"mobile_cnn", "model mobile_cnn (4266 parameters)"}};
   for (const auto& [name, header] : models) {
     auto [code, out] =
         RunTrain({"--set", "run.model=" + SourceDir() + "/examples/models/" + name + ".toml",
