@@ -9,6 +9,7 @@
 #include <string>
 
 #include "client/c_api_support.h"
+#include "native/sample_shape.h"
 #include "tributary/native_training.h"
 
 struct tributary_native_trainer {
@@ -34,13 +35,8 @@ Result<SampleArrays> ToArrays(const tributary_native_options& o, const tributary
     return Status::InvalidArgument(set + ".labels is NULL with count " + std::to_string(s.count));
   if (!s.features)
     return Status::InvalidArgument(set + ".features is NULL with count " + std::to_string(s.count));
-  if (o.height < 1 || o.width < 1 || o.channels < 1 || o.height > (int64_t{1} << 20) ||
-      o.width > (int64_t{1} << 20) || o.channels > (int64_t{1} << 20))
-    return Status::InvalidArgument("height, width and channels must each be in [1, 2^20], got " +
-                                   std::to_string(o.height) + " x " + std::to_string(o.width) +
-                                   " x " + std::to_string(o.channels));
-  const auto sample = static_cast<uint64_t>(o.height) * static_cast<uint64_t>(o.width) *
-                      static_cast<uint64_t>(o.channels);
+  TRIB_ASSIGN_OR_RETURN(const uint64_t sample,
+                        CheckedSampleSize(o.height, o.width, o.channels, set));
   if (s.count > std::numeric_limits<uint32_t>::max() ||
       sample > (uint64_t{1} << 40) / s.count)  // 4 TiB of floats: no app holds more
     return Status::InvalidArgument(set + ".count " + std::to_string(s.count) + " samples of " +

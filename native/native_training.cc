@@ -5,6 +5,7 @@
 #include <limits>
 #include <utility>
 
+#include "native/sample_shape.h"
 #include "train/data/dataset.h"
 #include "train/device.h"
 #include "train/model_file.h"
@@ -22,17 +23,11 @@ Result<std::shared_ptr<const Dataset>> ToDataset(SampleArrays a, const char* whi
                                      " values but " + set + ".labels is empty");
     return std::shared_ptr<const Dataset>();
   }
-  if (a.height < 1 || a.width < 1 || a.channels < 1 || a.height > (int64_t{1} << 20) ||
-      a.width > (int64_t{1} << 20) || a.channels > (int64_t{1} << 20))
-    return Status::InvalidArgument(set +
-                                   ": height, width and channels must each be in [1, 2^20], got " +
-                                   std::to_string(a.height) + " x " + std::to_string(a.width) +
-                                   " x " + std::to_string(a.channels));
+  TRIB_ASSIGN_OR_RETURN(const uint64_t sample,
+                        CheckedSampleSize(a.height, a.width, a.channels, set));
   if (a.num_classes < 2 || a.num_classes > 256)
     return Status::InvalidArgument(set + ".num_classes must be in [2, 256], got " +
                                    std::to_string(a.num_classes));
-  const auto sample = static_cast<uint64_t>(a.height) * static_cast<uint64_t>(a.width) *
-                      static_cast<uint64_t>(a.channels);
   const uint64_t count = a.labels.size();
   if (sample > std::numeric_limits<uint64_t>::max() / count || a.features.size() != sample * count)
     return Status::InvalidArgument(set + ".features holds " + std::to_string(a.features.size()) +
