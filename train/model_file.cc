@@ -293,12 +293,9 @@ Status CheckSizes(const std::string& source, const ModelSpec& spec,
                              LayerKindName(l.kind), out.numel(), kMaxValues));
     if (l.kind == LayerKind::kDense)
       params += static_cast<double>(l.out_features) * static_cast<double>(in.numel() + 1);
-    if (IsConv(l.kind))
-      params += static_cast<double>(l.out_channels) *
-                (static_cast<double>(l.kernel) *
-                     static_cast<double>(l.kind == LayerKind::kConv1D ? 1 : l.kernel) *
-                     static_cast<double>(l.kind == LayerKind::kConv1D ? in.w * in.c : in.c) +
-                 1);
+    if (IsConv(l.kind))  // taps fit int64: kernel <= 2^10, w and c <= 2^20 (or kMaxValues) each
+      params +=
+          static_cast<double>(l.out_channels) * (static_cast<double>(ConvTapsOf(l, in).taps()) + 1);
     if (IsNorm(l.kind)) params += 2.0 * static_cast<double>(in.c);
     if (l.kind == LayerKind::kDepthwiseConv2D)
       params += static_cast<double>(in.c) * (static_cast<double>(l.kernel * l.kernel) + 1);
