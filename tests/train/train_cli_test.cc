@@ -50,29 +50,36 @@ TEST(TrainCliTest, TrainsAModelFile) {
   EXPECT_NE(out.find("final test accuracy"), std::string::npos) << out;
 }
 
-// The reference edge models of examples/models/ (docs/models.md) train on 3,000 Fashion-MNIST
-// examples to well above chance (10%) in 3 epochs: about 60% each when written (59.5% and 60.5%).
-// Skipped under an emulator.
+// The reference edge models of examples/models/ (docs/models.md) train on Fashion-MNIST to well
+// above chance (10%): natively both on 3,000 examples in 3 epochs, about 60% each when written
+// (59.5% and 60.5%, 11 s); under an emulator (the aarch64 pass, where the minute RunTrain waits
+// would not cover that) the conv1d model alone on 1,000 examples in 2 epochs (46.2% natively).
 TEST(TrainCliTest, TheReferenceEdgeModelsTrain) {
+  struct Case {
+    const char* name;
+    const char* header;
+  };
 #ifdef TRIBUTARY_TEST_EMULATOR
-  // 11 s natively for both; under qemu (the aarch64 pass) training them could outlast the minute
-  // RunTrain waits. The engine's arithmetic on aarch64 is train_test's to check there.
-  GTEST_SKIP() << "the reference models train natively only";
+  const Case models[] = {{"conv1d_recognizer", "model conv1d_recognizer (27818 parameters)"}};
+  const char *examples = "1000", *epochs = "2";
+  const double above = 25.0;
+#else
+  const Case models[] = {{"conv1d_recognizer", "model conv1d_recognizer (27818 parameters)"},
+                         {"mobile_cnn", "model mobile_cnn (4266 parameters)"}};
+  const char *examples = "3000", *epochs = "3";
+  const double above = 45.0;
 #endif
-  const std::pair<const char*, const char*> models[] = {
-      {"conv1d_recognizer", "model conv1d_recognizer (27818 parameters)"},
-      {"mobile_cnn", "model mobile_cnn (4266 parameters)"}};
   for (const auto& [name, header] : models) {
-    auto [code, out] =
-        RunTrain({"--set", "run.model=" + SourceDir() + "/examples/models/" + name + ".toml",
-                  "--set", "data.train_examples=3000", "--set", "data.test_examples=1000", "--set",
-                  "fit.epochs=3", "--threads", "2"});
+    auto [code, out] = RunTrain(
+        {"--set", "run.model=" + SourceDir() + "/examples/models/" + name + ".toml", "--set",
+         std::string("data.train_examples=") + examples, "--set", "data.test_examples=500", "--set",
+         std::string("fit.epochs=") + epochs, "--threads", "2"});
     ASSERT_EQ(code, 0) << out;
     EXPECT_NE(out.find(header), std::string::npos) << out;
     const size_t at = out.find("final test accuracy: ");
     ASSERT_NE(at, std::string::npos) << out;
     const double accuracy = std::atof(out.c_str() + at + 21);
-    EXPECT_GT(accuracy, 45.0) << name << "\n" << out;
+    EXPECT_GT(accuracy, above) << name << "\n" << out;
   }
 }
 
