@@ -11,6 +11,15 @@
 
 namespace tributary::testing {
 
+// True in the ThreadSanitizer build (scripts/test's concurrency pass), where a simulation runs
+// about 40x slower: the heaviest simulator tests run fewer rounds or layouts there (each says
+// which), asserting the same things; the optimized build runs them whole.
+#if defined(__SANITIZE_THREAD__)
+inline constexpr bool kUnderThreadSanitizer = true;
+#else
+inline constexpr bool kUnderThreadSanitizer = false;
+#endif
+
 // 20 clients on 2,000 synthetic 8x8 examples (Dirichlet 0.5), 5 per round, 4 rounds of 3 local
 // epochs: enough for FedAvg to climb far above chance.
 inline SimConfig SmallSyntheticConfig() {
