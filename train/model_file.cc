@@ -36,11 +36,25 @@ std::string TypeName(LayerKind kind) {
   return s;
 }
 
-constexpr LayerKind kKinds[] = {
-    LayerKind::kDense,     LayerKind::kConv2D,         LayerKind::kMaxPool2D, LayerKind::kReLU,
-    LayerKind::kFlatten,   LayerKind::kSigmoid,        LayerKind::kTanh,      LayerKind::kGelu,
-    LayerKind::kAvgPool2D, LayerKind::kGlobalAvgPool,  LayerKind::kGroupNorm, LayerKind::kLayerNorm,
-    LayerKind::kConv1D,    LayerKind::kDepthwiseConv2D};
+constexpr LayerKind kKinds[] = {LayerKind::kDense,     LayerKind::kConv2D,
+                                LayerKind::kMaxPool2D, LayerKind::kReLU,
+                                LayerKind::kFlatten,   LayerKind::kSigmoid,
+                                LayerKind::kTanh,      LayerKind::kGelu,
+                                LayerKind::kAvgPool2D, LayerKind::kGlobalAvgPool,
+                                LayerKind::kGroupNorm, LayerKind::kLayerNorm,
+                                LayerKind::kConv1D,    LayerKind::kDepthwiseConv2D,
+                                LayerKind::kEmbedding, LayerKind::kLstm};
+
+// Every type a file may write, in kKinds' order: "dense, conv2d, ... and embedding" (`last_joiner`
+// "and" or "or").
+std::string TypeList(std::string_view last_joiner) {
+  std::string out;
+  for (size_t i = 0; i < std::size(kKinds); ++i) {
+    if (i > 0) out += i + 1 == std::size(kKinds) ? fmt::format(" {} ", last_joiner) : ", ";
+    out += TypeName(kKinds[i]);
+  }
+  return out;
+}
 
 std::optional<LayerKind> KindOf(std::string_view type) {
   std::string lower(type);
@@ -61,6 +75,9 @@ std::span<const std::string_view> KeysOf(LayerKind kind) {
   static constexpr std::string_view kBare[] = {"type"};
   static constexpr std::string_view kGroupNorm[] = {"type", "groups", "name", "frozen"};
   static constexpr std::string_view kLayerNorm[] = {"type", "name", "frozen"};
+  static constexpr std::string_view kEmbedding[] = {"type", "vocab", "dim", "name", "frozen"};
+  static constexpr std::string_view kLstm[] = {"type", "units", "return_sequences", "name",
+                                               "frozen"};
   switch (kind) {
     case LayerKind::kDense:
       return kDense;
@@ -76,6 +93,10 @@ std::span<const std::string_view> KeysOf(LayerKind kind) {
       return kGroupNorm;
     case LayerKind::kLayerNorm:
       return kLayerNorm;
+    case LayerKind::kEmbedding:
+      return kEmbedding;
+    case LayerKind::kLstm:
+      return kLstm;
     case LayerKind::kReLU:
     case LayerKind::kFlatten:
     case LayerKind::kSigmoid:
@@ -179,21 +200,14 @@ Result<LayerSpec> ReadLayer(const std::string& source, const toml::table& t, siz
   std::string owner = "layer " + std::to_string(index);
   const toml::node* type_node = t.get("type");
   if (!type_node)
-    return Bad(source, &t,
-               owner +
-                   ": missing key 'type' (dense, conv2d, conv1d, depthwiseconv2d, maxpool2d, "
-                   "avgpool2d, globalavgpool, groupnorm, layernorm, relu, sigmoid, tanh, gelu or "
-                   "flatten)");
+    return Bad(source, &t, fmt::format("{}: missing key 'type' ({})", owner, TypeList("or")));
   std::optional<std::string> type = type_node->value_exact<std::string>();
   if (!type) return Bad(source, type_node, owner + ": key 'type' must be a string");
   std::optional<LayerKind> kind = KindOf(*type);
   if (!kind)
-    return Bad(source, type_node,
-               fmt::format("{}: unknown type '{}' (the types are dense, conv2d, conv1d, "
-                           "depthwiseconv2d, maxpool2d, "
-                           "avgpool2d, globalavgpool, groupnorm, layernorm, relu, sigmoid, tanh, "
-                           "gelu and flatten)",
-                           owner, *type));
+    return Bad(
+        source, type_node,
+        fmt::format("{}: unknown type '{}' (the types are {})", owner, *type, TypeList("and")));
   owner += " (" + std::string(LayerKindName(*kind)) + ")";
   const std::span<const std::string_view> keys = KeysOf(*kind);
   for (const auto& [key, node] : t) {
@@ -242,6 +256,21 @@ Result<LayerSpec> ReadLayer(const std::string& source, const toml::table& t, siz
     }
     case LayerKind::kGroupNorm: {
       TRIB_ASSIGN_OR_RETURN(l.groups, RequireInt(source, t, "groups", 1, kMaxValues, owner));
+      break;
+    }
+    case LayerKind::kEmbedding: {
+      // Token ids travel as float32, which holds every integer up to 2^24 exactly.
+      TRIB_ASSIGN_OR_RETURN(l.vocab, RequireInt(source, t, "vocab", 1, int64_t{1} << 24, owner));
+      TRIB_ASSIGN_OR_RETURN(l.out_features, RequireInt(source, t, "dim", 1, kMaxSize, owner));
+      break;
+    }
+    case LayerKind::kLstm: {
+      TRIB_ASSIGN_OR_RETURN(l.out_features, RequireInt(source, t, "units", 1, kMaxSize, owner));
+      if (const toml::node* n = t.get("return_sequences")) {
+        std::optional<bool> all = n->value_exact<bool>();
+        if (!all) return Bad(source, n, owner + ": key 'return_sequences' must be true or false");
+        l.return_sequences = *all;
+      }
       break;
     }
     case LayerKind::kReLU:
@@ -299,6 +328,12 @@ Status CheckSizes(const std::string& source, const ModelSpec& spec,
     if (IsNorm(l.kind)) params += 2.0 * static_cast<double>(in.c);
     if (l.kind == LayerKind::kDepthwiseConv2D)
       params += static_cast<double>(in.c) * (static_cast<double>(l.kernel * l.kernel) + 1);
+    if (l.kind == LayerKind::kEmbedding)
+      params += static_cast<double>(l.vocab) * static_cast<double>(l.out_features);
+    if (l.kind == LayerKind::kLstm)
+      params += 4.0 * static_cast<double>(l.out_features) *
+                (static_cast<double>(in.w) * static_cast<double>(in.c) +
+                 static_cast<double>(l.out_features) + 2.0);
     if (params > static_cast<double>(kMaxParameters))
       return Bad(source, nullptr,
                  fmt::format("the model has over {} parameters by layer {} ({})", kMaxParameters, i,
@@ -357,7 +392,7 @@ Result<ModelSpec> ParseModelToml(std::string_view text, std::string_view source_
                fmt::format("the model has {} layers; at most {}", layers->size(), kMaxModelLayers));
 
   std::map<std::string, size_t, std::less<>> owner_of;  // tensor prefix -> layer index
-  int64_t dense = 0, conv = 0, norm = 0;
+  int64_t dense = 0, conv = 0, norm = 0, embed = 0, lstm = 0;
   for (size_t i = 0; i < layers->size(); ++i) {
     const toml::node& node = (*layers)[i];
     const toml::table* t = node.as_table();
@@ -366,12 +401,23 @@ Result<ModelSpec> ParseModelToml(std::string_view text, std::string_view source_
                  fmt::format("layer {} must be a table ([[layers]] or {{ type = ... }})", i));
     TRIB_ASSIGN_OR_RETURN(LayerSpec l,
                           ReadLayer(source, *t, i, i + 1 == layers->size(), spec.num_classes));
-    if (HasWeightMatrix(l.kind) || IsNorm(l.kind)) {
+    if (ParameterTensorCount(l.kind) > 0) {
       const bool is_dense = l.kind == LayerKind::kDense,
-                 is_conv = IsConv(l.kind) || l.kind == LayerKind::kDepthwiseConv2D;
-      const int64_t nth = is_dense ? ++dense : is_conv ? ++conv : ++norm;
+                 is_conv = IsConv(l.kind) || l.kind == LayerKind::kDepthwiseConv2D,
+                 is_embed = l.kind == LayerKind::kEmbedding, is_lstm = l.kind == LayerKind::kLstm;
+      const int64_t nth = is_dense   ? ++dense
+                          : is_conv  ? ++conv
+                          : is_embed ? ++embed
+                          : is_lstm  ? ++lstm
+                                     : ++norm;
       const bool named = !l.name.empty();
-      if (!named) l.name = (is_dense ? "fc" : is_conv ? "conv" : "norm") + std::to_string(nth);
+      if (!named)
+        l.name = (is_dense   ? "fc"
+                  : is_conv  ? "conv"
+                  : is_embed ? "embed"
+                  : is_lstm  ? "lstm"
+                             : "norm") +
+                 std::to_string(nth);
       auto [it, inserted] = owner_of.emplace(l.name, i);
       if (!inserted)
         return Bad(source, t,
@@ -529,6 +575,14 @@ std::string ModelSpecToToml(const ModelSpec& spec) {
         break;
       case LayerKind::kLayerNorm:
         out += fmt::format("name = {}\n", TomlString(l.name));
+        break;
+      case LayerKind::kEmbedding:
+        out += fmt::format("vocab = {}\ndim = {}\nname = {}\n", l.vocab, l.out_features,
+                           TomlString(l.name));
+        break;
+      case LayerKind::kLstm:
+        out += fmt::format("units = {}\nreturn_sequences = {}\nname = {}\n", l.out_features,
+                           l.return_sequences, TomlString(l.name));
         break;
       case LayerKind::kReLU:
       case LayerKind::kFlatten:

@@ -80,6 +80,14 @@ int64_t FanIn(const LayerSpec& l, const Shape3& in) {
   return ConvTapsOf(l, in).taps();
 }
 
+// Multiply-adds of one sample's forward through layer `l` (input `in`, output `out`): its GEMMs'.
+int64_t ForwardMacs(const LayerSpec& l, const Shape3& in, const Shape3& out) {
+  if (HasWeightMatrix(l.kind)) return out.numel() * FanIn(l, in);
+  if (l.kind == LayerKind::kLstm)  // each step: x W_ih^T and h W_hh^T
+    return in.h * 4 * l.out_features * (in.w * in.c + l.out_features);
+  return 0;
+}
+
 }  // namespace
 
 ConvTaps ConvTapsOf(const LayerSpec& l, const Shape3& in) {
@@ -118,6 +126,10 @@ std::string_view LayerKindName(LayerKind kind) {
       return "Conv1D";
     case LayerKind::kDepthwiseConv2D:
       return "DepthwiseConv2D";
+    case LayerKind::kEmbedding:
+      return "Embedding";
+    case LayerKind::kLstm:
+      return "LSTM";
   }
   return "?";
 }
@@ -203,6 +215,15 @@ Result<std::vector<Shape3>> LayerOutputShapes(const ModelSpec& spec) {
         break;
       case LayerKind::kLayerNorm:
         break;
+      case LayerKind::kEmbedding:
+        if (i != 0) return bad("must be the first layer (its input is token ids)");
+        if (l.vocab <= 0 || l.out_features <= 0) return bad("needs vocab > 0 and dim > 0");
+        cur = {cur.numel(), 1, l.out_features};  // a sequence: one vector per token
+        break;
+      case LayerKind::kLstm:
+        if (l.out_features <= 0) return bad("needs units > 0");
+        cur = {l.return_sequences ? cur.h : 1, 1, l.out_features};
+        break;
     }
     out.push_back(cur);
   }
@@ -238,6 +259,15 @@ Result<ModelWeights::LayoutSpec> ParameterLayout(const ModelSpec& spec) {
     } else if (IsNorm(l.kind)) {
       layout.emplace_back(l.name + ".weight", std::vector<int64_t>{in.c});
       layout.emplace_back(l.name + ".bias", std::vector<int64_t>{in.c});
+    } else if (l.kind == LayerKind::kEmbedding) {
+      layout.emplace_back(l.name + ".weight", std::vector<int64_t>{l.vocab, l.out_features});
+    } else if (l.kind == LayerKind::kLstm) {
+      // PyTorch's nn.LSTM names (one layer: _l0), its gates' rows in i, f, g, o order.
+      const int64_t gates = 4 * l.out_features;
+      layout.emplace_back(l.name + ".weight_ih_l0", std::vector<int64_t>{gates, in.w * in.c});
+      layout.emplace_back(l.name + ".weight_hh_l0", std::vector<int64_t>{gates, l.out_features});
+      layout.emplace_back(l.name + ".bias_ih_l0", std::vector<int64_t>{gates});
+      layout.emplace_back(l.name + ".bias_hh_l0", std::vector<int64_t>{gates});
     }
     in = shapes[i];
   }
@@ -246,14 +276,15 @@ Result<ModelWeights::LayoutSpec> ParameterLayout(const ModelSpec& spec) {
 
 Result<std::vector<std::pair<int64_t, int64_t>>> TrainableRanges(const ModelSpec& spec) {
   TRIB_ASSIGN_OR_RETURN(ModelWeights::LayoutSpec layout, ParameterLayout(spec));
-  // ParameterLayout lists each parameterized layer's weight then bias, in layer order.
+  // ParameterLayout lists each layer's ParameterTensorCount tensors, in layer order.
   std::vector<std::pair<int64_t, int64_t>> ranges;
   size_t t = 0;
   int64_t offset = 0;
   for (const LayerSpec& l : spec.layers) {
-    if (!HasWeightMatrix(l.kind) && !IsNorm(l.kind)) continue;
+    const int tensors = ParameterTensorCount(l.kind);
+    if (tensors == 0) continue;
     int64_t size = 0;
-    for (size_t k = 0; k < 2; ++k, ++t) {
+    for (int k = 0; k < tensors; ++k, ++t) {
       int64_t numel = 1;
       for (int64_t d : layout[t].second) numel *= d;
       size += numel;
@@ -286,6 +317,14 @@ Result<ModelWeights> InitWeights(const ModelSpec& spec, uint64_t seed) {
       // PyTorch's start: gamma 1, beta 0 (no draw, so other layers' weights do not move).
       for (float& v : w.tensor(t++)) v = 1.0f;
       for (float& v : w.tensor(t++)) v = 0.0f;
+    } else if (l.kind == LayerKind::kEmbedding) {
+      // PyTorch's nn.Embedding: N(0, 1).
+      for (float& v : w.tensor(t++)) v = static_cast<float>(rng.Normal());
+    } else if (l.kind == LayerKind::kLstm) {
+      // PyTorch's nn.LSTM: every tensor from U(-1/sqrt(units), 1/sqrt(units)).
+      const float bound = 1.0f / std::sqrt(static_cast<float>(l.out_features));
+      for (size_t k = 0; k < 4; ++k, ++t)
+        for (float& v : w.tensor(t)) v = (2.0f * rng.UniformFloat() - 1.0f) * bound;
     }
     in = shapes[i];
   }
@@ -300,7 +339,7 @@ int64_t ForwardFlopsPerSample(const ModelSpec& spec) {
   for (size_t i = 0; i < spec.layers.size(); ++i) {
     const LayerSpec& l = spec.layers[i];
     const Shape3& out = (*shapes)[i];
-    if (HasWeightMatrix(l.kind)) flops += 2 * out.numel() * FanIn(l, in);
+    flops += 2 * ForwardMacs(l, in, out);
     in = out;
   }
   return flops;
@@ -315,8 +354,7 @@ int64_t TrainFlopsPerSample(const ModelSpec& spec) {
   for (size_t i = 0; i < spec.layers.size(); ++i) {
     const LayerSpec& l = spec.layers[i];
     const Shape3& out = (*shapes)[i];
-    if (HasWeightMatrix(l.kind)) {
-      const int64_t macs = out.numel() * FanIn(l, in);
+    if (const int64_t macs = ForwardMacs(l, in, out); macs > 0) {
       flops += 2 * macs * (first ? 2 : 3);  // forward, weight grad, and input grad after the first
       first = false;
     }

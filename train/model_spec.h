@@ -48,7 +48,9 @@ enum class LayerKind {
   kGroupNorm,
   kLayerNorm,
   kConv1D,
-  kDepthwiseConv2D
+  kDepthwiseConv2D,
+  kEmbedding,
+  kLstm
 };
 
 std::string_view LayerKindName(LayerKind kind);
@@ -65,14 +67,31 @@ inline bool IsConv(LayerKind kind) {
 inline bool HasWeightMatrix(LayerKind kind) {
   return kind == LayerKind::kDense || IsConv(kind) || kind == LayerKind::kDepthwiseConv2D;
 }
+// How many parameter tensors a layer of this kind has (ParameterLayout lists them in layer order):
+// 2 (weight, bias) for the weight-matrix and norm layers, 1 (weight) for Embedding, 4 for LSTM,
+// else 0.
+inline int ParameterTensorCount(LayerKind kind) {
+  if (kind == LayerKind::kEmbedding) return 1;
+  if (kind == LayerKind::kLstm) return 4;  // weight_ih, weight_hh, bias_ih, bias_hh
+  return HasWeightMatrix(kind) || IsNorm(kind) ? 2 : 0;
+}
 
 struct LayerSpec {
   LayerKind kind = LayerKind::kReLU;
-  int64_t out_features = 0;  // Dense
+  // Dense; Embedding: the vector size (its model-file key `dim`); LSTM: its hidden units.
+  int64_t out_features = 0;
   int64_t out_channels = 0;  // Conv2D, Conv1D
   int64_t kernel = 0;        // Conv2D, DepthwiseConv2D: square kernel; Conv1D: taps; pools: window
   int64_t padding = 0;       // Conv2D: zero padding on every side, Conv1D: at both ends (stride 1)
   int64_t groups = 0;        // GroupNorm: channel groups (they must divide the channels)
+  // Embedding (the first layer only): each input value is a token id in [0, vocab), looked up in
+  // a [vocab, out_features] table: an h x w x c input gives a sequence of h*w*c steps, each of
+  // out_features values ((h*w*c) x 1 x out_features, what a conv1d reads as steps).
+  int64_t vocab = 0;
+  // LSTM: an h x w x c input is h steps of w*c features (as Conv1D reads it); the output is the
+  // last step's hidden state (1 x 1 x units) or, with return_sequences, every step's (h x 1 x
+  // units).
+  bool return_sequences = false;
   // A layer with parameters that training leaves as they are (fine-tuning the layers after it):
   // the optimizer skips them (no step, no weight decay, no momentum), so their delta is zero.
   bool frozen = false;
@@ -145,8 +164,9 @@ Result<ModelWeights::LayoutSpec> ParameterLayout(const ModelSpec& spec);
 // range [0, all) when nothing is frozen.
 Result<std::vector<std::pair<int64_t, int64_t>>> TrainableRanges(const ModelSpec& spec);
 
-// Initial weights as PyTorch initializes nn.Linear and nn.Conv2d: weights and biases drawn from
-// U(-1/sqrt(fan_in), 1/sqrt(fan_in)). Deterministic for a seed.
+// Initial weights as PyTorch initializes its modules: nn.Linear's and nn.Conv2d's weights and
+// biases from U(-1/sqrt(fan_in), 1/sqrt(fan_in)), norms' gamma 1 and beta 0, nn.Embedding's table
+// from N(0, 1). Deterministic for a seed.
 Result<ModelWeights> InitWeights(const ModelSpec& spec, uint64_t seed);
 
 // Multiply-add FLOPs (2 per MAC) of one training step per sample: forward, backward to the

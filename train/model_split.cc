@@ -6,9 +6,12 @@
 namespace tributary {
 namespace {
 
+// A part with a layer that mixes its inputs (an Embedding alone only looks its tokens up, which
+// reveals them as the raw inputs would).
 bool HasParameters(const ModelSpec& spec) {
-  return std::any_of(spec.layers.begin(), spec.layers.end(),
-                     [](const LayerSpec& l) { return HasWeightMatrix(l.kind); });
+  return std::any_of(spec.layers.begin(), spec.layers.end(), [](const LayerSpec& l) {
+    return HasWeightMatrix(l.kind) || l.kind == LayerKind::kLstm;
+  });
 }
 
 }  // namespace

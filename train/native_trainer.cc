@@ -6,6 +6,7 @@
 
 #include "core/rng.h"
 #include "train/sgd.h"
+#include "train/token_ids.h"
 
 namespace tributary {
 
@@ -25,6 +26,7 @@ Result<std::unique_ptr<NativeTrainer>> NativeTrainer::Create(const ModelSpec& sp
     if (spec.num_classes != 0 && d->num_classes > spec.num_classes)
       return Status::InvalidArgument("dataset " + d->name + " has more classes than model " +
                                      spec.name);
+    TRIB_RETURN_IF_ERROR(CheckTokenIds(spec, d->images, "dataset " + d->name));
   }
   std::unique_ptr<NativeTrainer> t(new NativeTrainer());
   t->spec_ = spec;
@@ -230,6 +232,7 @@ Result<std::vector<float>> NativeTrainer::predict(const ModelWeights& weights,
     return Status::InvalidArgument(
         "predict: " + std::to_string(inputs.size()) + " input values for " + std::to_string(count) +
         " samples; model " + spec_.name + " takes " + std::to_string(ss) + " values per sample");
+  TRIB_RETURN_IF_ERROR(CheckTokenIds(spec_, inputs, "predict"));
   constexpr int64_t kBatch = 256;
   if (!predict_engine_) {
     TRIB_ASSIGN_OR_RETURN(predict_engine_, CreateCpuEngine(spec_, kBatch));

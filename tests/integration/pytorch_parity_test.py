@@ -26,6 +26,12 @@ two engines' float sums in a different order.
 - conv1d: the 8x8 images read as 8 steps of 8 channels (PyTorch's Conv1d on [N, 8 channels,
   8 steps]; weights moved from [out, in, k] to [out, k, in]), with relu, globalavgpool
   (AdaptiveAvgPool1d(1)) and a dense head.
+- embedding: 200 texts of 12 token ids (0 to 19 of a vocabulary of 24) in an .npz the client and the coordinator
+  read (data.dataset = "files"), an embedding of dim 6 (PyTorch's nn.Embedding on the ids as
+  integers), a dense layer over the 12 x 6 values, relu and a dense head.
+- lstm: the same texts through an embedding, an LSTM of 8 units returning every step and one of
+  8 returning the last (PyTorch's nn.LSTM, batch_first; tensors weight_ih_l0 ... bias_hh_l0, the
+  gates in PyTorch's order) and a dense head.
 
 Skipped only where python3-torch is not installed (scripts/setup-deps installs it).
 """
@@ -165,27 +171,33 @@ class PyTorchParityTest(ProcessTest):
                 else v.transpose(0, 2, 1).copy() if v.ndim == 3 else v
                 for k, v in params.items()}
 
-    def toml(self, fit, strategy="fedavg"):
+    def toml(self, fit, strategy="fedavg", data=None):
+        data = data or ['dataset = "synthetic"', f"train_examples = {EXAMPLES}",
+                        "test_examples = 200", "seed = 3"]
         return "\n".join([
             'log_level = "info"', "[run]", f'model = "{self.model_file}"',
             f'initial_model = "{self.init}"', "rounds = 1", "clients_per_round = 1",
             "min_available = 1", "round_timeout_s = 120", f'strategy = "{strategy}"', "[fit]",
             f"epochs = {EPOCHS}", f"batch_size = {EXAMPLES}", *fit, "[eval]", "every = 0",
-            "[data]", 'dataset = "synthetic"', f"train_examples = {EXAMPLES}",
-            "test_examples = 200", "seed = 3", "[output]",
+            "[data]", *data, "[output]",
             f'final_model = "{self.path(f"final{self.runs}.safetensors")}"', ""])
 
-    def run_native(self, fit):
-        """One round of the native engine with `fit` (TOML lines); returns the final model."""
+    def run_native(self, fit, data=None):
+        """One round of the native engine with `fit` (TOML lines) on `data` (key=value pairs of
+        the data section; default: DATA's synthetic set); returns the final model."""
         import tributary as tb
         self.runs += 1
         name = f"coordinator{self.runs}"
-        coord, addr = self.start_coordinator(self.toml(fit), name=name)
+        section = None
+        if data:  # "data.key=value" as the coordinator's [data] lines
+            section = [f"{k[len('data.'):]} = {v if v.isdigit() else chr(34) + v + chr(34)}"
+                       for k, v in (kv.split("=", 1) for kv in data)]
+        coord, addr = self.start_coordinator(self.toml(fit, data=section), name=name)
         ca, cert, key = self.client_tls("native")
         client = self.start(f"native{self.runs}", [
             CLIENT, "--coordinator", addr, "--ca", ca, "--cert", cert, "--key", key,
             "--set", f"run.model={self.model_file}", "--log-level", "warn",
-            *[a for kv in DATA for a in ("--set", kv)]])
+            *[a for kv in (data or DATA) for a in ("--set", kv)]])
         self.assertEqual(coord.wait(timeout=120), 0, self.log(name))
         self.assertEqual(client.wait(timeout=60), 0, self.log(f"native{self.runs}"))
         return tb.load_safetensors(self.path(f"final{self.runs}.safetensors"))[0]
@@ -294,6 +306,94 @@ class PyTorchParityTest(ProcessTest):
     def test_conv1d_is_pytorchs(self):
         self.check("conv1d + globalavgpool", "conv1d", ["lr = 0.5"],
                    lambda p: torch.optim.SGD(p, lr=0.5))
+
+    def token_data(self):
+        """200 texts of 12 token ids (0 to 19) and their classes, written to tokens.npz; returns
+        (ids, labels, the data keys that read the file)."""
+        import numpy as np
+        rng = np.random.default_rng(11)
+        labels = rng.integers(0, 10, EXAMPLES)
+        # Class k favours tokens 2k and 2k+1; a third of the positions are any token.
+        ids = np.where(rng.random((EXAMPLES, 12)) < 0.33, rng.integers(0, 20, (EXAMPLES, 12)),
+                       2 * labels[:, None] + rng.integers(0, 2, (EXAMPLES, 12)))
+        data_file = self.path("tokens.npz")
+        np.savez(data_file, x=ids.astype(np.float32), y=labels.astype(np.uint8))
+        return ids, labels, ["data.dataset=files", f"data.train={data_file}",
+                             f"data.test={data_file}", "data.num_classes=10"]
+
+    def train_torch(self, model, ids, labels, lr):
+        opt = torch.optim.SGD(model.parameters(), lr=lr)
+        xt, yt = torch.from_numpy(ids).long(), torch.from_numpy(labels).long()
+        for _ in range(EPOCHS):
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(model(xt), yt).backward()
+            opt.step()
+
+    def test_embedding_is_pytorchs(self):
+        import tributary as tb
+        ids, labels, data = self.token_data()
+        torch.manual_seed(12)
+        # A vocabulary of 24 of which the texts use 0 .. 19.
+        model = torch.nn.Sequential(torch.nn.Embedding(24, 6), torch.nn.Flatten(),
+                                    torch.nn.Linear(72, 16), torch.nn.ReLU(),
+                                    torch.nn.Linear(16, 10))
+        self.prepare_model("embedding", [
+            '{ type = "embedding", vocab = 24, dim = 6, name = "0" }', '{ type = "flatten" }',
+            '{ type = "dense", units = 16, name = "2" }', '{ type = "relu" }',
+            '{ type = "dense", units = 10, name = "4" }'], model)
+        init = tb.load_safetensors(self.init)[0]
+        got = self.run_native(["lr = 0.5"], data=data)
+        self.train_torch(model, ids, labels, 0.5)
+        want = tb.from_torch(model)
+        self.assertEqual(sorted(got), sorted(want))
+        diff = max(float(abs(got[k] - want[k]).max()) for k in want)
+        moved = float(abs(got["0.weight"] - init["0.weight"]).max())
+        print(f"embedding, {EPOCHS} full-batch steps: max |tributary - pytorch| = {diff:.3g} "
+              f"(the table moved up to {moved:.3g})")
+        self.assertLess(diff, 1e-5)
+        self.assertGreater(moved, 1e-2)  # the table trained
+        # Rows of tokens no text holds keep their values: no sample's gradient reached them.
+        unused = sorted(set(range(24)) - set(ids.flatten().tolist()))
+        self.assertEqual(unused[-4:], [20, 21, 22, 23])
+        for t in unused:
+            self.assertTrue((got["0.weight"][t] == init["0.weight"][t]).all(), t)
+
+    def test_lstm_is_pytorchs(self):
+        import tributary as tb
+        ids, labels, data = self.token_data()
+
+        class Recurrent(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.embed = torch.nn.Embedding(20, 6)
+                self.seq = torch.nn.LSTM(6, 8, batch_first=True)
+                self.last = torch.nn.LSTM(8, 8, batch_first=True)
+                self.head = torch.nn.Linear(8, 10)
+
+            def forward(self, x):
+                every, _ = self.seq(self.embed(x))
+                _, (h, _) = self.last(every)
+                return self.head(h[0])
+
+        torch.manual_seed(13)
+        model = Recurrent()
+        self.prepare_model("lstm", [
+            '{ type = "embedding", vocab = 20, dim = 6, name = "embed" }',
+            '{ type = "lstm", units = 8, return_sequences = true, name = "seq" }',
+            '{ type = "lstm", units = 8, name = "last" }',
+            '{ type = "dense", units = 10, name = "head" }'], model)
+        init = tb.load_safetensors(self.init)[0]
+        got = self.run_native(["lr = 0.5"], data=data)
+        self.train_torch(model, ids, labels, 0.5)
+        want = tb.from_torch(model)
+        self.assertEqual(sorted(got), sorted(want))
+        self.assertIn("seq.weight_hh_l0", want)
+        diff = max(float(abs(got[k] - want[k]).max()) for k in want)
+        moved = min(float(abs(got[k] - init[k]).max()) for k in want)
+        print(f"embedding + 2 LSTMs, {EPOCHS} full-batch steps: max |tributary - pytorch| = "
+              f"{diff:.3g} (every tensor moved at least {moved:.3g})")
+        self.assertLess(diff, 1e-5)
+        self.assertGreater(moved, 1e-4)
 
     def test_a_strategy_derived_for_sgd_refuses_adam(self):
         self.prepare("relu")

@@ -9,6 +9,7 @@
 #include "tests/train/synthetic_images.h"
 #include "train/cpu/cpu_engine.h"
 #include "train/device.h"
+#include "train/model_file.h"
 #include "train/native_trainer.h"
 #include "train/sgd.h"
 
@@ -381,6 +382,103 @@ TEST(NativeTrainerTest, RejectsBadInput) {
   EXPECT_EQ(t->fit(other, FitConfig{}).status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(t->evaluate(*t->get_parameters(), {}).status().code(), StatusCode::kFailedPrecondition);
   EXPECT_EQ(ModelSpecByName("resnet").status().code(), StatusCode::kInvalidArgument);
+}
+
+// Sequences of 12 token ids (vocabulary 20) whose class k draws its tokens from 5k .. 5k+4, with a
+// quarter of the positions noise from the whole vocabulary: an embedding averaged over the
+// positions tells them apart. Token ids outside the vocabulary, or not integers, are refused by
+// name before any training.
+Dataset TokenSequences(int64_t n, uint64_t seed) {
+  Dataset d;
+  d.name = "tokens";
+  d.height = 12;
+  d.width = d.channels = 1;
+  d.num_classes = 4;
+  Rng rng(seed);
+  for (int64_t i = 0; i < n; ++i) {
+    const int k = static_cast<int>(rng.UniformInt(4));
+    d.labels.push_back(static_cast<uint8_t>(k));
+    for (int p = 0; p < 12; ++p)
+      d.images.push_back(static_cast<float>(rng.UniformInt(4) == 0 ? rng.UniformInt(20)
+                                                                   : 5 * k + rng.UniformInt(5)));
+  }
+  return d;
+}
+
+TEST(NativeTrainerTest, AnEmbeddingLearnsWhichTokensASequenceHoldsAndRefusesOtherIds) {
+  Result<ModelSpec> spec = ParseModelToml(R"(layers = [
+  { type = "embedding", vocab = 20, dim = 8 },
+  { type = "globalavgpool" },
+  { type = "dense" },
+])",
+                                          "tokens.toml", {12, 1, 1}, 4);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->layers[0].name, "embed1");
+  auto train = std::make_shared<Dataset>(TokenSequences(600, 71));
+  auto test = std::make_shared<Dataset>(TokenSequences(200, 72));
+  auto trainer = *NativeTrainer::Create(*spec, train, test, 7, CpuEngineFactory(2));
+  const ModelWeights w0 = *trainer->get_parameters();
+  EXPECT_EQ(w0.tensors()[0].name, "embed1.weight");
+  const double before = trainer->evaluate(w0, {})->accuracy;
+  FitConfig cfg;
+  cfg.epochs = 3;
+  cfg.batch_size = 16;
+  cfg.lr = 0.1f;
+  cfg.momentum = 0.9f;
+  Result<FitResult> fit = trainer->fit(w0, cfg);
+  ASSERT_TRUE(fit.ok()) << fit.status();
+  const double after = trainer->evaluate(fit->weights, {})->accuracy;
+  EXPECT_LT(before, 0.5);
+  EXPECT_GT(after, 0.9) << "before " << before;
+  // predict takes token ids too.
+  std::vector<float> one(test->images.begin(), test->images.begin() + 12);
+  EXPECT_TRUE(trainer->predict(fit->weights, one, 1).ok());
+  one[7] = 20.0f;
+  Status refused = trainer->predict(fit->weights, one, 1).status();
+  EXPECT_EQ(refused.message(),
+            "predict: sample 0, position 7 holds 20, not a token id of model tokens's embedding (0 "
+            "to 19)");
+  for (float bad : {-1.0f, 3.5f, std::nanf("")}) {
+    Dataset odd = TokenSequences(10, 73);
+    odd.images[37] = bad;
+    Result<std::unique_ptr<NativeTrainer>> t =
+        NativeTrainer::Create(*spec, std::make_shared<Dataset>(odd), nullptr, 7);
+    ASSERT_FALSE(t.ok()) << bad;
+    EXPECT_NE(t.status().message().find("dataset tokens: sample 3, position 1 holds"),
+              std::string::npos)
+        << t.status();
+  }
+}
+
+// The same sequences read in order by an LSTM (the class is spread over the steps: its last state
+// must have gathered it), on 1 thread and on 2 (each sample's steps on one shard).
+TEST(NativeTrainerTest, AnLstmLearnsTheSequencesOnOneAndTwoThreads) {
+  Result<ModelSpec> spec = ParseModelToml(R"(layers = [
+  { type = "embedding", vocab = 20, dim = 8 },
+  { type = "lstm", units = 16 },
+  { type = "dense" },
+])",
+                                          "recurrent.toml", {12, 1, 1}, 4);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->layers[1].name, "lstm1");
+  auto train = std::make_shared<Dataset>(TokenSequences(600, 74));
+  auto test = std::make_shared<Dataset>(TokenSequences(200, 75));
+  FitConfig cfg;
+  cfg.epochs = 4;
+  cfg.batch_size = 16;
+  cfg.lr = 0.01f;
+  cfg.momentum = 0.0f;
+  cfg.optimizer = "adam";
+  for (int threads : {1, 2}) {
+    auto trainer = *NativeTrainer::Create(*spec, train, test, 7, CpuEngineFactory(threads));
+    const ModelWeights w0 = *trainer->get_parameters();
+    const double before = trainer->evaluate(w0, {})->accuracy;
+    Result<FitResult> fit = trainer->fit(w0, cfg);
+    ASSERT_TRUE(fit.ok()) << fit.status();
+    const double after = trainer->evaluate(fit->weights, {})->accuracy;
+    EXPECT_LT(before, 0.5) << threads;
+    EXPECT_GT(after, 0.9) << threads << " threads, before " << before;
+  }
 }
 
 TEST(ModelSpecTest, ZooShapesAndParameterCounts) {

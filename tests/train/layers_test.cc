@@ -7,9 +7,12 @@
 #include "train/cpu/conv2d.h"
 #include "train/cpu/dense.h"
 #include "train/cpu/depthwise_conv2d.h"
+#include "train/cpu/embedding.h"
+#include "train/cpu/lstm.h"
 #include "train/cpu/norm.h"
 #include "train/cpu/pointwise.h"
 #include "train/cpu/softmax_xent.h"
+#include "train/lstm_math.h"
 
 namespace tributary::cpu {
 namespace {
@@ -157,6 +160,80 @@ TEST(LayerGradTest, DepthwiseConv2DMatchesADirectConvolution) {
           }
         EXPECT_NEAR(y[(oy * g.ow() + ox) * g.c + ch], acc, 1e-5) << oy << " " << ox << " " << ch;
       }
+}
+
+// Embedding: 3 samples of 5 token ids (repeats within and across samples) into a 7 x 4 table. The
+// output is each id's row; the table's gradient against finite differences (every entry); token
+// ids have no gradient (zeros).
+TEST(LayerGradTest, EmbeddingLooksUpRowsAndSumsTheirGradients) {
+  const int64_t n = 3, positions = 5, vocab = 7, dim = 4;
+  const std::vector<float> ids = {1, 3, 3, 0, 6, 6, 1, 2, 3, 3, 5, 5, 5, 1, 0};
+  Embedding e(positions, vocab, dim);
+  ASSERT_EQ(e.num_params(), vocab * dim);
+  std::vector<float> table = Random(vocab * dim, 61), grads(table.size());
+  e.Bind(table.data(), grads.data());
+  std::vector<float> y(n * positions * dim), r = Random(y.size(), 62);
+  e.Forward(ids.data(), y.data(), n);
+  for (int64_t p = 0; p < n * positions; ++p)
+    for (int64_t d = 0; d < dim; ++d)
+      EXPECT_EQ(y[p * dim + d], table[static_cast<int64_t>(ids[p]) * dim + d]) << p << " " << d;
+  auto loss = [&]() {
+    e.Forward(ids.data(), y.data(), n);
+    double l = 0;
+    for (size_t i = 0; i < y.size(); ++i) l += static_cast<double>(y[i]) * r[i];
+    return l;
+  };
+  std::vector<float> dx(ids.size(), -1.0f);
+  e.Backward(ids.data(), y.data(), r.data(), dx.data(), n);
+  const std::vector<float> analytic = grads;
+  EXPECT_LT(testing::WorstRelativeError(loss, table, analytic, vocab * dim, 63), 1e-3);
+  EXPECT_EQ(dx, std::vector<float>(ids.size(), 0.0f));
+  // Token 4 never appears: its row has no gradient. Token 3 appears four times.
+  for (int64_t d = 0; d < dim; ++d) {
+    EXPECT_EQ(analytic[4 * dim + d], 0.0f);
+    EXPECT_NEAR(analytic[3 * dim + d],
+                r[1 * dim + d] + r[2 * dim + d] + r[8 * dim + d] + r[9 * dim + d], 1e-5);
+  }
+}
+
+// LSTM: 3 samples of 5 steps of 4 features into 6 units, through time: the input and every
+// parameter against finite differences, returning the last step's state or every step's.
+TEST(LayerGradTest, LstmThroughTime) {
+  for (const bool sequences : {false, true}) {
+    SCOPED_TRACE(sequences ? "every step" : "last step");
+    Lstm l(5, 4, 6, sequences);
+    ASSERT_EQ(l.num_params(), 4 * 6 * (4 + 6) + 8 * 6);
+    CheckLayer(l, 3, 5 * 4, sequences ? 5 * 6 : 6, 2e-3, sequences ? 64 : 65);
+  }
+}
+
+// The forward against the equations of PyTorch's nn.LSTM (gates i, f, g, o; zero start), in
+// double, over 7 steps.
+TEST(LayerGradTest, LstmMatchesTheEquationsInDouble) {
+  const int64_t n = 2, T = 7, F = 3, H = 4, G = 4 * H;
+  Lstm l(T, F, H, true);
+  std::vector<float> params = Random(l.num_params(), 66, 0.5f), grads(params.size());
+  l.Bind(params.data(), grads.data());
+  const float *w_ih = params.data(), *w_hh = w_ih + G * F, *b_ih = w_hh + G * H, *b_hh = b_ih + G;
+  std::vector<float> x = Random(n * T * F, 67), y(n * T * H);
+  l.Forward(x.data(), y.data(), n);
+  auto sigmoid = [](double v) { return 1.0 / (1.0 + std::exp(-v)); };
+  for (int64_t s = 0; s < n; ++s) {
+    std::vector<double> h(H, 0.0), c(H, 0.0);
+    for (int64_t t = 0; t < T; ++t) {
+      std::vector<double> z(G);
+      for (int64_t j = 0; j < G; ++j) {
+        z[j] = double{b_ih[j]} + b_hh[j];
+        for (int64_t f = 0; f < F; ++f) z[j] += double{w_ih[j * F + f]} * x[(s * T + t) * F + f];
+        for (int64_t k = 0; k < H; ++k) z[j] += double{w_hh[j * H + k]} * h[k];
+      }
+      for (int64_t u = 0; u < H; ++u) {
+        c[u] = sigmoid(z[H + u]) * c[u] + sigmoid(z[u]) * std::tanh(z[2 * H + u]);
+        h[u] = sigmoid(z[3 * H + u]) * std::tanh(c[u]);
+        EXPECT_NEAR(y[(s * T + t) * H + u], h[u], 2e-6) << s << " " << t << " " << u;
+      }
+    }
+  }
 }
 
 TEST(LayerGradTest, MaxPool) {

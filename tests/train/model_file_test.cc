@@ -200,9 +200,20 @@ TEST(ModelFileTest, EveryMistakeIsNamed) {
       {"[[layers]]\ntype = \"relu\"\nname = \"r\"\n" + dense,
        "m.toml:3: layer 0 (ReLU): unknown key 'name' (a relu layer takes only its type)"},
       {"[[layers]]\nunits = 10\n",
-       "m.toml:1: layer 0: missing key 'type' (dense, conv2d, conv1d, depthwiseconv2d, "
-       "maxpool2d, avgpool2d, globalavgpool, groupnorm, layernorm, relu, sigmoid, tanh, gelu or "
-       "flatten)"},
+       "m.toml:1: layer 0: missing key 'type' (dense, conv2d, maxpool2d, relu, flatten, sigmoid, "
+       "tanh, gelu, avgpool2d, globalavgpool, groupnorm, layernorm, conv1d, depthwiseconv2d, "
+       "embedding or lstm)"},
+      {"[[layers]]\ntype = \"lstm\"\nreturn_sequences = 1\nunits = 4\n" + dense,
+       "m.toml:3: layer 0 (LSTM): key 'return_sequences' must be true or false"},
+      {"[[layers]]\ntype = \"lstm\"\n" + dense, "m.toml:1: layer 0 (LSTM): missing key 'units'"},
+      {"input = [8]\n[[layers]]\ntype = \"flatten\"\n[[layers]]\ntype = \"embedding\"\nvocab = 4\n"
+       "dim = 2\n" +
+           dense,
+       "m.toml: layer 1 (Embedding): must be the first layer (its input is token ids)"},
+      {"[[layers]]\ntype = \"embedding\"\nvocab = 16777217\ndim = 2\n" + dense,
+       "m.toml:3: layer 0 (Embedding): key 'vocab' = 16777217 is out of range [1, 16777216]"},
+      {"[[layers]]\ntype = \"embedding\"\nvocab = 4\n" + dense,
+       "m.toml:1: layer 0 (Embedding): missing key 'dim'"},
       {"input = [4, 3, 1]\n[[layers]]\ntype = \"conv1d\"\nfilters = 2\nkernel = 5\n" + dense,
        "m.toml: layer 0 (Conv1D): kernel 5 is larger than its input 4x3x1 padded by 0 (a sequence "
        "of its 4 rows)"},
@@ -337,6 +348,42 @@ TEST(ModelFileTest, ToTomlReadsBackToTheSameSpec) {
   ASSERT_EQ(LayerOutputShapes(separable)->at(1), (Shape3{8, 8, 4}));
   EXPECT_EQ(ParameterLayout(separable)->at(2).second, (std::vector<int64_t>{4, 3, 3, 1}));
   specs.push_back(separable);
+  ModelSpec tokens;  // an embedding of 16 token ids into 8 values each, then a conv1d over them
+  tokens.name = "tokens";
+  tokens.input = {16, 1, 1};
+  tokens.num_classes = 5;
+  LayerSpec embed = Simple(LayerKind::kEmbedding), over = Conv(6, 3, 1, "t");
+  embed.vocab = 40;
+  embed.out_features = 8;
+  embed.name = "embed";
+  over.kind = LayerKind::kConv1D;
+  tokens.layers = {embed, over, Simple(LayerKind::kGlobalAvgPool), Dense(5, "head")};
+  ASSERT_EQ(LayerOutputShapes(tokens)->at(0), (Shape3{16, 1, 8}));
+  EXPECT_EQ(ParameterLayout(tokens)->at(0),
+            (std::pair<std::string, std::vector<int64_t>>{"embed.weight", {40, 8}}));
+  EXPECT_EQ(ParameterLayout(tokens)->at(1).second, (std::vector<int64_t>{6, 3, 8}));
+  specs.push_back(tokens);
+  ModelSpec recurrent = tokens;  // the embedded tokens through two LSTMs: every step, then the last
+  recurrent.name = "recurrent";
+  LayerSpec all = Simple(LayerKind::kLstm), last = Simple(LayerKind::kLstm);
+  all.out_features = 12;
+  all.return_sequences = true;
+  all.name = "0";
+  last.out_features = 7;
+  last.name = "rnn";
+  recurrent.layers = {embed, all, last, Dense(5, "head")};
+  const std::vector<Shape3> shapes = *LayerOutputShapes(recurrent);
+  EXPECT_EQ(shapes[1], (Shape3{16, 1, 12}));
+  EXPECT_EQ(shapes[2], (Shape3{1, 1, 7}));
+  const ModelWeights::LayoutSpec lstm_layout = *ParameterLayout(recurrent);
+  ASSERT_EQ(lstm_layout.size(), 1u + 4 + 4 + 2);
+  EXPECT_EQ(lstm_layout[1],
+            (std::pair<std::string, std::vector<int64_t>>{"0.weight_ih_l0", {48, 8}}));
+  EXPECT_EQ(lstm_layout[2].second, (std::vector<int64_t>{48, 12}));
+  EXPECT_EQ(lstm_layout[4].first, "0.bias_hh_l0");
+  EXPECT_EQ(lstm_layout[5],
+            (std::pair<std::string, std::vector<int64_t>>{"rnn.weight_ih_l0", {28, 12}}));
+  specs.push_back(recurrent);
   for (LossKind kind : {LossKind::kMeanSquaredError, LossKind::kBinaryCrossEntropy}) {
     ModelSpec other = flat;  // a loss other than cross-entropy is written out and read back
     other.loss = kind;
@@ -423,11 +470,14 @@ TEST(ModelFileTest, TheExampleModelsLoad) {
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     if (entry.path().extension() != ".toml") continue;
     ++n;
-    Result<ModelSpec> r = ResolveModelSpec(entry.path().string(), {28, 28, 1}, 10);
+    // char_lstm reads windows of 32 token ids and predicts one of 97; the others take images.
+    const bool text = entry.path().stem() == "char_lstm";
+    Result<ModelSpec> r = text ? ResolveModelSpec(entry.path().string(), {1, 1, 32}, 97)
+                               : ResolveModelSpec(entry.path().string(), {28, 28, 1}, 10);
     ASSERT_TRUE(r.ok()) << r.status();
     EXPECT_TRUE(InitWeights(*r, 1).ok()) << entry.path();
   }
-  EXPECT_GE(n, 3u);
+  EXPECT_GE(n, 6u);
   Result<ModelSpec> logreg = LoadModelFile((dir / "logreg.toml").string());
   ASSERT_TRUE(logreg.ok()) << logreg.status();
   EXPECT_EQ(InitWeights(*logreg, 0)->size(), 7850u);

@@ -7,7 +7,9 @@
 #include "train/cpu/conv2d.h"
 #include "train/cpu/dense.h"
 #include "train/cpu/depthwise_conv2d.h"
+#include "train/cpu/embedding.h"
 #include "train/cpu/gemm.h"
+#include "train/cpu/lstm.h"
 #include "train/cpu/norm.h"
 #include "train/cpu/pointwise.h"
 #include "train/cpu/softmax_xent.h"
@@ -82,6 +84,12 @@ Status CpuEngine::BuildReplica(Replica* r, int64_t shard_max, float* grads) {
       case LayerKind::kDepthwiseConv2D:
         layer = std::make_unique<DepthwiseConv2D>(
             DepthwiseGeometry{in.h, in.w, in.c, l.kernel, l.padding});
+        break;
+      case LayerKind::kEmbedding:
+        layer = std::make_unique<Embedding>(in.numel(), l.vocab, l.out_features);
+        break;
+      case LayerKind::kLstm:
+        layer = std::make_unique<Lstm>(in.h, in.w * in.c, l.out_features, l.return_sequences);
         break;
       case LayerKind::kMaxPool2D:
         layer = std::make_unique<MaxPool2D>(in.h, in.w, in.c, l.kernel, shard_max);

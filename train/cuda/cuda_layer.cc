@@ -3,6 +3,8 @@
 #include "train/cuda/conv2d.h"
 #include "train/cuda/dense.h"
 #include "train/cuda/depthwise_conv2d.h"
+#include "train/cuda/embedding.h"
+#include "train/cuda/lstm.h"
 #include "train/cuda/norm.h"
 #include "train/cuda/pointwise.h"
 
@@ -26,6 +28,15 @@ Result<std::unique_ptr<CudaLayer>> MakeCudaLayer(const LayerSpec& spec, const Sh
     case LayerKind::kDepthwiseConv2D:
       return std::unique_ptr<CudaLayer>(std::make_unique<DepthwiseConv2D>(
           DepthwiseGeometry{in.h, in.w, in.c, spec.kernel, spec.padding}, ctx));
+    case LayerKind::kEmbedding:
+      return std::unique_ptr<CudaLayer>(
+          std::make_unique<Embedding>(in.numel(), spec.vocab, spec.out_features, ctx));
+    case LayerKind::kLstm: {
+      TRIB_ASSIGN_OR_RETURN(auto layer, Lstm::Create(LstmShape{in.h, in.w * in.c, spec.out_features,
+                                                               spec.return_sequences},
+                                                     max_batch, ctx));
+      return std::unique_ptr<CudaLayer>(std::move(layer));
+    }
     case LayerKind::kMaxPool2D: {
       const PoolGeometry g{in.h, in.w, in.c, spec.kernel, in.h / spec.kernel, in.w / spec.kernel};
       TRIB_ASSIGN_OR_RETURN(auto layer, MaxPool2D::Create(g, max_batch, ctx));

@@ -13,6 +13,7 @@
 
 #include "train/depthwise_math.h"
 #include "train/loss_math.h"
+#include "train/lstm_math.h"
 #include "train/norm_math.h"
 
 namespace tributary::cuda {
@@ -92,6 +93,32 @@ cudaError_t LaunchDepthwiseForward(const DepthwiseGeometry& g, const float* in, 
 cudaError_t LaunchDepthwiseBackward(const DepthwiseGeometry& g, const float* in,
                                     const float* grad_out, int64_t n, const float* weight,
                                     float* dw, float* db, float* grad_in, cudaStream_t stream);
+
+// embedding.cu: embedding lookup (train/embedding_math.h) over `positions` token ids (a batch's
+// samples times their positions); the backward overwrites dw ([vocab, dim]) and, unless grad_in is
+// null, zeroes grad_in (token ids have no gradient).
+cudaError_t LaunchEmbeddingForward(const float* ids, int64_t positions, int64_t vocab, int64_t dim,
+                                   const float* weight, float* out, cudaStream_t stream);
+cudaError_t LaunchEmbeddingBackward(const float* ids, const float* grad_out, int64_t positions,
+                                    int64_t vocab, int64_t dim, float* dw, float* grad_in,
+                                    cudaStream_t stream);
+
+// lstm.cu: one LSTM step (train/lstm_math.h) for n samples; the buffers are the layer's
+// (train/cuda/lstm.h). StepInput: z = zx's step-t rows + b_ih + b_hh. StepForward: from z and the
+// previous cells, the gates, cells and hidden states of step t (and, for a `sequences` layer, its
+// output rows). StepBackward: from the gradient reaching h (dh, plus grad_out's step-t rows) and c
+// (dc, updated to c_{t-1}'s), the pre-activations' gradients dz [n, 4 units] and their rows of
+// dz_all.
+cudaError_t LaunchLstmStepInput(const LstmShape& sh, int64_t n, int64_t t, const float* zx,
+                                const float* b_ih, const float* b_hh, float* z,
+                                cudaStream_t stream);
+cudaError_t LaunchLstmStepForward(const LstmShape& sh, int64_t n, int64_t t, const float* z,
+                                  const float* c_prev, float* gates, float* c_next, float* h_next,
+                                  float* out, cudaStream_t stream);
+cudaError_t LaunchLstmStepBackward(const LstmShape& sh, int64_t n, int64_t t, const float* gates,
+                                   const float* c_prev, const float* c_now, const float* grad_out,
+                                   const float* dh, float* dc, float* dz, float* dz_all,
+                                   cudaStream_t stream);
 
 // activations.cu: sigmoid, tanh, GELU elementwise (train/activation_math.h); the backward reads
 // the input and the output: grad_in = grad_out * slope(in, out).

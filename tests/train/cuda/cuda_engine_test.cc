@@ -91,6 +91,34 @@ layers = [
   ExpectGradientsMatchCpu(*parsed, *InitWeights(*parsed, 6), Synthetic(40, 4), 2);
 }
 
+// The sequence layers: an embedding (token ids in, its table's rows summed per token in the CPU's
+// order), an LSTM returning every step, a conv1d over them and an LSTM returning the last: the
+// CUDA engine's loss and gradients are the CPU engine's.
+TEST_F(CudaLayersTest, TheSequenceLayersMatchTheCpuEngine) {
+  const char* text = R"(name = "text"
+layers = [
+  { type = "embedding", vocab = 30, dim = 8 },
+  { type = "lstm", units = 12, return_sequences = true },
+  { type = "conv1d", filters = 6, kernel = 3, padding = 1 },
+  { type = "relu" },
+  { type = "lstm", units = 10 },
+  { type = "dense" },
+]
+)";
+  Result<ModelSpec> parsed = ParseModelToml(text, "text.toml", {16, 1, 1}, 10);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  Dataset tokens;
+  tokens.name = "tokens";
+  tokens.height = 16;
+  tokens.width = tokens.channels = 1;
+  Rng rng(7);
+  for (int i = 0; i < 40; ++i) {
+    tokens.labels.push_back(static_cast<uint8_t>(rng.UniformInt(10)));
+    for (int p = 0; p < 16; ++p) tokens.images.push_back(static_cast<float>(rng.UniformInt(30)));
+  }
+  ExpectGradientsMatchCpu(*parsed, *InitWeights(*parsed, 6), tokens, 3);
+}
+
 TEST_P(CudaModelTest, GradientsMatchFiniteDifferences) {
   const ModelSpec spec = *ModelSpecByName(GetParam());
   ModelWeights w = *InitWeights(spec, 3);

@@ -5,12 +5,15 @@
 // see device-only problems (memory model, occupancy, nvcc codegen).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <numeric>
 #include <vector>
 
 #include "core/rng.h"
 #include "train/cpu/conv2d.h"
 #include "train/cpu/depthwise_conv2d.h"
+#include "train/cpu/embedding.h"
+#include "train/cpu/lstm.h"
 #include "train/cpu/norm.h"
 #include "train/cpu/pointwise.h"
 #include "train/cpu/softmax_xent.h"
@@ -28,6 +31,8 @@
 #include "train/cuda/avgpool.cu"
 #include "train/cuda/norm.cu"
 #include "train/cuda/depthwise.cu"
+#include "train/cuda/embedding.cu"
+#include "train/cuda/lstm.cu"
 #include "train/cuda/bias.cu"
 #include "train/cuda/softmax_xent.cu"
 #include "train/cuda/sgd.cu"
@@ -212,6 +217,108 @@ TEST(KernelEmulationTest, DepthwiseConv2DIsTheCpusBits) {
     EXPECT_EQ(y, want_y) << g.h << "x" << g.w << "x" << g.c << " k" << g.k;
     EXPECT_EQ(dx, want_dx);
     EXPECT_EQ(dparams, grads);
+  }
+}
+
+// Token ids with repeats, one out of the vocabulary (-1), one not an integer (2.5) and a NaN: the
+// lookups, the zeros, and each row's gradient summed in position order, bit for bit.
+TEST(KernelEmulationTest, EmbeddingIsTheCpusBits) {
+  const int64_t n = 3, positions = 4, vocab = 6, dim = 5;
+  const std::vector<float> ids = {0, 5, 2, 2, 1, -1, 2, 5, 2.5f, 3, std::nanf(""), 0};
+  cpu::Embedding ref(positions, vocab, dim);
+  auto table = Random(static_cast<size_t>(vocab * dim), 29);
+  std::vector<float> want_dw(table.size(), -1.0f);
+  ref.Bind(table.data(), want_dw.data());
+  const auto dy = Random(static_cast<size_t>(n * positions * dim), 30);
+  std::vector<float> want_y(dy.size()), want_dx(ids.size(), -1.0f);
+  ref.Forward(ids.data(), want_y.data(), n);
+  ref.Backward(ids.data(), want_y.data(), dy.data(), want_dx.data(), n);
+  for (int64_t d = 0; d < dim; ++d) {
+    EXPECT_EQ(want_y[static_cast<size_t>(5 * dim + d)], 0.0f);  // -1 looks up nothing
+    EXPECT_EQ(want_y[static_cast<size_t>(d)], table[static_cast<size_t>(d)]);  // token 0
+    EXPECT_EQ(want_dw[static_cast<size_t>(4 * dim + d)], 0.0f);  // token 4 never appears
+  }
+  EXPECT_EQ(want_dx, std::vector<float>(ids.size(), 0.0f));
+
+  std::vector<float> y(want_y.size(), -1.0f), dx(ids.size(), -1.0f), dw(table.size(), -1.0f);
+  ASSERT_EQ(LaunchEmbeddingForward(ids.data(), n * positions, vocab, dim, table.data(), y.data(),
+                                   kStream),
+            cudaSuccess);
+  ASSERT_EQ(LaunchEmbeddingBackward(ids.data(), dy.data(), n * positions, vocab, dim, dw.data(),
+                                    dx.data(), kStream),
+            cudaSuccess);
+  EXPECT_EQ(y, want_y);
+  EXPECT_EQ(dw, want_dw);
+  EXPECT_EQ(dx, want_dx);
+}
+
+// c[m, n] (+)= op(a) op(b), row-major, in double: the GEMMs that cuBLAS runs between the LSTM's
+// step kernels.
+void HostGemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, const float* b,
+              float* c, bool accumulate) {
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double acc = accumulate ? c[i * n + j] : 0.0;
+      for (int64_t p = 0; p < k; ++p)
+        acc += double{ta ? a[p * m + i] : a[i * k + p]} * (tb ? b[j * k + p] : b[p * n + j]);
+      c[i * n + j] = static_cast<float>(acc);
+    }
+}
+
+// The CUDA LSTM's step kernels, with the layer's GEMMs done on the host in the order lstm.cc
+// issues them, against the CPU layer: the outputs, every parameter's gradient and the input's
+// (within float rounding: the GEMMs sum in another order). Both the last step's output and every
+// step's.
+TEST(KernelEmulationTest, LstmStepsComposeToTheCpuLayer) {
+  for (const bool sequences : {false, true}) {
+    SCOPED_TRACE(sequences ? "every step" : "last step");
+    const LstmShape sh{6, 3, 5, sequences};
+    const int64_t n = 4, T = sh.steps, F = sh.features, H = sh.units, G = 4 * H;
+    const int64_t out_size = sequences ? T * H : H;
+    cpu::Lstm ref(T, F, H, sequences);
+    auto params = Random(static_cast<size_t>(ref.num_params()), 31, 0.4f);
+    std::vector<float> want_grads(params.size());
+    ref.Bind(params.data(), want_grads.data());
+    const auto x = Random(static_cast<size_t>(n * T * F), 32);
+    const auto dy = Random(static_cast<size_t>(n * out_size), 33);
+    std::vector<float> want_y(dy.size()), want_dx(x.size());
+    ref.Forward(x.data(), want_y.data(), n);
+    ref.Backward(x.data(), want_y.data(), dy.data(), want_dx.data(), n);
+
+    const float *w_ih = params.data(), *w_hh = w_ih + G * F, *b_ih = w_hh + G * H, *b_hh = b_ih + G;
+    std::vector<float> zx(n * T * G), z(n * G), gates(T * n * G), cells((T + 1) * n * H, 0.0f),
+        hidden((T + 1) * n * H, 0.0f), y(dy.size(), -1.0f);
+    HostGemm(false, true, n * T, G, F, x.data(), w_ih, zx.data(), false);
+    for (int64_t t = 0; t < T; ++t) {
+      ASSERT_EQ(LaunchLstmStepInput(sh, n, t, zx.data(), b_ih, b_hh, z.data(), kStream),
+                cudaSuccess);
+      HostGemm(false, true, n, G, H, hidden.data() + t * n * H, w_hh, z.data(), true);
+      ASSERT_EQ(LaunchLstmStepForward(sh, n, t, z.data(), cells.data() + t * n * H,
+                                      gates.data() + t * n * G, cells.data() + (t + 1) * n * H,
+                                      hidden.data() + (t + 1) * n * H, y.data(), kStream),
+                cudaSuccess);
+    }
+    if (!sequences) std::copy(hidden.begin() + T * n * H, hidden.end(), y.begin());
+    for (size_t i = 0; i < y.size(); ++i) EXPECT_NEAR(y[i], want_y[i], 1e-5) << i;
+
+    std::vector<float> dh(n * H, 0.0f), dc(n * H, 0.0f), dz(n * G), dz_all(n * T * G),
+        grads(params.size()), dx(x.size());
+    float *dw_ih = grads.data(), *dw_hh = dw_ih + G * F, *db = dw_hh + G * H;
+    for (int64_t t = T - 1; t >= 0; --t) {
+      ASSERT_EQ(LaunchLstmStepBackward(sh, n, t, gates.data() + t * n * G, cells.data() + t * n * H,
+                                       cells.data() + (t + 1) * n * H, dy.data(), dh.data(),
+                                       dc.data(), dz.data(), dz_all.data(), kStream),
+                cudaSuccess);
+      HostGemm(true, false, G, H, n, dz.data(), hidden.data() + t * n * H, dw_hh, t != T - 1);
+      HostGemm(false, false, n, H, G, dz.data(), w_hh, dh.data(), false);
+    }
+    HostGemm(true, false, G, F, n * T, dz_all.data(), x.data(), dw_ih, false);
+    for (int64_t r = 0; r < n * T; ++r)
+      for (int64_t j = 0; j < G; ++j) db[j] += dz_all[r * G + j];
+    std::copy(db, db + G, db + G);
+    HostGemm(false, false, n * T, F, G, dz_all.data(), w_ih, dx.data(), false);
+    for (size_t i = 0; i < grads.size(); ++i) EXPECT_NEAR(grads[i], want_grads[i], 1e-4) << i;
+    for (size_t i = 0; i < dx.size(); ++i) EXPECT_NEAR(dx[i], want_dx[i], 1e-5) << i;
   }
 }
 
