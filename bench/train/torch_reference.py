@@ -3,7 +3,8 @@
 
 Trains the same models (mlp, cnn, lenet, and the reference edge models of examples/models/:
 conv1d_recognizer over the 28 rows as steps of 28 channels, and mobile_cnn; same layers, same SGD
-step) on random 28x28x1 data,
+step) on random 28x28x1 data, and char_lstm (an embedding, an LSTM of 128 units, a dense head) on
+random windows of 32 token ids of 97,
 single-threaded, and prints one JSON line per (model, batch) with samples/s. Uses Debian's
 python3-torch (run with /usr/bin/python3). scripts/bench-train runs it next to train_bench.
 """
@@ -40,7 +41,24 @@ def make_model(name):
         return nn.Sequential(nn.Conv2d(1, 16, 3, padding=1), nn.GroupNorm(4, 16), nn.ReLU(),
                              *block(16, 32, 4, 8), *block(32, 64, 8, 8),
                              nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, 10))
+    if name == "char_lstm":
+        return CharLstm()
     raise SystemExit(f"unknown model {name}")
+
+
+class CharLstm(nn.Module):
+    """examples/models/char_lstm.toml: 32 token ids, embedding 16, LSTM 128 (the last step's
+    state), dense 97."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(97, 16)
+        self.lstm = nn.LSTM(16, 128, batch_first=True)
+        self.head = nn.Linear(128, 97)
+
+    def forward(self, x):
+        _, (h, _) = self.lstm(self.embed(x))
+        return self.head(h[0])
 
 
 class Rows(nn.Module):
@@ -56,8 +74,12 @@ def bench(name, batch, seconds):
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     loss_fn = nn.CrossEntropyLoss()
     n = 1024
-    x = torch.rand(n, 1, 28, 28)
-    y = torch.randint(0, 10, (n,))
+    if name == "char_lstm":
+        x = torch.randint(0, 97, (n, 32))
+        y = torch.randint(0, 97, (n,))
+    else:
+        x = torch.rand(n, 1, 28, 28)
+        y = torch.randint(0, 10, (n,))
 
     def step(i):
         lo = (i * batch) % (n - batch + 1)
@@ -80,7 +102,7 @@ def bench(name, batch, seconds):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--models", default="mlp,cnn,lenet,conv1d_recognizer,mobile_cnn")
+    ap.add_argument("--models", default="mlp,cnn,lenet,conv1d_recognizer,mobile_cnn,char_lstm")
     ap.add_argument("--batches", default="10,32,64")
     ap.add_argument("--seconds", type=float, default=2.0)
     args = ap.parse_args()

@@ -7,6 +7,7 @@
 
 #include <Eigen/Core>
 #include <numeric>
+#include <string_view>
 
 #include "core/check.h"
 #include "core/rng.h"
@@ -32,16 +33,33 @@ Dataset RandomData(int64_t n) {
   return d;
 }
 
+// Windows of 32 token ids of 97 and the id after each: char_lstm's data.
+Dataset RandomTokens(int64_t n) {
+  Dataset d;
+  d.name = "tokens";
+  d.height = d.width = 1;
+  d.channels = 32;
+  d.num_classes = 97;
+  d.images.resize(n * 32);
+  d.labels.resize(n);
+  Rng rng(1);
+  for (float& v : d.images) v = static_cast<float>(rng.UniformInt(97));
+  for (auto& l : d.labels) l = static_cast<uint8_t>(rng.UniformInt(97));
+  return d;
+}
+
 // `model`: a zoo model's name or a model file's path (the reference edge models of
 // examples/models/).
 void BM_Train(benchmark::State& state, const char* model) {
   const int64_t batch = state.range(0);
   const int threads = static_cast<int>(state.range(1));
-  auto spec = *ResolveModelSpec(model, {28, 28, 1}, 10);
+  const bool text = std::string_view(model).ends_with("char_lstm.toml");
+  auto spec =
+      text ? *ResolveModelSpec(model, {1, 1, 32}, 97) : *ResolveModelSpec(model, {28, 28, 1}, 10);
   auto engine = *cpu::CpuEngine::Create(spec, batch, threads);
   TRIB_CHECK(engine->LoadWeights(*InitWeights(spec, 1)).ok());
   const int64_t n = 1024;
-  Dataset data = RandomData(n);
+  Dataset data = text ? RandomTokens(n) : RandomData(n);
   std::vector<uint32_t> idx(n);
   std::iota(idx.begin(), idx.end(), 0u);
   SgdConfig sgd{0.01f, 0.0f, 0.0f, 0.0f};
@@ -74,6 +92,10 @@ BENCHMARK_CAPTURE(BM_Train, conv1d_recognizer,
     ->Apply(TrainArgs)
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_Train, mobile_cnn, TRIBUTARY_SOURCE_DIR "/examples/models/mobile_cnn.toml")
+    ->Apply(TrainArgs)
+    ->Unit(benchmark::kMicrosecond);
+// The character-level LSTM on windows of 32 token ids.
+BENCHMARK_CAPTURE(BM_Train, char_lstm, TRIBUTARY_SOURCE_DIR "/examples/models/char_lstm.toml")
     ->Apply(TrainArgs)
     ->Unit(benchmark::kMicrosecond);
 
