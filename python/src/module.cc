@@ -35,6 +35,19 @@ namespace {
 
 using Ms = std::chrono::milliseconds;
 
+// Destroys a Client without holding the GIL. Its destructor stops and joins the client's threads,
+// and one of them may be about to take the GIL (dropping the last reference to the Python trainer
+// runs ~PyTrainer, which takes it): destroyed with the GIL held, the two would wait for each
+// other. (AClientCannotInflateItsWeight's process once hung under load after its last line, while
+// its ten clients were destroyed; this is the way found for that to happen.)
+struct DeleteWithoutGil {
+  void operator()(Client* client) const {
+    py::gil_scoped_release release;
+    delete client;
+  }
+};
+using ClientHolder = std::unique_ptr<Client, DeleteWithoutGil>;
+
 Ms FromSeconds(double s, const char* name) {
   if (!(s >= 0.0) || s > 1e9) throw py::value_error(std::string(name) + " must be >= 0 seconds");
   return Ms(static_cast<int64_t>(s * 1000.0 + 0.5));
@@ -369,12 +382,15 @@ PYBIND11_MODULE(_tributary, m) {
                      "the run's cut model and every task trains through its fit_split "
                      "(tributary.SplitTrainer); the coordinator's run must be a split run.");
 
-  py::class_<Client>(m, "Client",
-                     "A federated-learning client over mutual TLS whose trainer is a Python "
-                     "object (tributary.Trainer)")
+  py::class_<Client, ClientHolder>(
+      m, "Client",
+      "A federated-learning client over mutual TLS whose trainer is a Python "
+      "object (tributary.Trainer)")
       .def(py::init([](ClientOptions options, py::object trainer) {
-             return Unwrap(Client::Create(std::move(options),
-                                          std::make_shared<PyTrainer>(std::move(trainer))));
+             return ClientHolder(
+                 Unwrap(Client::Create(std::move(options),
+                                       std::make_shared<PyTrainer>(std::move(trainer))))
+                     .release());
            }),
            py::arg("options"), py::arg("trainer"))
       .def(
