@@ -321,31 +321,35 @@ class PyTorchParityTest(ProcessTest):
         return ids, labels, ["data.dataset=files", f"data.train={data_file}",
                              f"data.test={data_file}", "data.num_classes=10"]
 
-    def train_torch(self, model, ids, labels, lr):
-        opt = torch.optim.SGD(model.parameters(), lr=lr)
+    def token_run(self, name, layers, model):
+        """Trains the model file of `layers` (whose starting weights are `model`'s) through a real
+        run and `model` in PyTorch, by SGD (lr 0.5) on token_data(); returns the two results, the
+        starting weights and the ids."""
+        import tributary as tb
+        ids, labels, data = self.token_data()
+        self.prepare_model(name, layers, model)
+        init = tb.load_safetensors(self.init)[0]
+        got = self.run_native(["lr = 0.5"], data=data)
+        opt = torch.optim.SGD(model.parameters(), lr=0.5)
         xt, yt = torch.from_numpy(ids).long(), torch.from_numpy(labels).long()
         for _ in range(EPOCHS):
             opt.zero_grad()
             torch.nn.functional.cross_entropy(model(xt), yt).backward()
             opt.step()
+        want = tb.from_torch(model)
+        self.assertEqual(sorted(got), sorted(want))
+        return got, want, init, ids
 
     def test_embedding_is_pytorchs(self):
-        import tributary as tb
-        ids, labels, data = self.token_data()
         torch.manual_seed(12)
         # A vocabulary of 24 of which the texts use 0 .. 19.
         model = torch.nn.Sequential(torch.nn.Embedding(24, 6), torch.nn.Flatten(),
                                     torch.nn.Linear(72, 16), torch.nn.ReLU(),
                                     torch.nn.Linear(16, 10))
-        self.prepare_model("embedding", [
+        got, want, init, ids = self.token_run("embedding", [
             '{ type = "embedding", vocab = 24, dim = 6, name = "0" }', '{ type = "flatten" }',
             '{ type = "dense", units = 16, name = "2" }', '{ type = "relu" }',
             '{ type = "dense", units = 10, name = "4" }'], model)
-        init = tb.load_safetensors(self.init)[0]
-        got = self.run_native(["lr = 0.5"], data=data)
-        self.train_torch(model, ids, labels, 0.5)
-        want = tb.from_torch(model)
-        self.assertEqual(sorted(got), sorted(want))
         diff = max(float(abs(got[k] - want[k]).max()) for k in want)
         moved = float(abs(got["0.weight"] - init["0.weight"]).max())
         print(f"embedding, {EPOCHS} full-batch steps: max |tributary - pytorch| = {diff:.3g} "
@@ -359,9 +363,6 @@ class PyTorchParityTest(ProcessTest):
             self.assertTrue((got["0.weight"][t] == init["0.weight"][t]).all(), t)
 
     def test_lstm_is_pytorchs(self):
-        import tributary as tb
-        ids, labels, data = self.token_data()
-
         class Recurrent(torch.nn.Module):
             def __init__(self):
                 super().__init__()
@@ -376,17 +377,11 @@ class PyTorchParityTest(ProcessTest):
                 return self.head(h[0])
 
         torch.manual_seed(13)
-        model = Recurrent()
-        self.prepare_model("lstm", [
+        got, want, init, _ = self.token_run("lstm", [
             '{ type = "embedding", vocab = 20, dim = 6, name = "embed" }',
             '{ type = "lstm", units = 8, return_sequences = true, name = "seq" }',
             '{ type = "lstm", units = 8, name = "last" }',
-            '{ type = "dense", units = 10, name = "head" }'], model)
-        init = tb.load_safetensors(self.init)[0]
-        got = self.run_native(["lr = 0.5"], data=data)
-        self.train_torch(model, ids, labels, 0.5)
-        want = tb.from_torch(model)
-        self.assertEqual(sorted(got), sorted(want))
+            '{ type = "dense", units = 10, name = "head" }'], Recurrent())
         self.assertIn("seq.weight_hh_l0", want)
         diff = max(float(abs(got[k] - want[k]).max()) for k in want)
         moved = min(float(abs(got[k] - init[k]).max()) for k in want)
