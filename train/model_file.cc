@@ -43,7 +43,8 @@ constexpr LayerKind kKinds[] = {LayerKind::kDense,     LayerKind::kConv2D,
                                 LayerKind::kAvgPool2D, LayerKind::kGlobalAvgPool,
                                 LayerKind::kGroupNorm, LayerKind::kLayerNorm,
                                 LayerKind::kConv1D,    LayerKind::kDepthwiseConv2D,
-                                LayerKind::kEmbedding, LayerKind::kLstm};
+                                LayerKind::kEmbedding, LayerKind::kLstm,
+                                LayerKind::kGru};
 
 // Every type a file may write, in kKinds' order: "dense, conv2d, ... and embedding" (`last_joiner`
 // "and" or "or").
@@ -76,8 +77,8 @@ std::span<const std::string_view> KeysOf(LayerKind kind) {
   static constexpr std::string_view kGroupNorm[] = {"type", "groups", "name", "frozen"};
   static constexpr std::string_view kLayerNorm[] = {"type", "name", "frozen"};
   static constexpr std::string_view kEmbedding[] = {"type", "vocab", "dim", "name", "frozen"};
-  static constexpr std::string_view kLstm[] = {"type", "units", "return_sequences", "name",
-                                               "frozen"};
+  static constexpr std::string_view kRecurrent[] = {"type", "units", "return_sequences", "name",
+                                                    "frozen"};
   switch (kind) {
     case LayerKind::kDense:
       return kDense;
@@ -96,7 +97,8 @@ std::span<const std::string_view> KeysOf(LayerKind kind) {
     case LayerKind::kEmbedding:
       return kEmbedding;
     case LayerKind::kLstm:
-      return kLstm;
+    case LayerKind::kGru:
+      return kRecurrent;
     case LayerKind::kReLU:
     case LayerKind::kFlatten:
     case LayerKind::kSigmoid:
@@ -106,6 +108,17 @@ std::span<const std::string_view> KeysOf(LayerKind kind) {
       break;
   }
   return kBare;
+}
+
+// An unnamed layer's name is this and its number among the layers of the same prefix: fc1, conv1
+// (conv2d, conv1d and depthwiseconv2d count together), norm1, embed1, lstm1, gru1.
+std::string_view DefaultNamePrefix(LayerKind kind) {
+  if (kind == LayerKind::kDense) return "fc";
+  if (IsConv(kind) || kind == LayerKind::kDepthwiseConv2D) return "conv";
+  if (kind == LayerKind::kEmbedding) return "embed";
+  if (kind == LayerKind::kLstm) return "lstm";
+  if (kind == LayerKind::kGru) return "gru";
+  return "norm";
 }
 
 // "a, b and c".
@@ -264,7 +277,8 @@ Result<LayerSpec> ReadLayer(const std::string& source, const toml::table& t, siz
       TRIB_ASSIGN_OR_RETURN(l.out_features, RequireInt(source, t, "dim", 1, kMaxSize, owner));
       break;
     }
-    case LayerKind::kLstm: {
+    case LayerKind::kLstm:
+    case LayerKind::kGru: {
       TRIB_ASSIGN_OR_RETURN(l.out_features, RequireInt(source, t, "units", 1, kMaxSize, owner));
       if (const toml::node* n = t.get("return_sequences")) {
         std::optional<bool> all = n->value_exact<bool>();
@@ -330,8 +344,8 @@ Status CheckSizes(const std::string& source, const ModelSpec& spec,
       params += static_cast<double>(in.c) * (static_cast<double>(l.kernel * l.kernel) + 1);
     if (l.kind == LayerKind::kEmbedding)
       params += static_cast<double>(l.vocab) * static_cast<double>(l.out_features);
-    if (l.kind == LayerKind::kLstm)
-      params += 4.0 * static_cast<double>(l.out_features) *
+    if (IsRecurrent(l.kind))
+      params += (l.kind == LayerKind::kLstm ? 4.0 : 3.0) * static_cast<double>(l.out_features) *
                 (static_cast<double>(in.w) * static_cast<double>(in.c) +
                  static_cast<double>(l.out_features) + 2.0);
     if (params > static_cast<double>(kMaxParameters))
@@ -392,7 +406,7 @@ Result<ModelSpec> ParseModelToml(std::string_view text, std::string_view source_
                fmt::format("the model has {} layers; at most {}", layers->size(), kMaxModelLayers));
 
   std::map<std::string, size_t, std::less<>> owner_of;  // tensor prefix -> layer index
-  int64_t dense = 0, conv = 0, norm = 0, embed = 0, lstm = 0;
+  std::map<std::string_view, int64_t> numbered;  // unnamed layers so far, by DefaultNamePrefix
   for (size_t i = 0; i < layers->size(); ++i) {
     const toml::node& node = (*layers)[i];
     const toml::table* t = node.as_table();
@@ -402,22 +416,10 @@ Result<ModelSpec> ParseModelToml(std::string_view text, std::string_view source_
     TRIB_ASSIGN_OR_RETURN(LayerSpec l,
                           ReadLayer(source, *t, i, i + 1 == layers->size(), spec.num_classes));
     if (ParameterTensorCount(l.kind) > 0) {
-      const bool is_dense = l.kind == LayerKind::kDense,
-                 is_conv = IsConv(l.kind) || l.kind == LayerKind::kDepthwiseConv2D,
-                 is_embed = l.kind == LayerKind::kEmbedding, is_lstm = l.kind == LayerKind::kLstm;
-      const int64_t nth = is_dense   ? ++dense
-                          : is_conv  ? ++conv
-                          : is_embed ? ++embed
-                          : is_lstm  ? ++lstm
-                                     : ++norm;
+      const std::string_view prefix = DefaultNamePrefix(l.kind);
+      const int64_t nth = ++numbered[prefix];
       const bool named = !l.name.empty();
-      if (!named)
-        l.name = (is_dense   ? "fc"
-                  : is_conv  ? "conv"
-                  : is_embed ? "embed"
-                  : is_lstm  ? "lstm"
-                             : "norm") +
-                 std::to_string(nth);
+      if (!named) l.name = std::string(prefix) + std::to_string(nth);
       auto [it, inserted] = owner_of.emplace(l.name, i);
       if (!inserted)
         return Bad(source, t,
@@ -581,6 +583,7 @@ std::string ModelSpecToToml(const ModelSpec& spec) {
                            TomlString(l.name));
         break;
       case LayerKind::kLstm:
+      case LayerKind::kGru:
         out += fmt::format("units = {}\nreturn_sequences = {}\nname = {}\n", l.out_features,
                            l.return_sequences, TomlString(l.name));
         break;

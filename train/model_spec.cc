@@ -83,8 +83,9 @@ int64_t FanIn(const LayerSpec& l, const Shape3& in) {
 // Multiply-adds of one sample's forward through layer `l` (input `in`, output `out`): its GEMMs'.
 int64_t ForwardMacs(const LayerSpec& l, const Shape3& in, const Shape3& out) {
   if (HasWeightMatrix(l.kind)) return out.numel() * FanIn(l, in);
-  if (l.kind == LayerKind::kLstm)  // each step: x W_ih^T and h W_hh^T
-    return in.h * 4 * l.out_features * (in.w * in.c + l.out_features);
+  if (IsRecurrent(l.kind))  // each step: x W_ih^T and h W_hh^T
+    return in.h * (l.kind == LayerKind::kLstm ? 4 : 3) * l.out_features *
+           (in.w * in.c + l.out_features);
   return 0;
 }
 
@@ -130,6 +131,8 @@ std::string_view LayerKindName(LayerKind kind) {
       return "Embedding";
     case LayerKind::kLstm:
       return "LSTM";
+    case LayerKind::kGru:
+      return "GRU";
   }
   return "?";
 }
@@ -221,6 +224,7 @@ Result<std::vector<Shape3>> LayerOutputShapes(const ModelSpec& spec) {
         cur = {cur.numel(), 1, l.out_features};  // a sequence: one vector per token
         break;
       case LayerKind::kLstm:
+      case LayerKind::kGru:
         if (l.out_features <= 0) return bad("needs units > 0");
         cur = {l.return_sequences ? cur.h : 1, 1, l.out_features};
         break;
@@ -261,9 +265,10 @@ Result<ModelWeights::LayoutSpec> ParameterLayout(const ModelSpec& spec) {
       layout.emplace_back(l.name + ".bias", std::vector<int64_t>{in.c});
     } else if (l.kind == LayerKind::kEmbedding) {
       layout.emplace_back(l.name + ".weight", std::vector<int64_t>{l.vocab, l.out_features});
-    } else if (l.kind == LayerKind::kLstm) {
-      // PyTorch's nn.LSTM names (one layer: _l0), its gates' rows in i, f, g, o order.
-      const int64_t gates = 4 * l.out_features;
+    } else if (IsRecurrent(l.kind)) {
+      // PyTorch's nn.LSTM and nn.GRU names (one layer: _l0), the gates' rows in PyTorch's order
+      // (LSTM: i, f, g, o; GRU: r, z, n).
+      const int64_t gates = (l.kind == LayerKind::kLstm ? 4 : 3) * l.out_features;
       layout.emplace_back(l.name + ".weight_ih_l0", std::vector<int64_t>{gates, in.w * in.c});
       layout.emplace_back(l.name + ".weight_hh_l0", std::vector<int64_t>{gates, l.out_features});
       layout.emplace_back(l.name + ".bias_ih_l0", std::vector<int64_t>{gates});
@@ -320,8 +325,8 @@ Result<ModelWeights> InitWeights(const ModelSpec& spec, uint64_t seed) {
     } else if (l.kind == LayerKind::kEmbedding) {
       // PyTorch's nn.Embedding: N(0, 1).
       for (float& v : w.tensor(t++)) v = static_cast<float>(rng.Normal());
-    } else if (l.kind == LayerKind::kLstm) {
-      // PyTorch's nn.LSTM: every tensor from U(-1/sqrt(units), 1/sqrt(units)).
+    } else if (IsRecurrent(l.kind)) {
+      // PyTorch's nn.LSTM and nn.GRU: every tensor from U(-1/sqrt(units), 1/sqrt(units)).
       const float bound = 1.0f / std::sqrt(static_cast<float>(l.out_features));
       for (size_t k = 0; k < 4; ++k, ++t)
         for (float& v : w.tensor(t)) v = (2.0f * rng.UniformFloat() - 1.0f) * bound;

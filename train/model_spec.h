@@ -50,8 +50,13 @@ enum class LayerKind {
   kConv1D,
   kDepthwiseConv2D,
   kEmbedding,
-  kLstm
+  kLstm,
+  kGru
 };
+// LSTM or GRU: a recurrent layer over the steps of its input (LayerSpec::return_sequences).
+inline bool IsRecurrent(LayerKind kind) {
+  return kind == LayerKind::kLstm || kind == LayerKind::kGru;
+}
 
 std::string_view LayerKindName(LayerKind kind);
 // GroupNorm or LayerNorm: a layer with a gamma and a beta per channel.
@@ -68,17 +73,17 @@ inline bool HasWeightMatrix(LayerKind kind) {
   return kind == LayerKind::kDense || IsConv(kind) || kind == LayerKind::kDepthwiseConv2D;
 }
 // How many parameter tensors a layer of this kind has (ParameterLayout lists them in layer order):
-// 2 (weight, bias) for the weight-matrix and norm layers, 1 (weight) for Embedding, 4 for LSTM,
-// else 0.
+// 2 (weight, bias) for the weight-matrix and norm layers, 1 (weight) for Embedding, 4 for LSTM
+// and GRU, else 0.
 inline int ParameterTensorCount(LayerKind kind) {
   if (kind == LayerKind::kEmbedding) return 1;
-  if (kind == LayerKind::kLstm) return 4;  // weight_ih, weight_hh, bias_ih, bias_hh
+  if (IsRecurrent(kind)) return 4;  // weight_ih, weight_hh, bias_ih, bias_hh
   return HasWeightMatrix(kind) || IsNorm(kind) ? 2 : 0;
 }
 
 struct LayerSpec {
   LayerKind kind = LayerKind::kReLU;
-  // Dense; Embedding: the vector size (its model-file key `dim`); LSTM: its hidden units.
+  // Dense; Embedding: the vector size (its model-file key `dim`); LSTM, GRU: the hidden units.
   int64_t out_features = 0;
   int64_t out_channels = 0;  // Conv2D, Conv1D
   int64_t kernel = 0;        // Conv2D, DepthwiseConv2D: square kernel; Conv1D: taps; pools: window
@@ -88,9 +93,9 @@ struct LayerSpec {
   // a [vocab, out_features] table: an h x w x c input gives a sequence of h*w*c steps, each of
   // out_features values ((h*w*c) x 1 x out_features, what a conv1d reads as steps).
   int64_t vocab = 0;
-  // LSTM: an h x w x c input is h steps of w*c features (as Conv1D reads it); the output is the
-  // last step's hidden state (1 x 1 x units) or, with return_sequences, every step's (h x 1 x
-  // units).
+  // LSTM, GRU: an h x w x c input is h steps of w*c features (as Conv1D reads it); the output is
+  // the last step's hidden state (1 x 1 x units) or, with return_sequences, every step's
+  // (h x 1 x units).
   bool return_sequences = false;
   // A layer with parameters that training leaves as they are (fine-tuning the layers after it):
   // the optimizer skips them (no step, no weight decay, no momentum), so their delta is zero.

@@ -10,7 +10,7 @@ namespace {
 // reveals them as the raw inputs would).
 bool HasParameters(const ModelSpec& spec) {
   return std::any_of(spec.layers.begin(), spec.layers.end(), [](const LayerSpec& l) {
-    return HasWeightMatrix(l.kind) || l.kind == LayerKind::kLstm;
+    return HasWeightMatrix(l.kind) || IsRecurrent(l.kind);
   });
 }
 

@@ -29,9 +29,10 @@ two engines' float sums in a different order.
 - embedding: 200 texts of 12 token ids (0 to 19 of a vocabulary of 24) in an .npz the client and the coordinator
   read (data.dataset = "files"), an embedding of dim 6 (PyTorch's nn.Embedding on the ids as
   integers), a dense layer over the 12 x 6 values, relu and a dense head.
-- lstm: the same texts through an embedding, an LSTM of 8 units returning every step and one of
-  8 returning the last (PyTorch's nn.LSTM, batch_first; tensors weight_ih_l0 ... bias_hh_l0, the
-  gates in PyTorch's order) and a dense head.
+- lstm and gru: the same texts through an embedding, an LSTM of 8 units returning every step, a
+  GRU of 7 returning every step and an LSTM of 8 returning the last (PyTorch's nn.LSTM and nn.GRU,
+  batch_first; tensors weight_ih_l0 ... bias_hh_l0, the gates in PyTorch's order) and a dense
+  head.
 
 Skipped only where python3-torch is not installed (scripts/setup-deps installs it).
 """
@@ -362,17 +363,19 @@ class PyTorchParityTest(ProcessTest):
         for t in unused:
             self.assertTrue((got["0.weight"][t] == init["0.weight"][t]).all(), t)
 
-    def test_lstm_is_pytorchs(self):
+    def test_lstm_and_gru_are_pytorchs(self):
         class Recurrent(torch.nn.Module):
             def __init__(self):
                 super().__init__()
                 self.embed = torch.nn.Embedding(20, 6)
                 self.seq = torch.nn.LSTM(6, 8, batch_first=True)
-                self.last = torch.nn.LSTM(8, 8, batch_first=True)
+                self.gated = torch.nn.GRU(8, 7, batch_first=True)
+                self.last = torch.nn.LSTM(7, 8, batch_first=True)
                 self.head = torch.nn.Linear(8, 10)
 
             def forward(self, x):
                 every, _ = self.seq(self.embed(x))
+                every, _ = self.gated(every)
                 _, (h, _) = self.last(every)
                 return self.head(h[0])
 
@@ -380,12 +383,15 @@ class PyTorchParityTest(ProcessTest):
         got, want, init, _ = self.token_run("lstm", [
             '{ type = "embedding", vocab = 20, dim = 6, name = "embed" }',
             '{ type = "lstm", units = 8, return_sequences = true, name = "seq" }',
+            '{ type = "gru", units = 7, return_sequences = true, name = "gated" }',
             '{ type = "lstm", units = 8, name = "last" }',
             '{ type = "dense", units = 10, name = "head" }'], Recurrent())
         self.assertIn("seq.weight_hh_l0", want)
+        self.assertIn("gated.bias_hh_l0", want)
         diff = max(float(abs(got[k] - want[k]).max()) for k in want)
         moved = min(float(abs(got[k] - init[k]).max()) for k in want)
-        print(f"embedding + 2 LSTMs, {EPOCHS} full-batch steps: max |tributary - pytorch| = "
+        print(f"embedding + LSTM + GRU + LSTM, {EPOCHS} full-batch steps: max |tributary - "
+              f"pytorch| = "
               f"{diff:.3g} (every tensor moved at least {moved:.3g})")
         self.assertLess(diff, 1e-5)
         self.assertGreater(moved, 1e-4)

@@ -8,6 +8,7 @@
 #include "train/cpu/dense.h"
 #include "train/cpu/depthwise_conv2d.h"
 #include "train/cpu/embedding.h"
+#include "train/cpu/gru.h"
 #include "train/cpu/lstm.h"
 #include "train/cpu/norm.h"
 #include "train/cpu/pointwise.h"
@@ -230,6 +231,47 @@ TEST(LayerGradTest, LstmMatchesTheEquationsInDouble) {
       for (int64_t u = 0; u < H; ++u) {
         c[u] = sigmoid(z[H + u]) * c[u] + sigmoid(z[u]) * std::tanh(z[2 * H + u]);
         h[u] = sigmoid(z[3 * H + u]) * std::tanh(c[u]);
+        EXPECT_NEAR(y[(s * T + t) * H + u], h[u], 2e-6) << s << " " << t << " " << u;
+      }
+    }
+  }
+}
+
+// GRU: as the LSTM above, 3 samples of 5 steps of 4 features into 6 units.
+TEST(LayerGradTest, GruThroughTime) {
+  for (const bool sequences : {false, true}) {
+    SCOPED_TRACE(sequences ? "every step" : "last step");
+    Gru g(GruShape{5, 4, 6, sequences});
+    ASSERT_EQ(g.num_params(), 3 * 6 * (4 + 6) + 6 * 6);
+    CheckLayer(g, 3, 5 * 4, sequences ? 5 * 6 : 6, 2e-3, sequences ? 68 : 69);
+  }
+}
+
+// The forward against the equations of PyTorch's nn.GRU (gates r, z, n; the reset gate scales
+// W_hn h + b_hn), in double, over 7 steps.
+TEST(LayerGradTest, GruMatchesTheEquationsInDouble) {
+  const int64_t n = 2, T = 7, F = 3, H = 4, G = 3 * H;
+  Gru g(GruShape{T, F, H, true});
+  std::vector<float> params = Random(g.num_params(), 70, 0.5f), grads(params.size());
+  g.Bind(params.data(), grads.data());
+  const float *w_ih = params.data(), *w_hh = w_ih + G * F, *b_ih = w_hh + G * H, *b_hh = b_ih + G;
+  std::vector<float> x = Random(n * T * F, 71), y(n * T * H);
+  g.Forward(x.data(), y.data(), n);
+  auto sigmoid = [](double v) { return 1.0 / (1.0 + std::exp(-v)); };
+  for (int64_t s = 0; s < n; ++s) {
+    std::vector<double> h(H, 0.0);
+    for (int64_t t = 0; t < T; ++t) {
+      std::vector<double> ax(G), ah(G);
+      for (int64_t j = 0; j < G; ++j) {
+        ax[j] = b_ih[j];
+        ah[j] = b_hh[j];
+        for (int64_t f = 0; f < F; ++f) ax[j] += double{w_ih[j * F + f]} * x[(s * T + t) * F + f];
+        for (int64_t k = 0; k < H; ++k) ah[j] += double{w_hh[j * H + k]} * h[k];
+      }
+      for (int64_t u = 0; u < H; ++u) {
+        const double r = sigmoid(ax[u] + ah[u]), z = sigmoid(ax[H + u] + ah[H + u]),
+                     c = std::tanh(ax[2 * H + u] + r * ah[2 * H + u]);
+        h[u] = (1 - z) * c + z * h[u];
         EXPECT_NEAR(y[(s * T + t) * H + u], h[u], 2e-6) << s << " " << t << " " << u;
       }
     }

@@ -202,7 +202,7 @@ TEST(ModelFileTest, EveryMistakeIsNamed) {
       {"[[layers]]\nunits = 10\n",
        "m.toml:1: layer 0: missing key 'type' (dense, conv2d, maxpool2d, relu, flatten, sigmoid, "
        "tanh, gelu, avgpool2d, globalavgpool, groupnorm, layernorm, conv1d, depthwiseconv2d, "
-       "embedding or lstm)"},
+       "embedding, lstm or gru)"},
       {"[[layers]]\ntype = \"lstm\"\nreturn_sequences = 1\nunits = 4\n" + dense,
        "m.toml:3: layer 0 (LSTM): key 'return_sequences' must be true or false"},
       {"[[layers]]\ntype = \"lstm\"\n" + dense, "m.toml:1: layer 0 (LSTM): missing key 'units'"},
@@ -371,6 +371,10 @@ TEST(ModelFileTest, ToTomlReadsBackToTheSameSpec) {
   all.name = "0";
   last.out_features = 7;
   last.name = "rnn";
+  LayerSpec gru = Simple(LayerKind::kGru);
+  gru.out_features = 9;
+  gru.return_sequences = true;
+  gru.name = "g";
   recurrent.layers = {embed, all, last, Dense(5, "head")};
   const std::vector<Shape3> shapes = *LayerOutputShapes(recurrent);
   EXPECT_EQ(shapes[1], (Shape3{16, 1, 12}));
@@ -384,6 +388,16 @@ TEST(ModelFileTest, ToTomlReadsBackToTheSameSpec) {
   EXPECT_EQ(lstm_layout[5],
             (std::pair<std::string, std::vector<int64_t>>{"rnn.weight_ih_l0", {28, 12}}));
   specs.push_back(recurrent);
+  ModelSpec gated = recurrent;  // a GRU over every step, then the LSTM's last
+  gated.name = "gated";
+  gated.layers = {embed, gru, last, Dense(5, "head")};
+  const ModelWeights::LayoutSpec gru_layout = *ParameterLayout(gated);
+  EXPECT_EQ(LayerOutputShapes(gated)->at(1), (Shape3{16, 1, 9}));
+  EXPECT_EQ(gru_layout[1],
+            (std::pair<std::string, std::vector<int64_t>>{"g.weight_ih_l0", {27, 8}}));
+  EXPECT_EQ(gru_layout[2].second, (std::vector<int64_t>{27, 9}));
+  EXPECT_EQ(gru_layout[4].second, (std::vector<int64_t>{27}));
+  specs.push_back(gated);
   for (LossKind kind : {LossKind::kMeanSquaredError, LossKind::kBinaryCrossEntropy}) {
     ModelSpec other = flat;  // a loss other than cross-entropy is written out and read back
     other.loss = kind;

@@ -9,6 +9,7 @@
 #include "train/cpu/depthwise_conv2d.h"
 #include "train/cpu/embedding.h"
 #include "train/cpu/gemm.h"
+#include "train/cpu/gru.h"
 #include "train/cpu/lstm.h"
 #include "train/cpu/norm.h"
 #include "train/cpu/pointwise.h"
@@ -90,6 +91,10 @@ Status CpuEngine::BuildReplica(Replica* r, int64_t shard_max, float* grads) {
         break;
       case LayerKind::kLstm:
         layer = std::make_unique<Lstm>(in.h, in.w * in.c, l.out_features, l.return_sequences);
+        break;
+      case LayerKind::kGru:
+        layer =
+            std::make_unique<Gru>(GruShape{in.h, in.w * in.c, l.out_features, l.return_sequences});
         break;
       case LayerKind::kMaxPool2D:
         layer = std::make_unique<MaxPool2D>(in.h, in.w, in.c, l.kernel, shard_max);

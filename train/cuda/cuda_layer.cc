@@ -4,6 +4,7 @@
 #include "train/cuda/dense.h"
 #include "train/cuda/depthwise_conv2d.h"
 #include "train/cuda/embedding.h"
+#include "train/cuda/gru.h"
 #include "train/cuda/lstm.h"
 #include "train/cuda/norm.h"
 #include "train/cuda/pointwise.h"
@@ -35,6 +36,12 @@ Result<std::unique_ptr<CudaLayer>> MakeCudaLayer(const LayerSpec& spec, const Sh
       TRIB_ASSIGN_OR_RETURN(auto layer, Lstm::Create(LstmShape{in.h, in.w * in.c, spec.out_features,
                                                                spec.return_sequences},
                                                      max_batch, ctx));
+      return std::unique_ptr<CudaLayer>(std::move(layer));
+    }
+    case LayerKind::kGru: {
+      TRIB_ASSIGN_OR_RETURN(auto layer, Gru::Create(GruShape{in.h, in.w * in.c, spec.out_features,
+                                                             spec.return_sequences},
+                                                    max_batch, ctx));
       return std::unique_ptr<CudaLayer>(std::move(layer));
     }
     case LayerKind::kMaxPool2D: {

@@ -92,8 +92,8 @@ layers = [
 }
 
 // The sequence layers: an embedding (token ids in, its table's rows summed per token in the CPU's
-// order), an LSTM returning every step, a conv1d over them and an LSTM returning the last: the
-// CUDA engine's loss and gradients are the CPU engine's.
+// order), an LSTM returning every step, a conv1d over them, a GRU returning every step and an
+// LSTM returning the last: the CUDA engine's loss and gradients are the CPU engine's.
 TEST_F(CudaLayersTest, TheSequenceLayersMatchTheCpuEngine) {
   const char* text = R"(name = "text"
 layers = [
@@ -101,6 +101,7 @@ layers = [
   { type = "lstm", units = 12, return_sequences = true },
   { type = "conv1d", filters = 6, kernel = 3, padding = 1 },
   { type = "relu" },
+  { type = "gru", units = 7, return_sequences = true },
   { type = "lstm", units = 10 },
   { type = "dense" },
 ]

@@ -13,6 +13,7 @@
 #include "train/cpu/conv2d.h"
 #include "train/cpu/depthwise_conv2d.h"
 #include "train/cpu/embedding.h"
+#include "train/cpu/gru.h"
 #include "train/cpu/lstm.h"
 #include "train/cpu/norm.h"
 #include "train/cpu/pointwise.h"
@@ -33,6 +34,7 @@
 #include "train/cuda/depthwise.cu"
 #include "train/cuda/embedding.cu"
 #include "train/cuda/lstm.cu"
+#include "train/cuda/gru.cu"
 #include "train/cuda/bias.cu"
 #include "train/cuda/softmax_xent.cu"
 #include "train/cuda/sgd.cu"
@@ -317,6 +319,69 @@ TEST(KernelEmulationTest, LstmStepsComposeToTheCpuLayer) {
       for (int64_t j = 0; j < G; ++j) db[j] += dz_all[r * G + j];
     std::copy(db, db + G, db + G);
     HostGemm(false, false, n * T, F, G, dz_all.data(), w_ih, dx.data(), false);
+    for (size_t i = 0; i < grads.size(); ++i) EXPECT_NEAR(grads[i], want_grads[i], 1e-4) << i;
+    for (size_t i = 0; i < dx.size(); ++i) EXPECT_NEAR(dx[i], want_dx[i], 1e-5) << i;
+  }
+}
+
+// The GRU's step kernels composed as gru.cc issues them (its GEMMs on the host, the biases added
+// as LaunchBiasAdd adds them), against the CPU layer.
+TEST(KernelEmulationTest, GruStepsComposeToTheCpuLayer) {
+  for (const bool sequences : {false, true}) {
+    SCOPED_TRACE(sequences ? "every step" : "last step");
+    const GruShape sh{6, 3, 5, sequences};
+    const int64_t n = 4, T = sh.steps, F = sh.features, H = sh.units, G = 3 * H;
+    const int64_t out_size = sequences ? T * H : H;
+    cpu::Gru ref(sh);
+    auto params = Random(static_cast<size_t>(ref.num_params()), 34, 0.4f);
+    std::vector<float> want_grads(params.size());
+    ref.Bind(params.data(), want_grads.data());
+    const auto x = Random(static_cast<size_t>(n * T * F), 35);
+    const auto dy = Random(static_cast<size_t>(n * out_size), 36);
+    std::vector<float> want_y(dy.size()), want_dx(x.size());
+    ref.Forward(x.data(), want_y.data(), n);
+    ref.Backward(x.data(), want_y.data(), dy.data(), want_dx.data(), n);
+
+    const float *w_ih = params.data(), *w_hh = w_ih + G * F, *b_ih = w_hh + G * H, *b_hh = b_ih + G;
+    auto add_rows = [](float* m, const float* b, int64_t rows, int64_t width) {
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t j = 0; j < width; ++j) m[r * width + j] += b[j];
+    };
+    std::vector<float> ax(n * T * G), ah(T * n * G), gates(T * n * G),
+        hidden((T + 1) * n * H, 0.0f), y(dy.size(), -1.0f);
+    HostGemm(false, true, n * T, G, F, x.data(), w_ih, ax.data(), false);
+    add_rows(ax.data(), b_ih, n * T, G);
+    for (int64_t t = 0; t < T; ++t) {
+      HostGemm(false, true, n, G, H, hidden.data() + t * n * H, w_hh, ah.data() + t * n * G, false);
+      add_rows(ah.data() + t * n * G, b_hh, n, G);
+      ASSERT_EQ(LaunchGruStepForward(sh, n, t, ax.data(), ah.data() + t * n * G,
+                                     hidden.data() + t * n * H, gates.data() + t * n * G,
+                                     hidden.data() + (t + 1) * n * H, y.data(), kStream),
+                cudaSuccess);
+    }
+    if (!sequences) std::copy(hidden.begin() + T * n * H, hidden.end(), y.begin());
+    for (size_t i = 0; i < y.size(); ++i) EXPECT_NEAR(y[i], want_y[i], 1e-5) << i;
+
+    std::vector<float> dh(n * H, 0.0f), direct(n * H), dax(n * T * G), dah(n * G),
+        dah_all(n * T * G), grads(params.size()), dx(x.size());
+    float *dw_ih = grads.data(), *dw_hh = dw_ih + G * F, *db_ih = dw_hh + G * H, *db_hh = db_ih + G;
+    for (int64_t t = T - 1; t >= 0; --t) {
+      ASSERT_EQ(
+          LaunchGruStepBackward(sh, n, t, gates.data() + t * n * G, ah.data() + t * n * G,
+                                hidden.data() + t * n * H, dy.data(), dh.data(), direct.data(),
+                                dax.data(), dah.data(), dah_all.data(), kStream),
+          cudaSuccess);
+      HostGemm(true, false, G, H, n, dah.data(), hidden.data() + t * n * H, dw_hh, t != T - 1);
+      dh = direct;
+      HostGemm(false, false, n, H, G, dah.data(), w_hh, dh.data(), true);
+    }
+    HostGemm(true, false, G, F, n * T, dax.data(), x.data(), dw_ih, false);
+    for (int64_t r = 0; r < n * T; ++r)
+      for (int64_t j = 0; j < G; ++j) {
+        db_ih[j] += dax[r * G + j];
+        db_hh[j] += dah_all[r * G + j];
+      }
+    HostGemm(false, false, n * T, F, G, dax.data(), w_ih, dx.data(), false);
     for (size_t i = 0; i < grads.size(); ++i) EXPECT_NEAR(grads[i], want_grads[i], 1e-4) << i;
     for (size_t i = 0; i < dx.size(); ++i) EXPECT_NEAR(dx[i], want_dx[i], 1e-5) << i;
   }

@@ -1,0 +1,35 @@
+// GRU on the CUDA backend (train/gru_math.h; the CPU engine's train/cpu/gru.h describes the layer
+// and its parameters): the input projection of every step and each step's recurrence are cuBLAS
+// GEMMs with the biases added by kernel, the gates and hidden states the step kernels of gru.cu,
+// with the CPU's arithmetic. Its buffers are allocated once, for max_batch samples.
+#pragma once
+
+#include "train/cuda/cuda_layer.h"
+#include "train/cuda/device_buffer.h"
+#include "train/cuda/kernels.h"
+
+namespace tributary::cuda {
+
+class Gru final : public CudaLayer {
+ public:
+  static Result<std::unique_ptr<Gru>> Create(const GruShape& shape, int64_t max_batch,
+                                             const CudaContext& ctx);
+  int64_t num_params() const override {
+    return 3 * sh_.units * (sh_.features + sh_.units) + 6 * sh_.units;
+  }
+  void Bind(float* params, float* grads) override;
+  Status Forward(const float* in, float* out, int64_t n) override;
+  Status Backward(const float* in, const float* out, const float* grad_out, float* grad_in,
+                  int64_t n) override;
+
+ private:
+  Gru(const GruShape& shape, const CudaContext& ctx) : sh_(shape), ctx_(ctx) {}
+  GruShape sh_;
+  const CudaContext& ctx_;
+  float *w_ih_ = nullptr, *w_hh_ = nullptr, *b_ih_ = nullptr, *b_hh_ = nullptr;
+  float *dw_ih_ = nullptr, *dw_hh_ = nullptr, *db_ih_ = nullptr, *db_hh_ = nullptr;
+  // As the CPU layer's buffers (train/cpu/gru.h).
+  DeviceBuffer<float> ax_, dax_, dah_all_, ah_, gates_, hidden_, dah_, dh_, direct_, bias_scratch_;
+};
+
+}  // namespace tributary::cuda
