@@ -14,14 +14,9 @@
 #include <cstdint>
 
 #include "train/activation_math.h"
+#include "train/recurrent_params.h"
 
 namespace tributary {
-
-// A layer's shape: as LstmShape (train/lstm_math.h).
-struct GruShape {
-  int64_t steps = 1, features = 1, units = 1;
-  bool sequences = false;
-};
 
 struct GruGates {
   float r, z, n;

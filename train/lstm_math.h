@@ -14,15 +14,9 @@
 #include <cstdint>
 
 #include "train/activation_math.h"
+#include "train/recurrent_params.h"
 
 namespace tributary {
-
-// A layer's shape: a sample is `steps` steps of `features` values; `units` hidden units; the output
-// is every step's hidden state (`sequences`) or the last one's.
-struct LstmShape {
-  int64_t steps = 1, features = 1, units = 1;
-  bool sequences = false;
-};
 
 struct LstmGates {
   float i, f, g, o;

@@ -202,7 +202,7 @@ TEST(LayerGradTest, EmbeddingLooksUpRowsAndSumsTheirGradients) {
 TEST(LayerGradTest, LstmThroughTime) {
   for (const bool sequences : {false, true}) {
     SCOPED_TRACE(sequences ? "every step" : "last step");
-    Lstm l(5, 4, 6, sequences);
+    Lstm l(RecurrentShape{5, 4, 6, sequences});
     ASSERT_EQ(l.num_params(), 4 * 6 * (4 + 6) + 8 * 6);
     CheckLayer(l, 3, 5 * 4, sequences ? 5 * 6 : 6, 2e-3, sequences ? 64 : 65);
   }
@@ -212,7 +212,7 @@ TEST(LayerGradTest, LstmThroughTime) {
 // double, over 7 steps.
 TEST(LayerGradTest, LstmMatchesTheEquationsInDouble) {
   const int64_t n = 2, T = 7, F = 3, H = 4, G = 4 * H;
-  Lstm l(T, F, H, true);
+  Lstm l(RecurrentShape{T, F, H, true});
   std::vector<float> params = Random(l.num_params(), 66, 0.5f), grads(params.size());
   l.Bind(params.data(), grads.data());
   const float *w_ih = params.data(), *w_hh = w_ih + G * F, *b_ih = w_hh + G * H, *b_hh = b_ih + G;
@@ -241,7 +241,7 @@ TEST(LayerGradTest, LstmMatchesTheEquationsInDouble) {
 TEST(LayerGradTest, GruThroughTime) {
   for (const bool sequences : {false, true}) {
     SCOPED_TRACE(sequences ? "every step" : "last step");
-    Gru g(GruShape{5, 4, 6, sequences});
+    Gru g(RecurrentShape{5, 4, 6, sequences});
     ASSERT_EQ(g.num_params(), 3 * 6 * (4 + 6) + 6 * 6);
     CheckLayer(g, 3, 5 * 4, sequences ? 5 * 6 : 6, 2e-3, sequences ? 68 : 69);
   }
@@ -251,7 +251,7 @@ TEST(LayerGradTest, GruThroughTime) {
 // W_hn h + b_hn), in double, over 7 steps.
 TEST(LayerGradTest, GruMatchesTheEquationsInDouble) {
   const int64_t n = 2, T = 7, F = 3, H = 4, G = 3 * H;
-  Gru g(GruShape{T, F, H, true});
+  Gru g(RecurrentShape{T, F, H, true});
   std::vector<float> params = Random(g.num_params(), 70, 0.5f), grads(params.size());
   g.Bind(params.data(), grads.data());
   const float *w_ih = params.data(), *w_hh = w_ih + G * F, *b_ih = w_hh + G * H, *b_hh = b_ih + G;

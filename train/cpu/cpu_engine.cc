@@ -90,11 +90,12 @@ Status CpuEngine::BuildReplica(Replica* r, int64_t shard_max, float* grads) {
         layer = std::make_unique<Embedding>(in.numel(), l.vocab, l.out_features);
         break;
       case LayerKind::kLstm:
-        layer = std::make_unique<Lstm>(in.h, in.w * in.c, l.out_features, l.return_sequences);
+        layer = std::make_unique<Lstm>(
+            RecurrentShape{in.h, in.w * in.c, l.out_features, l.return_sequences});
         break;
       case LayerKind::kGru:
-        layer =
-            std::make_unique<Gru>(GruShape{in.h, in.w * in.c, l.out_features, l.return_sequences});
+        layer = std::make_unique<Gru>(
+            RecurrentShape{in.h, in.w * in.c, l.out_features, l.return_sequences});
         break;
       case LayerKind::kMaxPool2D:
         layer = std::make_unique<MaxPool2D>(in.h, in.w, in.c, l.kernel, shard_max);

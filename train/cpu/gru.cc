@@ -22,33 +22,21 @@ void GruColumnSums(const float* m, int64_t rows, int64_t width, float* db) {
 
 }  // namespace
 
-void Gru::Bind(float* params, float* grads) {
-  const int64_t g = 3 * sh_.units;
-  w_ih_ = params;
-  w_hh_ = w_ih_ + g * sh_.features;
-  b_ih_ = w_hh_ + g * sh_.units;
-  b_hh_ = b_ih_ + g;
-  dw_ih_ = grads;
-  dw_hh_ = dw_ih_ + g * sh_.features;
-  db_ih_ = dw_hh_ + g * sh_.units;
-  db_hh_ = db_ih_ + g;
-}
-
 void Gru::Forward(const float* in, float* out, int64_t n) {
   const int64_t T = sh_.steps, H = sh_.units, G = 3 * H;
   ax_.resize(static_cast<size_t>(n * T * G));
   ah_.resize(static_cast<size_t>(T * n * G));
   gates_.resize(static_cast<size_t>(T * n * G));
   hidden_.assign(static_cast<size_t>((T + 1) * n * H), 0.0f);
-  Gemm(false, true, n * T, G, sh_.features, in, w_ih_, ax_.data(), false);  // x W_ih^T
-  GruAddRows(ax_.data(), b_ih_, n * T, G);
+  Gemm(false, true, n * T, G, sh_.features, in, p_.w_ih, ax_.data(), false);  // x W_ih^T
+  GruAddRows(ax_.data(), p_.b_ih, n * T, G);
   for (int64_t t = 0; t < T; ++t) {
     const float* h_prev = hidden_.data() + t * n * H;
     float* h_next = hidden_.data() + (t + 1) * n * H;
     float* ah = ah_.data() + t * n * G;
     float* gates = gates_.data() + t * n * G;
-    Gemm(false, true, n, G, H, h_prev, w_hh_, ah, false);  // h W_hh^T
-    GruAddRows(ah, b_hh_, n, G);
+    Gemm(false, true, n, G, H, h_prev, p_.w_hh, ah, false);  // h W_hh^T
+    GruAddRows(ah, p_.b_hh, n, G);
     for (int64_t s = 0; s < n; ++s) {
       const float* ax = ax_.data() + (s * T + t) * G;
       const float* as = ah + s * G;
@@ -99,14 +87,14 @@ void Gru::Backward(const float* in, const float*, const float* grad_out, float* 
       std::copy(dh3, dh3 + G, dah_all_.data() + (s * T + t) * G);
     }
     // dW_hh (+)= dah^T h_{t-1}; h_{t-1}'s gradient: dah W_hh plus the direct part.
-    Gemm(true, false, G, H, n, dah_.data(), h_prev, dw_hh_, t != T - 1);
-    Gemm(false, false, n, H, G, dah_.data(), w_hh_, dh_.data(), false);
+    Gemm(true, false, G, H, n, dah_.data(), h_prev, d_.w_hh, t != T - 1);
+    Gemm(false, false, n, H, G, dah_.data(), p_.w_hh, dh_.data(), false);
     for (int64_t i = 0; i < n * H; ++i) dh_[i] += direct_[i];
   }
-  Gemm(true, false, G, sh_.features, n * T, dax_.data(), in, dw_ih_, false);  // dax^T x
-  GruColumnSums(dax_.data(), n * T, G, db_ih_);
-  GruColumnSums(dah_all_.data(), n * T, G, db_hh_);
-  if (grad_in) Gemm(false, false, n * T, sh_.features, G, dax_.data(), w_ih_, grad_in, false);
+  Gemm(true, false, G, sh_.features, n * T, dax_.data(), in, d_.w_ih, false);  // dax^T x
+  GruColumnSums(dax_.data(), n * T, G, d_.b_ih);
+  GruColumnSums(dah_all_.data(), n * T, G, d_.b_hh);
+  if (grad_in) Gemm(false, false, n * T, sh_.features, G, dax_.data(), p_.w_ih, grad_in, false);
 }
 
 }  // namespace tributary::cpu

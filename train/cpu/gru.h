@@ -10,24 +10,25 @@
 
 #include "train/cpu/cpu_layer.h"
 #include "train/gru_math.h"
+#include "train/recurrent_params.h"
 
 namespace tributary::cpu {
 
 class Gru final : public CpuLayer {
  public:
-  explicit Gru(const GruShape& shape) : sh_(shape) {}
-  int64_t num_params() const override {
-    return 3 * sh_.units * (sh_.features + sh_.units) + 6 * sh_.units;
+  explicit Gru(const RecurrentShape& shape) : sh_(shape) {}
+  int64_t num_params() const override { return RecurrentParams::Count(3 * sh_.units, sh_); }
+  void Bind(float* params, float* grads) override {
+    p_ = RecurrentParams::In(params, 3 * sh_.units, sh_);
+    d_ = RecurrentParams::In(grads, 3 * sh_.units, sh_);
   }
-  void Bind(float* params, float* grads) override;
   void Forward(const float* in, float* out, int64_t n) override;
   void Backward(const float* in, const float* out, const float* grad_out, float* grad_in,
                 int64_t n) override;
 
  private:
-  GruShape sh_;
-  float *w_ih_ = nullptr, *w_hh_ = nullptr, *b_ih_ = nullptr, *b_hh_ = nullptr;
-  float *dw_ih_ = nullptr, *dw_hh_ = nullptr, *db_ih_ = nullptr, *db_hh_ = nullptr;
+  RecurrentShape sh_;
+  RecurrentParams p_, d_;  // the parameters and their gradients
   // ax_, dax_, dah_all_: [n * steps, 3 units] sample-major; ah_ and gates_ [steps][n][3 units];
   // hidden_ [steps + 1][n][units] (step 0 the zero state); dah_ [n, 3 units]; dh_, direct_ [n,
   // units].

@@ -7,33 +7,22 @@
 
 namespace tributary::cpu {
 
-void Lstm::Bind(float* params, float* grads) {
-  const int64_t g = 4 * units_;
-  w_ih_ = params;
-  w_hh_ = w_ih_ + g * features_;
-  b_ih_ = w_hh_ + g * units_;
-  b_hh_ = b_ih_ + g;
-  dw_ih_ = grads;
-  dw_hh_ = dw_ih_ + g * features_;
-  db_ih_ = dw_hh_ + g * units_;
-  db_hh_ = db_ih_ + g;
-}
-
 void Lstm::Forward(const float* in, float* out, int64_t n) {
-  const int64_t T = steps_, H = units_, G = 4 * units_;
+  const int64_t T = sh_.steps, H = sh_.units, G = 4 * sh_.units;
   zx_.resize(static_cast<size_t>(n * T * G));
   gates_.resize(static_cast<size_t>(T * n * G));
   cells_.assign(static_cast<size_t>((T + 1) * n * H), 0.0f);
   hidden_.assign(static_cast<size_t>((T + 1) * n * H), 0.0f);
   z_.resize(static_cast<size_t>(n * G));
-  Gemm(false, true, n * T, G, features_, in, w_ih_, zx_.data(), false);  // x W_ih^T, every step
+  Gemm(false, true, n * T, G, sh_.features, in, p_.w_ih, zx_.data(),
+       false);  // x W_ih^T, every step
   for (int64_t t = 0; t < T; ++t) {
     for (int64_t s = 0; s < n; ++s) {
       const float* zx = zx_.data() + (s * T + t) * G;
       float* z = z_.data() + s * G;
-      for (int64_t j = 0; j < G; ++j) z[j] = zx[j] + b_ih_[j] + b_hh_[j];
+      for (int64_t j = 0; j < G; ++j) z[j] = zx[j] + p_.b_ih[j] + p_.b_hh[j];
     }
-    Gemm(false, true, n, G, H, At(hidden_, t, n, H), w_hh_, z_.data(), true);  // + h W_hh^T
+    Gemm(false, true, n, G, H, At(hidden_, t, n, H), p_.w_hh, z_.data(), true);  // + h W_hh^T
     const float* c_prev = At(cells_, t, n, H);
     float* c_next = At(cells_, t + 1, n, H);
     float* h_next = At(hidden_, t + 1, n, H);
@@ -51,15 +40,15 @@ void Lstm::Forward(const float* in, float* out, int64_t n) {
         c_next[s * H + u] = c;
         h_next[s * H + u] = LstmHiddenOf(g, c);
       }
-      if (sequences_) std::copy(h_next + s * H, h_next + (s + 1) * H, out + (s * T + t) * H);
+      if (sh_.sequences) std::copy(h_next + s * H, h_next + (s + 1) * H, out + (s * T + t) * H);
     }
   }
-  if (!sequences_) std::copy(At(hidden_, T, n, H), At(hidden_, T, n, H) + n * H, out);
+  if (!sh_.sequences) std::copy(At(hidden_, T, n, H), At(hidden_, T, n, H) + n * H, out);
 }
 
 void Lstm::Backward(const float* in, const float*, const float* grad_out, float* grad_in,
                     int64_t n) {
-  const int64_t T = steps_, H = units_, G = 4 * units_;
+  const int64_t T = sh_.steps, H = sh_.units, G = 4 * sh_.units;
   dz_all_.resize(static_cast<size_t>(n * T * G));
   dh_.assign(static_cast<size_t>(n * H), 0.0f);
   dc_.assign(static_cast<size_t>(n * H), 0.0f);
@@ -69,9 +58,9 @@ void Lstm::Backward(const float* in, const float*, const float* grad_out, float*
     const float* c_now = At(cells_, t + 1, n, H);
     for (int64_t s = 0; s < n; ++s) {
       const float* a = gates + s * G;
-      const float* dy = sequences_   ? grad_out + (s * T + t) * H
-                        : t == T - 1 ? grad_out + s * H
-                                     : nullptr;
+      const float* dy = sh_.sequences ? grad_out + (s * T + t) * H
+                        : t == T - 1  ? grad_out + s * H
+                                      : nullptr;
       float* dz = z_.data() + s * G;
       for (int64_t u = 0; u < H; ++u) {
         const float dh = dy ? dh_[s * H + u] + dy[u] : dh_[s * H + u];
@@ -84,17 +73,17 @@ void Lstm::Backward(const float* in, const float*, const float* grad_out, float*
       std::copy(dz, dz + G, dz_all_.data() + (s * T + t) * G);
     }
     // dW_hh += dz^T h_{t-1}; the gradient reaching h_{t-1}: dz W_hh.
-    Gemm(true, false, G, H, n, z_.data(), At(hidden_, t, n, H), dw_hh_, t != T - 1);
-    Gemm(false, false, n, H, G, z_.data(), w_hh_, dh_.data(), false);
+    Gemm(true, false, G, H, n, z_.data(), At(hidden_, t, n, H), d_.w_hh, t != T - 1);
+    Gemm(false, false, n, H, G, z_.data(), p_.w_hh, dh_.data(), false);
   }
-  Gemm(true, false, G, features_, n * T, dz_all_.data(), in, dw_ih_, false);  // dz^T x
-  std::fill(db_ih_, db_ih_ + G, 0.0f);
+  Gemm(true, false, G, sh_.features, n * T, dz_all_.data(), in, d_.w_ih, false);  // dz^T x
+  std::fill(d_.b_ih, d_.b_ih + G, 0.0f);
   for (int64_t r = 0; r < n * T; ++r) {
     const float* dz = dz_all_.data() + r * G;
-    for (int64_t j = 0; j < G; ++j) db_ih_[j] += dz[j];
+    for (int64_t j = 0; j < G; ++j) d_.b_ih[j] += dz[j];
   }
-  std::copy(db_ih_, db_ih_ + G, db_hh_);
-  if (grad_in) Gemm(false, false, n * T, features_, G, dz_all_.data(), w_ih_, grad_in, false);
+  std::copy(d_.b_ih, d_.b_ih + G, d_.b_hh);
+  if (grad_in) Gemm(false, false, n * T, sh_.features, G, dz_all_.data(), p_.w_ih, grad_in, false);
 }
 
 }  // namespace tributary::cpu

@@ -10,15 +10,18 @@
 #pragma once
 
 #include "train/cpu/cpu_layer.h"
+#include "train/recurrent_params.h"
 
 namespace tributary::cpu {
 
 class Lstm final : public CpuLayer {
  public:
-  Lstm(int64_t steps, int64_t features, int64_t units, bool sequences)
-      : steps_(steps), features_(features), units_(units), sequences_(sequences) {}
-  int64_t num_params() const override { return 4 * units_ * (features_ + units_) + 8 * units_; }
-  void Bind(float* params, float* grads) override;
+  explicit Lstm(const RecurrentShape& shape) : sh_(shape) {}
+  int64_t num_params() const override { return RecurrentParams::Count(4 * sh_.units, sh_); }
+  void Bind(float* params, float* grads) override {
+    p_ = RecurrentParams::In(params, 4 * sh_.units, sh_);
+    d_ = RecurrentParams::In(grads, 4 * sh_.units, sh_);
+  }
   void Forward(const float* in, float* out, int64_t n) override;
   void Backward(const float* in, const float* out, const float* grad_out, float* grad_in,
                 int64_t n) override;
@@ -28,10 +31,8 @@ class Lstm final : public CpuLayer {
   float* At(AlignedVector& v, int64_t t, int64_t n, int64_t width) {
     return v.data() + t * n * width;
   }
-  int64_t steps_, features_, units_;
-  bool sequences_;
-  float *w_ih_ = nullptr, *w_hh_ = nullptr, *b_ih_ = nullptr, *b_hh_ = nullptr;
-  float *dw_ih_ = nullptr, *dw_hh_ = nullptr, *db_ih_ = nullptr, *db_hh_ = nullptr;
+  RecurrentShape sh_;
+  RecurrentParams p_, d_;  // the parameters and their gradients
   // zx_, dz_all_: [n * steps, 4 units], sample-major; gates_ [steps][n][4 units]; cells_ and
   // hidden_ [steps + 1][n][units] (step 0 the zero state); z_ [n, 4 units]; dh_, dc_ [n, units].
   AlignedVector zx_, dz_all_, gates_, cells_, hidden_, z_, dh_, dc_;

@@ -33,15 +33,17 @@ Result<std::unique_ptr<CudaLayer>> MakeCudaLayer(const LayerSpec& spec, const Sh
       return std::unique_ptr<CudaLayer>(
           std::make_unique<Embedding>(in.numel(), spec.vocab, spec.out_features, ctx));
     case LayerKind::kLstm: {
-      TRIB_ASSIGN_OR_RETURN(auto layer, Lstm::Create(LstmShape{in.h, in.w * in.c, spec.out_features,
-                                                               spec.return_sequences},
-                                                     max_batch, ctx));
+      TRIB_ASSIGN_OR_RETURN(
+          auto layer,
+          Lstm::Create(RecurrentShape{in.h, in.w * in.c, spec.out_features, spec.return_sequences},
+                       max_batch, ctx));
       return std::unique_ptr<CudaLayer>(std::move(layer));
     }
     case LayerKind::kGru: {
-      TRIB_ASSIGN_OR_RETURN(auto layer, Gru::Create(GruShape{in.h, in.w * in.c, spec.out_features,
-                                                             spec.return_sequences},
-                                                    max_batch, ctx));
+      TRIB_ASSIGN_OR_RETURN(
+          auto layer,
+          Gru::Create(RecurrentShape{in.h, in.w * in.c, spec.out_features, spec.return_sequences},
+                      max_batch, ctx));
       return std::unique_ptr<CudaLayer>(std::move(layer));
     }
     case LayerKind::kMaxPool2D: {

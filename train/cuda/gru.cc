@@ -5,7 +5,7 @@
 
 namespace tributary::cuda {
 
-Result<std::unique_ptr<Gru>> Gru::Create(const GruShape& shape, int64_t max_batch,
+Result<std::unique_ptr<Gru>> Gru::Create(const RecurrentShape& shape, int64_t max_batch,
                                          const CudaContext& ctx) {
   std::unique_ptr<Gru> l(new Gru(shape, ctx));
   const auto n = static_cast<size_t>(max_batch), T = static_cast<size_t>(shape.steps),
@@ -21,31 +21,19 @@ Result<std::unique_ptr<Gru>> Gru::Create(const GruShape& shape, int64_t max_batc
   return l;
 }
 
-void Gru::Bind(float* params, float* grads) {
-  const int64_t g = 3 * sh_.units;
-  w_ih_ = params;
-  w_hh_ = w_ih_ + g * sh_.features;
-  b_ih_ = w_hh_ + g * sh_.units;
-  b_hh_ = b_ih_ + g;
-  dw_ih_ = grads;
-  dw_hh_ = dw_ih_ + g * sh_.features;
-  db_ih_ = dw_hh_ + g * sh_.units;
-  db_hh_ = db_ih_ + g;
-}
-
 Status Gru::Forward(const float* in, float* out, int64_t n) {
   const int64_t T = sh_.steps, H = sh_.units, G = 3 * H, F = sh_.features;
   const cudaStream_t stream = ctx_.stream();
   CUDA_CHECK(
       cudaMemsetAsync(hidden_.data(), 0, static_cast<size_t>(n * H) * sizeof(float), stream));
-  TRIB_RETURN_IF_ERROR(GemmRowMajor(ctx_.cublas(), false, true, n * T, G, F, 1.0f, in, F, w_ih_, F,
-                                    0.0f, ax_.data(), G));
-  CUDA_CHECK(LaunchBiasAdd(ax_.data(), b_ih_, n * T, G, stream));
+  TRIB_RETURN_IF_ERROR(GemmRowMajor(ctx_.cublas(), false, true, n * T, G, F, 1.0f, in, F, p_.w_ih,
+                                    F, 0.0f, ax_.data(), G));
+  CUDA_CHECK(LaunchBiasAdd(ax_.data(), p_.b_ih, n * T, G, stream));
   for (int64_t t = 0; t < T; ++t) {
     float* ah = ah_.data() + t * n * G;
     TRIB_RETURN_IF_ERROR(GemmRowMajor(ctx_.cublas(), false, true, n, G, H, 1.0f,
-                                      hidden_.data() + t * n * H, H, w_hh_, H, 0.0f, ah, G));
-    CUDA_CHECK(LaunchBiasAdd(ah, b_hh_, n, G, stream));
+                                      hidden_.data() + t * n * H, H, p_.w_hh, H, 0.0f, ah, G));
+    CUDA_CHECK(LaunchBiasAdd(ah, p_.b_hh, n, G, stream));
     CUDA_CHECK(LaunchGruStepForward(sh_, n, t, ax_.data(), ah, hidden_.data() + t * n * H,
                                     gates_.data() + t * n * G, hidden_.data() + (t + 1) * n * H,
                                     out, stream));
@@ -70,19 +58,19 @@ Status Gru::Backward(const float* in, const float*, const float* grad_out, float
                                      dah_.data(), dah_all_.data(), stream));
     // dW_hh (+)= dah^T h_{t-1}; h_{t-1}'s gradient: the direct part + dah W_hh.
     TRIB_RETURN_IF_ERROR(GemmRowMajor(ctx_.cublas(), true, false, G, H, n, 1.0f, dah_.data(), G,
-                                      h_prev, H, t == T - 1 ? 0.0f : 1.0f, dw_hh_, H));
+                                      h_prev, H, t == T - 1 ? 0.0f : 1.0f, d_.w_hh, H));
     CUDA_CHECK(
         cudaMemcpyAsync(dh_.data(), direct_.data(), state_bytes, cudaMemcpyDeviceToDevice, stream));
     TRIB_RETURN_IF_ERROR(GemmRowMajor(ctx_.cublas(), false, false, n, H, G, 1.0f, dah_.data(), G,
-                                      w_hh_, H, 1.0f, dh_.data(), H));
+                                      p_.w_hh, H, 1.0f, dh_.data(), H));
   }
   TRIB_RETURN_IF_ERROR(GemmRowMajor(ctx_.cublas(), true, false, G, F, n * T, 1.0f, dax_.data(), G,
-                                    in, F, 0.0f, dw_ih_, F));
-  CUDA_CHECK(LaunchBiasGrad(dax_.data(), n * T, G, bias_scratch_.data(), db_ih_, stream));
-  CUDA_CHECK(LaunchBiasGrad(dah_all_.data(), n * T, G, bias_scratch_.data(), db_hh_, stream));
+                                    in, F, 0.0f, d_.w_ih, F));
+  CUDA_CHECK(LaunchBiasGrad(dax_.data(), n * T, G, bias_scratch_.data(), d_.b_ih, stream));
+  CUDA_CHECK(LaunchBiasGrad(dah_all_.data(), n * T, G, bias_scratch_.data(), d_.b_hh, stream));
   if (grad_in != nullptr)
     TRIB_RETURN_IF_ERROR(GemmRowMajor(ctx_.cublas(), false, false, n * T, F, G, 1.0f, dax_.data(),
-                                      G, w_ih_, F, 0.0f, grad_in, F));
+                                      G, p_.w_ih, F, 0.0f, grad_in, F));
   return Status::Ok();
 }
 

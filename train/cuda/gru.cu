@@ -8,7 +8,7 @@
 namespace tributary::cuda {
 namespace {
 
-__global__ void GruStepForwardKernel(GruShape sh, int64_t n, int64_t t,
+__global__ void GruStepForwardKernel(RecurrentShape sh, int64_t n, int64_t t,
                                      const float* __restrict__ ax, const float* __restrict__ ah,
                                      const float* __restrict__ h_prev, float* __restrict__ gates,
                                      float* __restrict__ h_next, float* __restrict__ out) {
@@ -28,7 +28,7 @@ __global__ void GruStepForwardKernel(GruShape sh, int64_t n, int64_t t,
   }
 }
 
-__global__ void GruStepBackwardKernel(GruShape sh, int64_t n, int64_t t,
+__global__ void GruStepBackwardKernel(RecurrentShape sh, int64_t n, int64_t t,
                                       const float* __restrict__ gates, const float* __restrict__ ah,
                                       const float* __restrict__ h_prev,
                                       const float* __restrict__ grad_out,
@@ -56,7 +56,7 @@ __global__ void GruStepBackwardKernel(GruShape sh, int64_t n, int64_t t,
 
 }  // namespace
 
-cudaError_t LaunchGruStepForward(const GruShape& sh, int64_t n, int64_t t, const float* ax,
+cudaError_t LaunchGruStepForward(const RecurrentShape& sh, int64_t n, int64_t t, const float* ax,
                                  const float* ah, const float* h_prev, float* gates, float* h_next,
                                  float* out, cudaStream_t stream) {
   TRIB_LAUNCH(GruStepForwardKernel, GridFor(n * sh.units), kThreads, stream)
@@ -64,10 +64,10 @@ cudaError_t LaunchGruStepForward(const GruShape& sh, int64_t n, int64_t t, const
   return LaunchStatus();
 }
 
-cudaError_t LaunchGruStepBackward(const GruShape& sh, int64_t n, int64_t t, const float* gates,
-                                  const float* ah, const float* h_prev, const float* grad_out,
-                                  const float* dh, float* direct, float* dax, float* dah,
-                                  float* dah_all, cudaStream_t stream) {
+cudaError_t LaunchGruStepBackward(const RecurrentShape& sh, int64_t n, int64_t t,
+                                  const float* gates, const float* ah, const float* h_prev,
+                                  const float* grad_out, const float* dh, float* direct, float* dax,
+                                  float* dah, float* dah_all, cudaStream_t stream) {
   TRIB_LAUNCH(GruStepBackwardKernel, GridFor(n * sh.units), kThreads, stream)
   (sh, n, t, gates, ah, h_prev, grad_out, dh, direct, dax, dah, dah_all);
   return LaunchStatus();

@@ -12,22 +12,22 @@ namespace tributary::cuda {
 
 class Gru final : public CudaLayer {
  public:
-  static Result<std::unique_ptr<Gru>> Create(const GruShape& shape, int64_t max_batch,
+  static Result<std::unique_ptr<Gru>> Create(const RecurrentShape& shape, int64_t max_batch,
                                              const CudaContext& ctx);
-  int64_t num_params() const override {
-    return 3 * sh_.units * (sh_.features + sh_.units) + 6 * sh_.units;
+  int64_t num_params() const override { return RecurrentParams::Count(3 * sh_.units, sh_); }
+  void Bind(float* params, float* grads) override {
+    p_ = RecurrentParams::In(params, 3 * sh_.units, sh_);
+    d_ = RecurrentParams::In(grads, 3 * sh_.units, sh_);
   }
-  void Bind(float* params, float* grads) override;
   Status Forward(const float* in, float* out, int64_t n) override;
   Status Backward(const float* in, const float* out, const float* grad_out, float* grad_in,
                   int64_t n) override;
 
  private:
-  Gru(const GruShape& shape, const CudaContext& ctx) : sh_(shape), ctx_(ctx) {}
-  GruShape sh_;
+  Gru(const RecurrentShape& shape, const CudaContext& ctx) : sh_(shape), ctx_(ctx) {}
+  RecurrentShape sh_;
   const CudaContext& ctx_;
-  float *w_ih_ = nullptr, *w_hh_ = nullptr, *b_ih_ = nullptr, *b_hh_ = nullptr;
-  float *dw_ih_ = nullptr, *dw_hh_ = nullptr, *db_ih_ = nullptr, *db_hh_ = nullptr;
+  RecurrentParams p_, d_;  // the parameters and their gradients
   // As the CPU layer's buffers (train/cpu/gru.h).
   DeviceBuffer<float> ax_, dax_, dah_all_, ah_, gates_, hidden_, dah_, dh_, direct_, bias_scratch_;
 };

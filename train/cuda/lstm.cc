@@ -5,7 +5,7 @@
 
 namespace tributary::cuda {
 
-Result<std::unique_ptr<Lstm>> Lstm::Create(const LstmShape& shape, int64_t max_batch,
+Result<std::unique_ptr<Lstm>> Lstm::Create(const RecurrentShape& shape, int64_t max_batch,
                                            const CudaContext& ctx) {
   std::unique_ptr<Lstm> l(new Lstm(shape, ctx));
   const auto n = static_cast<size_t>(max_batch), T = static_cast<size_t>(shape.steps),
@@ -23,18 +23,6 @@ Result<std::unique_ptr<Lstm>> Lstm::Create(const LstmShape& shape, int64_t max_b
   return l;
 }
 
-void Lstm::Bind(float* params, float* grads) {
-  const int64_t g = 4 * sh_.units;
-  w_ih_ = params;
-  w_hh_ = w_ih_ + g * sh_.features;
-  b_ih_ = w_hh_ + g * sh_.units;
-  b_hh_ = b_ih_ + g;
-  dw_ih_ = grads;
-  dw_hh_ = dw_ih_ + g * sh_.features;
-  db_ih_ = dw_hh_ + g * sh_.units;
-  db_hh_ = db_ih_ + g;
-}
-
 Status Lstm::Forward(const float* in, float* out, int64_t n) {
   const int64_t T = sh_.steps, H = sh_.units, G = 4 * H, F = sh_.features;
   const cudaStream_t stream = ctx_.stream();
@@ -43,13 +31,14 @@ Status Lstm::Forward(const float* in, float* out, int64_t n) {
   CUDA_CHECK(
       cudaMemsetAsync(hidden_.data(), 0, static_cast<size_t>(n * H) * sizeof(float), stream));
   // zx[n * T, G] = x[n * T, F] W_ih^T.
-  TRIB_RETURN_IF_ERROR(GemmRowMajor(ctx_.cublas(), false, true, n * T, G, F, 1.0f, in, F, w_ih_, F,
-                                    0.0f, zx_.data(), G));
+  TRIB_RETURN_IF_ERROR(GemmRowMajor(ctx_.cublas(), false, true, n * T, G, F, 1.0f, in, F, p_.w_ih,
+                                    F, 0.0f, zx_.data(), G));
   for (int64_t t = 0; t < T; ++t) {
-    CUDA_CHECK(LaunchLstmStepInput(sh_, n, t, zx_.data(), b_ih_, b_hh_, z_.data(), stream));
+    CUDA_CHECK(LaunchLstmStepInput(sh_, n, t, zx_.data(), p_.b_ih, p_.b_hh, z_.data(), stream));
     // z += h_{t-1} W_hh^T.
     TRIB_RETURN_IF_ERROR(GemmRowMajor(ctx_.cublas(), false, true, n, G, H, 1.0f,
-                                      hidden_.data() + t * n * H, H, w_hh_, H, 1.0f, z_.data(), G));
+                                      hidden_.data() + t * n * H, H, p_.w_hh, H, 1.0f, z_.data(),
+                                      G));
     CUDA_CHECK(LaunchLstmStepForward(sh_, n, t, z_.data(), cells_.data() + t * n * H,
                                      gates_.data() + t * n * G, cells_.data() + (t + 1) * n * H,
                                      hidden_.data() + (t + 1) * n * H, out, stream));
@@ -75,18 +64,18 @@ Status Lstm::Backward(const float* in, const float*, const float* grad_out, floa
     // dW_hh (+)= dz^T h_{t-1}; the gradient reaching h_{t-1}: dz W_hh.
     TRIB_RETURN_IF_ERROR(GemmRowMajor(ctx_.cublas(), true, false, G, H, n, 1.0f, z_.data(), G,
                                       hidden_.data() + t * n * H, H, t == T - 1 ? 0.0f : 1.0f,
-                                      dw_hh_, H));
+                                      d_.w_hh, H));
     TRIB_RETURN_IF_ERROR(GemmRowMajor(ctx_.cublas(), false, false, n, H, G, 1.0f, z_.data(), G,
-                                      w_hh_, H, 0.0f, dh_.data(), H));
+                                      p_.w_hh, H, 0.0f, dh_.data(), H));
   }
   TRIB_RETURN_IF_ERROR(GemmRowMajor(ctx_.cublas(), true, false, G, F, n * T, 1.0f, dz_all_.data(),
-                                    G, in, F, 0.0f, dw_ih_, F));
-  CUDA_CHECK(LaunchBiasGrad(dz_all_.data(), n * T, G, bias_scratch_.data(), db_ih_, stream));
-  CUDA_CHECK(cudaMemcpyAsync(db_hh_, db_ih_, static_cast<size_t>(G) * sizeof(float),
+                                    G, in, F, 0.0f, d_.w_ih, F));
+  CUDA_CHECK(LaunchBiasGrad(dz_all_.data(), n * T, G, bias_scratch_.data(), d_.b_ih, stream));
+  CUDA_CHECK(cudaMemcpyAsync(d_.b_hh, d_.b_ih, static_cast<size_t>(G) * sizeof(float),
                              cudaMemcpyDeviceToDevice, stream));
   if (grad_in != nullptr)
     TRIB_RETURN_IF_ERROR(GemmRowMajor(ctx_.cublas(), false, false, n * T, F, G, 1.0f,
-                                      dz_all_.data(), G, w_ih_, F, 0.0f, grad_in, F));
+                                      dz_all_.data(), G, p_.w_ih, F, 0.0f, grad_in, F));
   return Status::Ok();
 }
 

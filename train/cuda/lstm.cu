@@ -8,7 +8,7 @@
 namespace tributary::cuda {
 namespace {
 
-__global__ void LstmStepInputKernel(LstmShape sh, int64_t n, int64_t t,
+__global__ void LstmStepInputKernel(RecurrentShape sh, int64_t n, int64_t t,
                                     const float* __restrict__ zx, const float* __restrict__ b_ih,
                                     const float* __restrict__ b_hh, float* __restrict__ z) {
   const int64_t G = 4 * sh.units;
@@ -18,7 +18,7 @@ __global__ void LstmStepInputKernel(LstmShape sh, int64_t n, int64_t t,
   }
 }
 
-__global__ void LstmStepForwardKernel(LstmShape sh, int64_t n, int64_t t,
+__global__ void LstmStepForwardKernel(RecurrentShape sh, int64_t n, int64_t t,
                                       const float* __restrict__ z, const float* __restrict__ c_prev,
                                       float* __restrict__ gates, float* __restrict__ c_next,
                                       float* __restrict__ h_next, float* __restrict__ out) {
@@ -40,7 +40,7 @@ __global__ void LstmStepForwardKernel(LstmShape sh, int64_t n, int64_t t,
   }
 }
 
-__global__ void LstmStepBackwardKernel(LstmShape sh, int64_t n, int64_t t,
+__global__ void LstmStepBackwardKernel(RecurrentShape sh, int64_t n, int64_t t,
                                        const float* __restrict__ gates,
                                        const float* __restrict__ c_prev,
                                        const float* __restrict__ c_now,
@@ -67,7 +67,7 @@ __global__ void LstmStepBackwardKernel(LstmShape sh, int64_t n, int64_t t,
 
 }  // namespace
 
-cudaError_t LaunchLstmStepInput(const LstmShape& sh, int64_t n, int64_t t, const float* zx,
+cudaError_t LaunchLstmStepInput(const RecurrentShape& sh, int64_t n, int64_t t, const float* zx,
                                 const float* b_ih, const float* b_hh, float* z,
                                 cudaStream_t stream) {
   TRIB_LAUNCH(LstmStepInputKernel, GridFor(n * 4 * sh.units), kThreads, stream)
@@ -75,7 +75,7 @@ cudaError_t LaunchLstmStepInput(const LstmShape& sh, int64_t n, int64_t t, const
   return LaunchStatus();
 }
 
-cudaError_t LaunchLstmStepForward(const LstmShape& sh, int64_t n, int64_t t, const float* z,
+cudaError_t LaunchLstmStepForward(const RecurrentShape& sh, int64_t n, int64_t t, const float* z,
                                   const float* c_prev, float* gates, float* c_next, float* h_next,
                                   float* out, cudaStream_t stream) {
   TRIB_LAUNCH(LstmStepForwardKernel, GridFor(n * sh.units), kThreads, stream)
@@ -83,10 +83,10 @@ cudaError_t LaunchLstmStepForward(const LstmShape& sh, int64_t n, int64_t t, con
   return LaunchStatus();
 }
 
-cudaError_t LaunchLstmStepBackward(const LstmShape& sh, int64_t n, int64_t t, const float* gates,
-                                   const float* c_prev, const float* c_now, const float* grad_out,
-                                   const float* dh, float* dc, float* dz, float* dz_all,
-                                   cudaStream_t stream) {
+cudaError_t LaunchLstmStepBackward(const RecurrentShape& sh, int64_t n, int64_t t,
+                                   const float* gates, const float* c_prev, const float* c_now,
+                                   const float* grad_out, const float* dh, float* dc, float* dz,
+                                   float* dz_all, cudaStream_t stream) {
   TRIB_LAUNCH(LstmStepBackwardKernel, GridFor(n * sh.units), kThreads, stream)
   (sh, n, t, gates, c_prev, c_now, grad_out, dh, dc, dz, dz_all);
   return LaunchStatus();

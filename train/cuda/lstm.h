@@ -12,22 +12,22 @@ namespace tributary::cuda {
 
 class Lstm final : public CudaLayer {
  public:
-  static Result<std::unique_ptr<Lstm>> Create(const LstmShape& shape, int64_t max_batch,
+  static Result<std::unique_ptr<Lstm>> Create(const RecurrentShape& shape, int64_t max_batch,
                                               const CudaContext& ctx);
-  int64_t num_params() const override {
-    return 4 * sh_.units * (sh_.features + sh_.units) + 8 * sh_.units;
+  int64_t num_params() const override { return RecurrentParams::Count(4 * sh_.units, sh_); }
+  void Bind(float* params, float* grads) override {
+    p_ = RecurrentParams::In(params, 4 * sh_.units, sh_);
+    d_ = RecurrentParams::In(grads, 4 * sh_.units, sh_);
   }
-  void Bind(float* params, float* grads) override;
   Status Forward(const float* in, float* out, int64_t n) override;
   Status Backward(const float* in, const float* out, const float* grad_out, float* grad_in,
                   int64_t n) override;
 
  private:
-  Lstm(const LstmShape& shape, const CudaContext& ctx) : sh_(shape), ctx_(ctx) {}
-  LstmShape sh_;
+  Lstm(const RecurrentShape& shape, const CudaContext& ctx) : sh_(shape), ctx_(ctx) {}
+  RecurrentShape sh_;
   const CudaContext& ctx_;
-  float *w_ih_ = nullptr, *w_hh_ = nullptr, *b_ih_ = nullptr, *b_hh_ = nullptr;
-  float *dw_ih_ = nullptr, *dw_hh_ = nullptr, *db_ih_ = nullptr, *db_hh_ = nullptr;
+  RecurrentParams p_, d_;  // the parameters and their gradients
   // As the CPU layer's: zx_, dz_all_ [n * steps, 4 units] sample-major; gates_ [steps][n][4 units];
   // cells_, hidden_ [steps + 1][n][units]; z_ [n, 4 units]; dh_, dc_ [n, units].
   DeviceBuffer<float> zx_, dz_all_, gates_, cells_, hidden_, z_, dh_, dc_, bias_scratch_;

@@ -274,10 +274,10 @@ void HostGemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a,
 TEST(KernelEmulationTest, LstmStepsComposeToTheCpuLayer) {
   for (const bool sequences : {false, true}) {
     SCOPED_TRACE(sequences ? "every step" : "last step");
-    const LstmShape sh{6, 3, 5, sequences};
+    const RecurrentShape sh{6, 3, 5, sequences};
     const int64_t n = 4, T = sh.steps, F = sh.features, H = sh.units, G = 4 * H;
     const int64_t out_size = sequences ? T * H : H;
-    cpu::Lstm ref(T, F, H, sequences);
+    cpu::Lstm ref(sh);
     auto params = Random(static_cast<size_t>(ref.num_params()), 31, 0.4f);
     std::vector<float> want_grads(params.size());
     ref.Bind(params.data(), want_grads.data());
@@ -329,7 +329,7 @@ TEST(KernelEmulationTest, LstmStepsComposeToTheCpuLayer) {
 TEST(KernelEmulationTest, GruStepsComposeToTheCpuLayer) {
   for (const bool sequences : {false, true}) {
     SCOPED_TRACE(sequences ? "every step" : "last step");
-    const GruShape sh{6, 3, 5, sequences};
+    const RecurrentShape sh{6, 3, 5, sequences};
     const int64_t n = 4, T = sh.steps, F = sh.features, H = sh.units, G = 3 * H;
     const int64_t out_size = sequences ? T * H : H;
     cpu::Gru ref(sh);
