@@ -345,7 +345,7 @@ Status CheckSizes(const std::string& source, const ModelSpec& spec,
     if (l.kind == LayerKind::kEmbedding)
       params += static_cast<double>(l.vocab) * static_cast<double>(l.out_features);
     if (IsRecurrent(l.kind))
-      params += (l.kind == LayerKind::kLstm ? 4.0 : 3.0) * static_cast<double>(l.out_features) *
+      params += static_cast<double>(GatesPerUnit(l.kind)) * static_cast<double>(l.out_features) *
                 (static_cast<double>(in.w) * static_cast<double>(in.c) +
                  static_cast<double>(l.out_features) + 2.0);
     if (params > static_cast<double>(kMaxParameters))

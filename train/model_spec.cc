@@ -84,8 +84,7 @@ int64_t FanIn(const LayerSpec& l, const Shape3& in) {
 int64_t ForwardMacs(const LayerSpec& l, const Shape3& in, const Shape3& out) {
   if (HasWeightMatrix(l.kind)) return out.numel() * FanIn(l, in);
   if (IsRecurrent(l.kind))  // each step: x W_ih^T and h W_hh^T
-    return in.h * (l.kind == LayerKind::kLstm ? 4 : 3) * l.out_features *
-           (in.w * in.c + l.out_features);
+    return in.h * GatesPerUnit(l.kind) * l.out_features * (in.w * in.c + l.out_features);
   return 0;
 }
 
@@ -268,7 +267,7 @@ Result<ModelWeights::LayoutSpec> ParameterLayout(const ModelSpec& spec) {
     } else if (IsRecurrent(l.kind)) {
       // PyTorch's nn.LSTM and nn.GRU names (one layer: _l0), the gates' rows in PyTorch's order
       // (LSTM: i, f, g, o; GRU: r, z, n).
-      const int64_t gates = (l.kind == LayerKind::kLstm ? 4 : 3) * l.out_features;
+      const int64_t gates = GatesPerUnit(l.kind) * l.out_features;
       layout.emplace_back(l.name + ".weight_ih_l0", std::vector<int64_t>{gates, in.w * in.c});
       layout.emplace_back(l.name + ".weight_hh_l0", std::vector<int64_t>{gates, l.out_features});
       layout.emplace_back(l.name + ".bias_ih_l0", std::vector<int64_t>{gates});
@@ -328,7 +327,7 @@ Result<ModelWeights> InitWeights(const ModelSpec& spec, uint64_t seed) {
     } else if (IsRecurrent(l.kind)) {
       // PyTorch's nn.LSTM and nn.GRU: every tensor from U(-1/sqrt(units), 1/sqrt(units)).
       const float bound = 1.0f / std::sqrt(static_cast<float>(l.out_features));
-      for (size_t k = 0; k < 4; ++k, ++t)
+      for (int k = 0; k < ParameterTensorCount(l.kind); ++k, ++t)
         for (float& v : w.tensor(t)) v = (2.0f * rng.UniformFloat() - 1.0f) * bound;
     }
     in = shapes[i];

@@ -57,6 +57,8 @@ enum class LayerKind {
 inline bool IsRecurrent(LayerKind kind) {
   return kind == LayerKind::kLstm || kind == LayerKind::kGru;
 }
+// A recurrent layer's gate rows per unit: 4 for an LSTM (i, f, g, o), 3 for a GRU (r, z, n).
+inline int64_t GatesPerUnit(LayerKind kind) { return kind == LayerKind::kLstm ? 4 : 3; }
 
 std::string_view LayerKindName(LayerKind kind);
 // GroupNorm or LayerNorm: a layer with a gamma and a beta per channel.

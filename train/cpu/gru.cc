@@ -27,7 +27,8 @@ void Gru::Forward(const float* in, float* out, int64_t n) {
   ax_.resize(static_cast<size_t>(n * T * G));
   ah_.resize(static_cast<size_t>(T * n * G));
   gates_.resize(static_cast<size_t>(T * n * G));
-  hidden_.assign(static_cast<size_t>((T + 1) * n * H), 0.0f);
+  hidden_.resize(static_cast<size_t>((T + 1) * n * H));
+  std::fill(hidden_.begin(), hidden_.begin() + n * H, 0.0f);  // step 0: the zero state
   Gemm(false, true, n * T, G, sh_.features, in, p_.w_ih, ax_.data(), false);  // x W_ih^T
   GruAddRows(ax_.data(), p_.b_ih, n * T, G);
   for (int64_t t = 0; t < T; ++t) {

@@ -11,8 +11,11 @@ void Lstm::Forward(const float* in, float* out, int64_t n) {
   const int64_t T = sh_.steps, H = sh_.units, G = 4 * sh_.units;
   zx_.resize(static_cast<size_t>(n * T * G));
   gates_.resize(static_cast<size_t>(T * n * G));
-  cells_.assign(static_cast<size_t>((T + 1) * n * H), 0.0f);
-  hidden_.assign(static_cast<size_t>((T + 1) * n * H), 0.0f);
+  cells_.resize(static_cast<size_t>((T + 1) * n * H));
+  hidden_.resize(static_cast<size_t>((T + 1) * n * H));
+  // Step 0 is the zero state; each step below writes all of the next one.
+  std::fill(cells_.begin(), cells_.begin() + n * H, 0.0f);
+  std::fill(hidden_.begin(), hidden_.begin() + n * H, 0.0f);
   z_.resize(static_cast<size_t>(n * G));
   Gemm(false, true, n * T, G, sh_.features, in, p_.w_ih, zx_.data(),
        false);  // x W_ih^T, every step
