@@ -56,6 +56,10 @@ void BindClientConfig(ConfigSchema& s, ClientConfig* c) {
          "split learning: the device part holds layers 0 .. cut-1 (0: the model file's cut); the "
          "coordinator's split.cut")
       .Flag("--split-cut");
+  s.Bind("split.head", &c->split_head,
+         "split learning, U-shaped: this device also holds layers head .. end and keeps the "
+         "labels (0: off); the coordinator's split.head")
+      .Flag("--split-head");
   BindDataConfig(s, &c->data, /*partitioned=*/true);
   s.Bind("data.client_index", &c->client_index, "this client's share, in [0, data.num_clients)")
       .Flag("--client-index");
@@ -123,6 +127,10 @@ Status ValidateClientConfig(const ClientConfig& o) {
   if (o.split_cut < 0)
     return Bad("split.cut", "--split-cut",
                fmt::format("= {} must be >= 0 (0 = the model file's cut)", o.split_cut));
+  if (o.split_head < 0)
+    return Bad("split.head", "--split-head",
+               fmt::format("= {} must be >= 0 (0 = no head: the labels go to the server part)",
+                           o.split_head));
   return ToClientOptions(o, 0).Validate();
 }
 

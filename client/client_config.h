@@ -6,7 +6,7 @@
 //
 //   log_level, net.coordinator, net.server_name, net.heartbeat_interval_s, net.connect_timeout_s,
 //   tls.ca, tls.cert, tls.key, state_dir, device, train.threads, run.model, run.init_seed,
-//   split.enabled, split.cut,
+//   split.enabled, split.cut, split.head,
 //   data.* (train/data/data_config.h: the data set, or the user's own files with
 //   data.dataset = "files" and data.train, data.test, ...) plus data.client_index and
 //   data.eval_examples,
@@ -38,8 +38,9 @@ struct ClientConfig {
   int64_t threads = 0;  // train.threads
   std::string model = "mlp";
   uint64_t init_seed = 1;
-  bool split = false;     // split.enabled
-  int64_t split_cut = 0;  // split.cut
+  bool split = false;      // split.enabled
+  int64_t split_cut = 0;   // split.cut
+  int64_t split_head = 0;  // split.head (the U-shaped split; 0: off)
 
   DataConfig data;
   int64_t client_index = 0;

@@ -214,8 +214,9 @@ void RuntimeCore::OnMessage(uint64_t gen, Message message) {
       Log().info("the coordinator ended the run: {}", goodbye->reason);
       Finish(Status::Ok());
     }
-  } else if (auto* gradient = std::get_if<SplitGradient>(&message)) {
-    OnSplitGradient(std::move(*gradient));
+  } else if (std::holds_alternative<SplitGradient>(message) ||
+             std::holds_alternative<SplitActivations>(message)) {
+    OnSplitAnswer(std::move(message));
   } else if (auto* error = std::get_if<Error>(&message)) {
     OnCoordinatorError(*error);
   } else if (std::holds_alternative<Heartbeat>(message)) {
@@ -225,18 +226,17 @@ void RuntimeCore::OnMessage(uint64_t gen, Message message) {
   }
 }
 
-void RuntimeCore::OnSplitGradient(SplitGradient gradient) {
+void RuntimeCore::OnSplitAnswer(Message answer) {
   std::shared_ptr<NetworkSplitExchange> exchange;
   {
     std::lock_guard lock(split_mu_);
     exchange = split_exchange_;
   }
   if (!exchange) {
-    Log().warn("ignoring a SplitGradient for round {} batch {}: no split task is in progress",
-               gradient.round, gradient.batch);
+    Log().warn("ignoring a {}: no split task is in progress", MessageTypeName(TypeOf(answer)));
     return;
   }
-  exchange->Deliver(std::move(gradient));
+  exchange->Deliver(std::move(answer));
 }
 
 void RuntimeCore::SendOrReport(const Status& s, Message m) {

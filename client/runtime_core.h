@@ -83,8 +83,9 @@ class RuntimeCore : public std::enable_shared_from_this<RuntimeCore> {
   void Finish(Status result);
 
   void OnSecAgg(uint64_t gen, Message message);
-  // Split learning: the coordinator's gradient for the batch in flight.
-  void OnSplitGradient(SplitGradient gradient);
+  // Split learning: the coordinator's answer for the batch in flight (a SplitGradient, or in a
+  // U-shaped split also the server part's output, a SplitActivations).
+  void OnSplitAnswer(Message answer);
   void SendOrReport(const Status& s, Message m);
 
   // On the worker.

@@ -30,14 +30,18 @@ uint64_t MaxUpdateMessageBytes(const std::string& codec_spec, bool secagg, bool 
   return payload + payload / 64 + (uint64_t{512} << 10);
 }
 
-// The largest SplitActivations an honest client of a split run sends: one batch of the run's
-// batch size at the cut (8 bytes a value under any codec but dense's 4, as for updates), a label
-// a sample, and the message's own fields. 0 without split learning.
+// The largest split message an honest client of a split run sends: one batch of the run's batch
+// size at the cut, or in a U-shaped split at the larger of its two cuts (the head's gradient goes
+// up too), at 8 bytes a value under any codec but dense's 4, as for updates; a label a sample;
+// and the message's own fields. 0 without split learning.
 uint64_t MaxSplitBatchBytes(RunDriver& driver) {
   const SplitServer* split = driver.split_server();
   if (split == nullptr) return 0;
   const uint64_t batch = static_cast<uint64_t>(std::max(1, driver.config().round.fit.batch_size));
-  const uint64_t n = batch * static_cast<uint64_t>(split->split().cut_shape.numel());
+  const SplitModel& cut = split->split();
+  const int64_t widest = cut.u_shaped() ? std::max(cut.cut_shape.numel(), cut.head_shape.numel())
+                                        : cut.cut_shape.numel();
+  const uint64_t n = batch * static_cast<uint64_t>(widest);
   const uint64_t payload = 8 * n + batch;
   return payload + payload / 64 + (uint64_t{512} << 10);
 }
@@ -262,8 +266,10 @@ void CoordinatorService::OnMessage(Connection* key, Message msg) {
       if (Status st = e.OnSecAgg(id, m, now); !st.ok())
         Log().warn("client {}: {}", id, st.message());
     });
-  } else if (auto* a = std::get_if<SplitActivations>(&msg); a && driver_.split_server()) {
-    OnSplitBatch(s, std::move(*a));
+  } else if ((std::holds_alternative<SplitActivations>(msg) ||
+              std::holds_alternative<SplitGradient>(msg)) &&
+             driver_.split_server()) {
+    OnSplitBatch(s, std::move(msg));
   } else if (auto* hb = std::get_if<Heartbeat>(&msg)) {
     s.conn->Send(*hb);  // the echo: the client's liveness check and round-trip measurement
   } else if (auto* e = std::get_if<Error>(&msg)) {
@@ -276,27 +282,27 @@ void CoordinatorService::OnMessage(Connection* key, Message msg) {
   }
 }
 
-void CoordinatorService::OnSplitBatch(Session& s, SplitActivations batch) {
+void CoordinatorService::OnSplitBatch(Session& s, Message batch) {
   if (s.split_in_flight) {
     Refuse(s, ErrorCode::kProtocolViolation,
-           "split batch " + std::to_string(batch.batch) +
-               " arrived before the gradient of the one before it");
+           MessageTypeName(TypeOf(batch)) +
+               " arrived before the server part answered the one before it");
     return;
   }
   s.split_in_flight = true;
   asio::post(split_executor_, [self = shared_from_this(), conn = s.conn, id = s.id,
                                batch = std::move(batch)]() mutable {
     SplitServer* split = self->driver_.split_server();
-    Result<SplitGradient> g = split->OnActivations(id, batch);
-    asio::post(self->io_strand_, [self, conn, g = std::move(g)]() mutable {
+    Result<Message> answer = split->OnMessage(id, batch);
+    asio::post(self->io_strand_, [self, conn, answer = std::move(answer)]() mutable {
       auto it = self->sessions_.find(conn.get());
       if (it == self->sessions_.end() || it->second.conn != conn || self->closed_) return;
       Session& session = it->second;
       session.split_in_flight = false;
-      if (g.ok()) {
-        session.conn->Send(std::move(*g));
+      if (answer.ok()) {
+        session.conn->Send(std::move(*answer));
       } else {
-        self->Refuse(session, ProtocolErrorCodeOf(g.status()), g.status().message());
+        self->Refuse(session, ProtocolErrorCodeOf(answer.status()), answer.status().message());
       }
     });
   });

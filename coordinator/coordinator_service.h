@@ -137,9 +137,10 @@ class CoordinatorService : public std::enable_shared_from_this<CoordinatorServic
   // before it joins through another.
   void Supersede(const std::string& id, Connection* keep);
   void Refuse(Session& s, ErrorCode code, const std::string& why);
-  // Split learning: a client's batch goes to the server part on split_executor_, its gradient (or
-  // its refusal) comes back here. One batch per client at a time.
-  void OnSplitBatch(Session& s, SplitActivations batch);
+  // Split learning: a client's split message (a batch's activations; in a U-shaped split also its
+  // head's gradient) goes to the server part on split_executor_, its answer (or its refusal)
+  // comes back here. One message per client at a time.
+  void OnSplitBatch(Session& s, Message batch);
   void Deliver(Outbox outbox);
   void Sweep();
   void CloseAll(Status result, const std::string& reason);

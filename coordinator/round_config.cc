@@ -62,6 +62,9 @@ void BindRoundConfig(ConfigSchema& s, RoundConfig* r) {
       .Flag("--split");
   s.Bind("split.cut", &r->split.cut,
          "split learning: the device part holds layers 0 .. cut-1 (0: the model file's cut)");
+  s.Bind("split.head", &r->split.head,
+         "split learning, U-shaped (label-private): the device also holds layers head .. end and "
+         "the labels, the coordinator only layers cut .. head-1 (0: off; needs sflv1)");
   s.Bind("split.codec", &r->split.codec,
          "split learning: how activations and gradients travel: dense, q8, topk(F, ef=0)+q8, ...");
   s.Bind("split.threads", &r->split.threads, "split learning: CPU threads of each server part");
@@ -169,6 +172,13 @@ Status RoundConfig::ValidateSplit() const {
         "server part, trained in turn) or \"\" (off)",
         split.mode));
   if (split.cut < 0) return bad(fmt::format("'split.cut' = {} must be >= 0", split.cut));
+  if (split.head < 0) return bad(fmt::format("'split.head' = {} must be >= 0", split.head));
+  if (split.head > 0 && split.mode != "sflv1")
+    return bad(fmt::format(
+        "'split.head' = {} (the U-shaped split) needs split.mode = 'sflv1', not '{}': each batch "
+        "holds its server part across two round trips, so under sflv2 every client would wait for "
+        "the others' links",
+        split.head, split.mode));
   if (split.threads < 1 || split.threads > 256)
     return bad(fmt::format("'split.threads' = {} must be in [1, 256]", split.threads));
   if (split.pool < 0 || split.pool > 4096)

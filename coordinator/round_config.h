@@ -47,6 +47,7 @@ struct AsyncConfig {
 struct SplitConfig {
   std::string mode;  // "": off; "sflv1" or "sflv2" (SplitFed's two forms)
   int64_t cut = 0;   // the device part holds layers 0 .. cut-1; 0: the model file's own cut
+  int64_t head = 0;  // U-shaped: the device also holds layers head .. end (and the labels); 0: off
   std::string codec = "dense";  // how activations and gradients travel (no error feedback)
   int64_t threads = 1;          // CPU threads of each server part's engine
   int64_t pool = 0;             // threads that train server parts at once (0: the CPU count)
@@ -101,6 +102,7 @@ struct RoundConfig {
   // Set by RunDriver from the model (the cut's layer index, when split.enabled()): what the
   // engines stamp on every TaskAssignment (split_cut, with split.codec). Not a key.
   uint32_t split_cut = 0;
+  uint32_t split_head = 0;  // the U-shape's second cut (split.head), stamped as split_head
 
   // InvalidArgument naming the key when a value is out of range or inconsistent.
   Status Validate() const;

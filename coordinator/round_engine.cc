@@ -499,6 +499,7 @@ void RoundEngine::MaybeStartRound(TimePoint now) {
   task.deadline_ms = static_cast<uint64_t>(config_.round_timeout.count());
   if (config_.split.enabled()) {
     task.split_cut = config_.split_cut;
+    task.split_head = config_.split_head;
     task.split_codec.spec = config_.split.codec;
   }
   // One copy of the model, shared by every assignment; and of SCAFFOLD's control variate.

@@ -278,8 +278,11 @@ Status RunDriver::SetUpSplit(const std::optional<ModelSpec>& spec, ModelWeights*
         "key 'split.mode' needs a cut: set split.cut, or cut in the model file (run.model '{}' "
         "names none)",
         config_.model));
-  Result<SplitModel> split = CutModel(*spec, static_cast<size_t>(cut));
-  if (!split.ok()) return split.status().WithContext("key 'split.cut'");
+  Result<SplitModel> split =
+      CutModel(*spec, static_cast<size_t>(cut), static_cast<size_t>(sc.head));
+  if (!split.ok())
+    return split.status().WithContext(sc.head > 0 ? "keys 'split.cut' and 'split.head'"
+                                                  : "key 'split.cut'");
   Result<std::pair<ModelWeights, ModelWeights>> parts = SplitWeights(*split, *model);
   if (!parts.ok()) return parts.status().WithContext("split learning's starting weights");
   SplitServerOptions o;
@@ -289,11 +292,18 @@ Status RunDriver::SetUpSplit(const std::optional<ModelSpec>& spec, ModelWeights*
   o.threads = static_cast<int>(sc.threads);
   TRIB_ASSIGN_OR_RETURN(split_, SplitServer::Create(std::move(o), parts->second));
   config_.round.split_cut = static_cast<uint32_t>(cut);
+  config_.round.split_head = static_cast<uint32_t>(sc.head);
   *model = std::move(parts->first);
-  Log().info(
-      "split learning ({}): model {} cut before layer {}; devices train {} of its {} "
-      "parameters, the coordinator the rest",
-      sc.mode, spec->name, cut, model->size(), model->size() + split_->weights().size());
+  if (sc.head > 0)
+    Log().info(
+        "split learning ({}, U-shaped): model {} cut before layers {} and {}; devices train {} of "
+        "its {} parameters (the front and the head, with the labels), the coordinator the middle",
+        sc.mode, spec->name, cut, sc.head, model->size(), model->size() + split_->weights().size());
+  else
+    Log().info(
+        "split learning ({}): model {} cut before layer {}; devices train {} of its {} "
+        "parameters, the coordinator the rest",
+        sc.mode, spec->name, cut, model->size(), model->size() + split_->weights().size());
   return Status::Ok();
 }
 
@@ -328,10 +338,15 @@ void RunDriver::OnRoundComplete(const RoundSummary& closed_round,
     r.bytes_in = split_stats_.bytes_in - before.bytes_in;
     r.bytes_out = split_stats_.bytes_out - before.bytes_out;
     r.server_seconds = split_stats_.compute_seconds - before.compute_seconds;
+    // U-shaped, both cuts' values travel each way: the first's activations and the head's
+    // gradients in, the middle's outputs and the first cut's gradients out.
+    const bool u = split_->split().u_shaped();
     Log().info(
-        "split learning, round {}: {} batches ({} samples), {:.1f} KiB of activations in and "
-        "{:.1f} KiB of gradients out ({:.1f} KiB per batch each way), {:.3f} s of server compute",
-        s.round, r.batches, r.samples, r.bytes_in / 1024.0, r.bytes_out / 1024.0,
+        "split learning, round {}: {} batches ({} samples), {:.1f} KiB of {} in and {:.1f} KiB "
+        "of {} out ({:.1f} KiB per batch each way), {:.3f} s of server compute",
+        s.round, r.batches, r.samples, r.bytes_in / 1024.0,
+        u ? "activations and head gradients" : "activations", r.bytes_out / 1024.0,
+        u ? "outputs and gradients" : "gradients",
         r.batches == 0 ? 0.0 : r.bytes_in / 1024.0 / static_cast<double>(r.batches),
         r.server_seconds);
   }

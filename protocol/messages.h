@@ -174,6 +174,11 @@ struct CodecSpec {
 // model is the device part of a model cut before that layer, and the client trains it by sending
 // each batch's activations (SplitActivations, encoded with `split_codec`) and applying the
 // gradient the coordinator answers with (SplitGradient), then submits its update as usual.
+// `split_head` (since version 9) is nonzero in a U-shaped (label-private) split: the model is then
+// the device's front (layers before split_cut) followed by its head (layers from split_head on),
+// and each batch takes two round trips (docs/split.md): the activations without labels up, the
+// server part's output down (SplitActivations), the head's input gradient up and the gradient at
+// the first cut down (SplitGradient).
 struct TaskAssignment {
   uint64_t round = 0;
   uint64_t model_version = 0;
@@ -182,12 +187,13 @@ struct TaskAssignment {
   uint64_t deadline_ms = 0;  // the update must arrive within this many ms of the assignment
   uint32_t split_cut = 0;
   CodecSpec split_codec;
+  uint32_t split_head = 0;
   SharedFloats control;  // before the model: the model's data stays the message's last bytes
   ModelPayload model;
 
   template <class Ar>
   void serialize(Ar& ar) {
-    ar(round, model_version, fit, codec, deadline_ms, split_cut, split_codec,
+    ar(round, model_version, fit, codec, deadline_ms, split_cut, split_codec, split_head,
        wire::Capped("task.control", control, kMaxPayloadFloats), model);
   }
   friend bool operator==(const TaskAssignment&, const TaskAssignment&) = default;
@@ -481,27 +487,34 @@ struct GroupResult {
 };
 
 // Split learning (docs/split.md). Client -> coordinator, during a split task: the activations at
-// the cut of batch `batch` (0, 1, ... within the task) of `labels.size()` samples, with their
-// labels, encoded with the task's split_codec as `samples * cut size` floats
+// the cut of batch `batch` (0, 1, ... within the task) of `samples` samples, with their labels,
+// encoded with the task's split_codec as `samples * cut size` floats
 // (activations.layout_fingerprint is the device part's). The coordinator checks the sizes against
 // the task (at most its batch size; the cut's shape) before decoding, trains its server part on
-// them and answers with the SplitGradient of the same batch.
+// them and answers with the SplitGradient of the same batch. In a U-shaped split (the task's
+// split_head) `labels` is empty both ways: up, the activations at the first cut; down, the
+// coordinator's answer, the server part's output at the second cut (`samples * head cut size`
+// floats), to which the client answers with a SplitGradient (the head's input gradient).
+// (`samples` since protocol version 9; labels.size() before.)
 struct SplitActivations {
   uint64_t round = 0;
   uint64_t batch = 0;
+  uint32_t samples = 0;
   std::vector<uint8_t> labels;
   EncodedUpdate activations;  // last: its bytes stay the message's last bytes
 
   template <class Ar>
   void serialize(Ar& ar) {
-    ar(round, batch, wire::Capped("split.labels", labels, kMaxSplitBatch), activations);
+    ar(round, batch, samples, wire::Capped("split.labels", labels, kMaxSplitBatch), activations);
   }
   friend bool operator==(const SplitActivations&, const SplitActivations&) = default;
 };
 
 // Coordinator -> client: the gradient of the batch's mean loss with respect to its activations
 // (the same size, encoded with the task's split_codec), and the server part's loss summed over the
-// batch and its correct predictions, for the client's training metrics.
+// batch and its correct predictions, for the client's training metrics. In a U-shaped split the
+// client sends one first (the gradient at the second cut, with its head's loss and correct count)
+// and the coordinator answers with the gradient at the first cut (echoing them).
 struct SplitGradient {
   uint64_t round = 0;
   uint64_t batch = 0;

@@ -29,7 +29,9 @@ inline constexpr uint32_t kFrameMagic = 0x42495254;
 // aggregation per group.
 // Version 7: split learning (TaskAssignment's split_cut and split_codec; types 23-24).
 // Version 8: FitConfig carries the local optimizer (optimizer, beta1, beta2, eps).
-inline constexpr uint16_t kProtocolVersion = 8;
+// Version 9: the U-shaped split (TaskAssignment's split_head; SplitActivations' samples, either
+// way).
+inline constexpr uint16_t kProtocolVersion = 9;
 // Every frame starts with this fixed-size header (see frame.h for the layout).
 inline constexpr size_t kFrameHeaderBytes = 16;
 // A chunk frame's payload starts with this header: transfer id, offset, total size (3 x uint64).

@@ -55,8 +55,37 @@ class SimSplitExchange final : public SplitExchange {
     *bytes_down_ += down;
     return channel_.Gradient(std::get<SplitGradient>(back));
   }
+  // The U-shape: two round trips a batch, each through the wire both ways (one batch counted).
+  Status ExchangeFront(std::span<const float> acts, int64_t samples,
+                       std::span<float> middle) override {
+    TRIB_ASSIGN_OR_RETURN(SplitActivations m,
+                          channel_.FrontActivations(acts, static_cast<uint32_t>(samples)));
+    TRIB_ASSIGN_OR_RETURN(Message back, RoundTrip(Message(std::move(m))));
+    TRIB_ASSIGN_OR_RETURN(std::vector<float> out,
+                          channel_.Middle(std::get<SplitActivations>(back), middle.size()));
+    std::copy(out.begin(), out.end(), middle.begin());
+    return Status::Ok();
+  }
+  Result<CutGradient> ExchangeHead(std::span<const float> gradient, double loss_sum,
+                                   int64_t correct) override {
+    TRIB_ASSIGN_OR_RETURN(SplitGradient up, channel_.HeadGradient(gradient, loss_sum, correct));
+    TRIB_ASSIGN_OR_RETURN(Message back, RoundTrip(Message(std::move(up))));
+    ++*batches_;
+    return channel_.Gradient(std::get<SplitGradient>(back));
+  }
 
  private:
+  // `m` through the wire to the server part and its answer back, their bytes counted.
+  Result<Message> RoundTrip(Message m) {
+    uint64_t up = 0, down = 0;
+    TRIB_ASSIGN_OR_RETURN(Message sent, ThroughWire(std::move(m), stream_, &up));
+    TRIB_ASSIGN_OR_RETURN(Message answer, server_.OnMessage(client_, sent));
+    TRIB_ASSIGN_OR_RETURN(Message back, ThroughWire(std::move(answer), stream_, &down));
+    *bytes_up_ += up;
+    *bytes_down_ += down;
+    return back;
+  }
+
   SplitServer& server_;
   std::string client_;
   SplitTaskChannel channel_;
@@ -73,6 +102,11 @@ Simulator::~Simulator() {
 }
 
 TimePoint Simulator::At(double seconds) const { return SimTimePoint(seconds); }
+
+uint64_t Simulator::SplitRoundTrips() const {
+  const SplitServer* split = driver_->split_server();
+  return split != nullptr && split->split().u_shaped() ? 2 : 1;
+}
 
 std::string Simulator::Via(uint64_t index) const {
   return tier_ ? tier_->Name(tier_->Of(index)) : std::string();
@@ -152,9 +186,10 @@ Result<std::unique_ptr<Simulator>> Simulator::Create(const SimConfig& config, Da
 
   // A split run's virtual clients train the device part (and compute only its share).
   const SplitServer* split = s->driver_->split_server();
-  std::optional<ModelSpec> trained = s->spec_;
+  std::optional<ModelSpec> trained = s->spec_, head;
   if (split) {
     trained = split->split().device;
+    if (split->split().u_shaped()) head = split->split().head;
     const SplitFlops f = SplitTrainFlopsPerSample(split->split());
     s->device_share_ = f.device + f.server > 0 ? static_cast<double>(f.device) /
                                                      static_cast<double>(f.device + f.server)
@@ -170,8 +205,9 @@ Result<std::unique_ptr<Simulator>> Simulator::Create(const SimConfig& config, Da
   } else {
     const ModelWeights& initial = s->driver_->engine().model();
     TRIB_ASSIGN_OR_RETURN(
-        s->trainers_, MakeTrainerFactory(config.trainer, {trained ? &*trained : nullptr, &initial,
-                                                          config.run.init_seed}));
+        s->trainers_,
+        MakeTrainerFactory(config.trainer, {trained ? &*trained : nullptr, &initial,
+                                            config.run.init_seed, head ? &*head : nullptr}));
   }
   if (s->driver_->engine().strategy().uses_control_variates() &&
       !s->trainers_->applies_correction())
@@ -329,8 +365,8 @@ void Simulator::RunJob(Job& job, uint64_t bytes_down) const {
   job.submission = std::get<UpdateSubmission>(std::move(*got));
   job.timing = TimeJob(job, bytes_down, job.bytes_up, samples);
   if (job.split_batches > 0)
-    devices_->AddSplitExchange(c, job.split_batches, job.split_bytes_up, job.split_bytes_down,
-                               &job.timing);
+    devices_->AddSplitExchange(c, job.split_batches * SplitRoundTrips(), job.split_bytes_up,
+                               job.split_bytes_down, &job.timing);
 }
 
 void Simulator::MaskJob(Job& job, UpdateSubmission sub, uint64_t bytes_down) const {

@@ -173,6 +173,9 @@ class Simulator : private RunObserver {
   // The client's trainer: the factory's, with the attack's data and trainer wrapping when the
   // client is malicious.
   Result<std::shared_ptr<Trainer>> MakeTrainer(uint64_t client, bool attacked) const;
+  // Round trips of a split batch: 2 in a U-shaped split (the server part's output comes down and
+  // the head's gradient goes up before the gradient at the cut comes down), 1 otherwise.
+  uint64_t SplitRoundTrips() const;
   TimePoint At(double seconds) const;
   // The aggregator client `index` joins through (tier.aggregators); empty without a tier.
   std::string Via(uint64_t index) const;

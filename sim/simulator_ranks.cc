@@ -379,8 +379,8 @@ Status Simulator::TrainJobs(const std::vector<Job*>& jobs,
         job.bytes_up = res.bytes_up;
         job.timing = TimeJob(job, bytes_down[i], job.bytes_up, samples);
         if (job.split_batches > 0)
-          devices_->AddSplitExchange(job.index, job.split_batches, job.split_bytes_up,
-                                     job.split_bytes_down, &job.timing);
+          devices_->AddSplitExchange(job.index, job.split_batches * SplitRoundTrips(),
+                                     job.split_bytes_up, job.split_bytes_down, &job.timing);
         if (job.secagg) to_mask.push_back(i);
       } else {
         job.timing = TimeJob(job, bytes_down[i], 0, samples);

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <optional>
+
 #include "sim/noop_trainer.h"
 #include "train/native_trainer.h"
 
@@ -11,18 +13,22 @@ namespace {
 
 class NativeFactory final : public TrainerFactory {
  public:
-  NativeFactory(ModelSpec spec, uint64_t init_seed) : spec_(std::move(spec)), seed_(init_seed) {}
+  NativeFactory(ModelSpec spec, std::optional<ModelSpec> head, uint64_t init_seed)
+      : spec_(std::move(spec)), head_(std::move(head)), seed_(init_seed) {}
   bool needs_data() const override { return true; }
-  bool applies_correction() const override { return true; }
+  bool applies_correction() const override { return !head_; }
   Result<std::shared_ptr<Trainer>> Make(std::shared_ptr<const Dataset> data,
                                         int64_t) const override {
     TRIB_ASSIGN_OR_RETURN(std::unique_ptr<NativeTrainer> t,
-                          NativeTrainer::Create(spec_, std::move(data), nullptr, seed_));
+                          head_
+                              ? NativeTrainer::CreateWithHead(spec_, *head_, std::move(data), seed_)
+                              : NativeTrainer::Create(spec_, std::move(data), nullptr, seed_));
     return std::shared_ptr<Trainer>(std::move(t));
   }
 
  private:
   ModelSpec spec_;
+  std::optional<ModelSpec> head_;
   uint64_t seed_;
 };
 
@@ -52,8 +58,8 @@ const Entry kFactories[] = {
              "key 'sim.trainer' = 'native' trains run.model with the native engine, but run.model "
              "is empty (the run starts from run.initial_model): name a model the engine can "
              "train, or use sim.trainer = 'noop'");
-       return std::unique_ptr<TrainerFactory>(
-           std::make_unique<NativeFactory>(*c.spec, c.init_seed));
+       return std::unique_ptr<TrainerFactory>(std::make_unique<NativeFactory>(
+           *c.spec, c.head ? std::optional<ModelSpec>(*c.head) : std::nullopt, c.init_seed));
      }},
     {"noop",
      [](const TrainerFactoryContext& c) -> Result<std::unique_ptr<TrainerFactory>> {

@@ -41,6 +41,8 @@ struct TrainerFactoryContext {
   const ModelSpec* spec = nullptr;
   const ModelWeights* initial = nullptr;  // not null
   uint64_t init_seed = 1;
+  // A U-shaped split run: the head each device trains after `spec` (its front); null otherwise.
+  const ModelSpec* head = nullptr;
 };
 
 // InvalidArgument naming sim.trainer and listing the known names for an unknown one, or saying

@@ -30,7 +30,12 @@ Result<std::unique_ptr<SplitServer>> SplitServer::Create(SplitServerOptions opti
         "split.codec '" + options.codec +
         "' uses error feedback, which would carry one batch's "
         "activations into the next; turn it off (e.g. 'topk(0.1, ef=0)')");
-  TRIB_ASSIGN_OR_RETURN(ModelWeights::LayoutSpec dl, ParameterLayout(options.split.device));
+  if (options.split.u_shaped() && options.mode != SplitMode::kSflV1)
+    return Status::InvalidArgument(
+        "a U-shaped split (split.head) needs split.mode = 'sflv1': each batch holds its server "
+        "part across two round trips, so under sflv2 every client would wait for the others' "
+        "links");
+  TRIB_ASSIGN_OR_RETURN(ModelWeights::LayoutSpec dl, DeviceLayout(options.split));
   TRIB_ASSIGN_OR_RETURN(ModelWeights::LayoutSpec sl, ParameterLayout(options.split.server));
   TRIB_ASSIGN_OR_RETURN(ModelWeights d, ModelWeights::Create(dl));
   TRIB_ASSIGN_OR_RETURN(s->weights_, ModelWeights::Create(sl));
@@ -40,6 +45,7 @@ Result<std::unique_ptr<SplitServer>> SplitServer::Create(SplitServerOptions opti
   s->weights_ = server_weights;
   s->device_fingerprint_ = d.fingerprint();
   s->cut_numel_ = options.split.cut_shape.numel();
+  s->head_numel_ = options.split.u_shaped() ? options.split.head_shape.numel() : 0;
   s->options_ = std::move(options);
   return s;
 }
@@ -71,28 +77,56 @@ void SplitServer::OpenRound(uint64_t round, const FitConfig& fit,
   for (const std::string& c : clients) AddClient(round, c);
 }
 
+Result<SplitServer::Turn> SplitServer::Find(const std::string& client, uint64_t round,
+                                            std::string_view what) const {
+  std::lock_guard lock(mu_);
+  if (round_ == 0 || round != round_)
+    return ProtocolError(ErrorCode::kProtocolViolation,
+                         std::string(what) + " for round " + std::to_string(round) +
+                             (round_ == 0 ? std::string(", but no split round is open")
+                                          : ", but round " + std::to_string(round_) + " is open"));
+  auto it = copies_.find(client);
+  if (it == copies_.end())
+    return ProtocolError(ErrorCode::kProtocolViolation, std::string(what) + " from " + client +
+                                                            ", which holds no task in round " +
+                                                            std::to_string(round_));
+  return Turn{it->second, shared_, fit_};
+}
+
+Result<Message> SplitServer::OnMessage(const std::string& client, const Message& message) {
+  const bool u = options_.split.u_shaped();
+  if (const auto* a = std::get_if<SplitActivations>(&message)) {
+    if (u) {
+      TRIB_ASSIGN_OR_RETURN(SplitActivations out, OnFrontActivations(client, *a));
+      return Message(std::move(out));
+    }
+    TRIB_ASSIGN_OR_RETURN(SplitGradient out, OnActivations(client, *a));
+    return Message(std::move(out));
+  }
+  if (const auto* g = std::get_if<SplitGradient>(&message); g && u) {
+    TRIB_ASSIGN_OR_RETURN(SplitGradient out, OnHeadGradient(client, *g));
+    return Message(std::move(out));
+  }
+  return ProtocolError(ErrorCode::kProtocolViolation,
+                       "unexpected " + MessageTypeName(TypeOf(message)) + " from " + client +
+                           (u ? std::string() : " (this run's split is not U-shaped)"));
+}
+
 Result<SplitGradient> SplitServer::OnActivations(const std::string& client,
                                                  const SplitActivations& batch) {
-  std::shared_ptr<Copy> copy, shared;
-  FitConfig fit;
-  {
-    std::lock_guard lock(mu_);
-    if (round_ == 0 || batch.round != round_)
-      return ProtocolError(
-          ErrorCode::kProtocolViolation,
-          "activations for round " + std::to_string(batch.round) +
-              (round_ == 0 ? std::string(", but no split round is open")
-                           : ", but round " + std::to_string(round_) + " is open"));
-    auto it = copies_.find(client);
-    if (it == copies_.end())
-      return ProtocolError(ErrorCode::kProtocolViolation, "activations from " + client +
-                                                              ", which holds no task in round " +
-                                                              std::to_string(round_));
-    copy = it->second;
-    shared = shared_;
-    fit = fit_;
-  }
+  TRIB_ASSIGN_OR_RETURN(Turn turn, Find(client, batch.round, "activations"));
+  std::shared_ptr<Copy> copy = std::move(turn.copy), shared = std::move(turn.shared);
+  const FitConfig fit = turn.fit;
+  if (options_.split.u_shaped())
+    return ProtocolError(ErrorCode::kProtocolViolation,
+                         "this run's split is U-shaped: the server part answers a batch with its "
+                         "output, not a gradient");
   const size_t n = batch.labels.size();
+  if (batch.samples != n)
+    return ProtocolError(ErrorCode::kProtocolViolation,
+                         "batch " + std::to_string(batch.batch) + " says it holds " +
+                             std::to_string(batch.samples) + " samples and carries " +
+                             std::to_string(n) + " labels");
   if (n == 0 || n > static_cast<size_t>(fit.batch_size))
     return ProtocolError(ErrorCode::kProtocolViolation, "a split batch of " + std::to_string(n) +
                                                             " samples; the round's batch "
@@ -152,6 +186,112 @@ Result<SplitGradient> SplitServer::OnActivations(const std::string& client,
   stats_.batches += 1;
   stats_.samples += n;
   stats_.bytes_in += batch.activations.bytes.size();
+  stats_.bytes_out += out.gradient.bytes.size();
+  stats_.compute_seconds += secs;
+  return out;
+}
+
+Result<SplitActivations> SplitServer::OnFrontActivations(const std::string& client,
+                                                         const SplitActivations& batch) {
+  TRIB_ASSIGN_OR_RETURN(Turn turn, Find(client, batch.round, "activations"));
+  if (!options_.split.u_shaped())
+    return ProtocolError(ErrorCode::kProtocolViolation, "this run's split is not U-shaped");
+  if (!batch.labels.empty())
+    return ProtocolError(ErrorCode::kProtocolViolation,
+                         "batch " + std::to_string(batch.batch) + " carries " +
+                             std::to_string(batch.labels.size()) +
+                             " labels; a U-shaped split's labels stay on the device");
+  const size_t n = batch.samples;
+  if (n == 0 || n > static_cast<size_t>(turn.fit.batch_size))
+    return ProtocolError(ErrorCode::kProtocolViolation, "a split batch of " + std::to_string(n) +
+                                                            " samples; the round's batch "
+                                                            "size is " +
+                                                            std::to_string(turn.fit.batch_size));
+  TRIB_ASSIGN_OR_RETURN(std::vector<float> acts,
+                        DecodeCutTensor(*codec_, batch.activations, device_fingerprint_,
+                                        n * static_cast<size_t>(cut_numel_),
+                                        "the activations of batch " + std::to_string(batch.batch)));
+  Copy& copy = *turn.copy;
+  SplitActivations out;
+  double secs = 0.0;
+  {
+    std::lock_guard client_lock(copy.mu);
+    if (batch.batch != copy.next_batch || copy.pending != 0)
+      return ProtocolError(
+          ErrorCode::kProtocolViolation,
+          "batch " + std::to_string(batch.batch) + " arrived; " +
+              (copy.pending != 0
+                   ? "batch " + std::to_string(copy.next_batch) + "'s head gradient was next"
+                   : "batch " + std::to_string(copy.next_batch) + " was next"));
+    if (!copy.engine) {
+      TRIB_ASSIGN_OR_RETURN(copy.engine, MakeEngine(turn.fit.batch_size));
+    }
+    std::vector<float> middle(n * static_cast<size_t>(head_numel_));
+    const auto t0 = std::chrono::steady_clock::now();
+    TRIB_RETURN_IF_ERROR(copy.engine->ForwardToCut(acts, middle));
+    secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    copy.pending = static_cast<int64_t>(n);
+    out.round = batch.round;
+    out.batch = batch.batch;
+    out.samples = batch.samples;
+    TRIB_ASSIGN_OR_RETURN(out.activations,
+                          EncodeCutTensor(*codec_, middle, device_fingerprint_, batch.batch));
+    copy.stats.compute_seconds += secs;
+    copy.stats.bytes_in += batch.activations.bytes.size();
+    copy.stats.bytes_out += out.activations.bytes.size();
+  }
+  std::lock_guard lock(mu_);
+  stats_.bytes_in += batch.activations.bytes.size();
+  stats_.bytes_out += out.activations.bytes.size();
+  stats_.compute_seconds += secs;
+  return out;
+}
+
+Result<SplitGradient> SplitServer::OnHeadGradient(const std::string& client,
+                                                  const SplitGradient& head) {
+  TRIB_ASSIGN_OR_RETURN(Turn turn, Find(client, head.round, "a head gradient"));
+  if (!options_.split.u_shaped())
+    return ProtocolError(ErrorCode::kProtocolViolation, "this run's split is not U-shaped");
+  Copy& copy = *turn.copy;
+  SplitGradient out;
+  double secs = 0.0;
+  int64_t n = 0;
+  {
+    std::lock_guard client_lock(copy.mu);
+    if (copy.pending == 0 || head.batch != copy.next_batch)
+      return ProtocolError(ErrorCode::kProtocolViolation, "a head gradient for batch " +
+                                                              std::to_string(head.batch) +
+                                                              " answers no batch in flight");
+    n = copy.pending;
+    TRIB_ASSIGN_OR_RETURN(
+        std::vector<float> grad,
+        DecodeCutTensor(*codec_, head.gradient, device_fingerprint_,
+                        static_cast<size_t>(n * head_numel_),
+                        "the head gradient of batch " + std::to_string(head.batch)));
+    std::vector<float> at_cut(static_cast<size_t>(n * cut_numel_));
+    TRIB_ASSIGN_OR_RETURN(SgdConfig sgd, OptimizerOf(turn.fit));
+    sgd.proximal_mu = 0.0f;  // the server part has no global anchor of its own
+    const auto t0 = std::chrono::steady_clock::now();
+    TRIB_RETURN_IF_ERROR(copy.engine->BackwardFromCut(grad, sgd, at_cut));
+    secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    copy.pending = 0;
+    ++copy.next_batch;
+    out.round = head.round;
+    out.batch = head.batch;
+    out.loss_sum = head.loss_sum;  // the head's, for the client's own metrics
+    out.correct = head.correct;
+    TRIB_ASSIGN_OR_RETURN(out.gradient,
+                          EncodeCutTensor(*codec_, at_cut, device_fingerprint_, head.batch));
+    copy.stats.batches += 1;
+    copy.stats.samples += static_cast<uint64_t>(n);
+    copy.stats.compute_seconds += secs;
+    copy.stats.bytes_in += head.gradient.bytes.size();
+    copy.stats.bytes_out += out.gradient.bytes.size();
+  }
+  std::lock_guard lock(mu_);
+  stats_.batches += 1;
+  stats_.samples += static_cast<uint64_t>(n);
+  stats_.bytes_in += head.gradient.bytes.size();
   stats_.bytes_out += out.gradient.bytes.size();
   stats_.compute_seconds += secs;
   return out;

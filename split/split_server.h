@@ -12,6 +12,9 @@
 //          how their batches interleave (the paper trains clients in turn, in a random order).
 // The device parts are averaged by the run's strategy as any update is.
 //
+// The U-shaped split (SplitModel::u_shaped, SFLV1 only): the server part is the middle, each
+// batch comes without labels and takes two round trips (OnFrontActivations, OnHeadGradient).
+//
 // Per batch (OnActivations): the message's round must be the open one and the client one this
 // round's tasks went to; its sample count within [1, the round's batch size]; its labels below
 // the class count; its activations `samples * cut size` floats in the run's split codec (all
@@ -34,6 +37,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "compression/codec.h"
@@ -87,6 +91,19 @@ class SplitServer {
   // One batch of `client`'s: the gradient at the cut to send back, or why the batch is refused
   // (a ProtocolError; nothing changed).
   Result<SplitGradient> OnActivations(const std::string& client, const SplitActivations& batch);
+  // The U-shaped split (options.split.u_shaped(), SFLV1 only), a batch in two round trips:
+  // OnFrontActivations takes the activations at the first cut (no labels; `samples` samples) and
+  // answers with the server part's output at the second cut, which the client's head trains
+  // from; OnHeadGradient takes the gradient at the second cut for that batch, takes the server
+  // part's SGD step and answers with the gradient at the first cut. Checked as OnActivations is
+  // (and a head gradient must answer the client's batch in flight); ProtocolError otherwise,
+  // nothing changed.
+  Result<SplitActivations> OnFrontActivations(const std::string& client,
+                                              const SplitActivations& batch);
+  Result<SplitGradient> OnHeadGradient(const std::string& client, const SplitGradient& head);
+  // A client's split message, whichever the run's shape: the answer to send back, or a
+  // ProtocolError (a SplitGradient outside a U-shaped run, any other message).
+  Result<Message> OnMessage(const std::string& client, const Message& message);
   // The client's device update was accepted (SFLV1: its copy counts, weighted by num_examples).
   void Accept(const std::string& client, uint64_t num_examples);
   // The round closed: SFLV1 averages the accepted clients' copies (none accepted: the part stays
@@ -121,9 +138,18 @@ class SplitServer {
     std::optional<ModelWeights> adopted;  // AdoptCopy's weights (then no engine)
     uint64_t num_examples = 0;            // Accept's weight; 0 until accepted
     uint64_t next_batch = 0;              // batches must arrive 0, 1, 2, ...
-    SplitServerStats stats;               // this copy's batches (SFLV1)
+    int64_t pending = 0;  // U-shaped: samples of batch next_batch, whose head gradient is awaited
+    SplitServerStats stats;  // this copy's batches (SFLV1)
+  };
+  // The open round's copy for a client, SFLV2's shared one and the round's settings.
+  struct Turn {
+    std::shared_ptr<Copy> copy, shared;
+    FitConfig fit;
   };
   SplitServer() = default;
+  // `client`'s turn in round `round`, or a ProtocolError naming `what` (the round is not open,
+  // or the client holds no task in it).
+  Result<Turn> Find(const std::string& client, uint64_t round, std::string_view what) const;
   // A server engine for batches of up to `batch`, loaded with weights_ (takes mu_).
   Result<std::unique_ptr<Engine>> MakeEngine(int batch);
 
@@ -131,7 +157,8 @@ class SplitServer {
   std::unique_ptr<Codec> codec_;
   uint64_t device_fingerprint_ = 0;
   int64_t cut_numel_ = 0;
-  ModelWeights weights_;  // the server part as of the last closed round (under mu_)
+  int64_t head_numel_ = 0;  // U-shaped: values per sample at the second cut
+  ModelWeights weights_;    // the server part as of the last closed round (under mu_)
 
   // Lock order: a Copy's mu, then mu_ (briefly); mu_ is never held while a Copy's is taken.
   mutable std::mutex mu_;  // guards weights_ and everything below (not a Copy's contents)

@@ -99,6 +99,15 @@ class Engine {
   virtual Status ForwardToCut(const Dataset& data, std::span<const uint32_t> batch,
                               std::span<float> acts) = 0;
   virtual Status BackwardFromCut(std::span<const float> grad, const SgdConfig& cfg) = 0;
+  // The U-shaped split's middle part (a part with num_classes 0 whose input is the first cut's
+  // activations): ForwardToCut takes n = inputs.size() / spec().input.numel() samples' values
+  // (n in [1, max_batch()]) instead of a dataset's, and BackwardFromCut with `input_grad` also
+  // writes the gradient with respect to those inputs (n * spec().input.numel() floats, sent down
+  // to the device's front). Checked as above; together with the front's and the head's steps
+  // they are the whole model's TrainStep bit for bit.
+  virtual Status ForwardToCut(std::span<const float> inputs, std::span<float> acts) = 0;
+  virtual Status BackwardFromCut(std::span<const float> grad, const SgdConfig& cfg,
+                                 std::span<float> input_grad) = 0;
   virtual Result<StepStats> TrainFromCut(std::span<const float> acts,
                                          std::span<const uint8_t> labels, const SgdConfig& cfg,
                                          std::span<float> grad) = 0;

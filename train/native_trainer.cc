@@ -1,5 +1,6 @@
 #include "train/native_trainer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <numeric>
@@ -39,10 +40,69 @@ Result<std::unique_ptr<NativeTrainer>> NativeTrainer::Create(const ModelSpec& sp
   return t;
 }
 
+namespace {
+
+// The weights of `a`'s layout followed by `b`'s, as one (the device's front and head).
+Result<ModelWeights> Concat(const ModelWeights& a, const ModelWeights& b) {
+  ModelWeights::LayoutSpec layout;
+  for (const ModelWeights* w : {&a, &b})
+    for (const auto& t : w->tensors()) layout.emplace_back(t.name, t.shape);
+  TRIB_ASSIGN_OR_RETURN(ModelWeights out, ModelWeights::Create(layout));
+  auto d = out.data();
+  std::copy(a.data().begin(), a.data().end(), d.begin());
+  std::copy(b.data().begin(), b.data().end(), d.begin() + static_cast<ptrdiff_t>(a.size()));
+  return out;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<NativeTrainer>> NativeTrainer::CreateWithHead(
+    const ModelSpec& front, const ModelSpec& head, std::shared_ptr<const Dataset> train,
+    uint64_t init_seed, EngineFactory factory) {
+  if (front.num_classes != 0 || head.num_classes == 0)
+    return Status::InvalidArgument("a device's front (" + front.name +
+                                   ") must end at a cut and its head (" + head.name +
+                                   ") in the logits");
+  TRIB_ASSIGN_OR_RETURN(std::unique_ptr<NativeTrainer> t,
+                        Create(front, std::move(train), nullptr, init_seed, std::move(factory)));
+  t->head_spec_ = head;
+  t->front_proto_ = t->current_.ZerosLike();
+  TRIB_ASSIGN_OR_RETURN(ModelWeights h, InitWeights(head, DeriveSeed(init_seed, {0x4ead})));
+  t->head_proto_ = h.ZerosLike();
+  TRIB_ASSIGN_OR_RETURN(t->current_, Concat(t->current_, h));
+  return t;
+}
+
 Status NativeTrainer::EnsureEngine(int64_t batch) {
+  if (head_spec_ && (!head_engine_ || head_engine_->max_batch() < batch)) {
+    head_engine_.reset();
+    TRIB_ASSIGN_OR_RETURN(head_engine_, factory_(*head_spec_, batch));
+  }
   if (engine_ && engine_->max_batch() >= batch) return Status::Ok();
   engine_.reset();
   TRIB_ASSIGN_OR_RETURN(engine_, factory_(spec_, batch));
+  return Status::Ok();
+}
+
+Status NativeTrainer::LoadParts(const ModelWeights& weights) {
+  if (!head_spec_) return engine_->LoadWeights(weights);
+  ModelWeights front = front_proto_, head = head_proto_;
+  const auto all = weights.data();
+  std::copy(all.begin(), all.begin() + static_cast<ptrdiff_t>(front.size()), front.data().begin());
+  std::copy(all.begin() + static_cast<ptrdiff_t>(front.size()), all.end(), head.data().begin());
+  TRIB_RETURN_IF_ERROR(engine_->LoadWeights(front));
+  return head_engine_->LoadWeights(head);
+}
+
+Status NativeTrainer::StoreParts(ModelWeights* out) {
+  if (!head_spec_) return engine_->StoreWeights(out);
+  ModelWeights front = front_proto_, head = head_proto_;
+  TRIB_RETURN_IF_ERROR(engine_->StoreWeights(&front));
+  TRIB_RETURN_IF_ERROR(head_engine_->StoreWeights(&head));
+  auto d = out->data();
+  std::copy(front.data().begin(), front.data().end(), d.begin());
+  std::copy(head.data().begin(), head.data().end(),
+            d.begin() + static_cast<ptrdiff_t>(front.size()));
   return Status::Ok();
 }
 
@@ -74,7 +134,12 @@ Status NativeTrainer::PrepareFit(const ModelWeights& global, const FitConfig& cf
   // a larger batch, starts from zero).
   keep_optimizer_state_ = cfg.optimizer_state == "keep";
   engine_->KeepOptimizerState(keep_optimizer_state_);
-  TRIB_RETURN_IF_ERROR(engine_->LoadWeights(global));
+  if (head_engine_) head_engine_->KeepOptimizerState(keep_optimizer_state_);
+  if (head_spec_ && !cfg.correction.empty())
+    return Status::InvalidArgument(
+        "fit: a SCAFFOLD correction for a device that holds a front and a head (the U-shaped "
+        "split) is not supported");
+  TRIB_RETURN_IF_ERROR(LoadParts(global));
   return engine_->SetCorrection(cfg.correction).WithContext("fit");
 }
 
@@ -103,6 +168,32 @@ Result<FitResult> NativeTrainer::fit_split(const ModelWeights& global, const Fit
   const int64_t cut = shapes.back().numel();
   std::vector<float> acts;
   std::vector<uint8_t> labels;
+  if (head_spec_) {
+    // The U-shape: the front to the first cut, the server part's output back, the head's loss
+    // and step here (the labels never leave), the head's input gradient up, the gradient at the
+    // first cut back, the front's step.
+    const int64_t mid = head_spec_->input.numel();
+    std::vector<float> middle, head_grad;
+    return RunEpochs(cfg, batch, [&](std::span<const uint32_t> b) -> Result<StepStats> {
+      const int64_t n = static_cast<int64_t>(b.size());
+      acts.resize(static_cast<size_t>(n * cut));
+      middle.resize(static_cast<size_t>(n * mid));
+      head_grad.resize(middle.size());
+      labels.clear();
+      for (uint32_t i : b) labels.push_back(train_->labels[i]);
+      TRIB_RETURN_IF_ERROR(engine_->ForwardToCut(*train_, b, acts));
+      TRIB_RETURN_IF_ERROR(server.ExchangeFront(acts, n, middle));
+      TRIB_ASSIGN_OR_RETURN(StepStats st,
+                            head_engine_->TrainFromCut(middle, labels, sgd, head_grad));
+      TRIB_ASSIGN_OR_RETURN(CutGradient g, server.ExchangeHead(head_grad, st.loss_sum, st.correct));
+      if (g.gradient.size() != acts.size())
+        return Status::InvalidArgument("fit_split: the server's gradient holds " +
+                                       std::to_string(g.gradient.size()) + " values for " +
+                                       std::to_string(acts.size()) + " activations");
+      TRIB_RETURN_IF_ERROR(engine_->BackwardFromCut(g.gradient, sgd));
+      return st;
+    });
+  }
   return RunEpochs(cfg, batch, [&](std::span<const uint32_t> b) -> Result<StepStats> {
     acts.resize(b.size() * static_cast<size_t>(cut));
     labels.clear();
@@ -155,6 +246,8 @@ Result<FitResult> NativeTrainer::RunEpochs(const FitConfig& cfg, int64_t batch,
     seen += ep.count;
     last_epoch = ep;
     TRIB_RETURN_IF_ERROR(engine_->status().WithContext("fit on " + engine_->device_name()));
+    if (head_engine_)
+      TRIB_RETURN_IF_ERROR(head_engine_->status().WithContext("fit on " + engine_->device_name()));
     if (!std::isfinite(ep.loss_sum))
       return Status::OutOfRange("fit: training diverged (loss is not finite) in epoch " +
                                 std::to_string(epoch) + "; lower the learning rate");
@@ -165,7 +258,7 @@ Result<FitResult> NativeTrainer::RunEpochs(const FitConfig& cfg, int64_t batch,
   }
   FitResult res;
   res.weights = current_.ZerosLike();
-  TRIB_RETURN_IF_ERROR(engine_->StoreWeights(&res.weights));
+  TRIB_RETURN_IF_ERROR(StoreParts(&res.weights));
   current_ = res.weights;
   res.num_examples = n;
   res.steps = steps;

@@ -10,6 +10,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 
 #include "train/data/dataset.h"
 #include "train/engine.h"
@@ -41,13 +42,24 @@ class NativeTrainer final : public Trainer {
                                                        uint64_t init_seed,
                                                        EngineFactory factory = nullptr);
 
+  // The U-shaped split's device (model_split.h): it trains `front` (a device part) and `head`
+  // (the layers after the server's middle part, with the loss), and its weights are the front's
+  // followed by the head's (DeviceLayout). It trains only through fit_split; the head's initial
+  // weights come from InitWeights(head, a seed derived from init_seed).
+  static Result<std::unique_ptr<NativeTrainer>> CreateWithHead(const ModelSpec& front,
+                                                               const ModelSpec& head,
+                                                               std::shared_ptr<const Dataset> train,
+                                                               uint64_t init_seed,
+                                                               EngineFactory factory = nullptr);
+
   Result<ModelWeights> get_parameters() override;
   // A device part (a spec with num_classes 0, model_split.h) trains only through fit_split, and
   // cannot evaluate or predict (FailedPrecondition).
   Result<FitResult> fit(const ModelWeights& global, const FitConfig& config) override;
-  // Split learning: every batch runs ForwardToCut, server.Exchange, BackwardFromCut. The samples'
-  // order, the batches and the SGD are fit()'s, so with an exact server (raw floats, the same
-  // SgdConfig) the parts train to the whole model's fit() bits.
+  // Split learning: every batch runs ForwardToCut, server.Exchange, BackwardFromCut (with a head:
+  // ForwardToCut, server.ExchangeFront, the head's TrainFromCut, server.ExchangeHead,
+  // BackwardFromCut). The samples' order, the batches and the SGD are fit()'s, so with an exact
+  // server (raw floats, the same SgdConfig) the parts train to the whole model's fit() bits.
   Result<FitResult> fit_split(const ModelWeights& global, const FitConfig& config,
                               SplitExchange& server) override;
   // SCAFFOLD's correction is applied by the engine after every step (Engine::SetCorrection).
@@ -77,7 +89,15 @@ class NativeTrainer final : public Trainer {
   ModelSpec spec_;
   std::shared_ptr<const Dataset> train_, eval_;
   EngineFactory factory_;
+  // The weights `w` (current_'s layout) into the engines, and back: the front's and the head's
+  // parts with a head, all of them otherwise.
+  Status LoadParts(const ModelWeights& w);
+  Status StoreParts(ModelWeights* out);
+
   std::unique_ptr<Engine> engine_;
+  std::optional<ModelSpec> head_spec_;      // CreateWithHead's head
+  std::unique_ptr<Engine> head_engine_;     // its engine (with engine_, the front's)
+  ModelWeights front_proto_, head_proto_;   // zeros of the front's and the head's layouts
   std::unique_ptr<Engine> predict_engine_;  // CPU, made by the first predict()
   bool keep_optimizer_state_ = false;       // the last fit's FitConfig::optimizer_state == "keep"
   ModelWeights current_;

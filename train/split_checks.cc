@@ -50,6 +50,36 @@ Status CheckBackwardFromCut(const ModelSpec& spec, int64_t pending, int64_t cut_
   return Status::Ok();
 }
 
+Status CheckForwardFromInputs(const ModelSpec& spec, int64_t max_batch, int64_t cut_numel,
+                              size_t inputs_size, size_t acts_size) {
+  if (spec.num_classes != 0)
+    return Status::FailedPrecondition("model " + spec.name +
+                                      " is not a middle part: it has no cut to run to");
+  const int64_t ss = spec.input.numel();
+  if (inputs_size == 0 || static_cast<int64_t>(inputs_size) % ss != 0)
+    return Status::InvalidArgument("the inputs hold " + std::to_string(inputs_size) +
+                                   " values, not a whole number of samples of " +
+                                   std::to_string(ss) + " (model " + spec.name + ")");
+  const int64_t n = static_cast<int64_t>(inputs_size) / ss;
+  TRIB_RETURN_IF_ERROR(BatchInRange(n, max_batch));
+  if (static_cast<int64_t>(acts_size) != n * cut_numel)
+    return Status::InvalidArgument("the activations buffer holds " + std::to_string(acts_size) +
+                                   " values; " + std::to_string(n) + " samples at the cut need " +
+                                   std::to_string(n * cut_numel));
+  return Status::Ok();
+}
+
+Status CheckBackwardFromCut(const ModelSpec& spec, int64_t pending, int64_t cut_numel,
+                            size_t grad_size, size_t input_grad_size) {
+  TRIB_RETURN_IF_ERROR(CheckBackwardFromCut(spec, pending, cut_numel, grad_size));
+  if (static_cast<int64_t>(input_grad_size) != pending * spec.input.numel())
+    return Status::InvalidArgument("the input gradient buffer holds " +
+                                   std::to_string(input_grad_size) + " values; the batch of " +
+                                   std::to_string(pending) + " inputs needs " +
+                                   std::to_string(pending * spec.input.numel()));
+  return Status::Ok();
+}
+
 Status CheckTrainFromCut(const ModelSpec& spec, int64_t max_batch, std::span<const float> acts,
                          std::span<const uint8_t> labels, size_t grad_size) {
   if (spec.num_classes == 0)

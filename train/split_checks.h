@@ -17,9 +17,15 @@ namespace tributary {
 // max_batch, whose cut holds cut_numel values per sample.
 Status CheckForwardToCut(const ModelSpec& spec, int64_t max_batch, int64_t cut_numel,
                          const Dataset& data, std::span<const uint32_t> batch, size_t acts_size);
-// BackwardFromCut after a ForwardToCut of `pending` samples (0: none).
+// ForwardToCut from activations (a middle part's inputs).
+Status CheckForwardFromInputs(const ModelSpec& spec, int64_t max_batch, int64_t cut_numel,
+                              size_t inputs_size, size_t acts_size);
+// BackwardFromCut after a ForwardToCut of `pending` samples (0: none); with `input_grad_size`
+// (the middle part's), that buffer must hold the pending samples' inputs.
 Status CheckBackwardFromCut(const ModelSpec& spec, int64_t pending, int64_t cut_numel,
                             size_t grad_size);
+Status CheckBackwardFromCut(const ModelSpec& spec, int64_t pending, int64_t cut_numel,
+                            size_t grad_size, size_t input_grad_size);
 // TrainFromCut on an engine of `spec` (a server part).
 Status CheckTrainFromCut(const ModelSpec& spec, int64_t max_batch, std::span<const float> acts,
                          std::span<const uint8_t> labels, size_t grad_size);

@@ -12,7 +12,9 @@ wall time. The device's share of the FLOPs is the model's (train/model_split.h),
 
 Usage: bench/split/split_vs_fedavg.py [--build build/ci] [--model cnn] [--clients 10]
        [--train-examples 6000] [--test-examples 2000] [--rounds 5] [--epochs 1] [--batch 32]
-       [--lr 0.05] [--modes fedavg,sflv1,sflv2] [--split-codec dense] [--keep]
+       [--lr 0.05] [--modes fedavg,sflv1,sflv2] [--split-codec dense] [--head 0] [--keep]
+--head H > 0 makes the split runs U-shaped (split.head = H: the devices also hold layers H.. and
+the labels; sflv1 only).
 All processes share this machine's cores: wall times are for this machine, not a deployment.
 """
 import argparse
@@ -49,6 +51,7 @@ def main():
     ap.add_argument("--lr", type=float, default=0.05)
     ap.add_argument("--modes", default="fedavg,sflv1,sflv2")
     ap.add_argument("--split-codec", default="dense")
+    ap.add_argument("--head", type=int, default=0)
     ap.add_argument("--keep", action="store_true")
     a = ap.parse_args()
     b = os.path.abspath(a.build)
@@ -68,7 +71,7 @@ def main():
         d = f"{work}/{mode}"
         os.makedirs(d)
         split = "" if mode == "fedavg" else (
-            f'[split]\nmode = "{mode}"\ncodec = "{a.split_codec}"\npool = 2\n')
+            f'[split]\nmode = "{mode}"\ncodec = "{a.split_codec}"\npool = 2\nhead = {a.head}\n')
         with open(f"{d}/coordinator.toml", "w") as f:
             f.write(f"""log_level = "info"
 [net]
@@ -115,7 +118,7 @@ ready_file = "{d}/ready"
                     "--train-examples", str(a.train_examples), "--threads", "1",
                     "--log-level", "warn"]
             if mode != "fedavg":
-                args += ["--split", "true"]
+                args += ["--split", "true", "--split-head", str(a.head)]
             procs.append(subprocess.Popen(
                 ["/usr/bin/time", "-v", "-o", f"{d}/edge-{i}.time", *args],
                 stdout=open(f"{d}/edge-{i}.log", "w"), stderr=subprocess.STDOUT))
@@ -132,7 +135,7 @@ ready_file = "{d}/ready"
         text = open(f"{d}/coordinator.log").read()
         split_in = split_out = compute = 0.0
         for m in re.finditer(r"split learning, round \d+: \d+ batches \(\d+ samples\), ([\d.]+) KiB "
-                             r"of activations in and ([\d.]+) KiB of gradients out .*?, ([\d.]+) s "
+                             r"of [a-z ]+ in and ([\d.]+) KiB of [a-z ]+ out .*?, ([\d.]+) s "
                              r"of server compute", text):
             split_in += float(m.group(1)) * 1024
             split_out += float(m.group(2)) * 1024

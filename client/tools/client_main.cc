@@ -21,6 +21,7 @@
 #include <chrono>
 #include <cstdio>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "client/client_config.h"
@@ -97,6 +98,9 @@ Status Run(const ClientConfig& o, SignalStopper& stopper) {
       ResolveModelSpec(o.model, Shape3{data.train->height, data.train->width, data.train->channels},
                        data.train->num_classes);
   if (!spec.ok()) return spec.status().WithContext("key 'run.model'");
+  std::optional<ModelSpec> head;  // the U-shaped split's head, trained here too
+  if (o.split_head > 0 && !o.split)
+    return Status::InvalidArgument("key 'split.head' (--split-head) needs split.enabled (--split)");
   if (o.split) {
     // Split learning: this client trains only the part of the model before the cut.
     const int64_t cut = o.split_cut > 0 ? o.split_cut : spec->cut;
@@ -104,16 +108,30 @@ Status Run(const ClientConfig& o, SignalStopper& stopper) {
       return Status::InvalidArgument(
           "key 'split.enabled' (--split) needs a cut: set split.cut, or cut in the model file (" +
           spec->name + " names none)");
-    Result<SplitModel> split = CutModel(*spec, static_cast<size_t>(cut));
-    if (!split.ok()) return split.status().WithContext("key 'split.cut'");
-    std::printf("split learning: training %s, the layers before layer %lld of %s\n",
-                split->device.name.c_str(), static_cast<long long>(cut), spec->name.c_str());
+    Result<SplitModel> split =
+        CutModel(*spec, static_cast<size_t>(cut), static_cast<size_t>(o.split_head));
+    if (!split.ok())
+      return split.status().WithContext(o.split_head > 0 ? "keys 'split.cut' and 'split.head'"
+                                                         : "key 'split.cut'");
+    if (split->u_shaped()) {
+      std::printf(
+          "split learning (U-shaped): training %s and %s, the layers before layer %lld and from "
+          "layer %lld of %s; the labels stay here\n",
+          split->device.name.c_str(), split->head.name.c_str(), static_cast<long long>(cut),
+          static_cast<long long>(o.split_head), spec->name.c_str());
+      head = split->head;
+    } else {
+      std::printf("split learning: training %s, the layers before layer %lld of %s\n",
+                  split->device.name.c_str(), static_cast<long long>(cut), spec->name.c_str());
+    }
     spec = split->device;
   }
   TRIB_ASSIGN_OR_RETURN(int threads, ResolveCpuThreads(o.threads));
   TRIB_ASSIGN_OR_RETURN(EngineFactory factory, SelectEngineFactory(o.device, threads));
-  TRIB_ASSIGN_OR_RETURN(std::unique_ptr<NativeTrainer> trainer,
-                        NativeTrainer::Create(*spec, data.train, data.eval, o.init_seed, factory));
+  TRIB_ASSIGN_OR_RETURN(
+      std::unique_ptr<NativeTrainer> trainer,
+      head ? NativeTrainer::CreateWithHead(*spec, *head, data.train, o.init_seed, factory)
+           : NativeTrainer::Create(*spec, data.train, data.eval, o.init_seed, factory));
   std::printf(
       "tributary-client %s: %s; model %s, device %s, %d CPU thread(s), coordinator %s (%.1fs)\n",
       TRIBUTARY_VERSION, data.description.c_str(), spec->name.c_str(), o.device.c_str(), threads,

@@ -116,6 +116,28 @@ class SplitExchange {
   // refused the batch, the fit was stopped) should end the fit with it.
   virtual Result<CutGradient> Exchange(std::span<const float> activations,
                                        std::span<const uint8_t> labels) = 0;
+  // The U-shaped (label-private) split, where the device also holds the model's head and the
+  // labels never leave it (docs/split.md), takes two exchanges per batch instead: ExchangeFront
+  // sends the activations at the first cut of `samples` samples (no labels) and writes the server
+  // part's output, the head's input, to `middle` (samples times the head's input size);
+  // ExchangeHead then sends the gradient of the batch's mean loss with respect to `middle` (the
+  // same size), with the head's loss summed over the batch and its correct count, and returns the
+  // gradient at the first cut (as many values as the activations; its loss and correct are the
+  // head's, echoed). Errors as Exchange's. The default refuses (Unimplemented).
+  virtual Status ExchangeFront(std::span<const float> activations, int64_t samples,
+                               std::span<float> middle) {
+    (void)activations;
+    (void)samples;
+    (void)middle;
+    return Status::Unimplemented("this split exchange has no U-shaped split (ExchangeFront)");
+  }
+  virtual Result<CutGradient> ExchangeHead(std::span<const float> gradient, double loss_sum,
+                                           int64_t correct) {
+    (void)gradient;
+    (void)loss_sum;
+    (void)correct;
+    return Status::Unimplemented("this split exchange has no U-shaped split (ExchangeHead)");
+  }
 };
 
 class Trainer {

@@ -113,13 +113,19 @@ int main(int argc, char** argv) {
   TaskAssignment task_split = task;
   task_split.split_cut = 3;
   task_split.split_codec.spec = "q8";
-  const SplitActivations split_acts{3, 0, {1, 4, 9}, {"q8", 0xabcdef, 3 * 12, Bytes(60, 3)}};
+  const SplitActivations split_acts{3, 0, 3, {1, 4, 9}, {"q8", 0xabcdef, 3 * 12, Bytes(60, 3)}};
   const SplitGradient split_grad{3, 0, 4.5, 2, {"dense", 0xabcdef, 6, Bytes(24, 0)}};
+  // The U-shaped split (protocol version 9): a head's cut, and batches without labels.
+  TaskAssignment task_u = task_split;
+  task_u.split_head = 7;
+  const SplitActivations split_middle{3, 0, 2, {}, {"q8", 0xabcdef, 2 * 5, Bytes(20, 1)}};
   const std::vector<std::pair<std::string, Message>> valid = {
       {"hello", hello},
       {"task_split_chunked", task_split},
       {"split_activations", split_acts},
       {"split_gradient", split_grad},
+      {"task_split_u_chunked", task_u},
+      {"split_activations_u", split_middle},
       {"aggregator_hello", AggregatorHello{kProtocolVersion, "0.1.0"}},
       {"group_membership", membership},
       {"group_task_chunked", group_task},

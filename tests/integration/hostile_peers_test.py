@@ -9,6 +9,7 @@ the peak of the same run without them by at most 64 MiB (before the fix, each co
 to 1 GiB; here the ten 1 GiB announcers send 32 MiB each, which it then held: 320 MiB).
 """
 import os
+import re
 import socket
 import ssl
 import struct
@@ -26,10 +27,21 @@ CONTROL_CAP = 1 << 20
 DATA = ["data.dataset=synthetic", "data.train_examples=2000", "data.test_examples=200"]
 
 
+def protocol_version():
+    """The version this build speaks: kProtocolVersion in protocol/wire.h (so that a protocol bump
+    does not turn the hostile frames into merely unsupported ones)."""
+    source = os.environ.get("TRIBUTARY_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+    with open(os.path.join(source, "protocol", "wire.h")) as f:
+        return int(re.search(r"kProtocolVersion = (\d+);", f.read()).group(1))
+
+
+VERSION = protocol_version()
+
+
 def chunk_frame(transfer_id, offset, total, data):
-    """A CHUNK frame of UpdateSubmission (type 5), protocol version 8 (docs/protocol.md)."""
+    """A CHUNK frame of UpdateSubmission (type 5) in this build's protocol (docs/protocol.md)."""
     payload = struct.pack("<QQQ", transfer_id, offset, total) + data
-    return struct.pack("<IHBBQ", 0x42495254, 8, 5, 1, len(payload)) + payload
+    return struct.pack("<IHBBQ", 0x42495254, VERSION, 5, 1, len(payload)) + payload
 
 
 def rss_kib(pid):

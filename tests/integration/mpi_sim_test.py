@@ -49,6 +49,7 @@ MODES = {
     "secure aggregation": ["secagg.enabled=true"],
     "labels:2 with feature noise": ["data.partition=labels:2+noise:0.2"],
     "split learning (sflv1)": ["split.mode=sflv1"],
+    "U-shaped split learning": ["split.mode=sflv1", "split.head=4"],
     "asynchronous": ["run.mode=async", "run.concurrency=4", "run.buffer_size=3",
                      "run.max_staleness=6"],
 }

@@ -5,13 +5,16 @@
 //   - SFLV2 with one client: centralized training of the whole model on that client's data (the
 //     same epochs and SGD, two rounds);
 //   - SFLV1 with three clients: per round, each client's whole model trained alone from the
-//     round's model, then both parts averaged by the clients' examples (FedAvg).
+//     round's model, then both parts averaged by the clients' examples (FedAvg);
+//   - the same, U-shaped (split.head: the clients also hold the last two dense layers and the
+//     labels): the same reference, as the shape moves work and changes no arithmetic.
 // Every batch is the client's whole share (full-batch steps), so the clients' shuffles change only
 // the order of a sum; the tolerance is 2e-5 on weights of magnitude below 1.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 #include "client/client_config.h"
 #include "client/client_data.h"
@@ -37,6 +40,7 @@ class SplitRunTest : public testing::TlsProcessTest {
  protected:
   SplitRunTest() : TlsProcessTest("trib_split_") {}
   fs::path final_model() const { return dir_ / "final.safetensors"; }
+  int head_ = 0;  // split.head on both sides (0: the classic split)
 
   // The data and fit settings both sides use.
   static std::vector<std::string> DataArgs(int clients) {
@@ -56,7 +60,7 @@ class SplitRunTest : public testing::TlsProcessTest {
       << TlsToml() << "[run]\nmodel = \"lenet\"\nseed = 7\nrounds = " << rounds
       << "\nclients_per_round = " << clients << "\nmin_available = " << clients
       << "\nmin_completed = " << clients << "\nround_timeout_s = 120\n"
-      << "[split]\nmode = \"" << mode << "\"\npool = 2\n"
+      << "[split]\nmode = \"" << mode << "\"\npool = 2\nhead = " << head_ << "\n"
       << "[fit]\nepochs = 2\nbatch_size = " << batch << "\nlr = 0.05\nmomentum = " << momentum
       << "\n[eval]\nevery = 0\n[data]\ndataset = \"synthetic\"\ntest_examples = 100\n"
       << "synthetic.height = 28\nsynthetic.width = 28\n"
@@ -77,6 +81,10 @@ class SplitRunTest : public testing::TlsProcessTest {
         "--model",   "lenet", "--split",     "true", "--client-index", std::to_string(index),
         "--threads", "1",     "--log-level", "warn"};
     args.insert(args.end(), rest.begin(), rest.end());
+    if (head_ > 0) {
+      args.push_back("--split-head");
+      args.push_back(std::to_string(head_));
+    }
     for (const std::string& kv : DataArgs(clients)) {
       args.push_back("--set");
       args.push_back(kv);
@@ -170,28 +178,79 @@ TEST_F(SplitRunTest, Sflv2WithOneClientIsCentralizedTraining) {
   EXPECT_EQ(closed, 2);
 }
 
-TEST_F(SplitRunTest, Sflv1WithThreeClientsMatchesAnIndependentReference) {
-  constexpr int kClients = 3, kBatch = 34;  // shares of 34, 33 and 33: one batch an epoch
-  const ModelWeights got = RunToEnd("sflv1", kClients, 2, kBatch, 0.5f);
-  ASSERT_GT(got.size(), 0u);
+// SFLV1's reference: per round, each client's whole model trained alone from the round's
+// model, then averaged by the clients' examples (FedAvg, summed in double).
+ModelWeights Sflv1Reference(int clients, int rounds, int batch, float momentum,
+                            const std::function<std::shared_ptr<const Dataset>(int)>& share) {
   const ModelSpec lenet = *ModelSpecByName("lenet");
   ModelWeights model = *InitWeights(lenet, 1);
-  for (int round = 0; round < 2; ++round) {
+  for (int round = 0; round < rounds; ++round) {
     std::vector<double> sum(model.size(), 0.0);
     double total = 0.0;
-    for (int i = 0; i < kClients; ++i) {
-      auto data = Share(i, kClients);
+    for (int i = 0; i < clients; ++i) {
+      auto data = share(i);
       auto trainer = *NativeTrainer::Create(lenet, data, nullptr, 1);
-      const ModelWeights w = trainer->fit(model, Fit(kBatch, 0.5f))->weights;
+      const ModelWeights w = trainer->fit(model, Fit(batch, momentum))->weights;
       for (size_t k = 0; k < sum.size(); ++k) sum[k] += data->size() * double{w.data()[k]};
       total += static_cast<double>(data->size());
     }
     for (size_t k = 0; k < sum.size(); ++k) model.data()[k] = static_cast<float>(sum[k] / total);
   }
-  const double diff = MaxDiff(got, model);
+  return model;
+}
+
+TEST_F(SplitRunTest, Sflv1WithThreeClientsMatchesAnIndependentReference) {
+  constexpr int kClients = 3, kBatch = 34;  // shares of 34, 33 and 33: one batch an epoch
+  const ModelWeights got = RunToEnd("sflv1", kClients, 2, kBatch, 0.5f);
+  ASSERT_GT(got.size(), 0u);
+  const ModelWeights want =
+      Sflv1Reference(kClients, 2, kBatch, 0.5f, [](int i) { return Share(i, kClients); });
+  const double diff = MaxDiff(got, want);
   std::printf("SFLV1, 3 clients, 2 rounds of 2 epochs: max |split - reference| = %.3g\n", diff);
   EXPECT_LT(diff, 2e-5);
-  EXPECT_GT(MaxDiff(got, *InitWeights(lenet, 1)), 1e-3);
+  EXPECT_GT(MaxDiff(got, *InitWeights(*ModelSpecByName("lenet"), 1)), 1e-3);
+}
+
+// The U-shaped split (lenet cut at 3 and 9): the clients hold the first block and the last two
+// dense layers with the labels, the coordinator the second block and dense 120. The same
+// reference as the classic split's; every batch takes two round trips, and what reaches the
+// coordinator is activations and the head's gradients, never a label.
+TEST_F(SplitRunTest, AUShapedSflv1WithThreeClientsMatchesTheSameReference) {
+  constexpr int kClients = 3, kBatch = 34;
+  head_ = 9;
+  const ModelWeights got = RunToEnd("sflv1", kClients, 2, kBatch, 0.5f);
+  ASSERT_GT(got.size(), 0u);
+  const ModelWeights want =
+      Sflv1Reference(kClients, 2, kBatch, 0.5f, [](int i) { return Share(i, kClients); });
+  const double diff = MaxDiff(got, want);
+  std::printf("U-shaped SFLV1, 3 clients, 2 rounds of 2 epochs: max |split - reference| = %.3g\n",
+              diff);
+  EXPECT_LT(diff, 2e-5);
+  EXPECT_GT(MaxDiff(got, *InitWeights(*ModelSpecByName("lenet"), 1)), 1e-3);
+  const std::string log = coordinator_->Log();
+  EXPECT_NE(log.find("split learning (sflv1, U-shaped): model lenet cut before layers 3 and 9"),
+            std::string::npos)
+      << log;
+  // Per round, 6 batches (3 clients, 2 epochs of one batch) of 200 samples in all; up went the
+  // first cut's activations and the head's input gradients, 4 bytes a value, and as many down.
+  const SplitModel split = *CutModel(*ModelSpecByName("lenet"), 3, 9);
+  const uint64_t bytes =
+      200u * static_cast<uint64_t>(split.cut_shape.numel() + split.head_shape.numel()) * 4;
+  std::ifstream events(dir_ / "ckpt" / "events.jsonl");
+  int closed = 0;
+  for (std::string line; std::getline(events, line);) {
+    Result<RunEvent> e = RunEventFromJson(nlohmann::json::parse(line));
+    ASSERT_TRUE(e.ok()) << line;
+    const auto* c = std::get_if<RoundClosed>(&*e);
+    if (c == nullptr) continue;
+    ++closed;
+    ASSERT_TRUE(c->summary.split.has_value()) << line;
+    EXPECT_EQ(c->summary.split->batches, 6u) << line;
+    EXPECT_EQ(c->summary.split->samples, 200u) << line;
+    EXPECT_EQ(c->summary.split->bytes_in, bytes) << line;
+    EXPECT_EQ(c->summary.split->bytes_out, bytes) << line;
+  }
+  EXPECT_EQ(closed, 2);
 }
 
 }  // namespace

@@ -68,7 +68,8 @@ class CollectingSink : public FrameSink {
 
 TEST(FrameHeaderTest, LayoutIsLittleEndian) {
   const FrameHeaderBytes b = Header(0x0102030405060708ULL, MessageType::kError, kFrameFlagChunk);
-  const uint8_t want[16] = {'T', 'R', 'I', 'B', 8, 0, 8, 1, 8, 7, 6, 5, 4, 3, 2, 1};
+  const uint8_t want[16] = {
+      'T', 'R', 'I', 'B', static_cast<uint8_t>(kProtocolVersion), 0, 8, 1, 8, 7, 6, 5, 4, 3, 2, 1};
   EXPECT_EQ(std::memcmp(b.data(), want, 16), 0);
 }
 
@@ -89,11 +90,14 @@ TEST(FrameHeaderTest, RejectsBadMagic) {
 }
 
 TEST(FrameHeaderTest, UnknownVersionNamesBothVersions) {
-  Result<FrameHeader> h = ParseFrameHeader(Header(1, MessageType::kHello, 0, 9), ProtocolLimits{});
+  const uint16_t next = kProtocolVersion + 1;  // a newer peer's
+  Result<FrameHeader> h =
+      ParseFrameHeader(Header(1, MessageType::kHello, 0, next), ProtocolLimits{});
   ASSERT_FALSE(h.ok());
   EXPECT_EQ(ProtocolErrorCodeOf(h.status()), ErrorCode::kUnsupportedVersion);
-  EXPECT_EQ(h.status().message(),
-            "UNSUPPORTED_VERSION: peer speaks protocol version 9; this build speaks version 8");
+  EXPECT_EQ(h.status().message(), "UNSUPPORTED_VERSION: peer speaks protocol version " +
+                                      std::to_string(next) + "; this build speaks version " +
+                                      std::to_string(kProtocolVersion));
 }
 
 TEST(FrameHeaderTest, LengthOverCapIsFrameTooLarge) {
@@ -462,7 +466,7 @@ TEST(AssemblerTest, RejectsBrokenChunkSequences) {
 
 TEST(MessageReaderTest, GoodMessagesBeforeABadFrameAreDelivered) {
   std::vector<uint8_t> wire = EncodeOutbound(Heartbeat{1, 1}, {}, 1)->Flatten();
-  const FrameHeaderBytes bad = Header(10, MessageType::kHello, 0, 9);
+  const FrameHeaderBytes bad = Header(10, MessageType::kHello, 0, kProtocolVersion + 1);
   wire.insert(wire.end(), bad.begin(), bad.end());
   MessageReader reader(ProtocolLimits{});
   std::vector<Message> got;

@@ -31,6 +31,9 @@ std::vector<Message> SampleMessages() {
   task.deadline_ms = 30000;
   task.model = {0x1234abcdULL, {1.5f, -2.0f, 0.0f, 3.25f}};
   task.control = {0.25f, -0.5f, 0.0f, 1.0f};  // SCAFFOLD's server control variate (version 4)
+  task.split_cut = 3;                         // split learning (version 7)
+  task.split_codec.spec = "q8";
+  task.split_head = 8;  // the U-shaped split (version 9)
   EvaluateTask eval{3, 2, 128, 1000, 5000, {77, {0.5f, 0.25f}}};
   UpdateSubmission update;
   update.round = 12;
@@ -94,7 +97,7 @@ std::vector<Message> SampleMessages() {
       membership,
       group_task,
       group_result,
-      SplitActivations{12, 3, {1, 9, 0}, {"q8", 77, 3 * 6272, std::vector<uint8_t>{4, 5, 6}}},
+      SplitActivations{12, 3, 3, {1, 9, 0}, {"q8", 77, 3 * 6272, std::vector<uint8_t>{4, 5, 6}}},
       SplitGradient{12, 3, 6.25, 2, {"", 77, 3, std::vector<uint8_t>(12, 1)}}};
 }
 

@@ -466,7 +466,9 @@ TEST_P(TransportTest, WrongVersionGetsErrorNamingBothVersionsThenClose) {
   const Error& e = std::get<Error>(got[0]);
   EXPECT_EQ(e.code, static_cast<uint32_t>(ErrorCode::kUnsupportedVersion));
   EXPECT_EQ(e.message,
-            "UNSUPPORTED_VERSION: peer speaks protocol version 10; this build speaks version 8");
+            "UNSUPPORTED_VERSION: peer speaks protocol version 10; this build speaks "
+            "version " +
+                std::to_string(kProtocolVersion));
   ExpectExchange(honest);
 }
 

@@ -258,19 +258,23 @@ INSTANTIATE_TEST_SUITE_P(EveryDistributedMode, RankModeTest,
 // one process's.
 // Under ThreadSanitizer SFLV1 runs on 3 ranks of 2 threads only.
 TEST(RankSimTest, SplitLearningGivesTheOneProcessModelOnRanks) {
-  using Layout = std::tuple<const char*, int, int>;
-  std::vector<Layout> layouts = {{"sflv1", 3, 2}, {"sflv2", 3, 1}};
-  if (!testing::kUnderThreadSanitizer) layouts.push_back({"sflv1", 2, 1});
-  for (auto [mode, ranks, threads] : layouts) {
+  // (mode, ranks, threads, split.head): the last, U-shaped (the devices also hold the last
+  // layers and the labels), takes two round trips a batch with its server copy on the rank.
+  using Layout = std::tuple<const char*, int, int, int>;
+  std::vector<Layout> layouts = {{"sflv1", 3, 2, 0}, {"sflv2", 3, 1, 0}, {"sflv1", 3, 1, 4}};
+  if (!testing::kUnderThreadSanitizer) layouts.push_back({"sflv1", 2, 1, 0});
+  for (auto [mode, ranks, threads, head] : layouts) {
     SimConfig c = Config();
     c.run.round.split.mode = mode;
+    c.run.round.split.head = head;
     c.threads = 1;
     Result<SimResult> one = testing::RunSimulation(c);
     ASSERT_TRUE(one.ok()) << mode << ": " << one.status().ToString();
     c.threads = threads;
     Result<Distributed> d = RunOnRanks(c, ranks);
     ASSERT_TRUE(d.ok()) << mode << ": " << d.status().ToString();
-    const std::string what = fmt::format("split {}, {} ranks of {} threads", mode, ranks, threads);
+    const std::string what = fmt::format("split {}{}, {} ranks of {} threads", mode,
+                                         head ? " (U-shaped)" : "", ranks, threads);
     ExpectSameRun(*one, d->result, what);
     EXPECT_GT(d->result.rounds.back().split_batches, 0u) << what;
     if (std::string(mode) == "sflv1") {

@@ -107,6 +107,47 @@ TEST(SplitSimTest, EveryBatchPaysTheClientsLinkSoSlowLinksFavourFedAvg) {
   EXPECT_LT(time[1][1], time[1][0]);
 }
 
+// The U-shaped split (mlp cut at 3 and 4: the server holds the second dense layer only, the
+// devices the first and the last with the labels): FedAvg computed in three places, the same bits
+// on 1 and 3 threads, and each batch charged two round trips (so on a 100 ms link a round takes
+// longer than the classic split's).
+TEST(SplitSimTest, AUShapedSplitIsFedAvgTooAndPaysTwoRoundTripsABatch) {
+  SimConfig c = SplitSimConfig();
+  const SimResult fedavg = testing::RunSimulationOrFail(c);
+  c.run.round.split.mode = "sflv1";
+  c.run.round.split.head = 4;
+  c.threads = 1;
+  const SimResult u = testing::RunSimulationOrFail(c);
+  const double diff = SplitModelDiff(u.final_model, fedavg.final_model);
+  std::printf("U-shaped SFLV1 against FedAvg after 3 rounds: max |difference| = %.3g\n", diff);
+  EXPECT_LT(diff, 1e-5);
+  c.threads = 3;
+  EXPECT_EQ(testing::RunSimulationOrFail(c).model_hash, u.model_hash);
+  for (const SimRound& r : u.rounds) {
+    EXPECT_EQ(r.accepted, 3);
+    EXPECT_GE(r.split_batches, 3u);
+    // Each batch: 200 activations up and the head's 200 gradients up, as many down.
+    const double per_batch =
+        static_cast<double>(r.split_bytes_up) / static_cast<double>(r.split_batches);
+    EXPECT_GT(per_batch, 2 * 800.0);
+    EXPECT_LT(per_batch, 2 * (16 * 200 * 4 + 512.0));
+  }
+  double time[2];
+  for (int head : {0, 4}) {
+    SimConfig slow = SplitSimConfig();
+    slow.run.round.rounds = 1;
+    slow.hetero.samples_per_s = 300;
+    slow.hetero.up_mbps = slow.hetero.down_mbps = 1000.0;
+    slow.hetero.latency_ms = 100.0;
+    slow.run.round.split.mode = "sflv1";
+    slow.run.round.split.head = head;
+    time[head == 0 ? 0 : 1] = testing::RunSimulationOrFail(slow).rounds[0].sim_seconds;
+  }
+  std::printf("simulated round on a 100 ms link: classic split %.2f s, U-shaped %.2f s\n", time[0],
+              time[1]);
+  EXPECT_GT(time[1], 1.5 * time[0]);  // twice the latency a batch, about as many bytes
+}
+
 TEST(SplitSimTest, RunsItCannotCarryAreRefusedNamingWhy) {
   SimConfig c = SplitSimConfig();
   c.run.round.split.mode = "sflv1";

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 
 #include "protocol/message_codec.h"
@@ -27,6 +28,23 @@ class LoopbackSplitExchange final : public SplitExchange {
     TRIB_ASSIGN_OR_RETURN(SplitActivations m, channel_.Activations(acts, labels));
     TRIB_ASSIGN_OR_RETURN(SplitGradient g, server_.OnActivations(client_, Carry(m)));
     return channel_.Gradient(Carry(g));
+  }
+  Status ExchangeFront(std::span<const float> acts, int64_t samples,
+                       std::span<float> middle) override {
+    TRIB_ASSIGN_OR_RETURN(SplitActivations m,
+                          channel_.FrontActivations(acts, static_cast<uint32_t>(samples)));
+    TRIB_ASSIGN_OR_RETURN(Message answer, server_.OnMessage(client_, Message(Carry(m))));
+    TRIB_ASSIGN_OR_RETURN(
+        std::vector<float> out,
+        channel_.Middle(Carry(std::get<SplitActivations>(answer)), middle.size()));
+    std::copy(out.begin(), out.end(), middle.begin());
+    return Status::Ok();
+  }
+  Result<CutGradient> ExchangeHead(std::span<const float> gradient, double loss_sum,
+                                   int64_t correct) override {
+    TRIB_ASSIGN_OR_RETURN(SplitGradient up, channel_.HeadGradient(gradient, loss_sum, correct));
+    TRIB_ASSIGN_OR_RETURN(Message answer, server_.OnMessage(client_, Message(Carry(up))));
+    return channel_.Gradient(Carry(std::get<SplitGradient>(answer)));
   }
 
  private:

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <thread>
 
 #include "split/cut_tensor.h"
@@ -21,8 +22,11 @@ namespace {
 using testing::LoopbackSplitExchange;
 
 struct Fixture {
+  // head > 0: the U-shaped split, the device also holding layers head .. end.
+  explicit Fixture(size_t head_cut = 0) : head(head_cut) {}
+  size_t head;
   ModelSpec whole = *ModelSpecByName("lenet");
-  SplitModel split = *CutModel(whole, static_cast<size_t>(whole.cut));
+  SplitModel split = *CutModel(whole, static_cast<size_t>(whole.cut), head);
   ModelWeights init = *InitWeights(whole, 3);
   ModelWeights device_init = SplitWeights(split, init)->first;
   ModelWeights server_init = SplitWeights(split, init)->second;
@@ -41,6 +45,7 @@ struct Fixture {
     t.round = round;
     t.fit = fit;
     t.split_cut = static_cast<uint32_t>(split.cut);
+    t.split_head = static_cast<uint32_t>(split.head_cut);
     t.split_codec.spec = codec;
     return t;
   }
@@ -52,6 +57,13 @@ struct Fixture {
   }
   std::shared_ptr<const Dataset> Data(uint64_t seed, int64_t n) const {
     return std::make_shared<Dataset>(testing::SyntheticImages(n, seed));
+  }
+  // The device's trainer: the front, and the head in a U-shaped split.
+  std::unique_ptr<NativeTrainer> Device(std::shared_ptr<const Dataset> data) const {
+    auto t = split.u_shaped() ? NativeTrainer::CreateWithHead(split.device, split.head, data, 0)
+                              : NativeTrainer::Create(split.device, data, nullptr, 0);
+    EXPECT_TRUE(t.ok()) << t.status();
+    return std::move(*t);
   }
 };
 
@@ -248,12 +260,15 @@ TEST(SplitServerTest, EveryBadBatchIsRefusedByNameAndChangesNothing) {
   refused(m, "edge-1", "activations for round 4, but round 5 is open");
   m = good;
   m.labels.assign(17, 0);
+  refused(m, "edge-1", "batch 0 says it holds 4 samples and carries 17 labels");
+  m.samples = 17;
   refused(m, "edge-1", "a split batch of 17 samples; the round's batch size is 16");
   m = good;
   m.labels[2] = 10;
   refused(m, "edge-1", "label 10 of sample 2");
   m = good;
   m.labels.pop_back();
+  m.samples = 3;
   refused(m, "edge-1", "holds 4704 values; 3528 were expected");
   m = good;
   m.activations.codec = "q8";
@@ -282,6 +297,133 @@ TEST(SplitServerTest, EveryBadBatchIsRefusedByNameAndChangesNothing) {
   stale.batch = 7;
   EXPECT_FALSE(channel.Gradient(stale).ok());
   EXPECT_EQ(server->stats().batches, 1u);
+}
+
+// The U-shaped split (lenet cut at 3 and 9: the device holds the first convolution block and
+// the last two dense layers with the loss; the server the second block and dense 120): SFLV1 with
+// one client is the whole model's fit bit for bit, and no label ever reaches the server.
+TEST(SplitServerTest, AUShapedSplitWithOneClientIsCentralizedTrainingOfTheWholeModel) {
+  Fixture f(9);
+  ASSERT_TRUE(f.split.u_shaped());
+  auto data = f.Data(5, 100);
+  auto server = f.Server(SplitMode::kSflV1);
+  auto device = f.Device(data);
+  server->OpenRound(1, f.fit, {"edge-1"});
+  LoopbackSplitExchange ex(*server, "edge-1", *SplitTaskChannel::Create(f.Task(1), f.device_fp()));
+  Result<FitResult> r = device->fit_split(f.device_init, f.fit, ex);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->steps, 14);
+  server->Accept("edge-1", 100);
+  const ModelWeights& s = server->CloseRound();
+  const auto [want_device, want_server] = Centralized(f, data);
+  EXPECT_EQ(r->weights.content_hash(), want_device.content_hash());
+  EXPECT_EQ(s.content_hash(), want_server.content_hash());
+  EXPECT_NE(s.content_hash(), f.server_init.content_hash());
+  // The head's loss is the device's own: the whole model's epoch loss.
+  auto whole = *NativeTrainer::Create(f.whole, data, nullptr, 0);
+  EXPECT_EQ(r->metrics.at("train_loss"), whole->fit(f.init, f.fit)->metrics.at("train_loss"));
+  const SplitServerStats st = server->stats();
+  EXPECT_EQ(st.batches, 14u);
+  EXPECT_EQ(st.samples, 200u);
+  // Two round trips a batch, dense: up the first cut (14x14x6) and the head's input gradient
+  // (dense 120's output), down the middle's output and the first cut's gradient.
+  const uint64_t values = 200u * (14 * 14 * 6 + 120);
+  EXPECT_GE(st.bytes_in, values * 4);
+  EXPECT_LT(st.bytes_in, values * 4 + 28 * 64);
+  EXPECT_EQ(st.bytes_out, st.bytes_in);
+}
+
+TEST(SplitServerTest, AUShapedSflv1AveragesEachClientsMiddleByItsExamples) {
+  Fixture f(9);
+  const std::vector<std::string> ids = {"edge-a", "edge-b"};
+  const std::vector<int64_t> sizes = {48, 33};
+  std::vector<std::shared_ptr<const Dataset>> data = {f.Data(31, 48), f.Data(32, 33)};
+  auto server = f.Server(SplitMode::kSflV1);
+  server->OpenRound(2, f.fit, ids);
+  std::vector<Result<FitResult>> results(ids.size(), Status::Internal("not run"));
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < ids.size(); ++i)
+    threads.emplace_back([&, i] {
+      LoopbackSplitExchange ex(*server, ids[i],
+                               *SplitTaskChannel::Create(f.Task(2), f.device_fp()));
+      results[i] = f.Device(data[i])->fit_split(f.device_init, f.fit, ex);
+    });
+  for (auto& t : threads) t.join();
+  std::vector<double> mean(f.server_init.size(), 0.0);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    ASSERT_TRUE(results[i].ok()) << results[i].status();
+    server->Accept(ids[i], static_cast<uint64_t>(sizes[i]));
+    const auto [dev, srv] = Centralized(f, data[i]);
+    EXPECT_EQ(results[i]->weights.content_hash(), dev.content_hash()) << ids[i];
+    for (size_t k = 0; k < mean.size(); ++k) mean[k] += sizes[i] * double{srv.data()[k]};
+  }
+  const ModelWeights got = server->CloseRound();
+  double max_diff = 0.0;
+  for (size_t k = 0; k < mean.size(); ++k)
+    max_diff = std::max(max_diff, std::fabs(mean[k] / 81.0 - got.data()[k]));
+  EXPECT_LT(max_diff, 1e-7);
+}
+
+TEST(SplitServerTest, AUShapedSplitRefusesLabelsAndMessagesOutOfTurn) {
+  Fixture f(9);
+  auto server = f.Server(SplitMode::kSflV1);
+  const size_t cut = static_cast<size_t>(f.split.cut_shape.numel());
+  const size_t mid = static_cast<size_t>(f.split.head_shape.numel());
+  auto channel = *SplitTaskChannel::Create(f.Task(5), f.device_fp());
+  std::vector<float> acts(3 * cut, 0.25f);
+  std::vector<uint8_t> labels = {1, 2, 3};
+  // The channel itself sends no labels in a U-shaped task.
+  EXPECT_NE(channel.Activations(acts, labels).status().message().find("without labels"),
+            std::string::npos);
+  SplitActivations good = *channel.FrontActivations(acts, 3);
+  EXPECT_TRUE(good.labels.empty());
+  auto refused = [&](const Message& m, const std::string& why) {
+    Result<Message> a = server->OnMessage("edge-1", m);
+    ASSERT_FALSE(a.ok()) << why;
+    EXPECT_NE(a.status().message().find(why), std::string::npos) << a.status().message();
+  };
+  server->OpenRound(5, f.fit, {"edge-1"});
+  SplitActivations m = good;
+  m.labels = {1, 2, 3};
+  refused(m, "carries 3 labels; a U-shaped split's labels stay on the device");
+  m = good;
+  m.samples = 2;
+  refused(m, "holds 3528 values; 2352 were expected");
+  std::vector<float> head_grad(3 * mid, 0.01f);
+  SplitGradient early;
+  early.round = 5;
+  early.gradient = *EncodeCutTensor(**MakeCodec("dense"), head_grad, f.device_fp(), 0);
+  refused(early, "a head gradient for batch 0 answers no batch in flight");
+  Result<Message> middle = server->OnMessage("edge-1", good);
+  ASSERT_TRUE(middle.ok()) << middle.status();
+  refused(good, "batch 0's head gradient was next");
+  Result<std::vector<float>> out = channel.Middle(std::get<SplitActivations>(*middle), 3 * mid);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_FALSE(channel.Middle(std::get<SplitActivations>(*middle), 3 * mid - 1).ok());
+  SplitGradient up = *channel.HeadGradient(head_grad, 6.0, 1);
+  SplitGradient wrong = up;
+  wrong.gradient =
+      *EncodeCutTensor(**MakeCodec("dense"), std::vector<float>(2 * mid, 0.0f), f.device_fp(), 0);
+  refused(wrong, "the head gradient of batch 0");
+  EXPECT_EQ(server->stats().batches, 0u);
+  Result<Message> down = server->OnMessage("edge-1", up);
+  ASSERT_TRUE(down.ok()) << down.status();
+  Result<CutGradient> g = channel.Gradient(std::get<SplitGradient>(*down));
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(g->gradient.size(), acts.size());
+  EXPECT_EQ(g->loss_sum, 6.0);  // the head's, echoed
+  EXPECT_EQ(server->stats().batches, 1u);
+  refused(up, "a head gradient for batch 0 answers no batch in flight");  // twice
+  // A classic split's server takes no head gradient; a U-shape needs SFLV1.
+  Fixture classic;
+  auto plain = classic.Server(SplitMode::kSflV1);
+  plain->OpenRound(5, classic.fit, {"edge-1"});
+  Result<Message> r = plain->OnMessage("edge-1", up);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("not U-shaped"), std::string::npos) << r.status().message();
+  auto v2 = SplitServer::Create({f.split, SplitMode::kSflV2, "dense", 1}, f.server_init);
+  ASSERT_FALSE(v2.ok());
+  EXPECT_NE(v2.status().message().find("needs split.mode = 'sflv1'"), std::string::npos);
 }
 
 TEST(SplitServerTest, RefusesAnErrorFeedbackCodecAndAnUnknownMode) {

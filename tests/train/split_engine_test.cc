@@ -130,6 +130,123 @@ INSTANTIATE_TEST_SUITE_P(Models, SplitEngineTest,
                                   std::to_string(p.param.threads);
                          });
 
+struct UCase {
+  const char* model;
+  size_t cut, head;
+  int threads;
+};
+
+class UShapedSplitEngineTest : public ::testing::TestWithParam<UCase> {};
+
+// The U-shape: the front's ForwardToCut, the middle's ForwardToCut from activations, the head's
+// TrainFromCut, the middle's BackwardFromCut with its input gradient and the front's
+// BackwardFromCut are the whole model's TrainStep bit for bit, losses and weights.
+TEST_P(UShapedSplitEngineTest, TrainsToTheWholeModelsBits) {
+  const UCase c = GetParam();
+  const ModelSpec spec = *ModelSpecByName(c.model);
+  auto cut = CutModel(spec, c.cut, c.head);
+  ASSERT_TRUE(cut.ok()) << cut.status().message();
+  const SplitModel& split = *cut;
+  ASSERT_TRUE(split.u_shaped());
+  EXPECT_EQ(split.server.num_classes, 0);
+  EXPECT_EQ(split.head.num_classes, spec.num_classes);
+  const Dataset data = testing::SyntheticImages(96, 3);
+  const ModelWeights init = *InitWeights(spec, 5);
+  auto whole = *cpu::CpuEngine::Create(spec, 32, c.threads);
+  auto front = *cpu::CpuEngine::Create(split.device, 32, c.threads);
+  auto middle = *cpu::CpuEngine::Create(split.server, 32, c.threads);
+  auto head = *cpu::CpuEngine::Create(split.head, 32, c.threads);
+  auto parts = *SplitWeights(split, init);
+  EXPECT_EQ(parts.first.size(), split.device_params);
+  auto device_parts = *SplitDeviceWeights(split, parts.first);
+  EXPECT_EQ(device_parts.second.size(), split.head_params);
+  ASSERT_TRUE(whole->LoadWeights(init).ok());
+  ASSERT_TRUE(front->LoadWeights(device_parts.first).ok());
+  ASSERT_TRUE(middle->LoadWeights(parts.second).ok());
+  ASSERT_TRUE(head->LoadWeights(device_parts.second).ok());
+  SgdConfig sgd;
+  sgd.lr = 0.05f;
+  sgd.momentum = 0.9f;
+  sgd.weight_decay = 1e-4f;
+  const int64_t a1 = split.cut_shape.numel(), a2 = split.head_shape.numel();
+  for (int step = 0; step < 4; ++step) {
+    std::vector<uint32_t> batch(step == 3 ? 17 : 32);  // a short last batch
+    std::iota(batch.begin(), batch.end(), static_cast<uint32_t>(step * 20));
+    const StepStats want = whole->TrainStep(data, batch, sgd);
+    const size_t n = batch.size();
+    std::vector<float> acts(n * a1), mid(n * a2), head_grad(n * a2), front_grad(n * a1);
+    std::vector<uint8_t> labels;
+    for (uint32_t i : batch) labels.push_back(data.labels[i]);
+    ASSERT_TRUE(front->ForwardToCut(data, batch, acts).ok());
+    ASSERT_TRUE(middle->ForwardToCut(acts, mid).ok());
+    auto got = head->TrainFromCut(mid, labels, sgd, head_grad);
+    ASSERT_TRUE(got.ok()) << got.status().message();
+    ASSERT_TRUE(middle->BackwardFromCut(head_grad, sgd, front_grad).ok());
+    ASSERT_TRUE(front->BackwardFromCut(front_grad, sgd).ok());
+    EXPECT_EQ(got->loss_sum, want.loss_sum) << "step " << step;
+    EXPECT_EQ(got->correct, want.correct);
+  }
+  ModelWeights w = init.ZerosLike(), s = parts.second.ZerosLike();
+  ModelWeights f = device_parts.first.ZerosLike(), h = device_parts.second.ZerosLike();
+  ASSERT_TRUE(whole->StoreWeights(&w).ok());
+  ASSERT_TRUE(front->StoreWeights(&f).ok());
+  ASSERT_TRUE(middle->StoreWeights(&s).ok());
+  ASSERT_TRUE(head->StoreWeights(&h).ok());
+  EXPECT_NE(w.content_hash(), init.content_hash());
+  const ModelWeights device = *JoinDeviceWeights(split, f, h);
+  EXPECT_EQ(JoinWeights(split, device, s)->content_hash(), w.content_hash());
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, UShapedSplitEngineTest,
+                         ::testing::Values(UCase{"mlp", 3, 4, 1}, UCase{"cnn", 3, 8, 1},
+                                           UCase{"cnn", 3, 8, 2}, UCase{"lenet", 6, 9, 3}),
+                         [](const ::testing::TestParamInfo<UCase>& p) {
+                           return std::string(p.param.model) + "_cut" +
+                                  std::to_string(p.param.cut) + "_head" +
+                                  std::to_string(p.param.head) + "_threads" +
+                                  std::to_string(p.param.threads);
+                         });
+
+TEST(CutModelTest, AUShapedCutKeepsTheHeadOnTheDeviceAndJoinsBackToTheSameBits) {
+  const ModelSpec lenet = *ModelSpecByName("lenet");
+  auto u = CutModel(lenet, 6, 9);
+  ASSERT_TRUE(u.ok()) << u.status().message();
+  EXPECT_EQ(u->head.layers.size(), lenet.layers.size() - 9);
+  EXPECT_EQ(u->server.layers.size(), 3u);
+  EXPECT_EQ(u->server.input, u->cut_shape);
+  EXPECT_EQ(u->head.input, u->head_shape);
+  const size_t whole = ModelWeights::Create(*ParameterLayout(lenet))->size();
+  EXPECT_EQ(u->device_params + u->server_params, whole);
+  const ModelWeights w = *InitWeights(lenet, 3);
+  auto parts = *SplitWeights(*u, w);
+  // The device's tensors: the front's, then the head's.
+  const auto& t = parts.first.tensors();
+  EXPECT_EQ(t.front().name, "conv1.weight");
+  EXPECT_EQ(t.back().name, lenet.layers.back().name + ".bias");
+  EXPECT_EQ(parts.first.fingerprint(), ModelWeights::Create(*DeviceLayout(*u))->fingerprint());
+  EXPECT_EQ(JoinWeights(*u, parts.first, parts.second)->content_hash(), w.content_hash());
+  // The work is moved, not added: the head's first layer's input gradient goes up.
+  const SplitFlops f = SplitTrainFlopsPerSample(*u);
+  EXPECT_EQ(f.device + f.server, TrainFlopsPerSample(lenet));
+  // Refused: a head before or at the cut, past the model, or without parameters.
+  for (size_t bad : {size_t{6}, size_t{5}, lenet.layers.size()}) {
+    auto r = CutModel(lenet, 6, bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().message().find("the head's cut must be in [7, "), std::string::npos)
+        << r.status().message();
+  }
+  // A model ending in a ReLU: a head of that ReLU alone would send up the loss's gradient.
+  ModelSpec odd = *ModelSpecByName("mlp");
+  LayerSpec relu;
+  relu.kind = LayerKind::kReLU;
+  odd.layers.push_back(relu);
+  auto no_params = CutModel(odd, 3, odd.layers.size() - 1);
+  ASSERT_FALSE(no_params.ok());
+  EXPECT_NE(no_params.status().message().find("names every label"), std::string::npos)
+      << no_params.status().message();
+  EXPECT_FALSE(SplitDeviceWeights(*CutModel(lenet, 6), parts.first).ok());
+}
+
 TEST(SplitEngineErrorsTest, NamesTheSizeOrCallThatDoesNotFit) {
   const SplitModel split = *CutModel(*ModelSpecByName("mlp"), 3);
   const Dataset data = testing::SyntheticImages(8, 1);
@@ -164,6 +281,28 @@ TEST(SplitEngineErrorsTest, NamesTheSizeOrCallThatDoesNotFit) {
   EXPECT_EQ(server->ForwardToCut(data, batch, acts).code(), StatusCode::kFailedPrecondition);
   std::vector<float> probs(10);
   EXPECT_FALSE(device->Predict(std::span<float>(acts.data(), 784), probs).ok());
+
+  // The U-shape's middle part (mlp cut at 3 and 4: dense 200 alone): inputs that are not whole
+  // samples, a batch too large, buffers of the wrong size, and a server part asked to run to a cut.
+  const SplitModel u = *CutModel(*ModelSpecByName("mlp"), 3, 4);
+  auto middle = *cpu::CpuEngine::Create(u.server, 4);
+  std::vector<float> in(3 * 200, 0.1f), out(3 * 200), back(3 * 200);
+  s = middle->ForwardToCut(std::span<float>(in.data(), 599), out);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("not a whole number of samples of 200"), std::string::npos)
+      << s.message();
+  std::vector<float> big_in(5 * 200), big_out(5 * 200);
+  EXPECT_NE(middle->ForwardToCut(big_in, big_out).message().find("a batch of 5 samples"),
+            std::string::npos);
+  EXPECT_FALSE(middle->ForwardToCut(in, std::span<float>(out.data(), 400)).ok());
+  EXPECT_EQ(middle->BackwardFromCut(grad, sgd, back).code(), StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(middle->ForwardToCut(in, out).ok());
+  s = middle->BackwardFromCut(grad, sgd, std::span<float>(back.data(), 400));
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("the input gradient buffer holds 400 values"), std::string::npos)
+      << s.message();
+  ASSERT_TRUE(middle->BackwardFromCut(grad, sgd, back).ok());
+  EXPECT_EQ(server->ForwardToCut(in, out).code(), StatusCode::kFailedPrecondition);
 }
 
 }  // namespace

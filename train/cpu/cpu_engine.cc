@@ -358,20 +358,49 @@ Status CpuEngine::ForwardToCut(const Dataset& data, std::span<const uint32_t> ba
   return Status::Ok();
 }
 
+Status CpuEngine::ForwardToCut(std::span<const float> inputs, std::span<float> acts) {
+  const int64_t out = out_sizes_.back(), ss = spec_.input.numel();
+  TRIB_RETURN_IF_ERROR(CheckForwardFromInputs(spec_, max_batch_, out, inputs.size(), acts.size()));
+  const int64_t n = static_cast<int64_t>(inputs.size()) / ss;
+  const int shards = static_cast<int>(std::min<int64_t>(n, threads()));
+  auto shard = [&](int i) {
+    const auto [begin, end] = ShardRange(n, shards, i);
+    Replica& r = replicas_[static_cast<size_t>(i)];
+    RunShard(r, nullptr, {}, inputs.data() + begin * ss, end - begin, n, false);
+    std::memcpy(acts.data() + begin * out, r.act_ptr.back(), sizeof(float) * (end - begin) * out);
+  };
+  ForShards(shards, shard);
+  cut_batch_ = n;
+  return Status::Ok();
+}
+
 Status CpuEngine::BackwardFromCut(std::span<const float> grad, const SgdConfig& cfg) {
   TRIB_RETURN_IF_ERROR(CheckBackwardFromCut(spec_, cut_batch_, out_sizes_.back(), grad.size()));
-  const int64_t n = cut_batch_, out = out_sizes_.back();
+  BackwardThroughCut(grad, cfg, nullptr);
+  return Status::Ok();
+}
+
+Status CpuEngine::BackwardFromCut(std::span<const float> grad, const SgdConfig& cfg,
+                                  std::span<float> input_grad) {
+  TRIB_RETURN_IF_ERROR(
+      CheckBackwardFromCut(spec_, cut_batch_, out_sizes_.back(), grad.size(), input_grad.size()));
+  BackwardThroughCut(grad, cfg, input_grad.data());
+  return Status::Ok();
+}
+
+void CpuEngine::BackwardThroughCut(std::span<const float> grad, const SgdConfig& cfg,
+                                   float* input_grad) {
+  const int64_t n = cut_batch_, out = out_sizes_.back(), ss = spec_.input.numel();
   cut_batch_ = 0;
   const int shards = static_cast<int>(std::min<int64_t>(n, threads()));
   auto shard = [&](int i) {
     const auto [begin, end] = ShardRange(n, shards, i);
     Replica& r = replicas_[static_cast<size_t>(i)];
     std::memcpy(r.grad_a.data(), grad.data() + begin * out, sizeof(float) * (end - begin) * out);
-    BackwardShard(r, end - begin, nullptr);
+    BackwardShard(r, end - begin, input_grad == nullptr ? nullptr : input_grad + begin * ss);
   };
   ForShards(shards, shard);
   ApplyStep(shards, cfg);
-  return Status::Ok();
 }
 
 Result<StepStats> CpuEngine::TrainFromCut(std::span<const float> acts,

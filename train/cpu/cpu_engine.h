@@ -48,6 +48,9 @@ class CpuEngine final : public Engine {
   Status ForwardToCut(const Dataset& data, std::span<const uint32_t> batch,
                       std::span<float> acts) override;
   Status BackwardFromCut(std::span<const float> grad, const SgdConfig& cfg) override;
+  Status ForwardToCut(std::span<const float> inputs, std::span<float> acts) override;
+  Status BackwardFromCut(std::span<const float> grad, const SgdConfig& cfg,
+                         std::span<float> input_grad) override;
   Result<StepStats> TrainFromCut(std::span<const float> acts, std::span<const uint8_t> labels,
                                  const SgdConfig& cfg, std::span<float> grad) override;
 
@@ -83,6 +86,10 @@ class CpuEngine final : public Engine {
   // down to the part's first computing layer; when input_grad is not null, also that layer's
   // input gradient, copied there (count * spec_.input.numel() floats).
   void BackwardShard(Replica& r, int64_t count, float* input_grad);
+  // BackwardFromCut after its checks: the pending batch's backward from `grad` (the gradient at
+  // the cut), writing the gradient at the part's input to input_grad unless it is null; then the
+  // step.
+  void BackwardThroughCut(std::span<const float> grad, const SgdConfig& cfg, float* input_grad);
   // Sums the replicas' gradients (shards > 1) and takes the SGD step.
   void ApplyStep(int shards, const SgdConfig& cfg);
   // The [begin, end) of shard i when n samples are split into `shards`.

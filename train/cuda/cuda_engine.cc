@@ -263,18 +263,55 @@ Status CudaEngine::ForwardToCut(const Dataset& data, std::span<const uint32_t> b
   }());
 }
 
+Status CudaEngine::ForwardToCut(std::span<const float> inputs, std::span<float> acts) {
+  TRIB_RETURN_IF_ERROR(status_);
+  const int64_t out = out_sizes_.back();
+  TRIB_RETURN_IF_ERROR(CheckForwardFromInputs(spec_, max_batch_, out, inputs.size(), acts.size()));
+  const int64_t n = static_cast<int64_t>(inputs.size()) / spec_.input.numel();
+  return Keep([&]() -> Status {
+    TRIB_RETURN_IF_ERROR(ctx_->Activate());
+    cudaStream_t stream = ctx_->stream();
+    CUDA_CHECK(cudaMemcpyAsync(act_ptr_[0], inputs.data(), inputs.size_bytes(),
+                               cudaMemcpyHostToDevice, stream));
+    TRIB_RETURN_IF_ERROR(ForwardLayers(n));
+    CUDA_CHECK(cudaMemcpyAsync(acts.data(), act_ptr_.back(), acts.size_bytes(),
+                               cudaMemcpyDeviceToHost, stream));
+    TRIB_RETURN_IF_ERROR(ctx_->Synchronize());
+    cut_batch_ = n;
+    return Status::Ok();
+  }());
+}
+
 Status CudaEngine::BackwardFromCut(std::span<const float> grad, const SgdConfig& cfg) {
   TRIB_RETURN_IF_ERROR(status_);
   TRIB_RETURN_IF_ERROR(CheckBackwardFromCut(spec_, cut_batch_, out_sizes_.back(), grad.size()));
+  return BackwardThroughCut(grad, cfg, {});
+}
+
+Status CudaEngine::BackwardFromCut(std::span<const float> grad, const SgdConfig& cfg,
+                                   std::span<float> input_grad) {
+  TRIB_RETURN_IF_ERROR(status_);
+  TRIB_RETURN_IF_ERROR(
+      CheckBackwardFromCut(spec_, cut_batch_, out_sizes_.back(), grad.size(), input_grad.size()));
+  return BackwardThroughCut(grad, cfg, input_grad);
+}
+
+Status CudaEngine::BackwardThroughCut(std::span<const float> grad, const SgdConfig& cfg,
+                                      std::span<float> input_grad) {
   const int64_t n = cut_batch_;
   cut_batch_ = 0;
   return Keep([&]() -> Status {
     TRIB_RETURN_IF_ERROR(ctx_->Activate());
+    cudaStream_t stream = ctx_->stream();
     CUDA_CHECK(cudaMemcpyAsync(grad_a_.data(), grad.data(), grad.size_bytes(),
-                               cudaMemcpyHostToDevice, ctx_->stream()));
-    TRIB_RETURN_IF_ERROR(Backward(n));
+                               cudaMemcpyHostToDevice, stream));
+    float* at_input = nullptr;
+    TRIB_RETURN_IF_ERROR(Backward(n, input_grad.empty() ? nullptr : &at_input));
     TRIB_RETURN_IF_ERROR(ApplySgd(cfg));
-    return ctx_->Synchronize();  // the host's gradient belongs to the caller
+    if (!input_grad.empty())
+      CUDA_CHECK(cudaMemcpyAsync(input_grad.data(), at_input, input_grad.size_bytes(),
+                                 cudaMemcpyDeviceToHost, stream));
+    return ctx_->Synchronize();  // the host's buffers belong to the caller
   }());
 }
 

@@ -48,6 +48,9 @@ class CudaEngine final : public Engine {
   Status ForwardToCut(const Dataset& data, std::span<const uint32_t> batch,
                       std::span<float> acts) override;
   Status BackwardFromCut(std::span<const float> grad, const SgdConfig& cfg) override;
+  Status ForwardToCut(std::span<const float> inputs, std::span<float> acts) override;
+  Status BackwardFromCut(std::span<const float> grad, const SgdConfig& cfg,
+                         std::span<float> input_grad) override;
   Result<StepStats> TrainFromCut(std::span<const float> acts, std::span<const uint8_t> labels,
                                  const SgdConfig& cfg, std::span<float> grad) override;
 
@@ -74,6 +77,9 @@ class CudaEngine final : public Engine {
   Status Backward(int64_t n, float** input_grad = nullptr);
   Status ApplySgd(const SgdConfig& cfg);
   // Keeps the first failure as status_ and returns it.
+  // BackwardFromCut after its checks (input_grad empty: the front's, which needs none).
+  Status BackwardThroughCut(std::span<const float> grad, const SgdConfig& cfg,
+                            std::span<float> input_grad);
   Status Keep(Status s);
   Status Step(const Dataset& data, std::span<const uint32_t> batch, const SgdConfig* sgd,
               StepStats* out);
