@@ -284,6 +284,35 @@ tributary_client* CreateClientHandle(const tributary_client_options& options,
 
 }  // namespace tributary::capi
 
+namespace {
+
+// The exchange behind a handle, if `fn` may use it now (not NULL, within its fit_split call, on
+// that call's thread); FailedPrecondition or InvalidArgument naming `fn` otherwise.
+tributary::Result<tributary::SplitExchange*> ServerOf(tributary_split_exchange* exchange,
+                                                      const std::string& fn) {
+  using tributary::Status;
+  if (!exchange) return Status::InvalidArgument(fn + ": exchange is NULL");
+  tributary::SplitExchange* server = exchange->server.load(std::memory_order_acquire);
+  if (!server)
+    return Status::FailedPrecondition(fn +
+                                      ": this exchange is no longer valid (use it only during "
+                                      "the fit_split call it was given to)");
+  if (std::this_thread::get_id() != exchange->thread)
+    return Status::FailedPrecondition(
+        fn +
+        ": called from another thread than fit_split's (the exchange carries one batch at a "
+        "time, from the thread that runs fit_split)");
+  return server;
+}
+
+// A failed exchange's status, kept as the task's failure (the first one).
+tributary::Status Failed(tributary_split_exchange* exchange, tributary::Status s) {
+  if (!exchange->failure) exchange->failure = s;
+  return s;
+}
+
+}  // namespace
+
 extern "C" {
 
 void tributary_client_options_init(tributary_client_options* o) {
@@ -454,17 +483,8 @@ int tributary_split_exchange_batch(tributary_split_exchange* exchange, const flo
                                    int64_t* correct, char* error, size_t error_size) {
   using namespace tributary;
   return Reported(error, error_size, [&]() -> Status {
-    if (!exchange)
-      return Status::InvalidArgument("tributary_split_exchange_batch: exchange is NULL");
-    SplitExchange* server = exchange->server.load(std::memory_order_acquire);
-    if (!server)
-      return Status::FailedPrecondition(
-          "tributary_split_exchange_batch: this exchange is no longer valid (use it only during "
-          "the fit_split call it was given to)");
-    if (std::this_thread::get_id() != exchange->thread)
-      return Status::FailedPrecondition(
-          "tributary_split_exchange_batch: called from another thread than fit_split's (the "
-          "exchange carries one batch at a time, from the thread that runs fit_split)");
+    TRIB_ASSIGN_OR_RETURN(SplitExchange * server,
+                          ServerOf(exchange, "tributary_split_exchange_batch"));
     if (count == 0 || !labels)
       return Status::InvalidArgument(
           "tributary_split_exchange_batch: count must be >= 1 with labels given, got count " +
@@ -481,10 +501,7 @@ int tributary_split_exchange_batch(tributary_split_exchange* exchange, const flo
           (gradient ? "" : " (gradient is NULL)") + " is too small: the gradient has " +
           std::to_string(activations_len) + " values, one per activation");
     Result<CutGradient> g = server->Exchange({activations, activations_len}, {labels, count});
-    if (!g.ok()) {
-      if (!exchange->failure) exchange->failure = g.status();
-      return g.status();
-    }
+    if (!g.ok()) return Failed(exchange, g.status());
     if (g->gradient.size() != activations_len)
       return Status::Internal("tributary_split_exchange_batch: the gradient has " +
                               std::to_string(g->gradient.size()) + " values for " +
@@ -492,6 +509,59 @@ int tributary_split_exchange_batch(tributary_split_exchange* exchange, const flo
     std::copy(g->gradient.begin(), g->gradient.end(), gradient);
     if (loss_sum) *loss_sum = g->loss_sum;
     if (correct) *correct = g->correct;
+    return Status::Ok();
+  });
+}
+
+int tributary_split_exchange_front(tributary_split_exchange* exchange, const float* activations,
+                                   size_t activations_len, size_t count, float* middle,
+                                   size_t middle_len, char* error, size_t error_size) {
+  using namespace tributary;
+  return Reported(error, error_size, [&]() -> Status {
+    TRIB_ASSIGN_OR_RETURN(SplitExchange * server,
+                          ServerOf(exchange, "tributary_split_exchange_front"));
+    if (count == 0 || !activations || activations_len == 0 || activations_len % count != 0)
+      return Status::InvalidArgument(
+          "tributary_split_exchange_front: activations must hold count >= 1 samples of the same "
+          "size: activations_len " +
+          std::to_string(activations_len) + (activations ? "" : " (activations is NULL)") +
+          " for count " + std::to_string(count));
+    if (!middle || middle_len == 0 || middle_len % count != 0)
+      return Status::InvalidArgument(
+          "tributary_split_exchange_front: middle must hold count "
+          "samples of the head's input: middle_len " +
+          std::to_string(middle_len) + (middle ? "" : " (middle is NULL)") + " for count " +
+          std::to_string(count));
+    const Status s = server->ExchangeFront({activations, activations_len},
+                                           static_cast<int64_t>(count), {middle, middle_len});
+    return s.ok() ? s : Failed(exchange, s);
+  });
+}
+
+int tributary_split_exchange_head(tributary_split_exchange* exchange, const float* head_gradient,
+                                  size_t head_gradient_len, double loss_sum, int64_t correct,
+                                  float* gradient, size_t gradient_len, char* error,
+                                  size_t error_size) {
+  using namespace tributary;
+  return Reported(error, error_size, [&]() -> Status {
+    TRIB_ASSIGN_OR_RETURN(SplitExchange * server,
+                          ServerOf(exchange, "tributary_split_exchange_head"));
+    if (!head_gradient || head_gradient_len == 0)
+      return Status::InvalidArgument("tributary_split_exchange_head: head_gradient is " +
+                                     std::string(head_gradient ? "empty" : "NULL"));
+    if (!gradient)
+      return Status::InvalidArgument("tributary_split_exchange_head: gradient is NULL");
+    Result<CutGradient> g =
+        server->ExchangeHead({head_gradient, head_gradient_len}, loss_sum, correct);
+    if (!g.ok()) return Failed(exchange, g.status());
+    if (g->gradient.size() > gradient_len)
+      return Failed(exchange,
+                    Status::InvalidArgument("tributary_split_exchange_head: gradient_len " +
+                                            std::to_string(gradient_len) +
+                                            " is too small: the gradient "
+                                            "at the cut has " +
+                                            std::to_string(g->gradient.size()) + " values"));
+    std::copy(g->gradient.begin(), g->gradient.end(), gradient);
     return Status::Ok();
   });
 }

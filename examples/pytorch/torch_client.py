@@ -16,7 +16,8 @@ same layers, named "1", "3", "5"), or starts from a file this script writes with
 Split learning (docs/split.md): with --split CUT the client holds only the model's layers before
 CUT (for the MLP and CUT 3: Flatten, Linear, ReLU) and trains them through the coordinator's
 server part (TorchSplitTrainer); the coordinator runs split_coordinator.toml (split.mode,
-split.cut = 3).
+split.cut = 3). With --split-head HEAD too (the U-shaped split, the coordinator's split.head) it
+also holds the layers from HEAD on, with the loss, and the labels never leave it.
 
 Exit status: 0 when the coordinator completed the run, 1 otherwise (the reason is printed).
 """
@@ -60,6 +61,9 @@ def main():
     ap.add_argument("--threads", type=int, default=1, help="torch threads")
     ap.add_argument("--split", type=int, default=0, metavar="CUT",
                     help="split learning: hold and train only the layers before CUT (0: off)")
+    ap.add_argument("--split-head", type=int, default=0, metavar="HEAD",
+                    help="the U-shaped split: also hold the layers from HEAD on and keep the "
+                         "labels (the coordinator's split.head; 0: off)")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
 
@@ -80,8 +84,14 @@ def main():
     if a.split:
         if not 0 < a.split < len(model):
             ap.error(f"--split {a.split}: the model has layers 0..{len(model) - 1}")
+        head = None
+        if a.split_head:
+            if not a.split < a.split_head < len(model):
+                ap.error(f"--split-head {a.split_head}: must be in [{a.split + 1}, "
+                         f"{len(model) - 1}]")
+            head = model[a.split_head:]  # the head, named as the whole model names it
         model = model[:a.split]  # the device part; a slice keeps the whole model's names
-        trainer = TorchSplitTrainer(model, x, y)
+        trainer = TorchSplitTrainer(model, x, y, head=head)
     else:
         trainer = TorchTrainer(model, x, y, x_eval, y_eval)
     options = tb.ClientOptions(coordinator=a.coordinator, ca_cert_file=a.ca, cert_file=a.cert,

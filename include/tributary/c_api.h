@@ -166,6 +166,25 @@ int tributary_split_exchange_batch(tributary_split_exchange* exchange, const flo
                                    float* gradient, size_t gradient_len, double* loss_sum,
                                    int64_t* correct, char* error, size_t error_size);
 
+/* The U-shaped (label-private) split (docs/split.md: a run with split.head, the device holding the
+ * model's front and its head with the loss, the labels never sent): each batch takes two calls.
+ * tributary_split_exchange_front sends the activations at the first cut of `count` >= 1 samples
+ * (activations_len values, a multiple of count; no labels) and writes the server part's output,
+ * the head's input, to `middle` (middle_len values: count times the head's input size; the
+ * answer must hold exactly that many). tributary_split_exchange_head then sends the gradient of
+ * the batch's mean loss with respect to `middle` (head_gradient_len values, the same count), with
+ * the head's loss summed over the batch and its correct count, and writes the gradient at the
+ * first cut (as many values as the activations sent) to `gradient` (gradient_len at least that).
+ * Return codes and `error` as tributary_split_exchange_batch's; in a task that is not U-shaped
+ * (or tributary_split_exchange_batch in one that is) the call fails naming why. */
+int tributary_split_exchange_front(tributary_split_exchange* exchange, const float* activations,
+                                   size_t activations_len, size_t count, float* middle,
+                                   size_t middle_len, char* error, size_t error_size);
+int tributary_split_exchange_head(tributary_split_exchange* exchange, const float* head_gradient,
+                                  size_t head_gradient_len, double loss_sum, int64_t correct,
+                                  float* gradient, size_t gradient_len, char* error,
+                                  size_t error_size);
+
 /* Trains the device part from `global` as tributary_fit_fn does (writing the new weights to
  * `weights`), each batch's forward ending at the cut and its backward starting from the gradient
  * tributary_split_exchange_batch returns. result->loss and result->accuracy should be the server

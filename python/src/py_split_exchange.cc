@@ -9,7 +9,11 @@
 
 namespace tributary::python {
 
-py::tuple PySplitExchange::Call(py::handle activations, py::handle labels) {
+namespace {
+using FloatArray = py::array_t<float, py::array::c_style | py::array::forcecast>;
+}  // namespace
+
+void PySplitExchange::CheckUsable() const {
   if (!server_)
     ThrowStatus(Status::FailedPrecondition(
         "this SplitExchange is no longer valid: use it only during the fit_split call it was "
@@ -18,7 +22,78 @@ py::tuple PySplitExchange::Call(py::handle activations, py::handle labels) {
     ThrowStatus(Status::FailedPrecondition(
         "SplitExchange called from another thread than fit_split's: it carries one batch at a "
         "time, from the thread that runs fit_split"));
-  using FloatArray = py::array_t<float, py::array::c_style | py::array::forcecast>;
+}
+
+void PySplitExchange::Fail(const Status& s) {
+  if (!failure_) failure_ = s;
+  ThrowStatus(s);
+}
+
+py::array_t<float> PySplitExchange::Front(py::handle activations, int64_t middle_size) {
+  CheckUsable();
+  FloatArray x = FloatArray::ensure(activations);
+  if (!x) {
+    PyErr_Clear();
+    ThrowStatus(Status::InvalidArgument(
+        "SplitExchange.front(activations, middle_size): activations must be an array of floats "
+        "(pass a torch tensor as t.detach().numpy())"));
+  }
+  if (x.ndim() < 1 || x.shape(0) < 1 || x.size() == 0)
+    ThrowStatus(Status::InvalidArgument(fmt::format(
+        "SplitExchange.front: activations must be shaped [n, ...] with n >= 1 and at least one "
+        "value per sample; got {} values in {} dimension(s)",
+        x.size(), x.ndim())));
+  const py::ssize_t n = x.shape(0);
+  if (middle_size < 1 || middle_size > (int64_t{1} << 30))
+    ThrowStatus(Status::InvalidArgument(fmt::format(
+        "SplitExchange.front: middle_size (the head's input values per sample) must be in [1, "
+        "2^30], got {}",
+        middle_size)));
+  py::array_t<float> middle(std::vector<py::ssize_t>{n, static_cast<py::ssize_t>(middle_size)});
+  std::span<const float> values(x.data(), static_cast<size_t>(x.size()));
+  std::span<float> out(middle.mutable_data(), static_cast<size_t>(middle.size()));
+  Status s;
+  {
+    py::gil_scoped_release release;
+    s = server_->ExchangeFront(values, n, out);
+  }
+  if (!s.ok()) Fail(s);
+  front_shape_.assign(x.shape(), x.shape() + x.ndim());
+  return middle;
+}
+
+py::array_t<float> PySplitExchange::Head(py::handle gradient, double loss_sum, int64_t correct) {
+  CheckUsable();
+  FloatArray g = FloatArray::ensure(gradient);
+  if (!g) {
+    PyErr_Clear();
+    ThrowStatus(Status::InvalidArgument(
+        "SplitExchange.head(gradient, loss_sum, correct): gradient must be an array of floats"));
+  }
+  if (front_shape_.empty())
+    ThrowStatus(Status::FailedPrecondition(
+        "SplitExchange.head: no batch in flight (call front(activations, middle_size) first)"));
+  std::span<const float> values(g.data(), static_cast<size_t>(g.size()));
+  Result<CutGradient> r = Status::Internal("not sent");
+  {
+    py::gil_scoped_release release;
+    r = server_->ExchangeHead(values, loss_sum, correct);
+  }
+  if (!r.ok()) Fail(r.status());
+  py::array_t<float> out(front_shape_);
+  if (static_cast<size_t>(out.size()) != r->gradient.size())
+    Fail(
+        Status::Internal(fmt::format("SplitExchange.head: the gradient has {} values for {} "
+                                     "activations",
+                                     r->gradient.size(), out.size())));
+  std::copy(r->gradient.begin(), r->gradient.end(), out.mutable_data());
+  front_shape_.clear();
+  ++batches_;
+  return out;
+}
+
+py::tuple PySplitExchange::Call(py::handle activations, py::handle labels) {
+  CheckUsable();
   using LabelArray = py::array_t<int64_t, py::array::c_style | py::array::forcecast>;
   // ensure() converts (copying only when it must) and gives an empty handle when it cannot.
   FloatArray x = FloatArray::ensure(activations);
@@ -55,10 +130,7 @@ py::tuple PySplitExchange::Call(py::handle activations, py::handle labels) {
     py::gil_scoped_release release;
     g = server_->Exchange(values, bytes);
   }
-  if (!g.ok()) {
-    if (!failure_) failure_ = g.status();
-    ThrowStatus(g.status());
-  }
+  if (!g.ok()) Fail(g.status());
   if (g->gradient.size() != values.size())
     ThrowStatus(
         Status::Internal(fmt::format("SplitExchange: the gradient has {} values for {} "
@@ -87,6 +159,16 @@ void PySplitExchange::Register(py::module_& m) {
            "float32 array of their shape), the server part's loss summed over the batch, and the "
            "count it classified correctly. Raises tributary.Error when the batch could not be "
            "exchanged (the task then ends with that error).")
+      .def("front", &PySplitExchange::Front, py::arg("activations"), py::arg("middle_size"),
+           "The U-shaped split (a run with split.head; the labels stay here): sends one batch's "
+           "activations at the first cut ([n, ...] floats, no labels) and returns the server "
+           "part's output, the head's input: a float32 array [n, middle_size]. Then call head().")
+      .def("head", &PySplitExchange::Head, py::arg("gradient"), py::arg("loss_sum"),
+           py::arg("correct"),
+           "The U-shaped split: sends the gradient of the batch's mean loss with respect to what "
+           "front() returned (the same size), with the head's loss summed over the batch and its "
+           "correct count, and returns the gradient at the first cut (a float32 array of the "
+           "activations' shape).")
       .def_property_readonly(
           "batches", [](const PySplitExchange& e) { return e.batches_; },
           "Batches exchanged so far in this fit_split.");

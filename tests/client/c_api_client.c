@@ -305,3 +305,59 @@ tributary_client* trib_c_create_split_client(const char* coordinator, const char
   o.user_data = probe;
   return tributary_client_create(&o, error, error_size);
 }
+
+/* The U-shaped split client's fit_split (c_api_client.h says what it does). */
+static int u_fit(void* user_data, const tributary_fit_config* config, const float* global,
+                 float* weights, size_t num_floats, tributary_split_exchange* exchange,
+                 tributary_fit_result* result, char* error, size_t error_size) {
+  trib_c_u_probe* probe = (trib_c_u_probe*)user_data;
+  float head_gradient[3];
+  (void)config;
+  if (num_floats != 6) {
+    snprintf(error, error_size, "unexpected task: %zu weights", num_floats);
+    return 2;
+  }
+  probe->refused_status[0] =
+      tributary_split_exchange_front(exchange, trib_c_split_x, 6, 0, probe->middle, 3,
+                                     probe->refused[0], sizeof(probe->refused[0]));
+  probe->refused_status[1] =
+      tributary_split_exchange_front(exchange, trib_c_split_x, 6, 3, probe->middle, 4,
+                                     probe->refused[1], sizeof(probe->refused[1]));
+  probe->refused_status[2] = tributary_split_exchange_head(
+      exchange, NULL, 3, 0.0, 0, probe->gradient, 6, probe->refused[2], sizeof(probe->refused[2]));
+  probe->status = tributary_split_exchange_front(exchange, trib_c_split_x, 6, 3, probe->middle, 3,
+                                                 probe->failed, sizeof(probe->failed));
+  if (probe->status != TRIBUTARY_OK) {
+    snprintf(error, error_size, "front: %s", probe->failed);
+    return probe->status;
+  }
+  for (int s = 0; s < 3; ++s) head_gradient[s] = probe->middle[s] - (float)trib_c_split_y[s];
+  probe->status = tributary_split_exchange_head(exchange, head_gradient, 3, 1.5, 2, probe->gradient,
+                                                6, probe->failed, sizeof(probe->failed));
+  if (probe->status != TRIBUTARY_OK) {
+    snprintf(error, error_size, "head: %s", probe->failed);
+    return probe->status;
+  }
+  for (int i = 0; i < 6; ++i) weights[i] = global[i] + probe->gradient[i];
+  result->num_examples = 3;
+  result->loss = 0.5;
+  result->accuracy = 2.0 / 3.0;
+  return 0;
+}
+
+tributary_client* trib_c_create_u_client(const char* coordinator, const char* ca, const char* cert,
+                                         const char* key, trib_c_u_probe* probe, char* error,
+                                         size_t error_size) {
+  static linear_app unused = {1.0f, 0, 0};
+  tributary_tensor tensors[2];
+  tributary_client_options o;
+  fill_options(&o, coordinator, ca, cert, key, &unused, tensors);
+  memset(probe, 0, sizeof(*probe));
+  o.fit = NULL;
+  o.evaluate = NULL;
+  o.split = 1;
+  o.fit_split = u_fit;
+  o.num_examples = 3;
+  o.user_data = probe;
+  return tributary_client_create(&o, error, error_size);
+}

@@ -89,6 +89,26 @@ tributary_client* trib_c_create_split_client(const char* coordinator, const char
                                              trib_c_split_probe* probe, char* error,
                                              size_t error_size);
 
+/* What the U-shaped split client's fit_split saw (its user_data). Its one batch: the three
+ * samples' inputs as the activations (6 values); the server part's output (one value a sample)
+ * comes back into `middle`; the head's gradient middle[s] - label[s] goes up with loss_sum 1.5 and
+ * 2 correct; the gradient at the cut comes back into `gradient`, and the new weights are the
+ * global ones plus it. Before the batch, three calls that must be refused: front with count 0,
+ * front with middle_len 4 for 3 samples, head with a NULL gradient. */
+typedef struct trib_c_u_probe {
+  int refused_status[3];
+  char refused[3][256];
+  float middle[3];
+  float gradient[6];
+  int status; /* of the batch's calls: TRIBUTARY_OK, or the first failure's */
+  char failed[256];
+} trib_c_u_probe;
+
+/* Creates (does not start) the U-shaped split client, recording into `probe`. */
+tributary_client* trib_c_create_u_client(const char* coordinator, const char* ca, const char* cert,
+                                         const char* key, trib_c_u_probe* probe, char* error,
+                                         size_t error_size);
+
 #ifdef __cplusplus
 }
 #endif

@@ -433,6 +433,74 @@ TEST(CApiTest, ASplitClientTrainsItsDevicePartThroughTheServersGradients) {
   tributary_client_destroy(c);
 }
 
+// The U-shaped split from C (tributary_split_exchange_front / _head): the batch goes up without
+// labels, the server part's output comes down, the head's gradient goes up, the gradient at the
+// cut comes down; this test plays the coordinator and checks each message.
+TEST(CApiTest, AUShapedSplitClientKeepsItsLabelsAndExchangesTwiceABatch) {
+  TlsCoordinatorFixture fx;
+  const auto f = fx.ClientFiles("c-u");
+  trib_c_u_probe probe;
+  char error[512];
+  tributary_client* c = trib_c_create_u_client(fx.address().c_str(), f.ca.c_str(), f.cert.c_str(),
+                                               f.key.c_str(), &probe, error, sizeof(error));
+  ASSERT_NE(c, nullptr) << error;
+  ASSERT_EQ(tributary_client_start(c), TRIBUTARY_OK);
+  auto session = fx.coordinator().WaitSession(0);
+  ASSERT_TRUE(session);
+  ASSERT_TRUE(session->WaitHello());
+  const ModelWeights g = LinearModel();
+  TaskAssignment task;
+  task.round = 1;
+  task.fit.epochs = 1;
+  task.fit.batch_size = 3;
+  task.fit.lr = 0.5f;
+  task.codec.spec = "dense";
+  task.deadline_ms = 20000;
+  task.model = Payload(g);
+  task.split_cut = 1;
+  task.split_head = 2;
+  task.split_codec.spec = "dense";
+  session->Send(task);
+
+  std::optional<SplitActivations> a = session->Next<SplitActivations>();
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->samples, 3u);
+  EXPECT_TRUE(a->labels.empty());  // the labels stay on the device
+  EXPECT_EQ(DenseFloats(a->activations), std::vector<float>(trib_c_split_x, trib_c_split_x + 6));
+  const uint64_t fp = a->activations.layout_fingerprint;
+  const std::vector<float> middle = {0.5f, 1.5f, 2.5f};
+  session->Send(SplitActivations{1, 0, 3, {}, {"dense", fp, 3, *DenseCodec().Encode(middle)}});
+  std::optional<SplitGradient> up = session->Next<SplitGradient>();
+  ASSERT_TRUE(up);
+  EXPECT_EQ(up->batch, 0u);
+  EXPECT_EQ(up->loss_sum, 1.5);
+  EXPECT_EQ(up->correct, 2u);
+  EXPECT_EQ(DenseFloats(up->gradient), (std::vector<float>{0.5f, 0.5f, 1.5f}));  // middle - label
+  const std::vector<float> at_cut = {0.1f, 0.2f, 0.3f, 0.4f, 0.5f, 0.6f};
+  session->Send(SplitGradient{1, 0, 1.5, 2, {"dense", fp, 6, *DenseCodec().Encode(at_cut)}});
+  std::optional<UpdateSubmission> update = session->Next<UpdateSubmission>();
+  ASSERT_TRUE(update);
+  EXPECT_EQ(probe.status, TRIBUTARY_OK) << probe.failed;
+  EXPECT_EQ(std::vector<float>(probe.middle, probe.middle + 3), middle);
+  EXPECT_EQ(std::vector<float>(probe.gradient, probe.gradient + 6), at_cut);
+  std::vector<float> delta(update->update.num_floats);
+  ASSERT_EQ(delta.size(), 6u);
+  BufferSink sink(delta);
+  (*MakeCodec("dense"))->DecodeInto(update->update.bytes, sink, 1.0f);
+  for (size_t i = 0; i < 6; ++i)
+    EXPECT_FLOAT_EQ(delta[i], (g.data()[i] + at_cut[i]) - g.data()[i]) << i;
+  const char* refusals[] = {"activations must hold count >= 1 samples", "middle_len 4 for count 3",
+                            "head_gradient is NULL"};
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(probe.refused_status[i], TRIBUTARY_INVALID_ARGUMENT) << i;
+    EXPECT_NE(std::string(probe.refused[i]).find(refusals[i]), std::string::npos)
+        << probe.refused[i];
+  }
+  tributary_client_stop(c);
+  EXPECT_EQ(tributary_client_wait(c), TRIBUTARY_ABORTED);
+  tributary_client_destroy(c);
+}
+
 TEST(CApiTest, NullHandlesAndStatusNames) {
   EXPECT_EQ(tributary_client_run(nullptr), TRIBUTARY_INVALID_ARGUMENT);
   EXPECT_EQ(tributary_client_wait(nullptr), TRIBUTARY_INVALID_ARGUMENT);

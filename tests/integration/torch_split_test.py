@@ -12,6 +12,10 @@ dense "3"), cut at 3 (split.cut); the coordinator starts from weights PyTorch wr
   steps), within 1e-4 (two engines' float32 sums in a different order; the weights are below 1).
   The event log's rounds carry the split figures (2 batches a round, 4 bytes per activation each
   way with the dense codec).
+- The U-shaped split (split.head = 5 on a model of two hidden layers): torch_client.py --split 3
+  --split-head 5 holds the first and the last dense layers with the labels, the coordinator the
+  middle one; an SFLV1 run with it is the same centralized PyTorch training, within 1e-4, and the
+  rounds carry both cuts' bytes.
 - An in-process client (tributary.Client, split=True) shows what tributary.SplitExchange refuses,
   naming what was wrong (a label above 255, activations whose first dimension is not the labels'
   count, labels that are not 1-D), that a refused call sends nothing (the run completes as if it
@@ -46,6 +50,16 @@ layers = [
   { type = "dense", units = 10, name = "3" },
 ]
 """
+MODEL_U = """name = "tiny_torch_u"
+layers = [
+  { type = "flatten" },
+  { type = "dense", units = 32, name = "1" },
+  { type = "relu" },
+  { type = "dense", units = 32, name = "3" },
+  { type = "relu" },
+  { type = "dense", units = 10, name = "5" },
+]
+"""
 
 
 @unittest.skipIf(torch is None, "python3-torch is not installed (scripts/setup-deps installs it)")
@@ -60,21 +74,25 @@ class TorchSplitTest(ProcessTest):
         self.model_file = self.path("tiny_torch.toml")
         with open(self.model_file, "w") as f:
             f.write(MODEL)
-        self.init = self.path("init.safetensors")
-        out = subprocess.run([sys.executable, TORCH_CLIENT, "--init", self.init, "--hidden",
-                              str(HIDDEN), "--seed", "5", *self.data_flags()],
-                             capture_output=True, text=True)
+        self.init = self.write_init("init.safetensors", str(HIDDEN))
+
+    def write_init(self, name, hidden):
+        path = self.path(name)
+        out = subprocess.run([sys.executable, TORCH_CLIENT, "--init", path, "--hidden", hidden,
+                              "--seed", "5", *self.data_flags()], capture_output=True, text=True)
         self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+        return path
 
     @staticmethod
     def data_flags():
         return [a for kv in DATA for a in ("--set", kv)]
 
-    def start_split_coordinator(self, rounds, epochs):
+    def start_split_coordinator(self, rounds, epochs, split, model=None, init=None):
         toml = "\n".join([
-            'log_level = "info"', "[run]", f'model = "{self.model_file}"',
-            f'initial_model = "{self.init}"', f"rounds = {rounds}", "clients_per_round = 1",
-            "min_available = 1", "round_timeout_s = 120", "[split]", 'mode = "sflv2"', "cut = 3",
+            'log_level = "info"', "[run]", f'model = "{model or self.model_file}"',
+            f'initial_model = "{init or self.init}"', f"rounds = {rounds}",
+            "clients_per_round = 1", "min_available = 1", "round_timeout_s = 120", "[split]",
+            split, "cut = 3",
             "[fit]", f"epochs = {epochs}", f"batch_size = {EXAMPLES}", "lr = 0.1", "[eval]",
             "every = 1", "[data]", 'dataset = "synthetic"', f"train_examples = {EXAMPLES}",
             "test_examples = 200", "seed = 3", "[output]",
@@ -90,7 +108,7 @@ class TorchSplitTest(ProcessTest):
         import tributary as tb
         from torch_client import make_model
 
-        coord, addr = self.start_split_coordinator(rounds=2, epochs=2)
+        coord, addr = self.start_split_coordinator(rounds=2, epochs=2, split='mode = "sflv2"')
         client = self.start("torch-split", [
             sys.executable, TORCH_CLIENT, "--coordinator", addr, *self.tls_args("torch-split"),
             "--split", "3", "--hidden", str(HIDDEN), *self.data_flags()])
@@ -135,6 +153,55 @@ class TorchSplitTest(ProcessTest):
             self.assertIn("test_accuracy", e)
         self.assertIn("round 2: fit loss", self.log("torch-split"))
 
+    def test_a_u_shaped_pytorch_device_keeps_the_labels_and_is_centralized_training(self):
+        import tributary as tb
+        from torch_client import make_model
+
+        model_file = self.path("tiny_torch_u.toml")
+        with open(model_file, "w") as f:
+            f.write(MODEL_U)
+        hidden = f"{HIDDEN},{HIDDEN}"
+        init = self.write_init("init_u.safetensors", hidden)
+        coord, addr = self.start_split_coordinator(rounds=2, epochs=2, model=model_file,
+                                                   init=init, split='mode = "sflv1"\nhead = 5')
+        client = self.start("torch-u", [
+            sys.executable, TORCH_CLIENT, "--coordinator", addr, *self.tls_args("torch-u"),
+            "--split", "3", "--split-head", "5", "--hidden", hidden, *self.data_flags()])
+        self.assertEqual(coord.wait(timeout=180), 0, self.log("coordinator"))
+        self.assertEqual(client.wait(timeout=60), 0, self.log("torch-u"))
+        self.assertIn("split learning (sflv1, U-shaped): model tiny_torch_u cut before layers 3 "
+                      "and 5", self.log("coordinator"))
+
+        x, y = tb.load_data(dict(kv.split("=", 1) for kv in DATA) | {"data.num_clients": 1})["train"]
+        model = make_model(x[0].size, [HIDDEN, HIDDEN], 10, seed=0)
+        tb.to_torch(tb.load_safetensors(init)[0], model)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        xt, yt = torch.from_numpy(x), torch.from_numpy(y)
+        for _ in range(4):  # 2 rounds x 2 epochs, one full batch each
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(model(xt), yt).backward()
+            opt.step()
+        want = tb.from_torch(model)
+        got, _ = tb.load_safetensors(self.path("final.safetensors"))
+        self.assertEqual(sorted(got), sorted(want))
+        start = tb.load_safetensors(init)[0]
+        diff = max(float(abs(got[k] - want[k]).max()) for k in want)
+        moved = min(float(abs(got[k] - start[k]).max()) for k in want)
+        print(f"U-shaped SFLV1, PyTorch front and head, 2 rounds of 2 epochs: max |split - "
+              f"centralized| = {diff:.3g} (every tensor moved at least {moved:.3g})")
+        self.assertLess(diff, 1e-4)
+        self.assertGreater(moved, 1e-4)  # the front, the middle and the head all trained
+
+        with open(self.path("events.jsonl")) as f:
+            closed = [json.loads(line) for line in f if '"round_closed"' in line]
+        self.assertEqual(len(closed), 2)
+        for e in closed:
+            # Per batch: the first cut's 32 values and the head's 32 gradients up, as many down.
+            self.assertEqual(e["split"]["batches"], 2)
+            self.assertEqual(e["split"]["bytes_in"], 2 * EXAMPLES * (HIDDEN + HIDDEN) * 4)
+            self.assertEqual(e["split"]["bytes_out"], 2 * EXAMPLES * (HIDDEN + HIDDEN) * 4)
+        self.assertIn("round 2: fit loss", self.log("torch-u"))
+
     def test_the_exchange_names_bad_arguments_and_expires_with_its_fit(self):
         import tributary as tb
         from torch_client import make_model
@@ -164,7 +231,7 @@ class TorchSplitTest(ProcessTest):
                 self.batches_after = exchange.batches
                 return result
 
-        coord, addr = self.start_split_coordinator(rounds=1, epochs=1)
+        coord, addr = self.start_split_coordinator(rounds=1, epochs=1, split='mode = "sflv2"')
         ca, cert, key = self.client_tls("probe")
         options = tb.ClientOptions(coordinator=addr, ca_cert_file=ca, cert_file=cert,
                                    key_file=key, num_examples=len(y), split=True)
