@@ -147,6 +147,7 @@ Result<SplitGradient> SplitServer::OnActivations(const std::string& client,
   // is taken again: CloseRound takes mu_ and then each copy's.
   SplitGradient out;
   double secs = 0.0;
+  SplitServerStats delta;  // what this batch cost
   {
     std::unique_lock client_lock(copy->mu);
     if (batch.batch != copy->next_batch)
@@ -170,24 +171,17 @@ Result<SplitGradient> SplitServer::OnActivations(const std::string& client,
                           trains->engine->TrainFromCut(acts, batch.labels, sgd, grad));
     secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     ++copy->next_batch;
-    copy->stats.batches += 1;
-    copy->stats.samples += n;
-    copy->stats.compute_seconds += secs;
     out.round = batch.round;
     out.batch = batch.batch;
     out.loss_sum = st.loss_sum;
     out.correct = static_cast<uint64_t>(st.correct);
     TRIB_ASSIGN_OR_RETURN(out.gradient,
                           EncodeCutTensor(*codec_, grad, device_fingerprint_, batch.batch));
-    copy->stats.bytes_in += batch.activations.bytes.size();
-    copy->stats.bytes_out += out.gradient.bytes.size();
+    delta = {1, n, batch.activations.bytes.size(), out.gradient.bytes.size(), secs};
+    copy->stats += delta;
   }
   std::lock_guard lock(mu_);
-  stats_.batches += 1;
-  stats_.samples += n;
-  stats_.bytes_in += batch.activations.bytes.size();
-  stats_.bytes_out += out.gradient.bytes.size();
-  stats_.compute_seconds += secs;
+  stats_ += delta;
   return out;
 }
 
@@ -214,6 +208,7 @@ Result<SplitActivations> SplitServer::OnFrontActivations(const std::string& clie
   Copy& copy = *turn.copy;
   SplitActivations out;
   double secs = 0.0;
+  SplitServerStats delta;
   {
     std::lock_guard client_lock(copy.mu);
     if (batch.batch != copy.next_batch || copy.pending != 0)
@@ -236,14 +231,12 @@ Result<SplitActivations> SplitServer::OnFrontActivations(const std::string& clie
     out.samples = batch.samples;
     TRIB_ASSIGN_OR_RETURN(out.activations,
                           EncodeCutTensor(*codec_, middle, device_fingerprint_, batch.batch));
-    copy.stats.compute_seconds += secs;
-    copy.stats.bytes_in += batch.activations.bytes.size();
-    copy.stats.bytes_out += out.activations.bytes.size();
+    // The batch is counted when its head gradient has been answered (OnHeadGradient).
+    delta = {0, 0, batch.activations.bytes.size(), out.activations.bytes.size(), secs};
+    copy.stats += delta;
   }
   std::lock_guard lock(mu_);
-  stats_.bytes_in += batch.activations.bytes.size();
-  stats_.bytes_out += out.activations.bytes.size();
-  stats_.compute_seconds += secs;
+  stats_ += delta;
   return out;
 }
 
@@ -255,6 +248,7 @@ Result<SplitGradient> SplitServer::OnHeadGradient(const std::string& client,
   Copy& copy = *turn.copy;
   SplitGradient out;
   double secs = 0.0;
+  SplitServerStats delta;
   int64_t n = 0;
   {
     std::lock_guard client_lock(copy.mu);
@@ -282,18 +276,12 @@ Result<SplitGradient> SplitServer::OnHeadGradient(const std::string& client,
     out.correct = head.correct;
     TRIB_ASSIGN_OR_RETURN(out.gradient,
                           EncodeCutTensor(*codec_, at_cut, device_fingerprint_, head.batch));
-    copy.stats.batches += 1;
-    copy.stats.samples += static_cast<uint64_t>(n);
-    copy.stats.compute_seconds += secs;
-    copy.stats.bytes_in += head.gradient.bytes.size();
-    copy.stats.bytes_out += out.gradient.bytes.size();
+    delta = {1, static_cast<uint64_t>(n), head.gradient.bytes.size(), out.gradient.bytes.size(),
+             secs};
+    copy.stats += delta;
   }
   std::lock_guard lock(mu_);
-  stats_.batches += 1;
-  stats_.samples += static_cast<uint64_t>(n);
-  stats_.bytes_in += head.gradient.bytes.size();
-  stats_.bytes_out += out.gradient.bytes.size();
-  stats_.compute_seconds += secs;
+  stats_ += delta;
   return out;
 }
 
@@ -399,11 +387,7 @@ Status SplitServer::AdoptCopy(const std::string& client, SplitCopy copy) {
     mine->adopted = std::move(copy.weights);
   }
   std::lock_guard lock(mu_);
-  stats_.batches += copy.stats.batches;
-  stats_.samples += copy.stats.samples;
-  stats_.bytes_in += copy.stats.bytes_in;
-  stats_.bytes_out += copy.stats.bytes_out;
-  stats_.compute_seconds += copy.stats.compute_seconds;
+  stats_ += copy.stats;
   return Status::Ok();
 }
 

@@ -66,6 +66,15 @@ struct SplitServerStats {
   uint64_t bytes_in = 0;         // encoded activations received
   uint64_t bytes_out = 0;        // encoded gradients sent
   double compute_seconds = 0.0;  // in TrainFromCut, summed over threads
+
+  SplitServerStats& operator+=(const SplitServerStats& o) {
+    batches += o.batches;
+    samples += o.samples;
+    bytes_in += o.bytes_in;
+    bytes_out += o.bytes_out;
+    compute_seconds += o.compute_seconds;
+    return *this;
+  }
 };
 
 // One client's SFLV1 copy of the server part after its batches: trained elsewhere (another rank

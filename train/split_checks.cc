@@ -12,6 +12,15 @@ Status BatchInRange(int64_t n, int64_t max_batch) {
   return Status::Ok();
 }
 
+// The activations buffer of a forward to the cut holds n samples' values at it.
+Status ActsFit(size_t acts_size, int64_t n, int64_t cut_numel) {
+  if (static_cast<int64_t>(acts_size) != n * cut_numel)
+    return Status::InvalidArgument("the activations buffer holds " + std::to_string(acts_size) +
+                                   " values; " + std::to_string(n) + " samples at the cut need " +
+                                   std::to_string(n * cut_numel));
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status CheckForwardToCut(const ModelSpec& spec, int64_t max_batch, int64_t cut_numel,
@@ -29,11 +38,7 @@ Status CheckForwardToCut(const ModelSpec& spec, int64_t max_batch, int64_t cut_n
     if (i >= data.labels.size())
       return Status::InvalidArgument("sample index " + std::to_string(i) + " is past the data's " +
                                      std::to_string(data.labels.size()) + " samples");
-  if (static_cast<int64_t>(acts_size) != n * cut_numel)
-    return Status::InvalidArgument("the activations buffer holds " + std::to_string(acts_size) +
-                                   " values; " + std::to_string(n) + " samples at the cut need " +
-                                   std::to_string(n * cut_numel));
-  return Status::Ok();
+  return ActsFit(acts_size, n, cut_numel);
 }
 
 Status CheckBackwardFromCut(const ModelSpec& spec, int64_t pending, int64_t cut_numel,
@@ -62,11 +67,7 @@ Status CheckForwardFromInputs(const ModelSpec& spec, int64_t max_batch, int64_t 
                                    std::to_string(ss) + " (model " + spec.name + ")");
   const int64_t n = static_cast<int64_t>(inputs_size) / ss;
   TRIB_RETURN_IF_ERROR(BatchInRange(n, max_batch));
-  if (static_cast<int64_t>(acts_size) != n * cut_numel)
-    return Status::InvalidArgument("the activations buffer holds " + std::to_string(acts_size) +
-                                   " values; " + std::to_string(n) + " samples at the cut need " +
-                                   std::to_string(n * cut_numel));
-  return Status::Ok();
+  return ActsFit(acts_size, n, cut_numel);
 }
 
 Status CheckBackwardFromCut(const ModelSpec& spec, int64_t pending, int64_t cut_numel,

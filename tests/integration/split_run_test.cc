@@ -106,6 +106,21 @@ class SplitRunTest : public testing::TlsProcessTest {
     return w.ok() ? std::move(*w) : ModelWeights();
   }
 
+  // Each round_closed event's split figures, from the run's event log.
+  std::vector<SplitRoundReport> SplitFigures() const {
+    std::vector<SplitRoundReport> out;
+    std::ifstream events(dir_ / "ckpt" / "events.jsonl");
+    for (std::string line; std::getline(events, line);) {
+      Result<RunEvent> e = RunEventFromJson(nlohmann::json::parse(line));
+      EXPECT_TRUE(e.ok()) << line;
+      const auto* c = e.ok() ? std::get_if<RoundClosed>(&*e) : nullptr;
+      if (c == nullptr) continue;
+      EXPECT_TRUE(c->summary.split.has_value()) << line;
+      out.push_back(c->summary.split.value_or(SplitRoundReport{}));
+    }
+    return out;
+  }
+
   // Client i's training share, loaded as tributary-client loads it.
   static std::shared_ptr<const Dataset> Share(int index, int clients) {
     ClientConfig c;
@@ -160,22 +175,15 @@ TEST_F(SplitRunTest, Sflv2WithOneClientIsCentralizedTraining) {
   // whose dense activations and gradients are 4 bytes a value of the cut, and the server compute.
   const SplitModel split = *CutModel(lenet, 3);
   const uint64_t bytes = 200u * static_cast<uint64_t>(split.cut_shape.numel()) * 4;
-  std::ifstream events(dir_ / "ckpt" / "events.jsonl");
-  int closed = 0;
-  for (std::string line; std::getline(events, line);) {
-    Result<RunEvent> e = RunEventFromJson(nlohmann::json::parse(line));
-    ASSERT_TRUE(e.ok()) << line;
-    const auto* c = std::get_if<RoundClosed>(&*e);
-    if (c == nullptr) continue;
-    ++closed;
-    ASSERT_TRUE(c->summary.split.has_value()) << line;
-    EXPECT_EQ(c->summary.split->batches, 2u) << line;
-    EXPECT_EQ(c->summary.split->samples, 200u) << line;
-    EXPECT_EQ(c->summary.split->bytes_in, bytes) << line;
-    EXPECT_EQ(c->summary.split->bytes_out, bytes) << line;
-    EXPECT_GT(c->summary.split->server_seconds, 0.0) << line;
+  const std::vector<SplitRoundReport> rounds = SplitFigures();
+  EXPECT_EQ(rounds.size(), 2u);
+  for (const SplitRoundReport& r : rounds) {
+    EXPECT_EQ(r.batches, 2u);
+    EXPECT_EQ(r.samples, 200u);
+    EXPECT_EQ(r.bytes_in, bytes);
+    EXPECT_EQ(r.bytes_out, bytes);
+    EXPECT_GT(r.server_seconds, 0.0);
   }
-  EXPECT_EQ(closed, 2);
 }
 
 // SFLV1's reference: per round, each client's whole model trained alone from the round's
@@ -236,21 +244,14 @@ TEST_F(SplitRunTest, AUShapedSflv1WithThreeClientsMatchesTheSameReference) {
   const SplitModel split = *CutModel(*ModelSpecByName("lenet"), 3, 9);
   const uint64_t bytes =
       200u * static_cast<uint64_t>(split.cut_shape.numel() + split.head_shape.numel()) * 4;
-  std::ifstream events(dir_ / "ckpt" / "events.jsonl");
-  int closed = 0;
-  for (std::string line; std::getline(events, line);) {
-    Result<RunEvent> e = RunEventFromJson(nlohmann::json::parse(line));
-    ASSERT_TRUE(e.ok()) << line;
-    const auto* c = std::get_if<RoundClosed>(&*e);
-    if (c == nullptr) continue;
-    ++closed;
-    ASSERT_TRUE(c->summary.split.has_value()) << line;
-    EXPECT_EQ(c->summary.split->batches, 6u) << line;
-    EXPECT_EQ(c->summary.split->samples, 200u) << line;
-    EXPECT_EQ(c->summary.split->bytes_in, bytes) << line;
-    EXPECT_EQ(c->summary.split->bytes_out, bytes) << line;
+  const std::vector<SplitRoundReport> rounds = SplitFigures();
+  EXPECT_EQ(rounds.size(), 2u);
+  for (const SplitRoundReport& r : rounds) {
+    EXPECT_EQ(r.batches, 6u);
+    EXPECT_EQ(r.samples, 200u);
+    EXPECT_EQ(r.bytes_in, bytes);
+    EXPECT_EQ(r.bytes_out, bytes);
   }
-  EXPECT_EQ(closed, 2);
 }
 
 }  // namespace

@@ -100,13 +100,31 @@ class TorchSplitTest(ProcessTest):
             f'final_model = "{self.path("final.safetensors")}"', ""])
         return self.start_coordinator(toml)
 
+    @staticmethod
+    def centralized(init, hidden):
+        """The reference: the whole model from `init`, trained alone on the whole data set as the
+        runs train it (2 rounds x 2 epochs, one full batch each: four SGD steps, lr 0.1)."""
+        import tributary as tb
+        from torch_client import make_model
+
+        x, y = tb.load_data(dict(kv.split("=", 1) for kv in DATA) | {"data.num_clients": 1})["train"]
+        assert len(y) == EXAMPLES
+        model = make_model(x[0].size, hidden, 10, seed=0)
+        tb.to_torch(tb.load_safetensors(init)[0], model)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        xt, yt = torch.from_numpy(x), torch.from_numpy(y)
+        for _ in range(4):
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(model(xt), yt).backward()
+            opt.step()
+        return tb.from_torch(model)
+
     def tls_args(self, who):
         ca, cert, key = self.client_tls(who)
         return ["--ca", ca, "--cert", cert, "--key", key]
 
     def test_sflv2_with_a_pytorch_device_part_is_centralized_training(self):
         import tributary as tb
-        from torch_client import make_model
 
         coord, addr = self.start_split_coordinator(rounds=2, epochs=2, split='mode = "sflv2"')
         client = self.start("torch-split", [
@@ -117,18 +135,7 @@ class TorchSplitTest(ProcessTest):
         self.assertIn("split learning (sflv2): model tiny_torch cut before layer 3",
                       self.log("coordinator"))
 
-        # The reference: the whole model from the same start, trained alone on the same data.
-        x, y = tb.load_data(dict(kv.split("=", 1) for kv in DATA) | {"data.num_clients": 1})["train"]
-        self.assertEqual(len(y), EXAMPLES)
-        model = make_model(x[0].size, [HIDDEN], 10, seed=0)
-        tb.to_torch(tb.load_safetensors(self.init)[0], model)
-        opt = torch.optim.SGD(model.parameters(), lr=0.1)
-        xt, yt = torch.from_numpy(x), torch.from_numpy(y)
-        for _ in range(4):  # 2 rounds x 2 epochs, one full batch each
-            opt.zero_grad()
-            torch.nn.functional.cross_entropy(model(xt), yt).backward()
-            opt.step()
-        want = tb.from_torch(model)
+        want = self.centralized(self.init, [HIDDEN])
         got, _ = tb.load_safetensors(self.path("final.safetensors"))
         self.assertEqual(list(got), list(want))
         init = tb.load_safetensors(self.init)[0]
@@ -155,7 +162,6 @@ class TorchSplitTest(ProcessTest):
 
     def test_a_u_shaped_pytorch_device_keeps_the_labels_and_is_centralized_training(self):
         import tributary as tb
-        from torch_client import make_model
 
         model_file = self.path("tiny_torch_u.toml")
         with open(model_file, "w") as f:
@@ -172,16 +178,7 @@ class TorchSplitTest(ProcessTest):
         self.assertIn("split learning (sflv1, U-shaped): model tiny_torch_u cut before layers 3 "
                       "and 5", self.log("coordinator"))
 
-        x, y = tb.load_data(dict(kv.split("=", 1) for kv in DATA) | {"data.num_clients": 1})["train"]
-        model = make_model(x[0].size, [HIDDEN, HIDDEN], 10, seed=0)
-        tb.to_torch(tb.load_safetensors(init)[0], model)
-        opt = torch.optim.SGD(model.parameters(), lr=0.1)
-        xt, yt = torch.from_numpy(x), torch.from_numpy(y)
-        for _ in range(4):  # 2 rounds x 2 epochs, one full batch each
-            opt.zero_grad()
-            torch.nn.functional.cross_entropy(model(xt), yt).backward()
-            opt.step()
-        want = tb.from_torch(model)
+        want = self.centralized(init, [HIDDEN, HIDDEN])
         got, _ = tb.load_safetensors(self.path("final.safetensors"))
         self.assertEqual(sorted(got), sorted(want))
         start = tb.load_safetensors(init)[0]
