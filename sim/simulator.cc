@@ -45,14 +45,8 @@ class SimSplitExchange final : public SplitExchange {
   Result<CutGradient> Exchange(std::span<const float> acts,
                                std::span<const uint8_t> labels) override {
     TRIB_ASSIGN_OR_RETURN(SplitActivations m, channel_.Activations(acts, labels));
-    uint64_t up = 0, down = 0;
-    TRIB_ASSIGN_OR_RETURN(Message sent, ThroughWire(Message(std::move(m)), stream_, &up));
-    TRIB_ASSIGN_OR_RETURN(SplitGradient g,
-                          server_.OnActivations(client_, std::get<SplitActivations>(sent)));
-    TRIB_ASSIGN_OR_RETURN(Message back, ThroughWire(Message(std::move(g)), stream_, &down));
+    TRIB_ASSIGN_OR_RETURN(Message back, RoundTrip(Message(std::move(m))));
     ++*batches_;
-    *bytes_up_ += up;
-    *bytes_down_ += down;
     return channel_.Gradient(std::get<SplitGradient>(back));
   }
   // The U-shape: two round trips a batch, each through the wire both ways (one batch counted).
@@ -186,10 +180,11 @@ Result<std::unique_ptr<Simulator>> Simulator::Create(const SimConfig& config, Da
 
   // A split run's virtual clients train the device part (and compute only its share).
   const SplitServer* split = s->driver_->split_server();
-  std::optional<ModelSpec> trained = s->spec_, head;
+  std::optional<ModelSpec> trained = s->spec_;
+  const SplitModel* u_shaped = nullptr;  // the cut whose head the devices hold too
   if (split) {
     trained = split->split().device;
-    if (split->split().u_shaped()) head = split->split().head;
+    if (split->split().u_shaped()) u_shaped = &split->split();
     const SplitFlops f = SplitTrainFlopsPerSample(split->split());
     s->device_share_ = f.device + f.server > 0 ? static_cast<double>(f.device) /
                                                      static_cast<double>(f.device + f.server)
@@ -205,9 +200,8 @@ Result<std::unique_ptr<Simulator>> Simulator::Create(const SimConfig& config, Da
   } else {
     const ModelWeights& initial = s->driver_->engine().model();
     TRIB_ASSIGN_OR_RETURN(
-        s->trainers_,
-        MakeTrainerFactory(config.trainer, {trained ? &*trained : nullptr, &initial,
-                                            config.run.init_seed, head ? &*head : nullptr}));
+        s->trainers_, MakeTrainerFactory(config.trainer, {trained ? &*trained : nullptr, &initial,
+                                                          config.run.init_seed, u_shaped}));
   }
   if (s->driver_->engine().strategy().uses_control_variates() &&
       !s->trainers_->applies_correction())

@@ -13,22 +13,21 @@ namespace {
 
 class NativeFactory final : public TrainerFactory {
  public:
-  NativeFactory(ModelSpec spec, std::optional<ModelSpec> head, uint64_t init_seed)
-      : spec_(std::move(spec)), head_(std::move(head)), seed_(init_seed) {}
+  NativeFactory(ModelSpec spec, std::optional<SplitModel> split, uint64_t init_seed)
+      : spec_(std::move(spec)), split_(std::move(split)), seed_(init_seed) {}
   bool needs_data() const override { return true; }
-  bool applies_correction() const override { return !head_; }
+  bool applies_correction() const override { return !split_; }
   Result<std::shared_ptr<Trainer>> Make(std::shared_ptr<const Dataset> data,
                                         int64_t) const override {
     TRIB_ASSIGN_OR_RETURN(std::unique_ptr<NativeTrainer> t,
-                          head_
-                              ? NativeTrainer::CreateWithHead(spec_, *head_, std::move(data), seed_)
-                              : NativeTrainer::Create(spec_, std::move(data), nullptr, seed_));
+                          split_ ? NativeTrainer::CreateWithHead(*split_, std::move(data), seed_)
+                                 : NativeTrainer::Create(spec_, std::move(data), nullptr, seed_));
     return std::shared_ptr<Trainer>(std::move(t));
   }
 
  private:
   ModelSpec spec_;
-  std::optional<ModelSpec> head_;
+  std::optional<SplitModel> split_;  // a U-shaped split's cut
   uint64_t seed_;
 };
 
@@ -59,7 +58,7 @@ const Entry kFactories[] = {
              "is empty (the run starts from run.initial_model): name a model the engine can "
              "train, or use sim.trainer = 'noop'");
        return std::unique_ptr<TrainerFactory>(std::make_unique<NativeFactory>(
-           *c.spec, c.head ? std::optional<ModelSpec>(*c.head) : std::nullopt, c.init_seed));
+           *c.spec, c.split ? std::optional<SplitModel>(*c.split) : std::nullopt, c.init_seed));
      }},
     {"noop",
      [](const TrainerFactoryContext& c) -> Result<std::unique_ptr<TrainerFactory>> {

@@ -18,6 +18,7 @@
 
 #include "train/data/dataset.h"
 #include "train/model_spec.h"
+#include "train/model_split.h"
 #include "tributary/trainer.h"
 
 namespace tributary {
@@ -41,8 +42,9 @@ struct TrainerFactoryContext {
   const ModelSpec* spec = nullptr;
   const ModelWeights* initial = nullptr;  // not null
   uint64_t init_seed = 1;
-  // A U-shaped split run: the head each device trains after `spec` (its front); null otherwise.
-  const ModelSpec* head = nullptr;
+  // A U-shaped split run: its cut (each device trains `spec`, the front, and the head); null
+  // otherwise.
+  const SplitModel* split = nullptr;
 };
 
 // InvalidArgument naming sim.trainer and listing the known names for an unknown one, or saying

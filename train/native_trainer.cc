@@ -40,43 +40,27 @@ Result<std::unique_ptr<NativeTrainer>> NativeTrainer::Create(const ModelSpec& sp
   return t;
 }
 
-namespace {
-
-// The weights of `a`'s layout followed by `b`'s, as one (the device's front and head).
-Result<ModelWeights> Concat(const ModelWeights& a, const ModelWeights& b) {
-  ModelWeights::LayoutSpec layout;
-  for (const ModelWeights* w : {&a, &b})
-    for (const auto& t : w->tensors()) layout.emplace_back(t.name, t.shape);
-  TRIB_ASSIGN_OR_RETURN(ModelWeights out, ModelWeights::Create(layout));
-  auto d = out.data();
-  std::copy(a.data().begin(), a.data().end(), d.begin());
-  std::copy(b.data().begin(), b.data().end(), d.begin() + static_cast<ptrdiff_t>(a.size()));
-  return out;
-}
-
-}  // namespace
-
 Result<std::unique_ptr<NativeTrainer>> NativeTrainer::CreateWithHead(
-    const ModelSpec& front, const ModelSpec& head, std::shared_ptr<const Dataset> train,
-    uint64_t init_seed, EngineFactory factory) {
-  if (front.num_classes != 0 || head.num_classes == 0)
-    return Status::InvalidArgument("a device's front (" + front.name +
-                                   ") must end at a cut and its head (" + head.name +
-                                   ") in the logits");
-  TRIB_ASSIGN_OR_RETURN(std::unique_ptr<NativeTrainer> t,
-                        Create(front, std::move(train), nullptr, init_seed, std::move(factory)));
-  t->head_spec_ = head;
-  t->front_proto_ = t->current_.ZerosLike();
-  TRIB_ASSIGN_OR_RETURN(ModelWeights h, InitWeights(head, DeriveSeed(init_seed, {0x4ead})));
-  t->head_proto_ = h.ZerosLike();
-  TRIB_ASSIGN_OR_RETURN(t->current_, Concat(t->current_, h));
+    const SplitModel& split, std::shared_ptr<const Dataset> train, uint64_t init_seed,
+    EngineFactory factory) {
+  if (!split.u_shaped())
+    return Status::InvalidArgument("model " + split.whole.name +
+                                   "'s cut has no head: use Create with its device part");
+  TRIB_ASSIGN_OR_RETURN(
+      std::unique_ptr<NativeTrainer> t,
+      Create(split.device, std::move(train), nullptr, init_seed, std::move(factory)));
+  t->split_ = split;
+  // The device's part of the whole model's initial weights (the coordinator sends its own).
+  TRIB_ASSIGN_OR_RETURN(ModelWeights whole, InitWeights(split.whole, init_seed));
+  TRIB_ASSIGN_OR_RETURN(auto parts, SplitWeights(split, whole));
+  t->current_ = std::move(parts.first);
   return t;
 }
 
 Status NativeTrainer::EnsureEngine(int64_t batch) {
-  if (head_spec_ && (!head_engine_ || head_engine_->max_batch() < batch)) {
+  if (split_ && (!head_engine_ || head_engine_->max_batch() < batch)) {
     head_engine_.reset();
-    TRIB_ASSIGN_OR_RETURN(head_engine_, factory_(*head_spec_, batch));
+    TRIB_ASSIGN_OR_RETURN(head_engine_, factory_(split_->head, batch));
   }
   if (engine_ && engine_->max_batch() >= batch) return Status::Ok();
   engine_.reset();
@@ -85,24 +69,18 @@ Status NativeTrainer::EnsureEngine(int64_t batch) {
 }
 
 Status NativeTrainer::LoadParts(const ModelWeights& weights) {
-  if (!head_spec_) return engine_->LoadWeights(weights);
-  ModelWeights front = front_proto_, head = head_proto_;
-  const auto all = weights.data();
-  std::copy(all.begin(), all.begin() + static_cast<ptrdiff_t>(front.size()), front.data().begin());
-  std::copy(all.begin() + static_cast<ptrdiff_t>(front.size()), all.end(), head.data().begin());
-  TRIB_RETURN_IF_ERROR(engine_->LoadWeights(front));
-  return head_engine_->LoadWeights(head);
+  if (!split_) return engine_->LoadWeights(weights);
+  TRIB_ASSIGN_OR_RETURN(auto parts, SplitDeviceWeights(*split_, weights));
+  TRIB_RETURN_IF_ERROR(engine_->LoadWeights(parts.first));
+  return head_engine_->LoadWeights(parts.second);
 }
 
 Status NativeTrainer::StoreParts(ModelWeights* out) {
-  if (!head_spec_) return engine_->StoreWeights(out);
-  ModelWeights front = front_proto_, head = head_proto_;
-  TRIB_RETURN_IF_ERROR(engine_->StoreWeights(&front));
-  TRIB_RETURN_IF_ERROR(head_engine_->StoreWeights(&head));
-  auto d = out->data();
-  std::copy(front.data().begin(), front.data().end(), d.begin());
-  std::copy(head.data().begin(), head.data().end(),
-            d.begin() + static_cast<ptrdiff_t>(front.size()));
+  if (!split_) return engine_->StoreWeights(out);
+  TRIB_ASSIGN_OR_RETURN(auto parts, SplitDeviceWeights(*split_, *out));
+  TRIB_RETURN_IF_ERROR(engine_->StoreWeights(&parts.first));
+  TRIB_RETURN_IF_ERROR(head_engine_->StoreWeights(&parts.second));
+  TRIB_ASSIGN_OR_RETURN(*out, JoinDeviceWeights(*split_, parts.first, parts.second));
   return Status::Ok();
 }
 
@@ -135,7 +113,7 @@ Status NativeTrainer::PrepareFit(const ModelWeights& global, const FitConfig& cf
   keep_optimizer_state_ = cfg.optimizer_state == "keep";
   engine_->KeepOptimizerState(keep_optimizer_state_);
   if (head_engine_) head_engine_->KeepOptimizerState(keep_optimizer_state_);
-  if (head_spec_ && !cfg.correction.empty())
+  if (split_ && !cfg.correction.empty())
     return Status::InvalidArgument(
         "fit: a SCAFFOLD correction for a device that holds a front and a head (the U-shaped "
         "split) is not supported");
@@ -168,11 +146,11 @@ Result<FitResult> NativeTrainer::fit_split(const ModelWeights& global, const Fit
   const int64_t cut = shapes.back().numel();
   std::vector<float> acts;
   std::vector<uint8_t> labels;
-  if (head_spec_) {
+  if (split_) {
     // The U-shape: the front to the first cut, the server part's output back, the head's loss
     // and step here (the labels never leave), the head's input gradient up, the gradient at the
     // first cut back, the front's step.
-    const int64_t mid = head_spec_->input.numel();
+    const int64_t mid = split_->head.input.numel();
     std::vector<float> middle, head_grad;
     return RunEpochs(cfg, batch, [&](std::span<const uint32_t> b) -> Result<StepStats> {
       const int64_t n = static_cast<int64_t>(b.size());

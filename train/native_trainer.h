@@ -14,6 +14,7 @@
 
 #include "train/data/dataset.h"
 #include "train/engine.h"
+#include "train/model_split.h"
 #include "tributary/trainer.h"
 
 namespace tributary {
@@ -42,12 +43,11 @@ class NativeTrainer final : public Trainer {
                                                        uint64_t init_seed,
                                                        EngineFactory factory = nullptr);
 
-  // The U-shaped split's device (model_split.h): it trains `front` (a device part) and `head`
-  // (the layers after the server's middle part, with the loss), and its weights are the front's
-  // followed by the head's (DeviceLayout). It trains only through fit_split; the head's initial
-  // weights come from InitWeights(head, a seed derived from init_seed).
-  static Result<std::unique_ptr<NativeTrainer>> CreateWithHead(const ModelSpec& front,
-                                                               const ModelSpec& head,
+  // The U-shaped split's device (model_split.h, split.u_shaped()): it trains split.device (the
+  // front) and split.head (the layers after the server's middle part, with the loss), and its
+  // weights are the front's followed by the head's (DeviceLayout). It trains only through
+  // fit_split; its initial weights are the device's part of InitWeights(split.whole, init_seed).
+  static Result<std::unique_ptr<NativeTrainer>> CreateWithHead(const SplitModel& split,
                                                                std::shared_ptr<const Dataset> train,
                                                                uint64_t init_seed,
                                                                EngineFactory factory = nullptr);
@@ -95,9 +95,8 @@ class NativeTrainer final : public Trainer {
   Status StoreParts(ModelWeights* out);
 
   std::unique_ptr<Engine> engine_;
-  std::optional<ModelSpec> head_spec_;      // CreateWithHead's head
-  std::unique_ptr<Engine> head_engine_;     // its engine (with engine_, the front's)
-  ModelWeights front_proto_, head_proto_;   // zeros of the front's and the head's layouts
+  std::optional<SplitModel> split_;         // CreateWithHead's cut
+  std::unique_ptr<Engine> head_engine_;     // the head's engine (with engine_, the front's)
   std::unique_ptr<Engine> predict_engine_;  // CPU, made by the first predict()
   bool keep_optimizer_state_ = false;       // the last fit's FitConfig::optimizer_state == "keep"
   ModelWeights current_;

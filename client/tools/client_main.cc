@@ -98,7 +98,7 @@ Status Run(const ClientConfig& o, SignalStopper& stopper) {
       ResolveModelSpec(o.model, Shape3{data.train->height, data.train->width, data.train->channels},
                        data.train->num_classes);
   if (!spec.ok()) return spec.status().WithContext("key 'run.model'");
-  std::optional<ModelSpec> head;  // the U-shaped split's head, trained here too
+  std::optional<SplitModel> u_shaped;  // the U-shaped split's cut: its head is trained here too
   if (o.split_head > 0 && !o.split)
     return Status::InvalidArgument("key 'split.head' (--split-head) needs split.enabled (--split)");
   if (o.split) {
@@ -119,7 +119,7 @@ Status Run(const ClientConfig& o, SignalStopper& stopper) {
           "layer %lld of %s; the labels stay here\n",
           split->device.name.c_str(), split->head.name.c_str(), static_cast<long long>(cut),
           static_cast<long long>(o.split_head), spec->name.c_str());
-      head = split->head;
+      u_shaped = *split;
     } else {
       std::printf("split learning: training %s, the layers before layer %lld of %s\n",
                   split->device.name.c_str(), static_cast<long long>(cut), spec->name.c_str());
@@ -130,8 +130,8 @@ Status Run(const ClientConfig& o, SignalStopper& stopper) {
   TRIB_ASSIGN_OR_RETURN(EngineFactory factory, SelectEngineFactory(o.device, threads));
   TRIB_ASSIGN_OR_RETURN(
       std::unique_ptr<NativeTrainer> trainer,
-      head ? NativeTrainer::CreateWithHead(*spec, *head, data.train, o.init_seed, factory)
-           : NativeTrainer::Create(*spec, data.train, data.eval, o.init_seed, factory));
+      u_shaped ? NativeTrainer::CreateWithHead(*u_shaped, data.train, o.init_seed, factory)
+               : NativeTrainer::Create(*spec, data.train, data.eval, o.init_seed, factory));
   std::printf(
       "tributary-client %s: %s; model %s, device %s, %d CPU thread(s), coordinator %s (%.1fs)\n",
       TRIBUTARY_VERSION, data.description.c_str(), spec->name.c_str(), o.device.c_str(), threads,

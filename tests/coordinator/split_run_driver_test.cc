@@ -69,12 +69,14 @@ void PlaySplitRound(RunDriver& d, const SplitModel& split) {
     auto* t = std::get_if<TaskAssignment>(&o.message);
     if (!t) continue;
     EXPECT_EQ(t->split_cut, 3u);
+    EXPECT_EQ(t->split_head, split.head_cut);
     EXPECT_EQ(t->split_codec.spec, "dense");
     ASSERT_EQ(t->model.values.size(), split.device_params);
-    ModelWeights global = *ModelWeights::Create(*ParameterLayout(split.device));
+    ModelWeights global = *ModelWeights::Create(*DeviceLayout(split));
     std::copy(t->model.values.begin(), t->model.values.end(), global.data().begin());
     auto data = std::make_shared<Dataset>(testing::SyntheticImages(40, o.client_id == "a" ? 1 : 2));
-    auto trainer = *NativeTrainer::Create(split.device, data, nullptr, 0);
+    auto trainer = split.u_shaped() ? *NativeTrainer::CreateWithHead(split, data, 0)
+                                    : *NativeTrainer::Create(split.device, data, nullptr, 0);
     testing::LoopbackSplitExchange ex(*d.split_server(), o.client_id,
                                       *SplitTaskChannel::Create(*t, global.fingerprint()),
                                       /*over_the_wire=*/false);
@@ -168,6 +170,43 @@ TEST(SplitRunDriverTest, BothModesTrainOnEveryClientsBatches) {
     }
     EXPECT_DOUBLE_EQ(seconds, st.compute_seconds) << mode;
   }
+}
+
+// A U-shaped run (lenet cut at 3 and 9) stopped after its first round and resumed from the
+// checkpoint ends with the unbroken run's model, bit for bit: the checkpoint holds the whole model
+// and the resumed driver cuts it into the devices' front and head and the server's middle again.
+TEST(SplitRunDriverTest, AUShapedRunResumedFromItsCheckpointGivesTheUnbrokenModel) {
+  const SplitModel split = *CutModel(*ModelSpecByName("lenet"), 3, 9);
+  RunConfig c = SplitRun("sflv1");
+  c.round.split.head = 9;
+  FaultInjectionEnv unbroken_env;
+  auto unbroken = MakeSplitDriver(c, &unbroken_env, false);
+  ASSERT_TRUE(unbroken.ok()) << unbroken.status();
+  EXPECT_EQ((*unbroken)->engine().model().size(), split.device_params);
+  (*unbroken)->Start();
+  PlaySplitRound(**unbroken, split);
+  PlaySplitRound(**unbroken, split);
+  ASSERT_TRUE((*unbroken)->engine().finished());
+  ASSERT_TRUE((*unbroken)->Finish(Status::Ok()).ok());
+  const uint64_t want = (*unbroken)->model().content_hash();
+
+  FaultInjectionEnv env;
+  RunConfig first = c;
+  first.round.rounds = 1;
+  auto d = MakeSplitDriver(first, &env, false);
+  ASSERT_TRUE(d.ok()) << d.status();
+  (*d)->Start();
+  PlaySplitRound(**d, split);
+  ASSERT_TRUE((*d)->Finish(Status::Ok()).ok());
+  EXPECT_NE((*d)->model().content_hash(), want);
+  auto resumed = MakeSplitDriver(c, &env, true);
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
+  (*resumed)->Start();
+  PlaySplitRound(**resumed, split);
+  ASSERT_TRUE((*resumed)->engine().finished());
+  ASSERT_TRUE((*resumed)->Finish(Status::Ok()).ok());
+  EXPECT_EQ((*resumed)->model().content_hash(), want);
+  EXPECT_EQ((*resumed)->split_server()->stats().batches, 2u * 3);  // its one round: 2 x 3
 }
 
 TEST(SplitRunDriverTest, KeysRefuseWhatSplitLearningCannotComposeWith) {

@@ -60,7 +60,7 @@ struct Fixture {
   }
   // The device's trainer: the front, and the head in a U-shaped split.
   std::unique_ptr<NativeTrainer> Device(std::shared_ptr<const Dataset> data) const {
-    auto t = split.u_shaped() ? NativeTrainer::CreateWithHead(split.device, split.head, data, 0)
+    auto t = split.u_shaped() ? NativeTrainer::CreateWithHead(split, data, 0)
                               : NativeTrainer::Create(split.device, data, nullptr, 0);
     EXPECT_TRUE(t.ok()) << t.status();
     return std::move(*t);
