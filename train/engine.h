@@ -60,6 +60,10 @@ class Engine {
   // optimizer's state (momentum, Adam's moments and step count) is left as it was instead.
   virtual Status LoadWeights(const ModelWeights& weights) = 0;
   virtual void KeepOptimizerState(bool keep) = 0;
+  // Dropout layers' masks (train/dropout_math.h) in the TrainSteps after this call are keyed by
+  // `seed` and the step's count since the call, so a fit seeded the same drops the same values
+  // whatever the thread count or backend. NativeTrainer seeds it from each fit's seed.
+  virtual void SeedDropout(uint64_t seed) = 0;
   // SCAFFOLD's drift correction c - c_i (one value per parameter, layout order): every TrainStep
   // after this one ends with w -= lr * correction, outside the momentum (the form of NIID-Bench's
   // and Flower's SCAFFOLD clients). An empty span clears it. InvalidArgument when the size is not

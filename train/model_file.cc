@@ -44,7 +44,7 @@ constexpr LayerKind kKinds[] = {LayerKind::kDense,     LayerKind::kConv2D,
                                 LayerKind::kGroupNorm, LayerKind::kLayerNorm,
                                 LayerKind::kConv1D,    LayerKind::kDepthwiseConv2D,
                                 LayerKind::kEmbedding, LayerKind::kLstm,
-                                LayerKind::kGru};
+                                LayerKind::kGru,       LayerKind::kDropout};
 
 // Every type a file may write, in kKinds' order: "dense, conv2d, ... and embedding" (`last_joiner`
 // "and" or "or").
@@ -79,6 +79,7 @@ std::span<const std::string_view> KeysOf(LayerKind kind) {
   static constexpr std::string_view kEmbedding[] = {"type", "vocab", "dim", "name", "frozen"};
   static constexpr std::string_view kRecurrent[] = {"type", "units", "return_sequences", "name",
                                                     "frozen"};
+  static constexpr std::string_view kDropout[] = {"type", "rate"};
   switch (kind) {
     case LayerKind::kDense:
       return kDense;
@@ -99,6 +100,8 @@ std::span<const std::string_view> KeysOf(LayerKind kind) {
     case LayerKind::kLstm:
     case LayerKind::kGru:
       return kRecurrent;
+    case LayerKind::kDropout:
+      return kDropout;
     case LayerKind::kReLU:
     case LayerKind::kFlatten:
     case LayerKind::kSigmoid:
@@ -275,6 +278,15 @@ Result<LayerSpec> ReadLayer(const std::string& source, const toml::table& t, siz
       // Token ids travel as float32, which holds every integer up to 2^24 exactly.
       TRIB_ASSIGN_OR_RETURN(l.vocab, RequireInt(source, t, "vocab", 1, int64_t{1} << 24, owner));
       TRIB_ASSIGN_OR_RETURN(l.out_features, RequireInt(source, t, "dim", 1, kMaxSize, owner));
+      break;
+    }
+    case LayerKind::kDropout: {
+      const toml::node* n = t.get("rate");
+      if (n == nullptr) return Bad(source, &t, owner + ": missing key 'rate'");
+      std::optional<double> rate = n->value<double>();
+      if (!rate || !(*rate >= 0.0 && *rate < 1.0))
+        return Bad(source, n, owner + ": key 'rate' must be a number in [0, 1)");
+      l.rate = static_cast<float>(*rate);
       break;
     }
     case LayerKind::kLstm:
@@ -586,6 +598,9 @@ std::string ModelSpecToToml(const ModelSpec& spec) {
       case LayerKind::kGru:
         out += fmt::format("units = {}\nreturn_sequences = {}\nname = {}\n", l.out_features,
                            l.return_sequences, TomlString(l.name));
+        break;
+      case LayerKind::kDropout:
+        out += fmt::format("rate = {}\n", l.rate);
         break;
       case LayerKind::kReLU:
       case LayerKind::kFlatten:

@@ -132,6 +132,8 @@ std::string_view LayerKindName(LayerKind kind) {
       return "LSTM";
     case LayerKind::kGru:
       return "GRU";
+    case LayerKind::kDropout:
+      return "Dropout";
   }
   return "?";
 }
@@ -203,6 +205,10 @@ Result<std::vector<Shape3>> LayerOutputShapes(const ModelSpec& spec) {
       case LayerKind::kSigmoid:
       case LayerKind::kTanh:
       case LayerKind::kGelu:
+        break;
+      case LayerKind::kDropout:
+        if (!(l.rate >= 0.0f && l.rate < 1.0f))
+          return bad("rate " + std::to_string(l.rate) + " must be in [0, 1)");
         break;
       case LayerKind::kFlatten:
         cur = {1, 1, cur.numel()};

@@ -33,7 +33,9 @@ namespace tributary {
 // sensor windows read as h = L, w = C, c = 1 are L steps of C channels), and its output is
 // (h + 2p - k + 1) x 1 x filters. kDepthwiseConv2D convolves each channel with its own k x k kernel
 // (train/depthwise_math.h; weight [c, k, k, 1], bias [c]); with a 1 x 1 conv2d after it, it makes
-// a depthwise-separable convolution.
+// a depthwise-separable convolution. kDropout zeroes each value with probability `rate` in training
+// and scales the others by 1 / (1 - rate) (train/dropout_math.h); in evaluation and prediction it
+// is the identity.
 enum class LayerKind {
   kDense,
   kConv2D,
@@ -51,7 +53,8 @@ enum class LayerKind {
   kDepthwiseConv2D,
   kEmbedding,
   kLstm,
-  kGru
+  kGru,
+  kDropout
 };
 // LSTM or GRU: a recurrent layer over the steps of its input (LayerSpec::return_sequences).
 inline bool IsRecurrent(LayerKind kind) {
@@ -99,6 +102,8 @@ struct LayerSpec {
   // the last step's hidden state (1 x 1 x units) or, with return_sequences, every step's
   // (h x 1 x units).
   bool return_sequences = false;
+  // Dropout: the probability of zeroing a value in training, in [0, 1).
+  float rate = 0.0f;
   // A layer with parameters that training leaves as they are (fine-tuning the layers after it):
   // the optimizer skips them (no step, no weight decay, no momentum), so their delta is zero.
   bool frozen = false;

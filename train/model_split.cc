@@ -32,6 +32,13 @@ Result<SplitModel> CutModel(const ModelSpec& whole, size_t cut, size_t head) {
                                    "] (after the cut at " + std::to_string(cut) +
                                    "; the device's head holds layers head .. " +
                                    std::to_string(layers - 1) + "), got " + std::to_string(head));
+  // A part's dropout masks would be keyed by that part's own steps, so the parts together would
+  // not drop what the whole model drops (nor what the same run drops on another schedule).
+  for (size_t i = 0; i < layers; ++i)
+    if (whole.layers[i].kind == LayerKind::kDropout)
+      return Status::InvalidArgument("model " + whole.name + ": layer " + std::to_string(i) +
+                                     " is a dropout layer, which split learning does not support "
+                                     "yet; leave it out of a split model");
   const auto layer = [&](size_t i) { return whole.layers.begin() + static_cast<ptrdiff_t>(i); };
   const size_t server_end = head != 0 ? head : layers;
   SplitModel s;

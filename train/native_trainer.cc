@@ -118,6 +118,9 @@ Status NativeTrainer::PrepareFit(const ModelWeights& global, const FitConfig& cf
         "fit: a SCAFFOLD correction for a device that holds a front and a head (the U-shaped "
         "split) is not supported");
   TRIB_RETURN_IF_ERROR(LoadParts(global));
+  // Dropout's masks: from the fit's seed, so a fit seeded the same (a resumed run's, another
+  // thread count's) drops the same values.
+  engine_->SeedDropout(DeriveSeed(cfg.seed, {0xd70b}));
   return engine_->SetCorrection(cfg.correction).WithContext("fit");
 }
 

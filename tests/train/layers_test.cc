@@ -1,6 +1,7 @@
 // Every CPU layer's gradients against central finite differences (in double around float32).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 
 #include "tests/train/grad_check.h"
@@ -13,6 +14,7 @@
 #include "train/cpu/norm.h"
 #include "train/cpu/pointwise.h"
 #include "train/cpu/softmax_xent.h"
+#include "train/dropout_math.h"
 #include "train/lstm_math.h"
 
 namespace tributary::cpu {
@@ -318,6 +320,55 @@ TEST(LayerGradTest, AvgPoolAndGlobalAvgPool) {
   float y = 0.0f;
   one.Forward(x, &y, 1);
   EXPECT_EQ(y, 3.0f);
+}
+
+// Dropout in a training batch: the gradient through a fixed mask; torch.nn.Dropout's values (a kept
+// value is x * (1 / (1 - p)), a dropped one 0, and the backward the same on the gradient); the
+// share dropped; a shard's mask the same rows of the whole batch's; outside training a copy.
+TEST(LayerGradTest, Dropout) {
+  const int64_t size = 1000, n = 4;
+  const float rate = 0.3f;
+  Dropout d(rate, size);
+  d.BeginBatch(/*training=*/true, DropoutKey(11, 2, 5), 0);
+  CheckLayer(d, n, size, size, 1e-3, 60);
+
+  const auto x = Random(static_cast<size_t>(n * size), 61);
+  std::vector<float> y(x.size()), g(x.size()), dx(x.size());
+  for (size_t i = 0; i < g.size(); ++i) g[i] = static_cast<float>(i % 7) + 1.0f;
+  d.Forward(x.data(), y.data(), n);
+  d.Backward(x.data(), y.data(), g.data(), dx.data(), n);
+  const float scale = 1.0f / (1.0f - rate);
+  EXPECT_EQ(DropoutScale(rate), scale);
+  int64_t dropped = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (y[i] == 0.0f) {
+      ++dropped;
+      EXPECT_EQ(dx[i], 0.0f) << i;
+    } else {
+      EXPECT_EQ(y[i], x[i] * scale) << i;
+      EXPECT_EQ(dx[i], g[i] * scale) << i;
+    }
+  }
+  // 4,000 draws at p = 0.3: the mean is 1,200 and the standard deviation 29; 5 of them either way.
+  EXPECT_NEAR(static_cast<double>(dropped), 1200.0, 145.0);
+
+  // Samples 2 and 3 as a thread's shard (first sample 2) get the whole batch's rows 2 and 3.
+  Dropout shard(rate, size);
+  shard.BeginBatch(true, DropoutKey(11, 2, 5), 2);
+  std::vector<float> part(static_cast<size_t>(2 * size));
+  shard.Forward(x.data() + 2 * size, part.data(), 2);
+  EXPECT_TRUE(std::equal(part.begin(), part.end(), y.begin() + 2 * size));
+
+  // Another step's key drops other values; evaluation drops none.
+  std::vector<float> other(x.size());
+  d.BeginBatch(true, DropoutKey(11, 3, 5), 0);
+  d.Forward(x.data(), other.data(), n);
+  EXPECT_NE(other, y);
+  d.BeginBatch(/*training=*/false, DropoutKey(11, 3, 5), 0);
+  d.Forward(x.data(), other.data(), n);
+  EXPECT_EQ(other, x);
+  d.Backward(x.data(), other.data(), g.data(), dx.data(), n);
+  EXPECT_EQ(dx, g);
 }
 
 TEST(LayerGradTest, SigmoidTanhAndGelu) {

@@ -202,7 +202,17 @@ TEST(ModelFileTest, EveryMistakeIsNamed) {
       {"[[layers]]\nunits = 10\n",
        "m.toml:1: layer 0: missing key 'type' (dense, conv2d, maxpool2d, relu, flatten, sigmoid, "
        "tanh, gelu, avgpool2d, globalavgpool, groupnorm, layernorm, conv1d, depthwiseconv2d, "
-       "embedding, lstm or gru)"},
+       "embedding, lstm, gru or dropout)"},
+      {"[[layers]]\ntype = \"dropout\"\n" + dense,
+       "m.toml:1: layer 0 (Dropout): missing key 'rate'"},
+      {"[[layers]]\ntype = \"dropout\"\nrate = 1.0\n" + dense,
+       "m.toml:3: layer 0 (Dropout): key 'rate' must be a number in [0, 1)"},
+      {"[[layers]]\ntype = \"dropout\"\nrate = -0.1\n" + dense,
+       "m.toml:3: layer 0 (Dropout): key 'rate' must be a number in [0, 1)"},
+      {"[[layers]]\ntype = \"dropout\"\nrate = \"half\"\n" + dense,
+       "m.toml:3: layer 0 (Dropout): key 'rate' must be a number in [0, 1)"},
+      {"[[layers]]\ntype = \"dropout\"\nrate = 0.5\nname = \"d\"\n" + dense,
+       "m.toml:4: layer 0 (Dropout): unknown key 'name' (a dropout layer takes type and rate)"},
       {"[[layers]]\ntype = \"lstm\"\nreturn_sequences = 1\nunits = 4\n" + dense,
        "m.toml:3: layer 0 (LSTM): key 'return_sequences' must be true or false"},
       {"[[layers]]\ntype = \"lstm\"\n" + dense, "m.toml:1: layer 0 (LSTM): missing key 'units'"},
@@ -219,7 +229,7 @@ TEST(ModelFileTest, EveryMistakeIsNamed) {
        "of its 4 rows)"},
       {"[[layers]]\ntype = \"gelu\"\nname = \"g\"\n" + dense,
        "m.toml:3: layer 0 (GELU): unknown key 'name' (a gelu layer takes only its type)"},
-      {"[[layers]]\ntype = \"dropout\"\n", "m.toml:2: layer 0: unknown type 'dropout'"},
+      {"[[layers]]\ntype = \"batchnorm\"\n", "m.toml:2: layer 0: unknown type 'batchnorm'"},
       {"[[layers]]\ntype = 3\n", "m.toml:2: layer 0: key 'type' must be a string"},
       {"[[layers]]\ntype = \"flatten\"\n[[layers]]\ntype = \"dense\"\n" + dense,
        "m.toml:3: layer 1 (Dense): missing key 'units' (only the last layer may leave it out"},
@@ -305,6 +315,11 @@ TEST(ModelFileTest, ToTomlReadsBackToTheSameSpec) {
   flat.num_classes = 3;
   flat.layers = {Dense(7, "0"), Simple(LayerKind::kReLU), Dense(3, "head.2")};
   specs.push_back(flat);
+  ModelSpec dropped = flat;  // a dropout's rate reads back exactly
+  LayerSpec dropout = Simple(LayerKind::kDropout);
+  dropout.rate = 0.3f;
+  dropped.layers = {Dense(7, "0"), Simple(LayerKind::kReLU), dropout, Dense(3, "3")};
+  specs.push_back(dropped);
   ModelSpec smooth = flat;  // every activation's type reads back
   smooth.layers = {
       Dense(7, "0"), Simple(LayerKind::kSigmoid), Dense(6, "1"), Simple(LayerKind::kTanh),

@@ -50,6 +50,21 @@ TEST(CutModelTest, RefusesCutsThatLeaveAPartEmptyOrWithoutParameters) {
   EXPECT_TRUE(head.ok()) << head.status().message();
 }
 
+TEST(CutModelTest, RefusesAModelWithDropout) {
+  ModelSpec mlp = *ModelSpecByName("mlp");
+  LayerSpec dropout;
+  dropout.kind = LayerKind::kDropout;
+  dropout.rate = 0.2f;
+  mlp.layers.insert(mlp.layers.begin() + 3, dropout);  // after the first dense + relu
+  auto s = CutModel(mlp, 2);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.status().message().find("layer 3 is a dropout layer, which split learning does not "
+                                      "support yet"),
+            std::string::npos)
+      << s.status().message();
+}
+
 TEST(CutModelTest, WeightsSplitAndJoinBackToTheSameBits) {
   const ModelSpec lenet = *ModelSpecByName("lenet");
   const SplitModel split = *CutModel(lenet, 6);

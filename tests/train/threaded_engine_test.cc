@@ -11,6 +11,7 @@
 #include "tests/train/synthetic_images.h"
 #include "train/cpu/cpu_engine.h"
 #include "train/device.h"
+#include "train/model_file.h"
 #include "train/native_trainer.h"
 
 namespace tributary {
@@ -77,6 +78,54 @@ INSTANTIATE_TEST_SUITE_P(Zoo, ThreadedEngineTest, ::testing::Values("mlp", "cnn"
                          [](const ::testing::TestParamInfo<const char*>& p) {
                            return std::string(p.param);
                          });
+
+// Dropout's masks are keyed by the sample's place in the whole batch, not in a thread's shard: a
+// fit on 1, 2 and 3 threads drops the same values (so the weights differ only by rounding), two
+// fits with one seed drop the same ones, and another fit seed drops others.
+TEST(ThreadedEngineTest, DropoutDropsTheSameValuesOnEveryThreadCount) {
+  const ModelSpec spec = *ParseModelToml(R"(
+input = [28, 28, 1]
+classes = 10
+[[layers]]
+type = "flatten"
+[[layers]]
+type = "dense"
+units = 64
+[[layers]]
+type = "relu"
+[[layers]]
+type = "dropout"
+rate = 0.5
+[[layers]]
+type = "dense"
+)",
+                                         "dropout_mlp");
+  auto train = std::make_shared<const Dataset>(Synthetic(90, 8));
+  FitConfig cfg;
+  cfg.epochs = 1;
+  cfg.batch_size = 45;
+  cfg.lr = 0.1f;
+  cfg.seed = 21;
+  auto fit = [&](int threads, uint64_t seed) {
+    cfg.seed = seed;
+    auto t = *NativeTrainer::Create(spec, train, nullptr, 3, CpuEngineFactory(threads));
+    return (*t->fit(*t->get_parameters(), cfg)).weights;
+  };
+  const ModelWeights one = fit(1, 21), again = fit(1, 21), other_seed = fit(1, 22);
+  const ModelWeights start = *InitWeights(spec, 3);
+  EXPECT_TRUE(std::equal(one.data().begin(), one.data().end(), again.data().begin()));
+  for (int threads : {2, 3}) {
+    const ModelWeights many = fit(threads, 21);
+    EXPECT_LT(RelativeMaxDiff(one.data(), many.data()), 1e-5) << threads << " threads";
+  }
+  // Another mask moves the weights by about as much as the step itself; the same mask, not at all.
+  std::vector<float> step(one.size()), moved(one.size());
+  for (size_t i = 0; i < one.size(); ++i) {
+    step[i] = one.data()[i] - start.data()[i];
+    moved[i] = other_seed.data()[i] - start.data()[i];
+  }
+  EXPECT_GT(RelativeMaxDiff(step, moved), 0.1);
+}
 
 TEST(ThreadedEngineTest, ABatchSmallerThanTheThreadCountUsesOneShardPerSample) {
   const ModelSpec spec = *ModelSpecByName("mlp");

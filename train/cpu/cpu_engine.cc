@@ -14,6 +14,7 @@
 #include "train/cpu/norm.h"
 #include "train/cpu/pointwise.h"
 #include "train/cpu/softmax_xent.h"
+#include "train/dropout_math.h"
 #include "train/sgd.h"
 #include "train/split_checks.h"
 
@@ -125,6 +126,9 @@ Status CpuEngine::BuildReplica(Replica* r, int64_t shard_max, float* grads) {
       case LayerKind::kGelu:
         layer = std::make_unique<Activation>(ActivationFn::kGelu, in.numel());
         break;
+      case LayerKind::kDropout:
+        layer = std::make_unique<Dropout>(l.rate, in.numel());
+        break;
       case LayerKind::kFlatten:
         layer = std::make_unique<Flatten>();
         break;
@@ -213,6 +217,8 @@ void CpuEngine::RunShard(Replica& r, const Dataset* data, std::span<const uint32
     }
   }
   for (size_t i = 0; i < r.layers.size(); ++i)
+    r.layers[i]->BeginBatch(need_grad, DropoutKey(dropout_seed_, dropout_step_, i), r.first_sample);
+  for (size_t i = 0; i < r.layers.size(); ++i)
     if (!r.layers[i]->is_identity()) r.layers[i]->Forward(r.act_ptr[i], r.act_ptr[i + 1], count);
   if (spec_.num_classes == 0 || (inputs != nullptr && labels == nullptr)) return;
   const int64_t k = spec_.num_classes;
@@ -248,8 +254,9 @@ StepStats CpuEngine::Step(const Dataset& data, std::span<const uint32_t> batch, 
   const int shards = static_cast<int>(std::min<int64_t>(n, threads()));
   auto shard = [&](int i) {
     const auto [begin, end] = ShardRange(n, shards, i);
-    RunShard(replicas_[static_cast<size_t>(i)], &data, batch.subspan(begin, end - begin), nullptr,
-             end - begin, n, need_grad);
+    Replica& r = replicas_[static_cast<size_t>(i)];
+    r.first_sample = begin;
+    RunShard(r, &data, batch.subspan(begin, end - begin), nullptr, end - begin, n, need_grad);
   };
   ForShards(shards, shard);
   return SumStats(shards);
@@ -338,6 +345,7 @@ StepStats CpuEngine::TrainStep(const Dataset& data, std::span<const uint32_t> ba
       static_cast<int>(std::min<int64_t>(static_cast<int64_t>(batch.size()), threads()));
   StepStats st = Step(data, batch, /*need_grad=*/true);
   ApplyStep(shards, cfg);
+  ++dropout_step_;
   return st;
 }
 

@@ -39,6 +39,10 @@ class CpuEngine final : public Engine {
   int threads() const { return static_cast<int>(replicas_.size()); }
   Status LoadWeights(const ModelWeights& weights) override;
   void KeepOptimizerState(bool keep) override { keep_optimizer_state_ = keep; }
+  void SeedDropout(uint64_t seed) override {
+    dropout_seed_ = seed;
+    dropout_step_ = 0;
+  }
   Status StoreWeights(ModelWeights* out) override;
   Status SetCorrection(std::span<const float> correction) override;
   StepStats TrainStep(const Dataset& data, std::span<const uint32_t> batch,
@@ -70,6 +74,7 @@ class CpuEngine final : public Engine {
     AlignedVector grads;              // this replica's parameter gradients (unused by replica 0)
     std::vector<uint8_t> labels;      // labels of the current shard
     StepStats stats;                  // the shard's loss and accuracy
+    int64_t first_sample = 0;         // the shard's first sample's place in its batch
   };
 
   CpuEngine() = default;
@@ -117,6 +122,8 @@ class CpuEngine final : public Engine {
   int64_t adam_step_ = 0;              // Adam's t: updates since the state was last reset
   bool keep_optimizer_state_ = false;  // LoadWeights then leaves the optimizer's state
   std::vector<float> correction_;      // empty: none
+  uint64_t dropout_seed_ = 0;          // SeedDropout's seed
+  uint64_t dropout_step_ = 0;          // TrainSteps since SeedDropout: the masks' step
   int64_t cut_batch_ = 0;  // a device part: samples of the last ForwardToCut (0: none pending)
 };
 

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "core/simd.h"
+#include "train/dropout_math.h"
 
 namespace tributary::cpu {
 namespace {
@@ -132,6 +133,35 @@ void Activation::Backward(const float* in, const float* out, const float* grad_o
   if (!grad_in) return;
   const int64_t len = n * size_;
   for (int64_t i = 0; i < len; ++i) grad_in[i] = grad_out[i] * ActivationSlope(fn_, in[i], out[i]);
+}
+
+void Dropout::BeginBatch(bool training, uint64_t key, int64_t first_sample) {
+  training_ = training && rate_ > 0.0f;
+  key_ = key;
+  first_sample_ = first_sample;
+}
+
+void Dropout::Apply(const float* src, float* dst, int64_t n) const {
+  if (!training_) {
+    std::memcpy(dst, src, sizeof(float) * static_cast<size_t>(n * size_));
+    return;
+  }
+  const uint32_t threshold = DropoutThreshold(rate_);
+  const float scale = DropoutScale(rate_);
+  for (int64_t s = 0; s < n; ++s) {
+    const auto sample = static_cast<uint64_t>(first_sample_ + s);
+    const float* x = src + s * size_;
+    float* y = dst + s * size_;
+    for (int64_t e = 0; e < size_; ++e)
+      y[e] = DropoutBits(key_, sample, static_cast<uint64_t>(e)) >= threshold ? x[e] * scale : 0.0f;
+  }
+}
+
+void Dropout::Forward(const float* in, float* out, int64_t n) { Apply(in, out, n); }
+
+void Dropout::Backward(const float* /*in*/, const float* /*out*/, const float* grad_out,
+                       float* grad_in, int64_t n) {
+  if (grad_in) Apply(grad_out, grad_in, n);
 }
 
 }  // namespace tributary::cpu

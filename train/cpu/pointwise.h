@@ -1,6 +1,6 @@
 // Layers without parameters: MaxPool2D (window = stride = k, NHWC), AvgPool2D (also global
-// average pooling), ReLU, the smooth activations (sigmoid, tanh, GELU: train/activation_math.h)
-// and Flatten.
+// average pooling), ReLU, the smooth activations (sigmoid, tanh, GELU: train/activation_math.h),
+// Dropout and Flatten.
 #pragma once
 
 #include <vector>
@@ -58,6 +58,27 @@ class Activation final : public CpuLayer {
  private:
   ActivationFn fn_;
   int64_t size_;
+};
+
+// Dropout (train/dropout_math.h): in a training batch, zeroes each value whose mask bit drops it
+// and scales the others by 1 / (1 - rate); the backward applies the same mask and scale to the
+// gradient (the mask is drawn again from the key, not stored). Outside training, a copy.
+class Dropout final : public CpuLayer {
+ public:
+  Dropout(float rate, int64_t size) : rate_(rate), size_(size) {}
+  void BeginBatch(bool training, uint64_t key, int64_t first_sample) override;
+  void Forward(const float* in, float* out, int64_t n) override;
+  void Backward(const float* in, const float* out, const float* grad_out, float* grad_in,
+                int64_t n) override;
+
+ private:
+  // dst = src * mask * scale (training) or src (otherwise), for n samples.
+  void Apply(const float* src, float* dst, int64_t n) const;
+  float rate_;
+  int64_t size_;
+  bool training_ = false;
+  uint64_t key_ = 0;
+  int64_t first_sample_ = 0;
 };
 
 // NHWC activations are already laid out as the flat vector the next Dense layer reads.

@@ -9,6 +9,7 @@
 #include "core/check.h"
 #include "train/cuda/adam_params.h"
 #include "train/cuda/cuda_api.h"
+#include "train/dropout_math.h"
 #include "train/split_checks.h"
 
 namespace tributary {
@@ -168,7 +169,9 @@ Status CudaEngine::Gather(const Dataset& data, std::span<const uint32_t> batch) 
   return Status::Ok();
 }
 
-Status CudaEngine::ForwardLayers(int64_t n) {
+Status CudaEngine::ForwardLayers(int64_t n, bool training) {
+  for (size_t i = 0; i < layers_.size(); ++i)
+    layers_[i]->BeginBatch(training, DropoutKey(dropout_seed_, dropout_step_, i));
   for (size_t i = 0; i < layers_.size(); ++i)
     if (!layers_[i]->is_identity())
       TRIB_RETURN_IF_ERROR(layers_[i]->Forward(act_ptr_[i], act_ptr_[i + 1], n));
@@ -189,7 +192,7 @@ Status CudaEngine::Forward(const Dataset& data, std::span<const uint32_t> batch,
   const int64_t n = static_cast<int64_t>(batch.size());
   TRIB_CHECK(spec_.num_classes != 0, "a device part trains through ForwardToCut/BackwardFromCut");
   TRIB_RETURN_IF_ERROR(Gather(data, batch));
-  TRIB_RETURN_IF_ERROR(ForwardLayers(n));
+  TRIB_RETURN_IF_ERROR(ForwardLayers(n, need_grad));
   return Loss(n, need_grad);
 }
 
@@ -353,6 +356,7 @@ Status CudaEngine::Step(const Dataset& data, std::span<const uint32_t> batch, co
   if (sgd != nullptr) {
     TRIB_RETURN_IF_ERROR(Backward(n));
     TRIB_RETURN_IF_ERROR(ApplySgd(*sgd));
+    ++dropout_step_;
   }
   TRIB_RETURN_IF_ERROR(ctx_->Synchronize());
   out->loss_sum = totals_host_.data()->loss_sum;

@@ -38,6 +38,10 @@ class CudaEngine final : public Engine {
   int64_t max_batch() const override { return max_batch_; }
   Status LoadWeights(const ModelWeights& weights) override;
   void KeepOptimizerState(bool keep) override { keep_optimizer_state_ = keep; }
+  void SeedDropout(uint64_t seed) override {
+    dropout_seed_ = seed;
+    dropout_step_ = 0;
+  }
   Status StoreWeights(ModelWeights* out) override;
   Status SetCorrection(std::span<const float> correction) override;
   StepStats TrainStep(const Dataset& data, std::span<const uint32_t> batch,
@@ -70,7 +74,8 @@ class CudaEngine final : public Engine {
   // The parts of Forward: the batch gathered into act_ptr_[0] (labels into batch_labels_), the
   // layers, the loss.
   Status Gather(const Dataset& data, std::span<const uint32_t> batch);
-  Status ForwardLayers(int64_t n);
+  // training: Dropout drops (a TrainStep's forward), else it is the identity.
+  Status ForwardLayers(int64_t n, bool training = false);
   Status Loss(int64_t n, bool need_grad);
   // Backward from grad_a_; with input_grad, the first layer's input gradient too, and *input_grad
   // then points at it (a device buffer).
@@ -101,6 +106,8 @@ class CudaEngine final : public Engine {
   DeviceBuffer<float> second_moment_;  // Adam's v (made on its first step); its m is velocity_
   int64_t adam_step_ = 0;              // Adam's t: updates since the state was last reset
   bool keep_optimizer_state_ = false;  // LoadWeights then leaves the optimizer's state
+  uint64_t dropout_seed_ = 0;          // SeedDropout's seed
+  uint64_t dropout_step_ = 0;          // TrainSteps since SeedDropout: the masks' step
   DeviceBuffer<float> correction_;     // empty (unallocated) or num_params_; see has_correction_
   bool has_correction_ = false;
   DeviceBuffer<uint32_t> batch_idx_;

@@ -142,6 +142,12 @@ cudaError_t LaunchActivationBackward(int fn, const float* in, const float* out,
                                      const float* grad_out, float* grad_in, int64_t count,
                                      cudaStream_t stream);
 
+// dropout.cu: dst = src * mask * 1 / (1 - rate) for n samples of `size` values, the mask of
+// train/dropout_math.h for `key` (samples counted from the batch's first): Dropout's forward in
+// training, and its backward on the gradient.
+cudaError_t LaunchDropout(const float* src, float* dst, int64_t size, int64_t n, uint64_t key,
+                          float rate, cudaStream_t stream);
+
 // relu.cu: out = max(in, 0); grad_in = out > 0 ? grad_out : 0.
 cudaError_t LaunchReluForward(const float* in, float* out, int64_t count, cudaStream_t stream);
 cudaError_t LaunchReluBackward(const float* out, const float* grad_out, float* grad_in,

@@ -58,4 +58,22 @@ Status Activation::Backward(const float* in, const float* out, const float* grad
   return Status::Ok();
 }
 
+Status Dropout::Apply(const float* src, float* dst, int64_t n) {
+  if (training_) {
+    CUDA_CHECK(LaunchDropout(src, dst, size_, n, key_, rate_, ctx_.stream()));
+  } else {
+    CUDA_CHECK(cudaMemcpyAsync(dst, src, sizeof(float) * static_cast<size_t>(n * size_),
+                               cudaMemcpyDeviceToDevice, ctx_.stream()));
+  }
+  return Status::Ok();
+}
+
+Status Dropout::Forward(const float* in, float* out, int64_t n) { return Apply(in, out, n); }
+
+Status Dropout::Backward(const float*, const float*, const float* grad_out, float* grad_in,
+                         int64_t n) {
+  if (grad_in == nullptr) return Status::Ok();
+  return Apply(grad_out, grad_in, n);
+}
+
 }  // namespace tributary::cuda

@@ -64,6 +64,28 @@ class Activation final : public CudaLayer {
   const CudaContext& ctx_;
 };
 
+// Dropout (train/dropout_math.h): the CPU engine's mask and scale in a training batch; outside
+// training, a copy.
+class Dropout final : public CudaLayer {
+ public:
+  Dropout(float rate, int64_t size, const CudaContext& ctx) : rate_(rate), size_(size), ctx_(ctx) {}
+  void BeginBatch(bool training, uint64_t key) override {
+    training_ = training && rate_ > 0.0f;
+    key_ = key;
+  }
+  Status Forward(const float* in, float* out, int64_t n) override;
+  Status Backward(const float* in, const float* out, const float* grad_out, float* grad_in,
+                  int64_t n) override;
+
+ private:
+  Status Apply(const float* src, float* dst, int64_t n);
+  float rate_;
+  int64_t size_;
+  const CudaContext& ctx_;
+  bool training_ = false;
+  uint64_t key_ = 0;
+};
+
 class Flatten final : public CudaLayer {
  public:
   bool is_identity() const override { return true; }

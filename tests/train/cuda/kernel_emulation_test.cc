@@ -5,6 +5,7 @@
 // see device-only problems (memory model, occupancy, nvcc codegen).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 #include <vector>
@@ -29,6 +30,7 @@
 #include "train/cuda/maxpool.cu"
 #include "train/cuda/relu.cu"
 #include "train/cuda/activations.cu"
+#include "train/cuda/dropout.cu"
 #include "train/cuda/avgpool.cu"
 #include "train/cuda/norm.cu"
 #include "train/cuda/depthwise.cu"
@@ -451,6 +453,25 @@ TEST(KernelEmulationTest, SmoothActivationsMatchCpu) {
     EXPECT_EQ(y, want_y);  // one formula (train/activation_math.h), the same bits
     EXPECT_EQ(dx, want_dx);
   }
+}
+
+// The CUDA Dropout drops the CPU layer's values (one mask: train/dropout_math.h) and scales alike.
+TEST(KernelEmulationTest, DropoutMatchesCpu) {
+  const int64_t size = 300, n = 5;
+  const float rate = 0.45f;
+  const uint64_t key = DropoutKey(7, 9, 2);
+  cpu::Dropout ref(rate, size);
+  ref.BeginBatch(/*training=*/true, key, 0);
+  const auto x = Random(static_cast<size_t>(n * size), 20);
+  const auto dy = Random(x.size(), 21);
+  std::vector<float> want_y(x.size()), want_dx(x.size()), y(x.size()), dx(x.size());
+  ref.Forward(x.data(), want_y.data(), n);
+  ref.Backward(x.data(), want_y.data(), dy.data(), want_dx.data(), n);
+  ASSERT_EQ(LaunchDropout(x.data(), y.data(), size, n, key, rate, kStream), cudaSuccess);
+  ASSERT_EQ(LaunchDropout(dy.data(), dx.data(), size, n, key, rate, kStream), cudaSuccess);
+  EXPECT_EQ(y, want_y);
+  EXPECT_EQ(dx, want_dx);
+  EXPECT_GT(std::count(y.begin(), y.end(), 0.0f), 0);
 }
 
 TEST(KernelEmulationTest, BiasAddAndGradient) {
