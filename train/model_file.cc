@@ -44,7 +44,8 @@ constexpr LayerKind kKinds[] = {LayerKind::kDense,     LayerKind::kConv2D,
                                 LayerKind::kGroupNorm, LayerKind::kLayerNorm,
                                 LayerKind::kConv1D,    LayerKind::kDepthwiseConv2D,
                                 LayerKind::kEmbedding, LayerKind::kLstm,
-                                LayerKind::kGru,       LayerKind::kDropout};
+                                LayerKind::kGru,       LayerKind::kDropout,
+                                LayerKind::kAdd};
 
 // Every type a file may write, in kKinds' order: "dense, conv2d, ... and embedding" (`last_joiner`
 // "and" or "or").
@@ -80,6 +81,7 @@ std::span<const std::string_view> KeysOf(LayerKind kind) {
   static constexpr std::string_view kRecurrent[] = {"type", "units", "return_sequences", "name",
                                                     "frozen"};
   static constexpr std::string_view kDropout[] = {"type", "rate"};
+  static constexpr std::string_view kAdd[] = {"type", "from"};
   switch (kind) {
     case LayerKind::kDense:
       return kDense;
@@ -102,6 +104,8 @@ std::span<const std::string_view> KeysOf(LayerKind kind) {
       return kRecurrent;
     case LayerKind::kDropout:
       return kDropout;
+    case LayerKind::kAdd:
+      return kAdd;
     case LayerKind::kReLU:
     case LayerKind::kFlatten:
     case LayerKind::kSigmoid:
@@ -278,6 +282,12 @@ Result<LayerSpec> ReadLayer(const std::string& source, const toml::table& t, siz
       // Token ids travel as float32, which holds every integer up to 2^24 exactly.
       TRIB_ASSIGN_OR_RETURN(l.vocab, RequireInt(source, t, "vocab", 1, int64_t{1} << 24, owner));
       TRIB_ASSIGN_OR_RETURN(l.out_features, RequireInt(source, t, "dim", 1, kMaxSize, owner));
+      break;
+    }
+    case LayerKind::kAdd: {
+      // LayerOutputShapes checks that it names an earlier layer of the same shape.
+      TRIB_ASSIGN_OR_RETURN(l.from, RequireInt(source, t, "from", 0,
+                                               static_cast<int64_t>(kMaxModelLayers) - 1, owner));
       break;
     }
     case LayerKind::kDropout: {
@@ -601,6 +611,9 @@ std::string ModelSpecToToml(const ModelSpec& spec) {
         break;
       case LayerKind::kDropout:
         out += fmt::format("rate = {}\n", l.rate);
+        break;
+      case LayerKind::kAdd:
+        out += fmt::format("from = {}\n", l.from);
         break;
       case LayerKind::kReLU:
       case LayerKind::kFlatten:

@@ -134,6 +134,8 @@ std::string_view LayerKindName(LayerKind kind) {
       return "GRU";
     case LayerKind::kDropout:
       return "Dropout";
+    case LayerKind::kAdd:
+      return "Add";
   }
   return "?";
 }
@@ -212,6 +214,15 @@ Result<std::vector<Shape3>> LayerOutputShapes(const ModelSpec& spec) {
         break;
       case LayerKind::kFlatten:
         cur = {1, 1, cur.numel()};
+        break;
+      case LayerKind::kAdd:
+        if (l.from < 0 || l.from >= static_cast<int64_t>(i))
+          return bad("from = " + std::to_string(l.from) + " must name an earlier layer (0 to " +
+                     std::to_string(static_cast<int64_t>(i) - 1) + ")");
+        if (!(out[static_cast<size_t>(l.from)] == cur))
+          return bad("adds layer " + std::to_string(l.from) + "'s output (" +
+                     ShapeText(out[static_cast<size_t>(l.from)]) + ") to an input of " +
+                     ShapeText(cur) + ": the shapes must be equal");
         break;
       case LayerKind::kGlobalAvgPool:
         cur = {1, 1, cur.c};

@@ -35,7 +35,9 @@ namespace tributary {
 // (train/depthwise_math.h; weight [c, k, k, 1], bias [c]); with a 1 x 1 conv2d after it, it makes
 // a depthwise-separable convolution. kDropout zeroes each value with probability `rate` in training
 // and scales the others by 1 / (1 - rate) (train/dropout_math.h); in evaluation and prediction it
-// is the identity.
+// is the identity. kAdd is a residual connection: it adds the output of an earlier layer `from`
+// (LayerSpec::from) to its input, which must have the same shape; its backward passes the
+// gradient through and also back to that layer's output.
 enum class LayerKind {
   kDense,
   kConv2D,
@@ -54,7 +56,8 @@ enum class LayerKind {
   kEmbedding,
   kLstm,
   kGru,
-  kDropout
+  kDropout,
+  kAdd
 };
 // LSTM or GRU: a recurrent layer over the steps of its input (LayerSpec::return_sequences).
 inline bool IsRecurrent(LayerKind kind) {
@@ -104,6 +107,8 @@ struct LayerSpec {
   bool return_sequences = false;
   // Dropout: the probability of zeroing a value in training, in [0, 1).
   float rate = 0.0f;
+  // Add: the index of the earlier layer whose output is added to this layer's input.
+  int64_t from = 0;
   // A layer with parameters that training leaves as they are (fine-tuning the layers after it):
   // the optimizer skips them (no step, no weight decay, no momentum), so their delta is zero.
   bool frozen = false;

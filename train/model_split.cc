@@ -64,6 +64,20 @@ Result<SplitModel> CutModel(const ModelSpec& whole, size_t cut, size_t head) {
     s.head.loss = whole.loss;
     s.head.layers.assign(layer(head), layer(layers));
   }
+  // A residual connection stays within one part, its `from` counted from the part's first layer.
+  const std::pair<ModelSpec*, size_t> parts[] = {{&s.device, 0}, {&s.server, cut}, {&s.head, head}};
+  for (const auto& [part, begin] : parts) {
+    for (size_t j = 0; j < part->layers.size(); ++j) {
+      LayerSpec& l = part->layers[j];
+      if (l.kind != LayerKind::kAdd) continue;
+      if (static_cast<size_t>(l.from) < begin)
+        return Status::InvalidArgument(
+            "model " + whole.name + ": layer " + std::to_string(begin + j) + " adds layer " +
+            std::to_string(l.from) + "'s output across a cut (at " + std::to_string(begin) +
+            "); a residual connection must stay within one part");
+      l.from -= static_cast<int64_t>(begin);
+    }
+  }
   if (!HasParameters(s.device))
     return Status::InvalidArgument("model " + whole.name + ": a cut at layer " +
                                    std::to_string(cut) +

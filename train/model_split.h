@@ -51,7 +51,8 @@ struct SplitModel {
 // whole model's shapes do not fit (LayerOutputShapes), or a part holds no parameters (a front
 // without any sends its raw inputs: that is not split learning; a server part without any learns
 // nothing; a head without any would send up the loss's own gradient, which names every label),
-// or the model has a dropout layer (each part would key its masks by its own steps).
+// or the model has a dropout layer (each part would key its masks by its own steps), or a residual
+// connection (`add`) crosses a cut. A part's `add` layers count `from` from the part's first layer.
 Result<SplitModel> CutModel(const ModelSpec& whole, size_t cut, size_t head = 0);
 
 // The layout of what the device holds: ParameterLayout(split.device), then (U-shaped)

@@ -29,6 +29,8 @@ two engines' float sums in a different order.
 - embedding: 200 texts of 12 token ids (0 to 19 of a vocabulary of 24) in an .npz the client and the coordinator
   read (data.dataset = "files"), an embedding of dim 6 (PyTorch's nn.Embedding on the ids as
   integers), a dense layer over the 12 x 6 values, relu and a dense head.
+- add: a residual block (dense, relu, dense, relu, plus the first relu's output, dense) against
+  an nn.Sequential whose forward adds the same tensors.
 - lstm and gru: the same texts through an embedding, an LSTM of 8 units returning every step, a
   GRU of 7 returning every step and an LSTM of 8 returning the last (PyTorch's nn.LSTM and nn.GRU,
   batch_first; tensors weight_ih_l0 ... bias_hh_l0, the gates in PyTorch's order) and a dense
@@ -395,6 +397,36 @@ class PyTorchParityTest(ProcessTest):
               f"{diff:.3g} (every tensor moved at least {moved:.3g})")
         self.assertLess(diff, 1e-5)
         self.assertGreater(moved, 1e-4)
+
+    def test_a_residual_block_is_pytorchs(self):
+        class Residual(torch.nn.Sequential):
+            """flatten, dense, relu, dense, relu, (+ the first relu's output), dense: the tensors
+            are named by position as the model file names them."""
+            def forward(self, x):
+                a = self[2](self[1](self[0](x)))
+                return self[6](self[5](a + self[4](self[3](a))))
+
+        x, _ = self.data()
+        torch.manual_seed(14)
+        model = Residual(torch.nn.Flatten(), torch.nn.Linear(x[0].size, HIDDEN), torch.nn.ReLU(),
+                         torch.nn.Linear(HIDDEN, HIDDEN), torch.nn.ReLU(), torch.nn.Identity(),
+                         torch.nn.Linear(HIDDEN, 10))
+        self.prepare_model("residual", [
+            '{ type = "flatten" }', f'{{ type = "dense", units = {HIDDEN}, name = "1" }}',
+            '{ type = "relu" }', f'{{ type = "dense", units = {HIDDEN}, name = "3" }}',
+            '{ type = "relu" }', '{ type = "add", from = 2 }',
+            '{ type = "dense", units = 10, name = "6" }'], model)
+        import tributary as tb
+        init = tb.load_safetensors(self.init)[0]
+        got = self.run_native(["lr = 0.5"])
+        want = self.torch_reference(model, lambda p: torch.optim.SGD(p, lr=0.5))
+        self.assertEqual(sorted(got), sorted(want))
+        diff = max(float(abs(got[k] - want[k]).max()) for k in want)
+        moved = min(float(abs(got[k] - init[k]).max()) for k in want)
+        print(f"residual add, {EPOCHS} full-batch steps: max |tributary - pytorch| = {diff:.3g} "
+              f"(every tensor moved at least {moved:.3g})")
+        self.assertLess(diff, 1e-5)
+        self.assertGreater(moved, 1e-3)
 
     def test_a_strategy_derived_for_sgd_refuses_adam(self):
         self.prepare("relu")

@@ -41,6 +41,50 @@ TEST_P(ModelGradTest, WholeNetworkMatchesFiniteDifferences) {
 
 INSTANTIATE_TEST_SUITE_P(Zoo, ModelGradTest, ::testing::Values("mlp", "cnn", "lenet"));
 
+// Residual connections through the whole engine: a convolutional block's output added to the
+// block's input, a dense block's to its input, and an add whose source is itself an add's output,
+// on 1 and 3 threads: the gradients are the finite differences' (without the gradient a connection
+// carries back, its source's layers would miss a term).
+TEST(ModelGradTest, ResidualConnectionsMatchFiniteDifferences) {
+  const ModelSpec spec = *ParseModelToml(R"(
+input = [8, 8, 1]
+classes = 10
+layers = [
+  { type = "conv2d", filters = 3, kernel = 3, padding = 1 },
+  { type = "tanh" },
+  { type = "conv2d", filters = 3, kernel = 3, padding = 1 },
+  { type = "tanh" },
+  { type = "add", from = 1 },
+  { type = "avgpool2d", size = 2 },
+  { type = "flatten" },
+  { type = "dense", units = 12 },
+  { type = "tanh" },
+  { type = "dense", units = 12 },
+  { type = "sigmoid" },
+  { type = "add", from = 8 },
+  { type = "dense", units = 12 },
+  { type = "add", from = 11 },
+  { type = "dense" },
+]
+)",
+                                         "residual");
+  Dataset data = Synthetic(6, 9, 8);
+  std::vector<uint32_t> batch = {0, 1, 2, 3, 4, 5};
+  for (int threads : {1, 3}) {
+    SCOPED_TRACE(threads);
+    auto engine = *cpu::CpuEngine::Create(spec, 6, threads);
+    ASSERT_TRUE(engine->LoadWeights(*InitWeights(spec, 3)).ok());
+    engine->ComputeGradients(data, batch);
+    std::vector<float> analytic(engine->grads().begin(), engine->grads().end());
+    std::vector<float> params(engine->params().begin(), engine->params().end());
+    auto loss = [&]() {
+      std::copy(params.begin(), params.end(), engine->params().begin());
+      return engine->EvalStep(data, batch).loss_sum / 6.0;
+    };
+    EXPECT_LT(testing::WorstRelativeError(loss, params, analytic, 200, 78, 5e-3), 1e-2);
+  }
+}
+
 TEST(SgdTest, MatchesHandComputedSteps) {
   // w=1, grad=0.5, wd=0.1, mu=0.2, anchor=0.5, lr=0.1, momentum=0.9.
   float w = 1.0f, g = 0.5f, v = 0.0f, anchor = 0.5f;

@@ -371,6 +371,27 @@ TEST(LayerGradTest, Dropout) {
   EXPECT_EQ(dx, g);
 }
 
+// Add: out = in + source; the backward passes grad_out to the input and adds it to the source's
+// gradient buffer (which the engine zeroes before a backward).
+TEST(LayerGradTest, AddPassesTheGradientToBothOperands) {
+  const int64_t size = 5, n = 2;
+  auto source = Random(static_cast<size_t>(n * size), 62);
+  std::vector<float> source_grad(source.size(), 0.5f);  // what another add sent: kept, added to
+  Add add(size);
+  add.Connect(source.data(), source_grad.data());
+  CheckLayer(add, n, size, size, 1e-3, 63);  // the input's gradient
+  const auto x = Random(source.size(), 64), g = Random(source.size(), 65);
+  std::vector<float> y(x.size()), dx(x.size());
+  std::fill(source_grad.begin(), source_grad.end(), 0.5f);
+  add.Forward(x.data(), y.data(), n);
+  add.Backward(x.data(), y.data(), g.data(), dx.data(), n);
+  for (size_t i = 0; i < x.size(); ++i) {
+    EXPECT_EQ(y[i], x[i] + source[i]);
+    EXPECT_EQ(dx[i], g[i]);
+    EXPECT_EQ(source_grad[i], 0.5f + g[i]);
+  }
+}
+
 TEST(LayerGradTest, SigmoidTanhAndGelu) {
   for (ActivationFn fn : {ActivationFn::kSigmoid, ActivationFn::kTanh, ActivationFn::kGelu}) {
     SCOPED_TRACE(static_cast<int>(fn));

@@ -202,7 +202,17 @@ TEST(ModelFileTest, EveryMistakeIsNamed) {
       {"[[layers]]\nunits = 10\n",
        "m.toml:1: layer 0: missing key 'type' (dense, conv2d, maxpool2d, relu, flatten, sigmoid, "
        "tanh, gelu, avgpool2d, globalavgpool, groupnorm, layernorm, conv1d, depthwiseconv2d, "
-       "embedding, lstm, gru or dropout)"},
+       "embedding, lstm, gru, dropout or add)"},
+      {"[[layers]]\ntype = \"add\"\n" + dense, "m.toml:1: layer 0 (Add): missing key 'from'"},
+      {"input = [4]\n[[layers]]\ntype = \"dense\"\nunits = 4\n[[layers]]\ntype = \"add\"\n"
+       "from = 1\n" +
+           dense,
+       "m.toml: layer 1 (Add): from = 1 must name an earlier layer (0 to 0)"},
+      {"input = [4]\n[[layers]]\ntype = \"dense\"\nunits = 3\n[[layers]]\ntype = \"dense\"\n"
+       "units = 4\n[[layers]]\ntype = \"add\"\nfrom = 0\n" +
+           dense,
+       "m.toml: layer 2 (Add): adds layer 0's output (1x1x3) to an input of 1x1x4: the shapes "
+       "must be equal"},
       {"[[layers]]\ntype = \"dropout\"\n" + dense,
        "m.toml:1: layer 0 (Dropout): missing key 'rate'"},
       {"[[layers]]\ntype = \"dropout\"\nrate = 1.0\n" + dense,
@@ -320,6 +330,11 @@ TEST(ModelFileTest, ToTomlReadsBackToTheSameSpec) {
   dropout.rate = 0.3f;
   dropped.layers = {Dense(7, "0"), Simple(LayerKind::kReLU), dropout, Dense(3, "3")};
   specs.push_back(dropped);
+  ModelSpec residual = flat;  // an add's source reads back
+  LayerSpec add = Simple(LayerKind::kAdd);
+  add.from = 1;
+  residual.layers = {Dense(7, "0"), Simple(LayerKind::kReLU), Dense(7, "2"), add, Dense(3, "4")};
+  specs.push_back(residual);
   ModelSpec smooth = flat;  // every activation's type reads back
   smooth.layers = {
       Dense(7, "0"), Simple(LayerKind::kSigmoid), Dense(6, "1"), Simple(LayerKind::kTanh),

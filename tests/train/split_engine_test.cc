@@ -8,6 +8,7 @@
 
 #include "tests/train/synthetic_images.h"
 #include "train/cpu/cpu_engine.h"
+#include "train/model_file.h"
 #include "train/model_split.h"
 
 namespace tributary {
@@ -48,6 +49,37 @@ TEST(CutModelTest, RefusesCutsThatLeaveAPartEmptyOrWithoutParameters) {
   EXPECT_NE(raw.status().message().find("without parameters"), std::string::npos);
   auto head = CutModel(mlp, 5);  // the server part is the last dense: fine
   EXPECT_TRUE(head.ok()) << head.status().message();
+}
+
+// A residual connection stays in one part, its source counted from that part's first layer; one
+// across a cut is refused, naming both layers.
+TEST(CutModelTest, AResidualConnectionStaysWithinAPart) {
+  const ModelSpec spec = *ParseModelToml(R"(
+input = [8]
+classes = 3
+layers = [
+  { type = "dense", units = 6 },
+  { type = "relu" },
+  { type = "dense", units = 6 },
+  { type = "add", from = 1 },
+  { type = "dense", units = 6 },
+  { type = "relu" },
+  { type = "dense", units = 6 },
+  { type = "add", from = 5 },
+  { type = "dense" },
+]
+)",
+                                         "residual");
+  const SplitModel split = *CutModel(spec, 4);
+  EXPECT_EQ(split.device.layers[3].from, 1);
+  ASSERT_EQ(split.server.layers[3].kind, LayerKind::kAdd);
+  EXPECT_EQ(split.server.layers[3].from, 1);  // layer 5 of the whole model, 1 of the server's
+  EXPECT_TRUE(LayerOutputShapes(split.server).ok());
+  auto across = CutModel(spec, 3);
+  ASSERT_FALSE(across.ok());
+  EXPECT_NE(across.status().message().find("layer 3 adds layer 1's output across a cut (at 3)"),
+            std::string::npos)
+      << across.status().message();
 }
 
 TEST(CutModelTest, RefusesAModelWithDropout) {

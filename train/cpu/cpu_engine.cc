@@ -129,6 +129,9 @@ Status CpuEngine::BuildReplica(Replica* r, int64_t shard_max, float* grads) {
       case LayerKind::kDropout:
         layer = std::make_unique<Dropout>(l.rate, in.numel());
         break;
+      case LayerKind::kAdd:
+        layer = std::make_unique<Add>(in.numel());
+        break;
       case LayerKind::kFlatten:
         layer = std::make_unique<Flatten>();
         break;
@@ -154,6 +157,16 @@ Status CpuEngine::BuildReplica(Replica* r, int64_t shard_max, float* grads) {
       r->acts[i + 1].resize(static_cast<size_t>(shard_max * out_sizes_[i]));
       r->act_ptr[i + 1] = r->acts[i + 1].data();
     }
+  }
+  // Residual connections: each add layer reads its source layer's output and sends that output
+  // its gradient through a buffer per source (act index from + 1).
+  r->skip_grads.resize(n_layers + 1);
+  for (size_t i = 0; i < n_layers; ++i) {
+    if (spec_.layers[i].kind != LayerKind::kAdd) continue;
+    const auto src = static_cast<size_t>(spec_.layers[i].from) + 1;
+    if (r->skip_grads[src].empty())
+      r->skip_grads[src].resize(static_cast<size_t>(shard_max * out_sizes_[src - 1]));
+    static_cast<Add*>(r->layers[i].get())->Connect(r->act_ptr[src], r->skip_grads[src].data());
   }
   first_layer_ = 0;
   while (first_layer_ + 1 < n_layers && r->layers[first_layer_]->is_identity()) ++first_layer_;
@@ -228,9 +241,17 @@ void CpuEngine::RunShard(Replica& r, const Dataset* data, std::span<const uint32
 }
 
 void CpuEngine::BackwardShard(Replica& r, int64_t count, float* input_grad) {
+  for (size_t a = 0; a < r.skip_grads.size(); ++a)
+    if (!r.skip_grads[a].empty())
+      std::fill_n(r.skip_grads[a].begin(), count * out_sizes_[a - 1], 0.0f);
   float* g_out = r.grad_a.data();
   float* g_in = r.grad_b.data();
   for (size_t i = r.layers.size(); i-- > 0;) {
+    // Layer i's output also feeds residual connections: their gradient joins the one from above.
+    if (const AlignedVector& skip = r.skip_grads[i + 1]; !skip.empty()) {
+      const int64_t len = count * out_sizes_[i];
+      for (int64_t k = 0; k < len; ++k) g_out[k] += skip[static_cast<size_t>(k)];
+    }
     CpuLayer& layer = *r.layers[i];
     if (layer.is_identity()) continue;
     // Nothing upstream of the first computing layer needs a gradient (it would be the input's),

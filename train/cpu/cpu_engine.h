@@ -71,10 +71,13 @@ class CpuEngine final : public Engine {
     std::vector<AlignedVector> acts;  // acts[0] is the input shard; acts[i+1] layer i's output
     std::vector<float*> act_ptr;      // aliases for identity layers
     AlignedVector grad_a, grad_b;     // ping-pong activation gradients
-    AlignedVector grads;              // this replica's parameter gradients (unused by replica 0)
-    std::vector<uint8_t> labels;      // labels of the current shard
-    StepStats stats;                  // the shard's loss and accuracy
-    int64_t first_sample = 0;         // the shard's first sample's place in its batch
+    // skip_grads[i + 1]: the gradient that add layers send back to layer i's output (empty for
+    // outputs no add layer reads).
+    std::vector<AlignedVector> skip_grads;
+    AlignedVector grads;          // this replica's parameter gradients (unused by replica 0)
+    std::vector<uint8_t> labels;  // labels of the current shard
+    StepStats stats;              // the shard's loss and accuracy
+    int64_t first_sample = 0;     // the shard's first sample's place in its batch
   };
 
   CpuEngine() = default;

@@ -164,4 +164,16 @@ void Dropout::Backward(const float* /*in*/, const float* /*out*/, const float* g
   if (grad_in) Apply(grad_out, grad_in, n);
 }
 
+void Add::Forward(const float* in, float* out, int64_t n) {
+  const int64_t len = n * size_;
+  for (int64_t i = 0; i < len; ++i) out[i] = in[i] + source_[i];
+}
+
+void Add::Backward(const float* /*in*/, const float* /*out*/, const float* grad_out, float* grad_in,
+                   int64_t n) {
+  const int64_t len = n * size_;
+  if (grad_in) std::memcpy(grad_in, grad_out, sizeof(float) * static_cast<size_t>(len));
+  for (int64_t i = 0; i < len; ++i) source_grad_[i] += grad_out[i];
+}
+
 }  // namespace tributary::cpu

@@ -1,6 +1,6 @@
 // Layers without parameters: MaxPool2D (window = stride = k, NHWC), AvgPool2D (also global
 // average pooling), ReLU, the smooth activations (sigmoid, tanh, GELU: train/activation_math.h),
-// Dropout and Flatten.
+// Dropout, Add (a residual connection) and Flatten.
 #pragma once
 
 #include <vector>
@@ -79,6 +79,27 @@ class Dropout final : public CpuLayer {
   bool training_ = false;
   uint64_t key_ = 0;
   int64_t first_sample_ = 0;
+};
+
+// Add: out = in + source, where source is an earlier layer's output for the same samples, and
+// its backward writes grad_in = grad_out and adds grad_out to source_grad (the engine adds that
+// buffer into the gradient of the source layer's output when its backward gets there, after
+// zeroing it before each backward). Connect() hands it both buffers, per replica.
+class Add final : public CpuLayer {
+ public:
+  explicit Add(int64_t size) : size_(size) {}
+  void Connect(const float* source, float* source_grad) {
+    source_ = source;
+    source_grad_ = source_grad;
+  }
+  void Forward(const float* in, float* out, int64_t n) override;
+  void Backward(const float* in, const float* out, const float* grad_out, float* grad_in,
+                int64_t n) override;
+
+ private:
+  int64_t size_;
+  const float* source_ = nullptr;
+  float* source_grad_ = nullptr;
 };
 
 // NHWC activations are already laid out as the flat vector the next Dense layer reads.

@@ -9,6 +9,8 @@
 #include "core/check.h"
 #include "train/cuda/adam_params.h"
 #include "train/cuda/cuda_api.h"
+#include "train/cuda/kernels.h"
+#include "train/cuda/pointwise.h"
 #include "train/dropout_math.h"
 #include "train/split_checks.h"
 
@@ -74,6 +76,17 @@ Result<std::unique_ptr<CudaEngine>> CudaEngine::Create(const ModelSpec& spec, in
           e->acts_[i + 1].Allocate(static_cast<size_t>(max_batch * e->out_sizes_[i])));
       e->act_ptr_[i + 1] = e->acts_[i + 1].data();
     }
+  }
+  // Residual connections: each add layer reads its source layer's output and sends that output
+  // its gradient through a buffer per source (act index from + 1), as the CPU engine does.
+  e->skip_grads_.resize(num_layers + 1);
+  for (size_t i = 0; i < num_layers; ++i) {
+    if (spec.layers[i].kind != LayerKind::kAdd) continue;
+    const auto src = static_cast<size_t>(spec.layers[i].from) + 1;
+    if (e->skip_grads_[src].size() == 0)
+      TRIB_RETURN_IF_ERROR(
+          e->skip_grads_[src].Allocate(static_cast<size_t>(max_batch * e->out_sizes_[src - 1])));
+    static_cast<Add*>(e->layers_[i].get())->Connect(e->act_ptr_[src], e->skip_grads_[src].data());
   }
   while (e->first_layer_ + 1 < num_layers && e->layers_[e->first_layer_]->is_identity())
     ++e->first_layer_;
@@ -197,9 +210,18 @@ Status CudaEngine::Forward(const Dataset& data, std::span<const uint32_t> batch,
 }
 
 Status CudaEngine::Backward(int64_t n, float** input_grad) {
+  for (size_t a = 0; a < skip_grads_.size(); ++a)
+    if (skip_grads_[a].size() != 0)
+      CUDA_CHECK(cudaMemsetAsync(skip_grads_[a].data(), 0,
+                                 sizeof(float) * static_cast<size_t>(n * out_sizes_[a - 1]),
+                                 ctx_->stream()));
   float* g_out = grad_a_.data();
   float* g_in = grad_b_.data();
   for (size_t i = layers_.size(); i-- > 0;) {
+    // Layer i's output also feeds residual connections: their gradient joins the one from above.
+    if (skip_grads_[i + 1].size() != 0)
+      CUDA_CHECK(
+          LaunchAdd(g_out, skip_grads_[i + 1].data(), g_out, n * out_sizes_[i], ctx_->stream()));
     CudaLayer& layer = *layers_[i];
     if (layer.is_identity()) continue;
     // Nothing upstream of the first computing layer needs a gradient (it would be the input's),

@@ -101,6 +101,9 @@ class CudaEngine final : public Engine {
       acts_;                             // acts_[0] the gathered input; acts_[i+1] layer i's output
   std::vector<float*> act_ptr_;          // aliases for identity layers
   DeviceBuffer<float> grad_a_, grad_b_;  // ping-pong activation gradients
+  // skip_grads_[i + 1]: the gradient add layers send back to layer i's output (unallocated for
+  // outputs no add layer reads).
+  std::vector<DeviceBuffer<float>> skip_grads_;
   DeviceBuffer<float> params_, grads_, velocity_, anchor_;
   std::vector<std::pair<int64_t, int64_t>> trainable_;  // TrainableRanges: what the optimizer steps
   DeviceBuffer<float> second_moment_;  // Adam's v (made on its first step); its m is velocity_

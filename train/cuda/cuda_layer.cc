@@ -77,6 +77,8 @@ Result<std::unique_ptr<CudaLayer>> MakeCudaLayer(const LayerSpec& spec, const Sh
     case LayerKind::kGelu:
       return std::unique_ptr<CudaLayer>(
           std::make_unique<Activation>(ActivationFn::kGelu, in.numel(), ctx));
+    case LayerKind::kAdd:
+      return std::unique_ptr<CudaLayer>(std::make_unique<Add>(in.numel(), ctx));
     case LayerKind::kDropout:
       return std::unique_ptr<CudaLayer>(std::make_unique<Dropout>(spec.rate, in.numel(), ctx));
     case LayerKind::kFlatten:

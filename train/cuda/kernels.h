@@ -148,6 +148,11 @@ cudaError_t LaunchActivationBackward(int fn, const float* in, const float* out,
 cudaError_t LaunchDropout(const float* src, float* dst, int64_t size, int64_t n, uint64_t key,
                           float rate, cudaStream_t stream);
 
+// add.cu: out = a + b elementwise (out may be a or b): the residual (add) layer's forward, and
+// the engine's accumulation of a residual connection's gradient.
+cudaError_t LaunchAdd(const float* a, const float* b, float* out, int64_t count,
+                      cudaStream_t stream);
+
 // relu.cu: out = max(in, 0); grad_in = out > 0 ? grad_out : 0.
 cudaError_t LaunchReluForward(const float* in, float* out, int64_t count, cudaStream_t stream);
 cudaError_t LaunchReluBackward(const float* out, const float* grad_out, float* grad_in,

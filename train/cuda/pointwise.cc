@@ -76,4 +76,18 @@ Status Dropout::Backward(const float*, const float*, const float* grad_out, floa
   return Apply(grad_out, grad_in, n);
 }
 
+Status Add::Forward(const float* in, float* out, int64_t n) {
+  CUDA_CHECK(LaunchAdd(in, source_, out, n * size_, ctx_.stream()));
+  return Status::Ok();
+}
+
+Status Add::Backward(const float*, const float*, const float* grad_out, float* grad_in, int64_t n) {
+  const auto count = static_cast<size_t>(n * size_);
+  if (grad_in != nullptr)
+    CUDA_CHECK(cudaMemcpyAsync(grad_in, grad_out, sizeof(float) * count, cudaMemcpyDeviceToDevice,
+                               ctx_.stream()));
+  CUDA_CHECK(LaunchAdd(source_grad_, grad_out, source_grad_, n * size_, ctx_.stream()));
+  return Status::Ok();
+}
+
 }  // namespace tributary::cuda

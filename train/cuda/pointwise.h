@@ -86,6 +86,27 @@ class Dropout final : public CudaLayer {
   uint64_t key_ = 0;
 };
 
+// Add (a residual connection): out = in + source (an earlier layer's output); the backward writes
+// grad_in = grad_out and adds grad_out to source_grad, which the engine zeroes before each
+// backward and adds into the source layer's output gradient (train/cpu/pointwise.h's Add).
+class Add final : public CudaLayer {
+ public:
+  Add(int64_t size, const CudaContext& ctx) : size_(size), ctx_(ctx) {}
+  void Connect(const float* source, float* source_grad) {
+    source_ = source;
+    source_grad_ = source_grad;
+  }
+  Status Forward(const float* in, float* out, int64_t n) override;
+  Status Backward(const float* in, const float* out, const float* grad_out, float* grad_in,
+                  int64_t n) override;
+
+ private:
+  int64_t size_;
+  const CudaContext& ctx_;
+  const float* source_ = nullptr;
+  float* source_grad_ = nullptr;
+};
+
 class Flatten final : public CudaLayer {
  public:
   bool is_identity() const override { return true; }

@@ -65,8 +65,8 @@ TEST_P(CudaModelTest, GradientsMatchCpuEngine) {
 }
 
 // Every layer type the zoo does not use (the smooth activations, average pooling, GroupNorm and
-// LayerNorm, dropout: both engines draw its mask alike), in one model: the CUDA engine's loss and
-// gradients are the CPU engine's.
+// LayerNorm, dropout: both engines draw its mask alike; a residual add), in one model: the CUDA
+// engine's loss and gradients are the CPU engine's.
 using CudaLayersTest = CudaTest;
 
 TEST_F(CudaLayersTest, EveryOtherLayerTypeMatchesTheCpuEngine) {
@@ -85,6 +85,8 @@ layers = [
   { type = "dense", units = 16 },
   { type = "sigmoid" },
   { type = "dropout", rate = 0.3 },
+  { type = "dense", units = 16 },
+  { type = "add", from = 11 },
   { type = "dense" },
 ]
 )";

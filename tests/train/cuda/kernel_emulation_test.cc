@@ -31,6 +31,7 @@
 #include "train/cuda/relu.cu"
 #include "train/cuda/activations.cu"
 #include "train/cuda/dropout.cu"
+#include "train/cuda/add.cu"
 #include "train/cuda/avgpool.cu"
 #include "train/cuda/norm.cu"
 #include "train/cuda/depthwise.cu"
@@ -472,6 +473,25 @@ TEST(KernelEmulationTest, DropoutMatchesCpu) {
   EXPECT_EQ(y, want_y);
   EXPECT_EQ(dx, want_dx);
   EXPECT_GT(std::count(y.begin(), y.end(), 0.0f), 0);
+}
+
+// The residual layer's forward and its gradient's accumulation in place (out aliasing a): the CPU
+// layer's sums.
+TEST(KernelEmulationTest, AddMatchesCpu) {
+  const int64_t size = 77, n = 3;
+  const auto source = Random(static_cast<size_t>(n * size), 22);
+  const auto x = Random(source.size(), 23), dy = Random(source.size(), 24);
+  std::vector<float> ref_source_grad(source.size(), 0.25f), source_grad = ref_source_grad;
+  cpu::Add ref(size);
+  ref.Connect(source.data(), ref_source_grad.data());
+  std::vector<float> want_y(x.size()), want_dx(x.size()), y(x.size());
+  ref.Forward(x.data(), want_y.data(), n);
+  ref.Backward(x.data(), want_y.data(), dy.data(), want_dx.data(), n);
+  ASSERT_EQ(LaunchAdd(x.data(), source.data(), y.data(), n * size, kStream), cudaSuccess);
+  ASSERT_EQ(LaunchAdd(source_grad.data(), dy.data(), source_grad.data(), n * size, kStream),
+            cudaSuccess);
+  EXPECT_EQ(y, want_y);
+  EXPECT_EQ(source_grad, ref_source_grad);
 }
 
 TEST(KernelEmulationTest, BiasAddAndGradient) {
