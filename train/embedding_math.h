@@ -26,4 +26,12 @@ TRIB_EMB_HD inline int64_t TokenRow(float x, int64_t vocab) {
   return static_cast<float>(row) == x ? row : -1;
 }
 
+// A sample's length when `pad` marks padding (Embedding's `pad`): the positions before its first
+// pad token (all `positions` when it has none). Recurrent layers stop at it (train/cpu/lstm.h).
+TRIB_EMB_HD inline int32_t SequenceLength(const float* ids, int64_t positions, float pad) {
+  for (int64_t p = 0; p < positions; ++p)
+    if (ids[p] == pad) return static_cast<int32_t>(p);
+  return static_cast<int32_t>(positions);
+}
+
 }  // namespace tributary

@@ -77,7 +77,8 @@ std::span<const std::string_view> KeysOf(LayerKind kind) {
   static constexpr std::string_view kBare[] = {"type"};
   static constexpr std::string_view kGroupNorm[] = {"type", "groups", "name", "frozen"};
   static constexpr std::string_view kLayerNorm[] = {"type", "name", "frozen"};
-  static constexpr std::string_view kEmbedding[] = {"type", "vocab", "dim", "name", "frozen"};
+  static constexpr std::string_view kEmbedding[] = {"type", "vocab", "dim",
+                                                    "pad",  "name",  "frozen"};
   static constexpr std::string_view kRecurrent[] = {"type", "units", "return_sequences", "name",
                                                     "frozen"};
   static constexpr std::string_view kDropout[] = {"type", "rate"};
@@ -282,6 +283,9 @@ Result<LayerSpec> ReadLayer(const std::string& source, const toml::table& t, siz
       // Token ids travel as float32, which holds every integer up to 2^24 exactly.
       TRIB_ASSIGN_OR_RETURN(l.vocab, RequireInt(source, t, "vocab", 1, int64_t{1} << 24, owner));
       TRIB_ASSIGN_OR_RETURN(l.out_features, RequireInt(source, t, "dim", 1, kMaxSize, owner));
+      TRIB_ASSIGN_OR_RETURN(std::optional<int64_t> pad,
+                            ReadInt(source, t, "pad", 0, (int64_t{1} << 24) - 1, owner));
+      l.pad = pad.value_or(-1);
       break;
     }
     case LayerKind::kAdd: {
@@ -603,6 +607,7 @@ std::string ModelSpecToToml(const ModelSpec& spec) {
       case LayerKind::kEmbedding:
         out += fmt::format("vocab = {}\ndim = {}\nname = {}\n", l.vocab, l.out_features,
                            TomlString(l.name));
+        if (l.pad >= 0) out += fmt::format("pad = {}\n", l.pad);
         break;
       case LayerKind::kLstm:
       case LayerKind::kGru:

@@ -156,6 +156,12 @@ Result<ModelSpec> ModelSpecByName(std::string_view name, Shape3 input, int num_c
                                  "'; known models: mlp, cnn, lenet");
 }
 
+int64_t SequencePositions(const ModelSpec& spec) {
+  if (spec.layers.empty() || spec.layers[0].kind != LayerKind::kEmbedding || spec.layers[0].pad < 0)
+    return 0;
+  return spec.input.numel();
+}
+
 Result<std::vector<Shape3>> LayerOutputShapes(const ModelSpec& spec) {
   std::vector<Shape3> out;
   Shape3 cur = spec.input;
@@ -237,11 +243,19 @@ Result<std::vector<Shape3>> LayerOutputShapes(const ModelSpec& spec) {
       case LayerKind::kEmbedding:
         if (i != 0) return bad("must be the first layer (its input is token ids)");
         if (l.vocab <= 0 || l.out_features <= 0) return bad("needs vocab > 0 and dim > 0");
+        if (l.pad >= l.vocab)
+          return bad("pad = " + std::to_string(l.pad) + " is not a token id (0 to " +
+                     std::to_string(l.vocab - 1) + ")");
         cur = {cur.numel(), 1, l.out_features};  // a sequence: one vector per token
         break;
       case LayerKind::kLstm:
       case LayerKind::kGru:
         if (l.out_features <= 0) return bad("needs units > 0");
+        if (const int64_t tokens = SequencePositions(spec); tokens > 0 && cur.h != tokens)
+          return bad("reads " + std::to_string(cur.h) +
+                     " steps, but the embedding's pad gives "
+                     "lengths of its " +
+                     std::to_string(tokens) + " positions: keep the steps");
         cur = {l.return_sequences ? cur.h : 1, 1, l.out_features};
         break;
     }

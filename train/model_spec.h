@@ -101,6 +101,12 @@ struct LayerSpec {
   // a [vocab, out_features] table: an h x w x c input gives a sequence of h*w*c steps, each of
   // out_features values ((h*w*c) x 1 x out_features, what a conv1d reads as steps).
   int64_t vocab = 0;
+  // Embedding: the token id that marks padding, or -1 (none). A sample's length is then the
+  // number of positions before its first pad token (SequenceLength, train/embedding_math.h), and
+  // every LSTM and GRU after it (their steps must be the embedding's positions) stops at that
+  // length: PyTorch's pack_padded_sequence. The pad row of the table still exists; no gradient
+  // reaches it through a recurrent layer.
+  int64_t pad = -1;
   // LSTM, GRU: an h x w x c input is h steps of w*c features (as Conv1D reads it); the output is
   // the last step's hidden state (1 x 1 x units) or, with return_sequences, every step's
   // (h x 1 x units).
@@ -167,6 +173,10 @@ struct ModelSpec {
 Result<ModelSpec> ModelSpecByName(std::string_view name, Shape3 input = {28, 28, 1},
                                   int num_classes = 10);
 std::vector<std::string> ModelNames();
+
+// The positions of each sample whose length the model's first layer (an embedding with a pad)
+// gives its recurrent layers, or 0 when the model has no sequence lengths.
+int64_t SequencePositions(const ModelSpec& spec);
 
 // Output shape of each layer (shapes[i] is layer i's output); fails naming the first layer whose
 // input shape does not fit, or when the last layer does not produce num_classes features (unless

@@ -34,6 +34,10 @@ Result<SplitModel> CutModel(const ModelSpec& whole, size_t cut, size_t head) {
                                    std::to_string(layers - 1) + "), got " + std::to_string(head));
   // A part's dropout masks would be keyed by that part's own steps, so the parts together would
   // not drop what the whole model drops (nor what the same run drops on another schedule).
+  if (SequencePositions(whole) > 0)
+    return Status::InvalidArgument("model " + whole.name +
+                                   ": its embedding's pad gives sequence lengths, which split "
+                                   "learning does not support yet; leave the pad out");
   for (size_t i = 0; i < layers; ++i)
     if (whole.layers[i].kind == LayerKind::kDropout)
       return Status::InvalidArgument("model " + whole.name + ": layer " + std::to_string(i) +

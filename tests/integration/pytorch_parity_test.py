@@ -31,6 +31,8 @@ two engines' float sums in a different order.
   integers), a dense layer over the 12 x 6 values, relu and a dense head.
 - add: a residual block (dense, relu, dense, relu, plus the first relu's output, dense) against
   an nn.Sequential whose forward adds the same tensors.
+- sequence lengths: texts of 3 to 12 tokens padded with the embedding's `pad` through an LSTM, a
+  GRU and an LSTM, against PyTorch's layers on pack_padded_sequence of the same lengths.
 - lstm and gru: the same texts through an embedding, an LSTM of 8 units returning every step, a
   GRU of 7 returning every step and an LSTM of 8 returning the last (PyTorch's nn.LSTM and nn.GRU,
   batch_first; tensors weight_ih_l0 ... bias_hh_l0, the gates in PyTorch's order) and a dense
@@ -397,6 +399,70 @@ class PyTorchParityTest(ProcessTest):
               f"{diff:.3g} (every tensor moved at least {moved:.3g})")
         self.assertLess(diff, 1e-5)
         self.assertGreater(moved, 1e-4)
+
+    def test_sequence_lengths_are_pack_padded_sequences(self):
+        """Texts of 3 to 12 tokens padded with token 20 (the embedding's pad) through an LSTM and a
+        GRU returning every step and an LSTM returning the last: PyTorch's layers on
+        pack_padded_sequence of the same lengths."""
+        import numpy as np
+        import tributary as tb
+        rng = np.random.default_rng(15)
+        labels = rng.integers(0, 10, EXAMPLES)
+        ids = np.where(rng.random((EXAMPLES, 12)) < 0.33, rng.integers(0, 20, (EXAMPLES, 12)),
+                       2 * labels[:, None] + rng.integers(0, 2, (EXAMPLES, 12)))
+        lengths = rng.integers(3, 13, EXAMPLES)
+        for s, n in enumerate(lengths):
+            ids[s, n:] = 20
+        data_file = self.path("padded.npz")
+        np.savez(data_file, x=ids.astype(np.float32), y=labels.astype(np.uint8))
+        data = ["data.dataset=files", f"data.train={data_file}", f"data.test={data_file}",
+                "data.num_classes=10"]
+
+        class Packed(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.embed = torch.nn.Embedding(21, 6)
+                self.seq = torch.nn.LSTM(6, 8, batch_first=True)
+                self.gated = torch.nn.GRU(8, 7, batch_first=True)
+                self.last = torch.nn.LSTM(7, 8, batch_first=True)
+                self.head = torch.nn.Linear(8, 10)
+
+            def forward(self, x):
+                pack = torch.nn.utils.rnn.pack_padded_sequence(
+                    self.embed(x), torch.from_numpy(lengths), batch_first=True,
+                    enforce_sorted=False)
+                every, _ = self.seq(pack)
+                every, _ = self.gated(every)
+                _, (h, _) = self.last(every)
+                return self.head(h[0])
+
+        torch.manual_seed(16)
+        model = Packed()
+        self.prepare_model("padded", [
+            '{ type = "embedding", vocab = 21, dim = 6, pad = 20, name = "embed" }',
+            '{ type = "lstm", units = 8, return_sequences = true, name = "seq" }',
+            '{ type = "gru", units = 7, return_sequences = true, name = "gated" }',
+            '{ type = "lstm", units = 8, name = "last" }',
+            '{ type = "dense", units = 10, name = "head" }'], model)
+        init = tb.load_safetensors(self.init)[0]
+        got = self.run_native(["lr = 0.5"], data=data)
+        opt = torch.optim.SGD(model.parameters(), lr=0.5)
+        xt, yt = torch.from_numpy(ids).long(), torch.from_numpy(labels).long()
+        for _ in range(EPOCHS):
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(model(xt), yt).backward()
+            opt.step()
+        want = tb.from_torch(model)
+        self.assertEqual(sorted(got), sorted(want))
+        diff = max(float(abs(got[k] - want[k]).max()) for k in want)
+        moved = min(float(abs(got[k] - init[k]).max()) for k in want)
+        print(f"padded texts (lengths 3 to 12), embedding + LSTM + GRU + LSTM, {EPOCHS} "
+              f"full-batch steps: max |tributary - pytorch| = {diff:.3g} (every tensor moved at "
+              f"least {moved:.3g})")
+        self.assertLess(diff, 1e-5)
+        self.assertGreater(moved, 1e-4)
+        # The pad token's row never reaches a recurrent step: no gradient, its starting values.
+        self.assertTrue((got["embed.weight"][20] == init["embed.weight"][20]).all())
 
     def test_a_residual_block_is_pytorchs(self):
         class Residual(torch.nn.Sequential):

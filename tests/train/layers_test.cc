@@ -249,6 +249,59 @@ TEST(LayerGradTest, GruThroughTime) {
   }
 }
 
+// Sequence lengths (PyTorch's pack_padded_sequence): for an LSTM and a GRU, returning every step or
+// the last, 3 samples of lengths 5 (all), 2 and 0 (all padding). The gradients against finite
+// differences; each sample's outputs are those of the same layer run on its first `length` steps
+// alone, within rounding (its last output the state at its length, zeros after it and for the empty
+// sample), and its padded steps' inputs get no gradient.
+TEST(LayerGradTest, RecurrentLayersStopAtEachSamplesLength) {
+  const int64_t T = 5, F = 4, H = 6, n = 3;
+  const int32_t lengths[n] = {5, 2, 0};
+  for (const bool lstm : {true, false}) {
+    for (const bool sequences : {false, true}) {
+      SCOPED_TRACE(::testing::Message() << (lstm ? "lstm" : "gru") << (sequences ? " every" : ""));
+      auto make = [&](int64_t steps) -> std::unique_ptr<CpuLayer> {
+        if (lstm) return std::make_unique<Lstm>(RecurrentShape{steps, F, H, sequences});
+        return std::make_unique<Gru>(RecurrentShape{steps, F, H, sequences});
+      };
+      auto layer = make(T);
+      layer->BeginBatch(true, 0, 0, lengths);
+      const int64_t out_size = sequences ? T * H : H;
+      CheckLayer(*layer, n, T * F, out_size, 2e-3, lstm ? 72 : 73);
+
+      std::vector<float> params = Random(layer->num_params(), 74, 0.5f), grads(params.size());
+      layer->Bind(params.data(), grads.data());
+      const auto x = Random(static_cast<size_t>(n * T * F), 75);
+      std::vector<float> y(static_cast<size_t>(n * out_size)), dx(x.size());
+      layer->Forward(x.data(), y.data(), n);
+      const auto g = Random(y.size(), 76);
+      layer->Backward(x.data(), y.data(), g.data(), dx.data(), n);
+      for (int64_t s = 0; s < n; ++s) {
+        const int64_t len = lengths[s];
+        const float* ys = y.data() + s * out_size;
+        if (len == 0) {
+          EXPECT_TRUE(std::all_of(ys, ys + out_size, [](float v) { return v == 0.0f; }));
+        } else {
+          auto alone = make(len);
+          std::vector<float> pg(params.size());
+          alone->Bind(params.data(), pg.data());
+          std::vector<float> want(static_cast<size_t>(sequences ? len * H : H));
+          alone->Forward(x.data() + s * T * F, want.data(), 1);
+          // Within rounding: a GEMM over 3 rows may sum in another order than over 1.
+          for (size_t k = 0; k < want.size(); ++k)
+            EXPECT_NEAR(ys[k], want[k], 1e-6) << s << " " << k;
+          if (sequences) {
+            EXPECT_TRUE(std::all_of(ys + len * H, ys + T * H, [](float v) { return v == 0.0f; }));
+          }
+        }
+        const float* dxs = dx.data() + s * T * F;
+        EXPECT_TRUE(std::all_of(dxs + len * F, dxs + T * F, [](float v) { return v == 0.0f; }))
+            << "sample " << s;
+      }
+    }
+  }
+}
+
 // The forward against the equations of PyTorch's nn.GRU (gates r, z, n; the reset gate scales
 // W_hn h + b_hn), in double, over 7 steps.
 TEST(LayerGradTest, GruMatchesTheEquationsInDouble) {
@@ -329,7 +382,7 @@ TEST(LayerGradTest, Dropout) {
   const int64_t size = 1000, n = 4;
   const float rate = 0.3f;
   Dropout d(rate, size);
-  d.BeginBatch(/*training=*/true, DropoutKey(11, 2, 5), 0);
+  d.BeginBatch(/*training=*/true, DropoutKey(11, 2, 5), 0, nullptr);
   CheckLayer(d, n, size, size, 1e-3, 60);
 
   const auto x = Random(static_cast<size_t>(n * size), 61);
@@ -354,17 +407,17 @@ TEST(LayerGradTest, Dropout) {
 
   // Samples 2 and 3 as a thread's shard (first sample 2) get the whole batch's rows 2 and 3.
   Dropout shard(rate, size);
-  shard.BeginBatch(true, DropoutKey(11, 2, 5), 2);
+  shard.BeginBatch(true, DropoutKey(11, 2, 5), 2, nullptr);
   std::vector<float> part(static_cast<size_t>(2 * size));
   shard.Forward(x.data() + 2 * size, part.data(), 2);
   EXPECT_TRUE(std::equal(part.begin(), part.end(), y.begin() + 2 * size));
 
   // Another step's key drops other values; evaluation drops none.
   std::vector<float> other(x.size());
-  d.BeginBatch(true, DropoutKey(11, 3, 5), 0);
+  d.BeginBatch(true, DropoutKey(11, 3, 5), 0, nullptr);
   d.Forward(x.data(), other.data(), n);
   EXPECT_NE(other, y);
-  d.BeginBatch(/*training=*/false, DropoutKey(11, 3, 5), 0);
+  d.BeginBatch(/*training=*/false, DropoutKey(11, 3, 5), 0, nullptr);
   d.Forward(x.data(), other.data(), n);
   EXPECT_EQ(other, x);
   d.Backward(x.data(), other.data(), g.data(), dx.data(), n);

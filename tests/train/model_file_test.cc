@@ -204,6 +204,13 @@ TEST(ModelFileTest, EveryMistakeIsNamed) {
        "tanh, gelu, avgpool2d, globalavgpool, groupnorm, layernorm, conv1d, depthwiseconv2d, "
        "embedding, lstm, gru, dropout or add)"},
       {"[[layers]]\ntype = \"add\"\n" + dense, "m.toml:1: layer 0 (Add): missing key 'from'"},
+      {"input = [6]\n[[layers]]\ntype = \"embedding\"\nvocab = 4\ndim = 2\npad = 4\n" + dense,
+       "m.toml: layer 0 (Embedding): pad = 4 is not a token id (0 to 3)"},
+      {"input = [6]\n[[layers]]\ntype = \"embedding\"\nvocab = 4\ndim = 2\npad = 3\n[[layers]]\n"
+       "type = \"conv1d\"\nfilters = 2\nkernel = 3\n[[layers]]\ntype = \"lstm\"\nunits = 2\n" +
+           dense,
+       "m.toml: layer 2 (LSTM): reads 4 steps, but the embedding's pad gives lengths of its 6 "
+       "positions: keep the steps"},
       {"input = [4]\n[[layers]]\ntype = \"dense\"\nunits = 4\n[[layers]]\ntype = \"add\"\n"
        "from = 1\n" +
            dense,
@@ -428,6 +435,12 @@ TEST(ModelFileTest, ToTomlReadsBackToTheSameSpec) {
   EXPECT_EQ(gru_layout[2].second, (std::vector<int64_t>{27, 9}));
   EXPECT_EQ(gru_layout[4].second, (std::vector<int64_t>{27}));
   specs.push_back(gated);
+  ModelSpec padded = gated;  // the embedding's pad reads back
+  padded.name = "padded";
+  padded.layers[0].pad = 39;
+  EXPECT_EQ(SequencePositions(padded), 16);
+  EXPECT_EQ(SequencePositions(gated), 0);
+  specs.push_back(padded);
   for (LossKind kind : {LossKind::kMeanSquaredError, LossKind::kBinaryCrossEntropy}) {
     ModelSpec other = flat;  // a loss other than cross-entropy is written out and read back
     other.loss = kind;

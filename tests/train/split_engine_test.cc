@@ -82,6 +82,25 @@ layers = [
       << across.status().message();
 }
 
+TEST(CutModelTest, RefusesSequenceLengths) {
+  const ModelSpec spec = *ParseModelToml(R"(
+input = [6]
+classes = 3
+layers = [
+  { type = "embedding", vocab = 5, dim = 3, pad = 4 },
+  { type = "lstm", units = 4 },
+  { type = "dense" },
+]
+)",
+                                         "padded");
+  auto s = CutModel(spec, 2);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("its embedding's pad gives sequence lengths, which split "
+                                      "learning does not support yet"),
+            std::string::npos)
+      << s.status().message();
+}
+
 TEST(CutModelTest, RefusesAModelWithDropout) {
   ModelSpec mlp = *ModelSpecByName("mlp");
   LayerSpec dropout;

@@ -15,6 +15,7 @@
 #include "train/cpu/pointwise.h"
 #include "train/cpu/softmax_xent.h"
 #include "train/dropout_math.h"
+#include "train/embedding_math.h"
 #include "train/sgd.h"
 #include "train/split_checks.h"
 
@@ -229,8 +230,17 @@ void CpuEngine::RunShard(Replica& r, const Dataset* data, std::span<const uint32
       r.labels[i] = data->labels[shard[i]];
     }
   }
+  // Sequence lengths from the embedding's pad, for the recurrent layers.
+  const int64_t positions = SequencePositions(spec_);
+  if (positions > 0) {
+    r.lengths.resize(static_cast<size_t>(count));
+    const auto pad = static_cast<float>(spec_.layers[0].pad);
+    for (int64_t s = 0; s < count; ++s)
+      r.lengths[static_cast<size_t>(s)] = SequenceLength(x + s * ss, positions, pad);
+  }
   for (size_t i = 0; i < r.layers.size(); ++i)
-    r.layers[i]->BeginBatch(need_grad, DropoutKey(dropout_seed_, dropout_step_, i), r.first_sample);
+    r.layers[i]->BeginBatch(need_grad, DropoutKey(dropout_seed_, dropout_step_, i), r.first_sample,
+                            positions > 0 ? r.lengths.data() : nullptr);
   for (size_t i = 0; i < r.layers.size(); ++i)
     if (!r.layers[i]->is_identity()) r.layers[i]->Forward(r.act_ptr[i], r.act_ptr[i + 1], count);
   if (spec_.num_classes == 0 || (inputs != nullptr && labels == nullptr)) return;

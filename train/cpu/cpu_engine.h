@@ -74,10 +74,11 @@ class CpuEngine final : public Engine {
     // skip_grads[i + 1]: the gradient that add layers send back to layer i's output (empty for
     // outputs no add layer reads).
     std::vector<AlignedVector> skip_grads;
-    AlignedVector grads;          // this replica's parameter gradients (unused by replica 0)
-    std::vector<uint8_t> labels;  // labels of the current shard
-    StepStats stats;              // the shard's loss and accuracy
-    int64_t first_sample = 0;     // the shard's first sample's place in its batch
+    AlignedVector grads;           // this replica's parameter gradients (unused by replica 0)
+    std::vector<uint8_t> labels;   // labels of the current shard
+    StepStats stats;               // the shard's loss and accuracy
+    int64_t first_sample = 0;      // the shard's first sample's place in its batch
+    std::vector<int32_t> lengths;  // the shard's sequence lengths (SequencePositions > 0)
   };
 
   CpuEngine() = default;

@@ -32,12 +32,16 @@ class CpuLayer {
   // True for layers whose output is their input, byte for byte (Flatten): the engine aliases them.
   virtual bool is_identity() const { return false; }
   // Before each batch's Forward: whether it is a training step, the layer's dropout key for this
-  // step (train/dropout_math.h) and the place of the shard's first sample in the whole batch.
-  // Only Dropout uses it.
-  virtual void BeginBatch(bool training, uint64_t key, int64_t first_sample) {
+  // step (train/dropout_math.h), the place of the shard's first sample in the whole batch, and
+  // each of the shard's samples' sequence length (ModelSpec's SequencePositions; null when the
+  // model has none). Dropout and the recurrent layers use it; the pointers stay valid until the
+  // batch's Backward.
+  virtual void BeginBatch(bool training, uint64_t key, int64_t first_sample,
+                          const int32_t* lengths) {
     (void)training;
     (void)key;
     (void)first_sample;
+    (void)lengths;
   }
   virtual void Forward(const float* in, float* out, int64_t n) = 0;
   virtual void Backward(const float* in, const float* out, const float* grad_out, float* grad_in,

@@ -39,6 +39,11 @@ void Gru::Forward(const float* in, float* out, int64_t n) {
     Gemm(false, true, n, G, H, h_prev, p_.w_hh, ah, false);  // h W_hh^T
     GruAddRows(ah, p_.b_hh, n, G);
     for (int64_t s = 0; s < n; ++s) {
+      if (lengths_ && t >= lengths_[s]) {  // padding: the state stays, the output is zero
+        std::copy(h_prev + s * H, h_prev + (s + 1) * H, h_next + s * H);
+        if (sh_.sequences) std::fill_n(out + (s * T + t) * H, H, 0.0f);
+        continue;
+      }
       const float* ax = ax_.data() + (s * T + t) * G;
       const float* as = ah + s * G;
       float* g = gates + s * G;
@@ -75,6 +80,16 @@ void Gru::Backward(const float* in, const float*, const float* grad_out, float* 
                                       : nullptr;
       float* dx = dax_.data() + (s * T + t) * G;
       float* dh3 = dah_.data() + s * G;
+      if (lengths_ && t >= lengths_[s]) {
+        // A padded step: nothing flows into its gates; the state's gradient passes through
+        // (`direct`, with the last output's, which is the state at the sample's length).
+        std::fill_n(dx, G, 0.0f);
+        std::fill_n(dh3, G, 0.0f);
+        std::fill_n(dah_all_.data() + (s * T + t) * G, G, 0.0f);
+        for (int64_t u = 0; u < H; ++u)
+          direct_[s * H + u] = dh_[s * H + u] + (dy && !sh_.sequences ? dy[u] : 0.0f);
+        continue;
+      }
       for (int64_t u = 0; u < H; ++u) {
         const float dh = dy ? dh_[s * H + u] + dy[u] : dh_[s * H + u];
         float x3[3], h3[3];

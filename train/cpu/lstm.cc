@@ -31,6 +31,13 @@ void Lstm::Forward(const float* in, float* out, int64_t n) {
     float* h_next = At(hidden_, t + 1, n, H);
     float* gates = At(gates_, t, n, G);
     for (int64_t s = 0; s < n; ++s) {
+      if (lengths_ && t >= lengths_[s]) {  // padding: the state stays, the output is zero
+        std::copy(c_prev + s * H, c_prev + (s + 1) * H, c_next + s * H);
+        const float* h_prev = At(hidden_, t, n, H) + s * H;
+        std::copy(h_prev, h_prev + H, h_next + s * H);
+        if (sh_.sequences) std::fill_n(out + (s * T + t) * H, H, 0.0f);
+        continue;
+      }
       const float* z = z_.data() + s * G;
       float* a = gates + s * G;
       for (int64_t u = 0; u < H; ++u) {
@@ -55,6 +62,7 @@ void Lstm::Backward(const float* in, const float*, const float* grad_out, float*
   dz_all_.resize(static_cast<size_t>(n * T * G));
   dh_.assign(static_cast<size_t>(n * H), 0.0f);
   dc_.assign(static_cast<size_t>(n * H), 0.0f);
+  if (lengths_) carry_.resize(static_cast<size_t>(n * H));
   for (int64_t t = T - 1; t >= 0; --t) {
     const float* gates = At(gates_, t, n, G);
     const float* c_prev = At(cells_, t, n, H);
@@ -65,6 +73,15 @@ void Lstm::Backward(const float* in, const float*, const float* grad_out, float*
                         : t == T - 1  ? grad_out + s * H
                                       : nullptr;
       float* dz = z_.data() + s * G;
+      if (lengths_ && t >= lengths_[s]) {
+        // A padded step: nothing flows into its gates; the state's gradients pass through (and
+        // the last output's, which is the state at the sample's length).
+        std::fill_n(dz, G, 0.0f);
+        std::fill_n(dz_all_.data() + (s * T + t) * G, G, 0.0f);
+        for (int64_t u = 0; u < H; ++u)
+          carry_[s * H + u] = dh_[s * H + u] + (dy && !sh_.sequences ? dy[u] : 0.0f);
+        continue;
+      }
       for (int64_t u = 0; u < H; ++u) {
         const float dh = dy ? dh_[s * H + u] + dy[u] : dh_[s * H + u];
         float d[4];
@@ -78,6 +95,9 @@ void Lstm::Backward(const float* in, const float*, const float* grad_out, float*
     // dW_hh += dz^T h_{t-1}; the gradient reaching h_{t-1}: dz W_hh.
     Gemm(true, false, G, H, n, z_.data(), At(hidden_, t, n, H), d_.w_hh, t != T - 1);
     Gemm(false, false, n, H, G, z_.data(), p_.w_hh, dh_.data(), false);
+    if (lengths_)
+      for (int64_t s = 0; s < n; ++s)
+        if (t >= lengths_[s]) std::copy_n(carry_.data() + s * H, H, dh_.data() + s * H);
   }
   Gemm(true, false, G, sh_.features, n * T, dz_all_.data(), in, d_.w_ih, false);  // dz^T x
   std::fill(d_.b_ih, d_.b_ih + G, 0.0f);

@@ -135,7 +135,8 @@ void Activation::Backward(const float* in, const float* out, const float* grad_o
   for (int64_t i = 0; i < len; ++i) grad_in[i] = grad_out[i] * ActivationSlope(fn_, in[i], out[i]);
 }
 
-void Dropout::BeginBatch(bool training, uint64_t key, int64_t first_sample) {
+void Dropout::BeginBatch(bool training, uint64_t key, int64_t first_sample,
+                         const int32_t* /*lengths*/) {
   training_ = training && rate_ > 0.0f;
   key_ = key;
   first_sample_ = first_sample;

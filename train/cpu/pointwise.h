@@ -66,7 +66,8 @@ class Activation final : public CpuLayer {
 class Dropout final : public CpuLayer {
  public:
   Dropout(float rate, int64_t size) : rate_(rate), size_(size) {}
-  void BeginBatch(bool training, uint64_t key, int64_t first_sample) override;
+  void BeginBatch(bool training, uint64_t key, int64_t first_sample,
+                  const int32_t* lengths) override;
   void Forward(const float* in, float* out, int64_t n) override;
   void Backward(const float* in, const float* out, const float* grad_out, float* grad_in,
                 int64_t n) override;

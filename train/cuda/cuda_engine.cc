@@ -94,6 +94,8 @@ Result<std::unique_ptr<CudaEngine>> CudaEngine::Create(const ModelSpec& spec, in
   TRIB_RETURN_IF_ERROR(e->grad_b_.Allocate(static_cast<size_t>(max_batch * max_act)));
   TRIB_RETURN_IF_ERROR(e->batch_idx_.Allocate(static_cast<size_t>(max_batch)));
   TRIB_RETURN_IF_ERROR(e->batch_labels_.Allocate(static_cast<size_t>(max_batch)));
+  if (SequencePositions(spec) > 0)
+    TRIB_RETURN_IF_ERROR(e->lengths_.Allocate(static_cast<size_t>(max_batch)));
   TRIB_RETURN_IF_ERROR(e->totals_.Allocate(1));
   TRIB_RETURN_IF_ERROR(e->idx_host_.Allocate(static_cast<size_t>(max_batch)));
   TRIB_RETURN_IF_ERROR(e->totals_host_.Allocate(1));
@@ -183,8 +185,15 @@ Status CudaEngine::Gather(const Dataset& data, std::span<const uint32_t> batch) 
 }
 
 Status CudaEngine::ForwardLayers(int64_t n, bool training) {
+  // Sequence lengths from the embedding's pad, for the recurrent layers.
+  const int64_t positions = SequencePositions(spec_);
+  if (positions > 0)
+    CUDA_CHECK(LaunchSequenceLengths(act_ptr_[0], n, positions,
+                                     static_cast<float>(spec_.layers[0].pad), lengths_.data(),
+                                     ctx_->stream()));
   for (size_t i = 0; i < layers_.size(); ++i)
-    layers_[i]->BeginBatch(training, DropoutKey(dropout_seed_, dropout_step_, i));
+    layers_[i]->BeginBatch(training, DropoutKey(dropout_seed_, dropout_step_, i),
+                           positions > 0 ? lengths_.data() : nullptr);
   for (size_t i = 0; i < layers_.size(); ++i)
     if (!layers_[i]->is_identity())
       TRIB_RETURN_IF_ERROR(layers_[i]->Forward(act_ptr_[i], act_ptr_[i + 1], n));

@@ -115,6 +115,7 @@ class CudaEngine final : public Engine {
   bool has_correction_ = false;
   DeviceBuffer<uint32_t> batch_idx_;
   DeviceBuffer<uint8_t> batch_labels_;
+  DeviceBuffer<int32_t> lengths_;  // the batch's sequence lengths (SequencePositions > 0)
   DeviceBuffer<LossTotals> totals_;
   PinnedBuffer<uint32_t> idx_host_;
   PinnedBuffer<LossTotals> totals_host_;

@@ -26,11 +26,13 @@ class CudaLayer {
   virtual void Bind(float* /*params*/, float* /*grads*/) {}
   // True for layers whose output is their input, byte for byte (Flatten): the engine aliases them.
   virtual bool is_identity() const { return false; }
-  // Before each batch's Forward: whether it is a training step and the layer's dropout key for
-  // this step (train/dropout_math.h). Only Dropout uses it.
-  virtual void BeginBatch(bool training, uint64_t key) {
+  // Before each batch's Forward: whether it is a training step, the layer's dropout key for this
+  // step (train/dropout_math.h) and the batch's sequence lengths (a device buffer; null when the
+  // model has none, ModelSpec's SequencePositions). Dropout and the recurrent layers use it.
+  virtual void BeginBatch(bool training, uint64_t key, const int32_t* lengths) {
     (void)training;
     (void)key;
+    (void)lengths;
   }
   virtual Status Forward(const float* in, float* out, int64_t n) = 0;
   virtual Status Backward(const float* in, const float* out, const float* grad_out, float* grad_in,

@@ -34,7 +34,19 @@ __global__ void EmbeddingInputGradKernel(float* __restrict__ out, int64_t count)
   for (int64_t i = GlobalIndex(); i < count; i += GridStride()) out[i] = 0.0f;
 }
 
+__global__ void SequenceLengthsKernel(const float* __restrict__ ids, int64_t n, int64_t positions,
+                                      float pad, int32_t* __restrict__ lengths) {
+  for (int64_t s = GlobalIndex(); s < n; s += GridStride())
+    lengths[s] = SequenceLength(ids + s * positions, positions, pad);
+}
+
 }  // namespace
+
+cudaError_t LaunchSequenceLengths(const float* ids, int64_t n, int64_t positions, float pad,
+                                  int32_t* lengths, cudaStream_t stream) {
+  TRIB_LAUNCH(SequenceLengthsKernel, GridFor(n), kThreads, stream)(ids, n, positions, pad, lengths);
+  return LaunchStatus();
+}
 
 cudaError_t LaunchEmbeddingForward(const float* ids, int64_t positions, int64_t vocab, int64_t dim,
                                    const float* weight, float* out, cudaStream_t stream) {

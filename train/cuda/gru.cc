@@ -34,7 +34,7 @@ Status Gru::Forward(const float* in, float* out, int64_t n) {
     TRIB_RETURN_IF_ERROR(GemmRowMajor(ctx_.cublas(), false, true, n, G, H, 1.0f,
                                       hidden_.data() + t * n * H, H, p_.w_hh, H, 0.0f, ah, G));
     CUDA_CHECK(LaunchBiasAdd(ah, p_.b_hh, n, G, stream));
-    CUDA_CHECK(LaunchGruStepForward(sh_, n, t, ax_.data(), ah, hidden_.data() + t * n * H,
+    CUDA_CHECK(LaunchGruStepForward(sh_, n, t, ax_.data(), ah, hidden_.data() + t * n * H, lengths_,
                                     gates_.data() + t * n * G, hidden_.data() + (t + 1) * n * H,
                                     out, stream));
   }
@@ -54,8 +54,8 @@ Status Gru::Backward(const float* in, const float*, const float* grad_out, float
   for (int64_t t = T - 1; t >= 0; --t) {
     const float* h_prev = hidden_.data() + t * n * H;
     CUDA_CHECK(LaunchGruStepBackward(sh_, n, t, gates_.data() + t * n * G, ah_.data() + t * n * G,
-                                     h_prev, grad_out, dh_.data(), direct_.data(), dax_.data(),
-                                     dah_.data(), dah_all_.data(), stream));
+                                     h_prev, grad_out, lengths_, dh_.data(), direct_.data(),
+                                     dax_.data(), dah_.data(), dah_all_.data(), stream));
     // dW_hh (+)= dah^T h_{t-1}; h_{t-1}'s gradient: the direct part + dah W_hh.
     TRIB_RETURN_IF_ERROR(GemmRowMajor(ctx_.cublas(), true, false, G, H, n, 1.0f, dah_.data(), G,
                                       h_prev, H, t == T - 1 ? 0.0f : 1.0f, d_.w_hh, H));

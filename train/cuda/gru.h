@@ -19,6 +19,8 @@ class Gru final : public CudaLayer {
     p_ = RecurrentParams::In(params, 3 * sh_.units, sh_);
     d_ = RecurrentParams::In(grads, 3 * sh_.units, sh_);
   }
+  // The batch's sequence lengths (a device buffer of the engine's), or null: every step.
+  void BeginBatch(bool, uint64_t, const int32_t* lengths) override { lengths_ = lengths; }
   Status Forward(const float* in, float* out, int64_t n) override;
   Status Backward(const float* in, const float* out, const float* grad_out, float* grad_in,
                   int64_t n) override;
@@ -30,6 +32,7 @@ class Gru final : public CudaLayer {
   RecurrentParams p_, d_;  // the parameters and their gradients
   // As the CPU layer's buffers (train/cpu/gru.h).
   DeviceBuffer<float> ax_, dax_, dah_all_, ah_, gates_, hidden_, dah_, dh_, direct_, bias_scratch_;
+  const int32_t* lengths_ = nullptr;
 };
 
 }  // namespace tributary::cuda

@@ -103,36 +103,50 @@ cudaError_t LaunchEmbeddingForward(const float* ids, int64_t positions, int64_t 
 cudaError_t LaunchEmbeddingBackward(const float* ids, const float* grad_out, int64_t positions,
                                     int64_t vocab, int64_t dim, float* dw, float* grad_in,
                                     cudaStream_t stream);
+// Each of n samples' sequence length (SequenceLength of its `positions` ids, pad marking padding)
+// into lengths[n].
+cudaError_t LaunchSequenceLengths(const float* ids, int64_t n, int64_t positions, float pad,
+                                  int32_t* lengths, cudaStream_t stream);
 
 // lstm.cu: one LSTM step (train/lstm_math.h) for n samples; the buffers are the layer's
 // (train/cuda/lstm.h). StepInput: z = zx's step-t rows + b_ih + b_hh. StepForward: from z and the
 // previous cells, the gates, cells and hidden states of step t (and, for a `sequences` layer, its
 // output rows). StepBackward: from the gradient reaching h (dh, plus grad_out's step-t rows) and c
 // (dc, updated to c_{t-1}'s), the pre-activations' gradients dz [n, 4 units] and their rows of
-// dz_all.
+// dz_all. With `lengths` (null: every step), a sample's steps t >= its length keep its state
+// (c_prev, h_prev), write zero outputs, give zero dz, leave dc, and put the gradient reaching h
+// (with the last output's) in `carry`, which LstmCarry writes back to dh after the step's dh GEMM.
 cudaError_t LaunchLstmStepInput(const RecurrentShape& sh, int64_t n, int64_t t, const float* zx,
                                 const float* b_ih, const float* b_hh, float* z,
                                 cudaStream_t stream);
 cudaError_t LaunchLstmStepForward(const RecurrentShape& sh, int64_t n, int64_t t, const float* z,
-                                  const float* c_prev, float* gates, float* c_next, float* h_next,
-                                  float* out, cudaStream_t stream);
+                                  const float* c_prev, const float* h_prev, const int32_t* lengths,
+                                  float* gates, float* c_next, float* h_next, float* out,
+                                  cudaStream_t stream);
 cudaError_t LaunchLstmStepBackward(const RecurrentShape& sh, int64_t n, int64_t t,
                                    const float* gates, const float* c_prev, const float* c_now,
-                                   const float* grad_out, const float* dh, float* dc, float* dz,
-                                   float* dz_all, cudaStream_t stream);
+                                   const float* grad_out, const int32_t* lengths, const float* dh,
+                                   float* dc, float* dz, float* dz_all, float* carry,
+                                   cudaStream_t stream);
+cudaError_t LaunchLstmCarry(const RecurrentShape& sh, int64_t n, int64_t t, const int32_t* lengths,
+                            const float* carry, float* dh, cudaStream_t stream);
 
 // gru.cu: one GRU step (train/gru_math.h) for n samples; the buffers are the layer's
 // (train/cuda/gru.h). StepForward: from ax's step-t rows (x W_ih^T + b_ih) and ah (h W_hh^T +
 // b_hh), the gates and hidden states of step t (and a `sequences` layer's output rows).
 // StepBackward: from the gradient reaching h (dh, plus grad_out's step-t rows), ax's and ah's
 // gradients (dax's step-t rows, dah and its rows of dah_all) and h_{t-1}'s direct part (`direct`).
+// With `lengths` (null: every step), a sample's steps t >= its length keep its state, write zero
+// outputs and zero gradients, and pass the gradient reaching h (with the last output's) as
+// `direct`.
 cudaError_t LaunchGruStepForward(const RecurrentShape& sh, int64_t n, int64_t t, const float* ax,
-                                 const float* ah, const float* h_prev, float* gates, float* h_next,
-                                 float* out, cudaStream_t stream);
+                                 const float* ah, const float* h_prev, const int32_t* lengths,
+                                 float* gates, float* h_next, float* out, cudaStream_t stream);
 cudaError_t LaunchGruStepBackward(const RecurrentShape& sh, int64_t n, int64_t t,
                                   const float* gates, const float* ah, const float* h_prev,
-                                  const float* grad_out, const float* dh, float* direct, float* dax,
-                                  float* dah, float* dah_all, cudaStream_t stream);
+                                  const float* grad_out, const int32_t* lengths, const float* dh,
+                                  float* direct, float* dax, float* dah, float* dah_all,
+                                  cudaStream_t stream);
 
 // activations.cu: sigmoid, tanh, GELU elementwise (train/activation_math.h); the backward reads
 // the input and the output: grad_in = grad_out * slope(in, out).

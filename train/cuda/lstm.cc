@@ -18,6 +18,7 @@ Result<std::unique_ptr<Lstm>> Lstm::Create(const RecurrentShape& shape, int64_t 
   TRIB_RETURN_IF_ERROR(l->z_.Allocate(n * G));
   TRIB_RETURN_IF_ERROR(l->dh_.Allocate(n * H));
   TRIB_RETURN_IF_ERROR(l->dc_.Allocate(n * H));
+  TRIB_RETURN_IF_ERROR(l->carry_.Allocate(n * H));
   TRIB_RETURN_IF_ERROR(l->bias_scratch_.Allocate(
       static_cast<size_t>(BiasGradScratchSize(max_batch * shape.steps, 4 * shape.units))));
   return l;
@@ -40,6 +41,7 @@ Status Lstm::Forward(const float* in, float* out, int64_t n) {
                                       hidden_.data() + t * n * H, H, p_.w_hh, H, 1.0f, z_.data(),
                                       G));
     CUDA_CHECK(LaunchLstmStepForward(sh_, n, t, z_.data(), cells_.data() + t * n * H,
+                                     hidden_.data() + t * n * H, lengths_,
                                      gates_.data() + t * n * G, cells_.data() + (t + 1) * n * H,
                                      hidden_.data() + (t + 1) * n * H, out, stream));
   }
@@ -59,14 +61,16 @@ Status Lstm::Backward(const float* in, const float*, const float* grad_out, floa
   for (int64_t t = T - 1; t >= 0; --t) {
     CUDA_CHECK(LaunchLstmStepBackward(sh_, n, t, gates_.data() + t * n * G,
                                       cells_.data() + t * n * H, cells_.data() + (t + 1) * n * H,
-                                      grad_out, dh_.data(), dc_.data(), z_.data(), dz_all_.data(),
-                                      stream));
+                                      grad_out, lengths_, dh_.data(), dc_.data(), z_.data(),
+                                      dz_all_.data(), carry_.data(), stream));
     // dW_hh (+)= dz^T h_{t-1}; the gradient reaching h_{t-1}: dz W_hh.
     TRIB_RETURN_IF_ERROR(GemmRowMajor(ctx_.cublas(), true, false, G, H, n, 1.0f, z_.data(), G,
                                       hidden_.data() + t * n * H, H, t == T - 1 ? 0.0f : 1.0f,
                                       d_.w_hh, H));
     TRIB_RETURN_IF_ERROR(GemmRowMajor(ctx_.cublas(), false, false, n, H, G, 1.0f, z_.data(), G,
                                       p_.w_hh, H, 0.0f, dh_.data(), H));
+    if (lengths_ != nullptr)
+      CUDA_CHECK(LaunchLstmCarry(sh_, n, t, lengths_, carry_.data(), dh_.data(), stream));
   }
   TRIB_RETURN_IF_ERROR(GemmRowMajor(ctx_.cublas(), true, false, G, F, n * T, 1.0f, dz_all_.data(),
                                     G, in, F, 0.0f, d_.w_ih, F));

@@ -19,6 +19,8 @@ class Lstm final : public CudaLayer {
     p_ = RecurrentParams::In(params, 4 * sh_.units, sh_);
     d_ = RecurrentParams::In(grads, 4 * sh_.units, sh_);
   }
+  // The batch's sequence lengths (a device buffer of the engine's), or null: every step.
+  void BeginBatch(bool, uint64_t, const int32_t* lengths) override { lengths_ = lengths; }
   Status Forward(const float* in, float* out, int64_t n) override;
   Status Backward(const float* in, const float* out, const float* grad_out, float* grad_in,
                   int64_t n) override;
@@ -31,6 +33,8 @@ class Lstm final : public CudaLayer {
   // As the CPU layer's: zx_, dz_all_ [n * steps, 4 units] sample-major; gates_ [steps][n][4 units];
   // cells_, hidden_ [steps + 1][n][units]; z_ [n, 4 units]; dh_, dc_ [n, units].
   DeviceBuffer<float> zx_, dz_all_, gates_, cells_, hidden_, z_, dh_, dc_, bias_scratch_;
+  DeviceBuffer<float> carry_;  // [max_batch, units]: dh carried past padded steps
+  const int32_t* lengths_ = nullptr;
 };
 
 }  // namespace tributary::cuda

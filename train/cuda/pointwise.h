@@ -69,7 +69,7 @@ class Activation final : public CudaLayer {
 class Dropout final : public CudaLayer {
  public:
   Dropout(float rate, int64_t size, const CudaContext& ctx) : rate_(rate), size_(size), ctx_(ctx) {}
-  void BeginBatch(bool training, uint64_t key) override {
+  void BeginBatch(bool training, uint64_t key, const int32_t* /*lengths*/) override {
     training_ = training && rate_ > 0.0f;
     key_ = key;
   }

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <numeric>
+#include <string>
 
 #include "tests/train/cuda/cuda_test_util.h"
 #include "tests/train/grad_check.h"
@@ -97,11 +98,17 @@ layers = [
 
 // The sequence layers: an embedding (token ids in, its table's rows summed per token in the CPU's
 // order), an LSTM returning every step, a conv1d over them, a GRU returning every step and an
-// LSTM returning the last: the CUDA engine's loss and gradients are the CPU engine's.
+// LSTM returning the last: the CUDA engine's loss and gradients are the CPU engine's, with and
+// without sequence lengths.
 TEST_F(CudaLayersTest, TheSequenceLayersMatchTheCpuEngine) {
-  const char* text = R"(name = "text"
+  // Every window whole, then windows of 0 to 16 tokens padded with token 29 (the embedding's pad:
+  // the recurrent layers stop at each sample's length).
+  for (const bool padded : {false, true}) {
+    SCOPED_TRACE(padded ? "padded" : "whole");
+    const std::string text = std::string(R"(name = "text"
 layers = [
-  { type = "embedding", vocab = 30, dim = 8 },
+  { type = "embedding", vocab = 30, dim = 8)") +
+                             (padded ? ", pad = 29" : "") + R"( },
   { type = "lstm", units = 12, return_sequences = true },
   { type = "conv1d", filters = 6, kernel = 3, padding = 1 },
   { type = "relu" },
@@ -110,18 +117,21 @@ layers = [
   { type = "dense" },
 ]
 )";
-  Result<ModelSpec> parsed = ParseModelToml(text, "text.toml", {16, 1, 1}, 10);
-  ASSERT_TRUE(parsed.ok()) << parsed.status();
-  Dataset tokens;
-  tokens.name = "tokens";
-  tokens.height = 16;
-  tokens.width = tokens.channels = 1;
-  Rng rng(7);
-  for (int i = 0; i < 40; ++i) {
-    tokens.labels.push_back(static_cast<uint8_t>(rng.UniformInt(10)));
-    for (int p = 0; p < 16; ++p) tokens.images.push_back(static_cast<float>(rng.UniformInt(30)));
+    Result<ModelSpec> parsed = ParseModelToml(text, "text.toml", {16, 1, 1}, 10);
+    ASSERT_TRUE(parsed.ok()) << parsed.status();
+    Dataset tokens;
+    tokens.name = "tokens";
+    tokens.height = 16;
+    tokens.width = tokens.channels = 1;
+    Rng rng(7);
+    for (int i = 0; i < 40; ++i) {
+      tokens.labels.push_back(static_cast<uint8_t>(rng.UniformInt(10)));
+      const int length = padded ? static_cast<int>(rng.UniformInt(17)) : 16;
+      for (int p = 0; p < 16; ++p)
+        tokens.images.push_back(p < length ? static_cast<float>(rng.UniformInt(29)) : 29.0f);
+    }
+    ExpectGradientsMatchCpu(*parsed, *InitWeights(*parsed, 6), tokens, 3);
   }
-  ExpectGradientsMatchCpu(*parsed, *InitWeights(*parsed, 6), tokens, 3);
 }
 
 TEST_P(CudaModelTest, GradientsMatchFiniteDifferences) {

@@ -227,6 +227,17 @@ TEST(KernelEmulationTest, DepthwiseConv2DIsTheCpusBits) {
 
 // Token ids with repeats, one out of the vocabulary (-1), one not an integer (2.5) and a NaN: the
 // lookups, the zeros, and each row's gradient summed in position order, bit for bit.
+// Each sample's length: the positions before its first pad token.
+TEST(KernelEmulationTest, SequenceLengthsStopAtTheFirstPad) {
+  const std::vector<float> ids = {1, 2, 3, 9, 9,   // 3
+                                  9, 1, 1, 1, 1,   // 0
+                                  4, 4, 4, 4, 4,   // 5: no pad
+                                  1, 9, 2, 9, 9};  // 1
+  std::vector<int32_t> lengths(4, -1);
+  ASSERT_EQ(LaunchSequenceLengths(ids.data(), 4, 5, 9.0f, lengths.data(), kStream), cudaSuccess);
+  EXPECT_EQ(lengths, (std::vector<int32_t>{3, 0, 5, 1}));
+}
+
 TEST(KernelEmulationTest, EmbeddingIsTheCpusBits) {
   const int64_t n = 3, positions = 4, vocab = 6, dim = 5;
   const std::vector<float> ids = {0, 5, 2, 2, 1, -1, 2, 5, 2.5f, 3, std::nanf(""), 0};
@@ -273,121 +284,139 @@ void HostGemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a,
 // The CUDA LSTM's step kernels, with the layer's GEMMs done on the host in the order lstm.cc
 // issues them, against the CPU layer: the outputs, every parameter's gradient and the input's
 // (within float rounding: the GEMMs sum in another order). Both the last step's output and every
-// step's.
+// step's; every step of every sample, and with sequence lengths (6, 3, 0 and 5 of 6 steps).
 TEST(KernelEmulationTest, LstmStepsComposeToTheCpuLayer) {
-  for (const bool sequences : {false, true}) {
-    SCOPED_TRACE(sequences ? "every step" : "last step");
-    const RecurrentShape sh{6, 3, 5, sequences};
-    const int64_t n = 4, T = sh.steps, F = sh.features, H = sh.units, G = 4 * H;
-    const int64_t out_size = sequences ? T * H : H;
-    cpu::Lstm ref(sh);
-    auto params = Random(static_cast<size_t>(ref.num_params()), 31, 0.4f);
-    std::vector<float> want_grads(params.size());
-    ref.Bind(params.data(), want_grads.data());
-    const auto x = Random(static_cast<size_t>(n * T * F), 32);
-    const auto dy = Random(static_cast<size_t>(n * out_size), 33);
-    std::vector<float> want_y(dy.size()), want_dx(x.size());
-    ref.Forward(x.data(), want_y.data(), n);
-    ref.Backward(x.data(), want_y.data(), dy.data(), want_dx.data(), n);
+  const int32_t lengths_of[4] = {6, 3, 0, 5};
+  for (const int32_t* lengths : {static_cast<const int32_t*>(nullptr), lengths_of})
+    for (const bool sequences : {false, true}) {
+      SCOPED_TRACE(::testing::Message()
+                   << (sequences ? "every step" : "last step") << (lengths ? ", lengths" : ""));
+      const RecurrentShape sh{6, 3, 5, sequences};
+      const int64_t n = 4, T = sh.steps, F = sh.features, H = sh.units, G = 4 * H;
+      const int64_t out_size = sequences ? T * H : H;
+      cpu::Lstm ref(sh);
+      ref.BeginBatch(true, 0, 0, lengths);
+      auto params = Random(static_cast<size_t>(ref.num_params()), 31, 0.4f);
+      std::vector<float> want_grads(params.size());
+      ref.Bind(params.data(), want_grads.data());
+      const auto x = Random(static_cast<size_t>(n * T * F), 32);
+      const auto dy = Random(static_cast<size_t>(n * out_size), 33);
+      std::vector<float> want_y(dy.size()), want_dx(x.size());
+      ref.Forward(x.data(), want_y.data(), n);
+      ref.Backward(x.data(), want_y.data(), dy.data(), want_dx.data(), n);
 
-    const float *w_ih = params.data(), *w_hh = w_ih + G * F, *b_ih = w_hh + G * H, *b_hh = b_ih + G;
-    std::vector<float> zx(n * T * G), z(n * G), gates(T * n * G), cells((T + 1) * n * H, 0.0f),
-        hidden((T + 1) * n * H, 0.0f), y(dy.size(), -1.0f);
-    HostGemm(false, true, n * T, G, F, x.data(), w_ih, zx.data(), false);
-    for (int64_t t = 0; t < T; ++t) {
-      ASSERT_EQ(LaunchLstmStepInput(sh, n, t, zx.data(), b_ih, b_hh, z.data(), kStream),
-                cudaSuccess);
-      HostGemm(false, true, n, G, H, hidden.data() + t * n * H, w_hh, z.data(), true);
-      ASSERT_EQ(LaunchLstmStepForward(sh, n, t, z.data(), cells.data() + t * n * H,
-                                      gates.data() + t * n * G, cells.data() + (t + 1) * n * H,
-                                      hidden.data() + (t + 1) * n * H, y.data(), kStream),
-                cudaSuccess);
-    }
-    if (!sequences) std::copy(hidden.begin() + T * n * H, hidden.end(), y.begin());
-    for (size_t i = 0; i < y.size(); ++i) EXPECT_NEAR(y[i], want_y[i], 1e-5) << i;
+      const float *w_ih = params.data(), *w_hh = w_ih + G * F, *b_ih = w_hh + G * H,
+                  *b_hh = b_ih + G;
+      std::vector<float> zx(n * T * G), z(n * G), gates(T * n * G), cells((T + 1) * n * H, 0.0f),
+          hidden((T + 1) * n * H, 0.0f), y(dy.size(), -1.0f);
+      HostGemm(false, true, n * T, G, F, x.data(), w_ih, zx.data(), false);
+      for (int64_t t = 0; t < T; ++t) {
+        ASSERT_EQ(LaunchLstmStepInput(sh, n, t, zx.data(), b_ih, b_hh, z.data(), kStream),
+                  cudaSuccess);
+        HostGemm(false, true, n, G, H, hidden.data() + t * n * H, w_hh, z.data(), true);
+        ASSERT_EQ(LaunchLstmStepForward(sh, n, t, z.data(), cells.data() + t * n * H,
+                                        hidden.data() + t * n * H, lengths,
+                                        gates.data() + t * n * G, cells.data() + (t + 1) * n * H,
+                                        hidden.data() + (t + 1) * n * H, y.data(), kStream),
+                  cudaSuccess);
+      }
+      if (!sequences) std::copy(hidden.begin() + T * n * H, hidden.end(), y.begin());
+      for (size_t i = 0; i < y.size(); ++i) EXPECT_NEAR(y[i], want_y[i], 1e-5) << i;
 
-    std::vector<float> dh(n * H, 0.0f), dc(n * H, 0.0f), dz(n * G), dz_all(n * T * G),
-        grads(params.size()), dx(x.size());
-    float *dw_ih = grads.data(), *dw_hh = dw_ih + G * F, *db = dw_hh + G * H;
-    for (int64_t t = T - 1; t >= 0; --t) {
-      ASSERT_EQ(LaunchLstmStepBackward(sh, n, t, gates.data() + t * n * G, cells.data() + t * n * H,
-                                       cells.data() + (t + 1) * n * H, dy.data(), dh.data(),
-                                       dc.data(), dz.data(), dz_all.data(), kStream),
-                cudaSuccess);
-      HostGemm(true, false, G, H, n, dz.data(), hidden.data() + t * n * H, dw_hh, t != T - 1);
-      HostGemm(false, false, n, H, G, dz.data(), w_hh, dh.data(), false);
+      std::vector<float> dh(n * H, 0.0f), dc(n * H, 0.0f), dz(n * G), dz_all(n * T * G),
+          grads(params.size()), dx(x.size()), carry(n * H);
+      float *dw_ih = grads.data(), *dw_hh = dw_ih + G * F, *db = dw_hh + G * H;
+      for (int64_t t = T - 1; t >= 0; --t) {
+        ASSERT_EQ(
+            LaunchLstmStepBackward(sh, n, t, gates.data() + t * n * G, cells.data() + t * n * H,
+                                   cells.data() + (t + 1) * n * H, dy.data(), lengths, dh.data(),
+                                   dc.data(), dz.data(), dz_all.data(), carry.data(), kStream),
+            cudaSuccess);
+        HostGemm(true, false, G, H, n, dz.data(), hidden.data() + t * n * H, dw_hh, t != T - 1);
+        HostGemm(false, false, n, H, G, dz.data(), w_hh, dh.data(), false);
+        if (lengths) {
+          ASSERT_EQ(LaunchLstmCarry(sh, n, t, lengths, carry.data(), dh.data(), kStream),
+                    cudaSuccess);
+        }
+      }
+      HostGemm(true, false, G, F, n * T, dz_all.data(), x.data(), dw_ih, false);
+      for (int64_t r = 0; r < n * T; ++r)
+        for (int64_t j = 0; j < G; ++j) db[j] += dz_all[r * G + j];
+      std::copy(db, db + G, db + G);
+      HostGemm(false, false, n * T, F, G, dz_all.data(), w_ih, dx.data(), false);
+      for (size_t i = 0; i < grads.size(); ++i) EXPECT_NEAR(grads[i], want_grads[i], 1e-4) << i;
+      for (size_t i = 0; i < dx.size(); ++i) EXPECT_NEAR(dx[i], want_dx[i], 1e-5) << i;
     }
-    HostGemm(true, false, G, F, n * T, dz_all.data(), x.data(), dw_ih, false);
-    for (int64_t r = 0; r < n * T; ++r)
-      for (int64_t j = 0; j < G; ++j) db[j] += dz_all[r * G + j];
-    std::copy(db, db + G, db + G);
-    HostGemm(false, false, n * T, F, G, dz_all.data(), w_ih, dx.data(), false);
-    for (size_t i = 0; i < grads.size(); ++i) EXPECT_NEAR(grads[i], want_grads[i], 1e-4) << i;
-    for (size_t i = 0; i < dx.size(); ++i) EXPECT_NEAR(dx[i], want_dx[i], 1e-5) << i;
-  }
 }
 
 // The GRU's step kernels composed as gru.cc issues them (its GEMMs on the host, the biases added
 // as LaunchBiasAdd adds them), against the CPU layer.
 TEST(KernelEmulationTest, GruStepsComposeToTheCpuLayer) {
-  for (const bool sequences : {false, true}) {
-    SCOPED_TRACE(sequences ? "every step" : "last step");
-    const RecurrentShape sh{6, 3, 5, sequences};
-    const int64_t n = 4, T = sh.steps, F = sh.features, H = sh.units, G = 3 * H;
-    const int64_t out_size = sequences ? T * H : H;
-    cpu::Gru ref(sh);
-    auto params = Random(static_cast<size_t>(ref.num_params()), 34, 0.4f);
-    std::vector<float> want_grads(params.size());
-    ref.Bind(params.data(), want_grads.data());
-    const auto x = Random(static_cast<size_t>(n * T * F), 35);
-    const auto dy = Random(static_cast<size_t>(n * out_size), 36);
-    std::vector<float> want_y(dy.size()), want_dx(x.size());
-    ref.Forward(x.data(), want_y.data(), n);
-    ref.Backward(x.data(), want_y.data(), dy.data(), want_dx.data(), n);
+  const int32_t lengths_of[4] = {6, 3, 0, 5};
+  for (const int32_t* lengths : {static_cast<const int32_t*>(nullptr), lengths_of})
+    for (const bool sequences : {false, true}) {
+      SCOPED_TRACE(::testing::Message()
+                   << (sequences ? "every step" : "last step") << (lengths ? ", lengths" : ""));
+      const RecurrentShape sh{6, 3, 5, sequences};
+      const int64_t n = 4, T = sh.steps, F = sh.features, H = sh.units, G = 3 * H;
+      const int64_t out_size = sequences ? T * H : H;
+      cpu::Gru ref(sh);
+      ref.BeginBatch(true, 0, 0, lengths);
+      auto params = Random(static_cast<size_t>(ref.num_params()), 34, 0.4f);
+      std::vector<float> want_grads(params.size());
+      ref.Bind(params.data(), want_grads.data());
+      const auto x = Random(static_cast<size_t>(n * T * F), 35);
+      const auto dy = Random(static_cast<size_t>(n * out_size), 36);
+      std::vector<float> want_y(dy.size()), want_dx(x.size());
+      ref.Forward(x.data(), want_y.data(), n);
+      ref.Backward(x.data(), want_y.data(), dy.data(), want_dx.data(), n);
 
-    const float *w_ih = params.data(), *w_hh = w_ih + G * F, *b_ih = w_hh + G * H, *b_hh = b_ih + G;
-    auto add_rows = [](float* m, const float* b, int64_t rows, int64_t width) {
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t j = 0; j < width; ++j) m[r * width + j] += b[j];
-    };
-    std::vector<float> ax(n * T * G), ah(T * n * G), gates(T * n * G),
-        hidden((T + 1) * n * H, 0.0f), y(dy.size(), -1.0f);
-    HostGemm(false, true, n * T, G, F, x.data(), w_ih, ax.data(), false);
-    add_rows(ax.data(), b_ih, n * T, G);
-    for (int64_t t = 0; t < T; ++t) {
-      HostGemm(false, true, n, G, H, hidden.data() + t * n * H, w_hh, ah.data() + t * n * G, false);
-      add_rows(ah.data() + t * n * G, b_hh, n, G);
-      ASSERT_EQ(LaunchGruStepForward(sh, n, t, ax.data(), ah.data() + t * n * G,
-                                     hidden.data() + t * n * H, gates.data() + t * n * G,
-                                     hidden.data() + (t + 1) * n * H, y.data(), kStream),
-                cudaSuccess);
-    }
-    if (!sequences) std::copy(hidden.begin() + T * n * H, hidden.end(), y.begin());
-    for (size_t i = 0; i < y.size(); ++i) EXPECT_NEAR(y[i], want_y[i], 1e-5) << i;
-
-    std::vector<float> dh(n * H, 0.0f), direct(n * H), dax(n * T * G), dah(n * G),
-        dah_all(n * T * G), grads(params.size()), dx(x.size());
-    float *dw_ih = grads.data(), *dw_hh = dw_ih + G * F, *db_ih = dw_hh + G * H, *db_hh = db_ih + G;
-    for (int64_t t = T - 1; t >= 0; --t) {
-      ASSERT_EQ(
-          LaunchGruStepBackward(sh, n, t, gates.data() + t * n * G, ah.data() + t * n * G,
-                                hidden.data() + t * n * H, dy.data(), dh.data(), direct.data(),
-                                dax.data(), dah.data(), dah_all.data(), kStream),
-          cudaSuccess);
-      HostGemm(true, false, G, H, n, dah.data(), hidden.data() + t * n * H, dw_hh, t != T - 1);
-      dh = direct;
-      HostGemm(false, false, n, H, G, dah.data(), w_hh, dh.data(), true);
-    }
-    HostGemm(true, false, G, F, n * T, dax.data(), x.data(), dw_ih, false);
-    for (int64_t r = 0; r < n * T; ++r)
-      for (int64_t j = 0; j < G; ++j) {
-        db_ih[j] += dax[r * G + j];
-        db_hh[j] += dah_all[r * G + j];
+      const float *w_ih = params.data(), *w_hh = w_ih + G * F, *b_ih = w_hh + G * H,
+                  *b_hh = b_ih + G;
+      auto add_rows = [](float* m, const float* b, int64_t rows, int64_t width) {
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t j = 0; j < width; ++j) m[r * width + j] += b[j];
+      };
+      std::vector<float> ax(n * T * G), ah(T * n * G), gates(T * n * G),
+          hidden((T + 1) * n * H, 0.0f), y(dy.size(), -1.0f);
+      HostGemm(false, true, n * T, G, F, x.data(), w_ih, ax.data(), false);
+      add_rows(ax.data(), b_ih, n * T, G);
+      for (int64_t t = 0; t < T; ++t) {
+        HostGemm(false, true, n, G, H, hidden.data() + t * n * H, w_hh, ah.data() + t * n * G,
+                 false);
+        add_rows(ah.data() + t * n * G, b_hh, n, G);
+        ASSERT_EQ(LaunchGruStepForward(sh, n, t, ax.data(), ah.data() + t * n * G,
+                                       hidden.data() + t * n * H, lengths, gates.data() + t * n * G,
+                                       hidden.data() + (t + 1) * n * H, y.data(), kStream),
+                  cudaSuccess);
       }
-    HostGemm(false, false, n * T, F, G, dax.data(), w_ih, dx.data(), false);
-    for (size_t i = 0; i < grads.size(); ++i) EXPECT_NEAR(grads[i], want_grads[i], 1e-4) << i;
-    for (size_t i = 0; i < dx.size(); ++i) EXPECT_NEAR(dx[i], want_dx[i], 1e-5) << i;
-  }
+      if (!sequences) std::copy(hidden.begin() + T * n * H, hidden.end(), y.begin());
+      for (size_t i = 0; i < y.size(); ++i) EXPECT_NEAR(y[i], want_y[i], 1e-5) << i;
+
+      std::vector<float> dh(n * H, 0.0f), direct(n * H), dax(n * T * G), dah(n * G),
+          dah_all(n * T * G), grads(params.size()), dx(x.size());
+      float *dw_ih = grads.data(), *dw_hh = dw_ih + G * F, *db_ih = dw_hh + G * H,
+            *db_hh = db_ih + G;
+      for (int64_t t = T - 1; t >= 0; --t) {
+        ASSERT_EQ(
+            LaunchGruStepBackward(sh, n, t, gates.data() + t * n * G, ah.data() + t * n * G,
+                                  hidden.data() + t * n * H, dy.data(), lengths, dh.data(),
+                                  direct.data(), dax.data(), dah.data(), dah_all.data(), kStream),
+            cudaSuccess);
+        HostGemm(true, false, G, H, n, dah.data(), hidden.data() + t * n * H, dw_hh, t != T - 1);
+        dh = direct;
+        HostGemm(false, false, n, H, G, dah.data(), w_hh, dh.data(), true);
+      }
+      HostGemm(true, false, G, F, n * T, dax.data(), x.data(), dw_ih, false);
+      for (int64_t r = 0; r < n * T; ++r)
+        for (int64_t j = 0; j < G; ++j) {
+          db_ih[j] += dax[r * G + j];
+          db_hh[j] += dah_all[r * G + j];
+        }
+      HostGemm(false, false, n * T, F, G, dax.data(), w_ih, dx.data(), false);
+      for (size_t i = 0; i < grads.size(); ++i) EXPECT_NEAR(grads[i], want_grads[i], 1e-4) << i;
+      for (size_t i = 0; i < dx.size(); ++i) EXPECT_NEAR(dx[i], want_dx[i], 1e-5) << i;
+    }
 }
 
 TEST(KernelEmulationTest, GroupNormAndLayerNormMatchCpu) {
@@ -462,7 +491,7 @@ TEST(KernelEmulationTest, DropoutMatchesCpu) {
   const float rate = 0.45f;
   const uint64_t key = DropoutKey(7, 9, 2);
   cpu::Dropout ref(rate, size);
-  ref.BeginBatch(/*training=*/true, key, 0);
+  ref.BeginBatch(/*training=*/true, key, 0, nullptr);
   const auto x = Random(static_cast<size_t>(n * size), 20);
   const auto dy = Random(x.size(), 21);
   std::vector<float> want_y(x.size()), want_dx(x.size()), y(x.size()), dx(x.size());
