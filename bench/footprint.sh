@@ -4,8 +4,9 @@
 #     (examples/edge_app/edge_app_c), and the shared libraries it still needs (readelf NEEDED);
 #   - the same for a C app that trains with Tributary's engine (examples/native_app/native_app_c,
 #     Tributary::train: the client, the CPU engine and, in a CUDA build, the CUDA backend);
-#   - the same app linked fully static (-static: OpenSSL, zstd and libc from their .a files), when
-#     the build compiled fmt and toml++ in (TRIBUTARY_HEADER_ONLY_DEPS: then nothing else is needed);
+#   - both apps linked fully static (-static: OpenSSL, zstd, zlib and libc from their .a files),
+#     when the build compiled fmt and toml++ in (TRIBUTARY_HEADER_ONLY_DEPS: then nothing else is
+#     needed), and each static app started (under qemu for a cross build) to show that it runs;
 #   - for a native build, the peak RSS of tributary-client during one `mlp` round on its share of
 #     Fashion-MNIST (a tenth: 6,000 examples), against the model's and the data's sizes.
 # A cross build (build/aarch64) is measured with its toolchain file; its RSS is not (qemu's would be
@@ -47,7 +48,7 @@ native_app_c() {  # native_app_c() DIR: builds examples/native_app's native_app_
   local dir=$1
   cmake -S examples/native_app -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "${cross[@]}" \
     -DCMAKE_PREFIX_PATH="$work/prefix" > "$dir.log" 2>&1 || { cat "$dir.log"; exit 1; }
-  cmake --build "$dir" --target native_app_c >> "$dir.log" 2>&1 || { cat "$dir.log"; exit 1; }
+  cmake --build "$dir" --target native_app native_app_c >> "$dir.log" 2>&1 || { cat "$dir.log"; exit 1; }
   "${tool_prefix}strip" -o "$dir/native_app_c.stripped" "$dir/native_app_c"
 }
 
@@ -61,19 +62,44 @@ echo "native_app_c (C API, the client and the engine), stripped: $size bytes ($(
 echo "  shared libraries it needs: $(needed "$work/native/native_app_c")"
 if [[ "$header_only" == "ON" ]]; then
   # Linked by hand: the package names zstd's shared library (zstd::libzstd_shared), so this shows
-  # what a static link needs: Tributary's archives, OpenSSL's and zstd's, and the C/C++ runtimes.
+  # what a static link needs: Tributary's archives (one group: the linker takes only the objects an
+  # app reaches, so no data reader it does not call and no libzip), OpenSSL's, zstd's and zlib's,
+  # and the C/C++ runtimes.
   mkdir -p "$work/static"
   libdir=$(dirname "$(find "$work/prefix" -name libtributary_client.a | head -1)")
-  "${tool_prefix}g++" -O2 -static -o "$work/static/edge_app_c" -x c examples/edge_app/edge_app_c.c \
-    -x none -I"$work/prefix/include" "$libdir"/libtributary_client.a "$libdir"/libtributary_privacy.a \
-    "$libdir"/libtributary_compression.a "$libdir"/libtributary_protocol.a \
-    "$libdir"/libtributary_crypto.a "$libdir"/libtributary_core.a -l:libssl.a -l:libcrypto.a \
-    -l:libzstd.a -lm -lpthread -ldl 2> "$work/static.log" || { cat "$work/static.log"; exit 1; }
-  "${tool_prefix}strip" -o "$work/static/edge_app_c.stripped" "$work/static/edge_app_c"
-  size=$(stat -c %s "$work/static/edge_app_c.stripped")
-  echo "edge_app_c fully static (Tributary's archives, libssl.a, libcrypto.a, libzstd.a, libstdc++" \
-    "and glibc), stripped: $size bytes ($(numfmt --to=si "$size")B); NEEDED:" \
-    "$(needed "$work/static/edge_app_c")(none)"
+  archives=()
+  for lib in native client split_channel privacy protocol crypto compression train data core; do
+    archives+=("$libdir/libtributary_$lib.a")
+  done
+  static_app() {  # static_app NAME SOURCE: links SOURCE fully static into $work/static/NAME
+    "${tool_prefix}g++" -O2 -static -o "$work/static/$1" -x c "$2" -x none \
+      -I"$work/prefix/include" -Wl,--start-group "${archives[@]}" -Wl,--end-group -l:libssl.a \
+      -l:libcrypto.a -l:libzstd.a -l:libz.a -lm -lpthread -ldl 2> "$work/static_$1.log" \
+      || { cat "$work/static_$1.log"; exit 1; }
+    "${tool_prefix}strip" -o "$work/static/$1.stripped" "$work/static/$1"
+    size=$(stat -c %s "$work/static/$1.stripped")
+    echo "$1 fully static (Tributary's archives, OpenSSL, zstd, zlib, libstdc++ and glibc)," \
+      "stripped: $size bytes ($(numfmt --to=si "$size")B); NEEDED: $(needed "$work/static/$1")(none);" \
+      "$(file -b "$work/static/$1.stripped" | cut -d, -f1-2)"
+  }
+  static_app edge_app_c examples/edge_app/edge_app_c.c
+  static_app native_app_c examples/native_app/native_app_c.c
+  if [[ -n "$toolchain" ]]; then
+    # A cross build: it starts under qemu-user with no aarch64 libraries at all (-L points
+    # nowhere) and answers with its usage.
+    usage=$("qemu-$arch" -L /nonexistent "$work/static/native_app_c.stripped" 2>&1 || true)
+    echo "  native_app_c under qemu-$arch, with no libraries: $(echo "$usage" | head -1)"
+  else
+    # The stripped static engine app federates for real: examples/native_app/join_run.sh with it
+    # as the C client (beside the dynamic C++ app) in a 4-round run over mutual TLS.
+    mkdir -p "$work/static_bin"
+    cp "$work/native/native_app" "$work/static_bin/"
+    cp "$work/static/native_app_c.stripped" "$work/static_bin/native_app_c"
+    examples/native_app/join_run.sh "$work/prefix" "$work/static_bin" "$work/static_run" \
+      > "$work/static_run.log" 2>&1 || { cat "$work/static_run.log"; exit 1; }
+    echo "  native_app_c (static, stripped) in a real 4-round run:" \
+      "$(grep -h "held-out accuracy" "$work/static_run/native_app_c.log")"
+  fi
 fi
 [[ -n "$toolchain" ]] && exit 0
 
