@@ -6,6 +6,49 @@
 #include "train/cpu/gemm.h"
 
 namespace tributary::cpu {
+namespace {
+
+// Copies or zeroes `len` floats of an im2col row (a few taps' channels: 5 floats for a 5-wide
+// kernel over one channel) with fixed-size moves the compiler inlines, not a library call per
+// piece: for narrow layers the calls cost more than the copying. Longer pieces go to the library.
+inline void CopyFew(float* dst, const float* src, int64_t len) {
+  if (len > 32) {  // a wide layer's row: the library's copy is as fast as any
+    std::memcpy(dst, src, sizeof(float) * static_cast<size_t>(len));
+    return;
+  }
+  int64_t i = 0;
+  for (; i + 8 <= len; i += 8) std::memcpy(dst + i, src + i, 8 * sizeof(float));
+  if (len - i >= 4) {
+    std::memcpy(dst + i, src + i, 4 * sizeof(float));
+    i += 4;
+  }
+  if (len - i >= 2) {
+    std::memcpy(dst + i, src + i, 2 * sizeof(float));
+    i += 2;
+  }
+  if (len - i >= 1) dst[i] = src[i];
+}
+
+inline void ZeroFew(float* dst, int64_t len) {
+  if (len > 32) {
+    std::memset(dst, 0, sizeof(float) * static_cast<size_t>(len));
+    return;
+  }
+  static constexpr float kZeros[8] = {};
+  int64_t i = 0;
+  for (; i + 8 <= len; i += 8) std::memcpy(dst + i, kZeros, 8 * sizeof(float));
+  if (len - i >= 4) {
+    std::memcpy(dst + i, kZeros, 4 * sizeof(float));
+    i += 4;
+  }
+  if (len - i >= 2) {
+    std::memcpy(dst + i, kZeros, 2 * sizeof(float));
+    i += 2;
+  }
+  if (len - i >= 1) dst[i] = 0.0f;
+}
+
+}  // namespace
 
 Conv2D::Conv2D(const ConvTaps& g, int64_t out_c, int64_t max_batch)
     : h_(g.h),
@@ -46,13 +89,12 @@ void Conv2D::Im2Col(const float* in, int64_t n) {
           float* dst = row + ky * kc;
           const int64_t iy = oy + ky - ph_;
           if (iy < 0 || iy >= h_ || kx0 >= kx1) {
-            std::memset(dst, 0, sizeof(float) * kc);
+            ZeroFew(dst, kc);
             continue;
           }
-          if (kx0 > 0) std::memset(dst, 0, sizeof(float) * kx0 * c_);
-          std::memcpy(dst + kx0 * c_, img + (iy * w_ + ox + kx0 - pw_) * c_,
-                      sizeof(float) * (kx1 - kx0) * c_);
-          if (kx1 < kw_) std::memset(dst + kx1 * c_, 0, sizeof(float) * (kw_ - kx1) * c_);
+          if (kx0 > 0) ZeroFew(dst, kx0 * c_);
+          CopyFew(dst + kx0 * c_, img + (iy * w_ + ox + kx0 - pw_) * c_, (kx1 - kx0) * c_);
+          if (kx1 < kw_) ZeroFew(dst + kx1 * c_, (kw_ - kx1) * c_);
         }
       }
     }

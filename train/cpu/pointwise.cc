@@ -18,6 +18,38 @@ TRIB_SIMD_CLONES void ReluBackward(const float* __restrict out, const float* __r
   for (int64_t i = 0; i < len; ++i) grad_in[i] = out[i] > 0.0f ? grad_out[i] : 0.0f;
 }
 
+// One sample's k x k max pooling (stride k, NHWC): each output the first largest value of its
+// window in window order (a strictly larger value replaces it) and that value's offset. Selects
+// only, no branch on the data (mispredicted branches cost more than the comparisons here), so the
+// channel loop vectorizes and every copy gives the same values and offsets.
+TRIB_SIMD_CLONES void MaxPoolSample(const float* __restrict img, float* __restrict o,
+                                    int32_t* __restrict am, int64_t w, int64_t c, int64_t k,
+                                    int64_t oh, int64_t ow) {
+  for (int64_t oy = 0; oy < oh; ++oy) {
+    for (int64_t ox = 0; ox < ow; ++ox) {
+      float* __restrict ov = o + (oy * ow + ox) * c;
+      int32_t* __restrict av = am + (oy * ow + ox) * c;
+      const auto first = static_cast<int32_t>(((oy * k) * w + ox * k) * c);
+      for (int64_t ch = 0; ch < c; ++ch) {
+        ov[ch] = img[first + ch];
+        av[ch] = first + static_cast<int32_t>(ch);
+      }
+      for (int64_t ky = 0; ky < k; ++ky) {
+        for (int64_t kx = 0; kx < k; ++kx) {
+          if (ky == 0 && kx == 0) continue;
+          const auto base = static_cast<int32_t>(((oy * k + ky) * w + ox * k + kx) * c);
+          for (int64_t ch = 0; ch < c; ++ch) {
+            const float v = img[base + ch];
+            const bool larger = v > ov[ch];
+            ov[ch] = larger ? v : ov[ch];
+            av[ch] = larger ? base + static_cast<int32_t>(ch) : av[ch];
+          }
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 
 MaxPool2D::MaxPool2D(int64_t in_h, int64_t in_w, int64_t c, int64_t k, int64_t max_batch)
@@ -27,35 +59,9 @@ MaxPool2D::MaxPool2D(int64_t in_h, int64_t in_w, int64_t c, int64_t k, int64_t m
 
 void MaxPool2D::Forward(const float* in, float* out, int64_t n) {
   const int64_t in_size = h_ * w_ * c_, out_size = oh_ * ow_ * c_;
-  for (int64_t s = 0; s < n; ++s) {
-    const float* img = in + s * in_size;
-    float* o = out + s * out_size;
-    int32_t* am = argmax_.data() + s * out_size;
-    for (int64_t oy = 0; oy < oh_; ++oy) {
-      for (int64_t ox = 0; ox < ow_; ++ox) {
-        float* ov = o + (oy * ow_ + ox) * c_;
-        int32_t* av = am + (oy * ow_ + ox) * c_;
-        const int32_t first = static_cast<int32_t>(((oy * k_) * w_ + ox * k_) * c_);
-        for (int64_t ch = 0; ch < c_; ++ch) {
-          ov[ch] = img[first + ch];
-          av[ch] = first + static_cast<int32_t>(ch);
-        }
-        for (int64_t ky = 0; ky < k_; ++ky) {
-          for (int64_t kx = 0; kx < k_; ++kx) {
-            if (ky == 0 && kx == 0) continue;
-            const int32_t base = static_cast<int32_t>(((oy * k_ + ky) * w_ + ox * k_ + kx) * c_);
-            for (int64_t ch = 0; ch < c_; ++ch) {
-              const float v = img[base + ch];
-              if (v > ov[ch]) {
-                ov[ch] = v;
-                av[ch] = base + static_cast<int32_t>(ch);
-              }
-            }
-          }
-        }
-      }
-    }
-  }
+  for (int64_t s = 0; s < n; ++s)
+    MaxPoolSample(in + s * in_size, out + s * out_size, argmax_.data() + s * out_size, w_, c_, k_,
+                  oh_, ow_);
 }
 
 void MaxPool2D::Backward(const float*, const float*, const float* grad_out, float* grad_in,
