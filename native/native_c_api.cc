@@ -3,6 +3,7 @@
 // (client/c_api_support.h) around the NativeTrainer. Nothing may throw across the C boundary.
 #include "tributary/native_c_api.h"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -88,10 +89,34 @@ tributary_native_trainer* tributary_native_trainer_create(const tributary_native
     if (options->device && options->device[0]) o.device = options->device;
     o.threads = options->threads;
     o.init_seed = options->init_seed;
-    TRIB_ASSIGN_OR_RETURN(SampleArrays train, ToArrays(*options, options->train, "train"));
     TRIB_ASSIGN_OR_RETURN(SampleArrays eval, ToArrays(*options, options->eval, "eval"));
-    TRIB_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer,
-                          CreateNativeTrainer(o, std::move(train), std::move(eval)));
+    std::unique_ptr<Trainer> trainer;
+    if (options->read_train) {
+      if (options->train.count != 0)
+        return Status::InvalidArgument(
+            "train: leave it empty with read_train (train_size counts "
+            "the samples read_train gives)");
+      SampleSource source;
+      source.height = options->height;
+      source.width = options->width;
+      source.channels = options->channels;
+      source.num_classes = options->num_classes;
+      source.size = static_cast<int64_t>(
+          std::min<size_t>(options->train_size, std::numeric_limits<int64_t>::max()));
+      source.read = [read = options->read_train, data = options->read_train_data](
+                        std::span<const uint32_t> indices, float* features,
+                        uint8_t* labels) -> Status {
+        const int rc = read(data, indices.data(), indices.size(), features, labels);
+        if (rc != 0)
+          return Status::Aborted("read_train returned " + std::to_string(rc) + " for a batch of " +
+                                 std::to_string(indices.size()) + " samples");
+        return Status::Ok();
+      };
+      TRIB_ASSIGN_OR_RETURN(trainer, CreateNativeTrainer(o, std::move(source), std::move(eval)));
+    } else {
+      TRIB_ASSIGN_OR_RETURN(SampleArrays train, ToArrays(*options, options->train, "train"));
+      TRIB_ASSIGN_OR_RETURN(trainer, CreateNativeTrainer(o, std::move(train), std::move(eval)));
+    }
     TRIB_ASSIGN_OR_RETURN(ModelWeights w, trainer->get_parameters());
     auto handle = std::make_unique<tributary_native_trainer>();
     handle->num_parameters = w.size();

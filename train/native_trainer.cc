@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 #include "core/rng.h"
@@ -18,6 +19,14 @@ Result<std::unique_ptr<NativeTrainer>> NativeTrainer::Create(const ModelSpec& sp
                                                              EngineFactory factory) {
   if ((!train || train->size() == 0) && (!eval || eval->size() == 0))
     return Status::InvalidArgument("NativeTrainer needs a non-empty training or evaluation set");
+  return Make(spec, std::move(train), std::move(eval), init_seed, std::move(factory));
+}
+
+Result<std::unique_ptr<NativeTrainer>> NativeTrainer::Make(const ModelSpec& spec,
+                                                           std::shared_ptr<const Dataset> train,
+                                                           std::shared_ptr<const Dataset> eval,
+                                                           uint64_t init_seed,
+                                                           EngineFactory factory) {
   for (const Dataset* d : {train.get(), eval.get()}) {
     if (!d) continue;
     if (d->sample_size() != spec.input.numel())
@@ -38,6 +47,63 @@ Result<std::unique_ptr<NativeTrainer>> NativeTrainer::Create(const ModelSpec& sp
               : EngineFactory([](const ModelSpec& s, int64_t b) { return CreateCpuEngine(s, b); });
   TRIB_ASSIGN_OR_RETURN(t->current_, InitWeights(spec, init_seed));
   return t;
+}
+
+Result<std::unique_ptr<NativeTrainer>> NativeTrainer::CreateStreaming(
+    const ModelSpec& spec, BatchSource source, std::shared_ptr<const Dataset> eval,
+    uint64_t init_seed, EngineFactory factory) {
+  if (!source.read) return Status::InvalidArgument("the sample source has no read function");
+  if (source.size < 1 || source.size > int64_t{std::numeric_limits<uint32_t>::max()})
+    return Status::InvalidArgument("the sample source's size must be in [1, 2^32 - 1], got " +
+                                   std::to_string(source.size));
+  if (source.shape.numel() != spec.input.numel())
+    return Status::InvalidArgument("the sample source has samples of " +
+                                   std::to_string(source.shape.numel()) + " values but model " +
+                                   spec.name + " expects " + std::to_string(spec.input.numel()));
+  if (source.num_classes < 2 || source.num_classes > 256 ||
+      (spec.num_classes != 0 && source.num_classes > spec.num_classes))
+    return Status::InvalidArgument("the sample source's num_classes " +
+                                   std::to_string(source.num_classes) + " must be in [2, " +
+                                   std::to_string(spec.num_classes) + "] for model " + spec.name);
+  if (spec.num_classes == 0)
+    return Status::InvalidArgument("model " + spec.name +
+                                   " is a split device part: split learning needs its samples in "
+                                   "memory, not a sample source");
+  TRIB_ASSIGN_OR_RETURN(std::unique_ptr<NativeTrainer> t,
+                        Make(spec, nullptr, std::move(eval), init_seed, std::move(factory)));
+  t->staging_.name = "source";
+  t->staging_.height = source.shape.h;
+  t->staging_.width = source.shape.w;
+  t->staging_.channels = source.shape.c;
+  t->staging_.num_classes = source.num_classes;
+  t->source_ = std::move(source);
+  return t;
+}
+
+int64_t NativeTrainer::train_size() const {
+  if (source_) return source_->size;
+  return train_ ? train_->size() : 0;
+}
+
+Status NativeTrainer::ReadBatch(std::span<const uint32_t> batch) {
+  const auto n = static_cast<size_t>(batch.size());
+  const auto sample = static_cast<size_t>(spec_.input.numel());
+  staging_.images.resize(n * sample);
+  staging_.labels.resize(n);
+  TRIB_RETURN_IF_ERROR(source_->read(batch, staging_.images.data(), staging_.labels.data())
+                           .WithContext("fit: reading a batch from the sample source"));
+  for (size_t i = 0; i < n; ++i)
+    if (staging_.labels[i] >= source_->num_classes)
+      return Status::InvalidArgument(
+          "fit: the sample source's label for sample " + std::to_string(batch[i]) + " is " +
+          std::to_string(staging_.labels[i]) + ", not below num_classes " +
+          std::to_string(source_->num_classes));
+  TRIB_RETURN_IF_ERROR(CheckTokenIds(spec_, staging_.images, "fit: the sample source's batch"));
+  if (staging_index_.size() < n) {
+    staging_index_.resize(n);
+    std::iota(staging_index_.begin(), staging_index_.end(), 0u);
+  }
+  return Status::Ok();
 }
 
 Result<std::unique_ptr<NativeTrainer>> NativeTrainer::CreateWithHead(
@@ -87,8 +153,7 @@ Status NativeTrainer::StoreParts(ModelWeights* out) {
 Result<ModelWeights> NativeTrainer::get_parameters() { return current_; }
 
 Status NativeTrainer::PrepareFit(const ModelWeights& global, const FitConfig& cfg, int64_t* batch) {
-  if (!train_ || train_->size() == 0)
-    return Status::FailedPrecondition("fit: this trainer has no training set");
+  if (train_size() == 0) return Status::FailedPrecondition("fit: this trainer has no training set");
   if (cfg.epochs < 1)
     return Status::InvalidArgument("fit: epochs must be >= 1, got " + std::to_string(cfg.epochs));
   if (cfg.batch_size < 1 || cfg.batch_size > 65536)
@@ -103,7 +168,7 @@ Status NativeTrainer::PrepareFit(const ModelWeights& global, const FitConfig& cf
   if (!global.same_layout(current_))
     return Status::InvalidArgument("fit: global weights do not match the layout of model " +
                                    spec_.name);
-  *batch = std::min<int64_t>(cfg.batch_size, train_->size());
+  *batch = std::min<int64_t>(cfg.batch_size, train_size());
   if (cfg.optimizer_state != "reset" && cfg.optimizer_state != "keep")
     return Status::InvalidArgument("fit: optimizer_state must be 'reset' or 'keep', not '" +
                                    cfg.optimizer_state + "'");
@@ -132,6 +197,13 @@ Result<FitResult> NativeTrainer::fit(const ModelWeights& global, const FitConfig
   int64_t batch = 0;
   TRIB_RETURN_IF_ERROR(PrepareFit(global, cfg, &batch));
   TRIB_ASSIGN_OR_RETURN(const SgdConfig sgd, OptimizerOf(cfg));
+  if (source_) {
+    return RunEpochs(cfg, batch, [&](std::span<const uint32_t> b) -> Result<StepStats> {
+      TRIB_RETURN_IF_ERROR(ReadBatch(b));
+      return engine_->TrainStep(staging_, std::span<const uint32_t>(staging_index_).first(b.size()),
+                                sgd);
+    });
+  }
   return RunEpochs(cfg, batch, [&](std::span<const uint32_t> b) -> Result<StepStats> {
     return engine_->TrainStep(*train_, b, sgd);
   });
@@ -142,6 +214,8 @@ Result<FitResult> NativeTrainer::fit_split(const ModelWeights& global, const Fit
   if (spec_.num_classes != 0)
     return Status::FailedPrecondition("fit_split: model " + spec_.name +
                                       " is not the device part of a cut model");
+  if (source_)
+    return Status::FailedPrecondition("fit_split: split learning needs the samples in memory");
   int64_t batch = 0;
   TRIB_RETURN_IF_ERROR(PrepareFit(global, cfg, &batch));
   TRIB_ASSIGN_OR_RETURN(const SgdConfig sgd, OptimizerOf(cfg));
@@ -192,7 +266,7 @@ Result<FitResult> NativeTrainer::fit_split(const ModelWeights& global, const Fit
 
 Result<FitResult> NativeTrainer::RunEpochs(const FitConfig& cfg, int64_t batch,
                                            const BatchStep& step) {
-  const int64_t n = train_->size();
+  const int64_t n = train_size();
   std::vector<uint32_t> order(static_cast<size_t>(n));
   std::iota(order.begin(), order.end(), 0u);
   Rng rng(DeriveSeed(cfg.seed, {0x5eed}));

@@ -23,6 +23,18 @@ namespace tributary {
 using EngineFactory =
     std::function<Result<std::unique_ptr<Engine>>(const ModelSpec&, int64_t max_batch)>;
 
+// A training set the app reads on demand (data that does not fit in memory): `size` samples of
+// `shape`'s values each with a class id below num_classes. read(indices, features, labels) fills
+// indices.size() samples' features (HWC, sample after sample) and labels, in the order of
+// `indices` (each < size); a non-OK status ends the fit with it. fit() asks for one batch at a time
+// in the same shuffled order as for an in-memory set, so the same samples give the same bits.
+struct BatchSource {
+  Shape3 shape;
+  int num_classes = 0;
+  int64_t size = 0;
+  std::function<Status(std::span<const uint32_t> indices, float* features, uint8_t* labels)> read;
+};
+
 struct EpochReport {
   int epoch = 0;  // 1-based
   int epochs = 0;
@@ -42,6 +54,15 @@ class NativeTrainer final : public Trainer {
                                                        std::shared_ptr<const Dataset> eval,
                                                        uint64_t init_seed,
                                                        EngineFactory factory = nullptr);
+
+  // As Create, training on samples read from `source` batch by batch (BatchSource). The engine
+  // stages one batch at a time; each batch's labels and token ids are checked as they arrive.
+  // Trains through fit() only (split learning needs its samples in memory).
+  static Result<std::unique_ptr<NativeTrainer>> CreateStreaming(const ModelSpec& spec,
+                                                                BatchSource source,
+                                                                std::shared_ptr<const Dataset> eval,
+                                                                uint64_t init_seed,
+                                                                EngineFactory factory = nullptr);
 
   // The U-shaped split's device (model_split.h, split.u_shaped()): it trains split.device (the
   // front) and split.head (the layers after the server's middle part, with the loss), and its
@@ -79,6 +100,11 @@ class NativeTrainer final : public Trainer {
 
  private:
   NativeTrainer() = default;
+  // Create without its check that a set is non-empty (CreateStreaming's training set is a source).
+  static Result<std::unique_ptr<NativeTrainer>> Make(const ModelSpec& spec,
+                                                     std::shared_ptr<const Dataset> train,
+                                                     std::shared_ptr<const Dataset> eval,
+                                                     uint64_t init_seed, EngineFactory factory);
   Status EnsureEngine(int64_t batch);
   // fit()'s checks of the config and the weights; loads the engine. *batch: the batch size.
   Status PrepareFit(const ModelWeights& global, const FitConfig& cfg, int64_t* batch);
@@ -86,8 +112,16 @@ class NativeTrainer final : public Trainer {
   using BatchStep = std::function<Result<StepStats>(std::span<const uint32_t> batch)>;
   Result<FitResult> RunEpochs(const FitConfig& cfg, int64_t batch, const BatchStep& step);
 
+  // The training set's size: the in-memory set's or the source's.
+  int64_t train_size() const;
+  // CreateStreaming's source: reads the samples of `batch` into staging_ and checks them.
+  Status ReadBatch(std::span<const uint32_t> batch);
+
   ModelSpec spec_;
   std::shared_ptr<const Dataset> train_, eval_;
+  std::optional<BatchSource> source_;
+  Dataset staging_;                      // the source's current batch
+  std::vector<uint32_t> staging_index_;  // 0, 1, ... for the staged batch
   EngineFactory factory_;
   // The weights `w` (current_'s layout) into the engines, and back: the front's and the head's
   // parts with a head, all of them otherwise.

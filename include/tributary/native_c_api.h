@@ -47,6 +47,17 @@ typedef struct tributary_native_options {
   int num_classes;                 /* 2..256 */
   tributary_samples train;         /* the training samples (count 0: fit fails) */
   tributary_samples eval;          /* the evaluation samples (count 0: evaluate fails) */
+  /* Or training samples the app reads on demand, for data that does not fit in memory (the C form
+   * of SampleSource, tributary/native_training.h): with read_train set, `train` must be empty and
+   * train_size gives the sample count. fit calls read_train(read_train_data, indices, count,
+   * features, labels) once per batch, on its own thread, to fill count samples' features
+   * (height * width * channels floats each, sample after sample) and labels, in the order of
+   * indices (each < train_size); it returns 0, or nonzero to end the fit with an error. The same
+   * samples give the same weights as in memory. CPU engine only. */
+  int (*read_train)(void* read_train_data, const uint32_t* indices, size_t count, float* features,
+                    uint8_t* labels);
+  void* read_train_data;
+  size_t train_size;
 } tributary_native_options;
 
 /* Fills `options` with the defaults (and NULL / 0 elsewhere). Call it before setting fields. */

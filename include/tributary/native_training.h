@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,23 @@ struct SampleArrays {
   int num_classes = 0;  // 2..256
   std::vector<float> features;
   std::vector<uint8_t> labels;
+};
+
+// Training samples the app reads on demand, for data that does not fit in memory: `size` samples
+// of height * width * channels floats, each with a class id below num_classes. read(indices,
+// features, labels) fills indices.size() samples, in the order of `indices` (each < size):
+// features sample after sample (HWC order), one label per sample. fit() reads one batch at a time,
+// in the shuffled order an in-memory set of the same samples is read in, so the same samples give
+// the same weights bit for bit; it holds one batch, not the set. A non-OK Status from read ends the
+// fit with it (the round's update is not sent); labels and token ids are checked per batch. Trains
+// on the CPU engine (device "cpu"), on the calling thread of fit().
+struct SampleSource {
+  int64_t height = 0;
+  int64_t width = 0;
+  int64_t channels = 1;
+  int num_classes = 0;  // 2..256
+  int64_t size = 0;     // 1 .. 2^32 - 1
+  std::function<Status(std::span<const uint32_t> indices, float* features, uint8_t* labels)> read;
 };
 
 // Progress of a fit, after each local epoch (for an app's progress display).
@@ -75,5 +93,11 @@ struct NativeTrainingOptions {
 // label out of range, a model that does not fit the samples); NotFound for a missing model file.
 Result<std::unique_ptr<Trainer>> CreateNativeTrainer(const NativeTrainingOptions& options,
                                                      SampleArrays train, SampleArrays eval = {});
+
+// The same, training on samples read from `train` batch by batch (SampleSource); eval as above.
+// InvalidArgument names what does not fit (the source's shape, classes, size or read function, or
+// a device other than "cpu").
+Result<std::unique_ptr<Trainer>> CreateNativeTrainer(const NativeTrainingOptions& options,
+                                                     SampleSource train, SampleArrays eval = {});
 
 }  // namespace tributary

@@ -3,6 +3,7 @@
 // client (native_c_client.c) sends the update that NativeTrainer computes, over mutual TLS.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <future>
 #include <string>
@@ -130,6 +131,85 @@ TEST(NativeTrainingTest, TrainsBitForBitLikeTheEnginesOwnTrainer) {
   EXPECT_DOUBLE_EQ(e->metrics.at("accuracy"), e_ref->metrics.at("accuracy"));
 }
 
+// A SampleSource over the same samples trains to the in-memory trainer's weights bit for bit,
+// reading one batch at a time (never more than the batch size, every sample once per epoch).
+TEST(NativeTrainingTest, ASampleSourceTrainsToTheArraysBitsOneBatchAtATime) {
+  const SampleArrays train = Samples(200, 1), eval = Samples(100, 2);
+  NativeTrainingOptions o;
+  o.model = "patterns";
+  o.model_toml = kModel;
+  o.threads = 2;
+  Result<std::unique_ptr<Trainer>> in_memory = CreateNativeTrainer(o, train, eval);
+  ASSERT_TRUE(in_memory.ok()) << in_memory.status();
+  size_t reads = 0, largest = 0;
+  std::vector<int> seen(200, 0);
+  SampleSource source{8, 8, 1, 10, 200, nullptr};
+  source.read = [&](std::span<const uint32_t> indices, float* features, uint8_t* labels) {
+    ++reads;
+    largest = std::max(largest, indices.size());
+    for (size_t i = 0; i < indices.size(); ++i) {
+      const uint32_t s = indices[i];
+      ++seen[s];
+      std::copy_n(train.features.begin() + s * 64, 64, features + i * 64);
+      labels[i] = train.labels[s];
+    }
+    return Status::Ok();
+  };
+  Result<std::unique_ptr<Trainer>> streamed = CreateNativeTrainer(o, source, eval);
+  ASSERT_TRUE(streamed.ok()) << streamed.status();
+  const ModelWeights global = *(*in_memory)->get_parameters();
+  Result<FitResult> want = (*in_memory)->fit(global, TwoEpochs());
+  Result<FitResult> got = (*streamed)->fit(global, TwoEpochs());
+  ASSERT_TRUE(got.ok() && want.ok()) << got.status() << want.status();
+  EXPECT_EQ(got->weights, want->weights);
+  EXPECT_EQ(got->num_examples, 200);
+  EXPECT_EQ(reads, 2u * 13);
+  EXPECT_EQ(largest, 16u);
+  EXPECT_TRUE(std::all_of(seen.begin(), seen.end(), [](int c) { return c == 2; }));
+  Result<EvalResult> e = (*streamed)->evaluate(got->weights, EvalConfig{});
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_EQ(e->num_examples, 100);
+
+  // A read that fails ends the fit with its reason; a label out of range is named.
+  source.read = [](std::span<const uint32_t>, float*, uint8_t*) {
+    return Status::Unavailable("the disk went away");
+  };
+  Result<std::unique_ptr<Trainer>> failing = CreateNativeTrainer(o, source, eval);
+  ASSERT_TRUE(failing.ok()) << failing.status();
+  Result<FitResult> failed = (*failing)->fit(global, TwoEpochs());
+  ASSERT_FALSE(failed.ok());
+  EXPECT_NE(failed.status().message().find("the disk went away"), std::string::npos)
+      << failed.status();
+  source.read = [](std::span<const uint32_t> indices, float* features, uint8_t* labels) {
+    std::fill_n(features, indices.size() * 64, 0.5f);
+    std::fill_n(labels, indices.size(), uint8_t{12});
+    return Status::Ok();
+  };
+  Result<std::unique_ptr<Trainer>> mislabelled = CreateNativeTrainer(o, source, eval);
+  ASSERT_TRUE(mislabelled.ok());
+  failed = (*mislabelled)->fit(global, TwoEpochs());
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(failed.status().message().find("is 12, not below num_classes 10"), std::string::npos)
+      << failed.status();
+
+  // What cannot work is refused by name when the trainer is made.
+  SampleSource bad = source;
+  bad.read = nullptr;
+  EXPECT_NE(CreateNativeTrainer(o, bad).status().message().find("train.read"), std::string::npos);
+  bad = source;
+  bad.size = 0;
+  EXPECT_NE(CreateNativeTrainer(o, bad).status().message().find("size must be in [1, 2^32 - 1]"),
+            std::string::npos);
+  bad = source;
+  bad.width = 7;
+  EXPECT_FALSE(CreateNativeTrainer(o, bad).ok());
+  NativeTrainingOptions gpu = o;
+  gpu.device = "cuda";
+  EXPECT_NE(CreateNativeTrainer(gpu, source).status().message().find("CPU engine"),
+            std::string::npos);
+}
+
 TEST(NativeTrainingTest, AModelFileAndABuiltInModelResolveAgainstTheSamples) {
   const char* src = std::getenv("TRIBUTARY_SOURCE_DIR");
   ASSERT_NE(src, nullptr);
@@ -204,8 +284,12 @@ TEST(NativeTrainingTest, BadArraysAndModelsAreRefusedByName) {
   EXPECT_NE(refused(Samples(10, 1)).find("threads"), std::string::npos);
 }
 
-// The C API's client trains the model with the engine and sends exactly NativeTrainer's delta.
-TEST(NativeCApiTest, ACClientSendsTheUpdateTheEngineComputes) {
+// The C API's client trains the model with the engine and sends exactly NativeTrainer's delta,
+// with its samples in memory or read batch by batch through read_train.
+class NativeCClientTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(NativeCClientTest, ACClientSendsTheUpdateTheEngineComputes) {
+  const bool streaming = GetParam();
   TlsCoordinatorFixture fx;
   const auto f = fx.ClientFiles("c-native");
   const SampleArrays train = Samples(120, 5);
@@ -214,7 +298,7 @@ TEST(NativeCApiTest, ACClientSendsTheUpdateTheEngineComputes) {
   tributary_client* c =
       trib_native_c_create(fx.address().c_str(), f.ca.c_str(), f.cert.c_str(), f.key.c_str(),
                            kModel, train.features.data(), train.labels.data(), train.labels.size(),
-                           &num_parameters, error, sizeof(error));
+                           streaming ? 1 : 0, &num_parameters, error, sizeof(error));
   ASSERT_NE(c, nullptr) << error;
   EXPECT_EQ(num_parameters, kModelParameters);
   auto run = std::async(std::launch::async, [c] { return tributary_client_run(c); });
@@ -253,6 +337,9 @@ TEST(NativeCApiTest, ACClientSendsTheUpdateTheEngineComputes) {
     differ += delta[i] != want->weights.data()[i] - global.data()[i];
   EXPECT_EQ(differ, 0u) << "of " << delta.size() << " delta values";
   EXPECT_DOUBLE_EQ(up->metrics.at("train_loss"), want->metrics.at("train_loss"));
+  if (streaming) {
+    EXPECT_EQ(trib_native_c_reads(), 2u * 8);  // 2 epochs of ceil(120 / 16) batches
+  }
 
   // Predict runs the engine on the global model the task brought: 10 outputs per sample that sum
   // to 1.
@@ -270,6 +357,11 @@ TEST(NativeCApiTest, ACClientSendsTheUpdateTheEngineComputes) {
   EXPECT_EQ(run.get(), TRIBUTARY_OK) << tributary_client_last_error(c);
   tributary_client_destroy(c);  // and the trainer it owns
 }
+
+INSTANTIATE_TEST_SUITE_P(InMemoryAndStreamed, NativeCClientTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& p) {
+                           return std::string(p.param ? "Streamed" : "InMemory");
+                         });
 
 TEST(NativeCApiTest, CreateRefusesWhatItCannotUseAndNamesIt) {
   const SampleArrays train = Samples(30, 1);
@@ -298,6 +390,14 @@ TEST(NativeCApiTest, CreateRefusesWhatItCannotUseAndNamesIt) {
   bad = n;
   bad.eval = {train.features.data(), nullptr, 3};
   EXPECT_NE(create_error(&bad).find("eval.labels is NULL with count 3"), std::string::npos);
+  bad = n;
+  bad.read_train = [](void*, const uint32_t*, size_t, float*, uint8_t*) { return 0; };
+  bad.train_size = 30;
+  EXPECT_NE(create_error(&bad).find("train: leave it empty with read_train"), std::string::npos);
+  bad.train = {};
+  bad.device = "cuda";
+  EXPECT_NE(create_error(&bad).find("a sample source trains on the CPU engine"), std::string::npos)
+      << error;
   bad = n;
   bad.num_classes = 300;
   EXPECT_NE(create_error(&bad).find("num_classes must be in [2, 256], got 300"), std::string::npos);

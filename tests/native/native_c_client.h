@@ -12,11 +12,16 @@ extern "C" {
 #endif
 
 // A native trainer on `model_toml` (8x8 single-channel samples of 10 classes: count of them) and
-// a client around it for the coordinator at `address`; NULL with the reason in `error`.
+// a client around it for the coordinator at `address`; NULL with the reason in `error`. With
+// `streaming`, the trainer reads the samples through read_train (one at a time in the process)
+// instead of copying them.
 tributary_client* trib_native_c_create(const char* address, const char* ca, const char* cert,
                                        const char* key, const char* model_toml,
                                        const float* features, const uint8_t* labels, size_t count,
-                                       size_t* num_parameters, char* error, size_t error_size);
+                                       int streaming, size_t* num_parameters, char* error,
+                                       size_t error_size);
+// How many batches the streaming trainer has read.
+size_t trib_native_c_reads(void);
 
 #ifdef __cplusplus
 }
