@@ -57,6 +57,39 @@ EPOCHS = 3
 DATA = ["data.dataset=synthetic", f"data.train_examples={EXAMPLES}", "data.test_examples=200",
         "data.partition=iid", "data.seed=3"]
 TORCH_LAYERS = {"relu": "ReLU", "sigmoid": "Sigmoid", "tanh": "Tanh", "gelu": "GELU"}
+def recurrent_layers(vocab, pad=""):
+    """An embedding (`pad`: its pad key, or none), an LSTM and a GRU returning every step, an LSTM
+    returning the last, a dense head: the model file's layers."""
+    return [f'{{ type = "embedding", vocab = {vocab}, dim = 6{pad}, name = "embed" }}',
+            '{ type = "lstm", units = 8, return_sequences = true, name = "seq" }',
+            '{ type = "gru", units = 7, return_sequences = true, name = "gated" }',
+            '{ type = "lstm", units = 8, name = "last" }',
+            '{ type = "dense", units = 10, name = "head" }']
+
+
+def recurrent_model(vocab, lengths=None):
+    """recurrent_layers() in PyTorch, its tensors named alike; with `lengths`, the embedded texts go
+    through pack_padded_sequence of those lengths."""
+    class Recurrent(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = torch.nn.Embedding(vocab, 6)
+            self.seq = torch.nn.LSTM(6, 8, batch_first=True)
+            self.gated = torch.nn.GRU(8, 7, batch_first=True)
+            self.last = torch.nn.LSTM(7, 8, batch_first=True)
+            self.head = torch.nn.Linear(8, 10)
+
+        def forward(self, x):
+            steps = self.embed(x)
+            if lengths is not None:
+                steps = torch.nn.utils.rnn.pack_padded_sequence(
+                    steps, lengths, batch_first=True, enforce_sorted=False)
+            every, _ = self.seq(steps)
+            every, _ = self.gated(every)
+            _, (h, _) = self.last(every)
+            return self.head(h[0])
+
+    return Recurrent()
 
 
 @unittest.skipIf(torch is None, "python3-torch is not installed (scripts/setup-deps installs it)")
@@ -326,12 +359,12 @@ class PyTorchParityTest(ProcessTest):
         return ids, labels, ["data.dataset=files", f"data.train={data_file}",
                              f"data.test={data_file}", "data.num_classes=10"]
 
-    def token_run(self, name, layers, model):
+    def token_run(self, name, layers, model, tokens=None):
         """Trains the model file of `layers` (whose starting weights are `model`'s) through a real
-        run and `model` in PyTorch, by SGD (lr 0.5) on token_data(); returns the two results, the
-        starting weights and the ids."""
+        run and `model` in PyTorch, by SGD (lr 0.5) on `tokens` (ids, labels, data keys; default
+        token_data()); returns the two results, the starting weights and the ids."""
         import tributary as tb
-        ids, labels, data = self.token_data()
+        ids, labels, data = tokens or self.token_data()
         self.prepare_model(name, layers, model)
         init = tb.load_safetensors(self.init)[0]
         got = self.run_native(["lr = 0.5"], data=data)
@@ -344,6 +377,17 @@ class PyTorchParityTest(ProcessTest):
         want = tb.from_torch(model)
         self.assertEqual(sorted(got), sorted(want))
         return got, want, init, ids
+
+    def assert_matches(self, name, got, want, init, moved_at_least):
+        """got within 1e-5 of want, and every tensor moved from init by more than moved_at_least
+        (it trained)."""
+        self.assertEqual(sorted(got), sorted(want))
+        diff = max(float(abs(got[k] - want[k]).max()) for k in want)
+        moved = min(float(abs(got[k] - init[k]).max()) for k in want)
+        print(f"{name}, {EPOCHS} full-batch steps: max |tributary - pytorch| = {diff:.3g} "
+              f"(every tensor moved at least {moved:.3g})")
+        self.assertLess(diff, 1e-5, name)
+        self.assertGreater(moved, moved_at_least, name)
 
     def test_embedding_is_pytorchs(self):
         torch.manual_seed(12)
@@ -368,44 +412,18 @@ class PyTorchParityTest(ProcessTest):
             self.assertTrue((got["0.weight"][t] == init["0.weight"][t]).all(), t)
 
     def test_lstm_and_gru_are_pytorchs(self):
-        class Recurrent(torch.nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.embed = torch.nn.Embedding(20, 6)
-                self.seq = torch.nn.LSTM(6, 8, batch_first=True)
-                self.gated = torch.nn.GRU(8, 7, batch_first=True)
-                self.last = torch.nn.LSTM(7, 8, batch_first=True)
-                self.head = torch.nn.Linear(8, 10)
-
-            def forward(self, x):
-                every, _ = self.seq(self.embed(x))
-                every, _ = self.gated(every)
-                _, (h, _) = self.last(every)
-                return self.head(h[0])
-
         torch.manual_seed(13)
-        got, want, init, _ = self.token_run("lstm", [
-            '{ type = "embedding", vocab = 20, dim = 6, name = "embed" }',
-            '{ type = "lstm", units = 8, return_sequences = true, name = "seq" }',
-            '{ type = "gru", units = 7, return_sequences = true, name = "gated" }',
-            '{ type = "lstm", units = 8, name = "last" }',
-            '{ type = "dense", units = 10, name = "head" }'], Recurrent())
+        got, want, init, _ = self.token_run("lstm", recurrent_layers(20),
+                                            recurrent_model(20))
         self.assertIn("seq.weight_hh_l0", want)
         self.assertIn("gated.bias_hh_l0", want)
-        diff = max(float(abs(got[k] - want[k]).max()) for k in want)
-        moved = min(float(abs(got[k] - init[k]).max()) for k in want)
-        print(f"embedding + LSTM + GRU + LSTM, {EPOCHS} full-batch steps: max |tributary - "
-              f"pytorch| = "
-              f"{diff:.3g} (every tensor moved at least {moved:.3g})")
-        self.assertLess(diff, 1e-5)
-        self.assertGreater(moved, 1e-4)
+        self.assert_matches("embedding + LSTM + GRU + LSTM", got, want, init, 1e-4)
 
     def test_sequence_lengths_are_pack_padded_sequences(self):
         """Texts of 3 to 12 tokens padded with token 20 (the embedding's pad) through an LSTM and a
         GRU returning every step and an LSTM returning the last: PyTorch's layers on
         pack_padded_sequence of the same lengths."""
         import numpy as np
-        import tributary as tb
         rng = np.random.default_rng(15)
         labels = rng.integers(0, 10, EXAMPLES)
         ids = np.where(rng.random((EXAMPLES, 12)) < 0.33, rng.integers(0, 20, (EXAMPLES, 12)),
@@ -417,50 +435,12 @@ class PyTorchParityTest(ProcessTest):
         np.savez(data_file, x=ids.astype(np.float32), y=labels.astype(np.uint8))
         data = ["data.dataset=files", f"data.train={data_file}", f"data.test={data_file}",
                 "data.num_classes=10"]
-
-        class Packed(torch.nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.embed = torch.nn.Embedding(21, 6)
-                self.seq = torch.nn.LSTM(6, 8, batch_first=True)
-                self.gated = torch.nn.GRU(8, 7, batch_first=True)
-                self.last = torch.nn.LSTM(7, 8, batch_first=True)
-                self.head = torch.nn.Linear(8, 10)
-
-            def forward(self, x):
-                pack = torch.nn.utils.rnn.pack_padded_sequence(
-                    self.embed(x), torch.from_numpy(lengths), batch_first=True,
-                    enforce_sorted=False)
-                every, _ = self.seq(pack)
-                every, _ = self.gated(every)
-                _, (h, _) = self.last(every)
-                return self.head(h[0])
-
         torch.manual_seed(16)
-        model = Packed()
-        self.prepare_model("padded", [
-            '{ type = "embedding", vocab = 21, dim = 6, pad = 20, name = "embed" }',
-            '{ type = "lstm", units = 8, return_sequences = true, name = "seq" }',
-            '{ type = "gru", units = 7, return_sequences = true, name = "gated" }',
-            '{ type = "lstm", units = 8, name = "last" }',
-            '{ type = "dense", units = 10, name = "head" }'], model)
-        init = tb.load_safetensors(self.init)[0]
-        got = self.run_native(["lr = 0.5"], data=data)
-        opt = torch.optim.SGD(model.parameters(), lr=0.5)
-        xt, yt = torch.from_numpy(ids).long(), torch.from_numpy(labels).long()
-        for _ in range(EPOCHS):
-            opt.zero_grad()
-            torch.nn.functional.cross_entropy(model(xt), yt).backward()
-            opt.step()
-        want = tb.from_torch(model)
-        self.assertEqual(sorted(got), sorted(want))
-        diff = max(float(abs(got[k] - want[k]).max()) for k in want)
-        moved = min(float(abs(got[k] - init[k]).max()) for k in want)
-        print(f"padded texts (lengths 3 to 12), embedding + LSTM + GRU + LSTM, {EPOCHS} "
-              f"full-batch steps: max |tributary - pytorch| = {diff:.3g} (every tensor moved at "
-              f"least {moved:.3g})")
-        self.assertLess(diff, 1e-5)
-        self.assertGreater(moved, 1e-4)
+        got, want, init, _ = self.token_run(
+            "padded", recurrent_layers(21, ", pad = 20"),
+            recurrent_model(21, torch.from_numpy(lengths)), (ids, labels, data))
+        self.assert_matches("padded texts (lengths 3 to 12), embedding + LSTM + GRU + LSTM", got,
+                            want, init, 1e-4)
         # The pad token's row never reaches a recurrent step: no gradient, its starting values.
         self.assertTrue((got["embed.weight"][20] == init["embed.weight"][20]).all())
 
@@ -472,6 +452,7 @@ class PyTorchParityTest(ProcessTest):
                 a = self[2](self[1](self[0](x)))
                 return self[6](self[5](a + self[4](self[3](a))))
 
+        import tributary as tb
         x, _ = self.data()
         torch.manual_seed(14)
         model = Residual(torch.nn.Flatten(), torch.nn.Linear(x[0].size, HIDDEN), torch.nn.ReLU(),
@@ -482,17 +463,10 @@ class PyTorchParityTest(ProcessTest):
             '{ type = "relu" }', f'{{ type = "dense", units = {HIDDEN}, name = "3" }}',
             '{ type = "relu" }', '{ type = "add", from = 2 }',
             '{ type = "dense", units = 10, name = "6" }'], model)
-        import tributary as tb
         init = tb.load_safetensors(self.init)[0]
         got = self.run_native(["lr = 0.5"])
         want = self.torch_reference(model, lambda p: torch.optim.SGD(p, lr=0.5))
-        self.assertEqual(sorted(got), sorted(want))
-        diff = max(float(abs(got[k] - want[k]).max()) for k in want)
-        moved = min(float(abs(got[k] - init[k]).max()) for k in want)
-        print(f"residual add, {EPOCHS} full-batch steps: max |tributary - pytorch| = {diff:.3g} "
-              f"(every tensor moved at least {moved:.3g})")
-        self.assertLess(diff, 1e-5)
-        self.assertGreater(moved, 1e-3)
+        self.assert_matches("residual add", got, want, init, 1e-3)
 
     def test_a_strategy_derived_for_sgd_refuses_adam(self):
         self.prepare("relu")
