@@ -281,6 +281,31 @@ void HostGemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a,
     }
 }
 
+// A CPU recurrent layer's run that the step-kernel tests compose the kernels against: its
+// parameters (random, from `seed`), input and output gradient, and its outputs, parameter
+// gradients and input gradient for n samples (with `lengths`, or every step).
+struct RecurrentReference {
+  std::vector<float> params, grads, x, dy, y, dx;
+};
+
+template <class Layer>
+RecurrentReference RunRecurrentReference(const RecurrentShape& sh, int64_t n,
+                                         const int32_t* lengths, uint64_t seed) {
+  Layer ref(sh);
+  ref.BeginBatch(true, 0, 0, lengths);
+  RecurrentReference r;
+  r.params = Random(static_cast<size_t>(ref.num_params()), seed, 0.4f);
+  r.grads.resize(r.params.size());
+  ref.Bind(r.params.data(), r.grads.data());
+  r.x = Random(static_cast<size_t>(n * sh.steps * sh.features), seed + 1);
+  r.dy = Random(static_cast<size_t>(n * (sh.sequences ? sh.steps : 1) * sh.units), seed + 2);
+  r.y.resize(r.dy.size());
+  r.dx.resize(r.x.size());
+  ref.Forward(r.x.data(), r.y.data(), n);
+  ref.Backward(r.x.data(), r.y.data(), r.dy.data(), r.dx.data(), n);
+  return r;
+}
+
 // The CUDA LSTM's step kernels, with the layer's GEMMs done on the host in the order lstm.cc
 // issues them, against the CPU layer: the outputs, every parameter's gradient and the input's
 // (within float rounding: the GEMMs sum in another order). Both the last step's output and every
@@ -294,16 +319,10 @@ TEST(KernelEmulationTest, LstmStepsComposeToTheCpuLayer) {
       const RecurrentShape sh{6, 3, 5, sequences};
       const int64_t n = 4, T = sh.steps, F = sh.features, H = sh.units, G = 4 * H;
       const int64_t out_size = sequences ? T * H : H;
-      cpu::Lstm ref(sh);
-      ref.BeginBatch(true, 0, 0, lengths);
-      auto params = Random(static_cast<size_t>(ref.num_params()), 31, 0.4f);
-      std::vector<float> want_grads(params.size());
-      ref.Bind(params.data(), want_grads.data());
-      const auto x = Random(static_cast<size_t>(n * T * F), 32);
-      const auto dy = Random(static_cast<size_t>(n * out_size), 33);
-      std::vector<float> want_y(dy.size()), want_dx(x.size());
-      ref.Forward(x.data(), want_y.data(), n);
-      ref.Backward(x.data(), want_y.data(), dy.data(), want_dx.data(), n);
+      const RecurrentReference ref = RunRecurrentReference<cpu::Lstm>(sh, n, lengths, 31);
+      const std::vector<float>&params = ref.params, &want_grads = ref.grads, &x = ref.x,
+            &dy = ref.dy, &want_y = ref.y, &want_dx = ref.dx;
+      ASSERT_EQ(dy.size(), static_cast<size_t>(n * out_size));
 
       const float *w_ih = params.data(), *w_hh = w_ih + G * F, *b_ih = w_hh + G * H,
                   *b_hh = b_ih + G;
@@ -360,16 +379,10 @@ TEST(KernelEmulationTest, GruStepsComposeToTheCpuLayer) {
       const RecurrentShape sh{6, 3, 5, sequences};
       const int64_t n = 4, T = sh.steps, F = sh.features, H = sh.units, G = 3 * H;
       const int64_t out_size = sequences ? T * H : H;
-      cpu::Gru ref(sh);
-      ref.BeginBatch(true, 0, 0, lengths);
-      auto params = Random(static_cast<size_t>(ref.num_params()), 34, 0.4f);
-      std::vector<float> want_grads(params.size());
-      ref.Bind(params.data(), want_grads.data());
-      const auto x = Random(static_cast<size_t>(n * T * F), 35);
-      const auto dy = Random(static_cast<size_t>(n * out_size), 36);
-      std::vector<float> want_y(dy.size()), want_dx(x.size());
-      ref.Forward(x.data(), want_y.data(), n);
-      ref.Backward(x.data(), want_y.data(), dy.data(), want_dx.data(), n);
+      const RecurrentReference ref = RunRecurrentReference<cpu::Gru>(sh, n, lengths, 34);
+      const std::vector<float>&params = ref.params, &want_grads = ref.grads, &x = ref.x,
+            &dy = ref.dy, &want_y = ref.y, &want_dx = ref.dx;
+      ASSERT_EQ(dy.size(), static_cast<size_t>(n * out_size));
 
       const float *w_ih = params.data(), *w_hh = w_ih + G * F, *b_ih = w_hh + G * H,
                   *b_hh = b_ih + G;
