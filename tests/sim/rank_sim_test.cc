@@ -384,6 +384,33 @@ TEST(RankSimTest, AResumedRunOnOtherRanksGivesTheModelOfOneUnbrokenProcess) {
   }
 }
 
+// Dropout's masks come from each fit's seed and step: a run of a model with dropout and a residual
+// connection, stopped after round 3 and resumed on other ranks, ends with the unbroken run's model.
+TEST(RankSimTest, AResumedRunWithDropoutGivesTheUnbrokenModel) {
+  testing::TempDir dir;
+  const std::string model = dir.path() + "/dropout_residual.toml";
+  std::ofstream(model) << "layers = [\n  { type = \"flatten\" },\n"
+                          "  { type = \"dense\", units = 24 },\n  { type = \"relu\" },\n"
+                          "  { type = \"dropout\", rate = 0.4 },\n"
+                          "  { type = \"dense\", units = 24 },\n  { type = \"add\", from = 2 },\n"
+                          "  { type = \"dense\" },\n]\n";
+  SimConfig c = Config();
+  c.run.model = model;
+  c.threads = 1;
+  Result<SimResult> whole = testing::RunSimulation(c);
+  ASSERT_TRUE(whole.ok()) << whole.status().ToString();
+  ASSERT_EQ(whole->rounds.size(), 6u);
+  testing::TempDir checkpoints;
+  Result<Distributed> part = FirstThreeRoundsOnTwoRanks(c, checkpoints.path());
+  ASSERT_TRUE(part.ok()) << part.status().ToString();
+  SimConfig rest = c;
+  rest.run.checkpoint_dir = checkpoints.path();
+  rest.resume = true;
+  Result<Distributed> resumed = RunOnRanks(rest, 3);
+  ASSERT_TRUE(resumed.ok()) << resumed.status().ToString();
+  ExpectSameRun(*whole, resumed->result, "dropout, resumed on 3 ranks");
+}
+
 // SCAFFOLD's state is the server's control variate (in the coordinator's checkpoint) and every
 // client's (in the simulator's): a run stopped after round 3 and resumed on other ranks ends with
 // the unbroken run's model, and the state holds a control variate for each client that trained.
