@@ -283,12 +283,8 @@ class PyTorchParityTest(ProcessTest):
                                     steps=activation == "conv1d", loss=loss)
         init = tb.load_safetensors(self.init)[0]
         self.assertEqual(list(got), list(want))
-        diff = max(float(abs(got[k] - want[k]).max()) for k in want)
-        moved = max(float(abs(got[k] - init[k]).max()) for k in want)
-        print(f"{name}, {EPOCHS} full-batch steps: max |tributary - pytorch| = {diff:.3g} "
-              f"(weights moved up to {moved:.3g})")
-        self.assertLess(diff, 1e-5, name)
-        self.assertGreater(moved, 1e-2, name)  # it trained
+        # A frozen layer does not move: here it is enough that the weights moved somewhere.
+        self.assert_matches(name, got, want, init, 1e-2, every=False)
 
     def test_adam_adamw_and_sgd_are_pytorchs(self):
         cases = [
@@ -378,14 +374,15 @@ class PyTorchParityTest(ProcessTest):
         self.assertEqual(sorted(got), sorted(want))
         return got, want, init, ids
 
-    def assert_matches(self, name, got, want, init, moved_at_least):
-        """got within 1e-5 of want, and every tensor moved from init by more than moved_at_least
-        (it trained)."""
+    def assert_matches(self, name, got, want, init, moved_at_least, every=True):
+        """got within 1e-5 of want, and every tensor (or, with every=False, some tensor) moved from
+        init by more than moved_at_least (it trained)."""
         self.assertEqual(sorted(got), sorted(want))
         diff = max(float(abs(got[k] - want[k]).max()) for k in want)
-        moved = min(float(abs(got[k] - init[k]).max()) for k in want)
+        moved = (min if every else max)(float(abs(got[k] - init[k]).max()) for k in want)
         print(f"{name}, {EPOCHS} full-batch steps: max |tributary - pytorch| = {diff:.3g} "
-              f"(every tensor moved at least {moved:.3g})")
+              f"({'every tensor moved at least' if every else 'weights moved up to'} "
+              f"{moved:.3g})")
         self.assertLess(diff, 1e-5, name)
         self.assertGreater(moved, moved_at_least, name)
 
