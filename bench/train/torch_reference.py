@@ -38,12 +38,21 @@ def make_model(name):
             return [nn.Conv2d(c_in, c_in, 3, padding=1, groups=c_in), nn.GroupNorm(groups_in, c_in),
                     nn.ReLU(), nn.Conv2d(c_in, c_out, 1), nn.GroupNorm(groups_out, c_out), nn.ReLU(),
                     nn.MaxPool2d(2)]
+        residual = Residual(nn.Conv2d(32, 32, 3, padding=1, groups=32), nn.GroupNorm(8, 32),
+                            nn.ReLU(), nn.Conv2d(32, 32, 1), nn.GroupNorm(8, 32))
         return nn.Sequential(nn.Conv2d(1, 16, 3, padding=1), nn.GroupNorm(4, 16), nn.ReLU(),
-                             *block(16, 32, 4, 8), *block(32, 64, 8, 8),
+                             *block(16, 32, 4, 8), residual, *block(32, 64, 8, 8),
                              nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, 10))
     if name == "char_lstm":
         return CharLstm()
     raise SystemExit(f"unknown model {name}")
+
+
+class Residual(nn.Sequential):
+    """x + the block's output (mobile_cnn's `add`)."""
+
+    def forward(self, x):
+        return x + super().forward(x)
 
 
 class CharLstm(nn.Module):
