@@ -42,6 +42,7 @@ Result<std::unique_ptr<CpuEngine>> CpuEngine::Create(const ModelSpec& spec, int6
   TRIB_ASSIGN_OR_RETURN(ModelWeights proto, ModelWeights::Create(layout));
   std::unique_ptr<CpuEngine> e(new CpuEngine());
   e->spec_ = spec;
+  e->positions_ = SequencePositions(spec);
   e->max_batch_ = max_batch;
   e->fingerprint_ = proto.fingerprint();
   e->max_act_ = spec.input.numel();
@@ -231,7 +232,7 @@ void CpuEngine::RunShard(Replica& r, const Dataset* data, std::span<const uint32
     }
   }
   // Sequence lengths from the embedding's pad, for the recurrent layers.
-  const int64_t positions = SequencePositions(spec_);
+  const int64_t positions = positions_;
   if (positions > 0) {
     r.lengths.resize(static_cast<size_t>(count));
     const auto pad = static_cast<float>(spec_.layers[0].pad);

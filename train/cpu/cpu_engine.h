@@ -126,6 +126,7 @@ class CpuEngine final : public Engine {
   int64_t adam_step_ = 0;              // Adam's t: updates since the state was last reset
   bool keep_optimizer_state_ = false;  // LoadWeights then leaves the optimizer's state
   std::vector<float> correction_;      // empty: none
+  int64_t positions_ = 0;              // SequencePositions(spec_): 0 when the model has no lengths
   uint64_t dropout_seed_ = 0;          // SeedDropout's seed
   uint64_t dropout_step_ = 0;          // TrainSteps since SeedDropout: the masks' step
   int64_t cut_batch_ = 0;  // a device part: samples of the last ForwardToCut (0: none pending)

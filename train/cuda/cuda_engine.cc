@@ -36,6 +36,7 @@ Result<std::unique_ptr<CudaEngine>> CudaEngine::Create(const ModelSpec& spec, in
     return Status::InvalidArgument("labels are bytes: num_classes must be <= 256");
   std::unique_ptr<CudaEngine> e(new CudaEngine());
   e->spec_ = spec;
+  e->positions_ = SequencePositions(spec);
   e->max_batch_ = max_batch;
   e->fingerprint_ = proto.fingerprint();
   e->num_params_ = proto.size();
@@ -94,8 +95,7 @@ Result<std::unique_ptr<CudaEngine>> CudaEngine::Create(const ModelSpec& spec, in
   TRIB_RETURN_IF_ERROR(e->grad_b_.Allocate(static_cast<size_t>(max_batch * max_act)));
   TRIB_RETURN_IF_ERROR(e->batch_idx_.Allocate(static_cast<size_t>(max_batch)));
   TRIB_RETURN_IF_ERROR(e->batch_labels_.Allocate(static_cast<size_t>(max_batch)));
-  if (SequencePositions(spec) > 0)
-    TRIB_RETURN_IF_ERROR(e->lengths_.Allocate(static_cast<size_t>(max_batch)));
+  if (e->positions_ > 0) TRIB_RETURN_IF_ERROR(e->lengths_.Allocate(static_cast<size_t>(max_batch)));
   TRIB_RETURN_IF_ERROR(e->totals_.Allocate(1));
   TRIB_RETURN_IF_ERROR(e->idx_host_.Allocate(static_cast<size_t>(max_batch)));
   TRIB_RETURN_IF_ERROR(e->totals_host_.Allocate(1));
@@ -186,7 +186,7 @@ Status CudaEngine::Gather(const Dataset& data, std::span<const uint32_t> batch) 
 
 Status CudaEngine::ForwardLayers(int64_t n, bool training) {
   // Sequence lengths from the embedding's pad, for the recurrent layers.
-  const int64_t positions = SequencePositions(spec_);
+  const int64_t positions = positions_;
   if (positions > 0)
     CUDA_CHECK(LaunchSequenceLengths(act_ptr_[0], n, positions,
                                      static_cast<float>(spec_.layers[0].pad), lengths_.data(),

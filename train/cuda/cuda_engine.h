@@ -109,6 +109,7 @@ class CudaEngine final : public Engine {
   DeviceBuffer<float> second_moment_;  // Adam's v (made on its first step); its m is velocity_
   int64_t adam_step_ = 0;              // Adam's t: updates since the state was last reset
   bool keep_optimizer_state_ = false;  // LoadWeights then leaves the optimizer's state
+  int64_t positions_ = 0;              // SequencePositions(spec_): 0 without lengths
   uint64_t dropout_seed_ = 0;          // SeedDropout's seed
   uint64_t dropout_step_ = 0;          // TrainSteps since SeedDropout: the masks' step
   DeviceBuffer<float> correction_;     // empty (unallocated) or num_params_; see has_correction_
