@@ -9,7 +9,7 @@
 
 #include "tributary/config.h"
 #if TRIBUTARY_HAVE_CUDA
-#include "train/cuda/cuda_api.h"
+#include "train/cuda_backend.h"
 #endif
 
 namespace tributary {
@@ -29,7 +29,14 @@ const CudaInfo& QueryCuda() {
   // not change under a running process, and asking the driver costs milliseconds per device.
   static const CudaInfo info = [] {
 #if TRIBUTARY_HAVE_CUDA
-    return cuda::QueryDevices();
+    // The backend is a module loaded now (train/cuda_backend.h); without it, nothing on this
+    // machine can use CUDA, and the reason says why.
+    Result<const CudaBackend*> backend = LoadCudaBackend();
+    if (backend.ok()) return (*backend)->query_devices();
+    CudaInfo i;
+    i.compiled = true;
+    i.unavailable_reason = backend.status().message();
+    return i;
 #else
     CudaInfo i;
     i.unavailable_reason =
@@ -135,9 +142,11 @@ Result<EngineFactory> SelectEngineFactory(std::string_view device, int cpu_threa
   }
   if (!choice.use_cuda) return CpuEngineFactory(cpu_threads);
 #if TRIBUTARY_HAVE_CUDA
+  // QueryCuda found a GPU, so the backend is loaded.
+  TRIB_ASSIGN_OR_RETURN(const CudaBackend* backend, LoadCudaBackend());
   const int index = choice.cuda_index;
-  return EngineFactory([index](const ModelSpec& spec, int64_t max_batch) {
-    return CreateCudaEngine(spec, max_batch, index);
+  return EngineFactory([backend, index](const ModelSpec& spec, int64_t max_batch) {
+    return backend->create_engine(spec, max_batch, index);
   });
 #else
   return Status::Internal("ResolveDevice chose CUDA in a build without the CUDA backend");

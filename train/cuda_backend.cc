@@ -1,0 +1,135 @@
+#include "train/cuda_backend.h"
+
+#include <dlfcn.h>
+
+#include <filesystem>
+#include <mutex>
+#include <string_view>
+#include <system_error>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "core/log.h"
+#include "tributary/config.h"
+
+// Set for this file by train/CMakeLists.txt; defaults keep it compiling elsewhere.
+#ifndef TRIBUTARY_CUDA_BACKEND_INSTALLED
+#define TRIBUTARY_CUDA_BACKEND_INSTALLED ""
+#endif
+#ifndef TRIBUTARY_CUDA_BACKEND_BUILT
+#define TRIBUTARY_CUDA_BACKEND_BUILT ""
+#endif
+#ifndef TRIBUTARY_INSTALL_LIBDIR
+#define TRIBUTARY_INSTALL_LIBDIR "lib"
+#endif
+
+namespace tributary {
+namespace {
+
+std::mutex& RegisteredMutex() {
+  static std::mutex* const mu = new std::mutex();
+  return *mu;
+}
+const CudaBackend*& Registered() {
+  static const CudaBackend* backend = nullptr;
+  return backend;
+}
+
+void ForwardLog(LogLevel level, const char* line, size_t size) {
+  Log().Write(level, std::string_view(line, size));
+}
+
+// The places of the header's list, in its order (the environment's path alone when it is set).
+std::vector<std::string> Candidates() {
+  if (const char* env = std::getenv("TRIBUTARY_CUDA_BACKEND"); env && *env) return {env};
+  std::vector<std::string> out;
+  Dl_info info;
+  if (dladdr(reinterpret_cast<void*>(&LoadCudaBackendFrom), &info) != 0 && info.dli_fname) {
+    std::error_code ec;
+    std::filesystem::path self = std::filesystem::canonical(info.dli_fname, ec);
+    if (!ec) {
+      // The object's directory and up to three above it: <bindir>/.. is the prefix, and the
+      // Python module sits in <libdir>/python3/dist-packages/tributary/.
+      std::filesystem::path dir = self.parent_path();
+      out.push_back((dir / kCudaBackendFile).string());
+      for (int up = 0; up < 4 && !dir.empty(); ++up, dir = dir.parent_path()) {
+        out.push_back((dir / "tributary" / kCudaBackendFile).string());
+        out.push_back((dir / TRIBUTARY_INSTALL_LIBDIR / "tributary" / kCudaBackendFile).string());
+        if (dir == dir.root_path()) break;
+      }
+    }
+  }
+  for (const char* fixed : {TRIBUTARY_CUDA_BACKEND_INSTALLED, TRIBUTARY_CUDA_BACKEND_BUILT})
+    if (*fixed) out.emplace_back(fixed);
+  return out;
+}
+
+}  // namespace
+
+std::string CudaBackendBuildId() {
+  return fmt::format("tributary {} ({}; ModelSpec {} CudaInfo {} Status {} Engine {})",
+                     TRIBUTARY_VERSION, __VERSION__, sizeof(ModelSpec), sizeof(CudaInfo),
+                     sizeof(Status), sizeof(Engine));
+}
+
+void RegisterCudaBackend(const CudaBackend* backend) {
+  std::lock_guard<std::mutex> lock(RegisteredMutex());
+  Registered() = backend;
+}
+
+Result<const CudaBackend*> LoadCudaBackendFrom(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec))
+    return Status::NotFound("no CUDA backend module at " + path);
+  // RTLD_LOCAL: the module's copies of Tributary's code and its CUDA libraries stay its own.
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) {
+    const char* why = dlerror();
+    return Status::Unavailable(
+        fmt::format("the CUDA backend {} could not be loaded ({}): are the CUDA runtime and cuBLAS "
+                    "libraries installed?",
+                    path, why ? why : "unknown dlopen error"));
+  }
+  auto entry = reinterpret_cast<CudaBackendEntry>(dlsym(handle, kCudaBackendEntry));
+  if (entry == nullptr) {
+    dlclose(handle);
+    return Status::Unavailable(
+        fmt::format("{} is not a Tributary CUDA backend (it has no {})", path, kCudaBackendEntry));
+  }
+  const std::string id = CudaBackendBuildId();
+  const CudaBackend* backend = entry(id.c_str(), &ForwardLog);
+  if (backend == nullptr) {
+    dlclose(handle);
+    return Status::Unavailable(fmt::format(
+        "the CUDA backend {} comes from another build than this program ({}): install both "
+        "from one build",
+        path, id));
+  }
+  // Never unloaded: engines it made may outlive any owner here.
+  return backend;
+}
+
+Result<const CudaBackend*> LoadCudaBackend() {
+  {
+    std::lock_guard<std::mutex> lock(RegisteredMutex());
+    if (Registered() != nullptr) return Registered();
+  }
+  static const Result<const CudaBackend*> loaded = []() -> Result<const CudaBackend*> {
+    const std::vector<std::string> places = Candidates();
+    for (const std::string& place : places) {
+      Result<const CudaBackend*> backend = LoadCudaBackendFrom(place);
+      if (backend.ok()) Log().debug("CUDA backend: loaded {}", place);
+      if (backend.ok() || backend.status().code() != StatusCode::kNotFound) return backend;
+    }
+    std::string list;
+    for (const std::string& place : places) list += (list.empty() ? "" : ", ") + place;
+    return Status::NotFound(fmt::format(
+        "this build's CUDA backend ({}) was not found (looked at {}); set TRIBUTARY_CUDA_BACKEND "
+        "to its path",
+        kCudaBackendFile, list.empty() ? "nothing" : list));
+  }();
+  return loaded;
+}
+
+}  // namespace tributary
