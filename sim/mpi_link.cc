@@ -1,10 +1,12 @@
 #include "sim/mpi_link.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
 #include <string_view>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -42,6 +44,42 @@ Status MpiError(const char* what, int code) {
   return Status::Unavailable(fmt::format("MPI: {} failed: {}", what, std::string(text, len)));
 }
 
+// Waits for `request` without holding a core. Open MPI's blocking calls poll for as long as they
+// wait, so a rank waiting for its next task (or rank 0 for the ranks' results) would take a whole
+// core from the ranks that train whenever a machine runs more ranks than it has cores. This polls
+// MPI_Test (which also drives MPI's progress) a few times, then sleeps between polls, from 50 us
+// doubling to 1 ms: a message waits at most about 1 ms more, against rounds of local training.
+Status Await(MPI_Request* request, const char* what) {
+  using std::chrono::microseconds;
+  constexpr int kBusyPolls = 64;
+  constexpr microseconds kLongestPause{1000};
+  microseconds pause{50};
+  for (int polls = 0;; ++polls) {
+    int done = 0;
+    if (int rc = MPI_Test(request, &done, MPI_STATUS_IGNORE); rc != MPI_SUCCESS)
+      return MpiError(what, rc);
+    if (done) return Status::Ok();
+    if (polls < kBusyPolls) continue;
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, kLongestPause);
+  }
+}
+
+Status SendPiece(const void* data, int count, MPI_Datatype type, int to) {
+  MPI_Request request;
+  if (int rc = MPI_Isend(data, count, type, to, kTag, MPI_COMM_WORLD, &request); rc != MPI_SUCCESS)
+    return MpiError("MPI_Isend", rc);
+  return Await(&request, "MPI_Isend");
+}
+
+Status ReceivePiece(void* data, int count, MPI_Datatype type, int from) {
+  MPI_Request request;
+  if (int rc = MPI_Irecv(data, count, type, from, kTag, MPI_COMM_WORLD, &request);
+      rc != MPI_SUCCESS)
+    return MpiError("MPI_Irecv", rc);
+  return Await(&request, "MPI_Irecv");
+}
+
 }  // namespace
 
 bool MpiBuilt() { return true; }
@@ -69,29 +107,21 @@ MpiLink::~MpiLink() { MPI_Finalize(); }
 
 Status MpiLink::Send(int to, const std::string& bytes) {
   const uint64_t n = bytes.size();
-  if (int rc = MPI_Send(&n, 1, MPI_UINT64_T, to, kTag, MPI_COMM_WORLD); rc != MPI_SUCCESS)
-    return MpiError("MPI_Send", rc);
+  TRIB_RETURN_IF_ERROR(SendPiece(&n, 1, MPI_UINT64_T, to));
   for (size_t at = 0; at < bytes.size(); at += kPiece) {
     const int count = static_cast<int>(std::min(kPiece, bytes.size() - at));
-    if (int rc = MPI_Send(bytes.data() + at, count, MPI_BYTE, to, kTag, MPI_COMM_WORLD);
-        rc != MPI_SUCCESS)
-      return MpiError("MPI_Send", rc);
+    TRIB_RETURN_IF_ERROR(SendPiece(bytes.data() + at, count, MPI_BYTE, to));
   }
   return Status::Ok();
 }
 
 Result<std::string> MpiLink::Receive(int from) {
   uint64_t n = 0;
-  if (int rc = MPI_Recv(&n, 1, MPI_UINT64_T, from, kTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-      rc != MPI_SUCCESS)
-    return MpiError("MPI_Recv", rc);
+  TRIB_RETURN_IF_ERROR(ReceivePiece(&n, 1, MPI_UINT64_T, from));
   std::string bytes(n, '\0');
   for (size_t at = 0; at < bytes.size(); at += kPiece) {
     const int count = static_cast<int>(std::min(kPiece, bytes.size() - at));
-    if (int rc = MPI_Recv(bytes.data() + at, count, MPI_BYTE, from, kTag, MPI_COMM_WORLD,
-                          MPI_STATUS_IGNORE);
-        rc != MPI_SUCCESS)
-      return MpiError("MPI_Recv", rc);
+    TRIB_RETURN_IF_ERROR(ReceivePiece(bytes.data() + at, count, MPI_BYTE, from));
   }
   return bytes;
 }

@@ -3,8 +3,10 @@
 // tributary-sim started by an MPI launcher as more than one process (MpiLaunchedRanks > 1) makes
 // one: Init calls MPI_Init_thread (only the main thread calls MPI), the destructor
 // MPI_Finalize. Messages are sent whole: their length, then the bytes in pieces of at most 1 GiB
-// (MPI counts are ints). A build without MPI (TRIBUTARY_MPI=OFF, or no libopenmpi-dev) has the
-// class, and Init says it was built without MPI.
+// (MPI counts are ints). A rank that waits (to send or to receive) sleeps between polls, up to
+// 1 ms, instead of spinning in MPI's blocking calls: more ranks than cores (mpirun
+// --oversubscribe) then leaves the cores to the ranks that train. A build without MPI
+// (TRIBUTARY_MPI=OFF, or no libopenmpi-dev) has the class, and Init says it was built without MPI.
 #pragma once
 
 #include <memory>
