@@ -9,6 +9,7 @@
 #include <memory>
 #include <random>
 #include <set>
+#include <vector>
 
 #include "crypto/cert_authority.h"
 #include "crypto/signing.h"
@@ -16,6 +17,7 @@
 #include "privacy/secagg/neighbour_graph.h"
 #include "privacy/secagg/secagg_client.h"
 #include "privacy/secagg/secagg_server.h"
+#include "tests/core/emulator.h"
 
 namespace tributary {
 namespace {
@@ -186,7 +188,11 @@ TEST(SecAggProtocolTest, TheSumIsExactWithDropoutsInEachPhaseOnTheCompleteGraph)
   const size_t n = 20;
   const SecAggSession s = Session(257, kMask25, /*degree=*/19);
   uint32_t seed = 1;
-  for (double f : {0.0, 0.1, 0.3}) {
+  // Under emulation (qemu, where this test took 46 s) the 30% dropouts only: they take the same
+  // paths as 10%, and the native and sanitizer runs cover all three.
+  const std::vector<double> fractions =
+      testing::kUnderEmulation ? std::vector<double>{0.3} : std::vector<double>{0.0, 0.1, 0.3};
+  for (double f : fractions) {
     for (int phase = 0; phase < 4; ++phase) {
       Dropouts d;
       std::set<size_t>* sets[] = {&d.advertise, &d.share, &d.mask, &d.unmask};

@@ -370,8 +370,12 @@ TEST(AttackSimTest, MedianAndKrumOutlastFedAvgUnderSignFlip) {
   // Measured (seed 7, IID, 40 clients, 10 per round, 10 rounds, lr 0.05): without attack FedAvg
   // ends at 96.4%, median 94.6%, Krum 87.4%; under the attack FedAvg 10.0% (chance), median 63.4%,
   // Krum 90.2%.
-  // It takes all 10 rounds (after 5, Krum is at 28.2% and FedAvg at 11.4%); 16 s under
-  // ThreadSanitizer (with the preset's clear_shadow_mmap_threshold; 75 s without it).
+  // It takes all 10 rounds (after 5, Krum is at 28.2% and FedAvg at 11.4%): 16-52 s under
+  // ThreadSanitizer, for an accuracy check whose threads are those of every other simulation
+  // (RankModeTest/AlieAttackAgainstKrum runs Krum under an attack there), so it runs in the
+  // optimized build only.
+  if (testing::kUnderThreadSanitizer)
+    GTEST_SKIP() << "an accuracy test: the optimized build runs it (16-52 s under TSan)";
   SimConfig c = Small();
   c.data.partition = "iid";
   c.data.num_clients = 40;

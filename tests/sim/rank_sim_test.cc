@@ -352,7 +352,10 @@ TEST(RankSimTest, AResumedRunOnOtherRanksGivesTheModelOfOneUnbrokenProcess) {
   ASSERT_TRUE(whole.ok()) << whole.status().ToString();
   ASSERT_EQ(whole->rounds.size(), 6u);
 
+  // Under ThreadSanitizer only the resume on 3 ranks: the damaged state's resume runs on 1 rank,
+  // one thread, so it has no race to find (the optimized build runs both).
   for (const bool damaged : {false, true}) {
+    if (damaged && testing::kUnderThreadSanitizer) break;
     testing::TempDir dir;
     Result<Distributed> part = FirstThreeRoundsOnTwoRanks(c, dir.path());
     ASSERT_TRUE(part.ok()) << part.status().ToString();
@@ -421,11 +424,13 @@ TEST(RankSimTest, AResumedScaffoldRunGivesTheUnbrokenModel) {
   Result<SimResult> whole = testing::RunSimulation(c);
   ASSERT_TRUE(whole.ok()) << whole.status().ToString();
   ASSERT_EQ(whole->rounds.size(), 6u);
-  SimConfig plain = c;
-  plain.run.strategy = "fedavg";
-  Result<SimResult> fedavg = testing::RunSimulation(plain);
-  ASSERT_TRUE(fedavg.ok());
-  EXPECT_NE(fedavg->model_hash, whole->model_hash) << "the control variates changed nothing";
+  if (!testing::kUnderThreadSanitizer) {  // one process, one thread: nothing for TSan to watch
+    SimConfig plain = c;
+    plain.run.strategy = "fedavg";
+    Result<SimResult> fedavg = testing::RunSimulation(plain);
+    ASSERT_TRUE(fedavg.ok());
+    EXPECT_NE(fedavg->model_hash, whole->model_hash) << "the control variates changed nothing";
+  }
 
   testing::TempDir dir;
   Result<Distributed> part = FirstThreeRoundsOnTwoRanks(c, dir.path());
