@@ -2,8 +2,8 @@
 
 #include <dlfcn.h>
 
+#include <atomic>
 #include <filesystem>
-#include <mutex>
 #include <string_view>
 #include <system_error>
 #include <vector>
@@ -27,14 +27,8 @@
 namespace tributary {
 namespace {
 
-std::mutex& RegisteredMutex() {
-  static std::mutex* const mu = new std::mutex();
-  return *mu;
-}
-const CudaBackend*& Registered() {
-  static const CudaBackend* backend = nullptr;
-  return backend;
-}
+// Constant-initialized, so registrations from other objects' static initializers find it ready.
+constinit std::atomic<const CudaBackend*> registered{nullptr};
 
 void ForwardLog(LogLevel level, const char* line, size_t size) {
   Log().Write(level, std::string_view(line, size));
@@ -73,10 +67,7 @@ std::string CudaBackendBuildId() {
                      sizeof(Status), sizeof(Engine));
 }
 
-void RegisterCudaBackend(const CudaBackend* backend) {
-  std::lock_guard<std::mutex> lock(RegisteredMutex());
-  Registered() = backend;
-}
+void RegisterCudaBackend(const CudaBackend* backend) { registered.store(backend); }
 
 Result<const CudaBackend*> LoadCudaBackendFrom(const std::string& path) {
   std::error_code ec;
@@ -111,10 +102,7 @@ Result<const CudaBackend*> LoadCudaBackendFrom(const std::string& path) {
 }
 
 Result<const CudaBackend*> LoadCudaBackend() {
-  {
-    std::lock_guard<std::mutex> lock(RegisteredMutex());
-    if (Registered() != nullptr) return Registered();
-  }
+  if (const CudaBackend* backend = registered.load()) return backend;
   static const Result<const CudaBackend*> loaded = []() -> Result<const CudaBackend*> {
     const std::vector<std::string> places = Candidates();
     for (const std::string& place : places) {
