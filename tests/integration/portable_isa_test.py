@@ -6,7 +6,9 @@ BMI1/BMI2) may only appear in a function that is chosen at run time for CPUs tha
 
 - the clones of TRIB_SIMD_CLONES loops (core/simd.h): symbols ending .avx2 or .arch_x86_64_v4;
 - the GEMM copies (train/cpu/gemm.h): Eigen renamed to tributary_eigen_avx2 / tributary_eigen_avx512,
-  and their tributary::cpu::avx2 / avx512 entry points.
+  and their tributary::cpu::avx2 / avx512 entry points;
+- the direct convolution copies (train/cpu/direct_conv.h): everything in tributary::cpu::avx2 and
+  tributary::cpu::avx512, their namespaces (anonymous ones inside them included).
 
 Anything else would be an illegal instruction on an Atom-class CPU (what a -march=native build
 gave before). The test also checks that the dispatched copies exist (so the check cannot pass on
@@ -25,7 +27,7 @@ BUILD = sys.argv.pop(1) if len(sys.argv) > 1 else os.environ.get("TRIBUTARY_BUIL
 BMI = {"andn", "bextr", "blsi", "blsmsk", "blsr", "bzhi", "mulx", "pdep", "pext", "rorx", "sarx",
        "shlx", "shrx"}
 DISPATCHED = re.compile(r"(\.avx2|\.arch_x86_64_v4)(\.\d+)?$|tributary_eigen_avx(2|512)|"
-                        r"_ZN9tributary3cpu(4avx2|6avx512)4Gemm")
+                        r"_ZN9tributary3cpu(4avx2|6avx512)")
 
 
 def wide_instruction(ins):
@@ -76,6 +78,8 @@ class PortableIsaTest(unittest.TestCase):
             client = dispatched["tributary-client"]
             self.assertTrue(any("tributary_eigen_avx512" in s for s in client))
             self.assertTrue(any("tributary_eigen_avx2" in s for s in client))
+            for copy in ("4avx2", "6avx512"):  # the direct convolution kernels' copies
+                self.assertTrue(any(f"_ZN9tributary3cpu{copy}10FilterGrad" in s for s in client))
             self.assertTrue(any(s.endswith(".avx2") for s in dispatched["libtributary_compression.a"]))
             total = sum(len(v) for v in dispatched.values())
             print(f"{len(files)} installed files, {total} dispatched functions with AVX code, "

@@ -65,7 +65,23 @@ Conv2D::Conv2D(const ConvTaps& g, int64_t out_c, int64_t max_batch)
       out_c_(out_c) {
   const int64_t per_sample = oh_ * ow_ * taps_ * static_cast<int64_t>(sizeof(float));
   chunk_ = std::clamp<int64_t>((int64_t{3} << 19) / per_sample, 1, max_batch);
-  cols_.resize(static_cast<size_t>(chunk_ * oh_ * ow_ * taps_));
+  direct_ = UsesDirectKernels(g, out_c);
+  if (!direct_) {
+    cols_.resize(static_cast<size_t>(chunk_ * oh_ * ow_ * taps_));
+    return;
+  }
+  shape_ = DirectConvShape{h_, w_, c_, kh_, kw_, ph_, pw_, oc_};
+  if (DirectConvCopiesInput(shape_))
+    padded_.resize(static_cast<size_t>(DirectConvPaddedFloats(shape_, max_batch)));
+  packed_.resize(static_cast<size_t>(taps_ * DirectConvPaddedChannels(oc_)));
+  packed_grad_.resize(packed_.size());
+  dy_scratch_.resize(static_cast<size_t>(DirectConvScratchFloats(shape_)));
+}
+
+bool Conv2D::UsesDirectKernels(const ConvTaps& g, int64_t out_c) {
+  // Rows of at least 4 output pixels: the kernels block pixels along a row (a Conv1D's rows hold
+  // one pixel each, and its wide layers run well as GEMMs).
+  return out_c <= kDirectMaxChannels && g.ow() >= 4;
 }
 
 void Conv2D::Bind(float* params, float* grads) {
@@ -124,7 +140,21 @@ void Conv2D::Col2Im(const float* cols, float* grad_in, int64_t n) const {
   }
 }
 
+void Conv2D::DirectForward(const float* in, float* out, int64_t n) {
+  if (!padded_.empty()) PadDirectConvInput(shape_, in, n, padded_.data());
+  PackDirectConvWeights(shape_, wt_, packed_.data());
+  DirectConvForward(shape_, PaddedInput(in), n, packed_.data(), b_, out);
+}
+
+void Conv2D::DirectFilterGrad(const float* in, const float* grad_out, int64_t n) {
+  std::fill(packed_grad_.begin(), packed_grad_.end(), 0.0f);
+  DirectConvFilterGrad(shape_, PaddedInput(in), n, grad_out, packed_grad_.data(),
+                       dy_scratch_.data());
+  UnpackDirectConvWeights(shape_, packed_grad_.data(), dwt_);
+}
+
 void Conv2D::Forward(const float* in, float* out, int64_t n) {
+  if (direct_) return DirectForward(in, out, n);
   const int64_t in_size = h_ * w_ * c_, pix = oh_ * ow_;
   const auto bias = Eigen::Map<const Eigen::RowVectorXf>(b_, oc_);
   for (int64_t s = 0; s < n; s += chunk_) {
@@ -142,15 +172,21 @@ void Conv2D::Backward(const float* in, const float*, const float* grad_out, floa
   const int64_t in_size = h_ * w_ * c_, pix = oh_ * ow_;
   MatrixMap dwt(dwt_, oc_, taps_);
   auto db = Eigen::Map<Eigen::RowVectorXf>(db_, oc_);
-  dwt.setZero();
+  if (direct_)
+    DirectFilterGrad(in, grad_out, n);
+  else
+    dwt.setZero();
   db.setZero();
-  if (grad_in && dcols_.size() < cols_.size()) dcols_.resize(cols_.size());
+  const size_t dcols_size = static_cast<size_t>(chunk_ * pix * taps_);
+  if (grad_in && dcols_.size() < dcols_size) dcols_.resize(dcols_size);
   for (int64_t s = 0; s < n; s += chunk_) {
     const int64_t m = std::min(chunk_, n - s);
-    Im2Col(in + s * in_size, m);
     const float* dy_data = grad_out + s * pix * oc_;
     ConstMatrixMap dy(dy_data, m * pix, oc_);
-    Gemm(true, false, oc_, taps_, m * pix, dy_data, cols_.data(), dwt_, true);  // dwt += dy^T cols
+    if (!direct_) {  // dwt += dy^T cols
+      Im2Col(in + s * in_size, m);
+      Gemm(true, false, oc_, taps_, m * pix, dy_data, cols_.data(), dwt_, true);
+    }
     db += dy.colwise().sum();
     if (grad_in) {
       Gemm(false, false, m * pix, taps_, oc_, dy_data, wt_, dcols_.data(), false);  // dcols = dy wt

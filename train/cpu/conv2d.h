@@ -7,11 +7,17 @@
 // columns fit in cache (about 1.5 MiB); Backward() rebuilds a chunk's columns rather than keeping
 // the whole batch's, which is faster (the copy hits cache, the GEMMs stay large enough) and keeps
 // the layer's memory independent of the batch size.
+//
+// Narrow layers (at most kDirectMaxChannels output channels, rows of several pixels: LeNet's 1 -> 6
+// and 6 -> 16) instead run the forward pass and the filter gradient with the direct kernels
+// (direct_conv.h), which read the zero-padded input in place; their input gradient stays a GEMM
+// and col2im. Which one a layer takes depends only on its shape.
 #pragma once
 
 #include <vector>
 
 #include "train/cpu/cpu_layer.h"
+#include "train/cpu/direct_conv.h"
 #include "train/model_spec.h"
 
 namespace tributary::cpu {
@@ -29,7 +35,14 @@ class Conv2D final : public CpuLayer {
   void Backward(const float* in, const float* out, const float* grad_out, float* grad_in,
                 int64_t n) override;
 
+  static constexpr int64_t kDirectMaxChannels = 16;
+  static bool UsesDirectKernels(const ConvTaps& g, int64_t out_c);
+  bool direct() const { return direct_; }
+
  private:
+  void DirectForward(const float* in, float* out, int64_t n);
+  void DirectFilterGrad(const float* in, const float* grad_out, int64_t n);
+  const float* PaddedInput(const float* in) const { return padded_.empty() ? in : padded_.data(); }
   void Im2Col(const float* in, int64_t n);
   void Col2Im(const float* cols, float* grad_in, int64_t n) const;
   int64_t chunk_ = 1;  // samples per chunk
@@ -37,6 +50,11 @@ class Conv2D final : public CpuLayer {
   int64_t h_, w_, c_, oc_, kh_, kw_, ph_, pw_, oh_, ow_, taps_;
   AlignedVector cols_;   // [chunk * oh * ow, taps]
   AlignedVector dcols_;  // same shape, for the input gradient
+  // The direct kernels' state: the zero-padded copy of the last Forward's input (when one is made),
+  // the packed weights and filter gradient ([taps][ocp]) and the filter gradient's scratch.
+  bool direct_ = false;
+  DirectConvShape shape_;
+  AlignedVector padded_, packed_, packed_grad_, dy_scratch_;
   float* wt_ = nullptr;
   float* b_ = nullptr;
   float* dwt_ = nullptr;

@@ -27,6 +27,7 @@ using GemmFn = void (*)(bool, bool, int64_t, int64_t, int64_t, const float*, con
 struct GemmChoice {
   GemmFn fn;
   const char* path;
+  SimdPath simd;
 };
 
 GemmChoice Choose() {
@@ -36,12 +37,12 @@ GemmChoice Choose() {
   __builtin_cpu_init();
   if (!baseline && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
       __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw"))
-    return {avx512::Gemm, "avx512"};
+    return {avx512::Gemm, "avx512", SimdPath::kAvx512};
   if (!baseline && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-    return {avx2::Gemm, "avx2+fma"};
-  return {base::Gemm, "baseline"};
+    return {avx2::Gemm, "avx2+fma", SimdPath::kAvx2};
+  return {base::Gemm, "baseline", SimdPath::kBaseline};
 #else
-  return {base::Gemm, "native"};
+  return {base::Gemm, "native", SimdPath::kNative};
 #endif
 }
 
@@ -58,5 +59,7 @@ void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const flo
 }
 
 const char* GemmPath() { return Chosen().path; }
+
+SimdPath ChosenSimdPath() { return Chosen().simd; }
 
 }  // namespace tributary::cpu

@@ -28,4 +28,9 @@ void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const flo
 // Gemm takes in this process.
 const char* GemmPath();
 
+// The same choice as a value, for the other kernels built once per path (direct_conv.h), so that
+// a process runs every kernel on one path.
+enum class SimdPath { kBaseline, kAvx2, kAvx512, kNative };
+SimdPath ChosenSimdPath();
+
 }  // namespace tributary::cpu

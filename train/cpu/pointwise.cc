@@ -50,6 +50,36 @@ TRIB_SIMD_CLONES void MaxPoolSample(const float* __restrict img, float* __restri
   }
 }
 
+// The 2 x 2 windows of most models: each output's four candidates are compared in registers, in
+// window order, and stored once (the general loop above keeps the running maximum in memory
+// across a window's positions). The same selections, so the same values and offsets.
+TRIB_SIMD_CLONES void MaxPool2x2Sample(const float* __restrict img, float* __restrict o,
+                                       int32_t* __restrict am, int64_t w, int64_t c, int64_t oh,
+                                       int64_t ow) {
+  const auto row = static_cast<int32_t>(w * c), pixel = static_cast<int32_t>(c);
+  for (int64_t oy = 0; oy < oh; ++oy) {
+    for (int64_t ox = 0; ox < ow; ++ox) {
+      float* __restrict ov = o + (oy * ow + ox) * c;
+      int32_t* __restrict av = am + (oy * ow + ox) * c;
+      const auto b00 = static_cast<int32_t>((2 * oy * w + 2 * ox) * c);
+      for (int32_t ch = 0; ch < pixel; ++ch) {
+        const int32_t i00 = b00 + ch, i01 = i00 + pixel, i10 = i00 + row, i11 = i10 + pixel;
+        float best = img[i00];
+        int32_t at = i00;
+        const float v01 = img[i01], v10 = img[i10], v11 = img[i11];
+        at = v01 > best ? i01 : at;
+        best = v01 > best ? v01 : best;
+        at = v10 > best ? i10 : at;
+        best = v10 > best ? v10 : best;
+        at = v11 > best ? i11 : at;
+        best = v11 > best ? v11 : best;
+        ov[ch] = best;
+        av[ch] = at;
+      }
+    }
+  }
+}
+
 }  // namespace
 
 MaxPool2D::MaxPool2D(int64_t in_h, int64_t in_w, int64_t c, int64_t k, int64_t max_batch)
@@ -59,9 +89,14 @@ MaxPool2D::MaxPool2D(int64_t in_h, int64_t in_w, int64_t c, int64_t k, int64_t m
 
 void MaxPool2D::Forward(const float* in, float* out, int64_t n) {
   const int64_t in_size = h_ * w_ * c_, out_size = oh_ * ow_ * c_;
-  for (int64_t s = 0; s < n; ++s)
-    MaxPoolSample(in + s * in_size, out + s * out_size, argmax_.data() + s * out_size, w_, c_, k_,
-                  oh_, ow_);
+  for (int64_t s = 0; s < n; ++s) {
+    if (k_ == 2)
+      MaxPool2x2Sample(in + s * in_size, out + s * out_size, argmax_.data() + s * out_size, w_, c_,
+                       oh_, ow_);
+    else
+      MaxPoolSample(in + s * in_size, out + s * out_size, argmax_.data() + s * out_size, w_, c_, k_,
+                    oh_, ow_);
+  }
 }
 
 void MaxPool2D::Backward(const float*, const float*, const float* grad_out, float* grad_in,
