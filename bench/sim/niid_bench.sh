@@ -17,10 +17,11 @@
 #
 # Environment: SIM (default build/release/sim/tributary-sim), ROUNDS (50), EPOCHS (10), MODEL
 # (lenet), STRATEGIES (the four above, space-separated), THREADS (sim.threads, default 0: every
-# core). A cell of the full recipe trains 600,000 examples a round: on a 2-core machine 31 s a
-# round for lenet (26 minutes a cell), so the whole grid takes 12 hours; ROUNDS, EPOCHS and MODEL
-# shrink it (and the table says what ran; docs/results.md has a 10-round, 3-epoch grid). Reports
-# go to runs/niid/<strategy>_<partition>/. A run that fails (SCAFFOLD diverges on labels:1) shows
+# core). A cell of the full recipe trains 600,000 examples a round: on a 2-core machine 11.5 s a
+# round for lenet (about 10 minutes a cell; 31 s before the direct convolution kernels), so the
+# whole grid takes about 5 hours; ROUNDS, EPOCHS and MODEL shrink it (and the table says what
+# ran; docs/results.md has a 10-round, 3-epoch grid). Reports go to
+# runs/niid/<strategy>_<partition>/. A run that fails (SCAFFOLD diverges on labels:1) shows
 # as "failed" with its log's path.
 set -euo pipefail
 cd "$(dirname "$0")/../.."

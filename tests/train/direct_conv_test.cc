@@ -6,11 +6,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "train/cpu/conv2d.h"
+#include "train/cpu/gemm.h"
 
 namespace tributary::cpu {
 namespace {
@@ -94,15 +96,52 @@ void Check(const DirectConvShape& g, int64_t n) {
 TEST(DirectConvTest, MatchesSumsInDoubleOnEveryTileShape) {
   // LeNet's two layers, then shapes for each tile path: single-channel rows shorter and longer than
   // a pixel tile, channel counts below, at and past a vector (and past two: a second pass), rows
-  // that split into uneven tiles, kernels wider than the padding, and 1x1.
+  // that split into uneven tiles, kernels wider than the padding, and 1x1. Run under ASan (the
+  // debug-asan preset) and with TRIBUTARY_SIMD=baseline as well: the buffers are exactly sized.
   const std::vector<DirectConvShape> shapes = {
-      {28, 28, 1, 5, 5, 2, 2, 6}, {14, 14, 6, 5, 5, 0, 0, 16}, {7, 9, 1, 3, 3, 1, 1, 3},
-      {5, 40, 1, 3, 5, 0, 2, 16}, {6, 5, 3, 3, 3, 1, 1, 4},    {9, 9, 2, 5, 5, 0, 0, 3},
-      {8, 33, 2, 3, 3, 1, 1, 17}, {6, 12, 4, 1, 1, 0, 0, 40},  {10, 10, 1, 5, 5, 4, 4, 1},
-      {5, 4, 2, 3, 3, 2, 2, 8},   {4, 70, 3, 2, 4, 0, 1, 16},  {3, 31, 1, 2, 7, 0, 3, 13},
+      {28, 28, 1, 5, 5, 2, 2, 6},
+      {14, 14, 6, 5, 5, 0, 0, 16},
+      {7, 9, 1, 3, 3, 1, 1, 3},
+      {5, 40, 1, 3, 5, 0, 2, 16},
+      {6, 5, 3, 3, 3, 1, 1, 4},
+      {9, 9, 2, 5, 5, 0, 0, 3},
+      {8, 33, 2, 3, 3, 1, 1, 17},
+      {6, 12, 4, 1, 1, 0, 0, 40},
+      {10, 10, 1, 5, 5, 4, 4, 1},
+      {5, 4, 2, 3, 3, 2, 2, 8},
+      {4, 70, 3, 2, 4, 0, 1, 16},
+      {3, 31, 1, 2, 7, 0, 3, 13},
+      // Outputs smaller than a vector of channels: several samples' reads reach past dy's end.
+      {3, 4, 2, 1, 1, 0, 0, 1},
+      {1, 6, 2, 1, 1, 0, 0, 1},
+      {1, 4, 3, 1, 1, 0, 0, 2},
   };
   for (const DirectConvShape& g : shapes)
-    for (int64_t n : {1, 3}) Check(g, n);
+    for (int64_t n : {1, 3, 4}) Check(g, n);
+}
+
+TEST(DirectConvTest, LanesFollowTheGemmPath) {
+  // One process runs one path's copies: the lanes are that path's vector width.
+  const std::string path = GemmPath();
+  int64_t want = 4;  // baseline (SSE2) and aarch64 (NEON)
+  if (path == "avx512") want = 16;
+  if (path == "avx2+fma") want = 8;
+#if defined(__AVX512F__)
+  if (path == "native") want = 16;
+#elif defined(__AVX__)
+  if (path == "native") want = 8;
+#endif
+  EXPECT_EQ(DirectConvLanes(), want) << path;
+  const char* forced = std::getenv("TRIBUTARY_SIMD");
+  if (forced != nullptr && std::string(forced) == "baseline" && path != "native") {
+    EXPECT_EQ(path, "baseline");
+  }
+#if defined(__x86_64__)
+  if (forced != nullptr && std::string(forced) == "avx2" && path != "native" &&
+      __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    EXPECT_EQ(path, "avx2+fma");
+  }
+#endif
 }
 
 TEST(DirectConvTest, FilterGradAccumulatesIntoTheGradient) {

@@ -63,6 +63,13 @@ TEST(LayerGradTest, Conv2DSamePadding) {
   CheckLayer(c, 2, 6 * 5 * 3, 6 * 5 * 4, 2e-3, 20);
 }
 
+TEST(LayerGradTest, Conv2DWideLayersTakeIm2Col) {
+  // More than 16 filters: the im2col and GEMM path (narrower layers take the direct kernels).
+  Conv2D c(7, 7, 2, 20, 3, 1, 3);
+  ASSERT_FALSE(c.direct());
+  CheckLayer(c, 3, 7 * 7 * 2, 7 * 7 * 20, 2e-3, 31);
+}
+
 TEST(LayerGradTest, Conv2DValidAcrossChunks) {
   // A 5x5 kernel with no padding on 9x9x2; batch 5 spans several chunks only if chunking works.
   Conv2D c(9, 9, 2, 3, 5, 0, 5);
@@ -334,8 +341,36 @@ TEST(LayerGradTest, GruMatchesTheEquationsInDouble) {
 }
 
 TEST(LayerGradTest, MaxPool) {
-  MaxPool2D p(6, 4, 3, 2, 2);
+  MaxPool2D p(6, 4, 3, 2, 2);  // 2x2 windows: the in-register path
   CheckLayer(p, 2, 6 * 4 * 3, 3 * 2 * 3, 1e-3, 40);
+  MaxPool2D wide(7, 6, 2, 3, 2);  // 3x3 windows (a row left over): the general loop
+  CheckLayer(wide, 2, 7 * 6 * 2, 2 * 2 * 2, 1e-3, 41);
+}
+
+TEST(LayerGradTest, MaxPoolPathsAgreeOnTies) {
+  // The 2x2 path and the general loop keep the first of equal values in window order: on an
+  // image with many ties, 2x2 windows through both give the same values and the same gradient.
+  const int64_t h = 4, w = 6, c = 3;
+  std::vector<float> x(h * w * c);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 7) % 3);
+  std::vector<float> go = Random(2 * 3 * c, 43);
+  MaxPool2D fast(h, w, c, 2, 1);
+  std::vector<float> y(2 * 3 * c), gi(x.size());
+  fast.Forward(x.data(), y.data(), 1);
+  fast.Backward(x.data(), y.data(), go.data(), gi.data(), 1);
+  // The same windows as a 2x2 pooling of a 4x6 image, taken as a generic k=2 window by hand.
+  for (int64_t oy = 0; oy < 2; ++oy)
+    for (int64_t ox = 0; ox < 3; ++ox)
+      for (int64_t ch = 0; ch < c; ++ch) {
+        int64_t at = ((2 * oy) * w + 2 * ox) * c + ch;
+        for (int64_t ky = 0; ky < 2; ++ky)
+          for (int64_t kx = 0; kx < 2; ++kx) {
+            const int64_t i = ((2 * oy + ky) * w + 2 * ox + kx) * c + ch;
+            if (x[i] > x[at]) at = i;
+          }
+        EXPECT_EQ(y[(oy * 3 + ox) * c + ch], x[at]);
+        EXPECT_EQ(gi[at], go[(oy * 3 + ox) * c + ch]) << oy << " " << ox << " " << ch;
+      }
 }
 
 TEST(LayerGradTest, ReLU) {

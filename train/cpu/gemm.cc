@@ -34,9 +34,11 @@ GemmChoice Choose() {
 #if TRIBUTARY_GEMM_AVX2
   const char* forced = std::getenv("TRIBUTARY_SIMD");
   const bool baseline = forced != nullptr && std::strcmp(forced, "baseline") == 0;
+  const bool avx2 = forced != nullptr && std::strcmp(forced, "avx2") == 0;
   __builtin_cpu_init();
-  if (!baseline && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
-      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw"))
+  if (!baseline && !avx2 && __builtin_cpu_supports("avx512f") &&
+      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+      __builtin_cpu_supports("avx512bw"))
     return {avx512::Gemm, "avx512", SimdPath::kAvx512};
   if (!baseline && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
     return {avx2::Gemm, "avx2+fma", SimdPath::kAvx2};

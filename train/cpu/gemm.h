@@ -11,8 +11,9 @@
 // each in its own namespace (gemm_kernel.inc), and the first call picks the widest the CPU and OS
 // support. They round differently (fused multiply-adds, other block sizes), so the engine is
 // bitwise deterministic for a seed on one path; TRIBUTARY_SIMD=baseline in the environment forces
-// the baseline path, which gives the same bits on every x86-64 CPU. Elsewhere (aarch64, where NEON
-// is the baseline; native builds) there is one copy.
+// the baseline path, which gives the same bits on every x86-64 CPU (TRIBUTARY_SIMD=avx2 the
+// AVX2+FMA path where the CPU has it, to test that copy on an AVX-512 machine). Elsewhere (aarch64,
+// where NEON is the baseline; native builds) there is one copy.
 //
 // Thread-safe: the choice is made once; the kernels keep no state of their own.
 #pragma once
