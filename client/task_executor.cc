@@ -173,17 +173,17 @@ Status TaskExecutor::PrepareCorrection(const TaskAssignment& task, const ModelWe
 }
 
 Status TaskExecutor::FinishControl(const TaskAssignment& task, const ModelWeights& global,
-                                   const FitResult& fit, const std::string& what,
-                                   std::vector<float>* control_delta) {
-  if (fit.steps < 1)
+                                   std::span<const float> trained, int64_t steps,
+                                   const std::string& what, std::vector<float>* control_delta) {
+  if (steps < 1)
     return ProtocolError(ErrorCode::kInternal,
                          fmt::format("{}: SCAFFOLD divides by the local steps, and the trainer "
                                      "reported {} (FitResult::steps)",
-                                     what, fit.steps));
+                                     what, steps));
   // Option II of the paper: c_i+ = c_i - c + (x - y) / (K * lr); the delta is c_i+ - c_i.
   const std::span<const float> c = task.control.span();
-  const double inv = 1.0 / (static_cast<double>(fit.steps) * task.fit.lr);
-  std::span<const float> x = global.data(), y = fit.weights.data();
+  const double inv = 1.0 / (static_cast<double>(steps) * task.fit.lr);
+  std::span<const float> x = global.data(), y = trained;
   control_delta->resize(c.size());
   for (size_t i = 0; i < c.size(); ++i) {
     const auto d = static_cast<float>((static_cast<double>(x[i]) - y[i]) * inv - c[i]);
@@ -206,15 +206,85 @@ void TaskExecutor::CommitControl(const TaskAssignment& task, const ModelWeights&
       Log().warn("{}: SCAFFOLD's control variate stays in memory only: {}", what, s.ToString());
 }
 
+Status TaskExecutor::EnsureLayout() {
+  if (layout_) return Status::Ok();
+  Result<ModelWeights> params = trainer_->get_parameters();
+  if (!params.ok())
+    return ProtocolError(ErrorCode::kInternal,
+                         "trainer.get_parameters failed: " + params.status().ToString());
+  layout_ = params->ZerosLike();
+  return Status::Ok();
+}
+
 Result<ModelWeights> TaskExecutor::ToWeights(const ModelPayload& payload, const char* what) {
-  if (!layout_) {
-    Result<ModelWeights> params = trainer_->get_parameters();
-    if (!params.ok())
-      return ProtocolError(ErrorCode::kInternal,
-                           "trainer.get_parameters failed: " + params.status().ToString());
-    layout_ = params->ZerosLike();
-  }
+  TRIB_RETURN_IF_ERROR(EnsureLayout());
   return PayloadToWeights(payload, *layout_, what);
+}
+
+Result<ModelWeights> TaskExecutor::ToWholeWeights(const ModelPayload& payload,
+                                                  const FrozenPart& frozen, const char* what,
+                                                  const TensorSubset** subset) {
+  *subset = nullptr;
+  if (!frozen.active()) {
+    if (!frozen.values.empty() || frozen.hash != 0)
+      return ProtocolError(
+          ErrorCode::kProtocolViolation,
+          fmt::format("{}: frozen tensors without the list of federated ones", what));
+    return ToWeights(payload, what);
+  }
+  TRIB_RETURN_IF_ERROR(EnsureLayout());
+  if (!subset_ || subset_->indices() != frozen.federated) {
+    Result<TensorSubset> made = TensorSubset::Create(*layout_, frozen.federated);
+    if (!made.ok())
+      return ProtocolError(ErrorCode::kProtocolViolation,
+                           fmt::format("{}: the task's federated tensors do not fit this client's "
+                                       "model of {} tensors: {}",
+                                       what, layout_->num_tensors(), made.status().message()));
+    subset_ = std::move(*made);
+  }
+  Result<ModelWeights> part = PayloadToWeights(payload, subset_->SelectedLayout(), what);
+  if (!part.ok()) return part.status();
+  TRIB_ASSIGN_OR_RETURN(ModelWeights rest, FrozenRest(frozen, *subset_, what));
+  Result<ModelWeights> whole = subset_->Join(*part, rest);
+  if (!whole.ok())
+    return ProtocolError(ErrorCode::kProtocolViolation,
+                         fmt::format("{}: {}", what, whole.status().message()));
+  *subset = &*subset_;
+  return whole;
+}
+
+Result<ModelWeights> TaskExecutor::FrozenRest(const FrozenPart& frozen, const TensorSubset& subset,
+                                              const char* what) {
+  ModelWeights rest = subset.RestLayout();
+  if (!frozen.values.empty()) {
+    if (frozen.values.size() != rest.size())
+      return ProtocolError(ErrorCode::kProtocolViolation,
+                           fmt::format("{}: the task sends {} values of frozen tensors; this "
+                                       "client's model has {} in the tensors not federated",
+                                       what, frozen.values.size(), rest.size()));
+    std::copy(frozen.values.begin(), frozen.values.end(), rest.data().begin());
+    if (rest.content_hash() != frozen.hash)
+      return ProtocolError(ErrorCode::kProtocolViolation,
+                           fmt::format("{}: the frozen tensors sent hash to {:016x}, but the task "
+                                       "names {:016x}",
+                                       what, rest.content_hash(), frozen.hash));
+    kept_frozen_hash_ = frozen.hash;
+    kept_frozen_ = frozen.values;  // shares the received buffer
+    return rest;
+  }
+  if (kept_frozen_.empty() || kept_frozen_hash_ != frozen.hash ||
+      kept_frozen_.size() != rest.size())
+    return ProtocolError(
+        ErrorCode::kProtocolViolation,
+        kept_frozen_.empty()
+            ? fmt::format("{}: the task carries only the model's unfrozen tensors and names frozen "
+                          "ones (hash {:016x}) this client was never sent",
+                          what, frozen.hash)
+            : fmt::format("{}: the task names frozen tensors with hash {:016x}; this client kept "
+                          "{} values with hash {:016x} (another run's?)",
+                          what, frozen.hash, kept_frozen_.size(), kept_frozen_hash_));
+  std::copy(kept_frozen_.begin(), kept_frozen_.end(), rest.data().begin());
+  return rest;
 }
 
 Result<UpdateSubmission> TaskExecutor::Fit(const TaskAssignment& task, TaskReport* report,
@@ -244,13 +314,31 @@ Result<UpdateSubmission> TaskExecutor::Fit(const TaskAssignment& task, TaskRepor
     return ProtocolError(ErrorCode::kProtocolViolation,
                          fmt::format("{}: codec '{}' is not supported by this client ({})", what,
                                      task.codec.spec, codec.status().message()));
-  TRIB_ASSIGN_OR_RETURN(ModelWeights global, ToWeights(task.model, what.c_str()));
+  if (task.frozen.active() && split != nullptr)
+    return ProtocolError(
+        ErrorCode::kProtocolViolation,
+        fmt::format("{}: a split-learning task that federates only some tensors", what));
+  const TensorSubset* subset = nullptr;
+  TRIB_ASSIGN_OR_RETURN(ModelWeights global,
+                        ToWholeWeights(task.model, task.frozen, what.c_str(), &subset));
   if (on_global_model_) on_global_model_(global, task.round, task.model_version);
+  // What travels: the whole model, or only its federated tensors (FrozenPart).
+  std::optional<ModelWeights> federated_global;
+  if (subset) federated_global = subset->Selected(global).value();
+  const ModelWeights& sent = subset ? *federated_global : global;
 
-  // SCAFFOLD: the drift correction c - c_i rides in the fit's config.
+  // SCAFFOLD: the drift correction c - c_i rides in the fit's config (zero on frozen tensors).
   std::vector<float> correction, control_delta;
   const bool scaffold = !task.control.empty();
-  if (scaffold) TRIB_RETURN_IF_ERROR(PrepareCorrection(task, global, what, &correction));
+  if (scaffold) {
+    TRIB_RETURN_IF_ERROR(PrepareCorrection(task, sent, what, &correction));
+    if (subset) {
+      ModelWeights part = sent.ZerosLike();
+      std::copy(correction.begin(), correction.end(), part.data().begin());
+      ModelWeights whole = subset->Join(part, subset->RestLayout()).value();
+      correction.assign(whole.data().begin(), whole.data().end());
+    }
+  }
   FitConfig config = task.fit;
   config.correction = correction;
   Result<FitResult> fit = split != nullptr ? trainer_->fit_split(global, config, *split)
@@ -272,21 +360,25 @@ Result<UpdateSubmission> TaskExecutor::Fit(const TaskAssignment& task, TaskRepor
         ErrorCode::kInternal,
         fmt::format("{}: trainer.fit returned num_examples {}", what, fit->num_examples));
   const double fit_seconds = Seconds(t0);
-  if (scaffold) TRIB_RETURN_IF_ERROR(FinishControl(task, global, *fit, what, &control_delta));
+  // The trained weights of what travels: the whole model, or its federated tensors.
+  ModelWeights trained = subset ? subset->Selected(fit->weights).value() : std::move(fit->weights);
+  if (scaffold)
+    TRIB_RETURN_IF_ERROR(
+        FinishControl(task, sent, trained.data(), fit->steps, what, &control_delta));
 
   // delta = new - global, computed in place over the new weights. With a compressed download
   // (ModelPayload::is_encoded) `global` is the decoded model this client trained from, not the
   // coordinator's exact one, which the coordinator applies the aggregate to: the standard
   // approximation of quantized downloads (the quantization error stays out of the delta).
-  std::span<float> delta = fit->weights.data();
-  std::span<const float> g = global.data();
+  std::span<float> delta = trained.data();
+  std::span<const float> g = sent.data();
   for (size_t i = 0; i < delta.size(); ++i) delta[i] -= g[i];
   CodecState* codec_state =
       (*codec)->uses_error_feedback() ? PrepareCodecState(**codec, delta.size()) : nullptr;
   const uint64_t seed = DeriveSeed(task.fit.seed, {task.round, kCodecStream});
   // The trained weights' buffer now holds the delta; the codec may hand it over as the update's
   // bytes (dense does) instead of copying it.
-  auto owner = std::make_shared<const ModelWeights>(std::move(fit->weights));
+  auto owner = std::make_shared<const ModelWeights>(std::move(trained));
   Result<SharedBytes> bytes = (*codec)->EncodeShared(owner, owner->data(), codec_state, seed);
   if (!bytes.ok())
     return ProtocolError(ErrorCode::kInternal,
@@ -297,7 +389,7 @@ Result<UpdateSubmission> TaskExecutor::Fit(const TaskAssignment& task, TaskRepor
       Log().warn("{}: the error-feedback residual stays in memory only: {}", what, s.ToString());
   }
   // c_i moves once the update is made (a failed encode leaves it), as the residual does.
-  if (scaffold) CommitControl(task, global, control_delta, what);
+  if (scaffold) CommitControl(task, sent, control_delta, what);
 
   UpdateSubmission out;
   out.round = task.round;
@@ -307,8 +399,8 @@ Result<UpdateSubmission> TaskExecutor::Fit(const TaskAssignment& task, TaskRepor
   metrics["fit_seconds"] = fit_seconds;
   out.metrics = SendableMetrics(metrics);
   out.update.codec = task.codec.spec;
-  out.update.layout_fingerprint = global.fingerprint();
-  out.update.num_floats = global.size();
+  out.update.layout_fingerprint = sent.fingerprint();
+  out.update.num_floats = sent.size();
   out.update.bytes = std::move(*bytes);
   if (!control_delta.empty()) out.control_delta = SharedFloats(std::move(control_delta));
   if (report) {
@@ -329,7 +421,9 @@ Result<EvaluateResult> TaskExecutor::Evaluate(const EvaluateTask& task, TaskRepo
     report->model_version = task.model_version;
   }
   const std::string what = fmt::format("evaluation for round {}", task.round);
-  TRIB_ASSIGN_OR_RETURN(ModelWeights weights, ToWeights(task.model, what.c_str()));
+  const TensorSubset* subset = nullptr;
+  TRIB_ASSIGN_OR_RETURN(ModelWeights weights,
+                        ToWholeWeights(task.model, task.frozen, what.c_str(), &subset));
   if (on_global_model_) on_global_model_(weights, task.round, task.model_version);
   EvalConfig config;
   config.batch_size = task.batch_size;

@@ -41,6 +41,16 @@
 // PROTOCOL_VIOLATION; a trainer that does not apply the correction (Trainer::applies_correction)
 // or reports no steps fails the task (INTERNAL) rather than train without it.
 //
+// A run that federates only the model's unfrozen tensors (FrozenPart, run.federate = "unfrozen"):
+// the task's model holds the listed tensors, and the executor joins them with the frozen rest,
+// which the task carries the first time (checked against its hash, then kept in memory for later
+// tasks) and names by hash after that. The update, SCAFFOLD's control variate and its delta, and
+// the error-feedback residual then cover only the federated tensors; the trainer still sees the
+// whole model (SCAFFOLD's correction is zero on the frozen tensors, which the trainer leaves as
+// they are). Indices that are not strictly increasing or past the trainer's tensors, frozen values
+// of the wrong size or hash, and a task that names frozen tensors this client does not hold are a
+// PROTOCOL_VIOLATION naming what was wrong.
+//
 // A host that keeps the latest global model (ClientRuntime does, for Client::predict) sets a hook
 // that sees every model the executor decoded, before the trainer gets it.
 //
@@ -55,6 +65,7 @@
 
 #include "client/client_state.h"
 #include "compression/codec.h"
+#include "core/tensor_subset.h"
 #include "protocol/messages.h"
 #include "tributary/client.h"
 #include "tributary/trainer.h"
@@ -87,6 +98,14 @@ class TaskExecutor {
     control_version_.reset();
   }
   std::vector<float> take_control() { return std::move(control_); }
+  // The frozen tensors of a run that federates only the unfrozen ones, as if an earlier task had
+  // sent them (FrozenPart::values, with the hash it named): the simulator's virtual clients, whose
+  // executors live for one task, keep the run's this way. A task naming another hash is still
+  // refused.
+  void keep_frozen(uint64_t hash, SharedFloats values) {
+    kept_frozen_hash_ = hash;
+    kept_frozen_ = std::move(values);
+  }
   // Called by Fit and Evaluate with the task's global model once it is decoded (in the trainer's
   // layout), before the trainer is called, on the calling thread. Empty: none (the default).
   using GlobalModelHook =
@@ -105,6 +124,16 @@ class TaskExecutor {
   // The payload as ModelWeights in the trainer's layout, decoding an encoded one;
   // PROTOCOL_VIOLATION on a mismatch or a malformed encoding.
   Result<ModelWeights> ToWeights(const ModelPayload& payload, const char* what);
+  // layout_ from trainer.get_parameters() on first use (INTERNAL when it fails).
+  Status EnsureLayout();
+  // The whole global model of a task: ToWeights(payload), or, when `frozen` is active, the
+  // federated tensors it holds joined with the frozen rest (sent, or kept from an earlier task).
+  // *subset is set to the task's tensor subset (null for a whole-model task).
+  Result<ModelWeights> ToWholeWeights(const ModelPayload& payload, const FrozenPart& frozen,
+                                      const char* what, const TensorSubset** subset);
+  // The frozen rest a task names: its values (checked and kept) or the kept copy.
+  Result<ModelWeights> FrozenRest(const FrozenPart& frozen, const TensorSubset& subset,
+                                  const char* what);
 
   // The residual for `codec` and a model of n floats: loaded from the state dir on first use,
   // reset when it belongs to another pipeline or size.
@@ -117,8 +146,9 @@ class TaskExecutor {
   // *correction = c - c_i; after the fit, the control delta and the new c_i (saved).
   Status PrepareCorrection(const TaskAssignment& task, const ModelWeights& global,
                            const std::string& what, std::vector<float>* correction);
-  Status FinishControl(const TaskAssignment& task, const ModelWeights& global, const FitResult& fit,
-                       const std::string& what, std::vector<float>* control_delta);
+  Status FinishControl(const TaskAssignment& task, const ModelWeights& global,
+                       std::span<const float> trained, int64_t steps, const std::string& what,
+                       std::vector<float>* control_delta);
   // c_i += control_delta, saved, once the update is encoded.
   void CommitControl(const TaskAssignment& task, const ModelWeights& global,
                      std::span<const float> control_delta, const std::string& what);
@@ -132,6 +162,9 @@ class TaskExecutor {
   bool control_loaded_ = false;
   std::optional<uint64_t> control_version_;  // the model version c_i was last updated on
   GlobalModelHook on_global_model_;
+  std::optional<TensorSubset> subset_;  // the last FrozenPart's federated tensors
+  uint64_t kept_frozen_hash_ = 0;
+  SharedFloats kept_frozen_;  // empty: none kept
 };
 
 // A task's model payload as ModelWeights in `layout`'s layout: the raw floats copied, or an

@@ -459,13 +459,15 @@ void AsyncEngine::Dispatch(const std::string& id, const ModelPayload& payload, T
   t.deadline_ms = static_cast<uint64_t>(config_.round_timeout.count());
   t.model = payload;  // shares the version's one copy
   Task task{dispatch, t.round, version_, now + config_.round_timeout, cohort};
-  registry_.MarkBusy(*registry_.Find(id));
+  ClientRecord& client = *registry_.Find(id);
+  const uint64_t frozen_bytes = StampFrozen(config_, client, t.frozen);
+  registry_.MarkBusy(client);
   expired_.erase(id);
   tasks_[id] = task;
   // A cohort's deadlines are its session's.
   if (cohort == 0) deadlines_.insert({task.deadline, id});
   ++summary_.selected;
-  summary_.bytes_down += t.model.data_bytes();
+  summary_.bytes_down += t.model.data_bytes() + frozen_bytes;
   outbox_.push_back({id, std::move(t)});
 }
 
@@ -557,7 +559,10 @@ void AsyncEngine::ApplyBuffer(TimePoint now) {
     task.model_version = version_;
     task.deadline_ms = static_cast<uint64_t>(config_.round_timeout.count());
     task.model = download_->For(model_, version_, summary_.round);
-    eval_->Start(task, registry_.Eligible(), now + config_.round_timeout, outbox_);
+    eval_->Start(task, registry_.Eligible(), now + config_.round_timeout, outbox_,
+                 [this](const std::string& id, EvaluateTask& t) {
+                   StampFrozen(config_, *registry_.Find(id), t.frozen);
+                 });
   }
   const RoundSummary done = summary_;
   summary_ = RoundSummary{};

@@ -13,6 +13,7 @@ ClientRecord& ClientRegistry::Join(const std::string& id, const ClientCapabiliti
   }
   r.capabilities = caps;
   r.via = via;
+  r.holds_frozen = false;  // a new connection: whatever it held is not known to be there
   r.last_seen = now;
   if (r.busy) --num_busy_;
   r.busy = false;

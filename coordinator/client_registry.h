@@ -31,6 +31,8 @@ struct ClientRecord {
   bool busy = false;  // assigned a task in the current round attempt (set with MarkBusy)
   uint64_t rounds_completed = 0;
   std::string via;  // the aggregator it joined through (docs/tier.md); empty: directly
+  // run.federate = "unfrozen": the frozen tensors went out to it since it joined (StampFrozen).
+  bool holds_frozen = false;
 };
 
 // A client's cool-down (ClientRegistry::RecordMiss).

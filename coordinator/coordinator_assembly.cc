@@ -216,7 +216,7 @@ Status Coordinator::Serve() {
 
 void Coordinator::PrintStartLine(const std::string& address) const {
   const RunConfig& run = config_.run;
-  const ModelWeights& model = driver_->engine().model();
+  const ModelWeights model = driver_->client_model();
   const std::string what = run.initial_model.empty() ? run.model
                            : run.model.empty()       ? run.initial_model
                                                      : run.model + " from " + run.initial_model;

@@ -61,8 +61,10 @@ CoordinatorService::CoordinatorService(asio::io_context& io, Transport& transpor
       split_executor_(options_.split_executor    ? options_.split_executor
                       : options_.engine_executor ? options_.engine_executor
                                                  : asio::any_io_executor(io.get_executor())),
-      run_layout_(LayoutOf(driver.engine().model())),
-      run_fingerprint_(driver.engine().model().fingerprint()),
+      // What clients declare at Hello: the model they train (with run.federate = "unfrozen" the
+      // whole model, though only its unfrozen tensors travel).
+      run_layout_(LayoutOf(driver.client_model())),
+      run_fingerprint_(LayoutFingerprint(run_layout_)),
       max_update_bytes_(std::max(
           MaxUpdateMessageBytes(driver.config().round.codec, driver.config().round.secagg.enabled,
                                 driver.engine().strategy().uses_control_variates(),

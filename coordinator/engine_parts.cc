@@ -90,7 +90,20 @@ Status CheckStrategyComposes(const Strategy& strategy, const RoundConfig& config
   return Status::Ok();
 }
 
+uint64_t StampFrozen(const RoundConfig& config, ClientRecord& client, FrozenPart& out) {
+  if (!config.frozen) return 0;
+  out.federated = config.frozen->federated;
+  out.hash = config.frozen->hash;
+  if (client.holds_frozen) return 0;
+  client.holds_frozen = true;
+  out.values = config.frozen->values;  // shared, not copied
+  return out.values.size() * sizeof(float);
+}
+
 std::string WhyNotThroughTier(const Strategy& strategy, const RoundConfig& config) {
+  if (config.federate == "unfrozen")
+    return "run.federate = \"unfrozen\": an aggregator's group task carries one model for all "
+           "its clients, not the frozen tensors for those that do not hold them yet";
   if (config.mode == "async")
     return "run.mode = \"async\": asynchronous steps do not run through the aggregation tier yet";
   // Secure aggregation runs one session per aggregator's group (TierSecAgg); differential privacy

@@ -12,6 +12,7 @@
 #include "coordinator/client_registry.h"
 #include "coordinator/round_config.h"
 #include "core/clock.h"
+#include "protocol/messages.h"
 #include "tributary/model_weights.h"
 
 namespace tributary {
@@ -43,5 +44,11 @@ Status CheckStrategyComposes(const Strategy& strategy, const RoundConfig& config
 // (one that needs each update, each one's weight, or control variates) are not supported through
 // the tier yet. Secure aggregation is, one session per aggregator's group.
 std::string WhyNotThroughTier(const Strategy& strategy, const RoundConfig& config);
+
+// run.federate = "unfrozen" (config.frozen set): stamps the run's FrozenPart on a task for
+// `client`, with the frozen tensors' values when they have not gone out to it since it joined
+// (ClientRecord::holds_frozen, then set); returns the bytes of values added (0 when none, or
+// without config.frozen, when `out` is left empty).
+uint64_t StampFrozen(const RoundConfig& config, ClientRecord& client, FrozenPart& out);
 
 }  // namespace tributary

@@ -5,13 +5,16 @@
 namespace tributary {
 
 void FederatedEval::Start(const EvaluateTask& task, const std::vector<std::string>& clients,
-                          TimePoint deadline, std::vector<RunEngine::Outgoing>& outbox) {
+                          TimePoint deadline, std::vector<RunEngine::Outgoing>& outbox,
+                          const Stamp& stamp) {
   if (eval_.round != 0) Finish();  // an older evaluation still waiting: report what came
   eval_.round = task.round;
   deadline_ = deadline;
   for (const std::string& id : clients) {
     pending_.insert(id);
-    outbox.push_back({id, task});
+    EvaluateTask t = task;  // shares task.model
+    if (stamp) stamp(id, t);
+    outbox.push_back({id, std::move(t)});
   }
   if (pending_.empty()) Finish();
 }

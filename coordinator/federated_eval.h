@@ -26,9 +26,12 @@ class FederatedEval {
       : on_done_(std::move(on_done)) {}
 
   // Sends `task` (its round, version, deadline and model set) to each of `clients` through
-  // `outbox`; with no clients the evaluation is reported at once, empty.
+  // `outbox`, each copy passed through `stamp` when given (run.federate = "unfrozen": the frozen
+  // tensors for a client not yet sent them); with no clients the evaluation is reported at once,
+  // empty.
+  using Stamp = std::function<void(const std::string& client, EvaluateTask& task)>;
   void Start(const EvaluateTask& task, const std::vector<std::string>& clients, TimePoint deadline,
-             std::vector<RunEngine::Outgoing>& outbox);
+             std::vector<RunEngine::Outgoing>& outbox, const Stamp& stamp = {});
   // FailedPrecondition when `id` was not asked, or answers another round.
   Status OnResult(const std::string& id, const EvaluateResult& result);
   void OnLeft(const std::string& id);

@@ -28,6 +28,9 @@ void BindRoundConfig(ConfigSchema& s, RoundConfig* r) {
   s.Bind("run.staleness_weight", &r->async.staleness_weight,
          "async: how an update is discounted by its staleness t: constant, sqrt (1/sqrt(1+t)), "
          "polynomial:A ((1+t)^-A), hinge:A:B");
+  s.Bind("run.federate", &r->federate,
+         "which tensors are aggregated and sent: all, or unfrozen (only those of the model's "
+         "layers not marked frozen)");
   s.Bind("run.rounds", &r->rounds, "rounds to run").Flag("--rounds");
   s.Bind("run.clients_per_round", &r->clients_per_round,
          "updates each round waits for (K); ignored when run.fraction > 0")
@@ -220,6 +223,14 @@ Status RoundConfig::Validate() const {
   if (mode != "sync" && mode != "async")
     return bad(fmt::format("'run.mode' = '{}' must be 'sync' or 'async'", mode));
   if (asynchronous()) TRIB_RETURN_IF_ERROR(ValidateAsync());
+  if (federate != "all" && federate != "unfrozen")
+    return bad(fmt::format(
+        "'run.federate' = '{}' must be 'all' or 'unfrozen' (only the tensors of layers not frozen)",
+        federate));
+  if (federate == "unfrozen" && split.enabled())
+    return bad(
+        "'run.federate' = 'unfrozen' cannot be used with split.mode: a split run's device part is "
+        "already what travels");
   if (!(fraction >= 0.0 && fraction <= 1.0))
     return bad(fmt::format("'run.fraction' = {} must be in [0, 1]", fraction));
   if (fraction == 0.0 && clients_per_round < 1)

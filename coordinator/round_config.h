@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "core/config_schema.h"
@@ -13,6 +14,8 @@
 #include "tributary/trainer.h"
 
 namespace tributary {
+
+struct FrozenPart;  // protocol/messages.h
 
 // Secure aggregation (docs/privacy.md): the coordinator learns only the sum of a round's updates.
 struct SecAggConfig {
@@ -103,6 +106,13 @@ struct RoundConfig {
   // engines stamp on every TaskAssignment (split_cut, with split.codec). Not a key.
   uint32_t split_cut = 0;
   uint32_t split_head = 0;  // the U-shape's second cut (split.head), stamped as split_head
+  // run.federate: "all" (every tensor is aggregated and sent) or "unfrozen" (only the tensors of
+  // the model's layers that are not frozen; docs/models.md).
+  std::string federate = "all";
+  // Set by RunDriver when run.federate = "unfrozen" and the model freezes a layer: the federated
+  // tensors' indices, the frozen rest's hash and values, which the engines stamp on every task
+  // (StampFrozen). Null otherwise. Not a key.
+  std::shared_ptr<const FrozenPart> frozen;
 
   // InvalidArgument naming the key when a value is out of range or inconsistent.
   Status Validate() const;

@@ -513,7 +513,8 @@ void RoundEngine::MaybeStartRound(TimePoint now) {
     ++dispatches_;
     TaskAssignment t = task;  // shares task.model's floats
     t.fit.seed = DeriveSeed(config_.seed, {kFitSeedStream, round, ClientIdHash(id)});
-    summary_.bytes_down += t.model.data_bytes() + t.control.size() * sizeof(float);
+    summary_.bytes_down += t.model.data_bytes() + t.control.size() * sizeof(float) +
+                           StampFrozen(config_, *registry_.Find(id), t.frozen);
     outbox_.push_back({id, std::move(t)});
   }
   if (hooks_.on_round_opened) hooks_.on_round_opened(round, attempt_ + 1, summary_.selected);
@@ -614,7 +615,10 @@ void RoundEngine::CloseRound(TimePoint now) {
     task.model_version = version_;
     task.deadline_ms = static_cast<uint64_t>(config_.round_timeout.count());
     task.model = download_->For(model_, version_, summary_.round);  // shared by every client's
-    eval_->Start(task, registry_.Eligible(), now + config_.round_timeout, outbox_);
+    eval_->Start(task, registry_.Eligible(), now + config_.round_timeout, outbox_,
+                 [this](const std::string& id, EvaluateTask& t) {
+                   StampFrozen(config_, *registry_.Find(id), t.frozen);
+                 });
   }
   if (hooks_.on_round_complete) hooks_.on_round_complete(summary_, model_);
 }

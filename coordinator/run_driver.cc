@@ -106,6 +106,7 @@ Result<std::unique_ptr<RunDriver>> RunDriver::Create(const RunConfig& config, Op
     model = std::move(*init);
   }
   if (c.round.split.enabled()) TRIB_RETURN_IF_ERROR(d->SetUpSplit(spec, &model));
+  if (c.round.federate == "unfrozen") TRIB_RETURN_IF_ERROR(d->SetUpFederated(spec, &model));
   uint64_t rounds_done = 0, version = 0;
   if (d->options_.resume)
     TRIB_RETURN_IF_ERROR(d->Resume(**strategy, &model, &rounds_done, &version));
@@ -113,10 +114,13 @@ Result<std::unique_ptr<RunDriver>> RunDriver::Create(const RunConfig& config, Op
   RunStarted& st = d->started_;
   st.model = c.model;
   st.initial_model = c.initial_model;
-  // What the run starts from is the whole model, in a split run too.
+  // What the run starts from is the whole model, in a split run and a partly federated one too.
   std::optional<ModelWeights> joined;
   if (d->split_) {
     TRIB_ASSIGN_OR_RETURN(joined, JoinWeights(d->split_->split(), model, d->split_->weights()));
+  }
+  if (d->subset_) {
+    TRIB_ASSIGN_OR_RETURN(joined, d->subset_->Join(model, d->frozen_));
   }
   const ModelWeights& whole = joined ? *joined : model;
   st.tensors = whole.num_tensors();
@@ -200,6 +204,21 @@ Status RunDriver::Resume(Strategy& strategy, ModelWeights* model, uint64_t* roun
     TRIB_ASSIGN_OR_RETURN(auto parts, SplitWeights(split_->split(), ck->model));
     TRIB_RETURN_IF_ERROR(split_->LoadWeights(parts.second));
     ck->model = std::move(parts.first);
+  }
+  // A partly federated run's checkpoint holds the whole model; the engine takes the federated
+  // tensors, the driver the frozen rest (the run's, which the checkpoint keeps as they were).
+  if (subset_) {
+    TRIB_ASSIGN_OR_RETURN(ModelWeights whole, subset_->Join(*model, frozen_));
+    if (!ck->model.same_layout(whole))
+      return Status::InvalidArgument(fmt::format(
+          "checkpoint {} holds a model of another layout than this run's: {}", path,
+          LayoutDifference(LayoutOf(ck->model), "the checkpoint", LayoutOf(whole), "this run")));
+    TRIB_ASSIGN_OR_RETURN(ModelWeights rest, subset_->Rest(ck->model));
+    if (!(rest == frozen_))
+      Log().info("resume: the frozen tensors come from checkpoint {} (not the starting model's)",
+                 path);
+    SetFrozen(std::move(rest));
+    TRIB_ASSIGN_OR_RETURN(ck->model, subset_->Selected(ck->model));
   }
   if (!ck->model.same_layout(*model))
     return Status::InvalidArgument(fmt::format(
@@ -307,7 +326,57 @@ Status RunDriver::SetUpSplit(const std::optional<ModelSpec>& spec, ModelWeights*
   return Status::Ok();
 }
 
+Status RunDriver::SetUpFederated(const std::optional<ModelSpec>& spec, ModelWeights* model) {
+  if (!spec)
+    return Status::InvalidArgument(
+        "key 'run.federate' = 'unfrozen' needs run.model to name the model: which layers are "
+        "frozen is part of its definition (docs/models.md)");
+  Result<std::vector<uint32_t>> unfrozen = UnfrozenTensors(*spec);
+  if (!unfrozen.ok()) return unfrozen.status().WithContext("key 'run.federate'");
+  if (unfrozen->size() == model->num_tensors()) {
+    Log().info("run.federate = 'unfrozen': model {} freezes no layer, so every tensor is federated",
+               spec->name);
+    return Status::Ok();
+  }
+  if (unfrozen->empty())
+    return Status::InvalidArgument(fmt::format(
+        "key 'run.federate' = 'unfrozen': every layer of model {} with parameters is frozen, so "
+        "there is nothing to train or aggregate",
+        spec->name));
+  Result<TensorSubset> subset = TensorSubset::Create(*model, std::move(*unfrozen));
+  if (!subset.ok()) return subset.status().WithContext("key 'run.federate'");
+  subset_ = std::move(*subset);
+  TRIB_ASSIGN_OR_RETURN(ModelWeights rest, subset_->Rest(*model));
+  TRIB_ASSIGN_OR_RETURN(*model, subset_->Selected(*model));
+  SetFrozen(std::move(rest));
+  Log().info(
+      "run.federate = 'unfrozen': {} of model {}'s {} tensors ({} of {} parameters) are "
+      "aggregated and sent; the frozen {} parameters go to each client once per connection",
+      model->num_tensors(), spec->name, model->num_tensors() + frozen_.num_tensors(), model->size(),
+      model->size() + frozen_.size(), frozen_.size());
+  return Status::Ok();
+}
+
+void RunDriver::SetFrozen(ModelWeights rest) {
+  auto part = std::make_shared<FrozenPart>();
+  part->federated = subset_->indices();
+  part->hash = rest.content_hash();
+  part->values = SharedFloats(std::vector<float>(rest.data().begin(), rest.data().end()));
+  frozen_ = std::move(rest);
+  config_.round.frozen = std::move(part);
+}
+
+ModelWeights RunDriver::client_model() const {
+  if (subset_) return model();
+  return engine_->model();
+}
+
 ModelWeights RunDriver::model() const {
+  if (subset_) {
+    Result<ModelWeights> whole = subset_->Join(engine_->model(), frozen_);
+    TRIB_CHECK(whole.ok(), "the federated and frozen tensors of the run's model do not join");
+    return std::move(*whole);
+  }
   if (!split_) return engine_->model();
   Result<ModelWeights> whole = JoinWeights(split_->split(), engine_->model(), split_->weights());
   TRIB_CHECK(whole.ok(), "the parts of a split run's model do not join");
@@ -327,6 +396,7 @@ void RunDriver::OnRoundComplete(const RoundSummary& closed_round,
   // the rest sees the whole model.
   RoundSummary s = closed_round;
   std::optional<ModelWeights> joined;
+  if (subset_) joined = model();
   if (split_) {
     const SplitServerStats before = split_stats_;
     split_->CloseRound();

@@ -13,6 +13,10 @@
 //     every output.checkpoint_every rounds and after the last), server-side evaluation (through
 //     the Evaluator, every eval.every rounds);
 //   - at the end, the final model (when every round is done);
+//   - with run.federate = "unfrozen" and a model that freezes layers (docs/models.md), the
+//     tensor subset: the engine's model is the unfrozen tensors alone (what is aggregated and
+//     sent), the driver keeps the frozen rest (stamped on the tasks through RoundConfig::frozen),
+//     and checkpoints, evaluation, the final model and model() are the whole model;
 //   - in a split-learning run (split.mode; docs/split.md), the SplitServer: the engine's model is
 //     the device part of the cut model, the SplitServer holds the server part, and checkpoints,
 //     evaluation, the final model and model() are the whole model (the two joined). The server
@@ -40,6 +44,8 @@
 #include "coordinator/run_engine.h"
 #include "coordinator/run_events.h"
 #include "core/env.h"
+#include "core/tensor_subset.h"
+#include "protocol/messages.h"
 #include "split/split_server.h"
 #include "train/model_spec.h"
 
@@ -85,6 +91,13 @@ class RunDriver {
   // The run's whole model: the engine's, or in a split run the device part and the server part
   // joined.
   ModelWeights model() const;
+  // The model a client trains, the layout it declares at Hello: the device part in a split run,
+  // the whole model otherwise (with run.federate = "unfrozen" too, though only the unfrozen
+  // tensors travel).
+  ModelWeights client_model() const;
+  // run.federate = "unfrozen" with a layer frozen: what the engines stamp on tasks (the
+  // federated tensors' indices, the frozen rest's hash and values); null otherwise.
+  const FrozenPart* frozen() const { return config_.round.frozen.get(); }
   // The server part of a split run (split.mode), else null. Its OnActivations may be called from
   // any thread; its other calls belong to the driver.
   SplitServer* split_server() { return split_.get(); }
@@ -115,12 +128,19 @@ class RunDriver {
   void OnRoundComplete(const RoundSummary& summary, const ModelWeights& model);
   // Makes split_ from the model spec and cuts *model to its device part (split.mode).
   Status SetUpSplit(const std::optional<ModelSpec>& spec, ModelWeights* model);
+  // run.federate = "unfrozen": makes subset_ from the model spec's frozen layers and cuts *model
+  // to the unfrozen tensors (nothing when no layer is frozen).
+  Status SetUpFederated(const std::optional<ModelSpec>& spec, ModelWeights* model);
+  // The frozen rest `rest` becomes frozen_ and the FrozenPart the engines stamp.
+  void SetFrozen(ModelWeights rest);
 
   RunConfig config_;
   Options options_;
   Env* env_ = nullptr;
   std::unique_ptr<RunEngine> engine_;
   std::unique_ptr<SplitServer> split_;  // split.mode only
+  std::optional<TensorSubset> subset_;  // run.federate = "unfrozen" with a layer frozen
+  ModelWeights frozen_;                 // with subset_: the frozen rest
   SplitServerStats split_stats_;        // as of the last closed round
   uint64_t dispatches_ = 0;             // the resumed checkpoint's dispatch counter
   std::vector<RunObserver*> observers_;

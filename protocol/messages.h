@@ -143,6 +143,29 @@ struct ModelPayload {
   friend bool operator==(const ModelPayload&, const ModelPayload&) = default;
 };
 
+// A run that federates only its model's unfrozen tensors (run.federate = "unfrozen"; since
+// protocol version 10): the task's `model` then holds only the tensors `federated` lists (indices
+// into the whole model's tensors, strictly increasing), and the client joins them with the frozen
+// rest: `values` when the coordinator sends them (the first task or evaluation a client gets on a
+// connection), else the copy the client kept from an earlier task. `hash` is the frozen rest's
+// ModelWeights::content_hash() (the frozen tensors, in order, as one model): a client whose copy
+// has another hash, or that holds none, fails the task saying so. Empty `federated`: the task's
+// model is the whole model and the other fields are empty.
+struct FrozenPart {
+  std::vector<uint32_t> federated;
+  uint64_t hash = 0;
+  SharedFloats values;
+
+  bool active() const { return !federated.empty(); }
+
+  template <class Ar>
+  void serialize(Ar& ar) {
+    ar(wire::Capped("frozen.federated", federated, kMaxTensors), hash,
+       wire::Capped("frozen.values", values, kMaxPayloadFloats));
+  }
+  friend bool operator==(const FrozenPart&, const FrozenPart&) = default;
+};
+
 // tributary::FitConfig (trainer.h) travels as it is: epochs i32, batch_size i32, lr f32, momentum
 // f32, weight_decay f32, proximal_mu f32, max_steps i64, seed u64 (cereal's fixed-width binary),
 // and since protocol version 8 the optimizer's name (capped), beta1, beta2, eps f32 and
@@ -189,12 +212,13 @@ struct TaskAssignment {
   CodecSpec split_codec;
   uint32_t split_head = 0;
   SharedFloats control;  // before the model: the model's data stays the message's last bytes
+  FrozenPart frozen;
   ModelPayload model;
 
   template <class Ar>
   void serialize(Ar& ar) {
     ar(round, model_version, fit, codec, deadline_ms, split_cut, split_codec, split_head,
-       wire::Capped("task.control", control, kMaxPayloadFloats), model);
+       wire::Capped("task.control", control, kMaxPayloadFloats), frozen, model);
   }
   friend bool operator==(const TaskAssignment&, const TaskAssignment&) = default;
 };
@@ -206,11 +230,12 @@ struct EvaluateTask {
   int32_t batch_size = 256;
   int64_t max_examples = 0;  // 0: the whole evaluation set
   uint64_t deadline_ms = 0;
+  FrozenPart frozen;  // since protocol version 10; as TaskAssignment's
   ModelPayload model;
 
   template <class Ar>
   void serialize(Ar& ar) {
-    ar(round, model_version, batch_size, max_examples, deadline_ms, model);
+    ar(round, model_version, batch_size, max_examples, deadline_ms, frozen, model);
   }
   friend bool operator==(const EvaluateTask&, const EvaluateTask&) = default;
 };

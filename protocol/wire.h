@@ -31,7 +31,8 @@ inline constexpr uint32_t kFrameMagic = 0x42495254;
 // Version 8: FitConfig carries the local optimizer (optimizer, beta1, beta2, eps).
 // Version 9: the U-shaped split (TaskAssignment's split_head; SplitActivations' samples, either
 // way).
-inline constexpr uint16_t kProtocolVersion = 9;
+// Version 10: TaskAssignment and EvaluateTask carry FrozenPart (run.federate = "unfrozen").
+inline constexpr uint16_t kProtocolVersion = 10;
 // Every frame starts with this fixed-size header (see frame.h for the layout).
 inline constexpr size_t kFrameHeaderBytes = 16;
 // A chunk frame's payload starts with this header: transfer id, offset, total size (3 x uint64).

@@ -18,6 +18,21 @@ uint64_t FramedBytes(const OutboundMessage& m) {
   return n;
 }
 
+Result<uint64_t> FramedBytesWithoutFrozen(const Message& m) {
+  Message stripped = m;  // shares the payloads
+  if (auto* t = std::get_if<TaskAssignment>(&stripped)) t->frozen.values = SharedFloats();
+  if (auto* t = std::get_if<EvaluateTask>(&stripped)) t->frozen.values = SharedFloats();
+  TRIB_ASSIGN_OR_RETURN(OutboundMessage wire, EncodeOutbound(stripped, ProtocolLimits{}, 1));
+  return FramedBytes(wire);
+}
+
+uint64_t FrozenValueBytes(const Message& m) {
+  if (const auto* t = std::get_if<TaskAssignment>(&m))
+    return t->frozen.values.size() * sizeof(float);
+  if (const auto* t = std::get_if<EvaluateTask>(&m)) return t->frozen.values.size() * sizeof(float);
+  return 0;
+}
+
 Result<std::vector<uint8_t>> ToWire(const Message& m, uint64_t stream, uint64_t* bytes) {
   TRIB_ASSIGN_OR_RETURN(OutboundMessage wire, EncodeOutbound(m, ProtocolLimits{}, stream));
   *bytes = FramedBytes(wire);

@@ -17,6 +17,11 @@ namespace tributary {
 double SimWallNow();
 // Header and body bytes of every frame of `m`.
 uint64_t FramedBytes(const OutboundMessage& m);
+// run.federate = "unfrozen" sends the frozen tensors' values (FrozenPart::values) with a client's
+// first task only: a task's framed size without them, which is the same for every client of a
+// round or version, and the bytes they add to one client's.
+Result<uint64_t> FramedBytesWithoutFrozen(const Message& m);
+uint64_t FrozenValueBytes(const Message& m);
 // `m` through the wire; `*bytes` gets its framed size. The decoder's error for anything it
 // refuses.
 Result<Message> ThroughWire(const Message& m, uint64_t stream, uint64_t* bytes);

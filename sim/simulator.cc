@@ -198,7 +198,8 @@ Result<std::unique_ptr<Simulator>> Simulator::Create(const SimConfig& config, Da
   if (trainers) {
     s->trainers_ = std::move(trainers);
   } else {
-    const ModelWeights& initial = s->driver_->engine().model();
+    // The model a virtual client trains (the whole model when only its unfrozen tensors travel).
+    const ModelWeights initial = s->driver_->client_model();
     TRIB_ASSIGN_OR_RETURN(
         s->trainers_, MakeTrainerFactory(config.trainer, {trained ? &*trained : nullptr, &initial,
                                                           config.run.init_seed, u_shaped}));
@@ -211,6 +212,11 @@ Result<std::unique_ptr<Simulator>> Simulator::Create(const SimConfig& config, Da
         "= '" +
         config.trainer + "', or a trainer of the embedding program's); the native trainer does");
   TRIB_ASSIGN_OR_RETURN(s->attack_, MakeAttack(config.attack));
+  if (s->attack_ && s->driver_->frozen())
+    return Status::InvalidArgument(
+        "key 'attack.kind' cannot be used with run.federate = 'unfrozen' in this version: the "
+        "attacks craft whole-model updates, and such a run's updates hold the unfrozen tensors "
+        "alone");
   if (s->attack_ && s->attack_->changes_data() && !s->trainers_->needs_data())
     return Status::InvalidArgument("key 'attack.kind' = '" + config.attack.kind +
                                    "' changes the clients' data, which sim.trainer = '" +
@@ -302,6 +308,10 @@ void Simulator::RunJob(Job& job, uint64_t bytes_down) const {
     return;
   }
   TaskExecutor executor(std::move(*trainer));
+  // A partly federated run (run.federate = "unfrozen"): a virtual client holds the run's frozen
+  // tensors from its first task on, as a real client keeps them; its executor lives for one task.
+  if (const FrozenPart* frozen = driver_->frozen())
+    executor.keep_frozen(frozen->hash, frozen->values);
   std::optional<CodecState> st = job.remote ? std::move(job.state) : residuals_->Get(c, task.round);
   job.state.reset();
   if (st) executor.set_codec_state(std::move(*st));
@@ -464,10 +474,8 @@ Status Simulator::RunAttempt(std::vector<RunEngine::Outgoing> tasks,
   residuals_->Expire(round);
   TRIB_RETURN_IF_ERROR(PrepareAttack(tasks));
   const double t0 = now_;
-  TRIB_ASSIGN_OR_RETURN(OutboundMessage down,
-                        EncodeOutbound(tasks[0].message, ProtocolLimits{}, 1));
-  const uint64_t bytes_down = FramedBytes(down);
-  down = OutboundMessage{};
+  // Every client's task is the same size but for the frozen tensors a first task brings.
+  TRIB_ASSIGN_OR_RETURN(const uint64_t bytes_down, FramedBytesWithoutFrozen(tasks[0].message));
 
   std::vector<Job> jobs(tasks.size());
   for (size_t i = 0; i < tasks.size(); ++i) {
@@ -488,7 +496,10 @@ Status Simulator::RunAttempt(std::vector<RunEngine::Outgoing> tasks,
   if (open())
     for (Job& job : jobs)
       if (!job.left_early) train.push_back(&job);
-  TRIB_RETURN_IF_ERROR(TrainJobs(train, std::vector<uint64_t>(train.size(), bytes_down)));
+  std::vector<uint64_t> train_down;
+  for (const Job* job : train)
+    train_down.push_back(bytes_down + FrozenValueBytes(job->out->message));
+  TRIB_RETURN_IF_ERROR(TrainJobs(train, train_down));
 
   // Through a simulated tier the tasks reach the aggregators `hop` seconds after t0, and the
   // clients' tasks start then.
@@ -527,7 +538,7 @@ Status Simulator::RunAttempt(std::vector<RunEngine::Outgoing> tasks,
       events.push({t0 + hop, kClient, j.index, &j, true});
       continue;
     }
-    pending_.bytes_down += bytes_down;
+    pending_.bytes_down += bytes_down + FrozenValueBytes(j.out->message);
     pending_.secagg_client_seconds += j.secagg_seconds;
     if (j.timing.drops) {
       ++pending_.dropouts;
@@ -711,8 +722,9 @@ Status Simulator::StartSecAgg(std::vector<Job>& jobs,
   // Unreachable clients never hear of the round: the engine learns it before the key phases.
   for (Job& job : jobs) {
     const auto& task = std::get<TaskAssignment>(job.out->message);
-    const TaskTiming timing =
-        devices_->Time(job.index, task.round, attempt_, bytes_down, 0, Samples(job.index, task));
+    const TaskTiming timing = devices_->Time(job.index, task.round, attempt_,
+                                             bytes_down + FrozenValueBytes(job.out->message), 0,
+                                             Samples(job.index, task));
     if (timing.available) continue;
     job.left_early = true;
     engine.OnLeft(job.out->client_id, At(now_));

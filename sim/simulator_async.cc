@@ -81,10 +81,10 @@ Status Simulator::RunAsync() {
       return Status::Internal("the engine assigned unknown client '" + o.client_id + "'");
     if (flights.erase(o.client_id)) ++pending_.stragglers;
     if (task->model_version != cached_version) {  // one download's framed size per version
-      TRIB_ASSIGN_OR_RETURN(OutboundMessage down, EncodeOutbound(o.message, ProtocolLimits{}, 1));
-      cached_bytes = FramedBytes(down);
+      TRIB_ASSIGN_OR_RETURN(cached_bytes, FramedBytesWithoutFrozen(o.message));
       cached_version = task->model_version;
     }
+    const uint64_t bytes_down = cached_bytes + FrozenValueBytes(o.message);
     auto job = std::make_unique<Job>();
     job->index = *index;
     job->task = tasks_seen++;
@@ -96,7 +96,7 @@ Status Simulator::RunAsync() {
     f.job = job.get();
     jobs[id] = std::move(job);
     f.sent = now_;
-    f.bytes_down = cached_bytes;
+    f.bytes_down = bytes_down;
     const auto& t = std::get<TaskAssignment>(f.out.message);
     const TaskTiming timing = TimeJob(*f.job, f.bytes_down, 0, Samples(*index, t));
     if (!timing.available) {

@@ -335,6 +335,16 @@ Result<std::vector<std::pair<int64_t, int64_t>>> TrainableRanges(const ModelSpec
   return ranges;
 }
 
+Result<std::vector<uint32_t>> UnfrozenTensors(const ModelSpec& spec) {
+  TRIB_RETURN_IF_ERROR(ParameterLayout(spec).status());  // the spec's shapes fit
+  std::vector<uint32_t> out;
+  uint32_t t = 0;
+  for (const LayerSpec& l : spec.layers)
+    for (int k = 0; k < ParameterTensorCount(l.kind); ++k, ++t)
+      if (!l.frozen) out.push_back(t);
+  return out;
+}
+
 Result<ModelWeights> InitWeights(const ModelSpec& spec, uint64_t seed) {
   TRIB_ASSIGN_OR_RETURN(ModelWeights::LayoutSpec layout, ParameterLayout(spec));
   TRIB_ASSIGN_OR_RETURN(ModelWeights w, ModelWeights::Create(layout));

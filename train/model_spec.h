@@ -191,6 +191,10 @@ Result<ModelWeights::LayoutSpec> ParameterLayout(const ModelSpec& spec);
 // range [0, all) when nothing is frozen.
 Result<std::vector<std::pair<int64_t, int64_t>>> TrainableRanges(const ModelSpec& spec);
 
+// The indices (into ParameterLayout's tensors) of the tensors of every layer that is not frozen, in
+// order: what a run with run.federate = "unfrozen" aggregates and sends.
+Result<std::vector<uint32_t>> UnfrozenTensors(const ModelSpec& spec);
+
 // Initial weights as PyTorch initializes its modules: nn.Linear's and nn.Conv2d's weights and
 // biases from U(-1/sqrt(fan_in), 1/sqrt(fan_in)), norms' gamma 1 and beta 0, nn.Embedding's table
 // from N(0, 1). Deterministic for a seed.

@@ -119,8 +119,13 @@ int main(int argc, char** argv) {
   TaskAssignment task_u = task_split;
   task_u.split_head = 7;
   const SplitActivations split_middle{3, 0, 2, {}, {"q8", 0xabcdef, 2 * 5, Bytes(20, 1)}};
+  // run.federate = "unfrozen" (protocol version 10): the federated tensors and the frozen rest.
+  TaskAssignment task_frozen = task;
+  task_frozen.frozen = {{1}, 0xfeedULL, std::vector<float>(12, 0.5f)};
   const std::vector<std::pair<std::string, Message>> valid = {
       {"hello", hello},
+      {"task_frozen_chunked", task_frozen},
+      {"evaluate_task_frozen", EvaluateTask{3, 2, 64, 100, 1000, {{0, 2}, 7, {}}, {5, {1, 2}}}},
       {"task_split_chunked", task_split},
       {"split_activations", split_acts},
       {"split_gradient", split_grad},
@@ -135,7 +140,7 @@ int main(int argc, char** argv) {
       {"welcome", Welcome{1, "edge-1", "0.1.0", 5000}},
       {"task_chunked", task},
       {"task_q8_chunked", task_q8},
-      {"evaluate_task", EvaluateTask{3, 2, 64, 100, 1000, {0xabcdef, {1, 2, 3}}}},
+      {"evaluate_task", EvaluateTask{3, 2, 64, 100, 1000, {}, {0xabcdef, {1, 2, 3}}}},
       {"update_chunked", update},
       {"task_scaffold_chunked", task_scaffold},
       {"update_scaffold_chunked", update_scaffold},
@@ -193,7 +198,7 @@ int main(int argc, char** argv) {
            chunk_hdr, Bytes(4, 1)}));
 
   // A ModelPayload whose float count claims far more than the bytes present.
-  EvaluateTask small{1, 1, 1, 1, 1, {5, {1, 2, 3}}};
+  EvaluateTask small{1, 1, 1, 1, 1, {}, {5, {1, 2, 3}}};
   Bytes body = *EncodeMessageBody(small);
   const uint64_t lie = uint64_t{1} << 50;
   std::memcpy(body.data() + body.size() - 12 - 8, &lie, 8);

@@ -34,7 +34,10 @@ std::vector<Message> SampleMessages() {
   task.split_cut = 3;                         // split learning (version 7)
   task.split_codec.spec = "q8";
   task.split_head = 8;  // the U-shaped split (version 9)
-  EvaluateTask eval{3, 2, 128, 1000, 5000, {77, {0.5f, 0.25f}}};
+  // run.federate = "unfrozen" (version 10): the federated tensors, the frozen rest's hash and
+  // values.
+  task.frozen = {{1, 3}, 0xf00dULL, {0.125f, -4.0f}};
+  EvaluateTask eval{3, 2, 128, 1000, 5000, {{0, 2}, 0x5eedULL, {0.75f}}, {77, {0.5f, 0.25f}}};
   UpdateSubmission update;
   update.round = 12;
   update.model_version = 11;
@@ -429,6 +432,35 @@ TEST(MessagesTest, ControlDeltaSizeTagIsCheckedBeforeAllocating) {
               std::string::npos)
         << m.status();
   }
+}
+
+TEST(MessagesTest, FrozenPartCountsAreCheckedBeforeAllocating) {
+  EvaluateTask e{1, 1, 32, 0, 100, {{0, 2}, 9, {1.0f, 2.0f, 3.0f}}, {5, {1.0f}}};
+  std::vector<uint8_t> body = *EncodeMessageBody(e);
+  // round, model_version (2 x 8), batch_size (4), max_examples, deadline_ms (2 x 8): then the
+  // federated tensors' count, their 2 x 4 bytes, the hash (8) and the values' count.
+  const size_t federated_at = 36, values_at = federated_at + 8 + 8 + 8;
+  uint64_t count = 0;
+  std::memcpy(&count, body.data() + federated_at, 8);
+  ASSERT_EQ(count, 2u);
+  std::memcpy(&count, body.data() + values_at, 8);
+  ASSERT_EQ(count, 3u);
+  for (auto [at, field] : {std::pair<size_t, const char*>{federated_at, "frozen.federated"},
+                           std::pair<size_t, const char*>{values_at, "frozen.values"}}) {
+    for (uint64_t bad : {uint64_t{1} << 40, std::numeric_limits<uint64_t>::max()}) {
+      std::vector<uint8_t> b = body;
+      std::memcpy(b.data() + at, &bad, 8);
+      Result<Message> m = DecodeMessageBody(MessageType::kEvaluateTask, b);
+      ASSERT_FALSE(m.ok()) << field << " " << bad;
+      EXPECT_EQ(ProtocolErrorCodeOf(m.status()), ErrorCode::kMalformedMessage);
+      EXPECT_NE(m.status().message().find(std::string(field) + ": size " + std::to_string(bad)),
+                std::string::npos)
+          << m.status();
+    }
+  }
+  Result<Message> back = DecodeMessageBody(MessageType::kEvaluateTask, body);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(std::get<EvaluateTask>(*back), e);
 }
 
 TEST(MessagesTest, LargeFloatPayloadRoundTripsBitExact) {

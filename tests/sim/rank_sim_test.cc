@@ -387,6 +387,49 @@ TEST(RankSimTest, AResumedRunOnOtherRanksGivesTheModelOfOneUnbrokenProcess) {
   }
 }
 
+// run.federate = "unfrozen" (docs/models.md): each rank's virtual clients take the frozen tensors
+// from that rank's own run, so 3 ranks give the one process's model, rounds and bytes; and a run
+// stopped after round 3 and resumed on 3 ranks (error feedback's residuals of the federated
+// tensors in its state) ends with the unbroken run's model. After the resume every client's first
+// task brings the frozen tensors again, as after a real coordinator's restart, so round 4 sends
+// more bytes down than the unbroken run's round 4.
+TEST(RankSimTest, AFederatedHeadOnRanksAndResumedGivesTheOneProcessModel) {
+  SimConfig c = Config();
+  const std::string model = ::testing::TempDir() + "/rank_frozen_body.toml";
+  {
+    std::ofstream f(model);
+    f << "name = \"rank_frozen_body\"\nlayers = [\n  { type = \"flatten\" },\n"
+      << "  { type = \"dense\", units = 24, name = \"body\", frozen = true },\n"
+      << "  { type = \"relu\" },\n  { type = \"dense\", units = 10, name = \"head\" },\n]\n";
+  }
+  c.run.model = model;
+  c.run.round.federate = "unfrozen";
+  c.run.round.codec = "topk(0.1)+q8";
+  c.threads = 1;
+  Result<SimResult> whole = testing::RunSimulation(c);
+  ASSERT_TRUE(whole.ok()) << whole.status().ToString();
+  ASSERT_EQ(whole->rounds.size(), 6u);
+  c.threads = 2;
+  Result<Distributed> d = RunOnRanks(c, 3);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  ExpectSameRun(*whole, d->result, "federated head, 3 ranks of 2 threads");
+  c.threads = 1;
+
+  testing::TempDir dir;
+  Result<Distributed> part = FirstThreeRoundsOnTwoRanks(c, dir.path());
+  ASSERT_TRUE(part.ok()) << part.status().ToString();
+  SimConfig rest = c;
+  rest.run.checkpoint_dir = dir.path();
+  rest.resume = true;
+  Result<Distributed> resumed = RunOnRanks(rest, 3);
+  ASSERT_TRUE(resumed.ok()) << resumed.status().ToString();
+  EXPECT_EQ(resumed->result.model_hash, whole->model_hash);
+  ASSERT_EQ(resumed->result.rounds.size(), 6u);
+  EXPECT_GT(resumed->result.rounds[3].bytes_down, whole->rounds[3].bytes_down);
+  for (size_t i = 0; i < 6; ++i)
+    EXPECT_EQ(resumed->result.rounds[i].accepted, whole->rounds[i].accepted) << i;
+}
+
 // Dropout's masks come from each fit's seed and step: a run of a model with dropout and a residual
 // connection, stopped after round 3 and resumed on other ranks, ends with the unbroken run's model.
 TEST(RankSimTest, AResumedRunWithDropoutGivesTheUnbrokenModel) {
