@@ -14,32 +14,16 @@ Run through ctest (it names the binaries): ctest -R FederatingOnlyTheUnfrozenTen
 """
 import json
 import os
-import struct
 import unittest
 
 import numpy as np
 
-from process_harness import CERTS, COORDINATOR, ProcessTest
+from process_harness import CERTS, COORDINATOR, ProcessTest, read_safetensors
 
 CLIENT = os.environ.get("TRIBUTARY_CLIENT_BIN")
 ROUNDS = 3
 DATA = ["data.dataset=synthetic", "data.train_examples=400", "data.test_examples=100",
         "data.partition=iid", "data.seed=3"]
-
-
-def read_safetensors(path):
-    """{name: float32 array} of a safetensors file."""
-    with open(path, "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        header = json.loads(f.read(n))
-        data = f.read()
-    out = {}
-    for name, t in header.items():
-        if name == "__metadata__":
-            continue
-        begin, end = t["data_offsets"]
-        out[name] = np.frombuffer(data[begin:end], "<f4").reshape(t["shape"])
-    return out
 
 
 @unittest.skipUnless(all([CERTS, COORDINATOR, CLIENT]), "run through ctest, which names the binaries")

@@ -25,6 +25,25 @@ CNN_CLIENT_DATA = ["run.model=cnn", "data.dataset=synthetic", "data.train_exampl
                    "data.test_examples=200", "data.synthetic.height=28", "data.synthetic.width=28"]
 
 
+def read_safetensors(path):
+    """The tensors of a safetensors file (F32 only) as {name: flat float32 numpy array}."""
+    import json
+    import struct
+
+    import numpy as np
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(n))
+        data = f.read()
+    out = {}
+    for name, t in header.items():
+        if name == "__metadata__":
+            continue
+        begin, end = t["data_offsets"]
+        out[name] = np.frombuffer(data[begin:end], "<f4")
+    return out
+
+
 def write_safetensors(path, tensors):
     """Writes {name: array} in the safetensors format (8-byte header length, JSON header, F32
     data in order): a run.initial_model for the coordinator."""

@@ -8,31 +8,15 @@ With differential privacy on the clients the unmasked sum carries the whole nois
 """
 import json
 import os
-import struct
 import sys
 import unittest
 
-from process_harness import CERTS, COORDINATOR, ProcessTest
+from process_harness import CERTS, COORDINATOR, ProcessTest, read_safetensors
 
 CLIENT = os.environ.get("TRIBUTARY_CLIENT_BIN")
 CLIENTS = 4
 ROUNDS = 3
 DATA = ["data.dataset=synthetic", "data.train_examples=2000", "data.test_examples=200"]
-
-
-def load_safetensors(path):
-    """The tensors of a safetensors file as {name: list of floats} (F32 only)."""
-    with open(path, "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        header = json.loads(f.read(n))
-        data = f.read()
-    out = {}
-    for name, t in header.items():
-        if name == "__metadata__":
-            continue
-        a, b = t["data_offsets"]
-        out[name] = list(struct.unpack(f"<{(b - a) // 4}f", data[a:b]))
-    return out
 
 
 @unittest.skipUnless(all([CERTS, COORDINATOR, CLIENT]), "run through ctest, which names the binaries")
@@ -85,7 +69,7 @@ final_model = "{final}"
         self.assertEqual([e["round"] for e in closed], list(range(1, ROUNDS + 1)))
         for e in closed:
             self.assertEqual(e["accepted"], CLIENTS, e)
-        return load_safetensors(final), closed
+        return read_safetensors(final), closed
 
     def test_masked_rounds_match_the_plaintext_run(self):
         plain, _ = self.federate("plain", False)
