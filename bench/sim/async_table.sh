@@ -4,7 +4,9 @@
 #
 #   bench/sim/async_table.sh [SEEDS] [OVER_SELECTIONS] [BUFFERS] [CONCURRENCIES]
 #     SEEDS            default "1 2 3": run.seed and data.seed (the partition, the devices)
-#     OVER_SELECTIONS  default "1.0 1.3": the synchronous runs' run.over_selection (K = 10)
+#     OVER_SELECTIONS  default "1.0 1.3": the synchronous runs' run.over_selection (K = 10), or
+#                      K:S pairs (run.clients_per_round K, over-selection S): "5:2.0 4:2.5" keeps
+#                      ten clients training at once (ceil(K S) = 10) while a round closes at K
 #     BUFFERS          default "3": the asynchronous runs' run.buffer_size
 #     CONCURRENCIES    default "10": the asynchronous runs' run.concurrency (C)
 #
@@ -60,11 +62,14 @@ PY
 echo "| mode | seed | simulated s to 85% | rounds or steps | client updates | final accuracy | wall s | wall ms per update |"
 echo "|---|---|---|---|---|---|---|---|"
 for seed in $seeds; do
-  for os in $oversel; do
-    name="sync-os${os}$tag-seed$seed"
+  for spec in $oversel; do
+    k=10 os=$spec
+    [[ $spec == *:* ]] && { k=${spec%%:*}; os=${spec#*:}; }
+    name="sync-k$k-os${os}$tag-seed$seed"
+    [[ $k == 10 ]] && name="sync-os${os}$tag-seed$seed"  # the names of earlier runs
     run "$name" --set run.seed="$seed" --set data.seed="$seed" --set run.over_selection="$os" \
-      "${sync_extra[@]}"
-    row "sync, K = 10, over-selection $os$(shown "${SYNC_EXTRA:-}")" "$seed" \
+      --set run.clients_per_round="$k" "${sync_extra[@]}"
+    row "sync, K = $k, over-selection $os$(shown "${SYNC_EXTRA:-}")" "$seed" \
       "runs/async-table/$name/report.json"
   done
   for c in $concurrencies; do
