@@ -50,6 +50,7 @@ TEST(AsyncSimulatorTest, IsBitwiseIdenticalAcrossThreadCountsAndLearns) {
 // The same 8 x 5 updates from the same clients and devices: synchronous rounds wait for their
 // slowest client, asynchronous steps go on with the fast ones.
 TEST(AsyncSimulatorTest, ASlowTailDoesNotSetThePace) {
+  TRIB_SKIP_UNDER_TSAN("AsyncSimulatorTest.IsBitwiseIdenticalAcrossThreadCountsAndLearns");
   SimConfig async = AsyncConfig();
   SimConfig sync = AsyncConfig();
   sync.run.round.mode = "sync";

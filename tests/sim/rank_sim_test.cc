@@ -261,8 +261,11 @@ TEST(RankSimTest, SplitLearningGivesTheOneProcessModelOnRanks) {
   // (mode, ranks, threads, split.head): the last, U-shaped (the devices also hold the last
   // layers and the labels), takes two round trips a batch with its server copy on the rank.
   using Layout = std::tuple<const char*, int, int, int>;
-  std::vector<Layout> layouts = {{"sflv1", 3, 2, 0}, {"sflv2", 3, 1, 0}, {"sflv1", 3, 1, 4}};
-  if (!testing::kUnderThreadSanitizer) layouts.push_back({"sflv1", 2, 1, 0});
+  // Under ThreadSanitizer the first only (43 s for three): SFLV1's server copies on 3 ranks of 2
+  // threads each; the others add no thread (SFLV2 keeps every job on rank 0).
+  std::vector<Layout> layouts = {{"sflv1", 3, 2, 0}};
+  if (!testing::kUnderThreadSanitizer)
+    layouts.insert(layouts.end(), {{"sflv2", 3, 1, 0}, {"sflv1", 3, 1, 4}, {"sflv1", 2, 1, 0}});
   for (auto [mode, ranks, threads, head] : layouts) {
     SimConfig c = Config();
     c.run.round.split.mode = mode;
@@ -342,6 +345,7 @@ void MissTheDeadline(SimConfig& c) {
 // A run stopped after round 3 of 6 and resumed on other ranks, or after a damaged newest state
 // from round 2, ends with the model of the run that never stopped, with every round's record.
 TEST(RankSimTest, AResumedRunOnOtherRanksGivesTheModelOfOneUnbrokenProcess) {
+  TRIB_SKIP_UNDER_TSAN("RankModeTest's distributed modes (dropouts and error feedback among them)");
   SimConfig c = Config();
   c.run.round.codec = "topk(0.1)+q8";  // error feedback: residuals in the checkpoint
   MissTheDeadline(c);                  // cool-downs in the checkpoint
@@ -352,10 +356,7 @@ TEST(RankSimTest, AResumedRunOnOtherRanksGivesTheModelOfOneUnbrokenProcess) {
   ASSERT_TRUE(whole.ok()) << whole.status().ToString();
   ASSERT_EQ(whole->rounds.size(), 6u);
 
-  // Under ThreadSanitizer only the resume on 3 ranks: the damaged state's resume runs on 1 rank,
-  // one thread, so it has no race to find (the optimized build runs both).
   for (const bool damaged : {false, true}) {
-    if (damaged && testing::kUnderThreadSanitizer) break;
     testing::TempDir dir;
     Result<Distributed> part = FirstThreeRoundsOnTwoRanks(c, dir.path());
     ASSERT_TRUE(part.ok()) << part.status().ToString();
@@ -461,6 +462,7 @@ TEST(RankSimTest, AResumedRunWithDropoutGivesTheUnbrokenModel) {
 // client's (in the simulator's): a run stopped after round 3 and resumed on other ranks ends with
 // the unbroken run's model, and the state holds a control variate for each client that trained.
 TEST(RankSimTest, AResumedScaffoldRunGivesTheUnbrokenModel) {
+  TRIB_SKIP_UNDER_TSAN("RankModeTest's distributed modes (scaffold among them)");
   SimConfig c = Config();
   c.run.strategy = "scaffold(clients=10)";
   c.threads = 1;
@@ -520,6 +522,7 @@ TEST(RankSimTest, ScaffoldWithTrainersThatIgnoreItsCorrectionIsRefusedAtStartUp)
 }
 
 TEST(RankSimTest, TheSimulatorStateHoldsWhatTheRunNeedsAndRefusesDamage) {
+  TRIB_SKIP_UNDER_TSAN("RankModeTest's distributed modes (dropouts and error feedback among them)");
   SimConfig c = Config();
   c.run.round.codec = "topk(0.1)+q8";
   MissTheDeadline(c);

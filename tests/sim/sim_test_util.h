@@ -20,6 +20,17 @@ inline constexpr bool kUnderThreadSanitizer = true;
 inline constexpr bool kUnderThreadSanitizer = false;
 #endif
 
+// Under ThreadSanitizer, skips a simulation whose threads are those of a test that runs there
+// (`kept` names it): what the skipped one adds (resumes, dropouts, retries, over-selection,
+// codecs, attacks) runs on the simulator's one coordinator thread, and the optimized build runs it
+// whole. These took about 280 s of the TSan pass's 940 s of tests (2026-12-06; docs/building.md).
+#define TRIB_SKIP_UNDER_TSAN(kept)                                                \
+  do {                                                                            \
+    if (::tributary::testing::kUnderThreadSanitizer)                              \
+      GTEST_SKIP() << "under ThreadSanitizer its threads are those of " << (kept) \
+                   << ", which runs there; the optimized build runs this one";    \
+  } while (false)
+
 // 20 clients on 2,000 synthetic 8x8 examples (Dirichlet 0.5), 5 per round, 4 rounds of 3 local
 // epochs: enough for FedAvg to climb far above chance.
 inline SimConfig SmallSyntheticConfig() {

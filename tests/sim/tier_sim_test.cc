@@ -59,6 +59,7 @@ TEST(TierSimTest, ThroughAggregatorsTheModelIsBitwiseTheOneCoordinatorModel) {
 }
 
 TEST(TierSimTest, EachRoundPaysTheAggregatorsLinkBothWays) {
+  TRIB_SKIP_UNDER_TSAN("TierSimTest.ThroughAggregatorsTheModelIsBitwiseTheOneCoordinatorModel");
   SimConfig c = TierSimConfig();
   const SimResult one = testing::RunSimulationOrFail(c);
   c.tier.aggregators = 3;
@@ -91,11 +92,12 @@ TEST(TierSimTest, EachRoundPaysTheAggregatorsLinkBothWays) {
 // closes about as early: never before the quota's last update, and much sooner than if every group
 // waited for its slowest member (what the aggregators did before: every member's update folded).
 TEST(TierSimTest, WithOverSelectionEachGroupSendsItsShareOfTheQuotaWithoutWaitingForItsSlowest) {
+  TRIB_SKIP_UNDER_TSAN("TierSimTest.ThroughAggregatorsTheModelIsBitwiseTheOneCoordinatorModel");
   SimConfig c = TierSimConfig();
   c.data.num_clients = 60;
   c.run.round.clients_per_round = 20;
   c.run.round.over_selection = 1.5;  // 30 selected, the round closes at the 20th update
-  const size_t rounds = testing::kUnderThreadSanitizer ? 2 : 4;
+  const size_t rounds = 4;
   c.run.round.rounds = rounds;
   c.hetero.speed_tiers = "fast:0.6:4000,slow:0.4:200";
   const SimResult one = testing::RunSimulationOrFail(c);
@@ -127,6 +129,7 @@ TEST(TierSimTest, WithOverSelectionEachGroupSendsItsShareOfTheQuotaWithoutWaitin
 // A run through the tier stopped after round 2 and resumed gives the unbroken run: the model, the
 // rounds and the tier's counts (the simulator's state file keeps them).
 TEST(TierSimTest, AResumedRunThroughTheTierGivesTheUnbrokenRun) {
+  TRIB_SKIP_UNDER_TSAN("TierSimTest.ThroughAggregatorsTheModelIsBitwiseTheOneCoordinatorModel");
   SimConfig c = TierSimConfig();
   c.run.round.rounds = 4;
   c.run.round.over_selection = 1.5;
