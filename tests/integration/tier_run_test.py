@@ -1,11 +1,11 @@
 #!/usr/bin/python3
 """The aggregation tier between real processes (issue 31, docs/tier.md): a tributary-coordinator,
-three tributary-aggregator processes and 30 tributary-client processes (Tributary's native trainer,
-the mlp on synthetic data), all over mutual TLS on loopback, each aggregator with its own
-certificate (`tributary-certs aggregator`).
+three tributary-aggregator processes and 15 tributary-client processes, 30 in the long mode
+(Tributary's native trainer, the mlp on synthetic data), all over mutual TLS on loopback, each
+aggregator with its own certificate (`tributary-certs aggregator`).
 
-The same run with the 30 clients connected to the coordinator itself gives bitwise the same final
-model (rounds of all 30 clients: the exact partial sums of the three groups add up to the sum one
+The same run with the clients connected to the coordinator itself gives bitwise the same final
+model (rounds of all the clients: the exact partial sums of the three groups add up to the sum one
 coordinator folds), with the plain dense codec and with top-k + q8 under error feedback (each
 client's residual in its state dir). And a client certificate that says AggregatorHello is refused,
 naming why, while the run goes on.
@@ -14,14 +14,15 @@ Failure (docs/tier.md, failover): each client lists the three aggregators, its o
 aggregator SIGKILLed while its clients train round 2 loses its group's share of that round only:
 every update the coordinator accepted is in the round (the other groups'), the round closes from
 them, and the dead aggregator's clients move to another endpoint (each draws one of the others)
-and train every later round through another aggregator. A coordinator SIGKILLed after round 2 and resumed on the same port
-(--resume) is rejoined by the aggregators, which announce their clients again, and the run ends
+and train every later round through another aggregator. A coordinator SIGKILLed after round 2 and
+resumed on the same port (--resume) is rejoined by the aggregators, which announce their clients again, and the run ends
 with bitwise the model of the run on one coordinator that nothing interrupted.
 
-The short mode (CI) leaves out the uninterrupted dense run through the tier (the resumed run
-compares dense updates through the tier with one coordinator); TRIBUTARY_LONG=1 runs it too. Alone
-on 2 cores the short mode takes about 2 minutes (16 to 24 s a test, measured 2026-12-05): each
-starts 30 client processes, most twice.
+The short mode (CI) runs 15 clients, five a group, and leaves out the uninterrupted dense run
+through the tier (the resumed run compares dense updates through the tier with one coordinator);
+TRIBUTARY_LONG=1 runs 30 clients and that test too. Each client holds 60 examples in both modes.
+Alone on 2 cores the short mode took 54 s (2026-12-06; 102 s with 30 clients): each test starts
+its clients as processes, most twice.
 """
 import json
 import os
@@ -34,10 +35,11 @@ from process_harness import CERTS, CLIENT, COORDINATOR, ProcessTest, free_port
 
 AGGREGATOR = os.environ.get("TRIBUTARY_AGGREGATOR_BIN")
 LONG = bool(os.environ.get("TRIBUTARY_LONG"))
-CLIENTS = 30
+# 30 clients in the long mode, 15 in the short one (CI): each client holds 60 examples either way.
+CLIENTS = 30 if LONG else 15
 GROUPS = 3
 ROUNDS = 8  # of the resumed run: the kill lands after round 2, well before its end
-DATA = ["data.dataset=synthetic", "data.train_examples=1800", "data.test_examples=100",
+DATA = ["data.dataset=synthetic", f"data.train_examples={60 * CLIENTS}", "data.test_examples=100",
         "data.partition=dirichlet:0.5"]
 
 
@@ -183,8 +185,8 @@ class TierRunTest(ProcessTest):
         tag = "secure-drop"
         # Two rounds of the cnn, 60 epochs of 60 examples (about 3 s of training a round here;
         # 10 epochs took 0.5 s, too short under a loaded ctest): round 2's clients train long
-        # enough to kill two of each group's ten after they shared their keys (each aggregator
-        # logs its phases).
+        # enough to kill a fifth of each group (two of ten, or one of five) after they shared
+        # their keys (each aggregator logs its phases).
         coord, addr = self.start_coordinator(
             run_toml("dense", rounds=2, model="cnn", epochs=60, secagg=True), name=tag)
         aggs = [self.start_aggregator(f"{tag}-agg-{g}", addr) for g in range(GROUPS)]
@@ -192,7 +194,10 @@ class TierRunTest(ProcessTest):
         for g in range(GROUPS):
             self.wait_for(f"round 2's masked inputs at aggregator {g}", lambda: re.search(
                 r"round 2: secure aggregation phase 'masked input'", self.log(f"{tag}-agg-{g}")))
-        victims = [i for i in range(CLIENTS) if i // GROUPS in (0, 1)]  # edge-0..5: two a group
+        per_group = CLIENTS // GROUPS
+        dropped = per_group // 5
+        # Client i is in group i % GROUPS: edge-0..5 are two a group, edge-0..2 one.
+        victims = [i for i in range(CLIENTS) if i // GROUPS < dropped]
         for i in victims:
             procs[i].send_signal(signal.SIGKILL)
         for i in victims:
@@ -203,11 +208,11 @@ class TierRunTest(ProcessTest):
                 self.assertEqual(p.wait(timeout=60), 0, self.log(f"{tag}-edge-{i}")[-2000:])
         for g, (proc, _) in enumerate(aggs):
             self.assertEqual(proc.wait(timeout=30), 0, self.log(f"{tag}-agg-{g}")[-2000:])
-            # Each group's sum holds its eight survivors; the two that shared keys and died had
-            # their pairwise masks removed through their neighbours' shares.
+            # Each group's sum holds its survivors; those that shared keys and died had their
+            # pairwise masks removed through their neighbours' shares.
             self.assertRegex(self.log(f"{tag}-agg-{g}"),
-                             r"round 2: the secure sum of 8 survivors sent up \(2 dropped after "
-                             r"sharing keys\)")
+                             rf"round 2: the secure sum of {per_group - dropped} survivors sent up "
+                             rf"\({dropped} dropped after sharing keys\)")
         closed = {e["round"]: e for e in read_events(self.path(f"{tag}-out", "events.jsonl"))
                   if e["event"] == "round_closed"}
         self.assertEqual(sorted(closed), [1, 2])
@@ -220,12 +225,13 @@ class TierRunTest(ProcessTest):
 
     def test_pace_steering_sends_idle_clients_away_and_they_come_back(self):
         tag = "pace"
-        # Rounds of 12 of the 30, each opening once all 30 are connected; each aggregator keeps 2
-        # idle clients and sends the others away for 0.3-0.8 s: each round waits for them to
-        # come back (to the same aggregator).
+        # Rounds of two fifths of the clients (12 of 30, 6 of 15), each opening once all are
+        # connected; each aggregator keeps 2 idle clients and sends the others away for 0.3-0.8 s:
+        # each round waits for them to come back (to the same aggregator).
+        per_round = CLIENTS * 2 // 5
         toml = run_toml("dense", rounds=6).replace(
             f"clients_per_round = {CLIENTS}\nmin_available = {CLIENTS}\nmin_completed = {CLIENTS}",
-            f"clients_per_round = 12\nmin_available = {CLIENTS}\nmin_completed = 12")
+            f"clients_per_round = {per_round}\nmin_available = {CLIENTS}\nmin_completed = {per_round}")
         toml = "[pace]\nmax_idle = 2\ncome_back_s = 0.3\nwindow_s = 0.5\n" + toml
         coord, addr = self.start_coordinator(toml, name=tag)
         aggs = [self.start_aggregator(f"{tag}-agg-{g}", addr) for g in range(GROUPS)]
@@ -242,7 +248,7 @@ class TierRunTest(ProcessTest):
                   if e["event"] == "round_closed"]
         self.assertEqual([e["round"] for e in closed], [1, 2, 3, 4, 5, 6])
         for e in closed:
-            self.assertEqual(e["accepted"], 12, e)
+            self.assertEqual(e["accepted"], per_round, e)
         sent_away, came_back = 0, 0
         for g in range(GROUPS):
             log = self.log(f"{tag}-agg-{g}")
@@ -295,7 +301,7 @@ class TierRunTest(ProcessTest):
         self.assertEqual({c: v for c, v in accepted[2].items() if c in survivors}, survivors)
         self.assertEqual(closed[2]["dropped"], CLIENTS - len(accepted[2]))
         self.assertGreaterEqual(len(accepted[2]), len(survivors))
-        # Rounds 3 and 4: all 30, the victim's clients through one of the other aggregators (each
+        # Rounds 3 and 4: all of them, the victim's clients through one of the other aggregators (each
         # draws which), the others through their own.
         others = {f"{tag}-agg-1", f"{tag}-agg-2"}
         for r in (3, 4):
