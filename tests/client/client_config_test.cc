@@ -9,6 +9,7 @@
 #include "client/client_data.h"
 #include "core/file_util.h"
 #include "tests/client/temp_dir.h"
+#include "tests/core/sanitizers.h"
 #include "train/data/data_config.h"
 #include "train/data/fashion_mnist.h"
 #include "train/data/feature_noise.h"
@@ -306,6 +307,7 @@ TEST(ClientDataTest, FeatureNoiseReachesTheClientsTrainingImagesOnly) {
 }
 
 TEST(ClientDataTest, AFashionMnistClientHoldsItsShareOnlyAndTheSameOneAsAWholeLoad) {
+  TRIB_SKIP_UNDER_TSAN_BECAUSE("one thread loading Fashion-MNIST twice (10 s there)");
   struct stat st {};
   if (::stat(kDefaultFashionMnistDir, &st) != 0)
     GTEST_SKIP() << kDefaultFashionMnistDir << " is absent; install dataset-fashion-mnist";

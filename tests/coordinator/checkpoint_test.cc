@@ -11,6 +11,7 @@
 #include "tests/core/fault_injection_env.h"
 #include "tests/core/log_capture.h"
 #include "tests/core/progress_lines.h"
+#include "tests/core/sanitizers.h"
 
 namespace tributary {
 namespace {
@@ -220,6 +221,7 @@ TEST(CheckpointTest, ACrashDuringTheFirstCheckpointLeavesNoneRatherThanADamagedO
 // A checkpoint of kCheckpointProgressBytes or more reports its writing (here forced to log on every
 // 16 MiB piece); a smaller one never does.
 TEST(CheckpointTest, ALargeCheckpointReportsTheProgressOfItsWriting) {
+  TRIB_SKIP_UNDER_TSAN_BECAUSE("one thread writing 64 MiB (16 s there)");
   testing::ForceProgressLines every_piece;
   testing::LogCapture log(LogLevel::kInfo);
   testing::FaultInjectionEnv env;

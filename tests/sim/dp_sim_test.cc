@@ -54,6 +54,7 @@ TEST(SimDpTest, ServerAndClientNoiseBothReleaseZTimesCOverK) {
 }
 
 TEST(SimDpTest, SeededNoiseIsReproducibleAndEpsilonIsReportedEachRound) {
+  TRIB_SKIP_UNDER_TSAN("SimulatorTest.LearnsAndIsDeterministicAcrossThreadCounts");
   SimConfig c = Private(1.5, 1.0);
   c.run.round.dp.sampling = "poisson";
   c.threads = 1;

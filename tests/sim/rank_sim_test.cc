@@ -289,6 +289,7 @@ TEST(RankSimTest, SplitLearningGivesTheOneProcessModelOnRanks) {
 }
 
 TEST(RankSimTest, TheModelGoesToEachRankOncePerRound) {
+  TRIB_SKIP_UNDER_TSAN("RankSimTest.EvaluationOverRanksGivesTheOneProcessNumbers");
   SimConfig c = Config();
   c.threads = 1;
   Result<Distributed> d = RunOnRanks(c, 2);

@@ -7,29 +7,23 @@
 #include <memory>
 
 #include "sim/simulator.h"
+#include "tests/core/sanitizers.h"
 #include "train/data/data_config.h"
 
 namespace tributary::testing {
 
-// True in the ThreadSanitizer build (scripts/test's concurrency pass), where a simulation runs
-// about 40x slower: the heaviest simulator tests run fewer rounds or layouts there (each says
-// which), asserting the same things; the optimized build runs them whole.
-#if defined(__SANITIZE_THREAD__)
-inline constexpr bool kUnderThreadSanitizer = true;
-#else
-inline constexpr bool kUnderThreadSanitizer = false;
-#endif
-
+// In the ThreadSanitizer build (scripts/test's concurrency pass; kUnderThreadSanitizer in
+// tests/core/sanitizers.h) a simulation runs about 40x slower: the heaviest simulator tests run
+// fewer rounds or layouts there (each says which), asserting the same things; the optimized build
+// runs them whole.
+//
 // Under ThreadSanitizer, skips a simulation whose threads are those of a test that runs there
 // (`kept` names it): what the skipped one adds (resumes, dropouts, retries, over-selection,
-// codecs, attacks) runs on the simulator's one coordinator thread, and the optimized build runs it
-// whole. These took about 280 s of the TSan pass's 940 s of tests (2026-12-06; docs/building.md).
-#define TRIB_SKIP_UNDER_TSAN(kept)                                                \
-  do {                                                                            \
-    if (::tributary::testing::kUnderThreadSanitizer)                              \
-      GTEST_SKIP() << "under ThreadSanitizer its threads are those of " << (kept) \
-                   << ", which runs there; the optimized build runs this one";    \
-  } while (false)
+// codecs, attacks, DP's noise, deadlines) runs on the simulator's one coordinator thread, and the
+// optimized build runs it whole. The first 17 took about 280 s of the TSan pass's 940 s of tests
+// (2026-12-06; docs/building.md), the six skipped since about 50 s (that pass's ctest cost data).
+#define TRIB_SKIP_UNDER_TSAN(kept) \
+  TRIB_SKIP_UNDER_TSAN_BECAUSE("its threads are those of " << (kept) << ", which runs there")
 
 // 20 clients on 2,000 synthetic 8x8 examples (Dirichlet 0.5), 5 per round, 4 rounds of 3 local
 // epochs: enough for FedAvg to climb far above chance.
