@@ -63,6 +63,20 @@ Conv2D::Conv2D(const ConvTaps& g, int64_t out_c, int64_t max_batch)
       ow_(g.ow()),
       taps_(g.taps()),
       out_c_(out_c) {
+  if (UsesWinograd(g)) {
+    wino_ = &WinogradFor(kh_);
+    tiles_ = WinogradTiles(*wino_, oh_);
+    // A chunk's transformed tensors (input, products, output gradient) in about 1.5 MiB.
+    const int64_t a = wino_->a, wide = std::max(c_, oc_);
+    const int64_t per_sample = tiles_ * a * (2 * wide + oc_) * static_cast<int64_t>(sizeof(float));
+    chunk_ = std::clamp<int64_t>((int64_t{3} << 18) / per_sample, 1, max_batch);
+    wu_.resize(static_cast<size_t>(a * c_ * oc_));
+    wd_.resize(wu_.size());
+    wv_.resize(static_cast<size_t>(a * chunk_ * tiles_ * wide));
+    wm_.resize(wv_.size());
+    wz_.resize(static_cast<size_t>(a * chunk_ * tiles_ * oc_));
+    return;
+  }
   const int64_t per_sample = oh_ * ow_ * taps_ * static_cast<int64_t>(sizeof(float));
   chunk_ = std::clamp<int64_t>((int64_t{3} << 19) / per_sample, 1, max_batch);
   direct_ = UsesDirectKernels(g, out_c);
@@ -82,6 +96,10 @@ bool Conv2D::UsesDirectKernels(const ConvTaps& g, int64_t out_c) {
   // Rows of at least 4 output pixels: the kernels block pixels along a row (a Conv1D's rows hold
   // one pixel each, and its wide layers run well as GEMMs).
   return out_c <= kDirectMaxChannels && g.ow() >= 4;
+}
+
+bool Conv2D::UsesWinograd(const ConvTaps& g) {
+  return g.w == 1 && g.kw == 1 && g.pw == 0 && WinogradSupports(g.kh) && 2 * g.ph == g.kh - 1;
 }
 
 void Conv2D::Bind(float* params, float* grads) {
@@ -153,7 +171,54 @@ void Conv2D::DirectFilterGrad(const float* in, const float* grad_out, int64_t n)
   UnpackDirectConvWeights(shape_, packed_grad_.data(), dwt_);
 }
 
+void Conv2D::WinogradWeights(bool reversed) {
+  cpu::WinogradWeights(*wino_, wt_, oc_, c_, reversed, wu_.data());
+}
+
+void Conv2D::WinogradForward(const float* in, float* out, int64_t n) {
+  const WinogradMatrices& w = *wino_;
+  WinogradWeights(false);
+  const int64_t in_size = h_ * c_, out_size = oh_ * oc_;
+  for (int64_t s = 0; s < n; s += chunk_) {
+    const int64_t m = std::min(chunk_, n - s), rows = m * tiles_;
+    WinogradInput(w, in + s * in_size, m, h_, c_, ph_, tiles_, wv_.data());
+    for (int64_t xi = 0; xi < w.a; ++xi)  // M_xi = V_xi U_xi (U_xi held as [oc][c])
+      Gemm(false, true, rows, oc_, c_, wv_.data() + xi * rows * c_, wu_.data() + xi * oc_ * c_,
+           wm_.data() + xi * rows * oc_, false);
+    WinogradOutput(w, wm_.data(), m, oh_, oc_, tiles_, b_, out + s * out_size);
+  }
+}
+
+void Conv2D::WinogradBackward(const float* in, const float* grad_out, float* grad_in, int64_t n) {
+  const WinogradMatrices& w = *wino_;
+  const int64_t in_size = h_ * c_, out_size = oh_ * oc_;
+  // The filter gradient: D_xi = sum over tiles of Z_xi^T V_xi, then dw_j = sum_xi G[xi][j] D_xi.
+  std::fill(wd_.begin(), wd_.end(), 0.0f);
+  for (int64_t s = 0; s < n; s += chunk_) {
+    const int64_t m = std::min(chunk_, n - s), rows = m * tiles_;
+    WinogradInput(w, in + s * in_size, m, h_, c_, ph_, tiles_, wv_.data());
+    WinogradGradOutput(w, grad_out + s * out_size, m, oh_, oc_, tiles_, wz_.data());
+    for (int64_t xi = 0; xi < w.a; ++xi)
+      Gemm(true, false, oc_, c_, rows, wz_.data() + xi * rows * oc_, wv_.data() + xi * rows * c_,
+           wd_.data() + xi * oc_ * c_, true);
+  }
+  WinogradFilterGrad(w, wd_.data(), oc_, c_, dwt_);
+  if (!grad_in) return;
+  // The input gradient: the same convolution of the output gradient with the taps reversed (and
+  // the channels' roles swapped); "same" padding is its own transpose's.
+  WinogradWeights(true);
+  for (int64_t s = 0; s < n; s += chunk_) {
+    const int64_t m = std::min(chunk_, n - s), rows = m * tiles_;
+    WinogradInput(w, grad_out + s * out_size, m, oh_, oc_, kh_ - 1 - ph_, tiles_, wv_.data());
+    for (int64_t xi = 0; xi < w.a; ++xi)
+      Gemm(false, false, rows, c_, oc_, wv_.data() + xi * rows * oc_, wu_.data() + xi * oc_ * c_,
+           wm_.data() + xi * rows * c_, false);
+    WinogradOutput(w, wm_.data(), m, h_, c_, tiles_, nullptr, grad_in + s * in_size);
+  }
+}
+
 void Conv2D::Forward(const float* in, float* out, int64_t n) {
+  if (wino_) return WinogradForward(in, out, n);
   if (direct_) return DirectForward(in, out, n);
   const int64_t in_size = h_ * w_ * c_, pix = oh_ * ow_;
   const auto bias = Eigen::Map<const Eigen::RowVectorXf>(b_, oc_);
@@ -172,6 +237,10 @@ void Conv2D::Backward(const float* in, const float*, const float* grad_out, floa
   const int64_t in_size = h_ * w_ * c_, pix = oh_ * ow_;
   MatrixMap dwt(dwt_, oc_, taps_);
   auto db = Eigen::Map<Eigen::RowVectorXf>(db_, oc_);
+  if (wino_) {
+    db = ConstMatrixMap(grad_out, n * pix, oc_).colwise().sum();
+    return WinogradBackward(in, grad_out, grad_in, n);
+  }
   if (direct_)
     DirectFilterGrad(in, grad_out, n);
   else

@@ -11,13 +11,16 @@
 // Narrow layers (at most kDirectMaxChannels output channels, rows of several pixels: LeNet's 1 -> 6
 // and 6 -> 16) instead run the forward pass and the filter gradient with the direct kernels
 // (direct_conv.h), which read the zero-padded input in place; their input gradient stays a GEMM
-// and col2im. Which one a layer takes depends only on its shape.
+// and col2im. Conv1D's "same" convolutions with 3 or 5 taps (winograd.h) run all three passes as
+// Winograd's F(4, r): transforms around a GEMMs of two fifths to a half of im2col's work. Which one
+// a layer takes depends only on its shape.
 #pragma once
 
 #include <vector>
 
 #include "train/cpu/cpu_layer.h"
 #include "train/cpu/direct_conv.h"
+#include "train/cpu/winograd.h"
 #include "train/model_spec.h"
 
 namespace tributary::cpu {
@@ -38,11 +41,19 @@ class Conv2D final : public CpuLayer {
   static constexpr int64_t kDirectMaxChannels = 16;
   static bool UsesDirectKernels(const ConvTaps& g, int64_t out_c);
   bool direct() const { return direct_; }
+  // A Conv1D (w = 1, a k x 1 kernel) with "same" padding and 3 or 5 taps.
+  static bool UsesWinograd(const ConvTaps& g);
+  bool winograd() const { return wino_ != nullptr; }
 
  private:
   void DirectForward(const float* in, float* out, int64_t n);
   void DirectFilterGrad(const float* in, const float* grad_out, int64_t n);
   const float* PaddedInput(const float* in) const { return padded_.empty() ? in : padded_.data(); }
+  void WinogradForward(const float* in, float* out, int64_t n);
+  void WinogradBackward(const float* in, const float* grad_out, float* grad_in, int64_t n);
+  // U_xi = sum_j G[xi][j] w_j, as a planes of [oc][c] (reversed: the kernel's taps in reverse
+  // order, for the input gradient).
+  void WinogradWeights(bool reversed);
   void Im2Col(const float* in, int64_t n);
   void Col2Im(const float* cols, float* grad_in, int64_t n) const;
   int64_t chunk_ = 1;  // samples per chunk
@@ -55,6 +66,12 @@ class Conv2D final : public CpuLayer {
   bool direct_ = false;
   DirectConvShape shape_;
   AlignedVector padded_, packed_, packed_grad_, dy_scratch_;
+  // Winograd's state: the transformed weights (a planes), the transformed input and output
+  // gradient of a chunk (a planes of [chunk * tiles][max(c, oc)]), the products, and the filter
+  // gradient's a planes of [oc][c].
+  const WinogradMatrices* wino_ = nullptr;
+  int64_t tiles_ = 0;
+  AlignedVector wu_, wv_, wz_, wm_, wd_;
   float* wt_ = nullptr;
   float* b_ = nullptr;
   float* dwt_ = nullptr;
