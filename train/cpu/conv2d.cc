@@ -66,14 +66,17 @@ Conv2D::Conv2D(const ConvTaps& g, int64_t out_c, int64_t max_batch)
   if (UsesWinograd(g)) {
     wino_ = &WinogradFor(kh_);
     tiles_ = WinogradTiles(*wino_, oh_);
-    // A chunk's transformed tensors (input, products, output gradient) in about 1.5 MiB.
+    // A chunk's transformed tensors (input, products, output gradient) in about 768 KiB; the
+    // transformed input is kept for the whole batch (a chunk's block after another), for the
+    // filter gradient.
     const int64_t a = wino_->a, wide = std::max(c_, oc_);
-    const int64_t per_sample = tiles_ * a * (2 * wide + oc_) * static_cast<int64_t>(sizeof(float));
+    const int64_t per_sample = tiles_ * a * (c_ + oc_ + wide) * static_cast<int64_t>(sizeof(float));
     chunk_ = std::clamp<int64_t>((int64_t{3} << 18) / per_sample, 1, max_batch);
     wu_.resize(static_cast<size_t>(a * c_ * oc_));
     wd_.resize(wu_.size());
-    wv_.resize(static_cast<size_t>(a * chunk_ * tiles_ * wide));
-    wm_.resize(wv_.size());
+    const int64_t chunks = (max_batch + chunk_ - 1) / chunk_;
+    wv_.resize(static_cast<size_t>(chunks * a * chunk_ * tiles_ * c_));
+    wm_.resize(static_cast<size_t>(a * chunk_ * tiles_ * wide));
     wz_.resize(static_cast<size_t>(a * chunk_ * tiles_ * oc_));
     return;
   }
@@ -175,31 +178,45 @@ void Conv2D::WinogradWeights(bool reversed) {
   cpu::WinogradWeights(*wino_, wt_, oc_, c_, reversed, wu_.data());
 }
 
+void Conv2D::ReserveWinogradBlocks(int64_t n) {
+  // Sized for the constructor's max_batch; a larger batch grows them.
+  const size_t need =
+      static_cast<size_t>((n + chunk_ - 1) / chunk_ * wino_->a * chunk_ * tiles_ * c_);
+  if (wv_.size() < need) wv_.resize(need);
+}
+
 void Conv2D::WinogradForward(const float* in, float* out, int64_t n) {
   const WinogradMatrices& w = *wino_;
   WinogradWeights(false);
   const int64_t in_size = h_ * c_, out_size = oh_ * oc_;
+  ReserveWinogradBlocks(n);
   for (int64_t s = 0; s < n; s += chunk_) {
     const int64_t m = std::min(chunk_, n - s), rows = m * tiles_;
-    WinogradInput(w, in + s * in_size, m, h_, c_, ph_, tiles_, wv_.data());
+    float* v = WinogradBlock(s);
+    WinogradInput(w, in + s * in_size, m, h_, c_, ph_, tiles_, v);
     for (int64_t xi = 0; xi < w.a; ++xi)  // M_xi = V_xi U_xi (U_xi held as [oc][c])
-      Gemm(false, true, rows, oc_, c_, wv_.data() + xi * rows * c_, wu_.data() + xi * oc_ * c_,
+      Gemm(false, true, rows, oc_, c_, v + xi * rows * c_, wu_.data() + xi * oc_ * c_,
            wm_.data() + xi * rows * oc_, false);
     WinogradOutput(w, wm_.data(), m, oh_, oc_, tiles_, b_, out + s * out_size);
   }
+  transformed_batch_ = n;
 }
 
 void Conv2D::WinogradBackward(const float* in, const float* grad_out, float* grad_in, int64_t n) {
   const WinogradMatrices& w = *wino_;
   const int64_t in_size = h_ * c_, out_size = oh_ * oc_;
+  ReserveWinogradBlocks(n);
   // The filter gradient: D_xi = sum over tiles of Z_xi^T V_xi, then dw_j = sum_xi G[xi][j] D_xi.
   std::fill(wd_.begin(), wd_.end(), 0.0f);
   for (int64_t s = 0; s < n; s += chunk_) {
     const int64_t m = std::min(chunk_, n - s), rows = m * tiles_;
-    WinogradInput(w, in + s * in_size, m, h_, c_, ph_, tiles_, wv_.data());
+    float* v = WinogradBlock(s);
+    // Forward() kept this batch's transformed input (cpu_layer.h: Backward follows Forward of the
+    // same batch); recomputed only if the batch's size says otherwise.
+    if (transformed_batch_ != n) WinogradInput(w, in + s * in_size, m, h_, c_, ph_, tiles_, v);
     WinogradGradOutput(w, grad_out + s * out_size, m, oh_, oc_, tiles_, wz_.data());
     for (int64_t xi = 0; xi < w.a; ++xi)
-      Gemm(true, false, oc_, c_, rows, wz_.data() + xi * rows * oc_, wv_.data() + xi * rows * c_,
+      Gemm(true, false, oc_, c_, rows, wz_.data() + xi * rows * oc_, v + xi * rows * c_,
            wd_.data() + xi * oc_ * c_, true);
   }
   WinogradFilterGrad(w, wd_.data(), oc_, c_, dwt_);
@@ -209,9 +226,9 @@ void Conv2D::WinogradBackward(const float* in, const float* grad_out, float* gra
   WinogradWeights(true);
   for (int64_t s = 0; s < n; s += chunk_) {
     const int64_t m = std::min(chunk_, n - s), rows = m * tiles_;
-    WinogradInput(w, grad_out + s * out_size, m, oh_, oc_, kh_ - 1 - ph_, tiles_, wv_.data());
+    WinogradInput(w, grad_out + s * out_size, m, oh_, oc_, kh_ - 1 - ph_, tiles_, wz_.data());
     for (int64_t xi = 0; xi < w.a; ++xi)
-      Gemm(false, false, rows, c_, oc_, wv_.data() + xi * rows * oc_, wu_.data() + xi * oc_ * c_,
+      Gemm(false, false, rows, c_, oc_, wz_.data() + xi * rows * oc_, wu_.data() + xi * oc_ * c_,
            wm_.data() + xi * rows * c_, false);
     WinogradOutput(w, wm_.data(), m, h_, c_, tiles_, nullptr, grad_in + s * in_size);
   }

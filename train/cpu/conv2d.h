@@ -54,6 +54,11 @@ class Conv2D final : public CpuLayer {
   // U_xi = sum_j G[xi][j] w_j, as a planes of [oc][c] (reversed: the kernel's taps in reverse
   // order, for the input gradient).
   void WinogradWeights(bool reversed);
+  void ReserveWinogradBlocks(int64_t n);
+  // The transformed input's block for the chunk that starts at sample s.
+  float* WinogradBlock(int64_t s) {
+    return wv_.data() + s / chunk_ * wino_->a * chunk_ * tiles_ * c_;
+  }
   void Im2Col(const float* in, int64_t n);
   void Col2Im(const float* cols, float* grad_in, int64_t n) const;
   int64_t chunk_ = 1;  // samples per chunk
@@ -66,11 +71,12 @@ class Conv2D final : public CpuLayer {
   bool direct_ = false;
   DirectConvShape shape_;
   AlignedVector padded_, packed_, packed_grad_, dy_scratch_;
-  // Winograd's state: the transformed weights (a planes), the transformed input and output
-  // gradient of a chunk (a planes of [chunk * tiles][max(c, oc)]), the products, and the filter
-  // gradient's a planes of [oc][c].
+  // Winograd's state: the transformed weights (a planes), the transformed input of the last
+  // Forward's batch (a block of a planes of [chunk * tiles][c] per chunk: about twice the input's
+  // size, kept for the filter gradient), a chunk's products and transformed output gradient, and
+  // the filter gradient's a planes of [oc][c].
   const WinogradMatrices* wino_ = nullptr;
-  int64_t tiles_ = 0;
+  int64_t tiles_ = 0, transformed_batch_ = 0;
   AlignedVector wu_, wv_, wz_, wm_, wd_;
   float* wt_ = nullptr;
   float* b_ = nullptr;
