@@ -7,23 +7,15 @@
 
 #include <cmath>
 #include <cstdlib>
-#include <random>
 #include <string>
 #include <vector>
 
+#include "tests/train/random_values.h"
 #include "train/cpu/conv2d.h"
 #include "train/cpu/gemm.h"
 
 namespace tributary::cpu {
 namespace {
-
-std::vector<float> RandomValues(int64_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  std::vector<float> v(static_cast<size_t>(n));
-  for (float& x : v) x = u(rng);
-  return v;
-}
 
 std::string Name(const DirectConvShape& g, int64_t n) {
   return std::to_string(g.h) + "x" + std::to_string(g.w) + "x" + std::to_string(g.c) + " k" +

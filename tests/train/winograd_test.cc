@@ -8,23 +8,15 @@
 
 #include <algorithm>
 #include <cmath>
-#include <random>
 #include <string>
 #include <vector>
 
+#include "tests/train/random_values.h"
 #include "train/cpu/conv2d.h"
 
 namespace tributary::cpu {
 namespace {
 namespace wino {  // the test's helpers, apart from its unity-build neighbours'
-
-std::vector<float> RandomValues(int64_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  std::vector<float> v(static_cast<size_t>(n));
-  for (float& x : v) x = u(rng);
-  return v;
-}
 
 struct Case {
   int64_t steps, c, oc, r, n;
@@ -121,7 +113,7 @@ TEST(WinogradTest, TheMatricesComputeTheCorrelation) {
   for (int64_t r : {3, 5}) {
     const WinogradMatrices& w = WinogradFor(r);
     ASSERT_EQ(w.a, w.m + r - 1);
-    const std::vector<float> d = wino::RandomValues(w.a, 5), gv = wino::RandomValues(r, 6);
+    const std::vector<float> d = RandomValues(w.a, 5), gv = RandomValues(r, 6);
     for (int i = 0; i < w.m; ++i) {
       double want = 0.0, got = 0.0;
       for (int64_t j = 0; j < r; ++j) want += static_cast<double>(d[i + j]) * gv[j];
