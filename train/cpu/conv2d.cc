@@ -74,8 +74,7 @@ Conv2D::Conv2D(const ConvTaps& g, int64_t out_c, int64_t max_batch)
     chunk_ = std::clamp<int64_t>((int64_t{3} << 18) / per_sample, 1, max_batch);
     wu_.resize(static_cast<size_t>(a * c_ * oc_));
     wd_.resize(wu_.size());
-    const int64_t chunks = (max_batch + chunk_ - 1) / chunk_;
-    wv_.resize(static_cast<size_t>(chunks * a * chunk_ * tiles_ * c_));
+    ReserveWinogradBlocks(max_batch);
     wm_.resize(static_cast<size_t>(a * chunk_ * tiles_ * wide));
     wz_.resize(static_cast<size_t>(a * chunk_ * tiles_ * oc_));
     return;
@@ -174,10 +173,6 @@ void Conv2D::DirectFilterGrad(const float* in, const float* grad_out, int64_t n)
   UnpackDirectConvWeights(shape_, packed_grad_.data(), dwt_);
 }
 
-void Conv2D::WinogradWeights(bool reversed) {
-  cpu::WinogradWeights(*wino_, wt_, oc_, c_, reversed, wu_.data());
-}
-
 void Conv2D::ReserveWinogradBlocks(int64_t n) {
   // Sized for the constructor's max_batch; a larger batch grows them.
   const size_t need =
@@ -187,7 +182,7 @@ void Conv2D::ReserveWinogradBlocks(int64_t n) {
 
 void Conv2D::WinogradForward(const float* in, float* out, int64_t n) {
   const WinogradMatrices& w = *wino_;
-  WinogradWeights(false);
+  WinogradWeights(w, wt_, oc_, c_, false, wu_.data());
   const int64_t in_size = h_ * c_, out_size = oh_ * oc_;
   ReserveWinogradBlocks(n);
   for (int64_t s = 0; s < n; s += chunk_) {
@@ -223,7 +218,7 @@ void Conv2D::WinogradBackward(const float* in, const float* grad_out, float* gra
   if (!grad_in) return;
   // The input gradient: the same convolution of the output gradient with the taps reversed (and
   // the channels' roles swapped); "same" padding is its own transpose's.
-  WinogradWeights(true);
+  WinogradWeights(w, wt_, oc_, c_, true, wu_.data());
   for (int64_t s = 0; s < n; s += chunk_) {
     const int64_t m = std::min(chunk_, n - s), rows = m * tiles_;
     WinogradInput(w, grad_out + s * out_size, m, oh_, oc_, kh_ - 1 - ph_, tiles_, wz_.data());

@@ -51,9 +51,7 @@ class Conv2D final : public CpuLayer {
   const float* PaddedInput(const float* in) const { return padded_.empty() ? in : padded_.data(); }
   void WinogradForward(const float* in, float* out, int64_t n);
   void WinogradBackward(const float* in, const float* grad_out, float* grad_in, int64_t n);
-  // U_xi = sum_j G[xi][j] w_j, as a planes of [oc][c] (reversed: the kernel's taps in reverse
-  // order, for the input gradient).
-  void WinogradWeights(bool reversed);
+  // Grows the transformed input's blocks to hold a batch of n samples.
   void ReserveWinogradBlocks(int64_t n);
   // The transformed input's block for the chunk that starts at sample s.
   float* WinogradBlock(int64_t s) {
