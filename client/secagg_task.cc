@@ -7,6 +7,7 @@
 #include "compression/codec.h"
 #include "compression/l2_clip.h"
 #include "compression/update_sink.h"
+#include "core/file_util.h"
 #include "core/rng.h"
 #include "privacy/dp/gaussian_noise.h"
 #include "privacy/secagg/secagg_wire.h"
@@ -24,13 +25,10 @@ Result<std::shared_ptr<const SecAggIdentity>> SecAggIdentity::FromFiles(const st
   id->key = std::make_shared<const SigningKey>(std::move(k));
   TRIB_ASSIGN_OR_RETURN(CertificateVerifier v, CertificateVerifier::FromPemFile(ca));
   id->ca = std::make_shared<const CertificateVerifier>(std::move(v));
-  std::FILE* f = std::fopen(cert.c_str(), "rb");
-  if (!f) return Status::NotFound("cannot open the certificate " + cert);
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0 && id->cert_pem.size() < (1 << 20))
-    id->cert_pem.append(buf, n);
-  std::fclose(f);
+  // A PEM certificate chain is a few kB; 1 MiB bounds what a wrong path could make us read.
+  Result<std::vector<uint8_t>> pem = ReadFileBytes(cert, uint64_t{1} << 20);
+  if (!pem.ok()) return pem.status().WithContext("the secure-aggregation certificate");
+  id->cert_pem.assign(pem->begin(), pem->end());
   return std::shared_ptr<const SecAggIdentity>(std::move(id));
 }
 

@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "client/client_state.h"
+#include "client/secagg_task.h"
 #include "compression/codec.h"
 #include "tests/client/fake_trainer.h"
 #include "tests/client/tls_fixture.h"
@@ -278,6 +279,33 @@ TEST(ClientTest, CreateNamesWhatIsWrong) {
   EXPECT_EQ((*first)->wait().code(), StatusCode::kFailedPrecondition);
   (*first)->stop();
   EXPECT_EQ((*first)->wait().code(), StatusCode::kAborted);
+}
+
+// Secure aggregation's identity reads the client's certificate whole, and refuses a file too large
+// to be one (before reading it), naming it.
+TEST(ClientTest, SecAggIdentityReadsTheCertificateAndBoundsItsSize) {
+  TlsCoordinatorFixture fx;
+  const auto files = fx.ClientFiles("edge-7");
+  auto id = SecAggIdentity::FromFiles(files.key, files.cert, files.ca);
+  ASSERT_TRUE(id.ok()) << id.status();
+  std::ifstream in(files.cert, std::ios::binary);
+  const std::string pem((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_GT(pem.size(), 100u);
+  EXPECT_EQ((*id)->cert_pem, pem);
+
+  const std::string missing = fx.dir().file("missing.crt");
+  auto none = SecAggIdentity::FromFiles(files.key, missing, files.ca);
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(none.status().ToString().find(missing), std::string::npos) << none.status();
+
+  const std::string huge = fx.dir().file("huge.crt");
+  std::ofstream(huge, std::ios::binary) << std::string((size_t{1} << 20) + 1, 'A');
+  auto big = SecAggIdentity::FromFiles(files.key, huge, files.ca);
+  ASSERT_FALSE(big.ok());
+  EXPECT_EQ(big.status().code(), StatusCode::kOutOfRange);
+  EXPECT_NE(big.status().ToString().find(huge), std::string::npos) << big.status();
+  EXPECT_NE(big.status().ToString().find("certificate"), std::string::npos) << big.status();
 }
 
 // Two samples for FakeTrainer::predict, and what it computes from Task()'s global model
