@@ -21,6 +21,7 @@
 #include "core/file_util.h"
 #include "crypto/cert_authority.h"
 #include "crypto/pem.h"
+#include "sim/line_follower.h"
 
 extern char** environ;
 
@@ -240,16 +241,11 @@ Result<SimResult> RunDeployment(const SimConfig& c, const DeployOptions& options
   const std::string events_path = cc.run.event_log;
   SimResult result;
   std::optional<RunFinished> finished;
-  size_t lines_seen = 0;
+  LineFollower events(events_path);  // complete lines only: a line being written waits
   auto read_events = [&] {
-    std::ifstream in(events_path);
-    std::string line;
-    size_t n = 0;
-    while (std::getline(in, line)) {
-      if (n++ < lines_seen) continue;
-      lines_seen = n;
+    for (const std::string& line : events.ReadNew()) {
       Result<RunEvent> ev = RunEventFromJson(nlohmann::json::parse(line, nullptr, false));
-      if (!ev.ok()) continue;  // a line being written, or one from a newer coordinator
+      if (!ev.ok()) continue;  // a line from a newer coordinator
       if (const auto* f = std::get_if<RunFinished>(&*ev)) finished = *f;
       const auto* closed = std::get_if<RoundClosed>(&*ev);
       if (!closed) continue;
