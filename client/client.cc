@@ -25,14 +25,11 @@ Status ClientOptions::Validate() const {
   for (const std::string& endpoint : *endpoints) {
     Result<std::pair<std::string, std::string>> host_port = SplitHostPort(endpoint);
     if (!host_port.ok()) return host_port.status().WithContext("coordinator");
-    if (!server_name.empty() && server_name != host_port->first)
-      return Status::InvalidArgument(
-          "server_name '" + server_name + "' differs from the coordinator host '" +
-          host_port->first +
-          "': the client verifies the name it dials, and dialling one name while verifying "
-          "another is not supported yet; put '" +
-          server_name + "' in the coordinator address instead");
   }
+  if (server_name.find('\0') != std::string::npos || server_name.size() > 253)
+    return Status::InvalidArgument(
+        "server_name: must be a host name or IP address (at most 253 "
+        "bytes, no NUL)");
   if (ca_cert_file.empty())
     return Status::InvalidArgument("ca_cert_file: required (the CA that signed the coordinator)");
   if (cert_file.empty())
@@ -93,6 +90,7 @@ Result<std::unique_ptr<Client>> Client::Create(ClientOptions options,
   TlsTransportOptions topts;
   topts.transport.handshake_timeout = options.connect_timeout;
   topts.client_context = std::move(ctx);
+  topts.server_name = options.server_name;
   TRIB_ASSIGN_OR_RETURN(impl->transport, TlsTransport::Create(impl->io, std::move(topts)));
 
   ClientRuntimeOptions ropts;

@@ -32,7 +32,8 @@ class TlsClientConnect : public std::enable_shared_from_this<TlsClientConnect> {
   using Done = std::function<void(Result<std::unique_ptr<TlsStream>>, std::string remote)>;
 
   TlsClientConnect(asio::io_context& io, std::shared_ptr<ssl::context> ctx,
-                   const TransportOptions& options, std::string host, std::string port, Done done)
+                   const TransportOptions& options, std::string host, std::string port,
+                   std::string verify_name, Done done)
       : strand_(asio::make_strand(io)),
         resolver_(strand_),
         ctx_(std::move(ctx)),
@@ -41,6 +42,7 @@ class TlsClientConnect : public std::enable_shared_from_this<TlsClientConnect> {
         options_(options),
         host_(std::move(host)),
         port_(std::move(port)),
+        verify_name_(verify_name.empty() ? host_ : std::move(verify_name)),
         done_(std::move(done)) {}
 
   void Run() {
@@ -48,7 +50,10 @@ class TlsClientConnect : public std::enable_shared_from_this<TlsClientConnect> {
   }
 
  private:
-  std::string what() const { return host_ + ":" + port_; }
+  std::string what() const {
+    return host_ + ":" + port_ +
+           (verify_name_ == host_ ? std::string() : " (as '" + verify_name_ + "')");
+  }
 
   void do_resolve() {
     timer_.expires_after(options_.handshake_timeout);
@@ -83,7 +88,7 @@ class TlsClientConnect : public std::enable_shared_from_this<TlsClientConnect> {
     stream_ = std::move(*stream);
     SSL* ssl = stream_->native_handle();
     SSL_set_min_proto_version(ssl, TLS1_3_VERSION);
-    const Status configured = ConfigureClientSsl(ssl, host_);
+    const Status configured = ConfigureClientSsl(ssl, verify_name_);
     if (!configured.ok()) return finish(configured);
     stream_->AsyncHandshake(
         TlsStream::Role::kClient,
@@ -135,6 +140,7 @@ class TlsClientConnect : public std::enable_shared_from_this<TlsClientConnect> {
   const TransportOptions options_;
   const std::string host_;
   const std::string port_;
+  const std::string verify_name_;  // what the server's certificate must name
   std::string remote_;
   Done done_;
   bool finished_ = false;
@@ -189,6 +195,7 @@ void TlsTransport::ConnectRaw(const std::string& address, RawConnectHandler on_c
   }
   std::make_shared<TlsClientConnect>(
       io_, options_.client_context, options_.transport, host_port->first, host_port->second,
+      options_.server_name,
       [on_connect = std::move(on_connect)](Result<std::unique_ptr<TlsStream>> stream,
                                            const std::string&) {
         if (!stream.ok()) return on_connect(stream.status());
@@ -210,6 +217,7 @@ void TlsTransport::Connect(const std::string& address, ConnectHandler on_connect
   const TransportOptions& options = options_.transport;
   std::make_shared<TlsClientConnect>(
       io_, options_.client_context, options, host_port->first, host_port->second,
+      options_.server_name,
       [on_connect = std::move(on_connect), options, host = host_port->first](
           Result<std::unique_ptr<TlsStream>> stream, const std::string& remote) {
         if (!stream.ok()) return on_connect(stream.status());

@@ -4,7 +4,8 @@
 // session additionally pins TLS 1.3 as its minimum version. The server side is TlsListener (the
 // handshake cap and timeout, client id from the certificate, deny list). The client side resolves,
 // connects and handshakes under handshake_timeout, sending SNI and checking the server
-// certificate's SAN against the host it dialled (ConfigureClientSsl); a mismatch, an unknown CA or
+// certificate's SAN against the host it dialled, or against options.server_name when that is set
+// (ConfigureClientSsl); a mismatch, an unknown CA or
 // an expired certificate fails the connect with PermissionDenied naming OpenSSL's verify error; an
 // alert from the server fails it as TlsFailureStatus (tls_failure.h) says; other failures
 // (nothing listening, a reset, a timeout) are Unavailable or DeadlineExceeded.
@@ -31,6 +32,10 @@ struct TlsTransportOptions {
   std::shared_ptr<boost::asio::ssl::context> server_context;
   // Needed by Connect: a client context with this client's certificate (MakeClientTlsContext).
   std::shared_ptr<boost::asio::ssl::context> client_context;
+  // Connect: the name (or IP address) the server's certificate must carry, also sent as SNI.
+  // Empty: the host of the address dialled. Set it to dial an address the certificate does not
+  // name (an IP, a load balancer's name) while verifying the name it does.
+  std::string server_name = {};
 };
 
 class TlsTransport final : public Transport {

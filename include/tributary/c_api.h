@@ -216,7 +216,7 @@ typedef void (*tributary_log_fn)(void* user_data, int level, const char* message
  * tributary::ClientOptions (client.h). */
 typedef struct tributary_client_options {
   const char* coordinator;  /* "host:port"; required */
-  const char* server_name;  /* NULL or "": the host of `coordinator` */
+  const char* server_name;  /* the name the certificate must carry; NULL or "": the host dialled */
   const char* ca_cert_file; /* PEM files; all three required */
   const char* cert_file;
   const char* key_file;

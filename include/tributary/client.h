@@ -108,9 +108,10 @@ struct ClientOptions {
   // the next attempt to another one, drawn at random among the others (so a dead aggregator's
   // clients spread over the rest), after the backoff's delay with its jitter.
   std::string coordinator;
-  // The name the coordinator's certificate must carry (SAN). Empty means the host of
-  // `coordinator`, which is also what is sent as SNI. Today it must equal that host when set:
-  // dialling one name and verifying another is not supported yet (Create says so).
+  // The name (or IP address) the coordinator's certificate must carry (SAN), also sent as SNI.
+  // Empty means the host of `coordinator`. Set it to dial an address the certificate does not
+  // name (an IP, an internal name) while verifying the one it does; with several endpoints, every
+  // one must present a certificate for this name.
   std::string server_name;
   // PEM files: the CA that signed the coordinator's certificate, and this client's certificate
   // (which carries its client id) and private key. All three are required.

@@ -178,6 +178,24 @@ TEST(ClientTest, ACertificateFromAnotherCaEndsTheRunAtTheFirstAttemptNamingTheCa
   EXPECT_EQ(fx.coordinator().session_count(), 0u);  // refused in the handshake, never a session
 }
 
+// server_name reaches the TLS check: the test coordinator's certificate names localhost and
+// 127.0.0.1, so a client dialling 127.0.0.1 but verifying another name is refused at once.
+TEST(ClientTest, AServerNameTheCoordinatorsCertificateLacksEndsTheRunAtTheFirstAttempt) {
+  TlsCoordinatorFixture fx;
+  ClientOptions o = OptionsFor(fx.ClientFiles("edge-8"), fx.address());
+  o.server_name = "coordinator.example.org";
+  auto client = Client::Create(o, std::make_shared<FakeTrainer>());
+  ASSERT_TRUE(client.ok()) << client.status();
+  AttemptCounter counter;
+  const Ending end = RunBounded(**client);
+  EXPECT_TRUE(end.within_limit);
+  EXPECT_EQ(end.status.code(), StatusCode::kPermissionDenied) << end.status;
+  EXPECT_NE(end.status.message().find("mismatch"), std::string::npos) << end.status;
+  EXPECT_NE(end.status.message().find("coordinator.example.org"), std::string::npos) << end.status;
+  EXPECT_EQ(counter.attempts(), 1);
+  EXPECT_EQ(fx.coordinator().session_count(), 0u);
+}
+
 TEST(ClientTest, AnExpiredCertificateEndsTheRunAtTheFirstAttempt) {
   TlsCoordinatorFixture fx;
   CertOptions expired;
@@ -264,8 +282,8 @@ TEST(ClientTest, CreateNamesWhatIsWrong) {
   o.cert_file.clear();
   EXPECT_NE(error_of(o, trainer).find("cert_file"), std::string::npos);
   o = OptionsFor(files, fx.address());
-  o.server_name = "coord.example.org";
-  EXPECT_NE(error_of(o, trainer).find("server_name 'coord.example.org'"), std::string::npos);
+  o.server_name = std::string("coord\0example", 13);
+  EXPECT_NE(error_of(o, trainer).find("server_name"), std::string::npos);
   o = OptionsFor(files, fx.address());
   o.backoff.multiplier = 0.5;
   EXPECT_NE(error_of(o, trainer).find("backoff.multiplier"), std::string::npos);

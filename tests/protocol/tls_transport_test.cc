@@ -129,9 +129,10 @@ class TlsTransportTest : public ::testing::Test {
   // Connects a client with a certificate for `id` to `host`:port and exchanges one Hello.
   Result<std::shared_ptr<Connection>> ConnectAndExchange(const std::string& id,
                                                          const std::string& host,
-                                                         TransportOptions options = {}) {
-    clients_.push_back(std::move(
-        *TlsTransport::Create(io_.io(), {options, nullptr, TestPki::Get().ClientContext(id)})));
+                                                         TransportOptions options = {},
+                                                         const std::string& server_name = "") {
+    clients_.push_back(std::move(*TlsTransport::Create(
+        io_.io(), {options, nullptr, TestPki::Get().ClientContext(id), server_name})));
     Waiter<Result<std::shared_ptr<Connection>>> waiter;
     clients_.back()->Connect(host + ":" + std::to_string(port_), waiter.Callback());
     std::optional<Result<std::shared_ptr<Connection>>> c = waiter.Wait(20s);
@@ -289,6 +290,28 @@ TEST_F(TlsTransportTest, ClientRefusesServerWhoseNameDoesNotMatch) {
     EXPECT_NE(c.status().message().find("mismatch"), std::string::npos) << c.status();
   }
   EXPECT_EQ(listener_->stats().admitted, 0u);
+}
+
+// server_name: dial an address the certificate does not name, verify the name it does. The
+// certificate names only coordinator.example, so each dial below passes or fails by server_name.
+TEST_F(TlsTransportTest, ServerNameIsVerifiedInsteadOfTheHostDialled) {
+  const TestPki& pki = TestPki::Get();
+  PemPair named = *MakeServerCertificate(pki.ca, {"coordinator.example"}, {});
+  StartServer(Options(),
+              *MakeServerTlsContext(TlsPem{pki.ca.cert_pem, named.cert_pem, named.key_pem}));
+  for (const std::string host : {"localhost", "127.0.0.1"}) {
+    Result<std::shared_ptr<Connection>> c =
+        ConnectAndExchange("edge-1", host, Options(), "coordinator.example");
+    EXPECT_TRUE(c.ok()) << host << ": " << c.status();
+    Result<std::shared_ptr<Connection>> other =
+        ConnectAndExchange("edge-1", host, Options(), "other.example");
+    ASSERT_FALSE(other.ok()) << host;
+    EXPECT_EQ(other.status().code(), StatusCode::kPermissionDenied) << other.status();
+    EXPECT_NE(other.status().message().find("mismatch"), std::string::npos) << other.status();
+    EXPECT_NE(other.status().message().find("(as 'other.example')"), std::string::npos)
+        << other.status();
+  }
+  EXPECT_EQ(listener_->stats().admitted, 2u);
 }
 
 TEST_F(TlsTransportTest, ClientIdentityCanBeMadeOptionalForTests) {
