@@ -111,9 +111,9 @@ Status AsyncEngine::OnUpdate(const std::string& id, const UpdateSubmission& u, T
   if (config_.secagg.enabled)
     return Reject(id, ErrorCode::kProtocolViolation,
                   "this run uses secure aggregation: updates are sent masked (SecAggMaskedInput)");
-  if (steps_done_ >= static_cast<uint64_t>(config_.rounds) || failed_) {
+  if (!TakesAnotherStep(now)) {
     if (it != tasks_.end()) EndTask(it);
-    return Reject(id, ErrorCode::kProtocolViolation, "late: the run has taken its last step");
+    return Reject(id, ErrorCode::kProtocolViolation, WhyNoMoreSteps());
   }
   if (it == tasks_.end()) {
     if (expired_.erase(id))
@@ -358,6 +358,16 @@ void AsyncEngine::AfterCohort(uint64_t id, TimePoint now) {
                         : Status::Ok());
   const float scale = weight_(staleness);
   const uint64_t weight = c.session->total_weight();
+  summary_.bytes_up += c.session->masked_bytes_up() + c.session->protocol_bytes_up();
+  summary_.bytes_down += c.session->protocol_bytes_down();
+  if (s.ok() && !TakesAnotherStep(now)) {
+    // A sum that comes after the run's last step (or its privacy budget) has no step to join;
+    // its members did nothing wrong.
+    Log().info("the secure aggregation cohort {} of {} clients came too late: {}", id, c.size,
+               WhyNoMoreSteps());
+    cohorts_.erase(it);
+    return;
+  }
   if (s.ok()) {
     // The cohort's unmasked sum is one contribution, with one staleness: its mean times the
     // integer total weight, discounted by s(t) in the terms only.
@@ -366,8 +376,6 @@ void AsyncEngine::AfterCohort(uint64_t id, TimePoint now) {
     if (s.ok())
       s = strategy_->Accumulate(weight, SecAggMeanWriter(*c.session, model_.size(), scale));
   }
-  summary_.bytes_up += c.session->masked_bytes_up() + c.session->protocol_bytes_up();
-  summary_.bytes_down += c.session->protocol_bytes_down();
   if (!s.ok()) {
     Log().warn("step {}: the secure aggregation cohort {} of {} clients gave nothing: {}",
                steps_done_ + 1, id, c.size, s.message());
@@ -389,6 +397,19 @@ void AsyncEngine::AfterCohort(uint64_t id, TimePoint now) {
   buffered_ += survivors;
   cohorts_.erase(it);
   if (buffered_ >= config_.BufferSize()) ApplyBuffer(now);
+}
+
+bool AsyncEngine::TakesAnotherStep(TimePoint now) {
+  if (failed_ || budget_spent_ || steps_done_ >= static_cast<uint64_t>(config_.rounds))
+    return false;
+  if (!buffer_open_) OpenBuffer(now);  // checks the privacy budget first
+  return buffer_open_ && !failed_ && !budget_spent_;
+}
+
+std::string AsyncEngine::WhyNoMoreSteps() const {
+  if (budget_spent_) return "late: the run has stopped (" + stop_reason_ + ")";
+  if (failed_) return "late: the run has failed";
+  return "late: the run has taken its last step";
 }
 
 void AsyncEngine::EndTask(std::map<std::string, Task>::iterator it) {

@@ -95,7 +95,8 @@ class AsyncEngine : public RunEngine {
   Status OnUpdate(const std::string& id, const UpdateSubmission& update, TimePoint now) override;
   Status OnEvaluateResult(const std::string& id, const EvaluateResult& result,
                           TimePoint now) override;
-  // FailedPrecondition: an asynchronous run has no secure aggregation.
+  // A secure aggregation message for the sender's cohort; FailedPrecondition (and an Error to the
+  // client) when it is in none.
   Status OnSecAgg(const std::string& id, const Message& message, TimePoint now) override;
   // Asynchronous steps do not run through the aggregation tier (WhyNotThroughTier): refused.
   Status OnGroupResult(const std::string& aggregator, const GroupResult& result,
@@ -167,6 +168,12 @@ class AsyncEngine : public RunEngine {
   void Expire(TimePoint now);
   // Opens the next step's buffer (the strategy begins from the current model).
   void OpenBuffer(TimePoint now);
+  // Whether the run takes another step: false once it failed, took its last step or spent its
+  // privacy budget. When true the buffer is open (opened now if it was not), so an update or a
+  // cohort's sum joins the step being built, never one already applied. WhyNoMoreSteps is the
+  // refusal's text when false.
+  bool TakesAnotherStep(TimePoint now);
+  std::string WhyNoMoreSteps() const;
   void ApplyBuffer(TimePoint now);
   void Fail(Status why);
   // The judged refusal's part in the same-refusal streak and the no-progress count; `kind` ""

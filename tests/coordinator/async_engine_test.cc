@@ -321,6 +321,22 @@ TEST_F(AsyncEngineTest, DifferentialPrivacyChargesEveryStepAtRateOneAndOnceAClie
   EXPECT_DOUBLE_EQ(summaries_[0].dp->noise_stddev, 2.0);
   EXPECT_EQ(engine_->dp()->rounds_charged(), 2);
   EXPECT_DOUBLE_EQ(engine_->dp()->Spent().epsilon, two.Spent(1e-5).epsilon);
+  // A task still in flight when the budget stopped the run: its update has no step to join. It is
+  // refused, naming the stop, and charges nothing (it used to go into the applied step's sum and
+  // release a third, over-budget step, then fail the run).
+  const std::vector<float> model_before(engine_->model().data().begin(),
+                                        engine_->model().data().end());
+  ASSERT_EQ(held_.size(), 1u);
+  Status late = Send(held_.begin()->first, {0, 3, 4, 0});
+  EXPECT_EQ(late.code(), StatusCode::kFailedPrecondition) << late;
+  EXPECT_NE(late.message().find("late: the run has stopped (differential privacy"),
+            std::string::npos)
+      << late.message();
+  EXPECT_EQ(engine_->dp()->rounds_charged(), 2);
+  EXPECT_TRUE(engine_->failure().ok()) << engine_->failure();
+  EXPECT_EQ(summaries_.size(), 2u);
+  EXPECT_EQ(std::vector<float>(engine_->model().data().begin(), engine_->model().data().end()),
+            model_before);
 }
 
 TEST(AsyncEngineCreateTest, RefusesWhatCannotStreamOrHasNoSoundAccountingYet) {
