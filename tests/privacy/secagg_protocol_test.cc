@@ -17,6 +17,7 @@
 #include "privacy/secagg/neighbour_graph.h"
 #include "privacy/secagg/secagg_client.h"
 #include "privacy/secagg/secagg_server.h"
+#include "privacy/secagg/shamir.h"
 #include "tests/core/emulator.h"
 
 namespace tributary {
@@ -372,6 +373,54 @@ TEST(SecAggProtocolTest, NoClientRevealsBothSecretsOfAPeer) {
   ASSERT_TRUE(sum.ok()) << sum.status();
   EXPECT_EQ(*sum, (std::vector<uint64_t>{5, 10, 15, 20}));
   for (const auto& [owner, kinds] : server.received_kinds()) EXPECT_EQ(kinds.size(), 1u);
+}
+
+// A survivor's unmask response that repeats an owner, or holds a share of the wrong length or
+// beyond the field, is refused whole when it arrives, naming its sender (it used to fail the whole
+// session in Finish, naming nobody); the honest responses still give the exact sum.
+TEST(SecAggProtocolTest, AMalformedUnmaskResponseIsRefusedOnArrivalNamingItsSender) {
+  const Pki& pki = PkiOf(6);
+  const SecAggSession s = Session(4, kMask25);
+  std::vector<std::unique_ptr<SecAggClient>> c = MakeClients(pki, s, 6);
+  SecAggServer server(s);
+  for (size_t i = 0; i < 6; ++i) ASSERT_TRUE(server.AddKeys(*c[i]->AdvertiseKeys()).ok());
+  const SecAggRoster roster = *server.CloseAdvertise();
+  for (size_t i = 0; i < 6; ++i) ASSERT_TRUE(server.AddShares(*c[i]->ShareKeys(roster)).ok());
+  auto inboxes = *server.CloseShares();
+  const std::vector<uint64_t> x = {1, 2, 3, 4};
+  for (size_t i = 0; i < 5; ++i)
+    ASSERT_TRUE(server.AddMaskedInput(*c[i]->MaskInput(inboxes[pki.ids[i]], x)).ok());
+  SecAggUnmaskRequest request = *server.CloseMaskedInput();
+  const SecAggUnmaskResponse honest = *c[0]->Unmask(request);
+  ASSERT_GE(honest.shares.size(), 2u);
+
+  SecAggUnmaskResponse twice = honest;
+  twice.shares.push_back(twice.shares.front());
+  Status st = server.AddUnmaskResponse(twice);
+  EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition) << st;
+  EXPECT_NE(st.message().find("'" + pki.ids[0] + "' revealed two shares of '" +
+                              honest.shares.front().owner + "'"),
+            std::string::npos)
+      << st;
+  SecAggUnmaskResponse short_share = honest;
+  short_share.shares.back().share.y.pop_back();
+  st = server.AddUnmaskResponse(short_share);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st;
+  EXPECT_NE(st.message().find("'" + pki.ids[0] + "' revealed a malformed share"), std::string::npos)
+      << st;
+  EXPECT_NE(st.message().find("4 field elements, 5 expected"), std::string::npos) << st;
+  SecAggUnmaskResponse beyond = honest;
+  beyond.shares.back().share.y[0] = kShamirPrime;
+  st = server.AddUnmaskResponse(beyond);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st;
+  EXPECT_TRUE(server.received_kinds().empty());  // nothing of the refused responses was kept
+
+  // The sender may still answer properly, and the round ends with the exact sum.
+  for (size_t i = 0; i < 5; ++i)
+    ASSERT_TRUE(server.AddUnmaskResponse(i == 0 ? honest : *c[i]->Unmask(request)).ok()) << i;
+  Result<std::vector<uint64_t>> sum = server.Finish();
+  ASSERT_TRUE(sum.ok()) << sum.status();
+  EXPECT_EQ(*sum, (std::vector<uint64_t>{5, 10, 15, 20}));
 }
 
 // Messages out of phase, from strangers, or twice, are refused naming the sender; a changed share
