@@ -58,7 +58,8 @@ Result<std::unique_ptr<AsyncEngine>> AsyncEngine::Create(RoundConfig config,
   e->dispatches_ = dispatches;
   e->registry_.SetRound(steps_done + 1);
   e->hooks_ = std::move(hooks);
-  e->eval_ = std::make_unique<FederatedEval>(e->hooks_.on_federated_eval);
+  e->eval_ =
+      std::make_unique<FederatedEval>(e->hooks_.on_federated_eval, e->config_.max_num_examples);
   e->dp_ = std::move(dp);
   return e;
 }

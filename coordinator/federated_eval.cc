@@ -1,5 +1,8 @@
 #include "coordinator/federated_eval.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <cmath>
 
 namespace tributary {
@@ -9,6 +12,7 @@ void FederatedEval::Start(const EvaluateTask& task, const std::vector<std::strin
                           const Stamp& stamp) {
   if (eval_.round != 0) Finish();  // an older evaluation still waiting: report what came
   eval_.round = task.round;
+  task_max_examples_ = task.max_examples > 0 ? static_cast<uint64_t>(task.max_examples) : 0;
   deadline_ = deadline;
   for (const std::string& id : clients) {
     pending_.insert(id);
@@ -22,14 +26,29 @@ void FederatedEval::Start(const EvaluateTask& task, const std::vector<std::strin
 Status FederatedEval::OnResult(const std::string& id, const EvaluateResult& res) {
   if (!pending_.erase(id) || res.round != eval_.round)
     return Status::FailedPrecondition("unexpected evaluation result from " + id);
-  if (std::isfinite(res.loss) && std::isfinite(res.accuracy) && res.num_examples > 0) {
+  const uint64_t cap =
+      task_max_examples_ > 0 ? std::min(task_max_examples_, max_num_examples_) : max_num_examples_;
+  Status refused = Status::Ok();
+  if (res.num_examples > cap)
+    refused = Status::InvalidArgument(fmt::format(
+        "the evaluation result of client {} for round {} claims {} examples, more than the {} "
+        "allowed ({}); not counted",
+        id, res.round, res.num_examples, cap,
+        cap == task_max_examples_ ? "the task's max_examples" : "run.max_num_examples"));
+  else if (std::isfinite(res.accuracy) && (res.accuracy < 0.0 || res.accuracy > 1.0))
+    refused = Status::InvalidArgument(
+        fmt::format("the evaluation result of client {} for round {} has accuracy {}, outside "
+                    "[0, 1]; not counted",
+                    id, res.round, res.accuracy));
+  if (refused.ok() && std::isfinite(res.loss) && std::isfinite(res.accuracy) &&
+      res.num_examples > 0) {
     ++eval_.clients;
     eval_.num_examples += res.num_examples;
     loss_sum_ += res.loss * static_cast<double>(res.num_examples);
     correct_sum_ += res.accuracy * static_cast<double>(res.num_examples);
   }
   if (pending_.empty()) Finish();
-  return Status::Ok();
+  return refused;
 }
 
 void FederatedEval::OnLeft(const std::string& id) {

@@ -2,7 +2,10 @@
 //
 // Start sends an EvaluateTask with the model (one shared payload) to every client it is given and
 // waits; each EvaluateResult is weighted by its num_examples (results that are not finite, or of
-// no examples, count as answers but not in the means). The evaluation is reported (`on_done`)
+// no examples, count as answers but not in the means). A result that claims more examples than
+// the task's max_examples (when set) or `max_num_examples` (run.max_num_examples), or an accuracy
+// outside [0, 1], is refused (InvalidArgument naming the client): it counts as an answer, not in
+// the means, so one client cannot own the metric. The evaluation is reported (`on_done`)
 // when every client has answered or left, or at its deadline with the results that came; a new
 // Start first reports one still waiting. Both engines use it (eval.federated_every), the
 // synchronous after every k-th round, the asynchronous after every k-th step.
@@ -22,8 +25,8 @@ namespace tributary {
 
 class FederatedEval {
  public:
-  explicit FederatedEval(std::function<void(const FederatedEvalSummary&)> on_done)
-      : on_done_(std::move(on_done)) {}
+  FederatedEval(std::function<void(const FederatedEvalSummary&)> on_done, uint64_t max_num_examples)
+      : on_done_(std::move(on_done)), max_num_examples_(max_num_examples) {}
 
   // Sends `task` (its round, version, deadline and model set) to each of `clients` through
   // `outbox`, each copy passed through `stamp` when given (run.federate = "unfrozen": the frozen
@@ -32,7 +35,8 @@ class FederatedEval {
   using Stamp = std::function<void(const std::string& client, EvaluateTask& task)>;
   void Start(const EvaluateTask& task, const std::vector<std::string>& clients, TimePoint deadline,
              std::vector<RunEngine::Outgoing>& outbox, const Stamp& stamp = {});
-  // FailedPrecondition when `id` was not asked, or answers another round.
+  // FailedPrecondition when `id` was not asked, or answers another round; InvalidArgument when the
+  // result is out of bounds (above).
   Status OnResult(const std::string& id, const EvaluateResult& result);
   void OnLeft(const std::string& id);
   // Reports the evaluation when its deadline has passed.
@@ -48,6 +52,8 @@ class FederatedEval {
   void Finish();
 
   std::function<void(const FederatedEvalSummary&)> on_done_;
+  uint64_t max_num_examples_;
+  uint64_t task_max_examples_ = 0;  // the evaluation's EvaluateTask::max_examples (0: none)
   std::set<std::string> pending_;
   TimePoint deadline_{};
   FederatedEvalSummary eval_;

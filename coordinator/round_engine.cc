@@ -48,7 +48,8 @@ Result<std::unique_ptr<RoundEngine>> RoundEngine::Create(RoundConfig config,
   e->version_ = model_version;
   e->registry_.SetRound(rounds_done + 1);
   e->hooks_ = std::move(hooks);
-  e->eval_ = std::make_unique<FederatedEval>(e->hooks_.on_federated_eval);
+  e->eval_ =
+      std::make_unique<FederatedEval>(e->hooks_.on_federated_eval, e->config_.max_num_examples);
   e->dispatches_ = dispatches;
   if (e->config_.dp.enabled) {
     TRIB_ASSIGN_OR_RETURN(e->dp_,

@@ -381,6 +381,49 @@ TEST_F(RoundEngineTest, TheLastRoundsFederatedEvaluationIsAwaitedUntilItsDeadlin
   EXPECT_FALSE(engine_->next_wakeup().has_value());
 }
 
+// One client must not own the federated metric: a result claiming more examples than the task
+// allows or run.max_num_examples, or an accuracy outside [0, 1], is refused naming the client; it
+// counts as an answer (the evaluation does not wait for it) and not in the means.
+TEST_F(RoundEngineTest, AFederatedEvaluationResultOutOfBoundsIsRefusedAndNotCounted) {
+  RoundConfig cfg = Config(3);
+  cfg.rounds = 1;
+  cfg.federated_eval_every = 1;
+  cfg.max_num_examples = 1000;
+  Make(cfg);
+  Join(3);
+  for (auto& [id, t] : Tasks())
+    ASSERT_TRUE(engine_->OnUpdate(id, Update(t, {1, 1, 1, 1}), now_).ok());
+  ASSERT_FALSE(engine_->finished());
+  EvaluateResult r;
+  r.round = 1;
+  r.model_version = 1;
+  r.num_examples = 1001;
+  r.loss = 0.01;
+  r.accuracy = 1.0;
+  Status big = engine_->OnEvaluateResult("c0", r, now_);
+  EXPECT_EQ(big.code(), StatusCode::kInvalidArgument) << big;
+  EXPECT_NE(big.message().find("client c0"), std::string::npos) << big;
+  EXPECT_NE(big.message().find("1001 examples, more than the 1000 allowed (run.max_num_examples)"),
+            std::string::npos)
+      << big;
+  r.num_examples = 50;
+  r.accuracy = 7.5;
+  Status acc = engine_->OnEvaluateResult("c1", r, now_);
+  EXPECT_EQ(acc.code(), StatusCode::kInvalidArgument) << acc;
+  EXPECT_NE(acc.message().find("client c1"), std::string::npos) << acc;
+  EXPECT_NE(acc.message().find("outside [0, 1]"), std::string::npos) << acc;
+  r.accuracy = 0.6;
+  r.loss = 0.9;
+  ASSERT_TRUE(engine_->OnEvaluateResult("c2", r, now_).ok());
+  // Every client answered: reported at once, with c2's numbers only.
+  EXPECT_TRUE(engine_->finished());
+  ASSERT_EQ(evals_.size(), 1u);
+  EXPECT_EQ(evals_[0].clients, 1);
+  EXPECT_EQ(evals_[0].num_examples, 50u);
+  EXPECT_DOUBLE_EQ(evals_[0].accuracy, 0.6);
+  EXPECT_DOUBLE_EQ(evals_[0].loss, 0.9);
+}
+
 // Finding 2 of the hostile test: a round whose every update is refused for the same reason was
 // retried for ever (222 attempts in 120 s). Three such attempts in a row now end the run, naming
 // the reason; retrying with other clients cannot help.
