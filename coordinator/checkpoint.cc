@@ -1,5 +1,7 @@
 #include "coordinator/checkpoint.h"
 
+#include <charconv>
+
 #include <fmt/format.h>
 
 #include <cmath>
@@ -26,14 +28,14 @@ Result<uint64_t> ParseU64(const SafetensorsMetadata& meta, const std::string& ke
   auto it = meta.find(key);
   if (it == meta.end())
     return Status::Corruption(path + ": checkpoint metadata lacks '" + key + "'");
-  try {
-    size_t used = 0;
-    uint64_t v = std::stoull(it->second, &used);
-    if (used != it->second.size()) throw std::invalid_argument("trailing");
-    return v;
-  } catch (const std::exception&) {
-    return Status::Corruption(path + ": checkpoint metadata '" + key + "' is not a number");
-  }
+  // Digits only: std::stoull would take "-1" as 2^64 - 1, and leading spaces or a '+'.
+  const std::string& text = it->second;
+  uint64_t v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size())
+    return Status::Corruption(path + ": checkpoint metadata '" + key + "' is not a number: '" +
+                              text.substr(0, 64) + "'");
+  return v;
 }
 
 // The checkpoint's SHA-256 (crypto/model_checksum.h).

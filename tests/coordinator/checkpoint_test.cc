@@ -75,6 +75,35 @@ TEST(CheckpointTest, MissingAndDamagedCheckpointsAreClearErrors) {
   std::filesystem::remove_all(dir);
 }
 
+CheckpointState StateAfterRound(uint64_t round);
+
+// A wave-1 checkpoint (no checksum) whose counters are not plain digits is refused naming the key:
+// "-1" must not load as 2^64 - 1 rounds done.
+TEST(CheckpointTest, ACounterThatIsNotPlainDigitsIsRefused) {
+  const std::string dir = TempDir("digits");
+  ASSERT_TRUE(SaveCheckpoint(Env::Default(), dir, StateAfterRound(12)).ok());
+  const std::vector<uint8_t> saved = *ReadFileBytes(CheckpointPath(dir), 1 << 20);
+  for (const std::string bad : {"-1", "+1", " 1", "1x"}) {
+    std::string text(saved.begin(), saved.end());
+    auto swap = [&](const std::string& from, const std::string& to) {
+      const size_t at = text.find(from);
+      ASSERT_NE(at, std::string::npos) << from;
+      ASSERT_EQ(from.size(), to.size());
+      text.replace(at, from.size(), to);
+    };
+    swap("tributary-checkpoint-2", "tributary-checkpoint-1");  // no checksum to update
+    swap("\"rounds_done\":\"12\"", "\"rounds_done\":\"" + bad + "\"");
+    ASSERT_TRUE(WriteFileAtomic(CheckpointPath(dir), std::string_view(text)).ok());
+    Result<CheckpointState> r = LoadCheckpoint(Env::Default(), dir);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.status().code(), StatusCode::kCorruption) << r.status();
+    EXPECT_NE(r.status().message().find("'rounds_done' is not a number: '" + bad + "'"),
+              std::string::npos)
+        << r.status();
+  }
+  std::filesystem::remove_all(dir);
+}
+
 CheckpointState StateAfterRound(uint64_t round) {
   CheckpointState st;
   st.rounds_done = round;
