@@ -45,7 +45,7 @@ Result<std::vector<uint64_t>> UnpackBits(std::span<const uint8_t> packed, uint64
   if (packed.size() != want)
     return Status::InvalidArgument(fmt::format(
         "secure aggregation: a masked input of {} values of {} bits has {} bytes, not {}", length,
-        bits, want, packed.size()));
+        bits, packed.size(), want));
   std::vector<uint64_t> out(length, 0);
   size_t bit = 0;
   for (uint64_t& v : out) {

@@ -36,7 +36,11 @@ TEST(SecAggWireTest, PackedValuesRoundTripAtEveryWidth) {
 TEST(SecAggWireTest, PackedInputsOfTheWrongSizeOrPaddingAreRefused) {
   const std::vector<uint8_t> packed = PackBits(std::vector<uint64_t>{5, 6, 7}, 31);
   ASSERT_EQ(packed.size(), 12u);  // 93 bits
-  EXPECT_FALSE(UnpackBits(std::span(packed).first(11), 3, 31).ok());
+  Result<std::vector<uint64_t>> short_input = UnpackBits(std::span(packed).first(11), 3, 31);
+  ASSERT_FALSE(short_input.ok());
+  EXPECT_NE(short_input.status().message().find("3 values of 31 bits has 11 bytes, not 12"),
+            std::string::npos)
+      << short_input.status();
   std::vector<uint8_t> dirty = packed;
   dirty.back() |= 0x80;  // a padding bit
   Result<std::vector<uint64_t>> r = UnpackBits(dirty, 3, 31);
