@@ -6,6 +6,7 @@
 #include <boost/asio/error.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/ssl/error.hpp>
+#include <optional>
 #include <utility>
 
 #include "core/log.h"
@@ -68,9 +69,31 @@ void FramedConnection::Start(MessageHandler on_message, CloseHandler on_close) {
   });
 }
 
+namespace {
+
+// An Error's or Goodbye's text longer than the wire allows (a refusal listing what a client
+// offered, say) is cut to kMaxTextBytes rather than failing the encode, which would close the
+// connection without telling the peer why. Null when `message` needs no cut.
+std::optional<Message> WithTextThatFits(const Message& message) {
+  if (const auto* e = std::get_if<Error>(&message); e && e->message.size() > kMaxTextBytes) {
+    Error cut = *e;
+    cut.message.resize(kMaxTextBytes);
+    return Message(std::move(cut));
+  }
+  if (const auto* g = std::get_if<Goodbye>(&message); g && g->reason.size() > kMaxTextBytes) {
+    Goodbye cut = *g;
+    cut.reason.resize(kMaxTextBytes);
+    return Message(std::move(cut));
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 void FramedConnection::Send(const Message& message, SendHandler done) {
+  const std::optional<Message> cut = WithTextThatFits(message);
   Result<OutboundMessage> encoded =
-      EncodeOutbound(message, options_.limits, next_transfer_id_.fetch_add(1));
+      EncodeOutbound(cut ? *cut : message, options_.limits, next_transfer_id_.fetch_add(1));
   if (!encoded.ok()) {
     asio::post(strand_, [done = std::move(done), status = encoded.status()] {
       if (done) done(status);

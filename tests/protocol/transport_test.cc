@@ -13,6 +13,7 @@
 #include "protocol/in_memory_transport.h"
 #include "protocol/message_codec.h"
 #include "protocol/message_reader.h"
+#include "protocol/schema_caps.h"
 #include "protocol/tls_transport.h"
 #include "protocol/transfer_budget.h"
 #include "tests/protocol/transport_test_util.h"
@@ -269,6 +270,34 @@ TEST_P(TransportTest, EveryMessageTypeRoundTripsInOrderAndServerSeesClientId) {
   ASSERT_TRUE(server_side.has_value());
   EXPECT_EQ(server_side->connection->peer().id, "edge-1");
   EXPECT_EQ((*c)->peer().id, is_tls() ? "127.0.0.1" : listener_->address());
+}
+
+// A refusal longer than the wire's text cap (a Hello offering many long codec names is answered
+// with all of them) reaches the peer cut to kMaxTextBytes; it used to fail its encode, and the
+// peer saw the connection close with no reason.
+TEST_P(TransportTest, AnErrorOrGoodbyeTooLongForTheWireArrivesCutToTheCap) {
+  StartServer();
+  Inbox inbox;
+  Result<std::shared_ptr<Connection>> c = Connect("edge-1", inbox);
+  ASSERT_TRUE(c.ok()) << c.status();
+  const std::string text = "refusing edge-1: " + std::string(3 * kMaxTextBytes, 'x') + " the end";
+  Waiter<Status> sent;
+  (*c)->Send(Error{7, text}, sent.Callback());
+  (*c)->Send(Goodbye{text, 0, 0});
+  std::optional<Status> s = sent.Wait();
+  ASSERT_TRUE(s.has_value());
+  EXPECT_TRUE(s->ok()) << *s;
+  std::optional<Accepted> server_side = AcceptedById("edge-1");
+  ASSERT_TRUE(server_side.has_value());
+  ASSERT_TRUE(server_side->inbox->WaitForMessages(2));
+  const std::vector<Message> got = server_side->inbox->messages();
+  const auto* error = std::get_if<Error>(&got[0]);
+  ASSERT_NE(error, nullptr);
+  EXPECT_EQ(error->code, 7u);
+  EXPECT_EQ(error->message, text.substr(0, kMaxTextBytes));
+  const auto* goodbye = std::get_if<Goodbye>(&got[1]);
+  ASSERT_NE(goodbye, nullptr);
+  EXPECT_EQ(goodbye->reason, text.substr(0, kMaxTextBytes));
 }
 
 TEST_P(TransportTest, LargeModelTravelsInChunksUnderSmallFrameCap) {
