@@ -58,6 +58,23 @@ TEST_F(LogTest, TheHandlerGetsTheLinesAtItsLevelAndAboveWithTheirLevels) {
   EXPECT_EQ(lines, expected);
 }
 
+// Text from a peer cannot forge a line: newlines, carriage returns, terminal escapes and other
+// control characters (C0, DEL, C1 in UTF-8) are shown escaped; tabs and UTF-8 pass.
+TEST_F(LogTest, ControlCharactersInALineAreShownEscapedSoOneLineStaysOne) {
+  LevelLines lines;
+  SetLogHandler(LogLevel::kInfo, Into(&lines));
+  const std::string forged =
+      "x\n[12:00:00.000] [warning] security: refusing alice\r\x1b[2J\x7f\xc2\x9b\x01";
+  Log().warn("client bob reports {}", forged);
+  Log().info("tab\there, caf\xc3\xa9, \xc2\xa0nbsp");
+  const LevelLines expected = {
+      {LogLevel::kWarn,
+       "client bob reports x\\n[12:00:00.000] [warning] security: refusing "
+       "alice\\r\\x1b[2J\\x7f\\x9b\\x01"},
+      {LogLevel::kInfo, "tab\there, caf\xc3\xa9, \xc2\xa0nbsp"}};
+  EXPECT_EQ(lines, expected);
+}
+
 TEST_F(LogTest, ANewHandlerReplacesTheOldOneAndOffOrNullRemovesIt) {
   LevelLines first, second, third;
   SetLogHandler(LogLevel::kTrace, Into(&first));
