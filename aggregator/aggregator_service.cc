@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <boost/asio/post.hpp>
 #include <set>
 #include <span>
@@ -106,6 +107,7 @@ void AggregatorService::OnUpstreamClosed(const Status& why) {
   upstream_.reset();
   share_.reset();
   secure_.reset();
+  held_left_.clear();  // the next connection's membership lists who is here
   secure_timer_->Cancel();
   flush_timer_->Cancel();
   heartbeat_timer_->Cancel();
@@ -278,6 +280,7 @@ void AggregatorService::StartSecure(const GroupTask& task) {
         "round {} begins",
         id_, secure_->round(), secure_->phase_name(), task.task.round);
   secure_timer_->Cancel();
+  ReleaseHeldLeft();  // the unfinished session sends no result that could name them
   Result<std::unique_ptr<SecureGroupShare>> s =
       SecureGroupShare::Start(*config_, task, connected, clock_->Now());
   if (!s.ok()) {
@@ -325,6 +328,7 @@ void AggregatorService::AfterSecure() {
     if (upstream_) upstream_->Send(std::move(r));
     secure_.reset();
     secure_timer_->Cancel();
+    ReleaseHeldLeft();
     return;
   }
   if (std::optional<TimePoint> at = secure_->next_deadline())
@@ -343,21 +347,23 @@ void AggregatorService::ArmFlush() {
   });
 }
 
+void AggregatorService::SendResult() {
+  if (!share_ || !upstream_ || !share_->has_records()) return;
+  Result<GroupResult> r = share_->TakeResult();
+  if (!r.ok()) {
+    Log().error("aggregator {}: round {}: {}", id_, share_->round(), r.status().message());
+    return;
+  }
+  size_t accepted = 0;
+  for (const GroupRecord& rec : r->records) accepted += rec.accepted() ? 1 : 0;
+  Log().info("aggregator {}: round {}: {} updates ({} accepted) sent up", id_, r->round,
+             r->records.size(), accepted);
+  upstream_->Send(std::move(*r));
+}
+
 void AggregatorService::MaybeFlush() {
   if (!share_ || !upstream_) return;
-  const TimePoint now = clock_->Now();
-  if (share_->Due(now)) {
-    Result<GroupResult> r = share_->TakeResult();
-    if (!r.ok()) {
-      Log().error("aggregator {}: round {}: {}", id_, share_->round(), r.status().message());
-    } else {
-      size_t accepted = 0;
-      for (const GroupRecord& rec : r->records) accepted += rec.accepted() ? 1 : 0;
-      Log().info("aggregator {}: round {}: {} updates ({} accepted) sent up", id_, r->round,
-                 r->records.size(), accepted);
-      upstream_->Send(std::move(*r));
-    }
-  }
+  if (share_->Due(clock_->Now())) SendResult();
   if (share_->Done()) {
     share_.reset();
     flush_timer_->Cancel();
@@ -466,6 +472,10 @@ void AggregatorService::OnHello(Session& s, const Hello& hello) {
              s.conn->peer().address, caps.num_examples);
   ClientCapabilities up = caps;
   up.layout.clear();
+  // Back before the coordinator heard it left: the join alone tells it (a join of a client it
+  // has is a reconnect), and a "left" after it in the same message would remove the client.
+  held_left_.erase(id);
+  std::erase(membership_.left, id);
   membership_.joined.push_back({id, std::move(up)});
   QueueMembership();
 }
@@ -531,16 +541,41 @@ void AggregatorService::OnClosed(Connection* key, const Status& why) {
   if (b == by_id_.end() || b->second != key) return;
   by_id_.erase(b);
   Log().info("aggregator {}: client {} left{}", id_, id, why.ok() ? "" : ": " + why.message());
-  membership_.left.push_back(id);
-  QueueMembership();
   if (share_) {
+    // Its update goes up before the coordinator hears it left: a result naming a client that is
+    // no longer this aggregator's is refused whole, with every other member's update in it.
+    if (share_->HasRecordOf(id)) SendResult();
     share_->OnLeft(id);
     MaybeFlush();
   }
+  // A member of the secure session may be named in its result (a survivor that left after its
+  // masked input): the coordinator hears it left once that result is sent.
+  if (secure_ && !secure_->over() && secure_->HasMember(id))
+    held_left_.insert(id);
+  else
+    NoteLeft(id);
   if (secure_) {
     secure_->OnLeft(id, clock_->Now());
     AfterSecure();
   }
+}
+
+void AggregatorService::NoteLeft(const std::string& id) {
+  // A join the coordinator has not heard of yet cancels out.
+  auto joined = std::find_if(membership_.joined.begin(), membership_.joined.end(),
+                             [&](const GroupMember& m) { return m.client_id == id; });
+  if (joined != membership_.joined.end()) {
+    membership_.joined.erase(joined);
+    return;
+  }
+  membership_.left.push_back(id);
+  QueueMembership();
+}
+
+void AggregatorService::ReleaseHeldLeft() {
+  for (const std::string& id : held_left_)
+    if (!by_id_.count(id)) NoteLeft(id);  // one that came back stays
+  held_left_.clear();
 }
 
 void AggregatorService::Sweep() {

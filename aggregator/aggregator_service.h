@@ -6,12 +6,16 @@
 // Upstream: it connects to the coordinator with its aggregator certificate and says
 // AggregatorHello; the AggregatorWelcome gives it the run (TierConfig, the layout), and only then
 // does it listen for clients. Every client that completes Hello is announced in a GroupMembership
-// (and every one that leaves), batched per turn of the strand. A GroupTask starts a GroupShare:
-// each named client connected here gets its TaskAssignment (one model, shared), its update is
-// judged and folded (an Error names a refusal), and the share's GroupResults go up when due:
-// when every member has answered or left, or options.flush_margin before the task's deadline.
-// A GroupTask with secure aggregation starts a SecureGroupShare instead: one session over the
-// members connected here, the clients' secure aggregation messages fed to it, and its sum (or
+// (and every one that leaves), batched per turn of the strand; a client's update goes up before
+// its departure does (a member of a running secure session is announced as gone when the session
+// ends), since the coordinator refuses a result naming a client that is not this aggregator's,
+// whole. A client that leaves and comes back before the coordinator heard is announced once, as
+// joined (a reconnect there); one that joins and leaves before it heard, not at all. A GroupTask
+// starts a GroupShare: each named client connected here gets its TaskAssignment (one model,
+// shared), its update is judged and folded (an Error names a refusal), and the share's GroupResults
+// go up when due: when every member has answered or left, or options.flush_margin before the task's
+// deadline. A GroupTask with secure aggregation starts a SecureGroupShare instead: one session over
+// the members connected here, the clients' secure aggregation messages fed to it, and its sum (or
 // its failure) sent up once the session is over. With pace.max_idle, the clients connected here
 // that hold no task of the round, beyond that many, are sent away until a window later (the
 // coordinator's pace steering, applied by each process that holds client connections).
@@ -32,6 +36,7 @@
 #include <map>
 #include <memory>
 #include <random>
+#include <set>
 #include <string>
 
 #include "aggregator/group_share.h"
@@ -118,6 +123,12 @@ class AggregatorService : public std::enable_shared_from_this<AggregatorService>
   void PaceIdle(const GroupTask& task);
   void AfterSecure();
   void QueueMembership();
+  // A client left: queued for the coordinator (or cancels its join, if that is still queued).
+  void NoteLeft(const std::string& id);
+  // The departures held while a secure session could still name them go up (those not back).
+  void ReleaseHeldLeft();
+  // The share's waiting records and their sum go up now.
+  void SendResult();
   void Finish(Status result, const std::string& reason, uint32_t code);
   void NotifyClosedWhenDrained();  // on_closed once finished and no session is left
 
@@ -144,6 +155,7 @@ class AggregatorService : public std::enable_shared_from_this<AggregatorService>
   std::map<Connection*, Session> sessions_;
   std::map<std::string, Connection*> by_id_;  // clients past Hello
   GroupMembership membership_;                // changes not yet sent
+  std::set<std::string> held_left_;           // members of secure_ that left (sent when it ends)
   bool membership_queued_ = false;
   std::unique_ptr<GroupShare> share_;
   RoundCycle pace_cycle_;                     // pace steering: the time between group tasks

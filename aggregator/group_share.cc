@@ -100,6 +100,11 @@ std::optional<UpdateRefusal> GroupShare::OnUpdate(const std::string& id, const U
 
 void GroupShare::OnLeft(const std::string& id) { pending_.erase(id); }
 
+bool GroupShare::HasRecordOf(const std::string& id) const {
+  return std::any_of(records_.begin(), records_.end(),
+                     [&](const GroupRecord& r) { return r.client_id == id; });
+}
+
 bool GroupShare::Due(TimePoint now) const {
   if (records_.empty()) return false;
   return pending_.empty() || now >= flush_at_ || (!quota_sent_ && accepted_ >= quota_);

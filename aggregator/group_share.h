@@ -61,6 +61,8 @@ class GroupShare {
 
   bool Due(TimePoint now) const;
   bool has_records() const { return !records_.empty(); }
+  // Whether a record of `id` waits to go up (in the next TakeResult).
+  bool HasRecordOf(const std::string& id) const;
   // The waiting records and their partial sum; Internal if the sum cannot be encoded.
   Result<GroupResult> TakeResult();
   // Every member answered or left, and every record was taken: nothing more will come.

@@ -34,7 +34,8 @@ Result<std::unique_ptr<SecureGroupShare>> SecureGroupShare::Start(
                         SecAggRound::Start(std::move(o), connected, now, input_deadline));
   // Each client hears that its round is secure (the session's start) before its task.
   s->outbox_ = s->TakeOutbox();
-  const std::set<std::string> here(connected.begin(), connected.end());
+  s->members_ = std::set<std::string>(connected.begin(), connected.end());
+  const std::set<std::string>& here = s->members_;
   for (const GroupAssignee& m : task.members) {
     if (!here.count(m.client_id)) continue;
     TaskAssignment t = task.task;  // shares the model

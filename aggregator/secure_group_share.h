@@ -19,6 +19,7 @@
 
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,8 @@ class SecureGroupShare {
                                                          TimePoint now);
 
   uint64_t round() const { return round_; }
+  // Whether `id` is one of the session's members (it may be named in the result).
+  bool HasMember(const std::string& id) const { return members_.count(id) > 0; }
   // A client's secure aggregation message; the refusal (to send it as an Error) when not taken.
   Status OnSecAgg(const std::string& id, const Message& message, TimePoint now);
   void OnLeft(const std::string& id, TimePoint now);
@@ -63,6 +66,7 @@ class SecureGroupShare {
   std::vector<Outgoing> outbox_;
   uint64_t round_ = 0;
   uint64_t model_version_ = 0;
+  std::set<std::string> members_;
 };
 
 }  // namespace tributary
