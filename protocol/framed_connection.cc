@@ -130,8 +130,7 @@ void FramedConnection::Close() {
   asio::dispatch(strand_, [self = shared_from_this()] {
     if (self->state_ != State::kOpen) return;
     self->state_ = State::kClosing;
-    self->read_timer_.cancel();
-    self->read_deadline_armed_ = false;
+    self->StopReadDeadlines();
     self->do_close();
   });
 }
@@ -210,10 +209,7 @@ bool FramedConnection::reserve_transfer() {
   budget->CountWait();
   // Reading stops here by our choice, not the peer's: its frame deadline stops too, and starts
   // afresh when reading resumes (else a client queued behind others is dropped as too slow).
-  if (read_deadline_armed_) {
-    read_deadline_armed_ = false;
-    read_timer_.cancel();
-  }
+  StopReadDeadlines();
   budget_timer_.expires_after(std::chrono::milliseconds(10));
   budget_timer_.async_wait(
       [self = shared_from_this()](const error_code& e) { self->retry_budget(e); });
@@ -240,30 +236,59 @@ void FramedConnection::release_transfer() {
   reserved_ = 0;
 }
 
-void FramedConnection::update_read_deadline() {
-  if (reader_.mid_frame()) {
-    // A new deadline per frame, counted from the read that brought its first bytes.
-    if (!read_deadline_armed_ || reader_.frames_decoded() != frames_at_deadline_) {
-      read_deadline_armed_ = true;
-      frames_at_deadline_ = reader_.frames_decoded();
-      read_timer_.expires_after(options_.frame_read_timeout);
-      read_timer_.async_wait(
-          [self = shared_from_this()](const error_code& e) { self->on_read_deadline(e); });
-    }
-  } else if (read_deadline_armed_) {
+void FramedConnection::StopReadDeadlines() {
+  frame_deadline_.reset();
+  message_deadline_.reset();
+  if (read_deadline_armed_) {
     read_deadline_armed_ = false;
     read_timer_.cancel();
   }
+}
+
+void FramedConnection::update_read_deadline() {
+  const auto now = std::chrono::steady_clock::now();
+  // A frame must end within frame_read_timeout of the read that brought its first bytes.
+  if (!reader_.mid_frame()) {
+    frame_deadline_.reset();
+  } else if (!frame_deadline_ || reader_.frames_decoded() != frames_at_deadline_) {
+    frames_at_deadline_ = reader_.frames_decoded();
+    frame_deadline_ = now + options_.frame_read_timeout;
+  }
+  // A chunked message must gain bytes within frame_read_timeout: frames between its chunks
+  // (heartbeats) do not count, so its transfer reservation cannot be held by sending only those.
+  if (!reader_.mid_message()) {
+    message_deadline_.reset();
+  } else if (!message_deadline_ || reader_.message_received() != message_mark_) {
+    message_mark_ = reader_.message_received();
+    message_deadline_ = now + options_.frame_read_timeout;
+  }
+  std::optional<std::chrono::steady_clock::time_point> next = frame_deadline_;
+  if (message_deadline_ && (!next || *message_deadline_ < *next)) next = message_deadline_;
+  if (!next) return StopReadDeadlines();  // neither is set
+  if (read_deadline_armed_ && read_timer_.expiry() == *next) return;
+  read_deadline_armed_ = true;
+  read_timer_.expires_at(*next);
+  read_timer_.async_wait(
+      [self = shared_from_this()](const error_code& e) { self->on_read_deadline(e); });
 }
 
 void FramedConnection::on_read_deadline(const error_code& ec) {
   if (ec == asio::error::operation_aborted || state_ != State::kOpen || !read_deadline_armed_) {
     return;
   }
-  if (read_timer_.expiry() > std::chrono::steady_clock::now()) return;  // re-armed meanwhile
-  fail(ProtocolError(ErrorCode::kTimeout, "a frame from " + peer_.address +
-                                              " was not completed within " +
-                                              Ms(options_.frame_read_timeout)),
+  const auto now = std::chrono::steady_clock::now();
+  if (read_timer_.expiry() > now) return;  // re-armed meanwhile
+  if (frame_deadline_ && *frame_deadline_ <= now) {
+    return fail(ProtocolError(ErrorCode::kTimeout, "a frame from " + peer_.address +
+                                                       " was not completed within " +
+                                                       Ms(options_.frame_read_timeout)),
+                /*send_error=*/true);
+  }
+  fail(ProtocolError(ErrorCode::kTimeout,
+                     "a chunked message from " + peer_.address + " gained no bytes within " +
+                         Ms(options_.frame_read_timeout) + " (" +
+                         std::to_string(reader_.message_received()) + " of " +
+                         std::to_string(reader_.message_total()) + " bytes received)"),
        /*send_error=*/true);
 }
 
@@ -347,8 +372,7 @@ void FramedConnection::fail(Status reason, bool send_error) {
   if (state_ != State::kOpen) return;  // the first reason wins
   state_ = State::kClosing;
   close_reason_ = std::move(reason);
-  read_timer_.cancel();
-  read_deadline_armed_ = false;
+  StopReadDeadlines();
   // Drop what has not started; the frame in flight finishes (a stream cannot stop mid-frame).
   std::deque<Outgoing> dropped;
   dropped.swap(queue_);

@@ -8,11 +8,14 @@
 //   write queue  do_write -> on_write (one frame per write, under write_timeout)
 //   close        fail/Close -> flush queue -> cancel read -> do_shutdown (graceful close: TLS
 //                close_notify, FIN, drain; under shutdown_timeout) -> on_shutdown -> finish
-// Bad input from the peer (a ProtocolError from MessageReader, or a frame not finished within
-// frame_read_timeout) queues an Error message carrying the code, sends it, then closes; the close
-// handler gets the same Status. A write that times out or a network error closes at once. With a
-// transfer budget, a chunked message's size is reserved as its first chunk arrives, and reading
-// pauses (backpressure) while it does not fit; the frame deadline does not run while it pauses.
+// Bad input from the peer (a ProtocolError from MessageReader, a frame not finished within
+// frame_read_timeout, or a chunked message that gains no bytes for frame_read_timeout, whatever
+// other frames come between its chunks) queues an Error message carrying the code, sends it, then
+// closes; the close handler gets the same Status. A write that times out or a network error closes
+// at once. With a transfer budget, a chunked message's size is reserved as its first chunk
+// arrives, and reading pauses (backpressure) while it does not fit; the deadlines do not run while
+// it pauses. So a peer that starts a large message and then sends only heartbeats gives its
+// reservation back within frame_read_timeout instead of holding it for good.
 //
 // Thread safety: the public methods may be called from any thread; they post to the strand.
 #pragma once
@@ -21,6 +24,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <deque>
 #include <memory>
+#include <optional>
 
 #include "protocol/byte_stream.h"
 #include "protocol/frame.h"
@@ -59,7 +63,10 @@ class FramedConnection final : public Connection,
 
   void do_read();
   void on_read(const boost::system::error_code& ec, size_t n);
+  // Sets, moves or clears the frame and message deadlines after a read, and arms read_timer_ for
+  // the earlier; StopReadDeadlines clears both (reading paused by us, or closing).
   void update_read_deadline();
+  void StopReadDeadlines();
   void on_read_deadline(const boost::system::error_code& ec);
   // Keeps the transfer budget's reservation equal to the open message's size; false when a new
   // message does not fit and reading pauses (retry_budget resumes it).
@@ -98,7 +105,11 @@ class FramedConnection final : public Connection,
   // Keeps the buffers of the write in flight alive even when finish() drops the queue.
   std::shared_ptr<const OutboundMessage> in_flight_;
   std::atomic<uint64_t> next_transfer_id_{1};  // Send encodes on the caller's thread
-  uint64_t frames_at_deadline_ = 0;  // FrameDecoder count when the read deadline was armed
+  uint64_t frames_at_deadline_ = 0;            // FrameDecoder count when the frame deadline was set
+  uint64_t message_mark_ = 0;  // the chunked message's bytes when its deadline was set
+  // Reading's deadlines (unset: none runs): the frame begun must end by frame_deadline_, the
+  // chunked message begun must gain bytes by message_deadline_; read_timer_ waits for the earlier.
+  std::optional<std::chrono::steady_clock::time_point> frame_deadline_, message_deadline_;
   bool started_ = false;
   bool reading_ = false;
   bool direct_read_ = false;  // the read in flight goes to reader_.ReadSpace(), not read_buffer_

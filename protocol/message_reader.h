@@ -47,6 +47,8 @@ class MessageReader {
   bool mid_message() const { return assembler_.in_transfer(); }
   // Its announced size (0 when none is open).
   uint64_t message_total() const { return assembler_.transfer_total(); }
+  // Its bytes received so far (0 when none is open).
+  uint64_t message_received() const { return assembler_.transfer_received(); }
 
  private:
   FrameDecoder frames_;

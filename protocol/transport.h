@@ -49,10 +49,12 @@ struct TransportOptions {
   ProtocolLimits limits;
   // TCP connect plus TLS handshake must finish within this (both sides).
   std::chrono::milliseconds handshake_timeout{10'000};
-  // Once a frame's first byte has arrived, the whole frame must arrive within this; otherwise the
-  // connection is answered with TIMEOUT and closed. An idle connection between frames is not timed
-  // out here (heartbeats are the application's business), nor is the time a connection waits for
-  // the transfer budget (it has stopped reading: the deadline starts afresh when it resumes).
+  // Once a frame's first byte has arrived, the whole frame must arrive within this, and a chunked
+  // message being received must gain bytes within this (frames between its chunks do not count);
+  // otherwise the connection is answered with TIMEOUT and closed. An idle connection between
+  // messages is not timed out here (heartbeats are the application's business), nor is the time a
+  // connection waits for the transfer budget (it has stopped reading: the deadlines start afresh
+  // when it resumes).
   std::chrono::milliseconds frame_read_timeout{30'000};
   // Writing one frame must finish within this, or the connection is closed (the peer stopped
   // reading).

@@ -354,16 +354,18 @@ TEST_P(TransportTest, ASharedTransferBudgetMakesLargeMessagesTakeTurnsAndAllArri
 // A connection that waits for the transfer budget has stopped reading, so its peer is not late:
 // the frame deadline stops while it waits (CI under ThreadSanitizer once dropped waiting clients
 // with kTimeout). One peer's 2 MiB transfer holds the budget for three times the frame deadline
-// while another peer's first frame has begun; both messages then arrive whole.
+// (sending a chunk every 200 ms: a message that gains nothing for a deadline is closed) while
+// another peer's first frame has begun; both messages then arrive whole.
 TEST_P(TransportTest, WaitingForTheTransferBudgetDoesNotCountAgainstTheFrameDeadline) {
   TransportOptions o = ChunkedOptions();
-  o.frame_read_timeout = 500ms;
+  o.frame_read_timeout = 1s;
   auto budget = StartServerWithBudget(o, uint64_t{3} << 20);
   const TaskAssignment task = TwoMiBTask();
   const OutboundMessage out = *EncodeOutbound(task, o.limits, 1);
-  ASSERT_GT(out.frames.size(), 2u);
-  std::vector<uint8_t> rest;  // every frame after the first
-  for (size_t i = 1; i < out.frames.size(); ++i) {
+  constexpr size_t kHeld = 15;  // frames the holder trickles, one per 200 ms
+  ASSERT_GT(out.frames.size(), kHeld + 2);
+  std::vector<uint8_t> rest;  // every frame after the trickled ones
+  for (size_t i = kHeld + 1; i < out.frames.size(); ++i) {
     const std::vector<uint8_t> f = out.FrameBytes(i);
     rest.insert(rest.end(), f.begin(), f.end());
   }
@@ -383,11 +385,18 @@ TEST_P(TransportTest, WaitingForTheTransferBudgetDoesNotCountAgainstTheFrameDead
   const std::vector<uint8_t> first = out.FrameBytes(0);
   ASSERT_TRUE(waiter->Write({first.begin(), first.begin() + 100}).ok());  // a frame has begun
   ASSERT_TRUE(wait_until([&] { return budget->waits() > 0; })) << "the waiter never waited";
-  std::this_thread::sleep_for(1500ms);  // three frame deadlines
+  for (size_t i = 1; i <= kHeld; ++i) {  // three frame deadlines
+    std::this_thread::sleep_for(200ms);
+    ASSERT_TRUE(holder->Write(out.FrameBytes(i)).ok()) << i;
+  }
 
   // The waiter's remaining bytes go out on another thread (the server reads them only once the
   // budget has room), then the holder finishes its message and frees the budget.
   std::vector<uint8_t> waiter_rest(first.begin() + 100, first.end());
+  for (size_t i = 1; i <= kHeld; ++i) {
+    const std::vector<uint8_t> f = out.FrameBytes(i);
+    waiter_rest.insert(waiter_rest.end(), f.begin(), f.end());
+  }
   waiter_rest.insert(waiter_rest.end(), rest.begin(), rest.end());
   std::future<Status> waiter_sent =
       std::async(std::launch::async, [&] { return waiter->Write(std::move(waiter_rest), 20s); });
@@ -401,6 +410,51 @@ TEST_P(TransportTest, WaitingForTheTransferBudgetDoesNotCountAgainstTheFrameDead
     EXPECT_EQ(a->inbox->messages()[0], Message(task)) << id;
   }
   EXPECT_TRUE(wait_until([&] { return budget->used() == 0; })) << budget->used();
+}
+
+// A peer that begins a large chunked message and then sends only heartbeats would hold its
+// transfer reservation for good (and with a budget that fits one such message, every other
+// upload waits behind it). The message must gain bytes within the frame deadline: the peer is
+// answered with TIMEOUT and closed, the reservation is returned, and another peer's message
+// arrives whole.
+TEST_P(TransportTest, AChunkedMessageThatGainsNoBytesLosesItsReservation) {
+  TransportOptions o = ChunkedOptions();
+  o.frame_read_timeout = 500ms;
+  auto budget = StartServerWithBudget(o, uint64_t{3} << 20);
+  const TaskAssignment task = TwoMiBTask();
+  const OutboundMessage out = *EncodeOutbound(task, o.limits, 1);
+  const OutboundMessage beat = *EncodeOutbound(Heartbeat{1, 0}, o.limits, 2);
+  ASSERT_EQ(beat.frames.size(), 1u);
+  std::unique_ptr<RawPeer> staller = ConnectRaw("edge-staller");
+  ASSERT_TRUE(staller);
+  staller->StartReading();
+  ASSERT_TRUE(staller->Write(out.FrameBytes(0)).ok());
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < 100 && budget->used() == 0; ++i) std::this_thread::sleep_for(5ms);
+  ASSERT_GT(budget->used(), 0u) << "the staller reserved nothing";
+  // Heartbeats every 100 ms: frames complete on time, the message gains nothing.
+  bool closed = false;
+  for (int i = 0; i < 30 && !closed; ++i) {
+    std::this_thread::sleep_for(100ms);
+    closed = !staller->Write(beat.FrameBytes(0), 1s).ok() || staller->WaitClosed(0ms);
+  }
+  ASSERT_TRUE(staller->WaitClosed(5s)) << "the staller was never closed";
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 2500ms);
+  std::optional<Accepted> server_side = AcceptedById("edge-staller");
+  ASSERT_TRUE(server_side.has_value());
+  std::optional<Status> why = server_side->inbox->WaitForClose(5s);
+  ASSERT_TRUE(why.has_value());
+  EXPECT_EQ(ProtocolErrorCodeOf(*why), ErrorCode::kTimeout) << *why;
+  EXPECT_NE(why->message().find("gained no bytes within 500 ms"), std::string::npos) << *why;
+  for (int i = 0; i < 400 && budget->used() != 0; ++i) std::this_thread::sleep_for(5ms);
+  EXPECT_EQ(budget->used(), 0u);
+  // The budget serves the next upload.
+  Inbox inbox;
+  Result<std::shared_ptr<Connection>> c = Connect("edge-next", inbox, o);
+  ASSERT_TRUE(c.ok()) << c.status();
+  (*c)->Send(task);
+  ASSERT_TRUE(inbox.WaitForMessages(1, 20s));  // the server's echo: it got the whole message
+  EXPECT_EQ(inbox.messages()[0], Message(task));
 }
 
 TEST_P(TransportTest, OneEncodedTaskGoesToManyClients) {
