@@ -254,6 +254,15 @@ Status Simulator::Join() {
 
 void Simulator::OnEvent(const RunEvent& event) {
   if (const auto* closed = std::get_if<RoundClosed>(&event)) {
+    if (round_closed_) {
+      // A second step closed before the loop recorded the first (an asynchronous tick can end
+      // two secure cohorts, each completing a buffer): the first is recorded now, with the
+      // extras counted so far; the second starts from none.
+      RecordRound();
+      pending_ = SimRound{};
+      round_start_sim_ = now_;
+      round_start_wall_ = SimWallNow();
+    }
     // The engine's counts and the evaluation; the in-process extras were counted in pending_.
     SimRound r = SimRoundOf(*closed);
     r.unavailable = pending_.unavailable;
