@@ -1,5 +1,7 @@
 #include "protocol/security_log.h"
 
+#include <algorithm>
+
 #include "core/log.h"
 
 namespace tributary {
@@ -17,10 +19,19 @@ void SecurityLog::Note(std::string_view reason, std::string_view source, std::st
   Pending& p = pending_[{std::string(reason), std::string(source)}];
   if (p.shown == 0) {
     ++p.shown;
+    p.shown_detail = std::string(detail.substr(0, kSummaryDetailBytes));
     Log().warn("security: {} from {}{}{}", reason, source, detail.empty() ? "" : ": ", detail);
-  } else {
-    ++p.counted;
+    return;
   }
+  ++p.counted;
+  const std::string_view cut = detail.substr(0, kSummaryDetailBytes);
+  if (cut.empty() || cut == p.shown_detail ||
+      std::find(p.details.begin(), p.details.end(), cut) != p.details.end())
+    return;
+  if (p.details.size() < kSummaryDetails)
+    p.details.emplace_back(cut);
+  else
+    p.more_details = true;
 }
 
 void SecurityLog::Flush(bool force, Clock::time_point now) {
@@ -32,8 +43,11 @@ void SecurityLog::FlushLocked(Clock::time_point now) {
   const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(now - window_start_);
   for (const auto& [key, p] : pending_) {
     if (p.counted == 0) continue;
-    Log().warn("security: in the last {} s: {} more x '{}' from {} (1 shown above)",
-               seconds.count(), p.counted, key.first, key.second);
+    std::string others;
+    for (const std::string& d : p.details) others += (others.empty() ? "; others: " : "; ") + d;
+    if (p.more_details) others += "; ...";
+    Log().warn("security: in the last {} s: {} more x '{}' from {} (1 shown above){}",
+               seconds.count(), p.counted, key.first, key.second, others);
   }
   pending_.clear();
   window_start_ = now;

@@ -5,8 +5,10 @@
 // The first event of a (reason, source address) pair in a window is logged at once, with its
 // detail. Further events of the same pair in the window are only counted; when the window ends
 // (Flush, called by its owner's timer and on the next event after the window) one line per pair
-// summarizes them:
-//   security: in the last 60 s: 523 x 'TLS handshake timed out' from 127.0.0.1 (+ 2 shown above)
+// summarizes them, with the first kSummaryDetails details that differ from the one shown (so the
+// clients behind one address, a NAT's or an aggregator's, are named too, not only the first):
+//   security: in the last 60 s: 523 more x 'TLS handshake timed out' from 127.0.0.1 (1 shown
+//   above); others: <detail>; <detail>; <detail>; ...
 // Counts per reason since the start (Totals) are kept for a metrics endpoint.
 //
 // Thread-safe: events come from every connection's strand.
@@ -19,6 +21,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 namespace tributary {
 
@@ -38,9 +41,14 @@ class SecurityLog {
   std::map<std::string, uint64_t> Totals() const;
 
  private:
+  static constexpr size_t kSummaryDetails = 3;
+  static constexpr size_t kSummaryDetailBytes = 200;
   struct Pending {
-    uint64_t shown = 0;    // logged individually this window
-    uint64_t counted = 0;  // only counted this window
+    uint64_t shown = 0;                // logged individually this window
+    uint64_t counted = 0;              // only counted this window
+    std::string shown_detail;          // the detail logged
+    std::vector<std::string> details;  // other details of counted events, in order, distinct
+    bool more_details = false;         // others beyond kSummaryDetails
   };
   void FlushLocked(Clock::time_point now);
 

@@ -49,6 +49,26 @@ TEST_F(SecurityLogTest, FirstEventsAreWarningsAndTheRestAreSummarizedPerWindow) 
             "from 127.0.0.2 (1 shown above)");
 }
 
+// Many clients behind one address (a NAT, an aggregator): the summary names the first few of the
+// others, not only the one shown, and says when there were more.
+TEST_F(SecurityLogTest, TheSummaryNamesTheFirstOtherDetailsOfItsPair) {
+  const auto t0 = SecurityLog::Clock::now();
+  {
+    SecurityLog log(60s);
+    for (const char* who : {"edge-1", "edge-2", "edge-2", "edge-3", "edge-1", "edge-4", "edge-5"})
+      log.Note("aggregator member refused", "10.0.0.9",
+               std::string("client '") + who + "' refused: its layout is not the run's", t0 + 1s);
+    log.Flush(false, t0 + 61s);
+  }
+  const std::vector<std::string> lines = Lines();
+  ASSERT_EQ(lines.size(), 2u) << ::testing::PrintToString(lines);
+  EXPECT_EQ(lines[1],
+            "warn|security: in the last 60 s: 6 more x 'aggregator member refused' from 10.0.0.9 "
+            "(1 shown above); others: client 'edge-2' refused: its layout is not the run's; "
+            "client 'edge-3' refused: its layout is not the run's; client 'edge-4' refused: its "
+            "layout is not the run's; ...");
+}
+
 TEST(SourceAddressTest, DropsThePort) {
   EXPECT_EQ(SourceAddress("127.0.0.2:41522"), "127.0.0.2");
   EXPECT_EQ(SourceAddress("[::1]:7700"), "::1");
