@@ -12,6 +12,7 @@
 #include "coordinator/engine_parts.h"
 #include "core/log.h"
 #include "core/rng.h"
+#include "protocol/wire.h"
 
 namespace tributary {
 
@@ -534,6 +535,14 @@ void AggregatorService::OnClosed(Connection* key, const Status& why) {
   auto it = sessions_.find(key);
   if (it == sessions_.end()) return;
   const std::string id = it->second.id;
+  // Bad input or a stalled frame from the peer is a security event, as at the coordinator.
+  if (ClosedForBadInput(why)) {
+    const std::string& address = it->second.conn->peer().address;
+    security_->Note("connection closed for bad input", SourceAddress(address),
+                    fmt::format("aggregator {}: {} ({}): {}", id_,
+                                id.empty() ? it->second.conn->peer().id + " before Hello" : id,
+                                address, why.message()));
+  }
   sessions_.erase(it);
   if (finished_) return NotifyClosedWhenDrained();
   if (id.empty()) return;

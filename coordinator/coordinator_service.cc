@@ -315,24 +315,12 @@ void CoordinatorService::OnClosed(Connection* key, const Status& why) {
   if (it == sessions_.end()) return;
   const std::string id = it->second.id;
   // Bad input or a stalled frame from the peer is a security event, joined client or not.
-  switch (ProtocolErrorCodeOf(why)) {
-    case ErrorCode::kBadMagic:
-    case ErrorCode::kUnsupportedVersion:
-    case ErrorCode::kFrameTooLarge:
-    case ErrorCode::kMessageTooLarge:
-    case ErrorCode::kUnknownMessageType:
-    case ErrorCode::kMalformedFrame:
-    case ErrorCode::kMalformedMessage:
-    case ErrorCode::kTimeout: {
-      const std::string& address = it->second.conn->peer().address;
-      security_->Note(
-          "connection closed for bad input", SourceAddress(address),
-          fmt::format("{} ({}): {}", id.empty() ? it->second.conn->peer().id + " before Hello" : id,
-                      address, why.message()));
-      break;
-    }
-    default:
-      break;
+  if (ClosedForBadInput(why)) {
+    const std::string& address = it->second.conn->peer().address;
+    security_->Note(
+        "connection closed for bad input", SourceAddress(address),
+        fmt::format("{} ({}): {}", id.empty() ? it->second.conn->peer().id + " before Hello" : id,
+                    address, why.message()));
   }
   if (closed_) {  // the run is over: nobody leaves the engine any more
     sessions_.erase(it);

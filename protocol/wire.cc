@@ -104,6 +104,22 @@ ErrorCode ProtocolErrorCodeOf(const Status& s) {
   return ErrorCode::kInternal;
 }
 
+bool ClosedForBadInput(const Status& why) {
+  switch (ProtocolErrorCodeOf(why)) {
+    case ErrorCode::kBadMagic:
+    case ErrorCode::kUnsupportedVersion:
+    case ErrorCode::kFrameTooLarge:
+    case ErrorCode::kMessageTooLarge:
+    case ErrorCode::kUnknownMessageType:
+    case ErrorCode::kMalformedFrame:
+    case ErrorCode::kMalformedMessage:
+    case ErrorCode::kTimeout:
+      return true;
+    default:
+      return false;
+  }
+}
+
 bool CarriesModel(MessageType type) {
   return type == MessageType::kTaskAssignment || type == MessageType::kEvaluateTask ||
          type == MessageType::kUpdateSubmission;

@@ -115,6 +115,10 @@ Status ProtocolError(ErrorCode code, std::string_view detail);
 // The wire code at the start of a ProtocolError() message; kInternal when `s` did not come from
 // ProtocolError (and kUnspecified for OK).
 ErrorCode ProtocolErrorCodeOf(const Status& s);
+// Whether a connection closed for `why` was closed for its peer's bad input (a wrong magic or
+// version, a frame or message too large, malformed or of an unknown type, or one that stalled):
+// the security event the coordinator and the aggregator log, naming the peer.
+bool ClosedForBadInput(const Status& why);
 
 // The caps one side of a connection enforces on what it receives (and, for symmetry, on what it
 // sends). Every length and count from the peer is checked against these before anything is

@@ -18,6 +18,7 @@
 #include "coordinator/tier_config.h"
 #include "core/model_layout.h"
 #include "protocol/in_memory_transport.h"
+#include "tests/core/log_capture.h"
 #include "tests/protocol/transport_test_util.h"
 
 namespace tributary {
@@ -247,6 +248,31 @@ TEST_F(AggregatorServiceTest, TheCoordinatorsViewOfMembersEndsAsWhoIsConnected) 
   EXPECT_TRUE(WaitUp([&] { return view() == want; }));
   std::this_thread::sleep_for(200ms);  // nothing later changes it
   EXPECT_EQ(view(), want);
+}
+
+// Hostile input to an aggregator is a security event at the default level, naming the aggregator
+// and the peer, as at the coordinator.
+TEST_F(AggregatorServiceTest, BadInputFromAClientIsASecurityWarningNamingIt) {
+  StartAggregator();
+  testing::LogCapture log(LogLevel::kInfo);  // the programs' default level
+  std::unique_ptr<InMemoryTransport> t = Transport("edge-bad", PeerRole::kClient);
+  Waiter<Result<std::unique_ptr<ByteStream>>> connected;
+  t->ConnectRaw(aggregator_address_, connected.Callback());
+  std::optional<Result<std::unique_ptr<ByteStream>>> stream = connected.Wait(10s);
+  ASSERT_TRUE(stream && stream->ok());
+  testing::RawPeer peer(std::move(**stream));
+  peer.StartReading();
+  ASSERT_TRUE(peer.Write(std::vector<uint8_t>(16, 0x5a)).ok());  // not a frame header
+  ASSERT_TRUE(peer.WaitClosed(10s));
+  const auto warned = [&] {
+    for (const std::string& line : log.lines())
+      if (line.rfind("warn|security: connection closed for bad input from ", 0) == 0 &&
+          line.find("aggregator agg-1: edge-bad before Hello") != std::string::npos &&
+          line.find("BAD_MAGIC") != std::string::npos)
+        return true;
+    return false;
+  };
+  EXPECT_TRUE(WaitUp(warned)) << ::testing::PrintToString(log.lines());
 }
 
 }  // namespace
