@@ -189,8 +189,11 @@ Status AsyncEngine::OnUpdate(const std::string& id, const UpdateSubmission& u, T
     return Status::Ok();
   }();
   if (!verdict.ok()) {
-    // A stale or late update's only fault is its speed: no cool-down for that.
-    if (kind != "stale" && kind != "late")
+    // A stale update's only fault is its speed: no cool-down for that. A late one missed its
+    // deadline, and cools down as if the tick had expired its task first (timers run late).
+    if (kind == "late")
+      Miss(id, "sent no update by its task's deadline", false);
+    else if (kind != "stale")
       Miss(id, "had its update refused (" + verdict.message() + ")", true);
     CountRefusal(id, kind == "stale" || kind == "late" ? "" : kind, verdict.message());
     CountMissedTask();
@@ -313,8 +316,8 @@ void AsyncEngine::Expire(TimePoint now) {
 }
 
 void AsyncEngine::StartCohort(const std::vector<std::string>& members, TimePoint now) {
-  // The session's number: the first member's dispatch number + 1, unique in the run (the
-  // dispatch counter survives a resume).
+  // The session's number: the first member's dispatch number + 1, unique since the run started or
+  // resumed (the checkpoint keeps the counter of its step: numbers sent after it are reissued).
   const uint64_t id = dispatches_ + 1;
   const TimePoint deadline = now + config_.round_timeout;
   Result<SecAggRound::Options> o = SecAggOptionsFor(config_, registry_, members, model_, id);

@@ -20,7 +20,8 @@
 //
 // Secure aggregation (secagg.enabled): clients go out in cohorts of run.clients_per_round, each
 // cohort dispatched together (when that many slots are free) with its own SecAggRound, whose
-// number (the first member's dispatch number + 1, unique in the run) is its session's round and
+// number (the first member's dispatch number + 1; unique since the run started or resumed) is its
+// session's round and
 // its tasks' round tag. Plaintext updates are refused. When the session ends, its unmasked mean
 // times its integer total weight is one contribution to the buffer, discounted by the cohort's
 // one staleness; its survivors count towards K. A session that fails (too few clients in a phase)
@@ -54,9 +55,12 @@
 //
 // Crash and resume: the checkpoint after a step holds the model, the strategy's state, the step
 // count and the dispatch counter. The open buffer and the tasks in flight are not saved: a resumed
-// engine opens an empty buffer and dispatches anew (fit seeds go on from the saved counter, so no
-// task is repeated), and a client's update for a task of before the crash is refused as one it
-// does not hold (the client runtime drops results of a lost connection anyway).
+// engine opens an empty buffer and dispatches anew from the saved counter, so the numbers (fit
+// seeds, cohort sessions) of tasks sent between that checkpoint and the crash are issued again,
+// to the tasks that replace them (as a run going on from the checkpoint would issue them; the
+// lost tasks are gone, and a new session has fresh keys). A client's update for a task of before
+// the crash is refused as one it does not hold (the client runtime drops results of a lost
+// connection anyway).
 //
 // Memory: O(model) for the sum, one shared payload per model version (download_cache.h), and
 // O(C) for the tasks.

@@ -231,6 +231,24 @@ TEST_F(AsyncEngineTest, EachTaskHasItsOwnDeadlineAndASlowClientNeverStallsTheRun
   EXPECT_NE(late.message().find("late"), std::string::npos) << late.message();
 }
 
+// A late update that arrives before the tick expired its task (a timer runs late) cools its
+// sender down exactly as the tick would have: the same miss, the same step.
+TEST_F(AsyncEngineTest, ALateUpdateBeforeTheTickCoolsItsSenderAsTheTickWould) {
+  Make(Config(2, 1));
+  for (const char* id : {"fast", "slow"}) Join(id);
+  Tasks();
+  ASSERT_EQ(held_.size(), 2u);
+  now_ = TimePoint{} + 11s;  // past both deadlines (10 s); no tick yet
+  Status late = engine_->OnUpdate("slow", Update(held_["slow"], {9, 9, 9, 9}), now_);
+  EXPECT_NE(late.message().find("late: its task's deadline passed"), std::string::npos)
+      << late.message();
+  const uint64_t cooled_by_update = engine_->registry().CoolingUntil("slow");
+  engine_->OnTick(now_);  // expires fast's task the usual way
+  EXPECT_GT(cooled_by_update, 0u);
+  EXPECT_EQ(cooled_by_update, engine_->registry().CoolingUntil("fast"));
+  EXPECT_EQ(engine_->rounds_done(), 0u);
+}
+
 TEST_F(AsyncEngineTest, AnUpdateForAnotherTaskIsRefusedAndTheTaskStays) {
   Make(Config(1, 1));
   Join("a");
