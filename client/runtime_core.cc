@@ -472,6 +472,34 @@ void RuntimeCore::Finish(Status result) {
 
 void RuntimeCore::RunTask(uint64_t gen, const std::shared_ptr<Message>& task,
                           std::shared_ptr<SecAggTask> secagg, const std::stop_token& stop) {
+  // The worker's packaged_task would keep an exception where nobody reads it, and the coordinator
+  // would hear nothing: whatever a task throws (a trainer's exceptions are already its error,
+  // TaskExecutor) is logged and answered with an Error, and the client carries on.
+  std::string thrown;
+  try {
+    RunTaskUnguarded(gen, task, secagg, stop);
+    return;
+  } catch (const std::exception& e) {
+    thrown = e.what();
+  } catch (...) {
+    thrown = "an exception that is not a std::exception";
+  }
+  {
+    std::lock_guard lock(split_mu_);
+    split_exchange_.reset();
+  }
+  const Status why = Status::Internal(
+      fmt::format("round {}: the {} task threw: {}", RoundOf(*task), KindName(*task), thrown));
+  Log().error("{}", why.message());
+  if (stop.stop_requested()) return;
+  asio::post(strand_, [self = shared_from_this(), gen, reply = ErrorFromStatus(why)]() mutable {
+    self->Deliver(gen, std::move(reply));
+  });
+}
+
+void RuntimeCore::RunTaskUnguarded(uint64_t gen, const std::shared_ptr<Message>& task,
+                                   std::shared_ptr<SecAggTask> secagg,
+                                   const std::stop_token& stop) {
   if (stopping_) return;
   if (stop.stop_requested()) {
     // Its connection closed while it waited: nobody would accept the answer.
@@ -552,11 +580,20 @@ void RuntimeCore::RunTask(uint64_t gen, const std::shared_ptr<Message>& task,
       ++d.tasks_completed;
     });
   }
-  if (options_.on_task) options_.on_task(report);
-  if (masked_later) return;
-  asio::post(strand_, [self = shared_from_this(), gen, reply = std::move(reply)]() mutable {
-    self->Deliver(gen, std::move(reply));
-  });
+  if (!masked_later)
+    asio::post(strand_, [self = shared_from_this(), gen, reply = std::move(reply)]() mutable {
+      self->Deliver(gen, std::move(reply));
+    });
+  // The app's callback, after the answer is on its way: what it throws costs nothing else.
+  if (options_.on_task) {
+    try {
+      options_.on_task(report);
+    } catch (const std::exception& e) {
+      Log().warn("round {}: the on_task callback threw: {}", report.round, e.what());
+    } catch (...) {
+      Log().warn("round {}: the on_task callback threw", report.round);
+    }
+  }
 }
 
 void RuntimeCore::SaveState(const std::function<void(ClientStateData&)>& update) {

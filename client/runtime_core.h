@@ -88,9 +88,12 @@ class RuntimeCore : public std::enable_shared_from_this<RuntimeCore> {
   void OnSplitAnswer(Message answer);
   void SendOrReport(const Status& s, Message m);
 
-  // On the worker.
+  // On the worker. RunTask answers a task that throws with an Error (and logs it);
+  // RunTaskUnguarded is the task itself.
   void RunTask(uint64_t gen, const std::shared_ptr<Message>& task,
                std::shared_ptr<SecAggTask> secagg, const std::stop_token& stop);
+  void RunTaskUnguarded(uint64_t gen, const std::shared_ptr<Message>& task,
+                        std::shared_ptr<SecAggTask> secagg, const std::stop_token& stop);
   // Masks the trained update and sends it (the worker, when the inbox and the update are both in).
   void MaskAndSend(uint64_t gen, const std::shared_ptr<SecAggTask>& secagg);
   void SaveState(const std::function<void(ClientStateData&)>& update);

@@ -15,6 +15,20 @@
 namespace tributary {
 namespace {
 
+// Runs a Trainer call; an exception it throws becomes the call's error (Internal, naming it), so a
+// throwing trainer is answered like a failing one (docs/embedding.md) instead of unwinding
+// through the worker, where nobody would read it and the coordinator would hear nothing.
+template <class F>
+auto CallTrainer(F&& call) -> decltype(call()) {
+  try {
+    return call();
+  } catch (const std::exception& e) {
+    return Status::Internal(fmt::format("it threw: {}", e.what()));
+  } catch (...) {
+    return Status::Internal("it threw an exception that is not a std::exception");
+  }
+}
+
 double Seconds(std::chrono::steady_clock::time_point since) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
 }
@@ -341,8 +355,10 @@ Result<UpdateSubmission> TaskExecutor::Fit(const TaskAssignment& task, TaskRepor
   }
   FitConfig config = task.fit;
   config.correction = correction;
-  Result<FitResult> fit = split != nullptr ? trainer_->fit_split(global, config, *split)
-                                           : trainer_->fit(global, config);
+  Result<FitResult> fit = CallTrainer([&] {
+    return split != nullptr ? trainer_->fit_split(global, config, *split)
+                            : trainer_->fit(global, config);
+  });
   if (task.fit.stop.stop_requested())
     return Status::Aborted(fmt::format(
         "{}: stopped: the result is no longer wanted (FitConfig::stop), nothing was encoded",
@@ -428,7 +444,7 @@ Result<EvaluateResult> TaskExecutor::Evaluate(const EvaluateTask& task, TaskRepo
   EvalConfig config;
   config.batch_size = task.batch_size;
   config.max_examples = task.max_examples;
-  Result<EvalResult> eval = trainer_->evaluate(weights, config);
+  Result<EvalResult> eval = CallTrainer([&] { return trainer_->evaluate(weights, config); });
   if (!eval.ok())
     return ProtocolError(ErrorCode::kInternal, fmt::format("{}: trainer.evaluate failed: {}", what,
                                                            eval.status().ToString()));

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <stdexcept>
+
 #include <atomic>
 #include <future>
 #include <mutex>
@@ -227,6 +229,39 @@ TEST_F(ClientRuntimeTest, MismatchedFingerprintIsAnErrorAndTheClientCarriesOn) {
   std::optional<UpdateSubmission> up = session->Next<UpdateSubmission>();
   ASSERT_TRUE(up);
   EXPECT_EQ(up->round, 3u);
+}
+
+// docs/embedding.md: fit() that fails or throws gets the coordinator an Error and the client
+// carries on. A C++ trainer's exception used to vanish into the worker's packaged_task: no Error,
+// no log line, and every round the coordinator waited for the deadline. The app's on_task callback
+// throwing must not cost the update either (it ran before the answer was sent).
+TEST_F(ClientRuntimeTest, AThrowingTrainerOrCallbackIsAnsweredAndTheClientCarriesOn) {
+  StartCoordinator();
+  std::atomic<int> reports{0};
+  ClientRuntimeOptions o = Options();
+  o.on_task = [&](const TaskReport&) {
+    ++reports;
+    throw std::runtime_error("the app's progress printer has a bug");
+  };
+  trainer_->during_fit = [] { throw std::runtime_error("out of GPU memory"); };
+  StartRuntime(o);
+  auto session = coordinator_->WaitSession(0);
+  ASSERT_TRUE(session);
+  session->Send(MakeTask(1));
+  std::optional<Error> e = session->Next<Error>();
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->code, static_cast<uint32_t>(ErrorCode::kInternal));
+  EXPECT_NE(e->message.find("trainer.fit failed"), std::string::npos) << e->message;
+  EXPECT_NE(e->message.find("it threw: out of GPU memory"), std::string::npos) << e->message;
+
+  trainer_->during_fit = nullptr;
+  session->Send(MakeTask(2));
+  std::optional<UpdateSubmission> up = session->Next<UpdateSubmission>();
+  ASSERT_TRUE(up);
+  EXPECT_EQ(up->round, 2u);
+  EXPECT_EQ(trainer_->fit_calls.load(), 2);
+  for (int i = 0; i < 200 && reports.load() < 2; ++i) std::this_thread::sleep_for(5ms);
+  EXPECT_EQ(reports.load(), 2);  // both tasks were reported, though the callback threw each time
 }
 
 TEST_F(ClientRuntimeTest, UnknownCodecIsAnErrorNamingIt) {
