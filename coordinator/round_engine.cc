@@ -75,9 +75,13 @@ int64_t RoundEngine::MinCompleted() const {
 
 int64_t RoundEngine::TargetUpdates() const {
   if (PoissonSampling()) return summary_.selected;
-  if (config_.fraction > 0.0)
+  if (config_.fraction > 0.0) {
+    // Fixed when the attempt began: clients joining or leaving (pace steering sends idle ones
+    // away) must not move the round's target while it runs.
+    if (in_round_) return attempt_target_;
     return std::max<int64_t>(1,
                              static_cast<int64_t>(std::ceil(config_.fraction * registry_.size())));
+  }
   return config_.clients_per_round;
 }
 
@@ -449,8 +453,9 @@ void RoundEngine::MaybeStartRound(TimePoint now) {
   const uint64_t round = rounds_done_ + 1;
   std::vector<std::string> eligible = Select(round);
   const size_t m = eligible.size();
-  // Every idle client was refused in this round (and the streak spans one client): wait for others.
-  if (m == 0 && !PoissonSampling()) return;
+  // Too few to reach the round's minimum without a client refused in it (the streak spans that
+  // one client): wait for others rather than spend the attempts on an attempt that cannot succeed.
+  if (!PoissonSampling() && static_cast<int64_t>(m) < std::max<int64_t>(1, MinCompleted())) return;
   if (dp_ && config_.dp.target_epsilon > 0.0) {
     const PrivacySpent next = dp_->SpentWithOneMore(round_q_);
     if (next.epsilon > config_.dp.target_epsilon) {
@@ -474,6 +479,7 @@ void RoundEngine::MaybeStartRound(TimePoint now) {
     return;
   }
   if (dp_) dp_->BeginRound(model_.size());
+  attempt_target_ = TargetUpdates();
   in_round_ = true;
   attempt_refusals_.clear();
   attempt_refused_clients_.clear();

@@ -156,8 +156,8 @@ class RoundEngine : public RunEngine {
   // in the attempt only when that is the open one.
   Status Reject(const std::string& id, uint64_t round, ErrorCode code, std::string_view kind,
                 const std::string& reason);
-  int64_t TargetUpdates() const;
-  bool PoissonSampling() const;  // dp.sampling = "poisson"
+  int64_t TargetUpdates() const;  // K; with run.fraction, fixed at the attempt's start
+  bool PoissonSampling() const;   // dp.sampling = "poisson"
   // Differential privacy on the clients: the fewest masked inputs a round may close with (M), each
   // client adding 1/M of the noise's variance.
   int64_t DpFewestInputs() const;
@@ -221,6 +221,7 @@ class RoundEngine : public RunEngine {
 
   // The current round attempt.
   bool in_round_ = false;
+  int64_t attempt_target_ = 0;  // run.fraction's K for the attempt in progress
   int64_t attempt_ = 0;
   TimePoint round_start_{}, deadline_{};
   std::set<std::string> assigned_;  // selected and not yet answered

@@ -975,6 +975,68 @@ TEST_F(RoundEngineTest, WithItsWeightBoundedOneClientStillMovesFedAvgByItsShare)
   }
 }
 
+// run.fraction: K is the fraction of the registry when the attempt begins, and stays so while it
+// runs. It was recomputed from the registry at every check: idle clients leaving (pace steering
+// sends them away) closed the round early, and clients joining failed it at once.
+TEST_F(RoundEngineTest, AFractionsTargetIsFixedWhenTheAttemptBegins) {
+  RoundConfig cfg = Config(1);
+  cfg.clients_per_round = 0;
+  cfg.fraction = 0.5;
+  cfg.min_available = 10;
+  cfg.min_completed = 0;  // every target update
+  Make(cfg);
+  Join(10);
+  auto tasks = Tasks();
+  ASSERT_EQ(tasks.size(), 5u);  // K = ceil(0.5 * 10)
+  std::vector<std::string> idle;
+  for (int i = 0; i < 10; ++i)
+    if (!tasks.count("c" + std::to_string(i))) idle.push_back("c" + std::to_string(i));
+  for (size_t i = 0; i < 3; ++i) engine_->OnLeft(idle[i], now_);  // 7 left: 0.5 * 7 -> 4
+  for (int i = 0; i < 6; ++i)                                     // and 6 new ones: 0.5 * 13 -> 7
+    engine_->OnJoined("n" + std::to_string(i), ClientCapabilities{"cpu", {"dense"}, 100, 0, {}},
+                      now_);
+  EXPECT_TRUE(failures_.empty()) << failures_[0];
+  size_t sent = 0;
+  for (auto& [id, t] : tasks) {
+    ASSERT_TRUE(summaries_.empty()) << "closed after " << sent << " of 5 updates";
+    ASSERT_TRUE(engine_->OnUpdate(id, Update(t, {1, 1, 1, 1}), now_).ok()) << id;
+    ++sent;
+  }
+  ASSERT_EQ(summaries_.size(), 1u);
+  EXPECT_EQ(summaries_[0].accepted, 5);
+  EXPECT_TRUE(failures_.empty());
+}
+
+// A round whose only refused client is left out, and too few others to reach run.min_completed
+// without it, waits for another client (operations.md) instead of starting attempts that cannot
+// succeed until run.max_round_attempts ends the run.
+TEST_F(RoundEngineTest, TooFewWithoutTheRefusedClientWaitsInsteadOfSpendingAttempts) {
+  RoundConfig cfg = Config(3);
+  cfg.min_completed = 3;
+  cfg.max_round_attempts = 20;
+  Make(cfg);
+  Join(3);
+  auto tasks = Tasks();
+  ASSERT_EQ(tasks.size(), 3u);
+  EXPECT_FALSE(engine_->OnUpdate("c0", Update(tasks["c0"], {1, 1, 1, 1}, 0), now_).ok());
+  // The attempt can no longer reach 3 and fails at once; c0 is left out, and c1 and c2 alone
+  // cannot reach 3.
+  EXPECT_EQ(failures_.size(), 1u);
+  EXPECT_TRUE(Tasks().empty()) << "an attempt of two began";
+  EXPECT_FALSE(engine_->finished());
+  engine_->OnTick(now_ + 1s);
+  EXPECT_TRUE(Tasks().empty());
+  engine_->OnJoined("c3", ClientCapabilities{"cpu", {"dense"}, 100, 0, {}}, now_);
+  tasks = Tasks();
+  ASSERT_EQ(tasks.size(), 3u);
+  EXPECT_EQ(tasks.count("c0"), 0u);
+  for (auto& [id, t] : tasks)
+    ASSERT_TRUE(engine_->OnUpdate(id, Update(t, {1, 1, 1, 1}), now_).ok());
+  ASSERT_EQ(summaries_.size(), 1u);
+  EXPECT_EQ(summaries_[0].accepted, 3);
+  EXPECT_EQ(failures_.size(), 1u);
+}
+
 // Issue 28, item 2: one client that answers every task with num_examples = 0, connected before the
 // others arrive, ended the run in 0.72 s (three attempts "refused alike", all its own). Its update
 // is refused, it is left out of selection, the round waits for the others, and the run goes on.
