@@ -66,6 +66,12 @@ Status RunConfig::Validate() const {
   if (checkpoint_every < 1)
     return Status::InvalidArgument(
         fmt::format("key 'output.checkpoint_every' = {} must be >= 1", checkpoint_every));
+  if (round.dp.enabled && checkpoint_every != 1)
+    return Status::InvalidArgument(fmt::format(
+        "key 'output.checkpoint_every' = {} must be 1 with differential privacy (dp.enabled): "
+        "the accountant is saved with each checkpoint, and a run resumed from an older one would "
+        "release the rounds after it again without counting their first release",
+        checkpoint_every));
   if (eval_batch_size < 1)
     return Status::InvalidArgument(
         fmt::format("key 'eval.batch_size' = {} must be >= 1", eval_batch_size));

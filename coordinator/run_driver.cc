@@ -190,6 +190,14 @@ Status RunDriver::Resume(Strategy& strategy, ModelWeights* model, uint64_t* roun
     return Status::Ok();
   }
   for (const std::string& why : ck->skipped) Log().warn("resume: skipping a checkpoint: {}", why);
+  // The rounds after an older checkpoint were released (and charged) once already: with
+  // differential privacy, falling back to it would release them again and count them once.
+  if (config_.round.dp.enabled && !ck->skipped.empty())
+    return Status::FailedPrecondition(fmt::format(
+        "resuming: differential privacy: a newer checkpoint than {} ({} rounds done) cannot be "
+        "read, and resuming from it would release the rounds after it again without counting "
+        "their first release; restore the newer checkpoint, or start a new run with a new budget",
+        ck->path, ck->rounds_done));
   if (!ck->skipped.empty())
     Log().warn("resume: falling back to {} ({} rounds done)", ck->path, ck->rounds_done);
   const std::string path = ck->path;

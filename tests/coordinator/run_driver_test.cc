@@ -287,6 +287,54 @@ TEST(RunDriverTest, EachRunHasItsOwnUidAndAResumedRunKeepsItsCheckpoints) {
               first_uid.c_str());
 }
 
+// With differential privacy the accountant lives in the checkpoints: a private run is not resumed
+// from an older checkpoint when a newer one cannot be read (the rounds between were released and
+// would be released again, counted once), and checkpoints must be written every round.
+TEST(RunDriverTest, APrivateRunDoesNotFallBackPastAnUnreadableCheckpoint) {
+  FaultInjectionEnv env;
+  RunConfig c = Config();
+  c.round.rounds = 10;
+  c.keep_checkpoints = 3;
+  c.round.dp.enabled = true;
+  c.round.dp.noise_multiplier = 2.0;
+  c.round.dp.delta = 1e-5;
+  c.round.dp.noise_seed = 3;
+  {
+    auto d = Make(c, &env);
+    ASSERT_TRUE(d.ok()) << d.status();
+    PlayRound(**d, 0.1f);
+    PlayRound(**d, 0.1f);
+  }
+  ASSERT_TRUE(env.FileExists(CheckpointPath("runs/a", 1)));  // round 1's, to fall back to
+  ASSERT_TRUE(WriteFileAtomic(&env, CheckpointPath("runs/a"), std::string_view("damaged")).ok());
+  auto refused = Make(c, &env, /*resume=*/true);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kFailedPrecondition) << refused.status();
+  EXPECT_NE(refused.status().message().find("(1 rounds done) cannot be read"), std::string::npos)
+      << refused.status();
+  // Without differential privacy the same damage falls back to round 1's checkpoint.
+  RunConfig plain = c;
+  plain.round.dp.enabled = false;
+  FaultInjectionEnv env2;
+  {
+    auto d = Make(plain, &env2);
+    ASSERT_TRUE(d.ok()) << d.status();
+    PlayRound(**d, 0.1f);
+    PlayRound(**d, 0.1f);
+  }
+  ASSERT_TRUE(WriteFileAtomic(&env2, CheckpointPath("runs/a"), std::string_view("damaged")).ok());
+  auto fell_back = Make(plain, &env2, /*resume=*/true);
+  ASSERT_TRUE(fell_back.ok()) << fell_back.status();
+  EXPECT_EQ((*fell_back)->engine().rounds_done(), 1u);
+
+  c.checkpoint_every = 2;
+  const Status every = c.Validate();
+  EXPECT_EQ(every.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(every.message().find("'output.checkpoint_every' = 2 must be 1 with differential"),
+            std::string::npos)
+      << every;
+}
+
 TEST(RunDriverTest, APrivateRunResumesItsEpsilonAndItsBudgetStopSavesTheFinalModel) {
   FaultInjectionEnv env;
   RunConfig c = Config();
