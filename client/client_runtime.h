@@ -83,6 +83,9 @@ struct ClientRuntimeOptions {
   std::chrono::milliseconds heartbeat_interval{0};
   // A connection silent this long is lost. 0: 3 heartbeat intervals (never, without heartbeats).
   std::chrono::milliseconds heartbeat_timeout{0};
+  // A connection whose Welcome has not come this long after Hello is lost (heartbeats begin only
+  // with the Welcome: a coordinator or network that swallows the Hello would hold the client).
+  std::chrono::milliseconds welcome_timeout{30'000};
   // Null: Clock::Real(). Must outlive the runtime.
   Clock* clock = nullptr;
   // Runs on the worker thread after each task.

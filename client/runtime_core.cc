@@ -179,6 +179,12 @@ void RuntimeCore::OnConnected(uint64_t gen, Result<std::shared_ptr<Connection>> 
   hello.capabilities.layout = layout_;
   hello.software_version = options_.software_version;
   conn_->Send(std::move(hello));
+  // The Welcome re-arms this timer for the heartbeats; until then it bounds the wait for it.
+  heartbeat_timer_->ExpiresAfter(options_.welcome_timeout, [self = shared_from_this(), gen] {
+    if (self->finished_ || gen != self->generation_ || !self->conn_ || self->welcomed_) return;
+    self->LoseConnection(Status::DeadlineExceeded(
+        fmt::format("no Welcome within {} ms of Hello", self->options_.welcome_timeout.count())));
+  });
 }
 
 void RuntimeCore::OnMessage(uint64_t gen, Message message) {

@@ -117,6 +117,13 @@ class ClientRuntimeTest : public ::testing::Test {
     return delays;
   }
 
+  // Until the runtime has taken its Welcome (before it, its one timer bounds the wait for it).
+  void WaitWelcomed(int64_t sessions = 1) {
+    for (int i = 0; i < 2000 && runtime_->sessions() < sessions; ++i)
+      std::this_thread::sleep_for(1ms);
+    ASSERT_EQ(runtime_->sessions(), sessions);
+  }
+
   IoThreads io_{2};
   ManualClock clock_;  // after io_: releases its armed callbacks while io_ still exists
   std::shared_ptr<InMemoryNetwork> network_ = std::make_shared<InMemoryNetwork>();
@@ -545,6 +552,7 @@ TEST_F(ClientRuntimeTest, ASilentCoordinatorIsDetectedByItsMissingEchoesAndTheCl
   StartRuntime(o);
   auto first = coordinator_->WaitSession(0);
   ASSERT_TRUE(first);
+  WaitWelcomed();
   // Heartbeats at 1, 2 and 3 s; at 4 s the connection has been silent for 4 s > 3 intervals.
   for (size_t beat = 1; beat <= 4; ++beat) {
     ASSERT_TRUE(clock_.WaitForTimers(1));
@@ -565,6 +573,32 @@ TEST_F(ClientRuntimeTest, ASilentCoordinatorIsDetectedByItsMissingEchoesAndTheCl
   EXPECT_EQ(runtime_->sessions(), 2);
 }
 
+// Heartbeats begin with the Welcome, so a Hello that is never answered (the flow dropped right
+// after the handshake, a wedged coordinator) held the client for good: no reconnect, no failover.
+// The Welcome must come within welcome_timeout.
+TEST_F(ClientRuntimeTest, AHelloNeverAnsweredIsGivenUpAtTheWelcomeTimeout) {
+  FakeCoordinatorOptions fo;
+  fo.answer_hello = false;
+  StartCoordinator(fo);
+  ClientRuntimeOptions o = Options();
+  o.clock = &clock_;
+  o.welcome_timeout = 5s;
+  StartRuntime(o);
+  auto first = coordinator_->WaitSession(0);
+  ASSERT_TRUE(first);
+  ASSERT_TRUE(clock_.WaitForTimers(1));
+  EXPECT_EQ(clock_.ArmedTimers()[0] - clock_.Now(), 5s);
+  clock_.Advance(4999ms);
+  EXPECT_FALSE(first->WaitClosed(50ms).has_value());
+  clock_.Advance(1ms);
+  ASSERT_TRUE(first->WaitClosed().has_value());
+  // It reconnects after its backoff delay, and says Hello again.
+  ASSERT_TRUE(clock_.WaitForTimers(1));
+  clock_.AdvanceToNextTimer();
+  ASSERT_TRUE(coordinator_->WaitSession(1));
+  EXPECT_EQ(runtime_->sessions(), 0);  // never welcomed
+}
+
 TEST_F(ClientRuntimeTest, EchoedHeartbeatsKeepTheConnection) {
   FakeCoordinatorOptions fo;
   fo.heartbeat_interval_ms = 1000;
@@ -574,6 +608,7 @@ TEST_F(ClientRuntimeTest, EchoedHeartbeatsKeepTheConnection) {
   StartRuntime(o);
   auto session = coordinator_->WaitSession(0);
   ASSERT_TRUE(session);
+  WaitWelcomed();
   for (size_t beat = 1; beat <= 10; ++beat) {
     ASSERT_TRUE(clock_.WaitForTimers(1));
     clock_.Advance(1s);

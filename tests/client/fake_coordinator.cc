@@ -25,7 +25,7 @@ void FakeSession::OnMessage(Message m) {
       // would run before the Send (which is posted) and the Error would never leave.
       connection_->Send(Error{static_cast<uint32_t>(*options_.refuse_with), "refused by the test"},
                         [c = connection_](const Status&) { c->Close(); });
-    } else {
+    } else if (options_.answer_hello) {
       Welcome w;
       w.client_id = connection_->peer().id;
       w.software_version = "fake-coordinator";

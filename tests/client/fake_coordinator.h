@@ -26,6 +26,8 @@ struct FakeCoordinatorOptions {
   // When set, Hello is answered with Error{*refuse_with, "refused by the test"} and a close.
   std::optional<ErrorCode> refuse_with;
   bool echo_heartbeats = true;
+  // False: Hello is recorded and never answered (a coordinator that swallows it).
+  bool answer_hello = true;
 };
 
 class FakeSession {
