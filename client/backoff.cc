@@ -10,8 +10,9 @@
 namespace tributary {
 
 Status BackoffOptions::Validate() const {
-  if (initial_delay.count() < 0)
-    return Status::InvalidArgument("backoff.initial_delay must be >= 0 ms, got " +
+  // 0 would stay 0 at every multiplier: a refused connection retried in a tight loop.
+  if (initial_delay.count() < 1)
+    return Status::InvalidArgument("backoff.initial_delay must be >= 1 ms, got " +
                                    std::to_string(initial_delay.count()));
   if (max_delay < initial_delay)
     return Status::InvalidArgument("backoff.max_delay (" + std::to_string(max_delay.count()) +

@@ -112,8 +112,10 @@ Status ValidateClientConfig(const ClientConfig& o) {
   if (o.heartbeat_interval > std::chrono::hours(1))
     return Bad("net.heartbeat_interval_s", "--heartbeat-interval-s",
                "must be in [0, 3600] (0 = the coordinator's)");
-  if (o.backoff_initial > std::chrono::hours(24))
-    return Bad("backoff.initial_s", "--backoff-initial-s", "must be in [0, 86400]");
+  if (o.backoff_initial < std::chrono::milliseconds(1) ||
+      o.backoff_initial > std::chrono::hours(24))
+    return Bad("backoff.initial_s", "--backoff-initial-s",
+               "must be in [0.001, 86400] (0 would retry a refused connection in a tight loop)");
   if (o.backoff_max < o.backoff_initial || o.backoff_max > std::chrono::hours(24))
     return Bad("backoff.max_s", "--backoff-max-s",
                fmt::format("= {} must be in [backoff.initial_s = {}, 86400]",

@@ -107,6 +107,8 @@ TEST(BackoffTest, ValidateNamesTheField) {
   o = {};
   o.initial_delay = -1ms;
   EXPECT_NE(message(o).find("backoff.initial_delay"), std::string::npos);
+  o.initial_delay = 0ms;  // every delay would be 0: a tight reconnect loop
+  EXPECT_NE(message(o).find("backoff.initial_delay must be >= 1 ms, got 0"), std::string::npos);
 }
 
 }  // namespace
