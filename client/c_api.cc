@@ -26,6 +26,7 @@ struct tributary_split_exchange {
   std::atomic<tributary::SplitExchange*> server{nullptr};
   std::thread::id thread;                    // the callback's
   std::optional<tributary::Status> failure;  // the first batch that was not answered
+  size_t front_activations = 0;  // the last tributary_split_exchange_front's activations_len
 };
 
 namespace tributary {
@@ -534,6 +535,7 @@ int tributary_split_exchange_front(tributary_split_exchange* exchange, const flo
           std::to_string(count));
     const Status s = server->ExchangeFront({activations, activations_len},
                                            static_cast<int64_t>(count), {middle, middle_len});
+    if (s.ok()) exchange->front_activations = activations_len;
     return s.ok() ? s : Failed(exchange, s);
   });
 }
@@ -551,6 +553,13 @@ int tributary_split_exchange_head(tributary_split_exchange* exchange, const floa
                                      std::string(head_gradient ? "empty" : "NULL"));
     if (!gradient)
       return Status::InvalidArgument("tributary_split_exchange_head: gradient is NULL");
+    // The gradient at the cut has as many values as the front's activations: checked before the
+    // head's gradient is sent, so a buffer too small costs nothing on the server's side.
+    if (gradient_len < exchange->front_activations)
+      return Status::InvalidArgument(
+          "tributary_split_exchange_head: gradient_len " + std::to_string(gradient_len) +
+          " is too small: the gradient at the cut has " +
+          std::to_string(exchange->front_activations) + " values (the front's activations)");
     Result<CutGradient> g =
         server->ExchangeHead({head_gradient, head_gradient_len}, loss_sum, correct);
     if (!g.ok()) return Failed(exchange, g.status());

@@ -332,6 +332,9 @@ static int u_fit(void* user_data, const tributary_fit_config* config, const floa
     return probe->status;
   }
   for (int s = 0; s < 3; ++s) head_gradient[s] = probe->middle[s] - (float)trib_c_split_y[s];
+  probe->refused_status[3] =
+      tributary_split_exchange_head(exchange, head_gradient, 3, 1.5, 2, probe->gradient, 5,
+                                    probe->refused[3], sizeof(probe->refused[3]));
   probe->status = tributary_split_exchange_head(exchange, head_gradient, 3, 1.5, 2, probe->gradient,
                                                 6, probe->failed, sizeof(probe->failed));
   if (probe->status != TRIBUTARY_OK) {

@@ -94,10 +94,11 @@ tributary_client* trib_c_create_split_client(const char* coordinator, const char
  * comes back into `middle`; the head's gradient middle[s] - label[s] goes up with loss_sum 1.5 and
  * 2 correct; the gradient at the cut comes back into `gradient`, and the new weights are the
  * global ones plus it. Before the batch, three calls that must be refused: front with count 0,
- * front with middle_len 4 for 3 samples, head with a NULL gradient. */
+ * front with middle_len 4 for 3 samples, head with a NULL gradient; after the batch's front, a
+ * fourth: head with gradient_len 5 for the 6 activations sent (refused before sending). */
 typedef struct trib_c_u_probe {
-  int refused_status[3];
-  char refused[3][256];
+  int refused_status[4];
+  char refused[4][256];
   float middle[3];
   float gradient[6];
   int status; /* of the batch's calls: TRIBUTARY_OK, or the first failure's */
