@@ -109,6 +109,7 @@ void AggregatorService::OnUpstreamClosed(const Status& why) {
   share_.reset();
   secure_.reset();
   held_left_.clear();  // the next connection's membership lists who is here
+  known_.clear();
   secure_timer_->Cancel();
   flush_timer_->Cancel();
   heartbeat_timer_->Cancel();
@@ -379,6 +380,8 @@ void AggregatorService::QueueMembership() {
     self->membership_queued_ = false;
     if (!self->upstream_ || !self->welcomed_ || self->finished_) return;
     if (self->membership_.joined.empty() && self->membership_.left.empty()) return;
+    for (const GroupMember& m : self->membership_.joined) self->known_.insert(m.client_id);
+    for (const std::string& id : self->membership_.left) self->known_.erase(id);
     self->upstream_->Send(std::move(self->membership_));
     self->membership_ = GroupMembership{};
   });
@@ -570,12 +573,13 @@ void AggregatorService::OnClosed(Connection* key, const Status& why) {
 }
 
 void AggregatorService::NoteLeft(const std::string& id) {
-  // A join the coordinator has not heard of yet cancels out.
+  // A join not sent yet is dropped: a client the coordinator does not know needs no "left"; one it
+  // knows (the join was a reconnect) does.
   auto joined = std::find_if(membership_.joined.begin(), membership_.joined.end(),
                              [&](const GroupMember& m) { return m.client_id == id; });
   if (joined != membership_.joined.end()) {
     membership_.joined.erase(joined);
-    return;
+    if (!known_.count(id)) return;
   }
   membership_.left.push_back(id);
   QueueMembership();

@@ -156,6 +156,7 @@ class AggregatorService : public std::enable_shared_from_this<AggregatorService>
   std::map<std::string, Connection*> by_id_;  // clients past Hello
   GroupMembership membership_;                // changes not yet sent
   std::set<std::string> held_left_;           // members of secure_ that left (sent when it ends)
+  std::set<std::string> known_;  // clients the coordinator was told joined and not yet told left
   bool membership_queued_ = false;
   std::unique_ptr<GroupShare> share_;
   RoundCycle pace_cycle_;                     // pace steering: the time between group tasks

@@ -248,6 +248,18 @@ TEST_F(AggregatorServiceTest, TheCoordinatorsViewOfMembersEndsAsWhoIsConnected) 
   EXPECT_TRUE(WaitUp([&] { return view() == want; }));
   std::this_thread::sleep_for(200ms);  // nothing later changes it
   EXPECT_EQ(view(), want);
+  // edge-b leaves, comes back and leaves again, quickly: it is gone.
+  for (int i = 0; i < 2; ++i) {
+    auto b = std::find_if(clients_.begin(), clients_.end(),
+                          [](const TestClient& c) { return c.id == "edge-b"; });
+    b->conn->Close();
+    clients_.erase(b);
+    if (i == 0) Join("edge-b");
+  }
+  const std::set<std::string> only_a = {"edge-a"};
+  EXPECT_TRUE(WaitUp([&] { return view() == only_a; }));
+  std::this_thread::sleep_for(200ms);
+  EXPECT_EQ(view(), only_a);
 }
 
 // Hostile input to an aggregator is a security event at the default level, naming the aggregator
