@@ -36,7 +36,8 @@ void BindRoundConfig(ConfigSchema& s, RoundConfig* r) {
          "updates each round waits for (K); ignored when run.fraction > 0")
       .Flag("--clients-per-round");
   s.Bind("run.fraction", &r->fraction,
-         "when > 0, K = ceil(fraction * connected clients) instead of clients_per_round");
+         "when > 0, K = ceil(fraction * connected clients) as each attempt begins, instead of "
+         "clients_per_round");
   s.Bind("run.min_available", &r->min_available, "idle clients needed to start a round")
       .Flag("--min-available");
   s.Bind("run.over_selection", &r->over_selection,

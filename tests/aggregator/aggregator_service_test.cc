@@ -119,6 +119,13 @@ class AggregatorServiceTest : public ::testing::Test {
     return clients_.back();
   }
 
+  // A client that closed its connection: kept (its inbox still hears the close, on an I/O
+  // thread) until the fixture stops the I/O threads, but no longer among clients_.
+  void Gone(std::deque<TestClient>::iterator c) {
+    gone_.push_back(std::move(*c));
+    clients_.erase(c);
+  }
+
   // The coordinator's messages of type T so far, in order.
   template <class T>
   std::vector<T> Up() {
@@ -175,6 +182,7 @@ class AggregatorServiceTest : public ::testing::Test {
   std::shared_ptr<AggregatorService> service_;
   std::string aggregator_address_;
   std::deque<TestClient> clients_;  // Join hands out references: they must stay put
+  std::deque<TestClient> gone_;     // closed; destroyed after the I/O threads stop
 };
 
 // A member that sends its update and leaves while the other member still trains: its update goes
@@ -230,11 +238,11 @@ TEST_F(AggregatorServiceTest, TheCoordinatorsViewOfMembersEndsAsWhoIsConnected) 
     auto a = std::find_if(clients_.begin(), clients_.end(),
                           [](const TestClient& c) { return c.id == "edge-a"; });
     a->conn->Close();  // edge-a leaves ...
-    clients_.erase(a);
+    Gone(a);
     Join("edge-a");  // ... and is back at once
     TestClient& c = Join("edge-c");
     c.conn->Close();  // edge-c comes and goes
-    clients_.pop_back();
+    Gone(std::prev(clients_.end()));
   }
   auto view = [&] {
     std::set<std::string> members;
@@ -253,7 +261,7 @@ TEST_F(AggregatorServiceTest, TheCoordinatorsViewOfMembersEndsAsWhoIsConnected) 
     auto b = std::find_if(clients_.begin(), clients_.end(),
                           [](const TestClient& c) { return c.id == "edge-b"; });
     b->conn->Close();
-    clients_.erase(b);
+    Gone(b);
     if (i == 0) Join("edge-b");
   }
   const std::set<std::string> only_a = {"edge-a"};
