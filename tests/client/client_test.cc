@@ -155,6 +155,22 @@ Ending RunBounded(Client& client, std::chrono::seconds limit = 10s) {
   return {within, std::move(s), std::chrono::steady_clock::now() - t0};
 }
 
+// A client made from `o` whose first attempt fails for good (a certificate the other side
+// refuses): run() ends within the limit, PermissionDenied, at that one attempt, its message
+// holding each of `texts`.
+void ExpectPermissionDeniedAtTheFirstAttempt(const ClientOptions& o,
+                                             std::initializer_list<std::string_view> texts) {
+  auto client = Client::Create(o, std::make_shared<FakeTrainer>());
+  ASSERT_TRUE(client.ok()) << client.status();
+  AttemptCounter counter;
+  const Ending end = RunBounded(**client);
+  EXPECT_TRUE(end.within_limit);
+  EXPECT_EQ(end.status.code(), StatusCode::kPermissionDenied) << end.status;
+  for (std::string_view text : texts)
+    EXPECT_NE(end.status.message().find(text), std::string::npos) << text << ": " << end.status;
+  EXPECT_EQ(counter.attempts(), 1);
+}
+
 TEST(ClientTest, ACertificateFromAnotherCaEndsTheRunAtTheFirstAttemptNamingTheCause) {
   TlsCoordinatorFixture fx;
   Result<PemPair> rogue_ca = MakeCaCertificate("Rogue CA");
@@ -184,15 +200,7 @@ TEST(ClientTest, AServerNameTheCoordinatorsCertificateLacksEndsTheRunAtTheFirstA
   TlsCoordinatorFixture fx;
   ClientOptions o = OptionsFor(fx.ClientFiles("edge-8"), fx.address());
   o.server_name = "coordinator.example.org";
-  auto client = Client::Create(o, std::make_shared<FakeTrainer>());
-  ASSERT_TRUE(client.ok()) << client.status();
-  AttemptCounter counter;
-  const Ending end = RunBounded(**client);
-  EXPECT_TRUE(end.within_limit);
-  EXPECT_EQ(end.status.code(), StatusCode::kPermissionDenied) << end.status;
-  EXPECT_NE(end.status.message().find("mismatch"), std::string::npos) << end.status;
-  EXPECT_NE(end.status.message().find("coordinator.example.org"), std::string::npos) << end.status;
-  EXPECT_EQ(counter.attempts(), 1);
+  ExpectPermissionDeniedAtTheFirstAttempt(o, {"mismatch", "coordinator.example.org"});
   EXPECT_EQ(fx.coordinator().session_count(), 0u);
 }
 
@@ -201,15 +209,8 @@ TEST(ClientTest, AnExpiredCertificateEndsTheRunAtTheFirstAttempt) {
   CertOptions expired;
   expired.valid_days = 1;
   expired.not_before_offset_s = -3 * 86400;
-  ClientOptions o = OptionsFor(fx.ClientFiles("edge-old", nullptr, expired), fx.address());
-  auto client = Client::Create(o, std::make_shared<FakeTrainer>());
-  ASSERT_TRUE(client.ok()) << client.status();
-  AttemptCounter counter;
-  const Ending end = RunBounded(**client);
-  EXPECT_TRUE(end.within_limit);
-  EXPECT_EQ(end.status.code(), StatusCode::kPermissionDenied) << end.status;
-  EXPECT_NE(end.status.message().find("expired"), std::string::npos) << end.status;
-  EXPECT_EQ(counter.attempts(), 1);
+  ExpectPermissionDeniedAtTheFirstAttempt(
+      OptionsFor(fx.ClientFiles("edge-old", nullptr, expired), fx.address()), {"expired"});
 }
 
 TEST(ClientTest, ACoordinatorCertificateFromAnotherCaEndsTheRunAtTheFirstAttempt) {
@@ -219,16 +220,8 @@ TEST(ClientTest, ACoordinatorCertificateFromAnotherCaEndsTheRunAtTheFirstAttempt
   ASSERT_TRUE(rogue_ca.ok());
   files.ca = fx.dir().file("rogue-ca.crt");  // this client trusts another CA than the server's
   TlsCoordinatorFixture::Write(files.ca, rogue_ca->cert_pem);
-  auto client = Client::Create(OptionsFor(files, fx.address()), std::make_shared<FakeTrainer>());
-  ASSERT_TRUE(client.ok()) << client.status();
-  AttemptCounter counter;
-  const Ending end = RunBounded(**client);
-  EXPECT_TRUE(end.within_limit);
-  EXPECT_EQ(end.status.code(), StatusCode::kPermissionDenied) << end.status;
-  EXPECT_NE(end.status.message().find("certificate verify failed"), std::string::npos)
-      << end.status;
-  EXPECT_NE(end.status.message().find("(certificate verify: "), std::string::npos) << end.status;
-  EXPECT_EQ(counter.attempts(), 1);
+  ExpectPermissionDeniedAtTheFirstAttempt(OptionsFor(files, fx.address()),
+                                          {"certificate verify failed", "(certificate verify: "});
 }
 
 TEST(ClientTest, NothingListeningIsRetriedUntilACoordinatorAppears) {

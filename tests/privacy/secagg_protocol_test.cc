@@ -332,6 +332,20 @@ TEST(SecAggProtocolTest, TooFewSharesFailTheRoundWithoutRevealingAnInput) {
   EXPECT_TRUE(e.kinds.empty());
 }
 
+// Six clients of `server`'s session to its unmask request: all advertise and share their keys,
+// the first five send `x` masked, the sixth drops out before its masked input.
+SecAggUnmaskRequest FiveOfSixToUnmask(const Pki& pki, SecAggServer& server,
+                                      std::vector<std::unique_ptr<SecAggClient>>& c,
+                                      const std::vector<uint64_t>& x) {
+  for (size_t i = 0; i < 6; ++i) EXPECT_TRUE(server.AddKeys(*c[i]->AdvertiseKeys()).ok());
+  const SecAggRoster roster = *server.CloseAdvertise();
+  for (size_t i = 0; i < 6; ++i) EXPECT_TRUE(server.AddShares(*c[i]->ShareKeys(roster)).ok());
+  auto inboxes = *server.CloseShares();
+  for (size_t i = 0; i < 5; ++i)
+    EXPECT_TRUE(server.AddMaskedInput(*c[i]->MaskInput(inboxes[pki.ids[i]], x)).ok());
+  return *server.CloseMaskedInput();
+}
+
 // A client asked to reveal both secrets of one peer (named survivor and dropped) refuses; a
 // response carrying a share that was not asked for is refused by the server.
 TEST(SecAggProtocolTest, NoClientRevealsBothSecretsOfAPeer) {
@@ -339,14 +353,7 @@ TEST(SecAggProtocolTest, NoClientRevealsBothSecretsOfAPeer) {
   const SecAggSession s = Session(4, kMask25);
   std::vector<std::unique_ptr<SecAggClient>> c = MakeClients(pki, s, 6);
   SecAggServer server(s);
-  for (size_t i = 0; i < 6; ++i) ASSERT_TRUE(server.AddKeys(*c[i]->AdvertiseKeys()).ok());
-  const SecAggRoster roster = *server.CloseAdvertise();
-  for (size_t i = 0; i < 6; ++i) ASSERT_TRUE(server.AddShares(*c[i]->ShareKeys(roster)).ok());
-  auto inboxes = *server.CloseShares();
-  const std::vector<uint64_t> x = {1, 2, 3, 4};
-  for (size_t i = 0; i < 5; ++i)
-    ASSERT_TRUE(server.AddMaskedInput(*c[i]->MaskInput(inboxes[pki.ids[i]], x)).ok());
-  SecAggUnmaskRequest request = *server.CloseMaskedInput();
+  SecAggUnmaskRequest request = FiveOfSixToUnmask(pki, server, c, {1, 2, 3, 4});
   ASSERT_EQ(request.dropped, std::vector<std::string>{pki.ids[5]});
 
   SecAggUnmaskRequest both = request;
@@ -383,14 +390,7 @@ TEST(SecAggProtocolTest, AMalformedUnmaskResponseIsRefusedOnArrivalNamingItsSend
   const SecAggSession s = Session(4, kMask25);
   std::vector<std::unique_ptr<SecAggClient>> c = MakeClients(pki, s, 6);
   SecAggServer server(s);
-  for (size_t i = 0; i < 6; ++i) ASSERT_TRUE(server.AddKeys(*c[i]->AdvertiseKeys()).ok());
-  const SecAggRoster roster = *server.CloseAdvertise();
-  for (size_t i = 0; i < 6; ++i) ASSERT_TRUE(server.AddShares(*c[i]->ShareKeys(roster)).ok());
-  auto inboxes = *server.CloseShares();
-  const std::vector<uint64_t> x = {1, 2, 3, 4};
-  for (size_t i = 0; i < 5; ++i)
-    ASSERT_TRUE(server.AddMaskedInput(*c[i]->MaskInput(inboxes[pki.ids[i]], x)).ok());
-  SecAggUnmaskRequest request = *server.CloseMaskedInput();
+  SecAggUnmaskRequest request = FiveOfSixToUnmask(pki, server, c, {1, 2, 3, 4});
   const SecAggUnmaskResponse honest = *c[0]->Unmask(request);
   ASSERT_GE(honest.shares.size(), 2u);
 
