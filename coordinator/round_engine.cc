@@ -166,12 +166,15 @@ Status RoundEngine::OnUpdate(const std::string& id, const UpdateSubmission& u, T
   // A refusal is charged to the open round, except a late update's: that one is its own round's
   // (which is closed), so it counts in none of this attempt's numbers.
   const uint64_t charged = std::min(u.round, round);
-  if (!in_round_ || u.round < round)
-    return Reject(id, charged, ErrorCode::kProtocolViolation, "late", "late: " + r + " is closed");
+  // An update for a later round is early whether or not a round is open (between rounds it used
+  // to be called late, and escaped its cool-down). One for this round between its attempts is
+  // late: it may come from the failed attempt.
   if (u.round > round) {
     Miss(id, "sent an update for " + r + ", which has not started", false);
     return Reject(id, charged, ErrorCode::kProtocolViolation, "early", r + " has not started");
   }
+  if (!in_round_ || u.round < round)
+    return Reject(id, charged, ErrorCode::kProtocolViolation, "late", "late: " + r + " is closed");
   if (SecureRound())
     return Reject(id, charged, ErrorCode::kProtocolViolation, "secure aggregation",
                   r + " uses secure aggregation: updates are sent masked (SecAggMaskedInput)");

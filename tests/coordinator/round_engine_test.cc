@@ -1080,6 +1080,23 @@ TEST_F(RoundEngineTest, AClientRefusedBeforeOthersArriveCostsItsPlaceNotTheRun) 
               static_cast<long long>(summaries_[1].accepted));
 }
 
+// Between rounds (waiting for run.min_available) an update for a round not begun is early, and
+// cools its sender down as it does during a round; it was called late, and cost nothing.
+TEST_F(RoundEngineTest, AnEarlyUpdateBetweenRoundsCoolsItsSenderDown) {
+  RoundConfig cfg = Config(2);
+  cfg.min_available = 3;
+  Make(cfg);
+  Join(2);  // one short of min_available: no round open
+  ASSERT_TRUE(Tasks().empty());
+  TaskAssignment like;
+  like.round = 999;
+  like.model.layout_fingerprint = ModelWeights::Create({{"w", {4}}})->fingerprint();
+  Status s = engine_->OnUpdate("c0", Update(like, {1, 1, 1, 1}), now_);
+  EXPECT_NE(s.message().find("round 999 has not started"), std::string::npos) << s;
+  EXPECT_GT(engine_->registry().CoolingUntil("c0"), 0u);
+  EXPECT_EQ(engine_->registry().CoolingUntil("c1"), 0u);
+}
+
 // Issue 28, item 2: a client spamming updates for "round 999" made every failing attempt look
 // "refused alike (early)" and ended the run at 15.1 s. Early updates are refused and count in no
 // attempt's streak; the spammer is left out of selection; the run goes on to its last round.
