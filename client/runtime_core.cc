@@ -301,9 +301,7 @@ void RuntimeCore::MaskAndSend(uint64_t gen, const std::shared_ptr<SecAggTask>& s
     Log().error("secure aggregation: {}", masked.status().ToString());
     reply = ErrorFromStatus(masked.status());
   }
-  asio::post(strand_, [self = shared_from_this(), gen, reply = std::move(reply)]() mutable {
-    self->Deliver(gen, std::move(reply));
-  });
+  PostReply(gen, std::move(reply));
 }
 
 void RuntimeCore::OnWelcome(const Welcome& welcome) {
@@ -443,6 +441,12 @@ void RuntimeCore::ScheduleHeartbeat(uint64_t gen) {
   });
 }
 
+void RuntimeCore::PostReply(uint64_t gen, Message reply) {
+  asio::post(strand_, [self = shared_from_this(), gen, reply = std::move(reply)]() mutable {
+    self->Deliver(gen, std::move(reply));
+  });
+}
+
 void RuntimeCore::Deliver(uint64_t gen, Message reply) {
   if (finished_ || gen != generation_ || !conn_) {
     Log().info("dropping a {} computed for a connection that has since closed",
@@ -498,9 +502,7 @@ void RuntimeCore::RunTask(uint64_t gen, const std::shared_ptr<Message>& task,
       fmt::format("round {}: the {} task threw: {}", RoundOf(*task), KindName(*task), thrown));
   Log().error("{}", why.message());
   if (stop.stop_requested()) return;
-  asio::post(strand_, [self = shared_from_this(), gen, reply = ErrorFromStatus(why)]() mutable {
-    self->Deliver(gen, std::move(reply));
-  });
+  PostReply(gen, ErrorFromStatus(why));
 }
 
 void RuntimeCore::RunTaskUnguarded(uint64_t gen, const std::shared_ptr<Message>& task,
@@ -586,10 +588,7 @@ void RuntimeCore::RunTaskUnguarded(uint64_t gen, const std::shared_ptr<Message>&
       ++d.tasks_completed;
     });
   }
-  if (!masked_later)
-    asio::post(strand_, [self = shared_from_this(), gen, reply = std::move(reply)]() mutable {
-      self->Deliver(gen, std::move(reply));
-    });
+  if (!masked_later) PostReply(gen, std::move(reply));
   // The app's callback, after the answer is on its way: what it throws costs nothing else.
   if (options_.on_task) {
     try {

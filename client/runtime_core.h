@@ -79,6 +79,8 @@ class RuntimeCore : public std::enable_shared_from_this<RuntimeCore> {
   static constexpr uint64_t kMaxComeBackMs = uint64_t{7} * 24 * 3600 * 1000;  // a week
   void LoseConnection(Status why);
   void Deliver(uint64_t gen, Message reply);
+  // Deliver on the strand (from the worker).
+  void PostReply(uint64_t gen, Message reply);
   void DoStop();
   void Finish(Status result);
 

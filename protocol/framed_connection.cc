@@ -385,10 +385,10 @@ void FramedConnection::fail(Status reason, bool send_error) {
     if (out.done) out.done(Status::Aborted("connection to " + peer_.address + " is closing"));
   }
   if (send_error && !close_reason_.ok()) {
-    std::string text = close_reason_.message();
-    if (text.size() > kMaxTextBytes) text.resize(kMaxTextBytes);
-    Error error{static_cast<uint32_t>(ProtocolErrorCodeOf(close_reason_)), std::move(text)};
-    Result<OutboundMessage> encoded = EncodeOutbound(error, options_.limits, 0);
+    const Message error =
+        Error{static_cast<uint32_t>(ProtocolErrorCodeOf(close_reason_)), close_reason_.message()};
+    const std::optional<Message> cut = WithTextThatFits(error);
+    Result<OutboundMessage> encoded = EncodeOutbound(cut ? *cut : error, options_.limits, 0);
     if (encoded.ok()) {
       queue_.push_back(
           Outgoing{std::make_shared<const OutboundMessage>(std::move(*encoded)), 0, nullptr});

@@ -166,18 +166,16 @@ Status SecAggServer::AddUnmaskResponse(SecAggUnmaskResponse response) {
   // Check the whole response before keeping any of it: what Finish's interpolation would trip
   // on (a second share of one owner, a share of the wrong length or beyond the field) is refused
   // here, naming its sender, rather than failing the whole session there.
-  constexpr size_t kLimbs = (32 + kShamirLimbBytes - 1) / kShamirLimbBytes;  // a 32-byte secret
   std::set<std::string_view> owners;
   for (const SecAggRevealedShare& r : response.shares) {
     if (!owners.insert(r.owner).second)
       return Status::FailedPrecondition(fmt::format(
           "secure aggregation: '{}' revealed two shares of '{}'", response.from, r.owner));
-    if (r.share.y.size() != kLimbs || std::any_of(r.share.y.begin(), r.share.y.end(),
-                                                  [](uint64_t y) { return y >= kShamirPrime; }))
+    if (!CheckShamirShare(r.share, 32).ok())  // the secrets are 32-byte keys
       return Status::InvalidArgument(fmt::format(
           "secure aggregation: '{}' revealed a malformed share of '{}' ({} field elements, {} "
           "expected, each below 2^61 - 1)",
-          response.from, r.owner, r.share.y.size(), kLimbs));
+          response.from, r.owner, r.share.y.size(), ShamirLimbs(32)));
     const bool survivor = masked_.count(r.owner) > 0;
     const bool dropped = !survivor && shares_.count(r.owner) > 0;
     const ShareKind want = survivor ? ShareKind::kSelfMaskSeed : ShareKind::kMaskKey;

@@ -21,7 +21,7 @@ void PutString(std::vector<uint8_t>& out, const std::string& s) {
   out.insert(out.end(), s.begin(), s.end());
 }
 
-constexpr size_t kSecretLimbs = (32 + kShamirLimbBytes - 1) / kShamirLimbBytes;  // 5
+constexpr size_t kSecretLimbs = ShamirLimbs(32);  // 5
 
 }  // namespace
 

@@ -11,8 +11,6 @@ namespace {
 
 constexpr uint64_t P = kShamirPrime;
 
-size_t LimbsFor(size_t bytes) { return (bytes + kShamirLimbBytes - 1) / kShamirLimbBytes; }
-
 // Uniform field elements from the CSPRNG, by rejection (61 random bits; p itself is rejected).
 Status RandomElements(std::span<uint64_t> out) {
   size_t i = 0;
@@ -115,7 +113,7 @@ Result<std::vector<ShamirShare>> ShamirSplit(std::span<const uint8_t> secret, si
   for (uint32_t x : xs)
     if (x == 0 || !seen.insert(x).second)
       return Status::InvalidArgument(fmt::format("share point {} is zero or repeated", x));
-  const size_t limbs = LimbsFor(secret.size());
+  const size_t limbs = ShamirLimbs(secret.size());
   // coeffs[l * threshold + k]: coefficient k of limb l's polynomial; k = 0 is the limb itself.
   std::vector<uint64_t> coeffs(limbs * threshold);
   for (size_t l = 0; l < limbs; ++l) {
@@ -140,6 +138,17 @@ Result<std::vector<ShamirShare>> ShamirSplit(std::span<const uint8_t> secret, si
   return shares;
 }
 
+Status CheckShamirShare(const ShamirShare& share, size_t secret_bytes) {
+  if (share.x == 0) return Status::InvalidArgument("share point 0 is zero or repeated");
+  const size_t limbs = ShamirLimbs(secret_bytes);
+  if (share.y.size() != limbs)
+    return Status::InvalidArgument(fmt::format("share {} holds {} limbs; a {}-byte secret has {}",
+                                               share.x, share.y.size(), secret_bytes, limbs));
+  for (uint64_t y : share.y)
+    if (y >= P) return Status::InvalidArgument(fmt::format("share {} holds a value >= p", share.x));
+  return Status::Ok();
+}
+
 Result<std::vector<uint8_t>> ShamirCombine(std::span<const ShamirShare> shares, size_t threshold,
                                            size_t secret_bytes) {
   if (secret_bytes == 0 || secret_bytes > kShamirMaxSecretBytes)
@@ -148,16 +157,12 @@ Result<std::vector<uint8_t>> ShamirCombine(std::span<const ShamirShare> shares, 
   if (threshold < 1 || shares.size() < threshold)
     return Status::FailedPrecondition(fmt::format(
         "{} shares cannot recover a secret shared with threshold {}", shares.size(), threshold));
-  const size_t limbs = LimbsFor(secret_bytes);
+  const size_t limbs = ShamirLimbs(secret_bytes);
   std::set<uint32_t> seen;
   for (const ShamirShare& s : shares) {
-    if (s.x == 0 || !seen.insert(s.x).second)
+    TRIB_RETURN_IF_ERROR(CheckShamirShare(s, secret_bytes));
+    if (!seen.insert(s.x).second)
       return Status::InvalidArgument(fmt::format("share point {} is zero or repeated", s.x));
-    if (s.y.size() != limbs)
-      return Status::InvalidArgument(fmt::format("share {} holds {} limbs; a {}-byte secret has {}",
-                                                 s.x, s.y.size(), secret_bytes, limbs));
-    for (uint64_t y : s.y)
-      if (y >= P) return Status::InvalidArgument(fmt::format("share {} holds a value >= p", s.x));
   }
   std::vector<uint8_t> secret(secret_bytes);
   const NewtonPolynomials poly(shares, threshold, limbs);

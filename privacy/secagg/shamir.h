@@ -42,6 +42,15 @@ uint64_t FieldInverse(uint64_t a);  // a != 0
 Result<std::vector<ShamirShare>> ShamirSplit(std::span<const uint8_t> secret, size_t threshold,
                                              std::span<const uint32_t> xs);
 
+// The field elements (limbs) a share of a `secret_bytes`-byte secret holds.
+constexpr size_t ShamirLimbs(size_t secret_bytes) {
+  return (secret_bytes + kShamirLimbBytes - 1) / kShamirLimbBytes;
+}
+
+// InvalidArgument unless `share` can be one of a `secret_bytes`-byte secret's: a non-zero x and
+// ShamirLimbs(secret_bytes) values, each below kShamirPrime (what ShamirCombine checks of each).
+Status CheckShamirShare(const ShamirShare& share, size_t secret_bytes);
+
 // The secret of `secret_bytes` bytes from at least `threshold` shares with distinct x.
 // FailedPrecondition when there are too few, InvalidArgument when they are malformed, Corruption
 // when they do not lie on one polynomial of degree threshold - 1.
