@@ -290,6 +290,7 @@ void AggregatorService::StartSecure(const GroupTask& task) {
                 s.status().message());
     GroupResult failed;
     failed.round = task.task.round;
+    failed.task_id = task.task.task_id;
     failed.model_version = task.task.model_version;
     failed.secagg_bits = task.secagg.sum_bits;
     failed.secagg_length = task.secagg.vector_length;

@@ -63,6 +63,11 @@ std::optional<UpdateRefusal> GroupShare::OnUpdate(const std::string& id, const U
     return refuse(
         ErrorCode::kProtocolViolation, u.round < round_ ? "late" : "early",
         r + " is not the one this aggregator serves (round " + std::to_string(round_) + ")");
+  // An answer to an earlier task of this round (a failed attempt's) is not the current task's.
+  if (u.task_id != task_.task_id)
+    return refuse(ErrorCode::kProtocolViolation, u.task_id < task_.task_id ? "late" : "early",
+                  fmt::format("the update answers task {} of {}, whose current task is {}",
+                              u.task_id, r, task_.task_id));
   if (!seeds_.count(id))
     return refuse(ErrorCode::kProtocolViolation, "not assigned", "client was not assigned " + r);
   if (!pending_.count(id))
@@ -113,6 +118,7 @@ bool GroupShare::Due(TimePoint now) const {
 Result<GroupResult> GroupShare::TakeResult() {
   GroupResult out;
   out.round = round_;
+  out.task_id = task_.task_id;
   out.model_version = model_version_;
   TRIB_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, EncodePartialSum(*strategy_->partial_sum()));
   out.partial = SharedBytes(std::move(bytes));

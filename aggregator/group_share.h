@@ -3,8 +3,9 @@
 // folded exactly as the coordinator would fold them, and the GroupResults that carry them up.
 //
 // Each update is judged like the coordinator's RoundEngine judges it: the sender holds a task of
-// this share and has not answered, the round and model version are the task's, the deadline has
-// not passed, its content is the run's (CheckUpdateContent: layout, size, codec, num_examples
+// this share and has not answered, the round, task id and model version are the task's (an answer
+// to an earlier attempt's task is refused as late, before it counts as this member's), the deadline
+// has not passed, its content is the run's (CheckUpdateContent: layout, size, codec, num_examples
 // within run.min_num_examples .. the sender's Hello, values that validate) and the strategy can
 // fold it (Strategy::CheckUpdate with the weight RoundConfig::WeightOf). An accepted update goes
 // into the strategy's exact fixed-point sum (the same Strategy the coordinator runs, so the same

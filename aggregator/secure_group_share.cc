@@ -29,6 +29,7 @@ Result<std::unique_ptr<SecureGroupShare>> SecureGroupShare::Start(
   const TimePoint input_deadline = now + std::chrono::milliseconds(task.task.deadline_ms);
   std::unique_ptr<SecureGroupShare> s(new SecureGroupShare());
   s->round_ = task.task.round;
+  s->task_id_ = task.task.task_id;
   s->model_version_ = task.task.model_version;
   TRIB_ASSIGN_OR_RETURN(s->session_,
                         SecAggRound::Start(std::move(o), connected, now, input_deadline));
@@ -64,6 +65,7 @@ std::vector<SecureGroupShare::Outgoing> SecureGroupShare::TakeOutbox() {
 GroupResult SecureGroupShare::TakeResult() const {
   GroupResult r;
   r.round = round_;
+  r.task_id = task_id_;
   r.model_version = model_version_;
   r.secagg_bits = static_cast<uint32_t>(session_->domain().sum_bits());
   r.secagg_length = session_->session().vector_length;

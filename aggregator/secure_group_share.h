@@ -65,6 +65,7 @@ class SecureGroupShare {
   std::unique_ptr<SecAggRound> session_;
   std::vector<Outgoing> outbox_;
   uint64_t round_ = 0;
+  uint64_t task_id_ = 0;
   uint64_t model_version_ = 0;
   std::set<std::string> members_;
 };

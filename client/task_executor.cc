@@ -409,6 +409,7 @@ Result<UpdateSubmission> TaskExecutor::Fit(const TaskAssignment& task, TaskRepor
 
   UpdateSubmission out;
   out.round = task.round;
+  out.task_id = task.task_id;
   out.model_version = task.model_version;
   out.num_examples = static_cast<uint64_t>(fit->num_examples);
   Metrics metrics = fit->metrics;

@@ -3,8 +3,9 @@
 //   Fit(TaskAssignment)    global = the task's model in the trainer's own layout (decoded when it
 //                          came compressed, so the delta is against the decoded model); new =
 //                          fit(global, the task's FitConfig); delta = new - global, encoded with
-//                          the codec the task names -> UpdateSubmission{round, model_version,
-//                          num_examples, metrics (the trainer's, plus fit_seconds), update}.
+//                          the codec the task names -> UpdateSubmission{round, task_id,
+//                          model_version, num_examples, metrics (the trainer's, plus
+//                          fit_seconds), update}.
 //   Evaluate(EvaluateTask) evaluate(the task's model) -> EvaluateResult.
 //
 // The layout comes from trainer.get_parameters(), asked once and cached. Errors are ProtocolError

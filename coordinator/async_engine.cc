@@ -122,11 +122,20 @@ Status AsyncEngine::OnUpdate(const std::string& id, const UpdateSubmission& u, T
     Miss(id, "sent an update for a task it does not hold", false);
     return Reject(id, ErrorCode::kProtocolViolation, "client holds no task");
   }
-  if (u.round != it->second.round || u.model_version != it->second.version)
+  // An answer to a task the client held before this one (its deadline passed, which counted its
+  // miss, and it was dispatched again) is late; its current task stays open.
+  const uint64_t task_id = it->second.dispatch + 1;
+  if (u.task_id < task_id)
     return Reject(id, ErrorCode::kProtocolViolation,
-                  fmt::format("the update is for round {} and model version {}, but the client's "
-                              "task is round {} on model version {}",
-                              u.round, u.model_version, it->second.round, it->second.version));
+                  fmt::format("late: the update answers an earlier task ({}); the client's task "
+                              "is {}",
+                              u.task_id, task_id));
+  if (u.round != it->second.round || u.model_version != it->second.version || u.task_id != task_id)
+    return Reject(id, ErrorCode::kProtocolViolation,
+                  fmt::format("the update is for round {}, task {} and model version {}, but the "
+                              "client's task is round {}, task {} on model version {}",
+                              u.round, u.task_id, u.model_version, it->second.round, task_id,
+                              it->second.version));
   const Task task = it->second;
   EndTask(it);  // the task is over, whatever the verdict
   summary_.bytes_up += u.update.bytes.size() + u.control_delta.size() * sizeof(float);
@@ -475,6 +484,7 @@ void AsyncEngine::Dispatch(const std::string& id, const ModelPayload& payload, T
   TaskAssignment t;
   // A cohort's tasks carry its session's number (what the client matches its SecAggStart by).
   t.round = cohort != 0 ? cohort : steps_done_ + 1;
+  t.task_id = dispatch + 1;
   t.model_version = version_;
   t.fit = config_.fit;
   t.fit.seed = DeriveSeed(config_.seed, {kAsyncFitSeedStream, dispatch, ClientIdHash(id)});

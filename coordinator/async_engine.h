@@ -43,11 +43,13 @@
 // run.min_available clients have joined. Each task's fit seed is keyed by its dispatch counter and
 // the client, its deadline is run.round_timeout after it was sent.
 //
-// Validation: the sender must hold a task, and the update must be for it (the task's round tag and
-// model version); then the task's deadline, the staleness bound and the content checks every
-// engine makes (update_check.h). A refused update gets an Error naming the reason. A client whose
-// task passes its deadline, or whose update is refused (stale ones aside: their only fault is
-// speed), cools down as in the synchronous engine, counted in steps (ClientRegistry::RecordMiss).
+// Validation: the sender must hold a task, and the update must be for it (the task's round tag,
+// task id, which is the dispatch counter + 1, and model version; an answer to a task the client
+// held before, whose deadline passed, is refused as late and leaves its current task open); then
+// the task's deadline, the staleness bound and the content checks every engine makes
+// (update_check.h). A refused update gets an Error naming the reason. A client whose task passes
+// its deadline, or whose update is refused (stale ones aside: their only fault is speed), cools
+// down as in the synchronous engine, counted in steps (ClientRegistry::RecordMiss).
 //
 // The run fails (failure()) when an aggregated model is not finite, when 3 K judged updates in a
 // row are refused for one kind of reason from at least two clients, or when run.max_round_attempts

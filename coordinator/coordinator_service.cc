@@ -388,7 +388,7 @@ void CoordinatorService::Deliver(Outbox outbox) {
     }
     auto* task = std::get_if<TaskAssignment>(&out.message);
     if (task == nullptr) continue;
-    if (!g.members.empty() && g.task.round != task->round) {
+    if (!g.members.empty() && (g.task.round != task->round || g.task.task_id != task->task_id)) {
       session.conn->Send(std::move(g));
       g = GroupTask{};
     }

@@ -178,6 +178,21 @@ Status RoundEngine::OnUpdate(const std::string& id, const UpdateSubmission& u, T
   if (SecureRound())
     return Reject(id, charged, ErrorCode::kProtocolViolation, "secure aggregation",
                   r + " uses secure aggregation: updates are sent masked (SecAggMaskedInput)");
+  // An answer to an earlier attempt's task (a slow client's, whose attempt failed) is late: it is
+  // neither this attempt's update nor a fault of its sender (its miss was counted when that attempt
+  // failed), and the client's task in this attempt, if it holds one, stays open.
+  if (u.task_id < AttemptTaskId())
+    return Reject(id, charged, ErrorCode::kProtocolViolation, "late",
+                  fmt::format("late: the update answers attempt {} of {}, which failed (attempt {} "
+                              "is open)",
+                              u.task_id, r, AttemptTaskId()));
+  if (u.task_id > AttemptTaskId()) {
+    Miss(id,
+         fmt::format("sent an update for attempt {} of {}, which has not started", u.task_id, r),
+         false);
+    return Reject(id, charged, ErrorCode::kProtocolViolation, "early",
+                  fmt::format("attempt {} of {} has not started", u.task_id, r));
+  }
   if (answered_.count(id))
     return Reject(id, charged, ErrorCode::kProtocolViolation, "duplicate",
                   "duplicate update for " + r);
@@ -241,6 +256,10 @@ Status RoundEngine::OnGroupResult(const std::string& aggregator, const GroupResu
     return Status::FailedPrecondition(
         who + ": a partial sum for " + r + ", which is not open" +
         (in_round_ ? " (round " + std::to_string(round) + " is)" : ""));
+  if (g.task_id != AttemptTaskId())
+    return Status::FailedPrecondition(
+        fmt::format("{}: a partial sum for attempt {} of {}, but attempt {} is open", who,
+                    g.task_id, r, AttemptTaskId()));
   if (SecureRound() || dp_)
     return Status::FailedPrecondition(who + ": " + r +
                                       " uses secure aggregation or differential privacy");
@@ -311,6 +330,10 @@ Status RoundEngine::OnSecureGroupResult(const std::string& aggregator, const Gro
     return Status::FailedPrecondition(who + ": a secure sum for round " + std::to_string(g.round) +
                                       ", which is not open with secure aggregation through the "
                                       "tier");
+  if (g.task_id != AttemptTaskId())
+    return Status::FailedPrecondition(
+        fmt::format("{}: a secure sum for attempt {} of round {}, but attempt {} is open", who,
+                    g.task_id, g.round, AttemptTaskId()));
   if (g.model_version != version_)
     return Status::FailedPrecondition(who + ": a secure sum on model version " +
                                       std::to_string(g.model_version) + ", current is " +
@@ -501,6 +524,7 @@ void RoundEngine::MaybeStartRound(TimePoint now) {
 
   TaskAssignment task;
   task.round = round;
+  task.task_id = AttemptTaskId();
   task.model_version = version_;
   task.fit = config_.fit;  // fit.seed is set per client below
   // With secure aggregation the client sends its dense delta into the integer domain, which does

@@ -7,7 +7,9 @@
 //
 // A round: when at least min_available clients are idle, the engine selects
 // ceil(K * over_selection) of them with an RNG seeded by (seed, round, attempt), sends each a
-// TaskAssignment, and waits. Each UpdateSubmission is validated (assigned, not late, not a
+// TaskAssignment (its task_id the attempt's number, from 1), and waits. Each UpdateSubmission is
+// validated (assigned, not late, not an answer to a failed attempt's task (refused as late: it
+// costs its sender nothing more, and a task it holds in this attempt stays open), not a
 // duplicate, current model version, matching layout and codec, num_examples in bounds, finite
 // values within range) and folded into the strategy at once; a refused update gets an Error
 // message naming the reason and changes nothing; a late one for an earlier round (a slow client's,
@@ -223,6 +225,8 @@ class RoundEngine : public RunEngine {
   bool in_round_ = false;
   int64_t attempt_target_ = 0;  // run.fraction's K for the attempt in progress
   int64_t attempt_ = 0;
+  // The task id of this attempt's tasks (TaskAssignment::task_id): the attempt's number, from 1.
+  uint64_t AttemptTaskId() const { return static_cast<uint64_t>(attempt_) + 1; }
   TimePoint round_start_{}, deadline_{};
   std::set<std::string> assigned_;  // selected and not yet answered
   std::set<std::string> answered_;  // submitted (accepted or refused) or dropped

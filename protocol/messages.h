@@ -1,4 +1,5 @@
-// The messages of protocol version 8 (kProtocolVersion), as plain structs with cereal serialize().
+// The messages of protocol version kProtocolVersion (wire.h), as plain structs with cereal
+// serialize().
 //
 // A connection carries a std::variant of these (Message). On the wire each message is one cereal
 // binary body behind a frame header whose type byte says which struct it is (frame.h); there are no
@@ -202,8 +203,14 @@ struct CodecSpec {
 // and each batch takes two round trips (docs/split.md): the activations without labels up, the
 // server part's output down (SplitActivations), the head's input gradient up and the gradient at
 // the first cut down (SplitGradient).
+// `task_id` (since version 11) names the task within its round: the client echoes it in its
+// UpdateSubmission (and an aggregator in its GroupResult), so that the coordinator tells an answer
+// to an earlier task of the same round (a failed attempt's, a re-dispatched client's) from one to
+// the current task. Synchronous rounds number their attempts 1, 2, ...; asynchronous runs use the
+// run's dispatch counter. Opaque to clients.
 struct TaskAssignment {
   uint64_t round = 0;
+  uint64_t task_id = 0;
   uint64_t model_version = 0;
   FitConfig fit;
   CodecSpec codec;
@@ -217,7 +224,7 @@ struct TaskAssignment {
 
   template <class Ar>
   void serialize(Ar& ar) {
-    ar(round, model_version, fit, codec, deadline_ms, split_cut, split_codec, split_head,
+    ar(round, task_id, model_version, fit, codec, deadline_ms, split_cut, split_codec, split_head,
        wire::Capped("task.control", control, kMaxPayloadFloats), frozen, model);
   }
   friend bool operator==(const TaskAssignment&, const TaskAssignment&) = default;
@@ -260,9 +267,11 @@ struct EncodedUpdate {
 // Client -> coordinator: the result of a TaskAssignment. `control_delta` (since protocol version
 // 4) is SCAFFOLD's c_i+ - c_i, raw floats, one per parameter, when the task carried a control
 // variate; empty otherwise. The coordinator refuses an update whose control_delta is present when
-// it was not asked for, absent when it was, of another length, or not finite.
+// it was not asked for, absent when it was, of another length, or not finite. `task_id` (since
+// version 11) is the answered TaskAssignment's.
 struct UpdateSubmission {
   uint64_t round = 0;
+  uint64_t task_id = 0;
   uint64_t model_version = 0;  // the version the update is a delta against
   uint64_t num_examples = 0;
   WireMetrics metrics;
@@ -271,7 +280,7 @@ struct UpdateSubmission {
 
   template <class Ar>
   void serialize(Ar& ar) {
-    ar(round, model_version, num_examples,
+    ar(round, task_id, model_version, num_examples,
        wire::Capped("metrics", metrics, kMaxMetrics, kMaxNameBytes),
        wire::Capped("update.control_delta", control_delta, kMaxPayloadFloats), update);
   }
@@ -490,9 +499,10 @@ inline constexpr uint64_t kMinGroupRecordWireBytes = 9 * sizeof(uint64_t);
 // input (SecAggMaskedInputMsg), the records name the survivors whose inputs it holds (their
 // num_examples and weight are 0: only the sum's last value, the total weight, is known), and
 // members it does not name dropped out. An empty `partial` says the group's session failed,
-// with the reason in `secagg_failure`.
+// with the reason in `secagg_failure`. `task_id` (since version 11) is the GroupTask's task's.
 struct GroupResult {
   uint64_t round = 0;
+  uint64_t task_id = 0;
   uint64_t model_version = 0;
   std::vector<GroupRecord> records;
   uint32_t secagg_bits = 0;
@@ -502,7 +512,7 @@ struct GroupResult {
 
   template <class Ar>
   void serialize(Ar& ar) {
-    ar(round, model_version,
+    ar(round, task_id, model_version,
        wire::CappedObjects("group.records", records, kMaxGroupMembers, kMinGroupRecordWireBytes),
        secagg_bits, secagg_length,
        wire::Capped("group.secagg_failure", secagg_failure, kMaxTextBytes),

@@ -32,7 +32,9 @@ inline constexpr uint32_t kFrameMagic = 0x42495254;
 // Version 9: the U-shaped split (TaskAssignment's split_head; SplitActivations' samples, either
 // way).
 // Version 10: TaskAssignment and EvaluateTask carry FrozenPart (run.federate = "unfrozen").
-inline constexpr uint16_t kProtocolVersion = 10;
+// Version 11: TaskAssignment carries task_id, which UpdateSubmission and GroupResult echo (an
+// answer to an earlier task is told from one to the current task).
+inline constexpr uint16_t kProtocolVersion = 11;
 // Every frame starts with this fixed-size header (see frame.h for the layout).
 inline constexpr size_t kFrameHeaderBytes = 16;
 // A chunk frame's payload starts with this header: transfer id, offset, total size (3 x uint64).

@@ -60,6 +60,7 @@ class ScriptedClient {
           if (auto* t = std::get_if<TaskAssignment>(&m)) {
             UpdateSubmission u;
             u.round = t->round;
+            u.task_id = t->task_id;
             u.model_version = t->model_version;
             u.num_examples = 600;
             u.update.codec = "dense";

@@ -165,6 +165,7 @@ void LoadClient::OnMessage(Message m) {
   } else if (auto* t = std::get_if<TaskAssignment>(&m)) {
     UpdateSubmission u;
     u.round = t->round;
+    u.task_id = t->task_id;
     u.model_version = t->model_version;
     u.num_examples = fleet->caps.num_examples;
     u.update.codec = "dense";

@@ -64,6 +64,7 @@ class GroupShareTest : public ::testing::Test {
     for (float& v : delta) v = static_cast<float>(rng.Uniform() - 0.5);
     UpdateSubmission u;
     u.round = t.round;
+    u.task_id = t.task_id;
     u.model_version = t.model_version;
     u.num_examples = static_cast<uint64_t>(i) * 37 + 11;
     u.metrics["train_loss"] = 0.25 * i;
@@ -154,6 +155,21 @@ TEST_F(GroupShareTest, AResultThatDoesNotAddUpOrSpeaksForOthersIsRefusedWhole) {
   auto tasks = Tasks(*engine);
   std::vector<GroupTask> groups = Split(tasks);
   auto share = *GroupShare::Start(TierConfig{c, "fedavg", 1.0}, groups[0], Init(), now_, now_ + 8s);
+  // An answer to an earlier task of the round (a failed attempt's) is late, and leaves the
+  // member's task open.
+  {
+    const std::string& first = groups[0].members[0].client_id;
+    const ClientRecord rec = Record(first);
+    UpdateSubmission old = Update(tasks.at(first), std::stoi(first.substr(1)), "dense");
+    ASSERT_EQ(old.task_id, 1u);
+    old.task_id = 0;
+    auto late = share->OnUpdate(first, old, &rec, now_);
+    ASSERT_TRUE(late.has_value());
+    EXPECT_EQ(late->kind, "late");
+    EXPECT_NE(late->reason.find("answers task 0 of round 1, whose current task is 1"),
+              std::string::npos)
+        << late->reason;
+  }
   for (const GroupAssignee& m : groups[0].members) {
     const ClientRecord rec = Record(m.client_id);
     ASSERT_FALSE(
@@ -186,6 +202,14 @@ TEST_F(GroupShareTest, AResultThatDoesNotAddUpOrSpeaksForOthersIsRefusedWhole) {
   stale.round = 7;
   s = engine->OnGroupResult("agg", stale, partial, now_);
   EXPECT_NE(s.message().find("round 7, which is not open"), std::string::npos) << s;
+
+  GroupResult other_attempt = good;
+  EXPECT_EQ(good.task_id, 1u);
+  other_attempt.task_id = 2;
+  s = engine->OnGroupResult("agg", other_attempt, partial, now_);
+  EXPECT_NE(s.message().find("a partial sum for attempt 2 of round 1, but attempt 1 is open"),
+            std::string::npos)
+      << s;
 
   // None of that changed anything: the good result is taken, and only once.
   ASSERT_TRUE(engine->OnGroupResult("agg", good, partial, now_).ok());

@@ -67,6 +67,7 @@ class AsyncEngineTest : public ::testing::Test {
   UpdateSubmission Update(const TaskAssignment& t, std::vector<float> delta, uint64_t n = 100) {
     UpdateSubmission u;
     u.round = t.round;
+    u.task_id = t.task_id;
     u.model_version = t.model_version;
     u.num_examples = n;
     u.update.codec = "dense";
@@ -257,12 +258,49 @@ TEST_F(AsyncEngineTest, AnUpdateForAnotherTaskIsRefusedAndTheTaskStays) {
   wrong.model_version = 7;
   Status s = engine_->OnUpdate("a", Update(wrong, {1, 1, 1, 1}), now_);
   EXPECT_FALSE(s.ok());
-  EXPECT_NE(s.message().find("the client's task is round 1 on model version 0"), std::string::npos)
+  EXPECT_NE(s.message().find("the client's task is round 1, task 1 on model version 0"),
+            std::string::npos)
       << s.message();
   EXPECT_EQ(engine_->in_flight(), 1u);
   EXPECT_TRUE(Send("a", {1, 1, 1, 1}).ok());
   Status none = engine_->OnUpdate("b", Update(wrong, {1, 1, 1, 1}), now_);
   EXPECT_NE(none.message().find("holds no task"), std::string::npos);
+}
+
+// A client whose task expired and that was dispatched again in the same step (same round tag, same
+// model version) then answers the expired task: the answer is refused as late, without a second
+// miss, and its new task stays open for the answer that follows. Before tasks carried an id, the
+// old answer was taken for the new task's (trained with the old task's seed) and the new task's
+// answer refused as one for a task it did not hold, cooling an honest client down.
+TEST_F(AsyncEngineTest, AnAnswerToAnExpiredTaskIsLateAfterTheClientWasDispatchedAgain) {
+  Make(Config(1, 1));
+  Join("a");
+  Tasks();
+  const TaskAssignment first = held_["a"];
+  EXPECT_EQ(first.task_id, 1u);
+  now_ += 10s;
+  engine_->OnTick(now_);  // expired; the only client takes the slot again, cooling or not
+  Tasks();
+  ASSERT_TRUE(held_.count("a"));
+  const TaskAssignment second = held_["a"];
+  EXPECT_EQ(second.task_id, 2u);
+  EXPECT_EQ(second.round, first.round);
+  EXPECT_EQ(second.model_version, first.model_version);
+  EXPECT_NE(second.fit.seed, first.fit.seed);
+  const uint64_t cooling = engine_->registry().CoolingUntil("a");
+  now_ += 1s;
+  Status late = engine_->OnUpdate("a", Update(first, {9, 9, 9, 9}), now_);
+  EXPECT_FALSE(late.ok());
+  EXPECT_NE(late.message().find("late: the update answers an earlier task (1); the client's task "
+                                "is 2"),
+            std::string::npos)
+      << late.message();
+  EXPECT_EQ(engine_->registry().CoolingUntil("a"), cooling);  // no second miss
+  EXPECT_EQ(engine_->in_flight(), 1u);
+  EXPECT_EQ(engine_->rounds_done(), 0u);
+  ASSERT_TRUE(Send("a", {2, 2, 2, 2}).ok());
+  ASSERT_EQ(models_.size(), 1u);
+  EXPECT_FLOAT_EQ(models_[0].data()[0], 2.0f);  // the new task's update, not the expired one's
 }
 
 TEST_F(AsyncEngineTest, FinishesAfterItsStepsAndRefusesWhatComesLater) {

@@ -60,6 +60,7 @@ class RoundEngineDpTest : public ::testing::Test {
   UpdateSubmission Update(const TaskAssignment& t, const std::vector<float>& delta) {
     UpdateSubmission u;
     u.round = t.round;
+    u.task_id = t.task_id;
     u.model_version = t.model_version;
     u.num_examples = 500;  // ignored: every client weighs 1 under DP
     u.update.codec = "dense";

@@ -56,6 +56,7 @@ class RoundEngineTest : public ::testing::Test {
   UpdateSubmission Update(const TaskAssignment& t, std::vector<float> delta, uint64_t n = 100) {
     UpdateSubmission u;
     u.round = t.round;
+    u.task_id = t.task_id;
     u.model_version = t.model_version;
     u.num_examples = n;
     u.metrics["train_loss"] = 0.5;
@@ -687,6 +688,52 @@ TEST_F(RoundEngineTest, TooFewUpdatesFailsTheAttemptAndRetriesWithAFreshSelectio
   EXPECT_TRUE(engine_->finished());
   EXPECT_NE(engine_->failure().message().find("failed 2 attempts"), std::string::npos)
       << engine_->failure();
+}
+
+// A slow client's answer to a failed attempt's task, arriving in the next attempt of the same
+// round, answers a task that no longer exists: it is refused as late and taken neither as its
+// sender's answer in this attempt (whose task stays open) nor as a duplicate or unassigned one.
+// Before tasks carried an id, the engine took it for the new task's and refused the new task's
+// update as a duplicate.
+TEST_F(RoundEngineTest, AFailedAttemptsUpdateIsLateInTheRetryAndTheRetrysTaskStaysOpen) {
+  RoundConfig cfg = Config(2);
+  cfg.min_completed = 2;
+  cfg.max_round_attempts = 0;
+  Make(cfg);
+  Join(2);
+  auto first = Tasks();
+  ASSERT_EQ(first.size(), 2u);
+  EXPECT_EQ(first["c0"].task_id, 1u);
+  ASSERT_TRUE(engine_->OnUpdate("c0", Update(first["c0"], {1, 1, 1, 1}), now_ + 1s).ok());
+  engine_->OnTick(now_ + 11s);  // c1 is silent: 1 of the 2 needed, the attempt fails
+  ASSERT_EQ(failures_.size(), 1u);
+  // The retry: both clients again (c1 cooling, but the round cannot start without it).
+  auto second = Tasks();
+  ASSERT_EQ(second.size(), 2u);
+  EXPECT_EQ(second["c1"].round, 1u);
+  EXPECT_EQ(second["c1"].task_id, 2u);
+  const uint64_t misses = engine_->registry().cooldowns().at("c1").misses;
+  Status late = engine_->OnUpdate("c1", Update(first["c1"], {9, 9, 9, 9}), now_ + 12s);
+  EXPECT_FALSE(late.ok());
+  EXPECT_NE(late.message().find("late: the update answers attempt 1 of round 1"), std::string::npos)
+      << late;
+  EXPECT_EQ(engine_->registry().cooldowns().at("c1").misses, misses);  // no second miss
+  // An answer to an attempt that has not started is early, and its sender is not the round's.
+  UpdateSubmission ahead = Update(second["c0"], {1, 1, 1, 1});
+  ahead.task_id = 3;
+  Status early = engine_->OnUpdate("c0", ahead, now_ + 12s);
+  EXPECT_NE(early.message().find("attempt 3 of round 1 has not started"), std::string::npos)
+      << early;
+  // Both clients' answers to this attempt's tasks are taken: c1's task stayed open.
+  ASSERT_TRUE(engine_->OnUpdate("c1", Update(second["c1"], {3, 3, 3, 3}), now_ + 13s).ok());
+  ASSERT_TRUE(engine_->OnUpdate("c0", Update(second["c0"], {1, 1, 1, 1}), now_ + 13s).ok());
+  ASSERT_EQ(summaries_.size(), 1u);
+  EXPECT_EQ(summaries_[0].attempts, 2);
+  EXPECT_EQ(summaries_[0].accepted, 2);
+  // The mean of this attempt's updates (equal weights), not of the failed attempt's 9s.
+  EXPECT_FLOAT_EQ(models_[0].data()[0], 2.0f);
+  EXPECT_FALSE(engine_->registry().cooldowns().count("c1") &&
+               engine_->registry().cooldowns().at("c1").misses > 0);
 }
 
 TEST_F(RoundEngineTest, ClientsLeavingMidRoundAreDroppedAndTheRoundCompletes) {

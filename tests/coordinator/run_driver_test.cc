@@ -77,6 +77,7 @@ void PlayRound(RunDriver& d, float value) {
     if (!t) continue;
     UpdateSubmission u;
     u.round = t->round;
+    u.task_id = t->task_id;
     u.model_version = t->model_version;
     u.num_examples = 5;
     u.update.codec = "dense";

@@ -86,6 +86,7 @@ void PlaySplitRound(RunDriver& d, const SplitModel& split) {
     for (size_t i = 0; i < delta.size(); ++i) delta[i] = r->weights.data()[i] - global.data()[i];
     UpdateSubmission u;
     u.round = t->round;
+    u.task_id = t->task_id;
     u.model_version = t->model_version;
     u.num_examples = 40;
     u.update = {"dense", global.fingerprint(), delta.size(), *DenseCodec().Encode(delta)};

@@ -228,6 +228,7 @@ TEST_F(FederatedRunTest, BadUpdatesAreRejectedAndRoundsGoOn) {
         const int n = ++tasks;
         UpdateSubmission u;
         u.round = t->round;
+        u.task_id = t->task_id;
         u.model_version = t->model_version;
         u.num_examples = 100;
         u.update.codec = "dense";

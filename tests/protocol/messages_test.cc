@@ -25,6 +25,7 @@ std::vector<Message> SampleMessages() {
   Welcome welcome{kProtocolVersion, "edge-7", "0.1.0", 5000};
   TaskAssignment task;
   task.round = 12;
+  task.task_id = 3;  // the attempt's number (version 11)
   task.model_version = 11;
   task.fit = {2, 64, 0.01f, 0.9f, 1e-4f, 0.1f, 100, 0xfeedULL, {}};  // {}: FitConfig::stop
   task.codec.spec = "topk(0.01)+q8";
@@ -40,6 +41,7 @@ std::vector<Message> SampleMessages() {
   EvaluateTask eval{3, 2, 128, 1000, 5000, {{0, 2}, 0x5eedULL, {0.75f}}, {77, {0.5f, 0.25f}}};
   UpdateSubmission update;
   update.round = 12;
+  update.task_id = 3;
   update.model_version = 11;
   update.num_examples = 600;
   update.metrics = {{"train_loss", 0.42}, {"train_accuracy", 0.9}};
@@ -73,6 +75,7 @@ std::vector<Message> SampleMessages() {
   group_task.task = task;
   GroupResult group_result;
   group_result.round = 12;
+  group_result.task_id = 3;
   group_result.model_version = 11;
   group_result.records = {{"edge-7", 600, 600, 4096, {{"train_loss", 0.4}}, 0, "", ""},
                           {"edge-8", 9999, 0, 16, {}, 7, "num_examples above Hello", "too many"}};
@@ -165,6 +168,7 @@ TEST(MessagesTest, TypeOfMatchesWireNumbering) {
 TEST(MessagesTest, BodyIsCerealBinaryFormat) {
   UpdateSubmission u;
   u.round = 5;
+  u.task_id = 2;  // protocol version 11
   u.model_version = 4;
   u.num_examples = 32;
   u.metrics = {{"a", 1.0}, {"bb", 2.5}};
@@ -173,7 +177,7 @@ TEST(MessagesTest, BodyIsCerealBinaryFormat) {
   std::ostringstream os;
   {
     cereal::BinaryOutputArchive ar(os);
-    ar(u.round, u.model_version, u.num_examples, u.metrics,
+    ar(u.round, u.task_id, u.model_version, u.num_examples, u.metrics,
        std::vector<float>(u.control_delta.begin(), u.control_delta.end()), u.update.codec,
        u.update.layout_fingerprint, u.update.num_floats, u.update.bytes.ToVector());
   }
@@ -417,8 +421,8 @@ TEST(MessagesTest, ControlDeltaSizeTagIsCheckedBeforeAllocating) {
   u.control_delta = std::vector<float>(10, 0.5f);
   u.update = {"dense", 7, 1, {1, 2, 3, 4}};
   std::vector<uint8_t> body = *EncodeMessageBody(u);
-  // round, model_version, num_examples (3 x 8), an empty metrics map (8): then the count.
-  const size_t tag_at = 32;
+  // round, task_id, model_version, num_examples (4 x 8), an empty metrics map (8): then the count.
+  const size_t tag_at = 40;
   uint64_t count = 0;
   std::memcpy(&count, body.data() + tag_at, 8);
   ASSERT_EQ(count, 10u);

@@ -208,6 +208,8 @@ TEST(AsyncSimulatorTest, ACohortThatEndsWithTooFewGivesNothingAndTheRunGoesOn) {
 // completing a buffer: two steps close in one turn of the loop. Each is recorded (the first used
 // to be overwritten by the second, and the report skipped a step).
 TEST(AsyncSimulatorTest, TwoStepsClosedByOneTickAreBothRecorded) {
+  TRIB_SKIP_UNDER_TSAN(
+      "AsyncSimulatorTest.SecureCohortsAreReproducibleAcrossThreadCountsAndSurviveDropouts");
   SimConfig c = AsyncConfig();
   c.run.round.secagg.enabled = true;
   c.data.num_clients = 10;  // every client in one of the two cohorts at once
