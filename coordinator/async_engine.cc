@@ -355,6 +355,13 @@ void AsyncEngine::AfterCohort(uint64_t id, TimePoint now) {
   for (SecAggRound::Outgoing& m : c.session->TakeOutbox())
     outbox_.push_back({m.client_id, std::move(m.message)});
   if (c.session->state() == SecAggRound::State::kRunning) return;
+  // Members that went silent in a phase cool down, as a client whose task expires does.
+  for (const SecAggRound::Silent& silent : c.session->silent())
+    if (registry_.Find(silent.client_id))
+      Miss(silent.client_id,
+           fmt::format("sent nothing in phase '{}' of its cohort's secure aggregation",
+                       silent.phase),
+           false);
   // The cohort is over: its members' tasks end, whatever the outcome.
   std::vector<std::string> members;
   for (const auto& [client, task] : tasks_)

@@ -759,6 +759,7 @@ bool RoundEngine::StartSecAgg(const std::vector<std::string>& selected, uint64_t
     return false;
   }
   secagg_ = std::move(*r);
+  secagg_silent_noted_ = false;
   for (SecAggRound::Outgoing& o2 : secagg_->TakeOutbox())
     outbox_.push_back({o2.client_id, std::move(o2.message)});
   return true;
@@ -782,6 +783,15 @@ void RoundEngine::AfterSecAgg(TimePoint now) {
   if (!secagg_) return;
   for (SecAggRound::Outgoing& o : secagg_->TakeOutbox())
     outbox_.push_back({o.client_id, std::move(o.message)});
+  // The clients that went silent in a phase cool down, once the session is over, as a client
+  // silent in a plaintext round does; those that left do not (a departure is no miss here either).
+  if (secagg_->state() != SecAggRound::State::kRunning && !secagg_silent_noted_) {
+    secagg_silent_noted_ = true;
+    for (const SecAggRound::Silent& s : secagg_->silent())
+      if (registry_.Find(s.client_id))
+        Miss(s.client_id,
+             fmt::format("sent nothing in phase '{}' of the secure aggregation", s.phase), false);
+  }
   if (tier_secagg_) {  // the clients connected here are one group of the tier's round
     if (secagg_->state() == SecAggRound::State::kFailed)
       tier_secagg_->OnGroupFailed("", secagg_->failure().message());

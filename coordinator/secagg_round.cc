@@ -140,6 +140,8 @@ void SecAggRound::Fail(Status why) {
 
 void SecAggRound::Advance(TimePoint now) {
   const uint64_t round = options_.session.round;
+  // Those the phase still waits for did not answer by its deadline (the departed left waiting_).
+  for (const std::string& id : waiting_) silent_.push_back({id, phase_name()});
   waiting_.clear();
   switch (phase_) {
     case Phase::kAdvertise: {

@@ -11,7 +11,9 @@
 // A phase ends when every client it waits for has answered or left, or at its deadline: each
 // phase has `phase_timeout`, except the masked input, which waits until `input_deadline` (the
 // clients train first). Too few clients at the end of any phase fails the attempt with a reason
-// and reveals nothing (SecAggServer). A message out of phase, from a client the phase does not
+// and reveals nothing (SecAggServer). The clients a phase still waited for at its deadline (and
+// that had not left) are silent() (RoundEngine and AsyncEngine cool them down, as they do a
+// client silent in a plaintext round). A message out of phase, from a client the phase does not
 // wait for, or for another round is refused with FailedPrecondition naming it, and changes
 // nothing. Not thread-safe: the round engine's strand.
 #pragma once
@@ -76,6 +78,13 @@ class SecAggRound {
   // Clients that shared their keys but sent no masked input (after the masked input phase): their
   // pairwise masks were removed through their neighbours' shares.
   const std::vector<std::string>& dropped() const { return dropped_; }
+  // Clients that had not answered a phase when its deadline passed, and had not left, in the order
+  // the phases ended (each at most once: a silent client is not asked again), with the phase.
+  struct Silent {
+    std::string client_id;
+    std::string phase;
+  };
+  const std::vector<Silent>& silent() const { return silent_; }
   // Bytes of secure aggregation's messages: masked inputs (up) and everything else, each way.
   uint64_t masked_bytes_up() const { return masked_bytes_up_; }
   uint64_t protocol_bytes_up() const { return protocol_bytes_up_; }
@@ -106,6 +115,7 @@ class SecAggRound {
   std::vector<uint64_t> sum_;
   uint64_t total_weight_ = 0;
   std::vector<std::string> survivors_, dropped_;
+  std::vector<Silent> silent_;
   uint64_t masked_bytes_up_ = 0, protocol_bytes_up_ = 0, protocol_bytes_down_ = 0;
 };
 

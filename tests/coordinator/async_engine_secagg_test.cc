@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <set>
 
 #include "aggregation/fedavg.h"
 #include "coordinator/async_engine.h"
@@ -139,6 +140,21 @@ TEST_F(AsyncEngineSecAggTest, CohortsWithThirtyPercentDropoutsGiveExactStaleness
     EXPECT_NEAR(models_[0].data()[j], step1, domain.step()) << j;
     EXPECT_NEAR(models_[1].data()[j], step1 + 0.5 * second[j], 2 * domain.step()) << j;
   }
+  // The silent members cool down, as a client whose task expires does: a miss in the step their
+  // cohort ended in (1 for the first cohort, 2 for the second, which ended after step 1), so out
+  // of selection until step 3 or 4; the others do not.
+  std::multiset<uint64_t> until;
+  for (const auto& [id, e] : edges_) {
+    SCOPED_TRACE(id);
+    if (silent.count(id))
+      until.insert(engine_->registry().CoolingUntil(id));
+    else
+      EXPECT_EQ(engine_->registry().CoolingUntil(id), 0u);
+  }
+  // Both cohorts had a silent member: 3 (the first cohort's) and 4 (the second's) both occur.
+  EXPECT_EQ(until.count(3) + until.count(4), 3u);
+  EXPECT_GE(until.count(3), 1u);
+  EXPECT_GE(until.count(4), 1u);
 }
 
 TEST_F(AsyncEngineSecAggTest, PlaintextUpdatesAreRefusedAndEveryCohortHasItsOwnSession) {

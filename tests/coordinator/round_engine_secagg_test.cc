@@ -139,6 +139,10 @@ TEST_F(RoundEngineSecAggTest, AClientSilentFromTheStartIsLeftOutAtThePhaseDeadli
   const std::vector<double> want = Expected({"edge-5"});
   for (size_t j = 0; j < want.size(); ++j)
     EXPECT_NEAR(log_.models[0].data()[j], want[j], domain.step()) << j;
+  // It cools down as a client silent in a plaintext round does (a miss in round 1: out of
+  // selection for round 2); the others do not.
+  EXPECT_EQ(engine_->registry().CoolingUntil("edge-5"), 3u);
+  EXPECT_EQ(engine_->registry().CoolingUntil("edge-0"), 0u);
 }
 
 TEST_F(RoundEngineSecAggTest, TooFewClientsFailTheAttemptAndPlaintextUpdatesAreRefused) {
@@ -159,6 +163,12 @@ TEST_F(RoundEngineSecAggTest, TooFewClientsFailTheAttemptAndPlaintextUpdatesAreR
       << log_.failures[0];
   EXPECT_TRUE(engine_->finished());
   EXPECT_FALSE(engine_->failure().ok());
+  // The two that never advertised keys cool down; the two that did, though the attempt failed,
+  // do not.
+  EXPECT_GT(engine_->registry().CoolingUntil("edge-0"), 0u);
+  EXPECT_GT(engine_->registry().CoolingUntil("edge-1"), 0u);
+  EXPECT_EQ(engine_->registry().CoolingUntil("edge-2"), 0u);
+  EXPECT_EQ(engine_->registry().CoolingUntil("edge-3"), 0u);
 }
 
 TEST_F(RoundEngineSecAggTest, RulesThatNeedEachUpdateAndPerClientCodecsAreRefusedSayingWhy) {
