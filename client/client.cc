@@ -3,6 +3,8 @@
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
+#include <chrono>
+#include <future>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -49,6 +51,10 @@ Status ClientOptions::Validate() const {
   return Status::Ok();
 }
 
+// How long the destructor lets the I/O thread write what the runtime queued last (its Goodbye, the
+// connection's TLS close) before it stops the io_context.
+constexpr std::chrono::milliseconds kDrainLimit{1'000};
+
 struct Client::Impl {
   ~Impl() {
     if (runtime) {
@@ -57,13 +63,17 @@ struct Client::Impl {
       runtime.reset();
     }
     work.reset();
-    io.stop();
+    // The I/O thread returns by itself once nothing is pending (the close has been written and
+    // the peer has answered it); a peer that does not answer is cut off after kDrainLimit.
+    // Stopping at once used to drop a Goodbye queued by stop() just before.
+    if (io_done.valid() && io_done.wait_for(kDrainLimit) == std::future_status::timeout) io.stop();
     if (io_thread.joinable()) io_thread.join();
   }
 
   asio::io_context io;
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work;
   std::thread io_thread;
+  std::future<void> io_done;  // ready when io_thread's run() has returned
   std::unique_ptr<TlsTransport> transport;
   std::unique_ptr<ClientRuntime> runtime;
   std::mutex mu;
@@ -126,7 +136,12 @@ Status Client::start() {
   }
   TRIB_RETURN_IF_ERROR(impl_->runtime->Start());
   impl_->work.emplace(asio::make_work_guard(impl_->io));
-  impl_->io_thread = std::thread([io = &impl_->io] { io->run(); });
+  std::promise<void> done;
+  impl_->io_done = done.get_future();
+  impl_->io_thread = std::thread([io = &impl_->io, done = std::move(done)]() mutable {
+    io->run();
+    done.set_value();
+  });
   return Status::Ok();
 }
 

@@ -110,6 +110,32 @@ TEST(ClientTest, StopFromAnotherThreadEndsRun) {
   EXPECT_TRUE(session->Next<Goodbye>());
 }
 
+// An app that stops its client and destroys it at once (no wait()) still says Goodbye, and the
+// destructor returns promptly. The destructor now lets the I/O thread finish what is being written
+// (up to 1 s) instead of stopping the io_context at once, which cut off a write still in flight
+// (a Goodbye queued behind a large update). Here nothing large is in flight and asio writes the
+// Goodbye at once, so this checks the behaviour, not that race (which it does not reproduce).
+TEST(ClientTest, DestroyedRightAfterStopItStillSaysGoodbye) {
+  TlsCoordinatorFixture fx;
+  for (int i = 0; i < 5; ++i) {
+    SCOPED_TRACE(i);
+    auto client = Client::Create(OptionsFor(fx.ClientFiles("edge-1"), fx.address()),
+                                 std::make_shared<FakeTrainer>());
+    ASSERT_TRUE(client.ok()) << client.status();
+    ASSERT_TRUE((*client)->start().ok());
+    auto session = fx.coordinator().WaitSession(static_cast<size_t>(i));
+    ASSERT_TRUE(session);
+    session->Send(Task(1));  // once answered, the client has its Welcome
+    ASSERT_TRUE(session->Next<UpdateSubmission>());
+    (*client)->stop();
+    const auto before = std::chrono::steady_clock::now();
+    client->reset();  // destroyed at once, without wait()
+    const auto took = std::chrono::steady_clock::now() - before;
+    EXPECT_TRUE(session->Next<Goodbye>(2s)) << "the Goodbye was lost";
+    EXPECT_LT(took, 3s);  // bounded by the destructor's drain limit (1 s) and the join
+  }
+}
+
 // Counts the client's connection attempts (its "connecting to" lines) through the process's log
 // handler, which it installs for its lifetime and removes after.
 class AttemptCounter {
