@@ -356,7 +356,7 @@ void AsyncEngine::AfterCohort(uint64_t id, TimePoint now) {
     outbox_.push_back({m.client_id, std::move(m.message)});
   if (c.session->state() == SecAggRound::State::kRunning) return;
   // Members that went silent in a phase cool down, as a client whose task expires does.
-  for (const SecAggRound::Silent& silent : c.session->silent())
+  for (const SecAggRound::Silent& silent : c.session->TakeSilent())
     if (registry_.Find(silent.client_id))
       Miss(silent.client_id,
            fmt::format("sent nothing in phase '{}' of its cohort's secure aggregation",

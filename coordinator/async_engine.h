@@ -26,7 +26,7 @@
 // times its integer total weight is one contribution to the buffer, discounted by the cohort's
 // one staleness; its survivors count towards K. A session that fails (too few clients in a phase)
 // or whose sum is more than run.max_staleness behind gives nothing; its slots are refilled.
-// Members silent in a phase at its deadline (SecAggRound::silent) cool down.
+// Members silent in a phase at its deadline (SecAggRound::TakeSilent) cool down.
 //
 // Differential privacy (dp.enabled, dp.placement = "server", dp.sampling = "fixed"): each accepted
 // update is decoded, discounted by s(t), clipped to C and summed with weight 1 (DpAggregator);

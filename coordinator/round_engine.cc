@@ -759,7 +759,6 @@ bool RoundEngine::StartSecAgg(const std::vector<std::string>& selected, uint64_t
     return false;
   }
   secagg_ = std::move(*r);
-  secagg_silent_noted_ = false;
   for (SecAggRound::Outgoing& o2 : secagg_->TakeOutbox())
     outbox_.push_back({o2.client_id, std::move(o2.message)});
   return true;
@@ -785,9 +784,8 @@ void RoundEngine::AfterSecAgg(TimePoint now) {
     outbox_.push_back({o.client_id, std::move(o.message)});
   // The clients that went silent in a phase cool down, once the session is over, as a client
   // silent in a plaintext round does; those that left do not (a departure is no miss here either).
-  if (secagg_->state() != SecAggRound::State::kRunning && !secagg_silent_noted_) {
-    secagg_silent_noted_ = true;
-    for (const SecAggRound::Silent& s : secagg_->silent())
+  if (secagg_->state() != SecAggRound::State::kRunning) {
+    for (const SecAggRound::Silent& s : secagg_->TakeSilent())
       if (registry_.Find(s.client_id))
         Miss(s.client_id,
              fmt::format("sent nothing in phase '{}' of the secure aggregation", s.phase), false);

@@ -26,7 +26,7 @@
 //
 // Selection learns (ClientRegistry::RecordMiss): a client selected that sends no valid update by
 // the deadline (silent, late, or refused; with secure aggregation, silent in a phase at its
-// deadline: SecAggRound::silent), or that sends an update for a round not yet open or
+// deadline: SecAggRound::TakeSilent), or that sends an update for a round not yet open or
 // one it was not assigned, sits out the rest of the round's attempts and the next 1, 2, 4, ...
 // rounds (consecutive misses, capped at run.cooldown_max_rounds), with a warning naming it. After
 // that it is on probation until its next accepted update clears its record: it fills what the
@@ -243,7 +243,6 @@ class RoundEngine : public RunEngine {
   // This attempt's secure aggregation (config.secagg.enabled): the session of the clients
   // connected here, and, when some selected clients are behind aggregators, the groups' sums.
   std::unique_ptr<SecAggRound> secagg_;
-  bool secagg_silent_noted_ = false;  // secagg_'s silent clients were cooled down
   std::unique_ptr<TierSecAgg> tier_secagg_;
 
   std::unique_ptr<DpAggregator> dp_;  // with config.dp.enabled

@@ -125,6 +125,12 @@ std::optional<TimePoint> SecAggRound::next_deadline() const {
   return deadline_;
 }
 
+std::vector<SecAggRound::Silent> SecAggRound::TakeSilent() {
+  std::vector<Silent> out;
+  out.swap(silent_);
+  return out;
+}
+
 std::vector<SecAggRound::Outgoing> SecAggRound::TakeOutbox() {
   std::vector<Outgoing> out;
   out.swap(outbox_);

@@ -12,7 +12,7 @@
 // phase has `phase_timeout`, except the masked input, which waits until `input_deadline` (the
 // clients train first). Too few clients at the end of any phase fails the attempt with a reason
 // and reveals nothing (SecAggServer). The clients a phase still waited for at its deadline (and
-// that had not left) are silent() (RoundEngine and AsyncEngine cool them down, as they do a
+// that had not left) are TakeSilent()'s (RoundEngine and AsyncEngine cool them down, as they do a
 // client silent in a plaintext round). A message out of phase, from a client the phase does not
 // wait for, or for another round is refused with FailedPrecondition naming it, and changes
 // nothing. Not thread-safe: the round engine's strand.
@@ -79,12 +79,13 @@ class SecAggRound {
   // pairwise masks were removed through their neighbours' shares.
   const std::vector<std::string>& dropped() const { return dropped_; }
   // Clients that had not answered a phase when its deadline passed, and had not left, in the order
-  // the phases ended (each at most once: a silent client is not asked again), with the phase.
+  // the phases ended (each at most once: a silent client is not asked again), with the phase;
+  // moved out, so a second call returns only those silent since the first.
   struct Silent {
     std::string client_id;
     std::string phase;
   };
-  const std::vector<Silent>& silent() const { return silent_; }
+  std::vector<Silent> TakeSilent();
   // Bytes of secure aggregation's messages: masked inputs (up) and everything else, each way.
   uint64_t masked_bytes_up() const { return masked_bytes_up_; }
   uint64_t protocol_bytes_up() const { return protocol_bytes_up_; }
