@@ -344,6 +344,15 @@ Status RoundEngine::OnSecureGroupResult(const std::string& aggregator, const Gro
     answered_.insert(rec.client_id);
     summary_.bytes_up += rec.bytes_up;
   }
+  // Members whose input the group's sum does not hold went silent in their aggregator's session
+  // (or were refused there): they cool down, as a client silent in this coordinator's own session
+  // does (AfterSecAgg).
+  for (const std::string& id : tier_secagg_->Absent(aggregator)) {
+    if (!assigned_.erase(id) || !registry_.Find(id)) continue;
+    answered_.insert(id);
+    Miss(id, fmt::format("sent aggregator '{}' no masked input its secure sum holds", aggregator),
+         false);
+  }
   if (!g.secagg_failure.empty())
     Log().warn("round {}: the secure aggregation of aggregator {}'s group failed: {}", g.round,
                aggregator, g.secagg_failure);

@@ -73,8 +73,19 @@ Status TierSecAgg::OnResult(const std::string& aggregator, const GroupResult& g,
   if (!sum.ok()) return sum.status().WithContext(who + ": its secure sum");
   Add(*sum);
   survivors_ += g.records.size();
+  for (const GroupRecord& rec : g.records) group.survivors.insert(rec.client_id);
+  group.summed = true;
   group.over = true;
   return Status::Ok();
+}
+
+std::vector<std::string> TierSecAgg::Absent(const std::string& group) const {
+  std::vector<std::string> absent;
+  auto it = groups_.find(group);
+  if (it == groups_.end() || !it->second.summed) return absent;
+  for (const std::string& id : it->second.members)
+    if (!it->second.survivors.count(id)) absent.push_back(id);
+  return absent;
 }
 
 void TierSecAgg::OnGroupSum(const std::string& group, const std::vector<uint64_t>& sum,
@@ -83,6 +94,8 @@ void TierSecAgg::OnGroupSum(const std::string& group, const std::vector<uint64_t
   if (it == groups_.end() || it->second.over || sum.size() != sum_.size()) return;
   Add(sum);
   survivors_ += survivors.size();
+  it->second.survivors.insert(survivors.begin(), survivors.end());
+  it->second.summed = true;
   it->second.over = true;
 }
 

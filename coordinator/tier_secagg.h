@@ -70,10 +70,17 @@ class TierSecAgg {
   Result<Total> Finish() const;
   // Survivors summed so far.
   size_t survivors() const { return survivors_; }
+  // The members of `group` whose inputs its sum does not hold, once that sum was taken: they sent
+  // their aggregator no masked input in time (or one it refused). Members that left are not
+  // named. Empty before the sum, and for a failed session or a group that never answered: who
+  // failed those is not known here.
+  std::vector<std::string> Absent(const std::string& group) const;
 
  private:
   struct Group {
-    std::set<std::string> members;  // those not gone
+    std::set<std::string> members;    // those not gone
+    std::set<std::string> survivors;  // whose inputs the group's sum holds, once it came
+    bool summed = false;
     bool over = false;
     std::string failure;
   };

@@ -151,6 +151,15 @@ TEST_F(TierSecAggTest, GroupSumsGiveBitwiseTheOneSessionModelWithAFifthOfEachGro
   const ModelWeights one_session = log_.models[0];
   const RoundSummary reference = log_.summaries[0];
   EXPECT_EQ(reference.accepted, kTierGroups * kGroupSize - 3);
+  // Those who sent no masked input cool down; the others do not.
+  std::map<std::string, uint64_t> cooling;
+  for (const auto& [id, e] : edges_) cooling[id] = engine_->registry().CoolingUntil(id);
+  for (const auto& [id, until] : cooling) {
+    if (quit.count(id))
+      EXPECT_EQ(until, 3u) << id;  // out of round 2: the next 1 round after its first miss
+    else
+      EXPECT_EQ(until, 0u) << id;
+  }
 
   // The same clients behind three aggregators.
   now_ = TimePoint{};
@@ -168,6 +177,10 @@ TEST_F(TierSecAggTest, GroupSumsGiveBitwiseTheOneSessionModelWithAFifthOfEachGro
   ASSERT_EQ(log_.models.size(), 1u) << log_.first_failure();
   EXPECT_EQ(log_.summaries[0].accepted, reference.accepted);
   EXPECT_EQ(log_.summaries[0].num_examples, reference.num_examples);
+  // Silent in their aggregators' sessions, the same clients cool down as in the one session,
+  // until the same round.
+  for (const auto& [id, until] : cooling)
+    EXPECT_EQ(engine_->registry().CoolingUntil(id), until) << id;
   ASSERT_EQ(log_.models[0].size(), one_session.size());
   EXPECT_EQ(std::memcmp(log_.models[0].data().data(), one_session.data().data(),
                         one_session.size() * sizeof(float)),
