@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <vector>
 
 #include "sim/simulator.h"
 #include "sim_test_util.h"
@@ -26,15 +27,16 @@ uint64_t MaskedBytes(uint64_t params, int bits) {
 
 TEST(SimSecAggTest, ExactSumsAreReproducibleAcrossThreadCountsAndCloseToPlaintext) {
   SimConfig c = SmallSecure();
-  c.threads = 1;
-  Result<SimResult> one = testing::RunSimulation(c);
-  ASSERT_TRUE(one.ok()) << one.status().ToString();
-  c.threads = 3;
-  Result<SimResult> three = testing::RunSimulation(c);
-  ASSERT_TRUE(three.ok()) << three.status().ToString();
+  std::vector<Result<SimResult>> runs;
+  for (int threads : testing::ThreadCountsToCompare({1, 3})) {
+    c.threads = threads;
+    runs.push_back(testing::RunSimulation(c));
+    ASSERT_TRUE(runs.back().ok()) << runs.back().status().ToString();
+  }
+  const Result<SimResult>& one = runs[0];
   ASSERT_EQ(one->rounds.size(), 4u);
   // The masks are random, but they cancel exactly: the model does not depend on them.
-  EXPECT_EQ(one->model_hash, three->model_hash);
+  for (const Result<SimResult>& other : runs) EXPECT_EQ(one->model_hash, other->model_hash);
 
   c.run.round.secagg.enabled = false;
   Result<SimResult> plain = testing::RunSimulation(c);

@@ -32,28 +32,32 @@ std::vector<double> Accuracies(const SimResult& r) {
 
 TEST(SimulatorTest, LearnsAndIsDeterministicAcrossThreadCounts) {
   SimConfig c = SmallSynthetic();
-  c.threads = 1;
-  Result<SimResult> one = RunSim(c);
-  ASSERT_TRUE(one.ok()) << one.status().ToString();
-  c.threads = 3;
-  Result<SimResult> three = RunSim(c);
-  ASSERT_TRUE(three.ok()) << three.status().ToString();
-  ASSERT_EQ(one->rounds.size(), 4u);
-  EXPECT_EQ(one->model_hash, three->model_hash);
-  EXPECT_EQ(Accuracies(*one), Accuracies(*three));
-  for (size_t i = 0; i < one->rounds.size(); ++i) {
-    EXPECT_EQ(one->rounds[i].bytes_up, three->rounds[i].bytes_up);
-    EXPECT_DOUBLE_EQ(one->rounds[i].sim_clock, three->rounds[i].sim_clock);
+  std::vector<SimResult> runs;
+  for (int threads : testing::ThreadCountsToCompare({1, 3})) {
+    c.threads = threads;
+    Result<SimResult> r = RunSim(c);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    runs.push_back(std::move(*r));
+  }
+  const SimResult& one = runs[0];
+  ASSERT_EQ(one.rounds.size(), 4u);
+  for (size_t t = 1; t < runs.size(); ++t) {
+    EXPECT_EQ(one.model_hash, runs[t].model_hash);
+    EXPECT_EQ(Accuracies(one), Accuracies(runs[t]));
+    for (size_t i = 0; i < one.rounds.size(); ++i) {
+      EXPECT_EQ(one.rounds[i].bytes_up, runs[t].rounds[i].bytes_up);
+      EXPECT_DOUBLE_EQ(one.rounds[i].sim_clock, runs[t].rounds[i].sim_clock);
+    }
   }
   // Synthetic classes are easy: 4 rounds of FedAvg lift accuracy far above chance (10%).
-  EXPECT_GT(one->rounds.back().test_accuracy, 0.6);
-  EXPECT_GT(one->rounds.back().test_accuracy, one->rounds.front().test_accuracy);
+  EXPECT_GT(one.rounds.back().test_accuracy, 0.6);
+  EXPECT_GT(one.rounds.back().test_accuracy, one.rounds.front().test_accuracy);
   // Every round's 5 clients sent a dense update: at least 4 bytes per parameter, framed.
-  const uint64_t params = one->final_model.size();
-  EXPECT_GE(one->rounds[0].bytes_up, 5 * 4 * params);
-  EXPECT_LT(one->rounds[0].bytes_up, 5 * (4 * params + 4096));
-  EXPECT_GE(one->rounds[0].bytes_down, 5 * 4 * params);
-  EXPECT_LT(one->rounds[0].bytes_down, 5 * (4 * params + 4096));
+  const uint64_t params = one.final_model.size();
+  EXPECT_GE(one.rounds[0].bytes_up, 5 * 4 * params);
+  EXPECT_LT(one.rounds[0].bytes_up, 5 * (4 * params + 4096));
+  EXPECT_GE(one.rounds[0].bytes_down, 5 * 4 * params);
+  EXPECT_LT(one.rounds[0].bytes_down, 5 * (4 * params + 4096));
 }
 
 // A model file with dropout and a residual connection: the same model hash on 1 and 3 threads

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <vector>
 
 #include "sim/simulator.h"
 #include "tests/core/sanitizers.h"
@@ -24,6 +25,15 @@ namespace tributary::testing {
 // (2026-12-06; docs/building.md), the six skipped since about 50 s (that pass's ctest cost data).
 #define TRIB_SKIP_UNDER_TSAN(kept) \
   TRIB_SKIP_UNDER_TSAN_BECAUSE("its threads are those of " << (kept) << ", which runs there")
+
+// The thread counts a determinism test runs: every one of `counts` in the optimized build, which
+// compares their bits; under ThreadSanitizer only the last, the most threads. TSan needs the
+// threads, not the comparison, and a one-thread simulation costs as much there as the others
+// (these tests took about a third of the TSan pass's test time, 2026-12-06).
+inline std::vector<int> ThreadCountsToCompare(std::vector<int> counts) {
+  if (kUnderThreadSanitizer) return {counts.back()};
+  return counts;
+}
 
 // 20 clients on 2,000 synthetic 8x8 examples (Dirichlet 0.5), 5 per round, 4 rounds of 3 local
 // epochs: enough for FedAvg to climb far above chance.

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <vector>
 
 #include "sim_test_util.h"
 
@@ -67,12 +68,13 @@ TEST(SplitSimTest, BothModesGiveTheSameBitsWhateverTheThreadCount) {
     SCOPED_TRACE(mode);
     SimConfig c = SplitSimConfig();
     c.run.round.split.mode = mode;
-    c.threads = 1;
-    const SimResult one = testing::RunSimulationOrFail(c);
-    c.threads = 3;
-    const SimResult three = testing::RunSimulationOrFail(c);
-    EXPECT_EQ(one.model_hash, three.model_hash);
-    EXPECT_NE(one.model_hash, 0u);
+    std::vector<uint64_t> hashes;
+    for (int threads : testing::ThreadCountsToCompare({1, 3})) {
+      c.threads = threads;
+      hashes.push_back(testing::RunSimulationOrFail(c).model_hash);
+    }
+    EXPECT_NE(hashes[0], 0u);
+    for (uint64_t h : hashes) EXPECT_EQ(h, hashes[0]);
   }
 }
 

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <vector>
 
 #include "../client/temp_dir.h"
 
@@ -27,7 +28,11 @@ SimConfig TierSimConfig() {
 }
 
 TEST(TierSimTest, ThroughAggregatorsTheModelIsBitwiseTheOneCoordinatorModel) {
-  for (const char* codec : {"dense", "topk(0.1)+q8"}) {
+  // Under ThreadSanitizer the compressed codec only: the same threads, half the time.
+  const std::vector<const char*> codecs = testing::kUnderThreadSanitizer
+                                              ? std::vector<const char*>{"topk(0.1)+q8"}
+                                              : std::vector<const char*>{"dense", "topk(0.1)+q8"};
+  for (const char* codec : codecs) {
     SCOPED_TRACE(codec);
     SimConfig c = TierSimConfig();
     c.run.round.codec = codec;
