@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <charconv>
 #include <cmath>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -11,6 +10,7 @@
 #include "core/file_util.h"
 #include "core/lock_file.h"
 #include "core/model_layout.h"
+#include "core/safetensors_metadata.h"
 #include "crypto/model_checksum.h"
 #include "tributary/safetensors.h"
 
@@ -45,19 +45,6 @@ uint64_t MaxGlobalModelFileBytes(const ModelWeights& layout) {
   for (const TensorInfo& t : layout.tensors())
     header += 6 * uint64_t{t.name.size()} + 128 + 21 * uint64_t{t.shape.size()};
   return 8 + header + layout.size_bytes();
-}
-
-Result<uint64_t> MetadataU64(const SafetensorsMetadata& meta, const char* key,
-                             const std::string& file) {
-  auto it = meta.find(key);
-  if (it == meta.end()) return Status::Corruption(file + ": the metadata lacks \"" + key + "\"");
-  const std::string& text = it->second;
-  uint64_t v = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (text.empty() || ec != std::errc() || end != text.data() + text.size())
-    return Status::Corruption(file + ": the metadata's \"" + key + "\" is not a number: '" + text +
-                              "'");
-  return v;
 }
 
 // The safetensors file `file` as ClientState writes it: at most max_bytes (checked before it is

@@ -1,7 +1,5 @@
 #include "coordinator/checkpoint.h"
 
-#include <charconv>
-
 #include <fmt/format.h>
 
 #include <cmath>
@@ -11,6 +9,7 @@
 
 #include "core/file_util.h"
 #include "core/progress.h"
+#include "core/safetensors_metadata.h"
 #include "crypto/model_checksum.h"
 #include "tributary/safetensors.h"
 
@@ -22,21 +21,6 @@ constexpr const char* kStrategyPrefix = "strategy.";
 constexpr const char* kFormat = "tributary-checkpoint-2";
 constexpr const char* kFormatV1 = "tributary-checkpoint-1";  // wave 1: no checksum
 constexpr const char* kChecksumKey = "sha256";
-
-Result<uint64_t> ParseU64(const SafetensorsMetadata& meta, const std::string& key,
-                          const std::string& path) {
-  auto it = meta.find(key);
-  if (it == meta.end())
-    return Status::Corruption(path + ": checkpoint metadata lacks '" + key + "'");
-  // Digits only: std::stoull would take "-1" as 2^64 - 1, and leading spaces or a '+'.
-  const std::string& text = it->second;
-  uint64_t v = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (text.empty() || ec != std::errc() || end != text.data() + text.size())
-    return Status::Corruption(path + ": checkpoint metadata '" + key + "' is not a number: '" +
-                              text.substr(0, 64) + "'");
-  return v;
-}
 
 // The checkpoint's SHA-256 (crypto/model_checksum.h).
 std::string Checksum(const SafetensorsMetadata& meta, const ModelWeights& all) {
@@ -143,17 +127,17 @@ Result<CheckpointState> LoadCheckpointFile(Env* env, const std::string& path) {
     TRIB_RETURN_IF_ERROR(VerifyModelChecksum(path, kFormat, meta, kChecksumKey, all));
   }
   CheckpointState st;
-  TRIB_ASSIGN_OR_RETURN(st.rounds_done, ParseU64(meta, "rounds_done", path));
-  TRIB_ASSIGN_OR_RETURN(st.model_version, ParseU64(meta, "model_version", path));
-  TRIB_ASSIGN_OR_RETURN(st.seed, ParseU64(meta, "seed", path));
-  TRIB_ASSIGN_OR_RETURN(uint64_t fp, ParseU64(meta, "model_fingerprint", path));
+  TRIB_ASSIGN_OR_RETURN(st.rounds_done, MetadataU64(meta, "rounds_done", path));
+  TRIB_ASSIGN_OR_RETURN(st.model_version, MetadataU64(meta, "model_version", path));
+  TRIB_ASSIGN_OR_RETURN(st.seed, MetadataU64(meta, "seed", path));
+  TRIB_ASSIGN_OR_RETURN(uint64_t fp, MetadataU64(meta, "model_fingerprint", path));
   st.strategy = meta["strategy"];
   st.model_name = meta["model"];
   st.privacy = meta["privacy"];
   st.run_uid = meta["run_uid"];
   if (meta.count("mode")) {
     st.mode = meta["mode"];
-    TRIB_ASSIGN_OR_RETURN(st.dispatches, ParseU64(meta, "dispatches", path));
+    TRIB_ASSIGN_OR_RETURN(st.dispatches, MetadataU64(meta, "dispatches", path));
   }
   TRIB_ASSIGN_OR_RETURN(st.model, Extract(all, kModelPrefix));
   TRIB_ASSIGN_OR_RETURN(st.strategy_state, Extract(all, kStrategyPrefix));
