@@ -4,7 +4,7 @@
 # every run-time dispatch (core/simd.h, train/cpu/gemm.h) must take its baseline path,
 #   1. the codec and engine suites pass, and the codecs' encoded, decoded and folded bits match
 #      the values the native run checks (CrossCpuBitsTest);
-#   2. tributary-train's cnn after 20 steps on 2 threads is byte for byte the one a native run on
+#   2. tributary-train's cnn after 8 steps on 2 threads is byte for byte the one a native run on
 #      TRIBUTARY_SIMD=baseline saves (the baseline GEMM path, with its fixed block sizes, gives the
 #      same bits on every x86-64);
 #   3. that tributary-client joins a mutual-TLS run with two native clients and the native
@@ -33,7 +33,7 @@ echo "[old-cpu] codec and engine suites on a Westmere CPU"
 
 echo "[old-cpu] the baseline GEMM path trains to the same bits natively and on Westmere"
 train=("$build/train/tributary-train" --dataset synthetic --train-examples 640 --model cnn
-  --epochs 1 --batch 32 --set fit.max_steps=20 --set data.test_examples=500 --threads 2
+  --epochs 1 --batch 32 --set fit.max_steps=8 --set data.test_examples=100 --threads 2
   --log-level warn)
 TRIBUTARY_SIMD=baseline "${train[@]}" --save "$work/native.safetensors"
 "${qemu[@]}" "${train[@]}" --save "$work/westmere.safetensors" 2> /dev/null

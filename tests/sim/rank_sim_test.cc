@@ -188,21 +188,41 @@ const Mode kModes[] = {
      }},
 };
 
+// The modes whose messages between ranks differ in kind and in timing, which the ThreadSanitizer
+// pass runs: FedAvg (every layout), the secure sessions with dropouts (keys and masked inputs stay
+// on rank 0 while jobs are out), the tier and the asynchronous secure cohorts (jobs of several
+// groups or cohorts in flight at once). The other modes change what a job computes, not which
+// threads touch it; there they took about 100 of the pass's 500 s of test time (2026-12-07).
+bool RunsUnderThreadSanitizer(const Mode& mode) {
+  const std::string name = mode.name;
+  return name == "fedavg" || name == "secure aggregation with dropouts" ||
+         name.starts_with("through 3 simulated aggregators") ||
+         name == "asynchronous with secure aggregation";
+}
+
 // Each mode on one layout of ranks and threads (the modes take turns), FedAvg on all four: the
-// sanitizer passes run this too.
+// sanitizer passes run this too. Under ThreadSanitizer, which needs the ranks' threads and not
+// the comparison, the one-process reference is not run (the optimized build compares), and only
+// the modes of RunsUnderThreadSanitizer run.
 class RankModeTest : public ::testing::TestWithParam<size_t> {};
 
 TEST_P(RankModeTest, GivesTheOneProcessModelForAnyRanksAndThreads) {
   const std::pair<int, int> layouts[] = {{2, 1}, {3, 2}, {2, 2}, {3, 1}};
   const size_t index = GetParam();
   const Mode& mode = kModes[index];
+  if (!RunsUnderThreadSanitizer(mode)) {
+    TRIB_SKIP_UNDER_TSAN("RankModeTest's fedavg, secure-aggregation, tier and asynchronous cases");
+  }
   SimConfig c = Config();
   c.run.round.rounds = kModeRounds;
   mode.apply(c);
   c.threads = 1;
-  Result<SimResult> one = testing::RunSimulation(c);
+  Result<SimResult> one =
+      testing::kUnderThreadSanitizer ? Result<SimResult>(SimResult{}) : testing::RunSimulation(c);
   ASSERT_TRUE(one.ok()) << mode.name << ": " << one.status().ToString();
-  ASSERT_EQ(one->rounds.size(), kModeRounds) << mode.name;
+  if (!testing::kUnderThreadSanitizer) {
+    ASSERT_EQ(one->rounds.size(), kModeRounds) << mode.name;
+  }
   std::vector<std::pair<int, int>> mine;
   if (index == 0)
     mine.assign(std::begin(layouts), std::end(layouts));
@@ -212,6 +232,12 @@ TEST_P(RankModeTest, GivesTheOneProcessModelForAnyRanksAndThreads) {
     c.threads = threads;
     Result<Distributed> d = RunOnRanks(c, ranks);
     ASSERT_TRUE(d.ok()) << mode.name << ": " << d.status().ToString();
+    // Work went out and results came back: one hello per rank, then batches and a stop.
+    EXPECT_GT(d->messages, static_cast<uint64_t>(2 * (ranks - 1))) << mode.name;
+    if (testing::kUnderThreadSanitizer) {
+      EXPECT_EQ(d->result.rounds.size(), kModeRounds) << mode.name;
+      continue;
+    }
     const bool secagg = c.run.round.secagg.enabled;
     ExpectSameRun(*one, d->result,
                   std::string(mode.name) + ", " + std::to_string(ranks) + " ranks of " +
@@ -228,8 +254,6 @@ TEST_P(RankModeTest, GivesTheOneProcessModelForAnyRanksAndThreads) {
                   8.0 * static_cast<double>(want.secagg_clients))
           << mode.name;
     }
-    // Work went out and results came back: one hello per rank, then batches and a stop.
-    EXPECT_GT(d->messages, static_cast<uint64_t>(2 * (ranks - 1))) << mode.name;
   }
 }
 
@@ -634,6 +658,7 @@ TEST(RankSimTest, ResumingIsRefusedWithReasons) {
 // A resume with settings that change the model is refused, naming each changed key and both
 // values; outputs, threads and a longer run are not such settings.
 TEST(RankSimTest, ResumingWithOtherSettingsIsRefusedNamingTheKeys) {
+  TRIB_SKIP_UNDER_TSAN("RankSimTest.AFederatedHeadOnRanksAndResumedGivesTheOneProcessModel");
   testing::TempDir dir;
   SimConfig c = Config();
   c.run.checkpoint_dir = dir.path();

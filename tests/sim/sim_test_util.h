@@ -22,7 +22,8 @@ namespace tributary::testing {
 // (`kept` names it): what the skipped one adds (resumes, dropouts, retries, over-selection,
 // codecs, attacks, DP's noise, deadlines) runs on the simulator's one coordinator thread, and the
 // optimized build runs it whole. The first 17 took about 280 s of the TSan pass's 940 s of tests
-// (2026-12-06; docs/building.md), the six skipped since about 50 s (that pass's ctest cost data).
+// (2026-12-06; docs/building.md), the six skipped since about 50 s (that pass's ctest cost data),
+// the three of 2026-12-07 (two split, one rank refusal) about 14 s.
 #define TRIB_SKIP_UNDER_TSAN(kept) \
   TRIB_SKIP_UNDER_TSAN_BECAUSE("its threads are those of " << (kept) << ", which runs there")
 
