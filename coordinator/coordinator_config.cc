@@ -20,6 +20,9 @@ void BindCoordinatorConfig(ConfigSchema& s, CoordinatorConfig* c) {
          "behind one NAT)");
   s.Bind("net.transfer_budget_mb", &c->transfer_budget_mb,
          "MiB all connections may hold in partly received updates; over it, uploads wait");
+  s.Bind("net.min_upload_rate_kib_s", &c->min_upload_rate_kib_s,
+         "KiB/s a partly received update must average (after frame_read_timeout's 30 s grace) "
+         "to keep its share of the transfer budget (0: no minimum)");
   s.Bind("eval.threads", &c->eval_threads, "threads of server-side evaluation (0: one per core)");
   s.Bind("tls.ca", &c->tls_ca, "CA certificate (PEM); required").Flag("--ca").Path();
   s.Bind("tls.cert", &c->tls_cert, "the coordinator's certificate (PEM); required")
@@ -129,6 +132,10 @@ Status CoordinatorConfig::Validate() const {
   if (transfer_budget_mb < 1 || transfer_budget_mb > (int64_t{1} << 20))
     return Status::InvalidArgument(fmt::format(
         "key 'net.transfer_budget_mb' = {} must be in [1, 1048576]", transfer_budget_mb));
+  if (min_upload_rate_kib_s < 0 || min_upload_rate_kib_s > (int64_t{1} << 20))
+    return Status::InvalidArgument(
+        fmt::format("key 'net.min_upload_rate_kib_s' = {} must be in [0, 1048576] (0: no minimum)",
+                    min_upload_rate_kib_s));
   if (eval_threads < 0 || eval_threads > 1024)
     return Status::InvalidArgument(fmt::format(
         "key 'eval.threads' = {} must be in [0, 1024] (0: one per core)", eval_threads));

@@ -208,8 +208,10 @@ bool FramedConnection::reserve_transfer() {
   }
   budget->CountWait();
   // Reading stops here by our choice, not the peer's: its frame deadline stops too, and starts
-  // afresh when reading resumes (else a client queued behind others is dropped as too slow).
+  // afresh when reading resumes (else a client queued behind others is dropped as too slow); the
+  // minimum rate's clock does not run meanwhile.
   StopReadDeadlines();
+  paused_at_ = std::chrono::steady_clock::now();
   budget_timer_.expires_after(std::chrono::milliseconds(10));
   budget_timer_.async_wait(
       [self = shared_from_this()](const error_code& e) { self->retry_budget(e); });
@@ -226,6 +228,9 @@ void FramedConnection::retry_budget(const error_code& ec) {
     return;
   }
   reserved_ = want;
+  if (paused_at_ && message_started_)
+    *message_started_ += std::chrono::steady_clock::now() - *paused_at_;
+  paused_at_.reset();
   update_read_deadline();
   do_read();
 }
@@ -239,6 +244,7 @@ void FramedConnection::release_transfer() {
 void FramedConnection::StopReadDeadlines() {
   frame_deadline_.reset();
   message_deadline_.reset();
+  rate_deadline_.reset();
   if (read_deadline_armed_) {
     read_deadline_armed_ = false;
     read_timer_.cancel();
@@ -258,12 +264,31 @@ void FramedConnection::update_read_deadline() {
   // (heartbeats) do not count, so its transfer reservation cannot be held by sending only those.
   if (!reader_.mid_message()) {
     message_deadline_.reset();
-  } else if (!message_deadline_ || reader_.message_received() != message_mark_) {
-    message_mark_ = reader_.message_received();
-    message_deadline_ = now + options_.frame_read_timeout;
+    message_started_.reset();
+  } else {
+    if (!message_started_ || reader_.messages_begun() != message_number_) {
+      // One message may end and the next begin in one read: the new one's clock starts now.
+      message_number_ = reader_.messages_begun();
+      message_started_ = now;
+      message_deadline_.reset();
+    }
+    if (!message_deadline_ || reader_.message_received() != message_mark_) {
+      message_mark_ = reader_.message_received();
+      message_deadline_ = now + options_.frame_read_timeout;
+    }
+  }
+  // A message holding a share of the transfer budget must keep to the minimum rate: the bytes
+  // received so far buy received / rate seconds past the grace (mod_reqtimeout's MinRate).
+  rate_deadline_.reset();
+  if (message_started_ && options_.transfer_budget && options_.min_message_rate > 0) {
+    const std::chrono::duration<double> bought(static_cast<double>(reader_.message_received()) /
+                                               static_cast<double>(options_.min_message_rate));
+    rate_deadline_ = *message_started_ + options_.frame_read_timeout +
+                     std::chrono::duration_cast<std::chrono::steady_clock::duration>(bought);
   }
   std::optional<std::chrono::steady_clock::time_point> next = frame_deadline_;
-  if (message_deadline_ && (!next || *message_deadline_ < *next)) next = message_deadline_;
+  for (const auto& d : {message_deadline_, rate_deadline_})
+    if (d && (!next || *d < *next)) next = d;
   if (!next) return StopReadDeadlines();  // neither is set
   if (read_deadline_armed_ && read_timer_.expiry() == *next) return;
   read_deadline_armed_ = true;
@@ -283,6 +308,17 @@ void FramedConnection::on_read_deadline(const error_code& ec) {
                                                        " was not completed within " +
                                                        Ms(options_.frame_read_timeout)),
                 /*send_error=*/true);
+  }
+  if (rate_deadline_ && *rate_deadline_ <= now && message_started_) {
+    const double seconds = std::chrono::duration<double>(now - *message_started_).count();
+    return fail(
+        ProtocolError(
+            ErrorCode::kTimeout,
+            fmt::format("a chunked message from {} came slower than the minimum rate of "
+                        "{} bytes/s after a grace of {}: {} of {} bytes in {:.1f} s",
+                        peer_.address, options_.min_message_rate, Ms(options_.frame_read_timeout),
+                        reader_.message_received(), reader_.message_total(), seconds)),
+        /*send_error=*/true);
   }
   fail(ProtocolError(ErrorCode::kTimeout,
                      "a chunked message from " + peer_.address + " gained no bytes within " +

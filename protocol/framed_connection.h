@@ -15,7 +15,8 @@
 // at once. With a transfer budget, a chunked message's size is reserved as its first chunk
 // arrives, and reading pauses (backpressure) while it does not fit; the deadlines do not run while
 // it pauses. So a peer that starts a large message and then sends only heartbeats gives its
-// reservation back within frame_read_timeout instead of holding it for good.
+// reservation back within frame_read_timeout instead of holding it for good, and one that sends a
+// tiny chunk now and then gives it back when it falls below TransportOptions::min_message_rate.
 //
 // Thread safety: the public methods may be called from any thread; they post to the strand.
 #pragma once
@@ -106,10 +107,16 @@ class FramedConnection final : public Connection,
   std::shared_ptr<const OutboundMessage> in_flight_;
   std::atomic<uint64_t> next_transfer_id_{1};  // Send encodes on the caller's thread
   uint64_t frames_at_deadline_ = 0;            // FrameDecoder count when the frame deadline was set
-  uint64_t message_mark_ = 0;  // the chunked message's bytes when its deadline was set
+  uint64_t message_mark_ = 0;    // the chunked message's bytes when its deadline was set
+  uint64_t message_number_ = 0;  // MessageReader::messages_begun() of the message being received
   // Reading's deadlines (unset: none runs): the frame begun must end by frame_deadline_, the
-  // chunked message begun must gain bytes by message_deadline_; read_timer_ waits for the earlier.
-  std::optional<std::chrono::steady_clock::time_point> frame_deadline_, message_deadline_;
+  // chunked message begun must gain bytes by message_deadline_ and keep to the minimum rate by
+  // rate_deadline_ (with a transfer budget); read_timer_ waits for the earliest.
+  std::optional<std::chrono::steady_clock::time_point> frame_deadline_, message_deadline_,
+      rate_deadline_;
+  // When the chunked message being received began, moved later by the time reading paused for
+  // the transfer budget (paused_at_: since when it is paused).
+  std::optional<std::chrono::steady_clock::time_point> message_started_, paused_at_;
   bool started_ = false;
   bool reading_ = false;
   bool direct_read_ = false;  // the read in flight goes to reader_.ReadSpace(), not read_buffer_

@@ -52,6 +52,7 @@ Status MessageAssembler::OnChunkBegin(const FrameHeader& header, const ChunkHead
                                     " bytes fits in its first chunk; send it as a plain frame"));
     }
     transfer_.emplace(header.type, c.transfer_id, c.total_size);
+    ++transfers_begun_;
   } else {
     const Transfer& t = *transfer_;
     if (c.transfer_id != t.id || header.type != t.type || c.total_size != t.total) {

@@ -59,6 +59,8 @@ class MessageAssembler final : public FrameSink {
   uint64_t transfer_received() const { return transfer_ ? transfer_->body.size() : 0; }
   // The open transfer's announced size (0 when none is open).
   uint64_t transfer_total() const { return transfer_ ? transfer_->total : 0; }
+  // Transfers begun so far: tells one open transfer from the next.
+  uint64_t transfers_begun() const { return transfers_begun_; }
 
  private:
   struct Transfer {
@@ -76,6 +78,7 @@ class MessageAssembler final : public FrameSink {
   BodyHandler on_body_;
   std::optional<Transfer> transfer_;
   uint64_t chunk_left_ = 0;  // data bytes of the current chunk frame still to come
+  uint64_t transfers_begun_ = 0;
   Status error_;
 };
 

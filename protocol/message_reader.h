@@ -49,6 +49,8 @@ class MessageReader {
   uint64_t message_total() const { return assembler_.transfer_total(); }
   // Its bytes received so far (0 when none is open).
   uint64_t message_received() const { return assembler_.transfer_received(); }
+  // Chunked messages begun so far: with mid_message() this tells when a new one has begun.
+  uint64_t messages_begun() const { return assembler_.transfers_begun(); }
 
  private:
   FrameDecoder frames_;

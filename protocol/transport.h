@@ -56,6 +56,14 @@ struct TransportOptions {
   // connection waits for the transfer budget (it has stopped reading: the deadlines start afresh
   // when it resumes).
   std::chrono::milliseconds frame_read_timeout{30'000};
+  // With a transfer budget (below): a chunked message holding a reservation must average at least
+  // this many bytes per second, after a grace of frame_read_timeout, or the connection is
+  // answered with TIMEOUT and closed and the reservation returned: by time t after its first
+  // chunk it must have received (t - frame_read_timeout) x min_message_rate bytes (Apache's
+  // mod_reqtimeout "MinRate" rule). Sending a tiny chunk just inside every frame_read_timeout
+  // so no longer holds a reservation for good. Time spent waiting for the budget does not count.
+  // 0: no minimum. Connections without a budget (clients) hold nothing shared and are not timed.
+  uint64_t min_message_rate = 1024;
   // Writing one frame must finish within this, or the connection is closed (the peer stopped
   // reading).
   std::chrono::milliseconds write_timeout{30'000};

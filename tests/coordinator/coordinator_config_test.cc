@@ -52,6 +52,21 @@ TEST(CoordinatorConfigTest, FitSettingsAreValidatedAsInTheSimulator) {
   EXPECT_NE(s.message().find("key 'fit.momentum' = 1.5 must be in [0, 1)"), std::string::npos) << s;
 }
 
+TEST(CoordinatorConfigTest, TheMinimumUploadRateIsKiBPerSecondAndZeroTurnsItOff) {
+  CoordinatorConfig c;
+  ASSERT_TRUE(Load("", &c).ok());
+  EXPECT_EQ(c.min_upload_rate_kib_s, 1);
+  CoordinatorConfig off;
+  Status s = Load("[net]\nmin_upload_rate_kib_s = 0\n", &off);
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(off.min_upload_rate_kib_s, 0);
+  CoordinatorConfig bad;
+  s = Load("[net]\nmin_upload_rate_kib_s = -4\n", &bad);
+  EXPECT_NE(s.message().find("key 'net.min_upload_rate_kib_s' = -4 must be in [0, 1048576]"),
+            std::string::npos)
+      << s;
+}
+
 TEST(CoordinatorConfigTest, RenamedKeysNameTheirNewKey) {
   const std::pair<const char*, const char*> cases[] = {
       {"listen = \"0.0.0.0:1\"\n", "key 'listen' was renamed 'net.listen'"},

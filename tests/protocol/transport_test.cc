@@ -164,6 +164,38 @@ class TransportTest : public ::testing::TestWithParam<Kind> {
     return std::move(*c);
   }
 
+  // A raw peer "edge-trickler" that begins a 2 MiB chunked message, then sends one 256-byte chunk
+  // every 50 ms, for 1.5 s or until it is closed, to a server with a 3 MiB transfer budget, a
+  // frame_read_timeout of 400 ms and `min_rate`; `elapsed` runs from its reservation.
+  struct Trickle {
+    std::unique_ptr<RawPeer> peer;
+    std::shared_ptr<TransferBudget> budget;
+    std::chrono::steady_clock::duration elapsed{};
+  };
+  Trickle TrickleTinyChunks(uint64_t min_rate) {
+    TransportOptions o = ChunkedOptions();
+    o.frame_read_timeout = 400ms;
+    o.min_message_rate = min_rate;
+    Trickle t;
+    t.budget = StartServerWithBudget(o, uint64_t{3} << 20);
+    ProtocolLimits tiny = o.limits;
+    tiny.chunk_data_bytes = 256;
+    const OutboundMessage out = *EncodeOutbound(TwoMiBTask(), tiny, 1);
+    t.peer = ConnectRaw("edge-trickler");
+    if (!t.peer || out.frames.size() < 40) return {};
+    t.peer->StartReading();
+    if (!t.peer->Write(out.FrameBytes(0)).ok()) return {};
+    for (int i = 0; i < 100 && t.budget->used() == 0; ++i) std::this_thread::sleep_for(5ms);
+    if (t.budget->used() == 0) return {};  // it reserved nothing
+    const auto t0 = std::chrono::steady_clock::now();
+    for (size_t i = 1; i <= 30; ++i) {
+      std::this_thread::sleep_for(50ms);
+      if (!t.peer->Write(out.FrameBytes(i), 1s).ok() || t.peer->WaitClosed(0ms)) break;
+    }
+    t.elapsed = std::chrono::steady_clock::now() - t0;
+    return t;
+  }
+
   std::unique_ptr<RawPeer> ConnectRaw(const std::string& id) {
     Transport& t = ClientTransport(id, TestOptions());
     Waiter<Result<std::unique_ptr<ByteStream>>> waiter;
@@ -461,6 +493,79 @@ TEST_P(TransportTest, AChunkedMessageThatGainsNoBytesLosesItsReservation) {
   (*c)->Send(task);
   ASSERT_TRUE(inbox.WaitForMessages(1, 20s));  // the server's echo: it got the whole message
   EXPECT_EQ(inbox.messages()[0], Message(task));
+}
+
+// A peer that keeps its chunked message alive with a tiny chunk inside every frame deadline
+// gains bytes each time, so the deadline above never fires. It sends 256 bytes every 50 ms (5
+// KiB/s) under TransportOptions::min_message_rate = 64 KiB/s after a 400 ms grace: the message must
+// have (t - 0.4 s) x 64 KiB by time t, so the peer is answered with TIMEOUT about 0.45 s in and
+// closed, and its reservation is returned.
+TEST_P(TransportTest, AChunkedMessageBelowTheMinimumRateLosesItsReservation) {
+  const Trickle t = TrickleTinyChunks(uint64_t{64} << 10);
+  ASSERT_TRUE(t.peer && t.budget);
+  ASSERT_TRUE(t.peer->WaitClosed(5s)) << "the trickler was never closed";
+  EXPECT_LT(t.elapsed, 1500ms);
+  std::optional<Accepted> server_side = AcceptedById("edge-trickler");
+  ASSERT_TRUE(server_side.has_value());
+  std::optional<Status> why = server_side->inbox->WaitForClose(5s);
+  ASSERT_TRUE(why.has_value());
+  EXPECT_EQ(ProtocolErrorCodeOf(*why), ErrorCode::kTimeout) << *why;
+  EXPECT_NE(
+      why->message().find("slower than the minimum rate of 65536 bytes/s after a grace of 400 ms"),
+      std::string::npos)
+      << *why;
+  for (int i = 0; i < 400 && t.budget->used() != 0; ++i) std::this_thread::sleep_for(5ms);
+  EXPECT_EQ(t.budget->used(), 0u);
+}
+
+// The same trickle with no minimum rate (0) still holds its reservation after 1.5 s: the rule
+// above is what returns it.
+TEST_P(TransportTest, WithNoMinimumRateATrickleKeepsItsReservation) {
+  const Trickle t = TrickleTinyChunks(0);
+  ASSERT_TRUE(t.peer && t.budget);
+  EXPECT_FALSE(t.peer->WaitClosed(0ms)) << "closed with no minimum rate";
+  EXPECT_GT(t.budget->used(), 0u);
+}
+
+// The minimum rate's clock is per message: when one slow message ends and the next begins in the
+// same write, the next starts with a full grace. Two 10 KiB messages in 1 KiB chunks at 10 KiB/s
+// (above the 4 KiB/s minimum) each take about 1 s, over twice the 400 ms grace; the last chunk
+// of the first and the first chunk of the second go in one write. Both arrive, and the
+// connection stays open.
+TEST_P(TransportTest, TheMinimumRateTimesEachMessageFromItsOwnFirstChunk) {
+  TransportOptions o = ChunkedOptions();
+  o.frame_read_timeout = 400ms;
+  o.min_message_rate = 4 << 10;
+  auto budget = StartServerWithBudget(o, uint64_t{3} << 20);
+  ProtocolLimits small = o.limits;
+  small.chunk_data_bytes = 1 << 10;
+  TaskAssignment a, b;
+  a.model.values.mutable_values().assign(5 << 9, 0.5f);
+  b.model.values.mutable_values().assign(5 << 9, -0.5f);
+  const OutboundMessage out_a = *EncodeOutbound(a, small, 1), out_b = *EncodeOutbound(b, small, 2);
+  ASSERT_GT(out_a.frames.size(), 9u);
+  std::unique_ptr<RawPeer> peer = ConnectRaw("edge-steady");
+  ASSERT_TRUE(peer);
+  peer->StartReading();
+  for (size_t i = 0; i + 1 < out_a.frames.size(); ++i) {
+    ASSERT_TRUE(peer->Write(out_a.FrameBytes(i)).ok()) << i;
+    std::this_thread::sleep_for(100ms);
+  }
+  std::vector<uint8_t> joined = out_a.FrameBytes(out_a.frames.size() - 1);
+  const std::vector<uint8_t> first_b = out_b.FrameBytes(0);
+  joined.insert(joined.end(), first_b.begin(), first_b.end());
+  ASSERT_TRUE(peer->Write(joined).ok());
+  for (size_t i = 1; i < out_b.frames.size(); ++i) {
+    std::this_thread::sleep_for(100ms);
+    ASSERT_TRUE(peer->Write(out_b.FrameBytes(i)).ok()) << i;
+  }
+  std::optional<Accepted> server_side = AcceptedById("edge-steady");
+  ASSERT_TRUE(server_side.has_value());
+  ASSERT_TRUE(server_side->inbox->WaitForMessages(2, 10s))
+      << server_side->inbox->WaitForClose(0ms).value_or(Status::Ok());
+  EXPECT_EQ(server_side->inbox->messages()[0], Message(a));
+  EXPECT_EQ(server_side->inbox->messages()[1], Message(b));
+  EXPECT_FALSE(server_side->inbox->WaitForClose(0ms).has_value());
 }
 
 TEST_P(TransportTest, OneEncodedTaskGoesToManyClients) {
