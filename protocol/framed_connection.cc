@@ -266,8 +266,8 @@ void FramedConnection::update_read_deadline() {
     message_deadline_.reset();
     message_started_.reset();
   } else {
-    if (!message_started_ || reader_.messages_begun() != message_number_) {
-      // One message may end and the next begin in one read: the new one's clock starts now.
+    if (reader_.messages_begun() != message_number_) {
+      // A new message (one may end and the next begin in one read): its clock starts now.
       message_number_ = reader_.messages_begun();
       message_started_ = now;
       message_deadline_.reset();
