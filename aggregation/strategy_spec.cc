@@ -1,7 +1,8 @@
 #include "aggregation/strategy_spec.h"
 
-#include <charconv>
 #include <cmath>
+
+#include "core/parse_number.h"
 
 namespace tributary {
 namespace {
@@ -47,15 +48,13 @@ Result<SpecStage> ParseStage(std::string_view spec, std::string_view text) {
     const std::string key(Trim(item.substr(0, eq)));
     const std::string_view value = Trim(item.substr(eq + 1));
     if (!IsIdentifier(key)) return bad("'" + key + "' is not a parameter name");
-    double v = 0.0;
-    const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
-    if (value.empty() || ec != std::errc() || end != value.data() + value.size() ||
-        !std::isfinite(v))
+    const std::optional<double> v = ParseWhole<double>(value);
+    if (!v)
       return bad("key '" + key + "' of " + stage.name + " has value '" + std::string(value) +
                  "', which is not a finite number");
     for (const auto& [k, unused] : stage.params)
       if (k == key) return bad("key '" + key + "' of " + stage.name + " is given twice");
-    stage.params.emplace_back(key, v);
+    stage.params.emplace_back(key, *v);
     if (comma == std::string_view::npos) break;
     body = body.substr(comma + 1);
     if (Trim(body).empty()) return bad("trailing ',' in the parameters of " + stage.name);

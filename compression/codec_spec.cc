@@ -5,6 +5,8 @@
 #include <cmath>
 #include <optional>
 
+#include "core/parse_number.h"
+
 namespace tributary {
 namespace {
 
@@ -71,19 +73,16 @@ Result<std::vector<Stage>> SplitStages(std::string_view spec) {
 }
 
 Result<double> ParseDouble(std::string_view spec, const std::string& what, const std::string& v) {
-  double d = 0;
-  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), d);
-  if (ec != std::errc() || p != v.data() + v.size() || !std::isfinite(d))
-    return Bad(spec, what + " '" + v + "' is not a number");
-  return d;
+  const std::optional<double> d = ParseWhole<double>(v);
+  if (!d) return Bad(spec, what + " '" + v + "' is not a number");
+  return *d;
 }
 
 Result<uint64_t> ParseUint(std::string_view spec, const std::string& what, const std::string& v,
                            uint64_t lo, uint64_t hi) {
-  uint64_t x = 0;
-  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
-  if (ec != std::errc() || p != v.data() + v.size())
-    return Bad(spec, what + " '" + v + "' is not a non-negative integer");
+  const std::optional<uint64_t> parsed = ParseWhole<uint64_t>(v);
+  if (!parsed) return Bad(spec, what + " '" + v + "' is not a non-negative integer");
+  const uint64_t x = *parsed;
   if (x < lo || x > hi)
     return Bad(spec, what + " " + v + " is outside [" + std::to_string(lo) + ", " +
                          std::to_string(hi) + "]");

@@ -2,9 +2,10 @@
 
 #include <fmt/format.h>
 
-#include <charconv>
 #include <cmath>
 #include <vector>
+
+#include "core/parse_number.h"
 
 namespace tributary {
 namespace {
@@ -22,9 +23,9 @@ std::vector<std::string_view> SplitColons(std::string_view s) {
 }
 
 bool ParseNumber(std::string_view s, double* out) {
-  const char* end = s.data() + s.size();
-  auto [p, ec] = std::from_chars(s.data(), end, *out);
-  return ec == std::errc() && p == end && std::isfinite(*out);
+  const std::optional<double> v = ParseWhole<double>(s);
+  if (v) *out = *v;
+  return v.has_value();
 }
 
 }  // namespace

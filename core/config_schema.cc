@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -10,6 +9,7 @@
 #include <optional>
 
 #include "core/check.h"
+#include "core/parse_number.h"
 
 namespace tributary {
 namespace {
@@ -49,20 +49,11 @@ Status WrongType(const std::string& where, std::string_view name, Type t, std::s
       fmt::format("{}: key '{}' must be {}, not '{}'", where, name, TypeName(t), text));
 }
 
-std::optional<int64_t> ParseInt(std::string_view text) {
-  int64_t v = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
-  return v;
-}
+// A --set value or an API's key=value text: locale-independent, so that "0.05" is a number in an
+// app that set a decimal-comma LC_NUMERIC (as strtod, used here before, was not).
+std::optional<int64_t> ParseInt(std::string_view text) { return ParseWhole<int64_t>(text); }
 
-std::optional<double> ParseNumber(std::string_view text) {
-  const std::string s(text);
-  char* end = nullptr;
-  const double v = std::strtod(s.c_str(), &end);
-  if (s.empty() || end != s.c_str() + s.size() || !std::isfinite(v)) return std::nullopt;
-  return v;
-}
+std::optional<double> ParseNumber(std::string_view text) { return ParseWhole<double>(text); }
 
 std::optional<int64_t> TomlInt(const toml::node& n) {
   if (auto v = n.value_exact<int64_t>()) return *v;

@@ -2,8 +2,9 @@
 
 #include <fmt/format.h>
 
-#include <charconv>
 #include <string>
+
+#include "core/parse_number.h"
 
 namespace tributary {
 
@@ -13,12 +14,11 @@ Result<uint64_t> MetadataU64(const SafetensorsMetadata& meta, std::string_view k
   if (it == meta.end())
     return Status::Corruption(fmt::format("{}: the metadata lacks '{}'", file, key));
   const std::string& text = it->second;
-  uint64_t v = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (text.empty() || ec != std::errc() || end != text.data() + text.size())
+  const std::optional<uint64_t> v = ParseWhole<uint64_t>(text);
+  if (!v)
     return Status::Corruption(fmt::format("{}: the metadata's '{}' is not a number: '{}'", file,
                                           key, text.substr(0, 64)));
-  return v;
+  return *v;
 }
 
 }  // namespace tributary

@@ -17,7 +17,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cctype>
-#include <charconv>
 #include <deque>
 #include <optional>
 #include <thread>
@@ -25,6 +24,7 @@
 #include <vector>
 
 #include "core/log.h"
+#include "core/parse_number.h"
 #include "protocol/security_log.h"
 #include "protocol/transport_util.h"
 
@@ -549,12 +549,9 @@ Result<std::unique_ptr<MonitorServer>> MonitorServer::Start(MonitorServerOptions
   if (ec)
     return Status::InvalidArgument("monitor address '" + options.listen +
                                    "': the host must be an IP address (" + ec.message() + ")");
-  const std::string& port_text = host_port.second;
-  unsigned port = 0;
-  const auto parsed = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
-  if (parsed.ec != std::errc() || parsed.ptr != port_text.data() + port_text.size() || port > 65535)
-    return Status::InvalidArgument("monitor address '" + options.listen + "': bad port");
-  const tcp::endpoint endpoint(address, static_cast<uint16_t>(port));
+  const std::optional<uint16_t> port = ParseWhole<uint16_t>(host_port.second);
+  if (!port) return Status::InvalidArgument("monitor address '" + options.listen + "': bad port");
+  const tcp::endpoint endpoint(address, *port);
   impl->acceptor.open(endpoint.protocol(), ec);
   if (!ec) impl->acceptor.set_option(asio::socket_base::reuse_address(true), ec);
   if (!ec) impl->acceptor.bind(endpoint, ec);

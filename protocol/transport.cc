@@ -1,5 +1,6 @@
 #include "protocol/transport.h"
 
+#include "core/parse_number.h"
 #include "crypto/deny_list.h"
 #include "protocol/transport_util.h"
 
@@ -100,7 +101,7 @@ Result<std::pair<std::string, std::string>> SplitHostPort(const std::string& add
       return Status::InvalidArgument("address '" + address + "' has a non-numeric port");
     }
   }
-  if (port.size() > 5 || std::stoul(port) > 65535) {
+  if (!ParseWhole<uint16_t>(port)) {
     return Status::InvalidArgument("address '" + address + "' has a port over 65535");
   }
   return std::make_pair(host, port);

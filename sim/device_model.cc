@@ -5,6 +5,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "core/parse_number.h"
 #include "core/rng.h"
 
 namespace tributary {
@@ -29,14 +30,12 @@ Result<std::vector<SpeedTier>> ParseTiers(const std::string& spec) {
     if (a == std::string::npos || a == b)
       return Bad("speed_tiers", "'" + item + "' is not name:fraction:samples_per_s");
     t.name = item.substr(0, a);
-    char* end = nullptr;
-    const std::string frac = item.substr(a + 1, b - a - 1), speed = item.substr(b + 1);
-    t.fraction = std::strtod(frac.c_str(), &end);
-    if (frac.empty() || *end != '\0' || !(t.fraction > 0.0) || t.fraction > 1.0)
+    const std::string_view text(item);
+    t.fraction = ParseWhole<double>(text.substr(a + 1, b - a - 1)).value_or(0.0);
+    if (!(t.fraction > 0.0) || t.fraction > 1.0)
       return Bad("speed_tiers", "'" + item + "': the fraction must be in (0, 1]");
-    t.samples_per_s = std::strtod(speed.c_str(), &end);
-    if (speed.empty() || *end != '\0' || !(t.samples_per_s > 0.0) ||
-        !std::isfinite(t.samples_per_s))
+    t.samples_per_s = ParseWhole<double>(text.substr(b + 1)).value_or(0.0);
+    if (!(t.samples_per_s > 0.0))
       return Bad("speed_tiers", "'" + item + "': samples_per_s must be a positive number");
     if (t.name.empty()) return Bad("speed_tiers", "'" + item + "': the tier needs a name");
     total += t.fraction;

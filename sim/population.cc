@@ -2,8 +2,7 @@
 
 #include <fmt/format.h>
 
-#include <charconv>
-
+#include "core/parse_number.h"
 #include "core/rng.h"
 #include "train/data/feature_noise.h"
 #include "train/data/partition.h"
@@ -33,9 +32,8 @@ Result<std::unique_ptr<Population>> Population::Create(std::shared_ptr<const Dat
   const std::string spec(noise.base);
   if (spec.rfind(kReplacement, 0) == 0) {
     const std::string n = spec.substr(kReplacement.size());
-    int64_t v = 0;
-    auto [end, ec] = std::from_chars(n.data(), n.data() + n.size(), v);
-    if (ec != std::errc() || end != n.data() + n.size() || v < 1 || v > train->size())
+    const int64_t v = ParseWhole<int64_t>(n).value_or(0);
+    if (v < 1 || v > train->size())
       return Status::InvalidArgument(
           fmt::format("partition '{}': N must be an integer in [1, {}] (the training examples)",
                       spec, train->size()));
@@ -64,11 +62,7 @@ std::string Population::ClientId(uint64_t index) { return fmt::format("client-{}
 std::optional<uint64_t> Population::IndexOf(const std::string& id) {
   if (id.size() <= kIdPrefix.size() || id.compare(0, kIdPrefix.size(), kIdPrefix) != 0)
     return std::nullopt;
-  uint64_t v = 0;
-  const char* b = id.data() + kIdPrefix.size();
-  auto [end, ec] = std::from_chars(b, id.data() + id.size(), v);
-  if (ec != std::errc() || end != id.data() + id.size()) return std::nullopt;
-  return v;
+  return ParseWhole<uint64_t>(std::string_view(id).substr(kIdPrefix.size()));
 }
 
 uint64_t Population::num_examples(uint64_t c) const {

@@ -4,9 +4,7 @@
 #include <thread>
 
 #include "core/log.h"
-
-#include <charconv>
-
+#include "core/parse_number.h"
 #include "tributary/config.h"
 #if TRIBUTARY_HAVE_CUDA
 #include "train/cuda_backend.h"
@@ -65,10 +63,8 @@ Result<DeviceRequest> ParseDevice(std::string_view device) {
     const std::string_view num = device.substr(5);
     // Plain decimal digits only: no sign, no spaces, no leading zeros beyond "0" itself.
     if (num.empty() || num.size() > 3 || (num.size() > 1 && num[0] == '0')) return bad();
-    int index = -1;
-    const auto [ptr, ec] = std::from_chars(num.data(), num.data() + num.size(), index);
-    if (ec != std::errc() || ptr != num.data() + num.size() || index < 0 || index > kMaxCudaIndex)
-      return bad();
+    const int index = ParseWhole<int>(num).value_or(-1);
+    if (index < 0 || index > kMaxCudaIndex) return bad();
     r.kind = DeviceRequest::Kind::kCuda;
     r.index = index;
   } else {

@@ -1,10 +1,10 @@
 #include "train/data/feature_noise.h"
 
-#include <charconv>
 #include <cmath>
 
 #include <fmt/format.h>
 
+#include "core/parse_number.h"
 #include "core/rng.h"
 
 namespace tributary {
@@ -28,10 +28,9 @@ Result<FeatureNoiseSpec> SplitFeatureNoise(std::string_view spec) {
     out.base = spec;
     return out;
   }
-  const char* end = noise.data() + noise.size();
-  auto [ptr, ec] = std::from_chars(noise.data(), end, out.sigma);
-  if (noise.empty() || ec != std::errc() || ptr != end || !std::isfinite(out.sigma) ||
-      out.sigma < 0)
+  const std::optional<double> sigma = ParseWhole<double>(noise);
+  if (sigma) out.sigma = *sigma;
+  if (!sigma || out.sigma < 0)
     return Status::InvalidArgument(
         fmt::format("partition spec '{}': expected noise:SIGMA with a finite number SIGMA >= 0 "
                     "(the last client's noise standard deviation), e.g. iid+noise:0.1",

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "core/parse_number.h"
 #include "core/progress.h"
 #include "core/rng.h"
 #include "train/data/feature_noise.h"
@@ -140,12 +141,12 @@ void FillShortClients(Partition& p, int64_t min_size, Rng& rng) {
   }
 }
 
-// Parses all of `text` as a T (an integer or a double); false on anything else.
+// Parses all of `text` as a T (an integer or a finite double); false on anything else.
 template <typename T>
 bool ParseNumber(std::string_view text, T& out) {
-  const char* end = text.data() + text.size();
-  auto [ptr, ec] = std::from_chars(text.data(), end, out);
-  return ec == std::errc() && ptr == end && !text.empty();
+  const std::optional<T> v = ParseWhole<T>(text);
+  if (v) out = *v;
+  return v.has_value();
 }
 
 }  // namespace
@@ -360,7 +361,8 @@ Result<Partition> MakePartition(std::string_view full_spec, std::span<const uint
     const char* name = kind == "dirichlet" ? "ALPHA" : "BETA";
     const size_t comma = arg.find(',');
     if (!ParseNumber(arg.substr(0, comma), dirichlet.alpha))
-      return bad(fmt::format("expected {0}:{1} with a number {1}, e.g. {0}:0.5", kind, name));
+      return bad(
+          fmt::format("expected {0}:{1} with a finite number {1}, e.g. {0}:0.5", kind, name));
     if (!(dirichlet.alpha > 0) || !std::isfinite(dirichlet.alpha))
       return bad(fmt::format("{} must be a finite number > 0, got {}",
                              kind == "dirichlet" ? "alpha" : "beta", dirichlet.alpha));

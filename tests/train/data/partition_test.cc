@@ -234,7 +234,7 @@ TEST(PartitionTest, BadSpecsAreRejectedWithReasons) {
   EXPECT_THAT(error("dirichlet:abc"), HasSubstr("expected dirichlet:ALPHA"));
   EXPECT_THAT(error("dirichlet:0"), HasSubstr("alpha must be a finite number > 0, got 0"));
   EXPECT_THAT(error("dirichlet:-1"), HasSubstr("alpha must be a finite number > 0, got -1"));
-  EXPECT_THAT(error("dirichlet:inf"), HasSubstr("alpha must be a finite number > 0"));
+  EXPECT_THAT(error("dirichlet:inf"), HasSubstr("with a finite number ALPHA"));
   EXPECT_THAT(error("dirichlet:0.5,min=3"), HasSubstr("min_size=N"));
   EXPECT_THAT(error("shards:0"), HasSubstr("expected shards:K"));
   EXPECT_THAT(error("shards:2.5"), HasSubstr("expected shards:K"));
