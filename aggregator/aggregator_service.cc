@@ -596,6 +596,8 @@ void AggregatorService::Sweep() {
   if (finished_) return;
   const TimePoint now = clock_->Now();
   for (auto& [key, s] : sessions_) {
+    // Not read while it waits for the transfer budget: its silence is ours, not the client's.
+    if (s.conn->waiting_for_budget()) s.last_heard = now;
     if (now - s.last_heard > options_.client_timeout) {
       Log().warn("aggregator {}: closing {} ({}): silent for over {} ms", id_,
                  s.id.empty() ? "an unjoined session" : s.id, s.conn->peer().address,

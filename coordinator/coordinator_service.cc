@@ -541,6 +541,8 @@ void CoordinatorService::Sweep() {
     if (!self->run_over_) self->PublishRefusals(self->refusals_.Flush(now));
   });
   for (auto& [key, s] : sessions_) {
+    // Not read while it waits for the transfer budget: its silence is ours, not the client's.
+    if (s.conn->waiting_for_budget()) s.last_heard = now;
     if (now - s.last_heard > options_.client_timeout) {
       Log().warn("closing {} ({}): silent for over {} ms",
                  s.id.empty() ? "an unjoined session" : s.id, s.conn->peer().address,

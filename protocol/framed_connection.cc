@@ -211,7 +211,8 @@ bool FramedConnection::reserve_transfer() {
   // afresh when reading resumes (else a client queued behind others is dropped as too slow); the
   // minimum rate's clock does not run meanwhile.
   StopReadDeadlines();
-  paused_at_ = std::chrono::steady_clock::now();
+  paused_at_ = keepalive_sent_ = std::chrono::steady_clock::now();
+  waiting_for_budget_ = true;
   budget_timer_.expires_after(std::chrono::milliseconds(10));
   budget_timer_.async_wait(
       [self = shared_from_this()](const error_code& e) { self->retry_budget(e); });
@@ -222,6 +223,7 @@ void FramedConnection::retry_budget(const error_code& ec) {
   if (ec == asio::error::operation_aborted || state_ != State::kOpen) return;
   const uint64_t want = reader_.message_total();
   if (want != 0 && !options_.transfer_budget->TryReserve(want)) {
+    keep_peer_alive(std::chrono::steady_clock::now());
     budget_timer_.expires_after(std::chrono::milliseconds(10));
     budget_timer_.async_wait(
         [self = shared_from_this()](const error_code& e) { self->retry_budget(e); });
@@ -231,8 +233,18 @@ void FramedConnection::retry_budget(const error_code& ec) {
   if (paused_at_ && message_started_)
     *message_started_ += std::chrono::steady_clock::now() - *paused_at_;
   paused_at_.reset();
+  waiting_for_budget_ = false;
   update_read_deadline();
   do_read();
+}
+
+void FramedConnection::keep_peer_alive(std::chrono::steady_clock::time_point now) {
+  const std::chrono::milliseconds every = options_.budget_wait_keepalive;
+  if (every.count() <= 0 || now - keepalive_sent_ < every) return;
+  keepalive_sent_ = now;
+  const auto unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::system_clock::now().time_since_epoch());
+  Send(Heartbeat{0, static_cast<uint64_t>(unix_ms.count())});
 }
 
 void FramedConnection::release_transfer() {

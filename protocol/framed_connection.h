@@ -48,6 +48,7 @@ class FramedConnection final : public Connection,
   void Close() override;
   void SetMaxMessageBytes(uint64_t max_bytes) override;
   const PeerInfo& peer() const override { return peer_; }
+  bool waiting_for_budget() const override { return waiting_for_budget_.load(); }
 
   // Refuses the connection: sends an Error carrying the code of `reason` (a ProtocolError), then
   // closes without delivering any message. Used by listeners (revoked or missing client id).
@@ -73,6 +74,8 @@ class FramedConnection final : public Connection,
   // message does not fit and reading pauses (retry_budget resumes it).
   bool reserve_transfer();
   void retry_budget(const boost::system::error_code& ec);
+  // While waiting: a Heartbeat to the peer every options_.budget_wait_keepalive.
+  void keep_peer_alive(std::chrono::steady_clock::time_point now);
   void release_transfer();
 
   void enqueue(Outgoing out);
@@ -117,6 +120,8 @@ class FramedConnection final : public Connection,
   // When the chunked message being received began, moved later by the time reading paused for
   // the transfer budget (paused_at_: since when it is paused).
   std::optional<std::chrono::steady_clock::time_point> message_started_, paused_at_;
+  std::chrono::steady_clock::time_point keepalive_sent_;  // the last keepalive, or the pause
+  std::atomic<bool> waiting_for_budget_{false};           // paused_at_ is set (any thread reads)
   bool started_ = false;
   bool reading_ = false;
   bool direct_read_ = false;  // the read in flight goes to reader_.ReadSpace(), not read_buffer_

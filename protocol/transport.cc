@@ -28,6 +28,9 @@ Status TransportOptions::Validate() const {
   if (first_bytes_timeout <= milliseconds(0)) {
     return Status::InvalidArgument("first_bytes_timeout must be > 0");
   }
+  if (budget_wait_keepalive < milliseconds(0)) {
+    return Status::InvalidArgument("budget_wait_keepalive must be >= 0 (0: none)");
+  }
   return Status::Ok();
 }
 

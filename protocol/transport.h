@@ -86,6 +86,12 @@ struct TransportOptions {
   // connection whose next message does not fit stops reading until it does (transfer_budget.h).
   // Null: no shared budget (each connection is still bounded by its message cap).
   std::shared_ptr<TransferBudget> transfer_budget;
+  // While a connection waits for the transfer budget it reads nothing, so the peer's heartbeats go
+  // unanswered, and a peer that judges the link by what it hears (tributary-client gives up after
+  // three heartbeat intervals of silence) would drop it and send its upload again later. So a
+  // waiting connection sends the peer a Heartbeat (sequence 0) this often; set it at or below the
+  // heartbeat interval announced to peers. 0: none.
+  std::chrono::milliseconds budget_wait_keepalive{1'000};
   // Listener: refuse connections without an authenticated client id (mutual TLS). On by default;
   // turning it off is for tests of that very case.
   bool require_client_identity = true;
@@ -131,6 +137,10 @@ class Connection {
   virtual void SetMaxMessageBytes(uint64_t max_bytes) = 0;
 
   virtual const PeerInfo& peer() const = 0;
+  // True while this side has stopped reading the peer because the transfer budget has no room
+  // (TransportOptions::transfer_budget): the peer's silence is then this side's doing, and a
+  // silence sweep should not count it. Any thread.
+  virtual bool waiting_for_budget() const { return false; }
 };
 
 class Listener {

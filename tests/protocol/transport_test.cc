@@ -450,6 +450,79 @@ TEST_P(TransportTest, WaitingForTheTransferBudgetDoesNotCountAgainstTheFrameDead
   EXPECT_TRUE(wait_until([&] { return budget->used() == 0; })) << budget->used();
 }
 
+// A connection waiting for the transfer budget reads nothing, so its peer's heartbeats go
+// unanswered and tributary-client would drop the link after three heartbeat intervals of silence,
+// to send its upload again later. Instead the waiting side sends the peer a Heartbeat (sequence 0)
+// every budget_wait_keepalive, says waiting_for_budget() (a silence sweep then does not count the
+// peer silent), and stops both once its message fits. The connection holding the budget gets none.
+TEST_P(TransportTest, AConnectionWaitingForTheBudgetKeepsItsPeerHearingFromIt) {
+  TransportOptions o = ChunkedOptions();
+  o.budget_wait_keepalive = 200ms;
+  auto budget = StartServerWithBudget(o, uint64_t{3} << 20);
+  const TaskAssignment task = TwoMiBTask();
+  const OutboundMessage out = *EncodeOutbound(task, o.limits, 1);
+  std::vector<uint8_t> rest;  // every frame after the first
+  for (size_t i = 1; i < out.frames.size(); ++i) {
+    const std::vector<uint8_t> f = out.FrameBytes(i);
+    rest.insert(rest.end(), f.begin(), f.end());
+  }
+  const auto wait_until = [](const std::function<bool()>& done) {
+    const auto end = std::chrono::steady_clock::now() + 20s;
+    while (!done() && std::chrono::steady_clock::now() < end) std::this_thread::sleep_for(5ms);
+    return done();
+  };
+  // The keepalives a raw peer has received (the fixture's server echoes each message it receives,
+  // so the waiter's own message comes back at the end, possibly still arriving).
+  const auto keepalives = [](RawPeer& p) {
+    MessageReader reader(ProtocolLimits{});
+    std::vector<Message> got;
+    EXPECT_TRUE(reader.Feed(p.received(), &got).ok());
+    int n = 0;
+    for (const Message& m : got)
+      if (const auto* beat = std::get_if<Heartbeat>(&m); beat && beat->sequence == 0) {
+        EXPECT_GT(beat->sent_unix_ms, 0u);
+        ++n;
+      }
+    return n;
+  };
+
+  std::unique_ptr<RawPeer> holder = ConnectRaw("edge-holder");
+  std::unique_ptr<RawPeer> waiter = ConnectRaw("edge-waiter");
+  ASSERT_TRUE(holder && waiter);
+  holder->StartReading();
+  waiter->StartReading();
+  ASSERT_TRUE(holder->Write(out.FrameBytes(0)).ok());
+  ASSERT_TRUE(wait_until([&] { return budget->used() > 0; })) << "the holder reserved nothing";
+  ASSERT_TRUE(waiter->Write(out.FrameBytes(0)).ok());
+  ASSERT_TRUE(wait_until([&] { return budget->waits() > 0; })) << "the waiter never waited";
+  std::optional<Accepted> held = AcceptedById("edge-holder");
+  std::optional<Accepted> waiting = AcceptedById("edge-waiter");
+  ASSERT_TRUE(held && waiting);
+  EXPECT_TRUE(waiting->connection->waiting_for_budget());
+  EXPECT_FALSE(held->connection->waiting_for_budget());
+
+  std::this_thread::sleep_for(1100ms);  // five keepalive intervals
+  const int during = keepalives(*waiter);
+  EXPECT_EQ(ParseAll(waiter->received()).size(), static_cast<size_t>(during));  // nothing else
+  EXPECT_GE(during, 3);  // 5 on an idle machine; the timer may run late under load
+  EXPECT_LE(during, 6);
+  EXPECT_EQ(keepalives(*holder), 0);
+
+  std::future<Status> waiter_sent =
+      std::async(std::launch::async, [&] { return waiter->Write(rest, 20s); });
+  ASSERT_TRUE(holder->Write(rest, 20s).ok());
+  EXPECT_TRUE(waiter_sent.get().ok());
+  for (const std::optional<Accepted>* a : {&held, &waiting}) {
+    ASSERT_TRUE((*a)->inbox->WaitForMessages(1, 20s));
+    EXPECT_EQ((*a)->inbox->messages()[0], Message(task));
+  }
+  EXPECT_FALSE(waiting->connection->waiting_for_budget());
+  const int after = keepalives(*waiter);
+  std::this_thread::sleep_for(500ms);
+  EXPECT_EQ(keepalives(*waiter), after) << "keepalives went on after the message fitted";
+  EXPECT_TRUE(wait_until([&] { return budget->used() == 0; })) << budget->used();
+}
+
 // A peer that begins a large chunked message and then sends only heartbeats would hold its
 // transfer reservation for good (and with a budget that fits one such message, every other
 // upload waits behind it). The message must gain bytes within the frame deadline: the peer is
