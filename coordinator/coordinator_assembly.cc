@@ -131,8 +131,12 @@ Result<std::unique_ptr<Coordinator>> Coordinator::Assemble(CoordinatorConfig con
   // turns (backpressure) instead of holding n times the update size.
   topts.transport.transfer_budget =
       std::make_shared<TransferBudget>(static_cast<uint64_t>(cfg.transfer_budget_mb) << 20);
-  // An upload holding a share of it must keep a minimum rate (a trickle does not hold it forever).
+  // An upload holding a share of it must keep a minimum rate (a trickle does not hold it forever),
+  // after a grace of the frame timeout.
   topts.transport.min_message_rate = static_cast<uint64_t>(cfg.min_upload_rate_kib_s) << 10;
+  topts.transport.frame_read_timeout = cfg.frame_timeout;
+  // A client waiting for the budget hears a Heartbeat as often as it would hear its echoes.
+  topts.transport.budget_wait_keepalive = cfg.heartbeat_interval;
   if (!cfg.deny_list.empty()) {
     auto deny = std::make_shared<DenyList>();
     if (Status s = deny->LoadFile(cfg.deny_list); !s.ok()) return Fail(s, 1, exit_status);

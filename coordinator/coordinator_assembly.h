@@ -13,8 +13,9 @@
 // eval.threads); the RunDriver (resuming a checkpoint with options.resume or
 // options.resume_or_start); the standard observers (RunObservers: event log, console, run history,
 // metrics and the dashboard on monitor.listen); the mutual-TLS transport (tls.*, tls.deny_list,
-// net.max_handshakes_per_address, net.transfer_budget_mb, net.min_upload_rate_kib_s, one security
-// log for the listener, the service and the monitor). Nothing listens for clients yet.
+// net.max_handshakes_per_address, net.transfer_budget_mb, net.min_upload_rate_kib_s,
+// net.frame_timeout_s, one security log for the listener, the service and the monitor). Nothing
+// listens for clients yet.
 //
 // Serve() starts the run (RunStarted), listens on net.listen (CoordinatorService: its engine on a
 // thread of its own, the I/O on two), prints the start-up line, writes output.ready_file (the

@@ -21,8 +21,11 @@ void BindCoordinatorConfig(ConfigSchema& s, CoordinatorConfig* c) {
   s.Bind("net.transfer_budget_mb", &c->transfer_budget_mb,
          "MiB all connections may hold in partly received updates; over it, uploads wait");
   s.Bind("net.min_upload_rate_kib_s", &c->min_upload_rate_kib_s,
-         "KiB/s a partly received update must average (after frame_read_timeout's 30 s grace) "
+         "KiB/s a partly received update must average (after a grace of net.frame_timeout_s) "
          "to keep its share of the transfer budget (0: no minimum)");
+  s.Bind("net.frame_timeout_s", &c->frame_timeout,
+         "a frame that started arriving must be whole, and a chunked update must gain bytes, "
+         "within this (seconds)");
   s.Bind("eval.threads", &c->eval_threads, "threads of server-side evaluation (0: one per core)");
   s.Bind("tls.ca", &c->tls_ca, "CA certificate (PEM); required").Flag("--ca").Path();
   s.Bind("tls.cert", &c->tls_cert, "the coordinator's certificate (PEM); required")
@@ -136,6 +139,10 @@ Status CoordinatorConfig::Validate() const {
     return Status::InvalidArgument(
         fmt::format("key 'net.min_upload_rate_kib_s' = {} must be in [0, 1048576] (0: no minimum)",
                     min_upload_rate_kib_s));
+  if (frame_timeout.count() < 100 || frame_timeout > std::chrono::hours(1))
+    return Status::InvalidArgument(
+        fmt::format("key 'net.frame_timeout_s' = {} must be in [0.1, 3600]",
+                    static_cast<double>(frame_timeout.count()) / 1000));
   if (eval_threads < 0 || eval_threads > 1024)
     return Status::InvalidArgument(fmt::format(
         "key 'eval.threads' = {} must be in [0, 1024] (0: one per core)", eval_threads));

@@ -4,7 +4,7 @@
 //
 //   log_level, net.listen, net.heartbeat_interval_s, net.client_timeout_s,
 //   net.max_handshakes_per_address, net.transfer_budget_mb, net.min_upload_rate_kib_s,
-//   eval.threads,
+//   net.frame_timeout_s, eval.threads,
 //   tls.ca, tls.cert, tls.key, tls.deny_list, output.ready_file,
 //   monitor.listen, monitor.token and the monitor's limits (monitor_limits.h),
 //   the run (coordinator/run_config.h: run.*, fit.*, eval.*, output.*),
@@ -29,11 +29,14 @@ struct CoordinatorConfig {
   std::chrono::milliseconds heartbeat_interval{5'000};
   std::chrono::milliseconds client_timeout{60'000};
   // Hostile-load limits (docs/operations.md, "Under hostile load"): TLS handshakes in progress
-  // from one source address, the MiB all connections may hold in partly received updates, and
-  // the KiB/s each such update must average to keep its share (TransportOptions::min_message_rate).
+  // from one source address, the MiB all connections may hold in partly received updates, the
+  // KiB/s each such update must average to keep its share (TransportOptions::min_message_rate),
+  // and the time a started frame has to finish, which is also that rate's grace
+  // (TransportOptions::frame_read_timeout).
   int64_t max_handshakes_per_address = 8;
   int64_t transfer_budget_mb = 1024;
   int64_t min_upload_rate_kib_s = 1;
+  std::chrono::milliseconds frame_timeout{30'000};
   int64_t eval_threads = 0;  // server-side evaluation's threads; 0: one per core
   std::string tls_ca, tls_cert, tls_key;
   std::string deny_list;  // optional file of revoked client ids

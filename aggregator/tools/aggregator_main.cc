@@ -37,7 +37,8 @@ int Main(int argc, char** argv) {
       "partial sums (the aggregation tier)"};
   AggregatorOptions o;
   std::string ca, cert, key, log_level = "info", ready_file;
-  double heartbeat_s = 5, client_timeout_s = 30, flush_margin_s = 2, reconnect_s = 1;
+  double heartbeat_s = 5, client_timeout_s = 30, flush_margin_s = 2, reconnect_s = 1,
+         frame_timeout_s = 30;
   int64_t transfer_budget_mb = 1024, min_upload_rate_kib_s = 1;
   app.add_option("--coordinator", o.coordinator_address, "the coordinator, HOST:PORT")->required();
   app.add_option("--listen", o.listen_address, "where clients connect, ADDR:PORT")
@@ -64,9 +65,14 @@ int Main(int argc, char** argv) {
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20))
       ->capture_default_str();
   app.add_option("--min-upload-rate-kib-s", min_upload_rate_kib_s,
-                 "KiB/s a partly received message must average (after a 30 s grace) to keep its "
-                 "share of the transfer budget; 0: no minimum")
+                 "KiB/s a partly received message must average (after a grace of "
+                 "--frame-timeout-s) to keep its share of the transfer budget; 0: no minimum")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 20))
+      ->capture_default_str();
+  app.add_option("--frame-timeout-s", frame_timeout_s,
+                 "a frame that started arriving must be whole, and a chunked message must gain "
+                 "bytes, within this")
+      ->check(CLI::Range(0.1, 3600.0))
       ->capture_default_str();
   app.add_option("--ready-file", ready_file,
                  "once listening for clients, write the bound ADDR:PORT here (for supervisors "
@@ -94,6 +100,8 @@ int Main(int argc, char** argv) {
   topts.transport.transfer_budget =
       std::make_shared<TransferBudget>(static_cast<uint64_t>(transfer_budget_mb) << 20);
   topts.transport.min_message_rate = static_cast<uint64_t>(min_upload_rate_kib_s) << 10;
+  topts.transport.frame_read_timeout = ms(frame_timeout_s);
+  topts.transport.budget_wait_keepalive = o.heartbeat_interval;  // as the coordinator's
   Result<std::unique_ptr<TlsTransport>> transport = TlsTransport::Create(io, topts);
   if (!transport.ok()) return Fail(transport.status(), 1);
 

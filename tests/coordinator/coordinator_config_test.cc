@@ -67,6 +67,24 @@ TEST(CoordinatorConfigTest, TheMinimumUploadRateIsKiBPerSecondAndZeroTurnsItOff)
       << s;
 }
 
+// The frame timeout (also the minimum rate's grace) is in seconds, fractions allowed, within
+// [0.1 s, 1 h].
+TEST(CoordinatorConfigTest, TheFrameTimeoutIsSecondsWithinATenthAndAnHour) {
+  CoordinatorConfig c;
+  ASSERT_TRUE(Load("", &c).ok());
+  EXPECT_EQ(c.frame_timeout, std::chrono::milliseconds(30'000));
+  CoordinatorConfig short_one;
+  Status s = Load("[net]\nframe_timeout_s = 2.5\n", &short_one);
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(short_one.frame_timeout, std::chrono::milliseconds(2'500));
+  for (const char* value : {"0", "0.05", "3601"}) {
+    CoordinatorConfig bad;
+    s = Load(std::string("[net]\nframe_timeout_s = ") + value + "\n", &bad);
+    EXPECT_NE(s.message().find("key 'net.frame_timeout_s' = "), std::string::npos) << value;
+    EXPECT_NE(s.message().find("must be in [0.1, 3600]"), std::string::npos) << s;
+  }
+}
+
 TEST(CoordinatorConfigTest, RenamedKeysNameTheirNewKey) {
   const std::pair<const char*, const char*> cases[] = {
       {"listen = \"0.0.0.0:1\"\n", "key 'listen' was renamed 'net.listen'"},

@@ -7,7 +7,13 @@ keep sending as long as the coordinator reads; half announce just under the 1 Mi
 stop one byte short, holding what they sent. The coordinator's peak RSS in that run may exceed
 the peak of the same run without them by at most 64 MiB (before the fix, each could make it hold up
 to 1 GiB; here the ten 1 GiB announcers send 32 MiB each, which it then held: 320 MiB).
+
+Nor can one peer hold the transfer budget by trickling (net.min_upload_rate_kib_s after a grace of
+net.frame_timeout_s): a peer that takes the whole 1 MiB budget and sends 256 bytes every 100 ms is
+cut after the grace, named at the default log level, and the honest run, whose uploads waited for
+the budget until then, finishes.
 """
+import json
 import os
 import re
 import socket
@@ -18,7 +24,7 @@ import threading
 import time
 import unittest
 
-from process_harness import CERTS, COORDINATOR, ProcessTest
+from process_harness import CERTS, COORDINATOR, ProcessTest, cnn_run_toml
 
 CLIENT = os.environ.get("TRIBUTARY_CLIENT_BIN")
 HOSTILE = 20
@@ -83,6 +89,44 @@ class HostilePeer(threading.Thread):
             self.error = e
         finally:
             self.done.set()
+
+
+class Trickler(threading.Thread):
+    """One authenticated connection that announces a chunked message of `announce` bytes and sends
+    `step` bytes of it every `every` seconds until the coordinator answers (its Error) or closes."""
+
+    def __init__(self, address, tls, announce, step=256, every=0.1):
+        super().__init__(daemon=True)
+        self.address, self.announce, self.step, self.every = address, announce, step, every
+        self.ctx = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, cafile=tls[0])
+        self.ctx.load_cert_chain(tls[1], tls[2])
+        self.sent, self.started = 0, threading.Event()
+        self.first_sent = None  # time.time() as the first chunk left
+        self.cut_after = None   # seconds from the first chunk to the coordinator's answer
+
+    def run(self):
+        host, port = self.address.rsplit(":", 1)
+        try:
+            with socket.create_connection((host, int(port)), timeout=30) as raw:
+                with self.ctx.wrap_socket(raw, server_hostname="localhost") as s:
+                    s.settimeout(self.every)
+                    begun = time.monotonic()
+                    while self.sent + self.step < self.announce and time.monotonic() - begun < 60:
+                        if self.first_sent is None:
+                            self.first_sent = time.time()
+                        s.sendall(chunk_frame(1, self.sent, self.announce, bytes(self.step)))
+                        self.sent += self.step
+                        self.started.set()
+                        try:
+                            s.recv(4096)  # the coordinator's Error, or its close
+                        except socket.timeout:
+                            continue
+                        self.cut_after = time.monotonic() - begun
+                        break
+        except (OSError, ssl.SSLError):
+            pass  # a reset or a TLS alert is an answer too
+        finally:
+            self.started.set()
 
 
 @unittest.skipUnless(all([CERTS, COORDINATOR, CLIENT]), "run through ctest, which names the binaries")
@@ -165,6 +209,56 @@ event_log = "{events}"
                               r"127.0.0.1: hostile-\d+ before Hello .*: MESSAGE_TOO_LARGE: "
                               r"UpdateSubmission transfer announces 1073741824 bytes; the cap is "
                               r"1048576 bytes")
+
+    def test_a_trickle_holding_the_whole_budget_is_cut_and_the_run_goes_on(self):
+        events = self.path("trickle.jsonl")
+        coord, addr = self.start_coordinator(cnn_run_toml(2, 2) + f"""[net]
+transfer_budget_mb = 1
+frame_timeout_s = 5
+min_upload_rate_kib_s = 64
+[output]
+event_log = "{events}"
+""", name="trickle")
+        # Just under the control cap: the whole 1 MiB budget but 64 bytes. The cnn's updates (6.7 MB,
+        # sent in 1 MiB chunks) are counted against the budget; one larger than the whole budget
+        # may go when nothing else is reserved, so they wait until the trickle is cut.
+        trickler = Trickler(addr, self.client_tls("trickler"), CONTROL_CAP - 64)
+        trickler.start()
+        self.assertTrue(trickler.started.wait(30))
+        clients = self.start_cnn_clients(addr, 2)
+        self.assertEqual(coord.wait(timeout=120), 0, self.log("trickle"))
+        for i, c in enumerate(clients):
+            self.assertEqual(c.wait(timeout=60), 0, self.log(f"edge-{i}"))
+        trickler.join(10)
+        self.assertFalse(trickler.is_alive())
+        self.assertIsNotNone(trickler.cut_after)
+        print(f"trickle: {trickler.sent} bytes sent, cut after {trickler.cut_after:.2f} s",
+              file=sys.stderr)
+        # Cut after the 5 s grace plus what its bytes bought at 64 KiB/s (under 0.2 s), not at
+        # the default 30 s; the 60 s it would have gone on for bound the wait.
+        self.assertGreaterEqual(trickler.cut_after, 5.0)
+        self.assertLess(trickler.cut_after, 15.0)
+        self.assertLess(trickler.sent, 64 << 10)
+        with open(events) as f:
+            lines = [json.loads(l) for l in f]
+        closed = [e for e in lines if e["event"] == "round_closed"]
+        self.assertEqual(len(closed), 2)
+        # While they waited the coordinator sent them heartbeats (net.heartbeat_interval_s, 1 s
+        # here): they kept their connections (a client hearing nothing for three intervals drops
+        # its link and its update), so no attempt of a round failed.
+        self.assertEqual([e for e in lines if e["event"] == "round_failed"], [])
+        self.assertEqual([c["attempts"] for c in closed], [1, 1])
+        for i in range(2):
+            self.assertNotIn("connection to", self.log(f"edge-{i}"))
+        # The honest uploads could not start while it held 1048512 of the budget's 1048576 bytes,
+        # which it did until at least 5 s after its first chunk left: round 1 closed after that
+        # (its event's wall-clock ms; 50 ms for the clocks' rounding).
+        self.assertGreaterEqual(closed[0]["ts_ms"], (trickler.first_sent + 5.0) * 1000 - 50)
+        self.assertRegex(self.log("trickle"),
+                         r"\[warning\] security: connection closed for bad input from 127.0.0.1: "
+                         r"trickler before Hello .*: TIMEOUT: a chunked message from .* came "
+                         r"slower than the minimum rate of 65536 bytes/s after a grace of 5000 ms: "
+                         r"\d+ of 1048512 bytes in \d+\.\d s")
 
 
 if __name__ == "__main__":
