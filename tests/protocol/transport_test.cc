@@ -52,6 +52,23 @@ TaskAssignment TwoMiBTask() {
   return task;
 }
 
+// The bytes of `out`'s frames from index `first` on, back to back.
+std::vector<uint8_t> FramesFrom(const OutboundMessage& out, size_t first) {
+  std::vector<uint8_t> bytes;
+  for (size_t i = first; i < out.frames.size(); ++i) {
+    const std::vector<uint8_t> f = out.FrameBytes(i);
+    bytes.insert(bytes.end(), f.begin(), f.end());
+  }
+  return bytes;
+}
+
+// Polls `done` every 5 ms for up to 20 s; its last answer.
+bool WaitUntil(const std::function<bool()>& done) {
+  const auto end = std::chrono::steady_clock::now() + 20s;
+  while (!done() && std::chrono::steady_clock::now() < end) std::this_thread::sleep_for(5ms);
+  return done();
+}
+
 // Decodes whatever a raw peer received (it should be well-formed frames from our side).
 std::vector<Message> ParseAll(const std::vector<uint8_t>& bytes) {
   MessageReader reader(ProtocolLimits{});
@@ -416,16 +433,7 @@ TEST_P(TransportTest, WaitingForTheTransferBudgetDoesNotCountAgainstTheFrameDead
   const OutboundMessage out = *EncodeOutbound(task, o.limits, 1);
   constexpr size_t kHeld = 15;  // frames the holder trickles, one per 200 ms
   ASSERT_GT(out.frames.size(), kHeld + 2);
-  std::vector<uint8_t> rest;  // every frame after the trickled ones
-  for (size_t i = kHeld + 1; i < out.frames.size(); ++i) {
-    const std::vector<uint8_t> f = out.FrameBytes(i);
-    rest.insert(rest.end(), f.begin(), f.end());
-  }
-  const auto wait_until = [](const std::function<bool()>& done) {
-    const auto end = std::chrono::steady_clock::now() + 20s;
-    while (!done() && std::chrono::steady_clock::now() < end) std::this_thread::sleep_for(5ms);
-    return done();
-  };
+  const std::vector<uint8_t> rest = FramesFrom(out, kHeld + 1);  // after the trickled ones
 
   std::unique_ptr<RawPeer> holder = ConnectRaw("edge-holder");
   std::unique_ptr<RawPeer> waiter = ConnectRaw("edge-waiter");
@@ -433,10 +441,10 @@ TEST_P(TransportTest, WaitingForTheTransferBudgetDoesNotCountAgainstTheFrameDead
   holder->StartReading();
   waiter->StartReading();
   ASSERT_TRUE(holder->Write(out.FrameBytes(0)).ok());
-  ASSERT_TRUE(wait_until([&] { return budget->used() > 0; })) << "the holder reserved nothing";
+  ASSERT_TRUE(WaitUntil([&] { return budget->used() > 0; })) << "the holder reserved nothing";
   const std::vector<uint8_t> first = out.FrameBytes(0);
   ASSERT_TRUE(waiter->Write({first.begin(), first.begin() + 100}).ok());  // a frame has begun
-  ASSERT_TRUE(wait_until([&] { return budget->waits() > 0; })) << "the waiter never waited";
+  ASSERT_TRUE(WaitUntil([&] { return budget->waits() > 0; })) << "the waiter never waited";
   for (size_t i = 1; i <= kHeld; ++i) {  // three frame deadlines
     std::this_thread::sleep_for(200ms);
     ASSERT_TRUE(holder->Write(out.FrameBytes(i)).ok()) << i;
@@ -461,7 +469,7 @@ TEST_P(TransportTest, WaitingForTheTransferBudgetDoesNotCountAgainstTheFrameDead
         << id << " closed: " << a->inbox->WaitForClose(0ms).value_or(Status::Ok());
     EXPECT_EQ(a->inbox->messages()[0], Message(task)) << id;
   }
-  EXPECT_TRUE(wait_until([&] { return budget->used() == 0; })) << budget->used();
+  EXPECT_TRUE(WaitUntil([&] { return budget->used() == 0; })) << budget->used();
 }
 
 // A connection waiting for the transfer budget reads nothing, so its peer's heartbeats go
@@ -475,16 +483,7 @@ TEST_P(TransportTest, AConnectionWaitingForTheBudgetKeepsItsPeerHearingFromIt) {
   auto budget = StartServerWithBudget(o, uint64_t{3} << 20);
   const TaskAssignment task = TwoMiBTask();
   const OutboundMessage out = *EncodeOutbound(task, o.limits, 1);
-  std::vector<uint8_t> rest;  // every frame after the first
-  for (size_t i = 1; i < out.frames.size(); ++i) {
-    const std::vector<uint8_t> f = out.FrameBytes(i);
-    rest.insert(rest.end(), f.begin(), f.end());
-  }
-  const auto wait_until = [](const std::function<bool()>& done) {
-    const auto end = std::chrono::steady_clock::now() + 20s;
-    while (!done() && std::chrono::steady_clock::now() < end) std::this_thread::sleep_for(5ms);
-    return done();
-  };
+  const std::vector<uint8_t> rest = FramesFrom(out, 1);  // every frame after the first
   // The keepalives a raw peer has received (the fixture's server echoes each message it receives,
   // so the waiter's own message comes back at the end, possibly still arriving).
   const auto keepalives = [](RawPeer& p) {
@@ -506,9 +505,9 @@ TEST_P(TransportTest, AConnectionWaitingForTheBudgetKeepsItsPeerHearingFromIt) {
   holder->StartReading();
   waiter->StartReading();
   ASSERT_TRUE(holder->Write(out.FrameBytes(0)).ok());
-  ASSERT_TRUE(wait_until([&] { return budget->used() > 0; })) << "the holder reserved nothing";
+  ASSERT_TRUE(WaitUntil([&] { return budget->used() > 0; })) << "the holder reserved nothing";
   ASSERT_TRUE(waiter->Write(out.FrameBytes(0)).ok());
-  ASSERT_TRUE(wait_until([&] { return budget->waits() > 0; })) << "the waiter never waited";
+  ASSERT_TRUE(WaitUntil([&] { return budget->waits() > 0; })) << "the waiter never waited";
   std::optional<Accepted> held = AcceptedById("edge-holder");
   std::optional<Accepted> waiting = AcceptedById("edge-waiter");
   ASSERT_TRUE(held && waiting);
@@ -534,7 +533,7 @@ TEST_P(TransportTest, AConnectionWaitingForTheBudgetKeepsItsPeerHearingFromIt) {
   const int after = keepalives(*waiter);
   std::this_thread::sleep_for(500ms);
   EXPECT_EQ(keepalives(*waiter), after) << "keepalives went on after the message fitted";
-  EXPECT_TRUE(wait_until([&] { return budget->used() == 0; })) << budget->used();
+  EXPECT_TRUE(WaitUntil([&] { return budget->used() == 0; })) << budget->used();
 }
 
 // A peer that begins a large chunked message and then sends only heartbeats would hold its
