@@ -206,13 +206,14 @@ bool FramedConnection::reserve_transfer() {
     reserved_ = want;
     return true;
   }
+  // Said before the wait is counted, so whoever sees the count sees the connection waiting.
+  waiting_for_budget_ = true;
   budget->CountWait();
   // Reading stops here by our choice, not the peer's: its frame deadline stops too, and starts
   // afresh when reading resumes (else a client queued behind others is dropped as too slow); the
   // minimum rate's clock does not run meanwhile.
   StopReadDeadlines();
   paused_at_ = keepalive_sent_ = std::chrono::steady_clock::now();
-  waiting_for_budget_ = true;
   budget_timer_.expires_after(std::chrono::milliseconds(10));
   budget_timer_.async_wait(
       [self = shared_from_this()](const error_code& e) { self->retry_budget(e); });

@@ -511,7 +511,7 @@ TEST_P(TransportTest, AConnectionWaitingForTheBudgetKeepsItsPeerHearingFromIt) {
   std::optional<Accepted> held = AcceptedById("edge-holder");
   std::optional<Accepted> waiting = AcceptedById("edge-waiter");
   ASSERT_TRUE(held && waiting);
-  EXPECT_TRUE(waiting->connection->waiting_for_budget());
+  EXPECT_TRUE(WaitUntil([&] { return waiting->connection->waiting_for_budget(); }));
   EXPECT_FALSE(held->connection->waiting_for_budget());
 
   std::this_thread::sleep_for(1100ms);  // five keepalive intervals
