@@ -41,11 +41,12 @@ std::string Ms(std::chrono::milliseconds d) { return std::to_string(d.count()) +
 }  // namespace
 
 FramedConnection::FramedConnection(std::unique_ptr<ByteStream> stream, PeerInfo peer,
-                                   const TransportOptions& options)
+                                   const TransportOptions& options, Origin origin)
     : stream_(std::move(stream)),
       strand_(stream_->executor()),
       peer_(std::move(peer)),
       options_(options),
+      origin_(origin),
       reader_(options.limits),
       read_timer_(strand_),
       write_timer_(strand_),
@@ -185,6 +186,7 @@ void FramedConnection::on_read(const error_code& ec, size_t n) {
                                       : reader_.Feed(std::span(read_buffer_.get(), n), &received_);
   for (Message& m : received_) {
     if (state_ != State::kOpen) break;  // a handler closed the connection
+    if (std::holds_alternative<Heartbeat>(m)) heard_during_write_ = true;
     if (on_message_) on_message_(std::move(m));
   }
   received_.clear();
@@ -368,9 +370,7 @@ void FramedConnection::do_write() {
   writing_ = true;
   writing_index_ = pick;
   in_flight_ = out.message;
-  write_timer_.expires_after(options_.write_timeout);
-  write_timer_.async_wait(
-      [self = shared_from_this()](const error_code& ec) { self->on_write_deadline(ec); });
+  arm_write_deadline();
   stream_->AsyncWrite(
       std::move(buffers),
       [self = shared_from_this()](const error_code& ec, size_t n) { self->on_write(ec, n); });
@@ -404,9 +404,21 @@ void FramedConnection::on_write(const error_code& ec, size_t /*n*/) {
   do_close();
 }
 
+void FramedConnection::arm_write_deadline() {
+  heard_during_write_ = false;
+  write_timer_.expires_after(options_.write_timeout);
+  write_timer_.async_wait(
+      [self = shared_from_this()](const error_code& ec) { self->on_write_deadline(ec); });
+}
+
 void FramedConnection::on_write_deadline(const error_code& ec) {
   if (ec == asio::error::operation_aborted || !writing_ || state_ == State::kClosed) return;
   if (write_timer_.expiry() > std::chrono::steady_clock::now()) return;
+  // The server we dialed reads nothing from us but keeps telling us it is there: it waits for
+  // its transfer budget (budget_wait_keepalive). Our frame goes when our turn comes.
+  if (origin_ == Origin::kDialed && heard_during_write_ && state_ == State::kOpen) {
+    return arm_write_deadline();
+  }
   if (close_reason_.ok()) {
     close_reason_ =
         ProtocolError(ErrorCode::kTimeout, "writing a frame to " + peer_.address +

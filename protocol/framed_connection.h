@@ -17,6 +17,12 @@
 // it pauses. So a peer that starts a large message and then sends only heartbeats gives its
 // reservation back within frame_read_timeout instead of holding it for good, and one that sends a
 // tiny chunk now and then gives it back when it falls below TransportOptions::min_message_rate.
+// A waiting connection sends its peer a Heartbeat every budget_wait_keepalive instead. On a
+// connection we dialed (Origin::kDialed: a client's link to its coordinator, an aggregator's to
+// the coordinator), a frame write that outlasts write_timeout is not given up while the peer keeps
+// sending heartbeats (at least one in each write_timeout): the server has paused reading us for
+// its budget and says so. Accepted connections never wait so: there a peer that stops reading and
+// sends heartbeats would hold a write, and its buffers, for good.
 //
 // Thread safety: the public methods may be called from any thread; they post to the strand.
 #pragma once
@@ -37,8 +43,11 @@ namespace tributary {
 class FramedConnection final : public Connection,
                                public std::enable_shared_from_this<FramedConnection> {
  public:
+  // Who opened the connection: a listener accepted it, or our transport dialed it (above).
+  enum class Origin { kAccepted, kDialed };
+
   FramedConnection(std::unique_ptr<ByteStream> stream, PeerInfo peer,
-                   const TransportOptions& options);
+                   const TransportOptions& options, Origin origin = Origin::kAccepted);
   ~FramedConnection() override;
 
   void Start(MessageHandler on_message, CloseHandler on_close) override;
@@ -81,6 +90,8 @@ class FramedConnection final : public Connection,
   void enqueue(Outgoing out);
   void do_write();
   void on_write(const boost::system::error_code& ec, size_t n);
+  // Arms write_timer_ for the frame being written (and forgets the heartbeats heard before).
+  void arm_write_deadline();
   void on_write_deadline(const boost::system::error_code& ec);
 
   // Begins closing because of `reason`; with send_error, first tells the peer in an Error message.
@@ -94,6 +105,7 @@ class FramedConnection final : public Connection,
   boost::asio::any_io_executor strand_;
   PeerInfo peer_;
   TransportOptions options_;
+  Origin origin_;
   MessageReader reader_;
   std::unique_ptr<uint8_t[]> read_buffer_;  // of read_capacity_ bytes (framed_connection.cc)
   size_t read_capacity_ = 0;
@@ -126,6 +138,8 @@ class FramedConnection final : public Connection,
   bool reading_ = false;
   bool direct_read_ = false;  // the read in flight goes to reader_.ReadSpace(), not read_buffer_
   bool writing_ = false;
+  // A Heartbeat came from the peer since the write deadline was last armed (Origin::kDialed).
+  bool heard_during_write_ = false;
   bool read_deadline_armed_ = false;
   bool shutdown_started_ = false;
   State state_ = State::kOpen;

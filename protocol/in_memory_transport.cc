@@ -125,7 +125,8 @@ void InMemoryTransport::Connect(const std::string& address, ConnectHandler on_co
                        address](Result<std::unique_ptr<ByteStream>> stream) mutable {
     if (!stream.ok()) return on_connect(stream.status());
     on_connect(std::shared_ptr<Connection>(std::make_shared<FramedConnection>(
-        std::move(*stream), PeerInfo{address, "memory:" + address}, options)));
+        std::move(*stream), PeerInfo{address, "memory:" + address}, options,
+        FramedConnection::Origin::kDialed)));
   });
 }
 

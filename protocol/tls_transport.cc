@@ -221,8 +221,9 @@ void TlsTransport::Connect(const std::string& address, ConnectHandler on_connect
       [on_connect = std::move(on_connect), options, host = host_port->first](
           Result<std::unique_ptr<TlsStream>> stream, const std::string& remote) {
         if (!stream.ok()) return on_connect(stream.status());
-        on_connect(std::shared_ptr<Connection>(std::make_shared<FramedConnection>(
-            std::move(*stream), PeerInfo{host, remote}, options)));
+        on_connect(std::shared_ptr<Connection>(
+            std::make_shared<FramedConnection>(std::move(*stream), PeerInfo{host, remote}, options,
+                                               FramedConnection::Origin::kDialed)));
       })
       ->Run();
 }

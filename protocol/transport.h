@@ -65,7 +65,10 @@ struct TransportOptions {
   // 0: no minimum. Connections without a budget (clients) hold nothing shared and are not timed.
   uint64_t min_message_rate = 1024;
   // Writing one frame must finish within this, or the connection is closed (the peer stopped
-  // reading).
+  // reading). On a connection this transport dialed, a write that the peer keeps sending
+  // heartbeats through (one or more in each write_timeout) goes on waiting: the server has paused
+  // reading it for its transfer budget and says so (budget_wait_keepalive). Accepted connections
+  // never wait so (a peer could stop reading and send heartbeats to hold the write for good).
   std::chrono::milliseconds write_timeout{30'000};
   // How long a closing connection waits for the peer's close_notify before closing the socket.
   std::chrono::milliseconds shutdown_timeout{2'000};

@@ -3,6 +3,7 @@
 // get an Error naming what was wrong, close that connection, and leave other sessions working.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstring>
 #include <functional>
 #include <future>
@@ -213,6 +214,51 @@ class TransportTest : public ::testing::TestWithParam<Kind> {
     return t;
   }
 
+  // A client writing while the server waits for its budget. The server (a 48 MiB transfer
+  // budget, budget_wait_keepalive `keepalive`) reads a raw peer's 32 MiB message, which holds
+  // 32 MiB, when a client whose write deadline is 300 ms sends one of 32 MiB (more than loopback
+  // socket buffers hold, so its writes stall). After 2 s the raw peer sends the rest. Returns what
+  // became of the client's message: OK once the server has it whole, else the client's close.
+  Status SendWhileAnotherHoldsTheBudget(std::chrono::milliseconds keepalive) {
+    TransportOptions o = ChunkedOptions();
+    o.frame_read_timeout = 20s;  // the holder sends nothing for 2 s
+    o.budget_wait_keepalive = keepalive;
+    auto budget = StartServerWithBudget(o, uint64_t{48} << 20);
+    UpdateSubmission big;
+    big.update.bytes = std::vector<uint8_t>(size_t{32} << 20, 0x5a);
+    const OutboundMessage out = *EncodeOutbound(big, o.limits, 1);
+    std::unique_ptr<RawPeer> holder = ConnectRaw("edge-holder");
+    if (!holder) return Status::Internal("the holder did not connect");
+    holder->StartReading();  // the server echoes its message
+    if (!holder->Write(out.FrameBytes(0)).ok() || !WaitUntil([&] { return budget->used() > 0; })) {
+      return Status::Internal("the holder reserved nothing");
+    }
+    TransportOptions client = ChunkedOptions();
+    client.write_timeout = 300ms;
+    Inbox inbox;
+    Result<std::shared_ptr<Connection>> c = Connect("edge-waiter", inbox, client);
+    if (!c.ok()) return c.status();
+    Waiter<Status> sent;
+    (*c)->Send(big, sent.Callback());
+    if (!WaitUntil([&] { return budget->waits() > 0; })) {
+      return Status::Internal("the client never waited");
+    }
+    std::this_thread::sleep_for(2s);  // six of the client's write deadlines
+    if (!holder->Write(FramesFrom(out, 1), 30s).ok()) {
+      return Status::Internal("the holder could not finish");
+    }
+    if (std::optional<Status> closed = inbox.WaitForClose(0ms)) return *closed;
+    std::optional<Status> s = sent.Wait();
+    if (!s || !s->ok()) return s ? *s : Status::DeadlineExceeded("the send never finished");
+    std::optional<Accepted> at_server = AcceptedById("edge-waiter");
+    if (!at_server || !at_server->inbox->WaitForMessages(1, 30s)) {
+      return Status::Internal("the server never got the client's message");
+    }
+    EXPECT_EQ(at_server->inbox->messages()[0], Message(big));
+    EXPECT_TRUE(WaitUntil([&] { return budget->used() == 0; })) << budget->used();
+    return Status::Ok();
+  }
+
   std::unique_ptr<RawPeer> ConnectRaw(const std::string& id) {
     Transport& t = ClientTransport(id, TestOptions());
     Waiter<Result<std::unique_ptr<ByteStream>>> waiter;
@@ -379,11 +425,10 @@ TEST_P(TransportTest, LargeModelTravelsInChunksUnderSmallFrameCap) {
 // message at once to a server allowed to hold 3 MiB of partial messages. They take turns (the
 // others stop being read, their bytes wait in TCP) and every message arrives, whole.
 TEST_P(TransportTest, ASharedTransferBudgetMakesLargeMessagesTakeTurnsAndAllArrive) {
+  // A client whose server has stopped reading waits in its write for its turn. Under
+  // ThreadSanitizer the others' turns take longer than TestOptions' 5 s write timeout; the
+  // server's keepalives (every second) keep the clients' writes waiting (they used to give up).
   TransportOptions o = ChunkedOptions();
-  // A client whose server has stopped reading waits in its write for its turn: under
-  // ThreadSanitizer the others' turns take longer than TestOptions' 5 s write timeout, and the
-  // clients then gave up (the server's frame deadline no longer runs while it waits).
-  o.write_timeout = 120s;
   auto budget = StartServerWithBudget(o, uint64_t{3} << 20);
   const TaskAssignment task = TwoMiBTask();
   auto encoded = std::make_shared<const OutboundMessage>(*EncodeOutbound(task, o.limits, 1));
@@ -534,6 +579,23 @@ TEST_P(TransportTest, AConnectionWaitingForTheBudgetKeepsItsPeerHearingFromIt) {
   std::this_thread::sleep_for(500ms);
   EXPECT_EQ(keepalives(*waiter), after) << "keepalives went on after the message fitted";
   EXPECT_TRUE(WaitUntil([&] { return budget->used() == 0; })) << budget->used();
+}
+
+// A client's frame write outlasts its write deadline when the server has paused reading it for
+// the transfer budget. While the server's keepalives come, the client (it dialed the connection)
+// waits for its turn instead of giving up and sending its update again later; tributary-client's
+// 30 s deadline used to bound the wait.
+TEST_P(TransportTest, ADialedWriteWaitsForItsTurnWhileTheServerSaysItWaits) {
+  const Status s = SendWhileAnotherHoldsTheBudget(100ms);
+  EXPECT_TRUE(s.ok()) << s;
+}
+
+// The same without keepalives: the stalled write times out at the client's deadline, as for a
+// server that stopped reading (this is what shows the write above really stalled).
+TEST_P(TransportTest, WithoutKeepalivesADialedWriteStalledByTheBudgetTimesOut) {
+  const Status s = SendWhileAnotherHoldsTheBudget(0ms);
+  EXPECT_EQ(ProtocolErrorCodeOf(s), ErrorCode::kTimeout) << s;
+  EXPECT_NE(s.message().find("writing a frame"), std::string::npos) << s;
 }
 
 // A peer that begins a large chunked message and then sends only heartbeats would hold its
@@ -830,6 +892,42 @@ TEST_P(TransportTest, PeerThatStopsReadingTimesOutTheWrite) {
   EXPECT_EQ(ProtocolErrorCodeOf(*closed), ErrorCode::kTimeout) << *closed;
   EXPECT_NE(closed->message().find("writing a frame"), std::string::npos) << *closed;
   ExpectExchange(honest);
+}
+
+// Heartbeats do not keep a write waiting on an accepted connection: a peer that stops reading
+// but sends heartbeats would otherwise hold the server's write (and the message's buffers) for
+// good.
+TEST_P(TransportTest, APeerThatStopsReadingButSendsHeartbeatsStillTimesOutTheWrite) {
+  TransportOptions o = TestOptions();
+  o.write_timeout = 300ms;
+  StartServer(o);
+  std::unique_ptr<RawPeer> raw = ConnectRaw("edge-deaf");  // never reads
+  ASSERT_NE(raw, nullptr);
+  std::optional<Accepted> deaf = AcceptedById("edge-deaf");
+  ASSERT_TRUE(deaf.has_value());
+  const OutboundMessage beat = *EncodeOutbound(Heartbeat{0, 1}, o.limits, 1);
+  std::atomic<bool> stop{false};
+  std::thread beating([&] {  // a heartbeat every 50 ms, six to each write deadline
+    while (!stop && raw->Write(beat.FrameBytes(0), 1s).ok() && !raw->WaitClosed(0ms))
+      std::this_thread::sleep_for(50ms);
+  });
+  UpdateSubmission big;
+  big.update.bytes = std::vector<uint8_t>(32 << 20);  // more than loopback socket buffers hold
+  Waiter<Status> sent;
+  const auto t0 = std::chrono::steady_clock::now();
+  deaf->connection->Send(big, sent.Callback());
+  std::optional<Status> s = sent.Wait();
+  const auto took = std::chrono::steady_clock::now() - t0;
+  stop = true;
+  beating.join();
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->code(), StatusCode::kAborted) << *s;
+  EXPECT_LT(took, 5s);
+  std::optional<Status> closed = deaf->inbox->WaitForClose();
+  ASSERT_TRUE(closed.has_value());
+  EXPECT_EQ(ProtocolErrorCodeOf(*closed), ErrorCode::kTimeout) << *closed;
+  EXPECT_NE(closed->message().find("writing a frame"), std::string::npos) << *closed;
+  EXPECT_GT(deaf->inbox->messages().size(), 0u) << "no heartbeat reached the server";
 }
 
 TEST_P(TransportTest, MessageOverReceiverCapIsRefused) {
