@@ -58,8 +58,10 @@ void AggregatorService::Start() {
 }
 
 void AggregatorService::Stop(const std::string& reason) {
-  asio::post(strand_,
-             [self = shared_from_this(), reason] { self->Finish(Status::Ok(), reason, 0); });
+  asio::post(strand_, [self = shared_from_this(), reason] {
+    // Its clients reconnect (to it when it is back, or to another aggregator).
+    self->Finish(Status::Ok(), reason, static_cast<uint32_t>(ErrorCode::kShuttingDown));
+  });
 }
 
 // ---- upstream ----
@@ -134,6 +136,11 @@ void AggregatorService::OnUpstream(Message msg) {
     return;
   }
   if (auto* g = std::get_if<Goodbye>(&msg)) {
+    if (g->code == static_cast<uint32_t>(ErrorCode::kShuttingDown)) {
+      // Stopped, not over: the coordinator closes the link and we reconnect until it is back.
+      Log().warn("aggregator: the coordinator is shutting down ({}); reconnecting", g->reason);
+      return;
+    }
     Finish(g->code == 0 ? Status::Ok()
                         : Status::FailedPrecondition("the coordinator's run failed: " + g->reason),
            g->reason, g->code);
@@ -393,7 +400,7 @@ void AggregatorService::QueueMembership() {
 void AggregatorService::OnAccept(std::shared_ptr<Connection> conn) {
   if (finished_) {
     conn->Start([](Message) {}, [](Status) {});
-    conn->Send(Goodbye{"the aggregator is shutting down", 0});
+    conn->Send(Goodbye{"the aggregator is shutting down", finish_code_});
     conn->Close();
     return;
   }
@@ -456,7 +463,8 @@ void AggregatorService::OnHello(Session& s, const Hello& hello) {
     auto os = sessions_.find(it->second);
     if (os != sessions_.end()) {
       os->second.id.clear();
-      os->second.conn->Send(Goodbye{"superseded by a new connection from the same client", 0});
+      os->second.conn->Send(Goodbye{"superseded by a new connection from the same client",
+                                    static_cast<uint32_t>(ErrorCode::kSuperseded)});
       os->second.conn->Close();
     }
     by_id_.erase(it);
@@ -618,6 +626,7 @@ void AggregatorService::Sweep() {
 void AggregatorService::Finish(Status result, const std::string& reason, uint32_t code) {
   if (finished_) return;
   finished_ = true;
+  finish_code_ = code;
   for (Timer* t : {sweep_timer_.get(), flush_timer_.get(), reconnect_timer_.get(),
                    heartbeat_timer_.get(), secure_timer_.get()})
     t->Cancel();

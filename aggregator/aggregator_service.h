@@ -75,7 +75,8 @@ class AggregatorService : public std::enable_shared_from_this<AggregatorService>
 
   // Connects to the coordinator (retrying until it answers).
   void Start();
-  // Closes every connection and stops listening; on_finished(OK). Thread-safe; idempotent.
+  // Closes every connection (its clients get Goodbye(reason, SHUTTING_DOWN) and reconnect) and
+  // stops listening; on_finished(OK). Thread-safe; idempotent.
   void Stop(const std::string& reason);
   // Runs once, on the strand, when the service stopped: OK after Stop or a Goodbye of a run that
   // completed, else why (the coordinator refused it, or its run failed).
@@ -163,6 +164,7 @@ class AggregatorService : public std::enable_shared_from_this<AggregatorService>
   std::unique_ptr<SecureGroupShare> secure_;  // this round's, with secure aggregation
   std::string secure_phase_;                  // its phase last logged
   bool finished_ = false;
+  uint32_t finish_code_ = 0;  // the Goodbye code of Finish, for clients that connect after it
   std::function<void(Status)> on_finished_;
   std::function<void()> on_closed_;
   std::function<void(const std::string&)> on_listening_;

@@ -216,6 +216,16 @@ void RuntimeCore::OnMessage(uint64_t gen, Message message) {
     } else if (goodbye->code == static_cast<uint32_t>(ErrorCode::kRunFailed)) {
       Log().error("the coordinator's run failed: {}", goodbye->reason);
       Finish(Status::Aborted("the coordinator's run failed: " + goodbye->reason));
+    } else if (goodbye->code == static_cast<uint32_t>(ErrorCode::kShuttingDown)) {
+      // Stopped, not over: a restarted coordinator (--resume) takes this client back.
+      Log().warn("the coordinator is shutting down ({}); reconnecting", goodbye->reason);
+      LoseConnection(Status::Unavailable("the coordinator is shutting down"));
+    } else if (goodbye->code == static_cast<uint32_t>(ErrorCode::kSuperseded)) {
+      // This process is not the one serving the run: another with this client's certificate is.
+      const std::string why = "another connection with this client's id replaced this one at " +
+                              endpoint() + " (two processes with one certificate?)";
+      Log().error("{}; stopping", why);
+      Finish(Status::FailedPrecondition(why));
     } else {
       Log().info("the coordinator ended the run: {}", goodbye->reason);
       Finish(Status::Ok());

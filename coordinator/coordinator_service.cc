@@ -109,8 +109,9 @@ Status CoordinatorService::Start() {
 }
 
 void CoordinatorService::Stop(const std::string& reason) {
-  asio::post(engine_strand_,
-             [self = shared_from_this(), reason] { self->FinishRun(Status::Ok(), reason); });
+  asio::post(engine_strand_, [self = shared_from_this(), reason] {
+    self->FinishRun(Status::Ok(), reason, static_cast<uint32_t>(ErrorCode::kShuttingDown));
+  });
 }
 
 // ---- I/O strand ----
@@ -414,8 +415,17 @@ void CoordinatorService::Supersede(const std::string& id, Connection* keep) {
     os->second.members.erase(id);  // the engine sees the new session's join as a reconnect
     return;
   }
+  // A direct client's new session: either it reconnected before its old link was seen to die, or
+  // two processes hold one certificate. The old one is told so (it stops, SUPERSEDED) and the
+  // operator hears of it. (A client that now comes through an aggregator is only moving.)
+  if (auto ks = sessions_.find(keep); ks != sessions_.end() && !ks->second.aggregator) {
+    security_->Note("client id connected twice", SourceAddress(keep->peer().address),
+                    fmt::format("client {}: the connection from {} replaces the one from {}", id,
+                                keep->peer().address, os->second.conn->peer().address));
+  }
   os->second.id.clear();
-  os->second.conn->Send(Goodbye{"superseded by a new connection from the same client", 0});
+  os->second.conn->Send(Goodbye{"superseded by a new connection from the same client",
+                                static_cast<uint32_t>(ErrorCode::kSuperseded)});
   os->second.conn->Close();
 }
 
@@ -560,12 +570,11 @@ void CoordinatorService::Sweep() {
       });
 }
 
-void CoordinatorService::CloseAll(Status result, const std::string& reason) {
+void CoordinatorService::CloseAll(Status result, const std::string& reason, uint32_t code) {
   if (closed_) return;
   closed_ = true;
   sweep_timer_->Cancel();
   if (listener_) listener_->Stop();
-  const uint32_t code = result.ok() ? 0 : static_cast<uint32_t>(ErrorCode::kRunFailed);
   for (auto& [key, s] : sessions_) {
     s.conn->Send(Goodbye{reason, code});
     s.conn->Close();
@@ -612,14 +621,16 @@ void CoordinatorService::PublishRefusals(const std::vector<ClientRefused>& event
   for (const ClientRefused& e : events) driver_.Report(e);
 }
 
-void CoordinatorService::FinishRun(Status outcome, const std::string& reason) {
+void CoordinatorService::FinishRun(Status outcome, const std::string& reason, uint32_t code) {
   if (run_over_) return;
   run_over_ = true;
   deadline_timer_->Cancel();
   PublishRefusals(refusals_.Flush(clock_->Now(), /*force=*/true));  // before RunFinished
   const Status result = driver_.Finish(std::move(outcome));
-  asio::post(io_strand_,
-             [self = shared_from_this(), result, reason] { self->CloseAll(result, reason); });
+  if (!result.ok()) code = static_cast<uint32_t>(ErrorCode::kRunFailed);
+  asio::post(io_strand_, [self = shared_from_this(), result, reason, code] {
+    self->CloseAll(result, reason, code);
+  });
 }
 
 }  // namespace tributary

@@ -96,8 +96,10 @@ class CoordinatorService : public std::enable_shared_from_this<CoordinatorServic
   Status Start();
   // The bound address (with the real port when port 0 was asked for). Valid after Start().
   std::string address() const { return address_; }
-  // Ends the run: the driver finishes it (OK), every client gets Goodbye(reason), connections
-  // close, listening stops, then on_finished(OK). Thread-safe; idempotent.
+  // Stops serving the run (SIGTERM): the driver finishes it (OK; the checkpoints resume it),
+  // every client and aggregator gets Goodbye(reason, SHUTTING_DOWN), which tells it to reconnect
+  // (a restarted coordinator, `--resume`, takes it back), connections close, listening stops, then
+  // on_finished(OK). Thread-safe; idempotent.
   void Stop(const std::string& reason);
   // Runs once, on the I/O strand, when the run has ended: with the driver's outcome (OK after all
   // rounds or Stop, else why the run failed).
@@ -143,14 +145,17 @@ class CoordinatorService : public std::enable_shared_from_this<CoordinatorServic
   void OnSplitBatch(Session& s, Message batch);
   void Deliver(Outbox outbox);
   void Sweep();
-  void CloseAll(Status result, const std::string& reason);
+  // Goodbye(reason, code) to every session, then closes them and stops listening.
+  void CloseAll(Status result, const std::string& reason, uint32_t code);
   void NotifyClosedWhenDrained();  // on_closed once the run is over and no session is left
 
   // RunEngine strand.
   template <class F>
   void OnEngine(F&& fn);
   void AfterEngine();
-  void FinishRun(Status outcome, const std::string& reason);
+  // The Goodbye's code: RUN_FAILED when the run failed, else `code` (0: the run is over;
+  // SHUTTING_DOWN from Stop: come back).
+  void FinishRun(Status outcome, const std::string& reason, uint32_t code = 0);
   void PublishRefusals(const std::vector<ClientRefused>& events);
 
   Transport& transport_;

@@ -79,6 +79,7 @@ Result<std::unique_ptr<RunDriver>> RunDriver::Create(const RunConfig& config, Op
 
   Result<std::unique_ptr<Strategy>> strategy =
       MakeTierStrategy(TierConfig{c.round, c.strategy, c.server_lr});
+  if (!strategy.ok()) return strategy.status();  // names the key
   // A rule that needs n updates (Krum: n > 2f + 2, ...) must get them in every round that closes.
   const int64_t min_round =
       c.round.min_completed > 0 ? c.round.min_completed : c.round.clients_per_round;

@@ -13,7 +13,7 @@ struct ErrorInfo {
   StatusCode status;
 };
 
-constexpr std::array<ErrorInfo, 16> kErrors = {{
+constexpr std::array<ErrorInfo, 17> kErrors = {{
     {ErrorCode::kUnspecified, "UNSPECIFIED", StatusCode::kInternal},
     {ErrorCode::kBadMagic, "BAD_MAGIC", StatusCode::kCorruption},
     {ErrorCode::kUnsupportedVersion, "UNSUPPORTED_VERSION", StatusCode::kFailedPrecondition},
@@ -30,6 +30,7 @@ constexpr std::array<ErrorInfo, 16> kErrors = {{
     {ErrorCode::kInternal, "INTERNAL", StatusCode::kInternal},
     {ErrorCode::kLayoutMismatch, "LAYOUT_MISMATCH", StatusCode::kFailedPrecondition},
     {ErrorCode::kRunFailed, "RUN_FAILED", StatusCode::kAborted},
+    {ErrorCode::kSuperseded, "SUPERSEDED", StatusCode::kFailedPrecondition},
 }};
 
 const ErrorInfo* FindError(uint32_t code) {

@@ -103,6 +103,7 @@ enum class ErrorCode : uint32_t {
   kInternal = 13,           // a bug on the sending side
   kLayoutMismatch = 14,     // the client's model layout is not the run's (Hello is refused)
   kRunFailed = 15,          // Goodbye: the run ended failed (the reason says why)
+  kSuperseded = 16,         // Goodbye: a newer connection with this client id replaced this one
 };
 
 // "FRAME_TOO_LARGE", ...; "UNKNOWN_ERROR_<n>" for codes this build does not know.

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <deque>
 #include <future>
 #include <memory>
@@ -53,6 +54,11 @@ class AggregatorServiceTest : public ::testing::Test {
     coordinator_transport_ = Transport("coordinator", PeerRole::kClient);
     Result<std::shared_ptr<Listener>> l =
         coordinator_transport_->Listen("coord", [this](std::shared_ptr<Connection> c) {
+          if (upstream_accepted_++ > 0) {  // the aggregator came back (after a Goodbye)
+            c->Start(up_again_.OnMessage(), up_again_.OnClose());
+            reconnected_.Callback()(c);
+            return;
+          }
           c->Start(up_.OnMessage(), up_.OnClose());
           upstream_.set_value(c);
         });
@@ -177,13 +183,42 @@ class AggregatorServiceTest : public ::testing::Test {
       clients_transport_;
   std::shared_ptr<Listener> coordinator_listener_;
   std::promise<std::shared_ptr<Connection>> upstream_;
+  std::atomic<int> upstream_accepted_{0};
+  Waiter<std::shared_ptr<Connection>> reconnected_;  // its next connection to the coordinator
   std::shared_ptr<Connection> coordinator_;
   Inbox up_;
+  Inbox up_again_;  // what the next connection brings
   std::shared_ptr<AggregatorService> service_;
   std::string aggregator_address_;
   std::deque<TestClient> clients_;  // Join hands out references: they must stay put
   std::deque<TestClient> gone_;     // closed; destroyed after the I/O threads stop
 };
+
+// A coordinator stopped by a signal says SHUTTING_DOWN in its Goodbye: the aggregator does not end
+// (it did, as if the run were over, and took its clients with it); it reconnects, and its
+// clients stay connected to it meanwhile.
+TEST_F(AggregatorServiceTest, ACoordinatorShuttingDownIsReconnectedToAndTheClientsStay) {
+  StartAggregator();
+  TestClient& client = Join("edge-1");
+  coordinator_->Send(
+      Goodbye{"the coordinator is shutting down", static_cast<uint32_t>(ErrorCode::kShuttingDown)});
+  coordinator_->Close();
+  std::optional<std::shared_ptr<Connection>> again = reconnected_.Wait(20s);
+  ASSERT_TRUE(again.has_value()) << "the aggregator did not reconnect";
+  ASSERT_TRUE(up_again_.WaitForMessages(1));
+  EXPECT_TRUE(std::holds_alternative<AggregatorHello>(up_again_.messages()[0]));
+  EXPECT_FALSE(client.inbox->WaitForClose(200ms).has_value()) << "the client was let go";
+  EXPECT_EQ(client.inbox->messages().size(), 1u);  // its Welcome, no Goodbye
+  (*again)->Close();
+  service_->Stop("the test is over");
+  // Stopped itself, the aggregator tells its clients SHUTTING_DOWN: they reconnect (to it when
+  // it is back, or to another aggregator) instead of ending their run.
+  ASSERT_TRUE(client.inbox->WaitForClose().has_value());
+  ASSERT_EQ(client.inbox->messages().size(), 2u);
+  const auto* bye = std::get_if<Goodbye>(&client.inbox->messages()[1]);
+  ASSERT_NE(bye, nullptr);
+  EXPECT_EQ(bye->code, static_cast<uint32_t>(ErrorCode::kShuttingDown));
+}
 
 // A member that sends its update and leaves while the other member still trains: its update goes
 // up before its departure. It used to go up after, at the flush or the last answer, naming a

@@ -756,6 +756,43 @@ TEST_F(ClientRuntimeTest, AGoodbyeSayingTheRunFailedEndsWithAbortedAndTheReason)
   EXPECT_NE(s.message().find("round 2 failed 3 attempts"), std::string::npos) << s;
 }
 
+// A coordinator stopped by a signal says SHUTTING_DOWN: the run is not over, and the client
+// reconnects until a restarted coordinator (--resume) takes it back, then trains there. (With a
+// plain Goodbye, as before, clients exited 0 and the restarted coordinator found none.)
+TEST_F(ClientRuntimeTest, AGoodbyeSayingShuttingDownReconnectsInsteadOfEndingTheRun) {
+  StartCoordinator();
+  StartRuntime(Options());
+  auto first = coordinator_->WaitSession(0);
+  ASSERT_TRUE(first && first->hello());
+  first->Send(
+      Goodbye{"the coordinator is shutting down", static_cast<uint32_t>(ErrorCode::kShuttingDown)});
+  first->Close();
+  auto second = coordinator_->WaitSession(1);
+  ASSERT_TRUE(second && second->hello()) << "the client did not come back";
+  second->Send(MakeTask(4));
+  std::optional<UpdateSubmission> up = second->Next<UpdateSubmission>();
+  ASSERT_TRUE(up);
+  EXPECT_EQ(up->round, 4u);
+  EXPECT_EQ(runtime_->sessions(), 2);
+  second->Send(Goodbye{"the run is complete", 0});
+  EXPECT_TRUE(runtime_->Wait().ok());
+}
+
+// A session replaced by a newer connection with the same client id (another process holding this
+// certificate) stops with FailedPrecondition saying so, rather than OK as if the run were over.
+TEST_F(ClientRuntimeTest, AGoodbyeSayingSupersededStopsWithFailedPrecondition) {
+  StartCoordinator();
+  StartRuntime(Options());
+  auto session = coordinator_->WaitSession(0);
+  ASSERT_TRUE(session && session->hello());
+  session->Send(Goodbye{"superseded by a new connection from the same client",
+                        static_cast<uint32_t>(ErrorCode::kSuperseded)});
+  const Status s = runtime_->Wait();
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s;
+  EXPECT_NE(s.message().find("another connection with this client's id"), std::string::npos) << s;
+  EXPECT_EQ(coordinator_->session_count(), 1u) << "it must not redial";
+}
+
 TEST_F(ClientRuntimeTest, ATrainerWithoutParametersIsRefusedAtCreate) {
   struct Stub : Trainer {
     Result<FitResult> fit(const ModelWeights&, const FitConfig&) override {

@@ -212,7 +212,61 @@ TEST_P(CoordinatorServiceTest, RunsRoundsToCompletionAndSaysGoodbye) {
     EXPECT_EQ(welcome[0].client_id, c->id);  // the id comes from the transport's authentication
     ASSERT_EQ(c->Received<Goodbye>().size(), 1u);
     EXPECT_EQ(c->Received<Goodbye>()[0].reason, "the run is complete");
+    EXPECT_EQ(c->Received<Goodbye>()[0].code, 0u);  // over: the client ends its run
   }
+}
+
+// Stop (SIGINT or SIGTERM) does not end the run for the clients: their Goodbye says SHUTTING_DOWN,
+// and they reconnect until a coordinator restarted with --resume takes them back. (It said 0, the
+// run is over, and the clients exited, so the restarted coordinator found none.)
+TEST_P(CoordinatorServiceTest, AStoppedCoordinatorTellsItsClientsItIsShuttingDown) {
+  RoundConfig cfg;
+  cfg.rounds = 5;
+  cfg.clients_per_round = 3;
+  cfg.min_available = 3;  // two clients: no round starts
+  StartCoordinator(cfg);
+  auto a = Connect("edge-a", 1.0f), b = Connect("edge-b", 1.0f);
+  for (ScriptedClient* c : {a.get(), b.get()}) {
+    c->Start();
+    ASSERT_TRUE(c->WaitFor<Welcome>(1));
+  }
+  service_->Stop("the coordinator is shutting down");
+  auto done = finished_.Wait(30s);
+  ASSERT_TRUE(done.has_value());
+  EXPECT_TRUE(done->ok()) << *done;
+  for (ScriptedClient* c : {a.get(), b.get()}) {
+    ASSERT_TRUE(c->WaitClosed());
+    auto bye = c->Received<Goodbye>();
+    ASSERT_EQ(bye.size(), 1u);
+    EXPECT_EQ(bye[0].code, static_cast<uint32_t>(ErrorCode::kShuttingDown));
+    EXPECT_EQ(bye[0].reason, "the coordinator is shutting down");
+  }
+}
+
+// A second connection with the same client id replaces the first at its Hello. The first is told
+// SUPERSEDED (its client stops: two processes hold one certificate), and the operator sees a
+// security warning naming the id and both addresses.
+TEST_P(CoordinatorServiceTest, ASecondConnectionWithOneIdSupersedesTheFirstAndIsASecurityEvent) {
+  RoundConfig cfg;
+  cfg.rounds = 1;
+  cfg.clients_per_round = 3;
+  cfg.min_available = 3;
+  CoordinatorServiceOptions o;
+  o.security_log = std::make_shared<SecurityLog>();
+  StartCoordinator(cfg, o);
+  auto first = Connect("edge-twin", 1.0f);
+  first->Start();
+  ASSERT_TRUE(first->WaitFor<Welcome>(1));
+  auto second = Connect("edge-twin", 1.0f);
+  second->Start();
+  ASSERT_TRUE(second->WaitFor<Welcome>(1));
+  ASSERT_TRUE(first->WaitClosed());
+  auto bye = first->Received<Goodbye>();
+  ASSERT_EQ(bye.size(), 1u);
+  EXPECT_EQ(bye[0].code, static_cast<uint32_t>(ErrorCode::kSuperseded));
+  EXPECT_EQ(o.security_log->Totals()["client id connected twice"], 1u);
+  EXPECT_TRUE(second->Sync()) << "the second connection serves the run";
+  EXPECT_TRUE(second->Received<Goodbye>().empty());
 }
 
 // A program stops its io_context in on_closed: by then every client has read its Goodbye (so it

@@ -135,6 +135,21 @@ TEST(RunDriverTest, EventsComeInOrderAndEvaluationCheckpointsAndTheFinalModelHap
   EXPECT_EQ(rec.All<RunFinished>().size(), 1u);
 }
 
+// A strategy that does not parse is refused with the key and the reason (the coordinator and
+// the simulator aborted on it: the driver used the strategy without checking it was made).
+TEST(RunDriverTest, AStrategyThatDoesNotParseIsRefusedNamingTheKey) {
+  FaultInjectionEnv env;
+  for (const std::string spec : {"fedavgg", "krum(f=x)", "fedavgm(server_lr=)"}) {
+    Result<std::unique_ptr<RunDriver>> d = Make(Config(spec), &env);
+    ASSERT_FALSE(d.ok()) << spec;
+    EXPECT_EQ(d.status().code(), StatusCode::kInvalidArgument) << d.status();
+    EXPECT_NE(d.status().message().find("run.strategy"), std::string::npos) << d.status();
+  }
+  Result<std::unique_ptr<RunDriver>> unknown = Make(Config("fedavgg"), &env);
+  EXPECT_NE(unknown.status().message().find("unknown rule 'fedavgg'"), std::string::npos)
+      << unknown.status();
+}
+
 TEST(RunDriverTest, AStoppedRunSavesNoFinalModelAndAFailedOneSaysWhy) {
   FaultInjectionEnv env;
   auto d = Make(Config(), &env);
