@@ -85,6 +85,49 @@ int Run(SimConfig& cfg, bool deploy, MpiLink* link) {
   return 0;
 }
 
+// How the process ends. Under mpirun with several ranks a rank that fails ends the whole job
+// (MPI_Abort): the others wait for it (rank 0 for their answers, the rest for rank 0's work),
+// and a plain exit would leave them, and mpirun, waiting for ever.
+int Exit(int code, MpiLink* link) {
+  if (code == 0 || !link || link->size() < 2) return code;
+  std::fprintf(stderr, "tributary-sim (rank %d of %d): ending the whole job (exit %d)\n",
+               link->rank(), link->size(), code);
+  std::fflush(stderr);
+  link->Abort(code);
+}
+
+int Main(int argc, char** argv, MpiLink* link) {
+  SimConfig cfg;
+  ConfigSchema schema("tributary-sim");
+  BindSimConfig(schema, &cfg);
+  CLI::App app{"tributary-sim: simulate federated training with many virtual clients"};
+  ConfigCommandLine cli(app, schema);
+  bool deploy = false;
+  app.add_flag("--deploy", deploy,
+               "run the real tributary-coordinator and tributary-client processes over mutual "
+               "TLS on loopback instead of the in-process simulation");
+  bool resume = false;
+  app.add_flag("--resume", resume,
+               "continue the run from the newest good checkpoint in output.checkpoint_dir, "
+               "bitwise as if it had not stopped (on any number of MPI ranks)");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (link && link->rank() != 0) std::fprintf(stderr, "tributary-sim (rank %d): ", link->rank());
+    return app.exit(e);  // 0 for --help
+  }
+  if (cli.print_config()) {
+    std::fputs(schema.DefaultsToml().c_str(), stdout);
+    return 0;
+  }
+  if (Status s = cli.Apply(); !s.ok()) return Fail(s);
+  cfg.resume = resume;
+  if (resume && deploy)
+    return Fail(Status::InvalidArgument(
+        "--resume is for the in-process simulation; --deploy starts a new run"));
+  return Run(cfg, deploy, link);
+}
+
 }  // namespace
 }  // namespace tributary
 
@@ -97,28 +140,5 @@ int main(int argc, char** argv) {
     if (!made.ok()) return tributary::Fail(made.status());
     link = std::move(*made);
   }
-  tributary::SimConfig cfg;
-  tributary::ConfigSchema schema("tributary-sim");
-  tributary::BindSimConfig(schema, &cfg);
-  CLI::App app{"tributary-sim: simulate federated training with many virtual clients"};
-  tributary::ConfigCommandLine cli(app, schema);
-  bool deploy = false;
-  app.add_flag("--deploy", deploy,
-               "run the real tributary-coordinator and tributary-client processes over mutual "
-               "TLS on loopback instead of the in-process simulation");
-  bool resume = false;
-  app.add_flag("--resume", resume,
-               "continue the run from the newest good checkpoint in output.checkpoint_dir, "
-               "bitwise as if it had not stopped (on any number of MPI ranks)");
-  CLI11_PARSE(app, argc, argv);
-  if (cli.print_config()) {
-    std::fputs(schema.DefaultsToml().c_str(), stdout);
-    return 0;
-  }
-  if (tributary::Status s = cli.Apply(); !s.ok()) return tributary::Fail(s);
-  cfg.resume = resume;
-  if (resume && deploy)
-    return tributary::Fail(tributary::Status::InvalidArgument(
-        "--resume is for the in-process simulation; --deploy starts a new run"));
-  return tributary::Run(cfg, deploy, link.get());
+  return tributary::Exit(tributary::Main(argc, argv, link.get()), link.get());
 }

@@ -163,6 +163,27 @@ class MpiSimTest(unittest.TestCase):
         self.assertIn("nonsense", out)
         self.assertLess(time.time() - t0, 60)
 
+    def test_rank_0_refusing_to_start_ends_the_job(self):
+        # Rank 0 refuses (a --resume with no checkpoint): the other ranks wait for its work, and the
+        # job hung until mpirun was killed. Now rank 0 ends the whole job.
+        t0 = time.time()
+        empty = os.path.join(self.dir, "no-checkpoints")
+        rc, out, rep = self.sim(2, [f"output.checkpoint_dir={empty}"], timeout=120,
+                                extra_args=["--resume"])
+        self.assertNotEqual(rc, 0, out)
+        self.assertIn("no checkpoint", out)
+        self.assertIn("tributary-sim (rank 0 of 2): ending the whole job (exit 2)", out)
+        self.assertLess(time.time() - t0, 60)
+
+    def test_a_rank_whose_config_does_not_parse_ends_the_job(self):
+        # Rank 1's --set names no key: it used to exit alone and rank 0 waited for it for ever.
+        t0 = time.time()
+        rc, out, rep = self.sim(1, [], mpmd=["run.bogus=1"], timeout=120)
+        self.assertNotEqual(rc, 0, out)
+        self.assertIn("unknown key 'run.bogus'", out)
+        self.assertIn("tributary-sim (rank 1 of 2): ending the whole job (exit 2)", out)
+        self.assertLess(time.time() - t0, 60)
+
     def test_a_rank_killed_mid_run_ends_the_job_and_the_run_resumes_on_other_ranks(self):
         report = os.path.join(self.dir, "killed")
         ckpt = os.path.join(self.dir, "checkpoints")
