@@ -111,6 +111,8 @@ Result<std::unique_ptr<Client>> Client::Create(ClientOptions options,
   ropts.heartbeat_interval = options.heartbeat_interval;
   ropts.on_task = std::move(options.on_task);
   ropts.split = options.split;
+  ropts.split_cut = options.split_cut;
+  ropts.split_head = options.split_head;
   // The same key, certificate and CA sign and check the keys of secure aggregation.
   TRIB_ASSIGN_OR_RETURN(
       ropts.secagg_identity,

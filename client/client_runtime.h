@@ -93,6 +93,9 @@ struct ClientRuntimeOptions {
   // Split learning: tasks train through Trainer::fit_split, the batches' activations and
   // gradients exchanged over the connection (client/split_exchange.h).
   bool split = false;
+  // The cuts this client's model was made for (ClientOptions::split_cut); 0: not checked.
+  uint32_t split_cut = 0;
+  uint32_t split_head = 0;
   // The signing key, certificate and CA for rounds with secure aggregation (docs/privacy.md);
   // null: this client answers such rounds with an error.
   std::shared_ptr<const SecAggIdentity> secagg_identity;

@@ -194,6 +194,25 @@ void RuntimeCore::OnMessage(uint64_t gen, Message message) {
     OnWelcome(*welcome);
   } else if (std::holds_alternative<TaskAssignment>(message) ||
              std::holds_alternative<EvaluateTask>(message)) {
+    if (auto* fit = std::get_if<TaskAssignment>(&message);
+        fit && options_.split && options_.split_cut != 0 && fit->split_cut != 0) {
+      if (fit->split_cut != options_.split_cut || fit->split_head != options_.split_head) {
+        // The same layout, another model: retrying cannot help, and training would be wrong.
+        const std::string why = fmt::format(
+            "the run cuts its model before layer {}{}, this client's model before layer {}{}: "
+            "set split.cut{} as the coordinator's",
+            fit->split_cut,
+            fit->split_head ? fmt::format(" with its head from layer {}", fit->split_head) : "",
+            options_.split_cut,
+            options_.split_head ? fmt::format(" with its head from layer {}", options_.split_head)
+                                : "",
+            fit->split_head || options_.split_head ? " and split.head" : "");
+        Log().error("{}; stopping", why);
+        Deliver(gen, ErrorFromStatus(ProtocolError(ErrorCode::kLayoutMismatch, why)));
+        Finish(Status::FailedPrecondition(why));
+        return;
+      }
+    }
     std::shared_ptr<SecAggTask> secagg;
     if (auto* fit = std::get_if<TaskAssignment>(&message);
         fit && secagg_ && secagg_->round() == fit->round)

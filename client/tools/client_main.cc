@@ -99,11 +99,13 @@ Status Run(const ClientConfig& o, SignalStopper& stopper) {
                        data.train->num_classes);
   if (!spec.ok()) return spec.status().WithContext("key 'run.model'");
   std::optional<SplitModel> u_shaped;  // the U-shaped split's cut: its head is trained here too
+  int64_t split_cut = 0;               // the cut this client's device part was made for
   if (o.split_head > 0 && !o.split)
     return Status::InvalidArgument("key 'split.head' (--split-head) needs split.enabled (--split)");
   if (o.split) {
     // Split learning: this client trains only the part of the model before the cut.
     const int64_t cut = o.split_cut > 0 ? o.split_cut : spec->cut;
+    split_cut = cut;
     if (cut == 0)
       return Status::InvalidArgument(
           "key 'split.enabled' (--split) needs a cut: set split.cut, or cut in the model file (" +
@@ -140,6 +142,9 @@ Status Run(const ClientConfig& o, SignalStopper& stopper) {
   std::fflush(stdout);
 
   ClientOptions options = ToClientOptions(o, static_cast<uint64_t>(data.train->size()));
+  // Tasks of another cut are refused (two cuts around a parameter-free layer share a layout).
+  options.split_cut = static_cast<uint32_t>(split_cut);
+  options.split_head = static_cast<uint32_t>(o.split_head);
   TRIB_ASSIGN_OR_RETURN(std::unique_ptr<Client> client,
                         Client::Create(std::move(options), std::move(trainer)));
   stopper.set_client(client.get());

@@ -138,6 +138,13 @@ struct ClientOptions {
   // each task trains it with Trainer::fit_split, exchanging every batch's activations and
   // gradients with the coordinator's server part. The coordinator's run must be a split run.
   bool split = false;
+  // With split: the cuts the trainer's model was made for (the device part holds layers before
+  // split_cut, and in a U-shaped split those from split_head on). When split_cut is not 0, a task
+  // of another cut or head ends the run with FailedPrecondition naming both (two cuts with the
+  // same layout, around a parameter-free layer, would otherwise train another model silently).
+  // 0: not checked.
+  uint32_t split_cut = 0;
+  uint32_t split_head = 0;
   // Called on the worker thread after each task; must not block for long.
   std::function<void(const TaskReport&)> on_task;
   // Logging (log.h). By default the library writes nothing anywhere. When log_callback is set,

@@ -793,6 +793,32 @@ TEST_F(ClientRuntimeTest, AGoodbyeSayingSupersededStopsWithFailedPrecondition) {
   EXPECT_EQ(coordinator_->session_count(), 1u) << "it must not redial";
 }
 
+// A split client made for one cut, given a task of another: cuts 2 and 3 of the mlp lie around
+// its relu, so the device parts have one layout and Hello cannot tell them apart; the client
+// trained the other model silently. Now it stops, naming both cuts, and tells the coordinator.
+TEST_F(ClientRuntimeTest, ASplitTaskOfAnotherCutEndsTheRunNamingBothCuts) {
+  StartCoordinator();
+  ClientRuntimeOptions o = Options();
+  o.split = true;
+  o.split_cut = 2;
+  StartRuntime(o);
+  auto session = coordinator_->WaitSession(0);
+  ASSERT_TRUE(session && session->hello());
+  TaskAssignment task = MakeTask(1);
+  task.split_cut = 3;
+  session->Send(task);
+  const Status s = runtime_->Wait();
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s;
+  EXPECT_NE(s.message().find("the run cuts its model before layer 3, this client's model before "
+                             "layer 2: set split.cut as the coordinator's"),
+            std::string::npos)
+      << s;
+  std::optional<Error> told = session->Next<Error>();
+  ASSERT_TRUE(told);
+  EXPECT_EQ(told->code, static_cast<uint32_t>(ErrorCode::kLayoutMismatch));
+  EXPECT_EQ(trainer_->fit_calls.load(), 0);
+}
+
 TEST_F(ClientRuntimeTest, ATrainerWithoutParametersIsRefusedAtCreate) {
   struct Stub : Trainer {
     Result<FitResult> fit(const ModelWeights&, const FitConfig&) override {
