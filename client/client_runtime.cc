@@ -1,10 +1,39 @@
 #include "client/client_runtime.h"
 
+#include <fmt/format.h>
+
 #include "client/runtime_core.h"
+#include "core/model_layout.h"
 #include "core/thread_pool.h"
+#include "protocol/schema_caps.h"
 #include "protocol/transport_util.h"
 
 namespace tributary {
+namespace {
+
+// Every Hello declares the model's layout: a layout the wire cannot carry would fail every Hello,
+// so it is refused here, naming the tensor.
+Status CheckDeclarable(const ModelLayout& layout) {
+  if (layout.size() > kMaxTensors)
+    return Status::InvalidArgument(
+        fmt::format("the trainer's model has {} tensors; a client declares at most {}",
+                    layout.size(), kMaxTensors));
+  for (size_t i = 0; i < layout.size(); ++i) {
+    const TensorLayout& t = layout[i];
+    if (t.name.size() > kMaxTensorNameBytes)
+      return Status::InvalidArgument(fmt::format(
+          "the trainer's model: tensor {} has a name of {} bytes ('{}...'); names may be up to {} "
+          "bytes",
+          i, t.name.size(), t.name.substr(0, 32), kMaxTensorNameBytes));
+    if (t.shape.size() > kMaxTensorRank)
+      return Status::InvalidArgument(
+          fmt::format("the trainer's model: tensor {} ('{}') has {} dimensions; at most {}", i,
+                      t.name, t.shape.size(), kMaxTensorRank));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
 
 Result<std::unique_ptr<ClientRuntime>> ClientRuntime::Create(boost::asio::io_context& io,
                                                              Transport& transport,
@@ -22,10 +51,18 @@ Result<std::unique_ptr<ClientRuntime>> ClientRuntime::Create(boost::asio::io_con
     return Status::InvalidArgument("heartbeat_timeout must be >= 0 ms");
   // The layout is declared in every Hello, so a coordinator running another model refuses this
   // client at once, naming the tensor that differs.
-  Result<ModelWeights> params = trainer->get_parameters();
+  Result<ModelWeights> params = Status::Internal("not called");
+  try {  // an app's trainer may throw; Create returns the error as for fit and evaluate
+    params = trainer->get_parameters();
+  } catch (const std::exception& e) {
+    return Status::Internal(fmt::format("the trainer's get_parameters() threw: {}", e.what()));
+  } catch (...) {
+    return Status::Internal("the trainer's get_parameters() threw an exception");
+  }
   if (!params.ok()) return params.status().WithContext("the trainer's get_parameters()");
   if (params->size() == 0)
     return Status::InvalidArgument("the trainer's get_parameters() returned an empty model");
+  TRIB_RETURN_IF_ERROR(CheckDeclarable(LayoutOf(*params)));
   std::unique_ptr<ClientRuntime> rt(new ClientRuntime());
   rt->worker_ = std::make_unique<ThreadPool>(1);
   rt->core_ =

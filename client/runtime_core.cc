@@ -91,7 +91,8 @@ Status RuntimeCore::Start() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (started_) return Status::FailedPrecondition("the client runtime was already started");
-    if (stop_requested_) return Status::FailedPrecondition("the client runtime was stopped");
+    // stop() before start(): the run is over before it began, as after a stop() (client.h).
+    if (stop_requested_) return Status::Aborted("the client was stopped before it started");
     started_ = true;
   }
   if (!restore_status_.ok())
@@ -178,7 +179,16 @@ void RuntimeCore::OnConnected(uint64_t gen, Result<std::shared_ptr<Connection>> 
   hello.capabilities.layout_fingerprint = layout_fingerprint_;
   hello.capabilities.layout = layout_;
   hello.software_version = options_.software_version;
-  conn_->Send(std::move(hello));
+  // A Hello that cannot be encoded would never be answered: no retry helps, so the run ends.
+  conn_->Send(std::move(hello), [self = shared_from_this(), gen](Status sent) {
+    // Aborted: the connection closed first (OnClosed retries); anything else is the encoder's.
+    if (sent.ok() || sent.code() == StatusCode::kAborted) return;
+    asio::post(self->strand_, [self, gen, sent] {
+      if (self->finished_ || gen != self->generation_) return;
+      Log().error("cannot send Hello: {}", sent.ToString());
+      self->Finish(Status::FailedPrecondition("cannot send Hello: " + sent.ToString()));
+    });
+  });
   // The Welcome re-arms this timer for the heartbeats; until then it bounds the wait for it.
   heartbeat_timer_->ExpiresAfter(options_.welcome_timeout, [self = shared_from_this(), gen] {
     if (self->finished_ || gen != self->generation_ || !self->conn_ || self->welcomed_) return;

@@ -852,7 +852,61 @@ TEST_F(ClientRuntimeTest, StopBeforeStartAndWaitWithoutStart) {
   EXPECT_EQ((*rt)->Wait().code(), StatusCode::kFailedPrecondition);
   (*rt)->Stop();
   EXPECT_EQ((*rt)->Wait().code(), StatusCode::kAborted);
-  EXPECT_EQ((*rt)->Start().code(), StatusCode::kFailedPrecondition);
+  // Stopped before it started: Start (and so Client::run) returns Aborted, as the API promises
+  // for a stopped client (it said FailedPrecondition).
+  EXPECT_EQ((*rt)->Start().code(), StatusCode::kAborted);
+}
+
+// Every Hello declares the layout, so a layout the wire cannot carry (a tensor name over 1,024
+// bytes, more than 16 dimensions) made every Hello fail to encode, silently: the client waited
+// 30 s for a Welcome, again and again. Create refuses it now, naming the tensor; a trainer whose
+// get_parameters() throws gets an error too, not an exception out of Create.
+TEST_F(ClientRuntimeTest, AModelTheWireCannotDeclareIsRefusedAtCreateNamingTheTensor) {
+  struct Fixed final : Trainer {
+    explicit Fixed(ModelWeights w) : w(std::move(w)) {}
+    Result<ModelWeights> get_parameters() override { return w; }
+    Result<FitResult> fit(const ModelWeights&, const FitConfig&) override {
+      return Status::Internal("not called");
+    }
+    Result<EvalResult> evaluate(const ModelWeights&, const EvalConfig&) override {
+      return Status::Internal("not called");
+    }
+    ModelWeights w;
+  };
+  const auto create = [&](const ModelWeights::LayoutSpec& tensors) {
+    return ClientRuntime::Create(io_.io(), *client_transport_,
+                                 std::make_shared<Fixed>(*ModelWeights::Create(tensors)),
+                                 Options());
+  };
+  EXPECT_TRUE(create({{"w", {2}}, {std::string(1024, 'n'), {1}}}).ok());
+  auto long_name = create({{"w", {2}}, {std::string(1025, 'n'), {1}}});
+  ASSERT_FALSE(long_name.ok());
+  EXPECT_EQ(long_name.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(long_name.status().message().find("tensor 1 has a name of 1025 bytes"),
+            std::string::npos)
+      << long_name.status();
+  EXPECT_TRUE(create({{"deep", std::vector<int64_t>(16, 1)}}).ok());
+  auto deep = create({{"deep", std::vector<int64_t>(17, 1)}});
+  ASSERT_FALSE(deep.ok());
+  EXPECT_NE(deep.status().message().find("tensor 0 ('deep') has 17 dimensions; at most 16"),
+            std::string::npos)
+      << deep.status();
+
+  struct Throws final : Trainer {
+    Result<ModelWeights> get_parameters() override { throw std::runtime_error("camera busy"); }
+    Result<FitResult> fit(const ModelWeights&, const FitConfig&) override {
+      return Status::Internal("not called");
+    }
+    Result<EvalResult> evaluate(const ModelWeights&, const EvalConfig&) override {
+      return Status::Internal("not called");
+    }
+  };
+  auto thrown =
+      ClientRuntime::Create(io_.io(), *client_transport_, std::make_shared<Throws>(), Options());
+  ASSERT_FALSE(thrown.ok());
+  EXPECT_NE(thrown.status().message().find("get_parameters() threw: camera busy"),
+            std::string::npos)
+      << thrown.status();
 }
 
 TEST_F(ClientRuntimeTest, CreateRejectsBadOptions) {
