@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -118,8 +119,10 @@ Status CheckDeployable(const SimConfig& c) {
   TRIB_RETURN_IF_ERROR(c.Validate());
   for (const std::string& key : ChangedSimKeys(c)) {
     if (const char* why = InProcessOnly(key))
-      return Status::InvalidArgument("key '" + key + "' has no effect in deployment mode (" + why +
-                                     "); remove it or run in-process");
+      return Status::InvalidArgument(
+          "key '" + key + "' has no effect in deployment mode (" + why +
+          "); remove it or run in-process (examples/configs/deploy.toml is the demo without "
+          "[hetero])");
   }
   if (c.trainer != "native")
     return Status::InvalidArgument("key 'sim.trainer' = '" + c.trainer +
@@ -223,6 +226,10 @@ Result<SimResult> RunDeployment(const SimConfig& c, const DeployOptions& options
     cl.init_seed = c.run.init_seed;
     cl.data = c.data;
     cl.client_index = i;
+    // A split run: each client trains the device part, through the coordinator's server part.
+    cl.split = !c.run.round.split.mode.empty();
+    cl.split_cut = c.run.round.split.cut;
+    cl.split_head = c.run.round.split.head;
     ConfigSchema client_schema("tributary-client");
     BindClientConfig(client_schema, &cl);
     const std::string client_toml = (fs::path(work) / "state" / (id + ".toml")).string();
@@ -256,9 +263,31 @@ Result<SimResult> RunDeployment(const SimConfig& c, const DeployOptions& options
       if (on_round) on_round(stored);
     }
   };
+  // The last line a process wrote: why a client gave up.
+  const auto last_line = [](const std::string& path) {
+    std::ifstream in(path);
+    std::string line, last;
+    while (std::getline(in, line))
+      if (!line.empty()) last = line;
+    return last;
+  };
   int code = -1;
+  std::optional<WallClock::time_point> all_gone;  // since when no client runs
   while ((code = coordinator.Poll()) < 0) {
     read_events();
+    // Every client gone (for 2 s, and no RunFinished: clients leave at the end too) while the run
+    // goes on: no round can close, so say why now rather than after the timeout (a client
+    // refused at Hello exits at once).
+    if (!finished &&
+        std::all_of(clients.begin(), clients.end(), [](auto& ch) { return ch->Poll() >= 0; })) {
+      if (!all_gone) all_gone = WallClock::now();
+      if (WallClock::now() - *all_gone > std::chrono::seconds(2)) {
+        coordinator.Terminate();
+        return Status::Unavailable(fmt::format(
+            "every tributary-client exited before the run ended (client-0: status {}: {}); see {}",
+            clients.front()->Poll(), last_line(clients.front()->log()), clients.front()->log()));
+      }
+    }
     if (std::chrono::duration<double>(WallClock::now() - start).count() > timeout_s) {
       coordinator.Terminate();
       return Status::DeadlineExceeded(fmt::format(

@@ -14,6 +14,7 @@
 #include "../core/read_text_file.h"
 #include "client/client_config.h"
 #include "coordinator/coordinator_config.h"
+#include "sim/deploy.h"
 #include "sim/sim_config.h"
 
 namespace tributary {
@@ -103,6 +104,20 @@ TEST(ConfigDocsTest, TheExampleConfigsLoadAndValidate) {
   EXPECT_TRUE(sim.Validate().ok()) << sim.Validate();
   EXPECT_EQ(sim.run.round.rounds, 100);
   EXPECT_EQ(sim.data.num_clients, 100);
+
+  // The deployment demo (scripts/demo --deploy) is one deployment mode accepts; the demo's own
+  // file is not (its [hetero] section), and the refusal names the key and the file to use.
+  SimConfig deploy;
+  ConfigSchema d("tributary-sim");
+  BindSimConfig(d, &deploy);
+  file = Config::LoadFile(SourceDir() + "/examples/configs/deploy.toml");
+  ASSERT_TRUE(file.ok()) << file.status();
+  ASSERT_TRUE(d.Load(*file).ok()) << d.Load(*file);
+  EXPECT_TRUE(CheckDeployable(deploy).ok()) << CheckDeployable(deploy);
+  EXPECT_EQ(deploy.data.num_clients, 5);
+  const Status demo = CheckDeployable(sim);
+  EXPECT_NE(demo.message().find("key 'hetero."), std::string::npos) << demo;
+  EXPECT_NE(demo.message().find("examples/configs/deploy.toml"), std::string::npos) << demo;
 }
 
 TEST(ConfigDocsTest, SharedSettingsHaveTheSameKeyInEveryProgram) {

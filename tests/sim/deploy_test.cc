@@ -80,6 +80,56 @@ TEST(DeployTest, CompressedUpdatesResidualsAndAQuantizedDownloadMatchToo) {
   ExpectDeploymentMatchesInProcess(c);
 }
 
+// Split learning between real processes: each client is started with split.enabled and the run's
+// cut and head (it was started without them, refused at Hello, and the deployment waited out its
+// deadlines in silence). U-shaped SFLV1 gives the in-process model bitwise.
+TEST(DeployTest, SplitLearningMatchesTheInProcessRun) {
+  testing::TempDir dir;
+  SimConfig c;
+  c.data.dataset = "fashion-mnist";
+  c.data.train_examples = 3000;
+  c.data.test_examples = 1000;
+  c.data.partition = "dirichlet:0.5";
+  c.data.num_clients = 3;
+  c.data.seed = 11;
+  c.run.round.clients_per_round = 3;
+  c.run.round.rounds = 3;
+  c.run.round.fit.epochs = 1;
+  c.run.round.fit.lr = 0.05f;
+  c.run.round.seed = 11;
+  c.run.round.round_timeout = std::chrono::seconds(120);
+  c.run.round.split.mode = "sflv1";
+  c.run.round.split.head = 4;
+  c.report_dir = dir.path();
+  ExpectDeploymentMatchesInProcess(c);
+}
+
+// Clients that all exit while the run goes on end the deployment at once, naming why (here a
+// "client" that exits 1 at once), instead of after rounds x (deadline + 60 s).
+TEST(DeployTest, ClientsThatAllExitEndTheDeploymentAtOnceNamingWhy) {
+  testing::TempDir dir;
+  SimConfig c;
+  c.data.dataset = "synthetic";
+  c.data.train_examples = 600;
+  c.data.test_examples = 100;
+  c.data.num_clients = 2;
+  c.run.round.clients_per_round = 2;
+  c.run.round.rounds = 3;
+  c.report_dir = dir.path();
+  DeployOptions opts;
+  opts.coordinator_bin = TRIBUTARY_COORDINATOR_BIN;
+  opts.client_bin = "/bin/false";
+  const auto t0 = std::chrono::steady_clock::now();
+  Result<SimResult> r = RunDeployment(c, opts);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kUnavailable) << r.status();
+  EXPECT_NE(r.status().message().find("every tributary-client exited before the run ended "
+                                      "(client-0: status 1"),
+            std::string::npos)
+      << r.status();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(60));
+}
+
 TEST(DeployTest, SettingsThatCannotTakeEffectAreRefusedByName) {
   const std::pair<const char*, const char*> cases[] = {
       {"hetero.dropout", "key 'hetero.dropout' has no effect in deployment mode"},
