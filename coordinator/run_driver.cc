@@ -6,7 +6,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <random>
 
 #include "aggregation/strategy_factory.h"
@@ -111,6 +113,8 @@ Result<std::unique_ptr<RunDriver>> RunDriver::Create(const RunConfig& config, Op
   uint64_t rounds_done = 0, version = 0;
   if (d->options_.resume)
     TRIB_RETURN_IF_ERROR(d->Resume(**strategy, &model, &rounds_done, &version));
+  else if (!c.checkpoint_dir.empty())
+    TRIB_RETURN_IF_ERROR(d->SetAsidePreviousCheckpoints());
 
   RunStarted& st = d->started_;
   st.model = c.model;
@@ -469,6 +473,33 @@ void RunDriver::OnRoundComplete(const RoundSummary& closed_round,
     }
   }
   Publish(closed);
+}
+
+Status RunDriver::SetAsidePreviousCheckpoints() {
+  const std::string& dir = config_.checkpoint_dir;
+  const int keep = static_cast<int>(std::max<int64_t>(config_.keep_checkpoints, 1));
+  std::vector<std::string> found;
+  for (int g = 0; g < keep; ++g)
+    if (env_->FileExists(CheckpointPath(dir, g))) found.push_back(CheckpointPath(dir, g));
+  if (found.empty()) return Status::Ok();
+  const std::string aside = (std::filesystem::path(dir) / "previous").string();
+  TRIB_RETURN_IF_ERROR(env_->CreateDirs(aside).WithContext("key 'output.checkpoint_dir'"));
+  for (int g = 0; g < keep; ++g) {  // an earlier new run's leftovers go: one run's set at a time
+    const std::string old = CheckpointPath(aside, g);
+    if (env_->FileExists(old)) TRIB_RETURN_IF_ERROR(env_->RemoveFile(old));
+  }
+  for (const std::string& path : found) {
+    const std::string to =
+        (std::filesystem::path(aside) / std::filesystem::path(path).filename()).string();
+    TRIB_RETURN_IF_ERROR(env_->RenameFile(path, to).WithContext("setting aside " + path));
+  }
+  TRIB_RETURN_IF_ERROR(env_->SyncDir(aside));
+  TRIB_RETURN_IF_ERROR(env_->SyncDir(dir));
+  Log().warn(
+      "a new run in {} (output.checkpoint_dir): the {} checkpoint(s) of the run before it are "
+      "moved to {} (--resume continues a run instead of starting one)",
+      dir, found.size(), aside);
+  return Status::Ok();
 }
 
 Status RunDriver::Finish(Status outcome) {

@@ -124,6 +124,10 @@ class RunDriver {
  private:
   RunDriver() = default;
   Status Resume(Strategy& strategy, ModelWeights* model, uint64_t* rounds_done, uint64_t* version);
+  // A new run in a checkpoint directory that holds an earlier run's checkpoints moves them to
+  // <dir>/previous/ (replacing what was there), so that a --resume of this run can never fall
+  // back to another run's model when its own newest checkpoint is damaged.
+  Status SetAsidePreviousCheckpoints();
   void Publish(const RunEvent& event);
   void OnRoundComplete(const RoundSummary& summary, const ModelWeights& model);
   // Makes split_ from the model spec and cuts *model to its device part (split.mode).

@@ -281,8 +281,11 @@ TEST(RunDriverTest, EachRunHasItsOwnUidAndAResumedRunKeepsItsCheckpoints) {
     ASSERT_TRUE(ck.ok()) << ck.status();
     EXPECT_EQ(ck->run_uid, first_uid) << g;
   }
-  // Another run of the same config, not resumed: another uid.
-  auto other = Make(c, &env);
+  // Another run of the same config, not resumed: another uid. (In another directory: a new run
+  // in this one would set the first run's checkpoints aside, the test below.)
+  RunConfig elsewhere = c;
+  elsewhere.checkpoint_dir = "runs/b";
+  auto other = Make(elsewhere, &env);
   ASSERT_TRUE(other.ok()) << other.status();
   EXPECT_NE((*other)->run_uid(), first_uid);
   EXPECT_EQ((*other)->run_uid().size(), 32u);
@@ -301,6 +304,43 @@ TEST(RunDriverTest, EachRunHasItsOwnUidAndAResumedRunKeepsItsCheckpoints) {
   EXPECT_EQ(LoadCheckpointFile(&env, CheckpointPath("runs/a"))->run_uid, first_uid);
   std::printf("run_uid %s: kept across the resume; a second run of the config got another\n",
               first_uid.c_str());
+}
+
+// A new run (not --resume) in a directory holding an earlier run's checkpoints moves them to
+// previous/. Before, the rotation kept them as the new run's older generations, and a --resume
+// whose newest checkpoint was damaged fell back to the other run's model without a word.
+TEST(RunDriverTest, ANewRunSetsAnEarlierRunsCheckpointsAsideSoResumeNeverFallsBackToThem) {
+  FaultInjectionEnv env;
+  const RunConfig c = Config();
+  std::string first_uid;
+  {
+    auto d = Make(c, &env);
+    ASSERT_TRUE(d.ok()) << d.status();
+    first_uid = (*d)->run_uid();
+    PlayRound(**d, 1.0f);
+    PlayRound(**d, 2.0f);
+  }
+  ASSERT_TRUE(env.FileExists(CheckpointPath("runs/a", 1)));
+  {
+    auto d = Make(c, &env);  // a new run of the same config in the same directory
+    ASSERT_TRUE(d.ok()) << d.status();
+    EXPECT_FALSE(env.FileExists(CheckpointPath("runs/a", 0)));
+    EXPECT_FALSE(env.FileExists(CheckpointPath("runs/a", 1)));
+    for (int g = 0; g < 2; ++g) {
+      Result<CheckpointState> aside =
+          LoadCheckpointFile(&env, CheckpointPath("runs/a/previous", g));
+      ASSERT_TRUE(aside.ok()) << aside.status();
+      EXPECT_EQ(aside->run_uid, first_uid);
+      EXPECT_EQ(aside->rounds_done, 2u - g);
+    }
+    PlayRound(**d, 5.0f);
+  }
+  ASSERT_TRUE(WriteFileAtomic(&env, CheckpointPath("runs/a"), std::string_view("damaged")).ok());
+  auto r = Make(c, &env, /*resume=*/true);
+  ASSERT_FALSE(r.ok()) << "resumed another run's checkpoint";
+  EXPECT_EQ(r.status().code(), StatusCode::kCorruption) << r.status();
+  EXPECT_NE(r.status().message().find("no usable checkpoint in runs/a"), std::string::npos)
+      << r.status();
 }
 
 // With differential privacy the accountant lives in the checkpoints: a private run is not resumed
