@@ -88,13 +88,7 @@ void BindClientConfig(ConfigSchema& s, ClientConfig* c) {
   s.Rename("backoff.max_ms", "backoff.max_s");
 }
 
-Status ValidateClientConfig(const ClientConfig& o) {
-  if (o.coordinator.empty())
-    return Bad("net.coordinator", "--coordinator", "is required: the coordinator's host:port");
-  if (o.ca.empty()) return Bad("tls.ca", "--ca", "is required: the CA certificate (PEM)");
-  if (o.cert.empty())
-    return Bad("tls.cert", "--cert", "is required: this client's certificate (PEM)");
-  if (o.key.empty()) return Bad("tls.key", "--key", "is required: this client's private key");
+Status ValidateClientDataKeys(const ClientConfig& o) {
   TRIB_RETURN_IF_ERROR(o.data.Validate());
   if (o.data.num_clients > 1'000'000)
     return Bad("data.num_clients", "--num-clients",
@@ -109,6 +103,17 @@ Status ValidateClientConfig(const ClientConfig& o) {
   if (o.data.dataset == "files" && o.data.train.empty())
     return Bad("data.train", "--train-data",
                "is required with data.dataset = 'files': the client trains on its share of it");
+  return Status::Ok();
+}
+
+Status ValidateClientConfig(const ClientConfig& o) {
+  if (o.coordinator.empty())
+    return Bad("net.coordinator", "--coordinator", "is required: the coordinator's host:port");
+  if (o.ca.empty()) return Bad("tls.ca", "--ca", "is required: the CA certificate (PEM)");
+  if (o.cert.empty())
+    return Bad("tls.cert", "--cert", "is required: this client's certificate (PEM)");
+  if (o.key.empty()) return Bad("tls.key", "--key", "is required: this client's private key");
+  TRIB_RETURN_IF_ERROR(ValidateClientDataKeys(o));
   if (o.heartbeat_interval > std::chrono::hours(1))
     return Bad("net.heartbeat_interval_s", "--heartbeat-interval-s",
                "must be in [0, 3600] (0 = the coordinator's)");

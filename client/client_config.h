@@ -59,6 +59,9 @@ void BindClientConfig(ConfigSchema& schema, ClientConfig* config);
 // Checks the settings together: required values, ranges, pairs that go together. InvalidArgument
 // naming the key and flag.
 Status ValidateClientConfig(const ClientConfig& c);
+// The data keys alone (data.*, data.client_index, data.eval_examples): what LoadClientData
+// checks before it loads anything, for callers without a coordinator (tributary.load_data).
+Status ValidateClientDataKeys(const ClientConfig& c);
 
 // Checks that the TLS files exist and are readable: NotFound naming the key, flag and path.
 Status CheckClientFiles(const ClientConfig& c);

@@ -10,6 +10,8 @@
 namespace tributary {
 
 Result<ClientData> LoadClientData(const ClientConfig& o) {
+  // An index out of range would read past the partition (Python's load_data raised MemoryError).
+  TRIB_RETURN_IF_ERROR(ValidateClientDataKeys(o));
   const int k = static_cast<int>(o.data.num_clients);
   const size_t me = static_cast<size_t>(o.client_index);
   const uint64_t seed = o.data.seed;

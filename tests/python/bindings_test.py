@@ -165,6 +165,15 @@ class BindingsTest(unittest.TestCase):
         with self.assertRaises(tb.Error) as ctx:
             tb.load_data({"data.partition": "bogus:1"})
         self.assertIn("data.partition", str(ctx.exception))
+        # An index past the clients is named, as tributary-client names it (it was MemoryError).
+        for index, clients in ((2, 2), (-1, 2), (1, 1)):
+            with self.assertRaises(tb.Error) as ctx:
+                tb.load_data({"data.dataset": "synthetic", "data.train_examples": 50,
+                              "data.num_clients": clients, "data.client_index": index})
+            self.assertEqual(ctx.exception.code, "InvalidArgument")
+            self.assertIn("data.client_index", str(ctx.exception))
+            self.assertIn(f"= {index} must be in [0, data.num_clients = {clients})",
+                          str(ctx.exception))
 
     @unittest.skipIf(torch is None, "python3-torch is not installed")
     def test_torch_state_dicts_round_trip(self):
