@@ -80,6 +80,13 @@ bool IsLoopback(const std::string& listen) {
   return listen.rfind("127.", 0) == 0 || listen.rfind("[::1]:", 0) == 0;
 }
 
+// "host:port" whose host is a name, not an IPv4 or bracketed IPv6 address.
+bool HostIsAName(const std::string& listen) {
+  if (listen.empty() || listen[0] == '[') return false;
+  const std::string host = listen.substr(0, listen.rfind(':'));
+  return host.find_first_not_of("0123456789.") != std::string::npos;
+}
+
 Status InRange(const char* key, int64_t value, int64_t lo, int64_t hi) {
   if (value >= lo && value <= hi) return Status::Ok();
   return Status::InvalidArgument(
@@ -114,6 +121,10 @@ Status ValidateMonitorLimits(const MonitorLimits& m) {
 }  // namespace
 
 Status CoordinatorConfig::Validate() const {
+  if (HostIsAName(monitor_listen))
+    return Status::InvalidArgument("key 'monitor.listen' = '" + monitor_listen +
+                                   "' needs an IP address (127.0.0.1:9090, 0.0.0.0:9090, "
+                                   "[::1]:9090), not a host name");
   if (!monitor_listen.empty() && monitor_token.empty() && !IsLoopback(monitor_listen))
     return Status::InvalidArgument(
         "key 'monitor.listen' = '" + monitor_listen +

@@ -173,8 +173,11 @@ Status RoundEngine::OnUpdate(const std::string& id, const UpdateSubmission& u, T
     Miss(id, "sent an update for " + r + ", which has not started", false);
     return Reject(id, charged, ErrorCode::kProtocolViolation, "early", r + " has not started");
   }
-  if (!in_round_ || u.round < round)
+  if (u.round < round)
     return Reject(id, charged, ErrorCode::kProtocolViolation, "late", "late: " + r + " is closed");
+  if (!in_round_)  // the round failed an attempt and waits for its retry
+    return Reject(id, charged, ErrorCode::kProtocolViolation, "late",
+                  "late: " + r + "'s attempt has ended (the round is retried)");
   if (SecureRound())
     return Reject(id, charged, ErrorCode::kProtocolViolation, "secure aggregation",
                   r + " uses secure aggregation: updates are sent masked (SecAggMaskedInput)");
@@ -484,8 +487,18 @@ void RoundEngine::MaybeStartRound(TimePoint now) {
     return;
   const int64_t need =
       PoissonSampling() ? config_.min_available : std::max(config_.min_available, MinCompleted());
-  if (static_cast<int64_t>(registry_.num_idle()) < need) return;
   const uint64_t round = rounds_done_ + 1;
+  if (static_cast<int64_t>(registry_.num_idle()) < need) {
+    if (wait_logged_ != std::pair(round, attempt_)) {
+      wait_logged_ = std::pair(round, attempt_);
+      Log().info(
+          "round {}{}: waiting for {} idle clients ({} connected, {} idle; "
+          "run.min_available = {}, run.min_completed = {})",
+          round, attempt_ > 0 ? fmt::format(" attempt {}", attempt_ + 1) : "", need,
+          registry_.size(), registry_.num_idle(), config_.min_available, MinCompleted());
+    }
+    return;
+  }
   std::vector<std::string> eligible = Select(round);
   const size_t m = eligible.size();
   // Too few to reach the round's minimum without a client refused in it (the streak spans that

@@ -226,6 +226,9 @@ class RoundEngine : public RunEngine {
   bool in_round_ = false;
   int64_t attempt_target_ = 0;  // run.fraction's K for the attempt in progress
   int64_t attempt_ = 0;
+  // The (round, attempt) whose wait for idle clients was last logged: once per attempt, so that a
+  // run waiting for clients says so (it printed nothing), but a fleet joining is not a line each.
+  std::optional<std::pair<uint64_t, int64_t>> wait_logged_;
   // The task id of this attempt's tasks (TaskAssignment::task_id): the attempt's number, from 1.
   uint64_t AttemptTaskId() const { return static_cast<uint64_t>(attempt_) + 1; }
   TimePoint round_start_{}, deadline_{};

@@ -180,9 +180,14 @@ std::string RunText(const RunRecord& r, const std::vector<RoundRecord>& rounds) 
   if (!r.error.empty()) fields.push_back({status == "finished" ? "stopped" : "error", r.error});
   if (status == "interrupted")
     fields.push_back(
-        {"note", fmt::format("process {} is gone without recording an end; the checkpoints "
-                             "resume it (tributary-coordinator --resume)",
-                             r.pid)});
+        {"note", std::any_of(rounds.begin(), rounds.end(),
+                             [](const RoundRecord& k) { return !k.checkpoint_path.empty(); })
+                     ? fmt::format("process {} is gone without recording an end; the checkpoints "
+                                   "resume it (tributary-coordinator --resume)",
+                                   r.pid)
+                     : fmt::format("process {} is gone without recording an end, before its "
+                                   "first checkpoint: start it again (there is nothing to resume)",
+                                   r.pid)});
   for (auto& f : fields) f[0] += ":";
   std::string out = fmt::format("run {}\n", r.id) + Table(fields, 0) + "\n";
   std::vector<std::vector<std::string>> rows{{async ? "STEP" : "ROUND", "ATTEMPTS", "ACCEPTED",

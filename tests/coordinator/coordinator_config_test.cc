@@ -2,6 +2,7 @@
 // written once (momentum is checked here as in the simulator), renamed keys, output defaults.
 #include "coordinator/coordinator_config.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "core/config.h"
@@ -65,6 +66,22 @@ TEST(CoordinatorConfigTest, TheMinimumUploadRateIsKiBPerSecondAndZeroTurnsItOff)
   EXPECT_NE(s.message().find("key 'net.min_upload_rate_kib_s' = -4 must be in [0, 1048576]"),
             std::string::npos)
       << s;
+}
+
+// The monitor binds an IP address: a host name is refused as such (it was told it "is reachable
+// from other machines", even for localhost).
+TEST(CoordinatorConfigTest, TheMonitorListensOnAnIpAddressNotAHostName) {
+  for (const char* name : {"localhost:9090", "monitor.example:9090"}) {
+    CoordinatorConfig c;
+    const Status s = Load(fmt::format("[monitor]\nlisten = \"{}\"\ntoken = \"t\"\n", name), &c);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << name;
+    EXPECT_NE(s.message().find("needs an IP address"), std::string::npos) << s;
+  }
+  for (const char* address : {"127.0.0.1:9090", "[::1]:9090", "0.0.0.0:9090"}) {
+    CoordinatorConfig c;
+    EXPECT_TRUE(Load(fmt::format("[monitor]\nlisten = \"{}\"\ntoken = \"t\"\n", address), &c).ok())
+        << address;
+  }
 }
 
 // The frame timeout (also the minimum rate's grace) is in seconds, fractions allowed, within

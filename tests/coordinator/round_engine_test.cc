@@ -15,6 +15,7 @@
 #include "compression/codec.h"
 #include "compression/dense_codec.h"
 #include "compression/update_sink.h"
+#include "tests/core/log_capture.h"
 
 namespace tributary {
 namespace {
@@ -734,6 +735,42 @@ TEST_F(RoundEngineTest, AFailedAttemptsUpdateIsLateInTheRetryAndTheRetrysTaskSta
   EXPECT_FLOAT_EQ(models_[0].data()[0], 2.0f);
   EXPECT_FALSE(engine_->registry().cooldowns().count("c1") &&
                engine_->registry().cooldowns().at("c1").misses > 0);
+}
+
+// A round that waits for idle clients says so once per attempt (a coordinator that printed nothing
+// looked hung), and an update that comes between a failed attempt and its retry is late for that
+// attempt, not for a closed round (the round was not closed).
+TEST_F(RoundEngineTest, AWaitForClientsIsLoggedOnceAndAnUpdateBetweenAttemptsSaysSo) {
+  testing::LogCapture log(LogLevel::kInfo);
+  RoundConfig cfg = Config(3);
+  cfg.min_completed = 3;
+  cfg.max_round_attempts = 0;
+  Make(cfg);
+  Join(2);
+  const auto waits = [&] {
+    std::vector<std::string> out;
+    for (const std::string& l : log.lines())
+      if (l.find("waiting for") != std::string::npos) out.push_back(l);
+    return out;
+  };
+  ASSERT_EQ(waits().size(), 1u);
+  EXPECT_NE(waits()[0].find("info|round 1: waiting for 3 idle clients (1 connected, 1 idle; "
+                            "run.min_available = 3, run.min_completed = 3)"),
+            std::string::npos)
+      << waits()[0];
+  engine_->OnJoined("c2", ClientCapabilities{"cpu", {"dense"}, 100, 0, {}}, now_);
+  auto first = Tasks();
+  ASSERT_EQ(first.size(), 3u);
+  engine_->OnLeft("c2", now_ + 1s);  // the attempt cannot reach 3: it fails
+  ASSERT_EQ(failures_.size(), 1u);
+  ASSERT_EQ(waits().size(), 2u) << "the retry's wait for a third client";
+  EXPECT_NE(waits()[1].find("round 1 attempt 2: waiting for 3 idle clients (2 connected"),
+            std::string::npos)
+      << waits()[1];
+  const Status between = engine_->OnUpdate("c0", Update(first["c0"], {1, 1, 1, 1}), now_ + 2s);
+  EXPECT_NE(between.message().find("late: round 1's attempt has ended (the round is retried)"),
+            std::string::npos)
+      << between;
 }
 
 TEST_F(RoundEngineTest, ClientsLeavingMidRoundAreDroppedAndTheRoundCompletes) {

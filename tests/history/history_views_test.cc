@@ -74,6 +74,24 @@ TEST(HistoryViewsTest, JsonHasTheFieldsAndTheReportedStatus) {
   EXPECT_EQ(EventJson({7, 4, 0, "not json"})["event"], "unreadable");
 }
 
+// An interrupted run is resumable only when it wrote a checkpoint: the note said "--resume" for
+// every interrupted run, and the resume of one killed before its first checkpoint was refused.
+TEST(HistoryViewsTest, AnInterruptedRunSaysResumeOnlyWhenItHasACheckpoint) {
+  RunRecord run = ViewedRun();
+  run.host = ThisProcess().host;
+  run.pid = 0x7ffffff0;  // no such process here: interrupted
+  const std::string with = RunText(run, {SomeRound(1, true)});
+  EXPECT_NE(with.find("the checkpoints resume it (tributary-coordinator --resume)"),
+            std::string::npos)
+      << with;
+  run.rounds_done = 0;
+  run.resumes = 0;
+  const std::string without = RunText(run, {SomeRound(1, false)});
+  EXPECT_NE(without.find("before its first checkpoint: start it again"), std::string::npos)
+      << without;
+  EXPECT_EQ(without.find("--resume"), std::string::npos) << without;
+}
+
 TEST(HistoryViewsTest, TextShowsTheRunsAndTheirRounds) {
   const std::string table = RunsTable({ViewedRun()});
   EXPECT_NE(table.find("ID  STATUS"), std::string::npos) << table;
