@@ -128,7 +128,7 @@ void AggregatorService::OnUpstream(Message msg) {
   if (auto* w = std::get_if<AggregatorWelcome>(&msg)) return OnWelcome(*w);
   if (auto* t = std::get_if<GroupTask>(&msg)) return OnGroupTask(std::move(*t));
   if (auto* e = std::get_if<Error>(&msg)) {
-    Log().error("aggregator: the coordinator reports {}: {}", ErrorCodeName(e->code), e->message);
+    Log().error("aggregator: the coordinator reports {}", DescribeError(e->code, e->message));
     if (!welcomed_)  // refused at its hello: nothing a retry changes
       Finish(Status::FailedPrecondition("the coordinator refused this aggregator: " + e->message),
              "the aggregator was refused by the coordinator",
@@ -533,8 +533,8 @@ void AggregatorService::OnMessage(Connection* key, Message msg) {
   } else if (auto* hb = std::get_if<tributary::Heartbeat>(&msg)) {
     s.conn->Send(*hb);
   } else if (auto* e = std::get_if<Error>(&msg)) {
-    Log().warn("aggregator {}: client {} reports {}: {}", id_, s.id, ErrorCodeName(e->code),
-               e->message);
+    Log().warn("aggregator {}: client {} reports {}", id_, s.id,
+               DescribeError(e->code, e->message));
   } else if (std::holds_alternative<Goodbye>(msg)) {
     s.conn->Close();
   } else {

@@ -368,10 +368,7 @@ void RuntimeCore::OnWelcome(const Welcome& welcome) {
 }
 
 void RuntimeCore::OnCoordinatorError(const Error& error) {
-  // The message often starts with the code's name already (a ProtocolError's text): once is enough.
-  const std::string name = ErrorCodeName(error.code);
-  const std::string text =
-      error.message.rfind(name + ": ", 0) == 0 ? error.message : name + ": " + error.message;
+  const std::string text = DescribeError(error.code, error.message);
   switch (static_cast<ErrorCode>(error.code)) {
     case ErrorCode::kRevoked:
     case ErrorCode::kUnauthenticated:

@@ -371,10 +371,22 @@ Result<UpdateSubmission> TaskExecutor::Fit(const TaskAssignment& task, TaskRepor
                          fmt::format("{}: trainer.fit returned weights of another layout: {}", what,
                                      LayoutDifference(LayoutOf(global), "the global model",
                                                       LayoutOf(fit->weights), "fit's result")));
-  if (fit->num_examples < 0)
-    return ProtocolError(
-        ErrorCode::kInternal,
-        fmt::format("{}: trainer.fit returned num_examples {}", what, fit->num_examples));
+  // What the coordinator would refuse anyway, named here where the app can see it (the run's
+  // error said only that too few clients remained).
+  if (fit->num_examples < 1)
+    return ProtocolError(ErrorCode::kInternal,
+                         fmt::format("{}: trainer.fit returned num_examples {}: an update must "
+                                     "count the examples it trained on (at least 1)",
+                                     what, fit->num_examples));
+  for (const TensorInfo& t : fit->weights.tensors()) {
+    const std::span<const float> v = fit->weights.data().subspan(t.offset, t.numel);
+    const auto bad = std::find_if(v.begin(), v.end(), [](float x) { return !std::isfinite(x); });
+    if (bad != v.end())
+      return ProtocolError(
+          ErrorCode::kInternal,
+          fmt::format("{}: trainer.fit returned a non-finite value ({}) in tensor '{}' at index {}",
+                      what, *bad, t.name, bad - v.begin()));
+  }
   const double fit_seconds = Seconds(t0);
   // The trained weights of what travels: the whole model, or its federated tensors.
   ModelWeights trained = subset ? subset->Selected(fit->weights).value() : std::move(fit->weights);

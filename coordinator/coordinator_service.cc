@@ -276,7 +276,7 @@ void CoordinatorService::OnMessage(Connection* key, Message msg) {
   } else if (auto* hb = std::get_if<Heartbeat>(&msg)) {
     s.conn->Send(*hb);  // the echo: the client's liveness check and round-trip measurement
   } else if (auto* e = std::get_if<Error>(&msg)) {
-    Log().warn("client {} reports {}: {}", s.id, ErrorCodeName(e->code), e->message);
+    Log().warn("client {} reports {}", s.id, DescribeError(e->code, e->message));
   } else if (std::holds_alternative<Goodbye>(msg)) {
     s.conn->Close();
   } else {
@@ -493,7 +493,7 @@ void CoordinatorService::OnAggregatorMessage(Session& s, Message msg, TimePoint 
   } else if (auto* hb = std::get_if<Heartbeat>(&msg)) {
     s.conn->Send(*hb);
   } else if (auto* e = std::get_if<Error>(&msg)) {
-    Log().warn("aggregator {} reports {}: {}", s.id, ErrorCodeName(e->code), e->message);
+    Log().warn("aggregator {} reports {}", s.id, DescribeError(e->code, e->message));
   } else if (std::holds_alternative<Goodbye>(msg)) {
     s.conn->Close();
   } else {

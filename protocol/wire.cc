@@ -84,6 +84,14 @@ std::string ErrorCodeName(uint32_t code) {
   return "UNKNOWN_ERROR_" + std::to_string(code);
 }
 
+std::string DescribeError(uint32_t code, std::string_view message) {
+  const std::string name = ErrorCodeName(code);
+  if (message.size() > name.size() + 1 && message.substr(0, name.size()) == name &&
+      message.substr(name.size(), 2) == ": ")
+    return std::string(message);
+  return name + ": " + std::string(message);
+}
+
 Status ProtocolError(ErrorCode code, std::string_view detail) {
   const ErrorInfo* e = FindError(static_cast<uint32_t>(code));
   const StatusCode status = e ? e->status : StatusCode::kInternal;

@@ -108,6 +108,9 @@ enum class ErrorCode : uint32_t {
 
 // "FRAME_TOO_LARGE", ...; "UNKNOWN_ERROR_<n>" for codes this build does not know.
 std::string ErrorCodeName(uint32_t code);
+// "<NAME>: <message>" for an Error received, the name once: a message that already starts with
+// it (a ProtocolError's text, sent as it was) is returned as it is.
+std::string DescribeError(uint32_t code, std::string_view message);
 inline std::string ErrorCodeName(ErrorCode code) {
   return ErrorCodeName(static_cast<uint32_t>(code));
 }

@@ -104,7 +104,7 @@ typedef struct tributary_fit_config {
 } tributary_fit_config;
 
 typedef struct tributary_fit_result {
-  int64_t num_examples; /* training examples used (the FedAvg weight); must be >= 0 */
+  int64_t num_examples; /* training examples used (the FedAvg weight); must be >= 1 */
   double loss;          /* reported to the coordinator as the metric train_loss */
   double accuracy;      /* reported as train_accuracy */
 } tributary_fit_result;

@@ -6,8 +6,9 @@
 //
 // Contract: fit() trains starting from `global` (whose layout must match the trainer's model) and
 // returns the new weights, not a delta; the caller computes the delta. num_examples is the count
-// of training examples the update represents (it becomes the FedAvg weight). A Trainer is used from
-// one thread at a time.
+// of training examples the update represents (it becomes the FedAvg weight): at least 1, and the
+// weights finite, or the task fails with an error naming which (the coordinator would refuse the
+// update). A Trainer is used from one thread at a time.
 //
 // Stopping early: the client sets FitConfig::stop, and requests it when nobody will accept the
 // result any more (the connection the task came on is lost, or the client is stopping). A fit()

@@ -7,8 +7,9 @@ deadline. Before selection learned, every round ran to its deadline (the silent 
 again and again); now each silent client costs the run its first miss, and later rounds close at
 the honest clients' pace. Prints each round's duration, selection and drops.
 
-Item 2: a client that answers every task with num_examples = 0 and connects before the others
-ended the run in 0.72 s ("refused for the same reason", all its own refusals). Now it is refused,
+Item 2: a client whose every update the run refuses (it claims 10,000 examples after announcing
+100 at Hello; it claimed num_examples = 0 until the client library began refusing to send such an
+update) and connects before the others ended the run in 0.72 s ("refused for the same reason", all its own refusals). Now it is refused,
 left out, and the run completes once the honest clients come.
 
 Run through ctest (it names the binaries and PYTHONPATH): ctest -R SilentClientsCoolDown -V
@@ -26,7 +27,8 @@ from process_harness import CERTS, COORDINATOR, ProcessTest, write_safetensors
 HONEST, SILENT, ROUNDS, DEADLINE_S = 10, 5, 5, 3
 
 # One client: honest (adds 0.01 to every weight), silent (sleeps through every task, its
-# connection and heartbeats alive) or zero (claims num_examples = 0, which the run refuses).
+# connection and heartbeats alive) or zero (its updates claim 10,000 examples, more than the 100
+# it announces, which the run refuses; the library itself refuses to send num_examples = 0).
 CLIENT_PY = r'''
 import sys, time
 import numpy as np
@@ -43,7 +45,7 @@ class Trainer(tb.Trainer):
         if mode == "silent":
             time.sleep(3600)
         return tb.FitResult({k: v + np.float32(0.01) for k, v in parameters.items()},
-                            0 if mode == "zero" else 100,
+                            10000 if mode == "zero" else 100,
                             {"train_loss": 0.5})
 
     def evaluate(self, parameters, config):

@@ -533,6 +533,19 @@ TEST(ProtocolErrorTest, CodeSurvivesTheStatusMessage) {
   EXPECT_EQ(ProtocolErrorCodeOf(s.WithContext("reading")), ErrorCode::kInternal);
   EXPECT_EQ(ProtocolErrorCodeOf(Status::IoError("x")), ErrorCode::kInternal);
   EXPECT_EQ(ErrorCodeName(999), "UNKNOWN_ERROR_999");
+  EXPECT_EQ(ErrorCodeName(ErrorCode::kSuperseded), "SUPERSEDED");
+  EXPECT_EQ(ProtocolError(ErrorCode::kSuperseded, "x").code(), StatusCode::kFailedPrecondition);
+}
+
+// An Error's text names its code once: a message that is a ProtocolError's text already starts
+// with it ("INTERNAL: INTERNAL: ..." was logged).
+TEST(ProtocolErrorTest, DescribeErrorNamesTheCodeOnce) {
+  const uint32_t internal = static_cast<uint32_t>(ErrorCode::kInternal);
+  EXPECT_EQ(DescribeError(internal, "INTERNAL: fit failed"), "INTERNAL: fit failed");
+  EXPECT_EQ(DescribeError(internal, "fit failed"), "INTERNAL: fit failed");
+  EXPECT_EQ(DescribeError(internal, "INTERNALS: x"), "INTERNAL: INTERNALS: x");
+  EXPECT_EQ(DescribeError(internal, ""), "INTERNAL: ");
+  EXPECT_EQ(DescribeError(999, "odd"), "UNKNOWN_ERROR_999: odd");
 }
 
 }  // namespace
