@@ -21,6 +21,7 @@
 #include "crypto/tls_context.h"
 #include "protocol/tls_transport.h"
 #include "protocol/transfer_budget.h"
+#include "protocol/transport_util.h"
 #include "tributary/config.h"
 
 namespace tributary {
@@ -81,6 +82,19 @@ int Main(int argc, char** argv) {
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   if (Status s = InitLogging(log_level); !s.ok()) return Fail(s, 2);
+  // Checked now: a bad address was retried for ever (--coordinator) or noticed only after the
+  // coordinator had welcomed the aggregator (--listen).
+  if (o.coordinator_address.find(',') != std::string::npos)
+    return Fail(Status::InvalidArgument("--coordinator '" + o.coordinator_address +
+                                        "': one coordinator, HOST:PORT (an aggregator serves one "
+                                        "run; its clients are the ones that fail over)"),
+                2);
+  for (const auto& [flag, address] :
+       {std::pair<const char*, const std::string&>{"--coordinator", o.coordinator_address},
+        {"--listen", o.listen_address}}) {
+    if (auto hp = SplitHostPort(address); !hp.ok())
+      return Fail(hp.status().WithContext(std::string(flag) + " '" + address + "'"), 2);
+  }
   auto ms = [](double s) { return std::chrono::milliseconds(static_cast<int64_t>(s * 1000)); };
   o.heartbeat_interval = ms(heartbeat_s);
   o.client_timeout = ms(client_timeout_s);

@@ -79,7 +79,8 @@ void tributary_native_trainer_destroy(tributary_native_trainer* trainer);
 /* Like tributary_client_create, with `trainer` training every task: the options' tensors, fit,
  * evaluate, predict, predict_output_size, split and fit_split must be left as
  * tributary_client_options_init set them (the trainer gives the layout; a field that is set is
- * refused, named). On success the client owns the trainer (do not destroy it), and
+ * refused, named). On success the client owns the trainer: the handle is gone for the caller
+ * (do not destroy it, query it or pass it to another client; it is freed with the client), and
  * tributary_client_predict works with num_classes outputs per sample; on failure the trainer
  * stays the caller's. */
 tributary_client* tributary_client_create_native(const tributary_client_options* options,

@@ -365,6 +365,21 @@ class TierRunTest(ProcessTest):
         coord.terminate()
         coord.wait(timeout=30)
 
+    def test_bad_addresses_are_refused_at_start_naming_the_flag(self):
+        # They were retried for ever (--coordinator) or found only after the coordinator's
+        # welcome (--listen); a client given the same addresses exits at once.
+        ca, cert, key = self.client_tls("edge-0")
+        cases = [(["--coordinator", "localhost"], "--coordinator 'localhost': address 'localhost' "
+                                                  "has no :port"),
+                 (["--coordinator", "127.0.0.1:1,127.0.0.1:2"], "one coordinator, HOST:PORT"),
+                 (["--coordinator", "127.0.0.1:1", "--listen", "127.0.0.1"],
+                  "--listen '127.0.0.1': address '127.0.0.1' has no :port")]
+        for i, (flags, message) in enumerate(cases):
+            proc = self.start(f"bad-agg-{i}", [AGGREGATOR] + flags +
+                              ["--ca", ca, "--cert", cert, "--key", key])
+            self.assertEqual(proc.wait(timeout=10), 2, self.log(f"bad-agg-{i}"))
+            self.assertIn(message, self.log(f"bad-agg-{i}"))
+
 
 if __name__ == "__main__":
     unittest.main()
