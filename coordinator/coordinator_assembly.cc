@@ -215,8 +215,9 @@ Status Coordinator::Serve() {
   engine_thread_->join();
   TRIB_RETURN_IF_ERROR(result);
   if (!stopped_by_signal)
-    std::printf("run complete: %llu rounds\n",
-                static_cast<unsigned long long>(driver_->engine().rounds_done()));
+    std::printf("run complete: %llu %s\n",
+                static_cast<unsigned long long>(driver_->engine().rounds_done()),
+                config_.run.round.asynchronous() ? "steps" : "rounds");
   return Status::Ok();
 }
 
@@ -226,12 +227,17 @@ void Coordinator::PrintStartLine(const std::string& address) const {
   const std::string what = run.initial_model.empty() ? run.model
                            : run.model.empty()       ? run.initial_model
                                                      : run.model + " from " + run.initial_model;
+  // An asynchronous run counts steps (a buffer of K updates each) of C clients training at once.
+  const std::string pace =
+      run.round.asynchronous()
+          ? fmt::format("{} steps of {} updates, {} clients training at once", run.round.rounds,
+                        run.round.BufferSize(), run.round.Concurrency())
+          : fmt::format("{} rounds of {} clients", run.round.rounds, run.round.clients_per_round);
   std::printf(
-      "tributary-coordinator %s: model %s (%zu tensors, %zu parameters), strategy %s, %lld rounds "
-      "of %lld clients, server-side evaluation %s; listening on %s (mutual TLS)\n",
+      "tributary-coordinator %s: model %s (%zu tensors, %zu parameters), strategy %s, %s, "
+      "server-side evaluation %s; listening on %s (mutual TLS)\n",
       TRIBUTARY_VERSION, what.c_str(), model.num_tensors(), model.size(), run.strategy.c_str(),
-      static_cast<long long>(run.round.rounds), static_cast<long long>(run.round.clients_per_round),
-      evaluation_.c_str(), address.c_str());
+      pace.c_str(), evaluation_.c_str(), address.c_str());
   std::fflush(stdout);
 }
 
