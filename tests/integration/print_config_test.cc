@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "client/client_config.h"
 #include "coordinator/coordinator_config.h"
@@ -104,6 +105,32 @@ TEST(PrintConfigTest, NegativeValuesAndAResumeWithoutACheckpointAreRefusedByName
     EXPECT_EQ(code, 2) << args[0] << ": " << out;
     EXPECT_NE(out.find(message), std::string::npos) << args[0] << ": " << out;
   }
+}
+
+// A TLS file the coordinator cannot read is named with its key (it said only "no such file: PATH").
+TEST(PrintConfigTest, AnUnreadableTlsFileIsNamedWithItsKey) {
+  const std::string missing = (std::filesystem::temp_directory_path() /
+                               ("trib_no_such_" + std::to_string(::getpid()) + ".crt"))
+                                  .string();
+  const std::string dir = std::filesystem::temp_directory_path().string();
+  const std::string present = missing + ".present";  // readable (its contents are not reached)
+  std::ofstream(present) << "not a certificate\n";
+  const std::pair<std::vector<std::string>, std::string> cases[] = {
+      {{"--ca", missing, "--cert", "s.crt", "--key", "s.key"},
+       "key 'tls.ca': cannot read " + missing + ": no such file"},
+      {{"--ca", present, "--cert", dir, "--key", "s.key"},
+       "key 'tls.cert': cannot read " + dir + ": a directory, not a file"},
+  };
+  for (const auto& [args, message] : cases) {
+    std::vector<std::string> argv = {
+        TRIBUTARY_COORDINATOR_BIN, "--set", "output.history=none", "--set",
+        "output.checkpoint_dir=" + dir + "/trib_tls_" + std::to_string(::getpid())};
+    argv.insert(argv.end(), args.begin(), args.end());
+    auto [code, out] = RunBinary(argv);
+    EXPECT_EQ(code, 1) << out;
+    EXPECT_NE(out.find(message), std::string::npos) << out;
+  }
+  std::filesystem::remove(present);
 }
 
 }  // namespace
