@@ -115,6 +115,7 @@ TEST(PrintConfigTest, AnUnreadableTlsFileIsNamedWithItsKey) {
   const std::string dir = std::filesystem::temp_directory_path().string();
   const std::string present = missing + ".present";  // readable (its contents are not reached)
   std::ofstream(present) << "not a certificate\n";
+  const std::string outputs = dir + "/trib_tls_" + std::to_string(::getpid());  // removed after
   const std::pair<std::vector<std::string>, std::string> cases[] = {
       {{"--ca", missing, "--cert", "s.crt", "--key", "s.key"},
        "key 'tls.ca': cannot read " + missing + ": no such file"},
@@ -122,15 +123,15 @@ TEST(PrintConfigTest, AnUnreadableTlsFileIsNamedWithItsKey) {
        "key 'tls.cert': cannot read " + dir + ": a directory, not a file"},
   };
   for (const auto& [args, message] : cases) {
-    std::vector<std::string> argv = {
-        TRIBUTARY_COORDINATOR_BIN, "--set", "output.history=none", "--set",
-        "output.checkpoint_dir=" + dir + "/trib_tls_" + std::to_string(::getpid())};
+    std::vector<std::string> argv = {TRIBUTARY_COORDINATOR_BIN, "--set", "output.history=none",
+                                     "--set", "output.checkpoint_dir=" + outputs};
     argv.insert(argv.end(), args.begin(), args.end());
     auto [code, out] = RunBinary(argv);
     EXPECT_EQ(code, 1) << out;
     EXPECT_NE(out.find(message), std::string::npos) << out;
   }
   std::filesystem::remove(present);
+  std::filesystem::remove_all(outputs);
 }
 
 }  // namespace
