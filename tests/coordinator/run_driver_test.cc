@@ -263,17 +263,21 @@ TEST(RunDriverTest, ResumeContinuesExactlyAndRefusesAnotherModelOrStrategySaying
 
 // Issue 28: every run has its own run_uid, in RunStarted and in each of its checkpoints; a resumed
 // run keeps its checkpoint's, so the run history continues the right record.
+// A run of `c` that plays two rounds (two checkpoints); its uid ("" when it could not start).
+std::string TwoRoundsOf(const RunConfig& c, Env* env) {
+  auto d = Make(c, env);
+  EXPECT_TRUE(d.ok()) << d.status();
+  if (!d.ok()) return "";
+  PlayRound(**d, 1.0f);
+  PlayRound(**d, 2.0f);
+  return (*d)->run_uid();
+}
+
 TEST(RunDriverTest, EachRunHasItsOwnUidAndAResumedRunKeepsItsCheckpoints) {
   FaultInjectionEnv env;
   const RunConfig c = Config();
-  std::string first_uid;
-  {
-    auto d = Make(c, &env);
-    ASSERT_TRUE(d.ok()) << d.status();
-    first_uid = (*d)->run_uid();
-    PlayRound(**d, 1.0f);
-    PlayRound(**d, 2.0f);
-  }
+  const std::string first_uid = TwoRoundsOf(c, &env);
+  ASSERT_FALSE(first_uid.empty());
   EXPECT_EQ(first_uid.size(), 32u);
   EXPECT_EQ(first_uid.find_first_not_of("0123456789abcdef"), std::string::npos) << first_uid;
   for (int g = 0; g < 2; ++g) {
@@ -312,14 +316,8 @@ TEST(RunDriverTest, EachRunHasItsOwnUidAndAResumedRunKeepsItsCheckpoints) {
 TEST(RunDriverTest, ANewRunSetsAnEarlierRunsCheckpointsAsideSoResumeNeverFallsBackToThem) {
   FaultInjectionEnv env;
   const RunConfig c = Config();
-  std::string first_uid;
-  {
-    auto d = Make(c, &env);
-    ASSERT_TRUE(d.ok()) << d.status();
-    first_uid = (*d)->run_uid();
-    PlayRound(**d, 1.0f);
-    PlayRound(**d, 2.0f);
-  }
+  const std::string first_uid = TwoRoundsOf(c, &env);
+  ASSERT_FALSE(first_uid.empty());
   ASSERT_TRUE(env.FileExists(CheckpointPath("runs/a", 1)));
   {
     auto d = Make(c, &env);  // a new run of the same config in the same directory

@@ -40,8 +40,8 @@ void ExpectDeploymentMatchesInProcess(const SimConfig& c) {
   EXPECT_GT(local->rounds.back().test_accuracy, 0.5);
 }
 
-TEST(DeployTest, RealProcessesMatchTheInProcessRun) {
-  testing::TempDir dir;
+// 3 clients of Fashion-MNIST (3,000 examples, Dirichlet 0.5), all in each of 3 rounds of one epoch.
+SimConfig ThreeFashionMnistClients() {
   SimConfig c;
   c.data.dataset = "fashion-mnist";
   c.data.train_examples = 3000;
@@ -55,6 +55,12 @@ TEST(DeployTest, RealProcessesMatchTheInProcessRun) {
   c.run.round.fit.lr = 0.05f;
   c.run.round.seed = 11;
   c.run.round.round_timeout = std::chrono::seconds(120);
+  return c;
+}
+
+TEST(DeployTest, RealProcessesMatchTheInProcessRun) {
+  testing::TempDir dir;
+  SimConfig c = ThreeFashionMnistClients();
   c.report_dir = dir.path();
   ExpectDeploymentMatchesInProcess(c);
 }
@@ -85,19 +91,7 @@ TEST(DeployTest, CompressedUpdatesResidualsAndAQuantizedDownloadMatchToo) {
 // deadlines in silence). U-shaped SFLV1 gives the in-process model bitwise.
 TEST(DeployTest, SplitLearningMatchesTheInProcessRun) {
   testing::TempDir dir;
-  SimConfig c;
-  c.data.dataset = "fashion-mnist";
-  c.data.train_examples = 3000;
-  c.data.test_examples = 1000;
-  c.data.partition = "dirichlet:0.5";
-  c.data.num_clients = 3;
-  c.data.seed = 11;
-  c.run.round.clients_per_round = 3;
-  c.run.round.rounds = 3;
-  c.run.round.fit.epochs = 1;
-  c.run.round.fit.lr = 0.05f;
-  c.run.round.seed = 11;
-  c.run.round.round_timeout = std::chrono::seconds(120);
+  SimConfig c = ThreeFashionMnistClients();
   c.run.round.split.mode = "sflv1";
   c.run.round.split.head = 4;
   c.report_dir = dir.path();
