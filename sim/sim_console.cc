@@ -98,11 +98,11 @@ Status FinishSimRun(const SimConfig& cfg, const SimResult& result, nlohmann::jso
   extra["wall_ms_per_client_round"] = ms;
   TRIB_RETURN_IF_ERROR(WriteReport(cfg.report_dir, cfg, result, extra));
   std::printf(
-      "done: %zu rounds in %s wall (%s simulated); %s wall per client-round; peak RSS %s; final "
+      "done: %zu %s in %s wall (%s simulated); %s wall per client-round; peak RSS %s; final "
       "model hash %016llx\n",
-      result.rounds.size(), FormatDuration(result.wall_seconds).c_str(),
-      FormatDuration(result.sim_seconds).c_str(), FormatDuration(ms / 1000).c_str(),
-      FormatBytes(static_cast<double>(PeakRssBytes())).c_str(),
+      result.rounds.size(), cfg.run.round.asynchronous() ? "steps" : "rounds",
+      FormatDuration(result.wall_seconds).c_str(), FormatDuration(result.sim_seconds).c_str(),
+      FormatDuration(ms / 1000).c_str(), FormatBytes(static_cast<double>(PeakRssBytes())).c_str(),
       static_cast<unsigned long long>(result.model_hash));
   if (cfg.tier.aggregators > 0 && !result.rounds.empty()) {
     const SimRound sum = result.TierTotals();

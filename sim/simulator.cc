@@ -681,6 +681,7 @@ Status Simulator::Restore(SimCheckpoint state) {
       controls_->Restore(std::move(state.controls), driver_->engine().model().size()));
   driver_->engine().mutable_registry().RestoreCooldowns(std::move(state.cooldowns));
   now_ = state.sim_clock;
+  wall_before_ = state.rounds.empty() ? 0.0 : state.rounds.back().wall_clock;
   for (SimRound& r : state.rounds) result_.Append(std::move(r), config_.target_accuracy);
   state_kept_ = std::move(state.kept);
   state_kept_.push_back(done);
@@ -719,7 +720,7 @@ bool Simulator::AtTarget() const { return config_.stop_at_target && result_.targ
 void Simulator::RecordRound() {
   SimRound r = pending_;
   r.wall_seconds = WallNow() - round_start_wall_;
-  r.wall_clock = WallNow() - wall_start_;
+  r.wall_clock = wall_before_ + (WallNow() - wall_start_);
   const SimRound& stored = result_.Append(std::move(r), config_.target_accuracy);
   if (on_round_ && *on_round_) (*on_round_)(stored);
 }
@@ -891,7 +892,7 @@ Result<SimResult> Simulator::Run(const std::function<void(const SimRound&)>& on_
   if (AtTarget() && !engine.finished())
     result_.stopped = fmt::format("sim.stop_at_target: round {} reached test accuracy {}",
                                   result_.target_round, config_.target_accuracy);
-  result_.wall_seconds = WallNow() - wall_start_;
+  result_.wall_seconds = wall_before_ + (WallNow() - wall_start_);
   result_.sim_seconds = now_;
   result_.final_model = driver_->model();  // the whole model, in a split run too
   result_.model_hash = result_.final_model.content_hash();

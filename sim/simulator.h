@@ -207,6 +207,9 @@ class Simulator : private RunObserver {
   // Run state.
   double now_ = 0.0;  // simulated seconds
   double wall_start_ = 0.0;
+  // Wall seconds the rounds before a resume took (the last restored round's wall_clock): the
+  // resumed run's wall clock and total go on from there, as its simulated clock does.
+  double wall_before_ = 0.0;
   SimRound pending_;  // counts for the round in progress (across attempts)
   double round_start_sim_ = 0.0, round_start_wall_ = 0.0;
   uint64_t attempt_round_ = 0;

@@ -489,6 +489,14 @@ TEST(RankSimTest, AResumedRunWithDropoutGivesTheUnbrokenModel) {
   Result<Distributed> resumed = RunOnRanks(rest, 3);
   ASSERT_TRUE(resumed.ok()) << resumed.status().ToString();
   ExpectSameRun(*whole, resumed->result, "dropout, resumed on 3 ranks");
+  // The wall clock goes on from the restored rounds', as the simulated one does: rounds 4-6's
+  // wall_clock and the total include rounds 1-3's time (they started again from 0).
+  const std::vector<SimRound>& rounds = resumed->result.rounds;
+  ASSERT_EQ(rounds.size(), 6u);
+  for (size_t i = 1; i < rounds.size(); ++i)
+    EXPECT_GE(rounds[i].wall_clock, rounds[i - 1].wall_clock) << "round " << i + 1;
+  EXPECT_GE(rounds[3].wall_clock, rounds[2].wall_clock + rounds[3].wall_seconds * 0.99);
+  EXPECT_GE(resumed->result.wall_seconds, rounds.back().wall_clock);
 }
 
 // SCAFFOLD's state is the server's control variate (in the coordinator's checkpoint) and every
