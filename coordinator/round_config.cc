@@ -295,7 +295,25 @@ Status RoundConfig::Validate() const {
       return bad(fmt::format("'secagg.max_dropout' = {} must be in [0, 0.5)", secagg.max_dropout));
     if (secagg.phase_timeout.count() <= 0) return bad("'secagg.phase_timeout_s' must be > 0");
   }
-  if (split.enabled()) TRIB_RETURN_IF_ERROR(ValidateSplit());
+  if (split.enabled()) {
+    TRIB_RETURN_IF_ERROR(ValidateSplit());
+  } else {
+    // A split key set without split.mode would change nothing: say so, rather than run the whole
+    // model (the keys were accepted in silence, whatever their values).
+    const SplitConfig off;
+    for (const auto& [key, changed] :
+         {std::pair<const char*, bool>{"split.cut", split.cut != off.cut},
+          {"split.head", split.head != off.head},
+          {"split.codec", split.codec != off.codec},
+          {"split.threads", split.threads != off.threads},
+          {"split.pool", split.pool != off.pool}}) {
+      if (changed)
+        return Status::InvalidArgument(fmt::format(
+            "key '{}' has no effect without split.mode ('sflv1' or 'sflv2'); set split.mode too, "
+            "or remove it",
+            key));
+    }
+  }
   if (dp.enabled) {
     TRIB_RETURN_IF_ERROR(dp.Validate(clients_per_round));
     if (fraction > 0.0)

@@ -240,6 +240,17 @@ TEST(SplitRunDriverTest, KeysRefuseWhatSplitLearningCannotComposeWith) {
   bad = c;
   bad.round.split.threads = 0;
   refused(bad, "'split.threads' = 0 must be in [1, 256]");
+  // Split keys without split.mode change nothing: refused, named (they were accepted silently,
+  // whatever their values).
+  bad = c;
+  bad.round.split.mode = "";
+  bad.round.split.cut = 3;
+  refused(bad, "key 'split.cut' has no effect without split.mode");
+  bad.round.split.cut = 0;
+  bad.round.split.codec = "q8";
+  refused(bad, "key 'split.codec' has no effect without split.mode");
+  bad.round.split.codec = "dense";
+  EXPECT_TRUE(bad.Validate().ok()) << bad.Validate();  // every split key at its default: off
   // A model without a cut, and a cut that leaves the device part without parameters.
   FaultInjectionEnv env;
   RunConfig mlp = c;
