@@ -214,8 +214,9 @@ TEST_F(AggregatorServiceTest, ACoordinatorShuttingDownIsReconnectedToAndTheClien
   // Stopped itself, the aggregator tells its clients SHUTTING_DOWN: they reconnect (to it when
   // it is back, or to another aggregator) instead of ending their run.
   ASSERT_TRUE(client.inbox->WaitForClose().has_value());
-  ASSERT_EQ(client.inbox->messages().size(), 2u);
-  const auto* bye = std::get_if<Goodbye>(&client.inbox->messages()[1]);
+  const std::vector<Message> got = client.inbox->messages();  // a copy: bye points into it
+  ASSERT_EQ(got.size(), 2u);
+  const auto* bye = std::get_if<Goodbye>(&got[1]);
   ASSERT_NE(bye, nullptr);
   EXPECT_EQ(bye->code, static_cast<uint32_t>(ErrorCode::kShuttingDown));
 }
