@@ -489,7 +489,10 @@ void RoundEngine::MaybeStartRound(TimePoint now) {
       PoissonSampling() ? config_.min_available : std::max(config_.min_available, MinCompleted());
   const uint64_t round = rounds_done_ + 1;
   if (static_cast<int64_t>(registry_.num_idle()) < need) {
-    if (wait_logged_ != std::pair(round, attempt_)) {
+    // The first round's first attempt says so only before anyone has joined (a coordinator just
+    // started): a fleet, or a simulator registering its clients, joins one by one meanwhile.
+    const bool joining = round == 1 && attempt_ == 0 && registry_.size() > 0;
+    if (!joining && wait_logged_ != std::pair(round, attempt_)) {
       wait_logged_ = std::pair(round, attempt_);
       Log().info(
           "round {}{}: waiting for {} idle clients ({} connected, {} idle; "

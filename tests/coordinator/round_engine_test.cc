@@ -746,7 +746,8 @@ TEST_F(RoundEngineTest, AWaitForClientsIsLoggedOnceAndAnUpdateBetweenAttemptsSay
   cfg.min_completed = 3;
   cfg.max_round_attempts = 0;
   Make(cfg);
-  Join(2);
+  engine_->OnTick(now_);  // a coordinator that has just started: nobody yet
+  Join(2);                // then clients join one by one: no line each
   const auto waits = [&] {
     std::vector<std::string> out;
     for (const std::string& l : log.lines())
@@ -754,7 +755,7 @@ TEST_F(RoundEngineTest, AWaitForClientsIsLoggedOnceAndAnUpdateBetweenAttemptsSay
     return out;
   };
   ASSERT_EQ(waits().size(), 1u);
-  EXPECT_NE(waits()[0].find("info|round 1: waiting for 3 idle clients (1 connected, 1 idle; "
+  EXPECT_NE(waits()[0].find("info|round 1: waiting for 3 idle clients (0 connected, 0 idle; "
                             "run.min_available = 3, run.min_completed = 3)"),
             std::string::npos)
       << waits()[0];
