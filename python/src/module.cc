@@ -49,7 +49,10 @@ struct DeleteWithoutGil {
 using ClientHolder = std::unique_ptr<Client, DeleteWithoutGil>;
 
 Ms FromSeconds(double s, const char* name) {
-  if (!(s >= 0.0) || s > 1e9) throw py::value_error(std::string(name) + " must be >= 0 seconds");
+  // The message says the range it checks (1e30 was told "must be >= 0").
+  if (!(s >= 0.0) || s > 1e9)
+    throw py::value_error(std::string(name) + " = " + py::repr(py::float_(s)).cast<std::string>() +
+                          " must be in [0, 1e9] seconds");
   return Ms(static_cast<int64_t>(s * 1000.0 + 0.5));
 }
 double ToSeconds(Ms ms) { return static_cast<double>(ms.count()) / 1000.0; }

@@ -125,6 +125,9 @@ class BindingsTest(unittest.TestCase):
             tb.ClientOptions(coordinatr="typo:1")
         with self.assertRaises(ValueError):
             o.connect_timeout_s = -1
+        with self.assertRaises(ValueError) as bad:  # the message names the range it checks
+            o.heartbeat_interval_s = 1e30
+        self.assertIn("heartbeat_interval_s = 1e+30 must be in [0, 1e9] seconds", str(bad.exception))
         with self.assertRaises(tb.Error) as ctx:
             tb.Client(o, PlusOne(np.zeros((1, 1)), [0]))
         self.assertEqual(ctx.exception.code, "NotFound")
