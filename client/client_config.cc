@@ -1,11 +1,8 @@
 #include "client/client_config.h"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
-#include <cerrno>
-#include <cstring>
-
+#include "core/file_util.h"
 #include "core/rng.h"
 #include "train/device.h"
 #include "train/model_file.h"
@@ -148,11 +145,8 @@ Status CheckClientFiles(const ClientConfig& o) {
     const std::string& path;
   } files[] = {
       {"tls.ca", "--ca", o.ca}, {"tls.cert", "--cert", o.cert}, {"tls.key", "--key", o.key}};
-  for (const auto& f : files) {
-    if (::access(f.path.c_str(), R_OK) != 0)
-      return Status::NotFound(
-          fmt::format("{} ({}): cannot read {}: {}", f.key, f.flag, f.path, std::strerror(errno)));
-  }
+  for (const auto& f : files)
+    TRIB_RETURN_IF_ERROR(CheckReadableFile(fmt::format("{} ({})", f.key, f.flag), f.path));
   return Status::Ok();
 }
 

@@ -9,6 +9,7 @@
 #include "compression/update_sink.h"
 #include "core/log.h"
 #include "core/model_layout.h"
+#include "core/non_finite.h"
 #include "core/rng.h"
 #include "protocol/wire.h"
 
@@ -378,15 +379,11 @@ Result<UpdateSubmission> TaskExecutor::Fit(const TaskAssignment& task, TaskRepor
                          fmt::format("{}: trainer.fit returned num_examples {}: an update must "
                                      "count the examples it trained on (at least 1)",
                                      what, fit->num_examples));
-  for (const TensorInfo& t : fit->weights.tensors()) {
-    const std::span<const float> v = fit->weights.data().subspan(t.offset, t.numel);
-    const auto bad = std::find_if(v.begin(), v.end(), [](float x) { return !std::isfinite(x); });
-    if (bad != v.end())
-      return ProtocolError(
-          ErrorCode::kInternal,
-          fmt::format("{}: trainer.fit returned a non-finite value ({}) in tensor '{}' at index {}",
-                      what, *bad, t.name, bad - v.begin()));
-  }
+  if (const std::optional<NonFinite> bad = FindNonFinite(fit->weights))
+    return ProtocolError(
+        ErrorCode::kInternal,
+        fmt::format("{}: trainer.fit returned a non-finite value ({}) in tensor '{}' at index {}",
+                    what, bad->value, bad->tensor, bad->index));
   const double fit_seconds = Seconds(t0);
   // The trained weights of what travels: the whole model, or its federated tensors.
   ModelWeights trained = subset ? subset->Selected(fit->weights).value() : std::move(fit->weights);

@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "core/file_util.h"
+#include "core/non_finite.h"
 #include "core/progress.h"
 #include "core/safetensors_metadata.h"
 #include "crypto/model_checksum.h"
@@ -46,13 +47,9 @@ Result<ModelWeights> Extract(const ModelWeights& all, const std::string& prefix)
 
 // Corruption naming the first non-finite value of `w` ("model" / "strategy state").
 Status CheckFinite(const ModelWeights& w, const char* what, const std::string& path) {
-  for (size_t t = 0; t < w.num_tensors(); ++t) {
-    std::span<const float> v = w.tensor(t);
-    for (size_t i = 0; i < v.size(); ++i)
-      if (!std::isfinite(v[i]))
-        return Status::Corruption(fmt::format("{}: {} tensor '{}' holds {} at index {}", path, what,
-                                              w.tensors()[t].name, v[i], i));
-  }
+  if (const std::optional<NonFinite> bad = FindNonFinite(w))
+    return Status::Corruption(fmt::format("{}: {} tensor '{}' holds {} at index {}", path, what,
+                                          bad->tensor, bad->value, bad->index));
   return Status::Ok();
 }
 

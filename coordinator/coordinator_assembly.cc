@@ -8,13 +8,9 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <cstdio>
-#include <cstring>
-#include <filesystem>
 #include <functional>
 #include <optional>
 #include <thread>
-
-#include <unistd.h>
 
 #include "coordinator/coordinator_service.h"
 #include "coordinator/evaluator.h"
@@ -128,15 +124,8 @@ Result<std::unique_ptr<Coordinator>> Coordinator::Assemble(CoordinatorConfig con
   for (const auto& [key, path] : {std::pair<const char*, const std::string&>{"tls.ca", cfg.tls_ca},
                                   {"tls.cert", cfg.tls_cert},
                                   {"tls.key", cfg.tls_key}}) {
-    std::error_code ec;
-    if (!std::filesystem::is_regular_file(path, ec) || ::access(path.c_str(), R_OK) != 0)
-      return Fail(Status::NotFound(fmt::format(
-                      "key '{}': cannot read {}: {}", key, path,
-                      std::filesystem::exists(path, ec)
-                          ? (std::filesystem::is_directory(path, ec) ? "a directory, not a file"
-                                                                     : std::strerror(errno))
-                          : "no such file")),
-                  1, exit_status);
+    if (Status readable = CheckReadableFile(fmt::format("key '{}'", key), path); !readable.ok())
+      return Fail(readable, 1, exit_status);
   }
   Result<SslContextPtr> tls =
       MakeServerTlsContext(TlsConfig{cfg.tls_ca, cfg.tls_cert, cfg.tls_key});

@@ -8,6 +8,7 @@
 
 #include "core/hash.h"
 #include "core/log.h"
+#include "core/non_finite.h"
 
 namespace tributary {
 
@@ -22,13 +23,9 @@ double SecondsBetween(TimePoint a, TimePoint b) {
 }
 
 std::string FirstNonFinite(const ModelWeights& w) {
-  for (size_t t = 0; t < w.num_tensors(); ++t) {
-    std::span<const float> v = w.tensor(t);
-    for (size_t i = 0; i < v.size(); ++i)
-      if (!std::isfinite(v[i]))
-        return fmt::format("{} in tensor '{}' at index {}", v[i], w.tensors()[t].name, i);
-  }
-  return "";
+  const std::optional<NonFinite> bad = FindNonFinite(w);
+  return bad ? fmt::format("{} in tensor '{}' at index {}", bad->value, bad->tensor, bad->index)
+             : std::string();
 }
 
 void RecordCoolDownMiss(ClientRegistry& registry, const std::string& id, std::string_view why,

@@ -1,6 +1,9 @@
 #include "core/file_util.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 
 #include "core/progress.h"
@@ -63,6 +66,23 @@ Status WriteFileAtomic(Env* env, const std::string& path, std::string_view text)
 
 Status WriteFileAtomic(const std::string& path, std::string_view text) {
   return WriteFileAtomic(Env::Default(), path, text);
+}
+
+Status CheckReadableFile(std::string_view label, const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  std::string why;
+  if (!fs::exists(st))
+    why = "no such file";
+  else if (fs::is_directory(st))
+    why = "a directory, not a file";
+  else if (!fs::is_regular_file(st))
+    why = "not a regular file";
+  else if (::access(path.c_str(), R_OK) != 0)
+    why = std::strerror(errno);
+  if (why.empty()) return Status::Ok();
+  return Status::NotFound(std::string(label) + ": cannot read " + path + ": " + why);
 }
 
 }  // namespace tributary

@@ -35,4 +35,9 @@ Status WriteFileAtomic(Env* env, const std::string& path, std::span<const uint8_
 Status WriteFileAtomic(Env* env, const std::string& path, std::string_view text);
 Status WriteFileAtomic(const std::string& path, std::string_view text);
 
+// NotFound "<label>: cannot read <path>: <why>" (no such file, a directory, the OS's reason) when
+// `path` is not a regular file this process may read; OK otherwise. For checking the files a
+// program was given before it uses them, naming the key or flag that named each (`label`).
+Status CheckReadableFile(std::string_view label, const std::string& path);
+
 }  // namespace tributary

@@ -181,5 +181,23 @@ TEST(WriteFileAtomicTest, WithProgressItAppendsInPiecesAndStaysCrashSafe) {
   }
 }
 
+// The check programs make of the files they were given: each reason named, with the label.
+TEST(CheckReadableFileTest, NamesTheLabelThePathAndWhy) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("trib_readable_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string file = (dir / "ok.pem").string();
+  ASSERT_TRUE(WriteFileAtomic(file, std::string_view("pem")).ok());
+  EXPECT_TRUE(CheckReadableFile("key 'tls.ca'", file).ok());
+  const Status missing = CheckReadableFile("key 'tls.ca'", (dir / "no.pem").string());
+  EXPECT_EQ(missing.code(), StatusCode::kNotFound);
+  EXPECT_EQ(missing.message(),
+            "key 'tls.ca': cannot read " + (dir / "no.pem").string() + ": no such file");
+  const Status folder = CheckReadableFile("tls.cert (--cert)", dir.string());
+  EXPECT_EQ(folder.message(),
+            "tls.cert (--cert): cannot read " + dir.string() + ": a directory, not a file");
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace tributary
