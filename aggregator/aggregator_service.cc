@@ -532,6 +532,21 @@ void AggregatorService::OnMessage(Connection* key, Message msg) {
     AfterSecure();
   } else if (auto* hb = std::get_if<tributary::Heartbeat>(&msg)) {
     s.conn->Send(*hb);
+  } else if (auto* f = std::get_if<TaskFailed>(&msg)) {
+    // Its record goes up with the share's next result (the coordinator counts a dropout); with
+    // secure aggregation, the group's session stops waiting for its masked input.
+    Status taken = Status::FailedPrecondition("no round is open at this aggregator");
+    if (share_) {
+      taken = share_->OnTaskFailed(s.id, *f);
+    } else if (secure_ && secure_->HasMember(s.id) && f->fit() && f->round == secure_->round()) {
+      secure_->OnNoInput(s.id, now);
+      taken = Status::Ok();
+    }
+    Log().warn("aggregator {}: client {} could not do its {} task of round {}: {}{}", id_, s.id,
+               f->evaluate() ? "evaluate" : "fit", f->round, DescribeError(f->code, f->reason),
+               taken.ok() ? "" : "; ignored: " + taken.message());
+    if (share_) MaybeFlush();
+    if (secure_) AfterSecure();
   } else if (auto* e = std::get_if<Error>(&msg)) {
     Log().warn("aggregator {}: client {} reports {}", id_, s.id,
                DescribeError(e->code, e->message));

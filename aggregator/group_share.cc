@@ -105,6 +105,23 @@ std::optional<UpdateRefusal> GroupShare::OnUpdate(const std::string& id, const U
 
 void GroupShare::OnLeft(const std::string& id) { pending_.erase(id); }
 
+Status GroupShare::OnTaskFailed(const std::string& id, const TaskFailed& f) {
+  if (!f.fit() || f.round != round_ || f.task_id != task_.task_id || !pending_.count(id))
+    return Status::FailedPrecondition(
+        fmt::format("it holds no task {} of round {} here (round {} task {} is open)", f.task_id,
+                    f.round, round_, task_.task_id));
+  pending_.erase(id);
+  GroupRecord rec;
+  rec.client_id = id;
+  rec.code = static_cast<uint32_t>(ErrorCode::kTaskFailed);
+  rec.kind = "task failed";
+  rec.reason = DescribeError(f.code, f.reason);
+  // The reason travels up in a record whose text field has the protocol's cap.
+  if (rec.reason.size() > kMaxTextBytes) rec.reason.resize(kMaxTextBytes);
+  records_.push_back(std::move(rec));
+  return Status::Ok();
+}
+
 bool GroupShare::HasRecordOf(const std::string& id) const {
   return std::any_of(records_.begin(), records_.end(),
                      [&](const GroupRecord& r) { return r.client_id == id; });

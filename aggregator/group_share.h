@@ -59,6 +59,11 @@ class GroupShare {
                                         const ClientRecord* sender, TimePoint now);
   // A member left: it will not answer (the coordinator learns it from the membership).
   void OnLeft(const std::string& id);
+  // A member could not do its task (TaskFailed): it has answered, with a record whose code is
+  // TASK_FAILED and whose reason is the client's, which the coordinator counts as a dropout, not
+  // a refusal. FailedPrecondition, changing nothing, when `failed` names no task `id` still holds
+  // here.
+  Status OnTaskFailed(const std::string& id, const TaskFailed& failed);
 
   bool Due(TimePoint now) const;
   bool has_records() const { return !records_.empty(); }

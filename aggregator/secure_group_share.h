@@ -49,6 +49,8 @@ class SecureGroupShare {
   // A client's secure aggregation message; the refusal (to send it as an Error) when not taken.
   Status OnSecAgg(const std::string& id, const Message& message, TimePoint now);
   void OnLeft(const std::string& id, TimePoint now);
+  // A member's task failed (TaskFailed): the session does not wait for its masked input.
+  void OnNoInput(const std::string& id, TimePoint now) { session_->OnNoInput(id, now); }
   void OnTick(TimePoint now);
   std::vector<Outgoing> TakeOutbox();
   std::optional<TimePoint> next_deadline() const { return session_->next_deadline(); }

@@ -41,6 +41,20 @@ uint64_t RoundOf(const Message& task) {
   return std::get<EvaluateTask>(task).round;
 }
 
+// What the coordinator (or the aggregator) hears when `task` could not be done (protocol version
+// 12): the task it answers and why, so that the round stops waiting for this client.
+TaskFailed FailureOf(const Message& task, const Status& s) {
+  TaskFailed f;
+  f.round = RoundOf(task);
+  if (const auto* fit = std::get_if<TaskAssignment>(&task))
+    f.task_id = fit->task_id;
+  else
+    f.kind = TaskFailed::kEvaluate;
+  f.code = static_cast<uint32_t>(ProtocolErrorCodeOf(s));
+  f.reason = s.message();
+  return f;
+}
+
 void LogReport(const TaskReport& r) {
   if (!r.status.ok()) {
     Log().warn("round {}: {} failed, told the coordinator: {}", r.round,
@@ -541,7 +555,7 @@ void RuntimeCore::RunTask(uint64_t gen, const std::shared_ptr<Message>& task,
       fmt::format("round {}: the {} task threw: {}", RoundOf(*task), KindName(*task), thrown));
   Log().error("{}", why.message());
   if (stop.stop_requested()) return;
-  PostReply(gen, ErrorFromStatus(why));
+  PostReply(gen, FailureOf(*task, why));
 }
 
 void RuntimeCore::RunTaskUnguarded(uint64_t gen, const std::shared_ptr<Message>& task,
@@ -618,7 +632,7 @@ void RuntimeCore::RunTaskUnguarded(uint64_t gen, const std::shared_ptr<Message>&
                KindName(*task));
     return;
   }
-  if (!report.status.ok()) reply = ErrorFromStatus(report.status);
+  if (!report.status.ok()) reply = FailureOf(*task, report.status);
   LogReport(report);
   if (report.status.ok() && report.kind == TaskReport::Kind::kFit) {
     SaveState([&](ClientStateData& d) {

@@ -96,6 +96,30 @@ void AsyncEngine::OnLeft(const std::string& id, TimePoint now) {
   Fill(now);
 }
 
+Status AsyncEngine::OnTaskFailed(const std::string& id, const TaskFailed& f, TimePoint now) {
+  registry_.Touch(id, now);
+  if (f.evaluate()) return eval_->OnFailed(id, f.round);
+  auto it = tasks_.find(id);
+  if (!f.fit() || it == tasks_.end() || f.task_id != it->second.dispatch + 1)
+    return Status::FailedPrecondition(
+        it == tasks_.end()
+            ? fmt::format("it holds no task (task {} named)", f.task_id)
+            : fmt::format("it holds task {}, not {}", it->second.dispatch + 1, f.task_id));
+  Miss(id, "reported that its task failed", false);
+  if (const uint64_t cohort = it->second.cohort; cohort != 0) {
+    // Its cohort's session goes on without its masked input (a dropout), as in a round.
+    cohorts_.at(cohort).session->OnNoInput(id, now);
+    EndTask(it);
+    AfterCohort(cohort, now);
+  } else {
+    EndTask(it);
+    ++summary_.dropped;
+    CountMissedTask();
+  }
+  Fill(now);
+  return Status::Ok();
+}
+
 Status AsyncEngine::Reject(const std::string& id, ErrorCode code, const std::string& reason) {
   Status why = code == ErrorCode::kMalformedMessage ? Status::InvalidArgument(reason)
                                                     : Status::FailedPrecondition(reason);

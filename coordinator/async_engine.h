@@ -105,6 +105,9 @@ class AsyncEngine : public RunEngine {
   // A secure aggregation message for the sender's cohort; FailedPrecondition (and an Error to the
   // client) when it is in none.
   Status OnSecAgg(const std::string& id, const Message& message, TimePoint now) override;
+  // The client's task ends without an update (run_engine.h) and its slot goes to another client
+  // at once; it counts towards the run's missed tasks (max_round_attempts x concurrency).
+  Status OnTaskFailed(const std::string& id, const TaskFailed& failed, TimePoint now) override;
   // Asynchronous steps do not run through the aggregation tier (WhyNotThroughTier): refused.
   Status OnGroupResult(const std::string& aggregator, const GroupResult& result,
                        const PartialSum& partial, TimePoint now) override;

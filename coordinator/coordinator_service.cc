@@ -275,6 +275,13 @@ void CoordinatorService::OnMessage(Connection* key, Message msg) {
     OnSplitBatch(s, std::move(msg));
   } else if (auto* hb = std::get_if<Heartbeat>(&msg)) {
     s.conn->Send(*hb);  // the echo: the client's liveness check and round-trip measurement
+  } else if (auto* f = std::get_if<TaskFailed>(&msg)) {
+    OnEngine([id = s.id, f = std::move(*f), now](RunEngine& e) {
+      const Status taken = e.OnTaskFailed(id, f, now);
+      Log().warn("client {} could not do its {} task of round {}: {}{}", id,
+                 f.evaluate() ? "evaluate" : "fit", f.round, DescribeError(f.code, f.reason),
+                 taken.ok() ? "" : "; ignored: " + taken.message());
+    });
   } else if (auto* e = std::get_if<Error>(&msg)) {
     Log().warn("client {} reports {}", s.id, DescribeError(e->code, e->message));
   } else if (std::holds_alternative<Goodbye>(msg)) {

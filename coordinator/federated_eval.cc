@@ -56,6 +56,14 @@ void FederatedEval::OnLeft(const std::string& id) {
   if (pending_.empty() && eval_.round != 0) Finish();
 }
 
+Status FederatedEval::OnFailed(const std::string& id, uint64_t round) {
+  if (round != eval_.round || !pending_.erase(id))
+    return Status::FailedPrecondition(
+        fmt::format("it was not asked to evaluate round {}'s model (or has answered)", round));
+  if (pending_.empty()) Finish();
+  return Status::Ok();
+}
+
 void FederatedEval::OnTick(TimePoint now) {
   if (!pending_.empty() && now >= deadline_) Finish();
 }

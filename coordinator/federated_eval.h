@@ -39,6 +39,9 @@ class FederatedEval {
   // result is out of bounds (above).
   Status OnResult(const std::string& id, const EvaluateResult& result);
   void OnLeft(const std::string& id);
+  // `id` could not evaluate round `round`'s model (TaskFailed): answered, not in the means.
+  // FailedPrecondition, changing nothing, when it was not asked or `round` is not the evaluation's.
+  Status OnFailed(const std::string& id, uint64_t round);
   // Reports the evaluation when its deadline has passed.
   void OnTick(TimePoint now);
 

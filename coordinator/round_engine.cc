@@ -121,6 +121,33 @@ void RoundEngine::OnLeft(const std::string& id, TimePoint now) {
   eval_->OnLeft(id);
 }
 
+Status RoundEngine::OnTaskFailed(const std::string& id, const TaskFailed& f, TimePoint now) {
+  registry_.Touch(id, now);
+  if (f.evaluate()) return eval_->OnFailed(id, f.round);
+  const uint64_t round = rounds_done_ + 1;
+  if (!f.fit() || !in_round_ || f.round != round || f.task_id != AttemptTaskId() ||
+      !assigned_.count(id))
+    return Status::FailedPrecondition(
+        fmt::format("it holds no task {} of round {} (round {} attempt {} is {})", f.task_id,
+                    f.round, round, AttemptTaskId(), in_round_ ? "open" : "not open yet"));
+  assigned_.erase(id);
+  ++summary_.dropped;
+  Miss(id, "reported that its task failed", false);
+  if (SecureRound()) {
+    // Its session goes on without its masked input: a dropout, unmasked as any other.
+    if (secagg_) {
+      secagg_->OnNoInput(id, now);
+      AfterSecAgg(now);
+    } else {
+      AfterTierSecAgg(now);
+    }
+    return Status::Ok();
+  }
+  answered_.insert(id);
+  MaybeFinishEarly(now);
+  return Status::Ok();
+}
+
 Status RoundEngine::Reject(const std::string& id, uint64_t round, ErrorCode code,
                            std::string_view kind, const std::string& reason) {
   outbox_.push_back({id, Error{static_cast<uint32_t>(code), "update refused: " + reason}});
@@ -312,6 +339,14 @@ Status RoundEngine::OnGroupResult(const std::string& aggregator, const GroupResu
     if (rec.accepted()) {
       CountAccepted(rec.client_id, g.round, rec.num_examples, rec.bytes_up, rec.metrics,
                     aggregator);
+      continue;
+    }
+    if (rec.code == static_cast<uint32_t>(ErrorCode::kTaskFailed)) {
+      // The client told its aggregator that it could not do the task: not a refusal (OnTaskFailed).
+      ++summary_.dropped;
+      Log().warn("client '{}' (via {}) could not do its task of round {}: {}", rec.client_id, who,
+                 g.round, rec.reason);
+      Miss(rec.client_id, "reported that its task failed", false);
       continue;
     }
     judging_ = true;

@@ -15,7 +15,8 @@
 // message naming the reason and changes nothing; a late one for an earlier round (a slow client's,
 // after its round closed) is refused and reported with its own round, and counts in none of the
 // open round's numbers. The round closes when K updates are in, or at the
-// deadline (or when every selected client has answered or left) with at least min_completed;
+// deadline (or when every selected client has answered, left or reported its task failed:
+// TaskFailed) with at least min_completed;
 // otherwise the attempt fails and the round is retried with a fresh selection, up to
 // max_round_attempts; three failed attempts in a row whose every update was refused for the same
 // kind of reason, from at least two different clients, end the run at once (naming it), as does an
@@ -107,6 +108,9 @@ class RoundEngine : public RunEngine {
                           TimePoint now) override;
   // A secure aggregation message (types 10-16) from a client of this round (config.secagg).
   Status OnSecAgg(const std::string& id, const Message& message, TimePoint now) override;
+  // The open attempt's task of `id` ends (run_engine.h); a round that now has every answer it
+  // will get closes (or fails) at once, as when a selected client leaves.
+  Status OnTaskFailed(const std::string& id, const TaskFailed& failed, TimePoint now) override;
   void OnHeartbeat(const std::string& id, TimePoint now) override { registry_.Touch(id, now); }
   // The tier's partial sum of the open round (run_engine.h). Accepted records count as accepted
   // updates (hooks, summary, metrics, cool-downs) and `partial` is merged into the strategy

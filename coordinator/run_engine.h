@@ -61,7 +61,7 @@ struct RoundSummary {
   int64_t selected = 0;        // clients sent a task (asynchronous: since the previous step)
   int64_t accepted = 0;        // updates folded in
   int64_t refused = 0;         // updates refused (late, duplicate, malformed, ...)
-  int64_t dropped = 0;         // selected clients that left or never answered
+  int64_t dropped = 0;         // selected clients that left, never answered or failed their task
   uint64_t bytes_down = 0;     // model payload bytes sent in this round's assignments
   uint64_t bytes_up = 0;       // encoded update bytes received
   uint64_t num_examples = 0;
@@ -129,6 +129,12 @@ class RunEngine {
                                   TimePoint now) = 0;
   // A secure aggregation message (types 10-16) from a client (config.secagg).
   virtual Status OnSecAgg(const std::string& id, const Message& message, TimePoint now) = 0;
+  // A client could not do a task (TaskFailed, protocol version 12). A fit task it holds ends
+  // without an update, as if it had left the task (counted as dropped, a miss for its cool-down;
+  // with secure aggregation, a dropout of its session), and the round or step goes on without
+  // waiting for it; the client stays joined. An evaluation task counts as answered, not in the
+  // means. FailedPrecondition, changing nothing, when the sender holds no task `failed` names.
+  virtual Status OnTaskFailed(const std::string& id, const TaskFailed& failed, TimePoint now) = 0;
   virtual void OnHeartbeat(const std::string& id, TimePoint now) = 0;
   // A partial sum from an aggregator of the tier (docs/tier.md): `result`'s records, one per
   // client of the aggregator it judged, and `partial`, its decoded exact sum of the accepted ones.

@@ -116,6 +116,12 @@ void SecAggRound::OnLeft(const std::string& id, TimePoint now) {
   if (state_ == State::kRunning && waiting_.erase(id) && waiting_.empty()) Advance(now);
 }
 
+void SecAggRound::OnNoInput(const std::string& id, TimePoint now) {
+  if (state_ != State::kRunning || phase_ > Phase::kMask) return;
+  no_input_.insert(id);
+  if (phase_ == Phase::kMask && waiting_.erase(id) && waiting_.empty()) Advance(now);
+}
+
 void SecAggRound::OnTick(TimePoint now) {
   if (state_ == State::kRunning && now >= deadline_) Advance(now);
 }
@@ -166,12 +172,14 @@ void SecAggRound::Advance(TimePoint now) {
       Result<std::map<std::string, SecAggInbox>> inboxes = server_.CloseShares();
       if (!inboxes.ok()) return Fail(inboxes.status());
       for (auto& [id, inbox] : *inboxes) {
+        if (no_input_.count(id)) continue;  // its task failed: no masked input will come
         Send(id, ToWire(inbox, round));
         waiting_.insert(id);
       }
       phase_ = Phase::kMask;
       // The clients train before they mask: this phase lasts until the round's input deadline.
       deadline_ = std::max(input_deadline_, now + options_.phase_timeout);
+      if (waiting_.empty()) Advance(now);  // every task failed: the phase has nobody to wait for
       return;
     }
     case Phase::kMask: {

@@ -61,6 +61,10 @@ class SecAggRound {
   Status OnMaskedInput(const std::string& id, const SecAggMaskedInputMsg& msg, TimePoint now);
   Status OnUnmaskResponse(const std::string& id, const SecAggUnmaskResponseMsg& msg, TimePoint now);
   void OnLeft(const std::string& id, TimePoint now);
+  // `id` will send no masked input (its task failed: TaskFailed) but is still connected: the
+  // masked input phase does not wait for it (now, or when that phase starts), so it is one of the
+  // dropouts whose masks the others' shares remove. Earlier phases still count its answers.
+  void OnNoInput(const std::string& id, TimePoint now);
   void OnTick(TimePoint now);
 
   std::vector<Outgoing> TakeOutbox();
@@ -108,7 +112,8 @@ class SecAggRound {
   Phase phase_ = Phase::kAdvertise;
   State state_ = State::kRunning;
   Status failure_;
-  std::set<std::string> waiting_;  // clients this phase still waits for
+  std::set<std::string> waiting_;   // clients this phase still waits for
+  std::set<std::string> no_input_;  // clients that will send no masked input (OnNoInput)
   TimePoint deadline_{};
   TimePoint input_deadline_{};
   std::vector<Outgoing> outbox_;

@@ -224,6 +224,9 @@ Status DecodeMessageBodySharing(MessageType type, const std::shared_ptr<const vo
       case MessageType::kSplitGradient:
         DecodeAs<SplitGradient>(body, owner, out);
         return Status::Ok();
+      case MessageType::kTaskFailed:
+        DecodeAs<TaskFailed>(body, owner, out);
+        return Status::Ok();
     }
   } catch (const wire::WireException& e) {
     return ProtocolError(e.code(), MessageTypeName(type) + ": " + e.what());

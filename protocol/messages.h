@@ -564,13 +564,40 @@ struct SplitGradient {
   friend bool operator==(const SplitGradient&, const SplitGradient&) = default;
 };
 
+// Client -> coordinator (or the client's aggregator), since protocol version 12: the client could
+// not do a task (its trainer failed or threw, its result was not finite, its update could not be
+// encoded or masked), so the round need not wait for it until the task's deadline. `kind` says
+// which task: kFit for a TaskAssignment (`round` and `task_id` are the task's), kEvaluate for an
+// EvaluateTask (`round` is the evaluation's; `task_id` 0); another value names no task. `code` is
+// the ErrorCode of the failure as the client saw it (kept raw, like Error's), `reason` its text. A
+// TaskFailed that names no task the sender holds changes nothing.
+struct TaskFailed {
+  static constexpr uint8_t kFit = 0;
+  static constexpr uint8_t kEvaluate = 1;
+
+  uint64_t round = 0;
+  uint64_t task_id = 0;
+  uint8_t kind = kFit;
+  uint32_t code = 0;
+  std::string reason;
+
+  bool fit() const { return kind == kFit; }
+  bool evaluate() const { return kind == kEvaluate; }
+
+  template <class Ar>
+  void serialize(Ar& ar) {
+    ar(round, task_id, kind, code, wire::Capped("task_failed.reason", reason, kMaxTextBytes));
+  }
+  friend bool operator==(const TaskFailed&, const TaskFailed&) = default;
+};
+
 // The variant's alternative index + 1 equals the MessageType value.
-using Message =
-    std::variant<Hello, Welcome, TaskAssignment, EvaluateTask, UpdateSubmission, EvaluateResult,
-                 Heartbeat, Error, Goodbye, SecAggKeysMsg, SecAggRosterMsg, SecAggSharesMsg,
-                 SecAggInboxMsg, SecAggMaskedInputMsg, SecAggUnmaskRequestMsg,
-                 SecAggUnmaskResponseMsg, SecAggStartMsg, AggregatorHello, AggregatorWelcome,
-                 GroupMembership, GroupTask, GroupResult, SplitActivations, SplitGradient>;
+using Message = std::variant<Hello, Welcome, TaskAssignment, EvaluateTask, UpdateSubmission,
+                             EvaluateResult, Heartbeat, Error, Goodbye, SecAggKeysMsg,
+                             SecAggRosterMsg, SecAggSharesMsg, SecAggInboxMsg, SecAggMaskedInputMsg,
+                             SecAggUnmaskRequestMsg, SecAggUnmaskResponseMsg, SecAggStartMsg,
+                             AggregatorHello, AggregatorWelcome, GroupMembership, GroupTask,
+                             GroupResult, SplitActivations, SplitGradient, TaskFailed>;
 
 inline MessageType TypeOf(const Message& m) { return static_cast<MessageType>(m.index() + 1); }
 

@@ -13,7 +13,7 @@ struct ErrorInfo {
   StatusCode status;
 };
 
-constexpr std::array<ErrorInfo, 17> kErrors = {{
+constexpr std::array<ErrorInfo, 18> kErrors = {{
     {ErrorCode::kUnspecified, "UNSPECIFIED", StatusCode::kInternal},
     {ErrorCode::kBadMagic, "BAD_MAGIC", StatusCode::kCorruption},
     {ErrorCode::kUnsupportedVersion, "UNSUPPORTED_VERSION", StatusCode::kFailedPrecondition},
@@ -31,6 +31,7 @@ constexpr std::array<ErrorInfo, 17> kErrors = {{
     {ErrorCode::kLayoutMismatch, "LAYOUT_MISMATCH", StatusCode::kFailedPrecondition},
     {ErrorCode::kRunFailed, "RUN_FAILED", StatusCode::kAborted},
     {ErrorCode::kSuperseded, "SUPERSEDED", StatusCode::kFailedPrecondition},
+    {ErrorCode::kTaskFailed, "TASK_FAILED", StatusCode::kAborted},
 }};
 
 const ErrorInfo* FindError(uint32_t code) {
@@ -64,7 +65,8 @@ constexpr std::array<std::string_view, kMaxMessageType + 1> kTypeNames = {"",
                                                                           "GroupTask",
                                                                           "GroupResult",
                                                                           "SplitActivations",
-                                                                          "SplitGradient"};
+                                                                          "SplitGradient",
+                                                                          "TaskFailed"};
 
 }  // namespace
 

@@ -34,7 +34,9 @@ inline constexpr uint32_t kFrameMagic = 0x42495254;
 // Version 10: TaskAssignment and EvaluateTask carry FrozenPart (run.federate = "unfrozen").
 // Version 11: TaskAssignment carries task_id, which UpdateSubmission and GroupResult echo (an
 // answer to an earlier task is told from one to the current task).
-inline constexpr uint16_t kProtocolVersion = 11;
+// Version 12: TaskFailed (type 25): a client tells the coordinator (or its aggregator) that it
+// could not do a task, so that the round stops waiting for it.
+inline constexpr uint16_t kProtocolVersion = 12;
 // Every frame starts with this fixed-size header (see frame.h for the layout).
 inline constexpr size_t kFrameHeaderBytes = 16;
 // A chunk frame's payload starts with this header: transfer id, offset, total size (3 x uint64).
@@ -68,9 +70,11 @@ enum class MessageType : uint8_t {
   // Split learning (messages.h, docs/split.md; protocol version 7).
   kSplitActivations = 23,
   kSplitGradient = 24,
+  // A task the client could not do (messages.h; protocol version 12).
+  kTaskFailed = 25,
 };
 inline constexpr uint8_t kMinMessageType = 1;
-inline constexpr uint8_t kMaxMessageType = 24;
+inline constexpr uint8_t kMaxMessageType = 25;
 
 // TaskAssignment, EvaluateTask and UpdateSubmission carry a model or an update.
 bool CarriesModel(MessageType type);
@@ -104,6 +108,7 @@ enum class ErrorCode : uint32_t {
   kLayoutMismatch = 14,     // the client's model layout is not the run's (Hello is refused)
   kRunFailed = 15,          // Goodbye: the run ended failed (the reason says why)
   kSuperseded = 16,         // Goodbye: a newer connection with this client id replaced this one
+  kTaskFailed = 17,  // a tier's GroupRecord: the client reported its task failed (TaskFailed)
 };
 
 // "FRAME_TOO_LARGE", ...; "UNKNOWN_ERROR_<n>" for codes this build does not know.

@@ -317,6 +317,59 @@ TEST_F(GroupShareTest, AMemberThatLeavesMakesTheResultDueAndTheFlushTimeSendsWha
   EXPECT_EQ(late->kind, "late");
 }
 
+// A member whose task fails (TaskFailed) has answered: its record says TASK_FAILED with the
+// client's reason, the result is due once the others are in, and the coordinator counts it as a
+// dropout that cools down, not as a refusal; the round closes with the other eight.
+TEST_F(GroupShareTest, AMemberWhoseTaskFailsHasAnsweredAndTheCoordinatorCountsADropout) {
+  RoundConfig c = Config();
+  c.min_completed = kClients - 1;
+  auto engine = MakeEngine(c, "fedavg");
+  auto tasks = Tasks(*engine);
+  std::vector<GroupTask> groups = Split(tasks);
+  TierConfig tier{c, "fedavg", 1.0};
+  for (GroupTask& g : groups) {
+    auto share = *GroupShare::Start(tier, g, Init(), now_, now_ + 8s);
+    for (const GroupAssignee& m : g.members) {
+      const TaskAssignment& t = tasks.at(m.client_id);
+      if (m.client_id == "c4") {
+        // Another task's failure changes nothing; its own is an answer.
+        EXPECT_FALSE(
+            share->OnTaskFailed("c4", TaskFailed{t.round, t.task_id + 1, TaskFailed::kFit, 13, "x"})
+                .ok());
+        ASSERT_TRUE(share
+                        ->OnTaskFailed("c4", TaskFailed{t.round, t.task_id, TaskFailed::kFit, 13,
+                                                        "trainer.fit failed: no data"})
+                        .ok());
+        EXPECT_FALSE(
+            share->OnTaskFailed("c4", TaskFailed{t.round, t.task_id, TaskFailed::kFit, 13, "x"})
+                .ok());  // answered already
+        continue;
+      }
+      const ClientRecord rec = Record(m.client_id);
+      ASSERT_FALSE(share
+                       ->OnUpdate(m.client_id, Update(t, std::stoi(m.client_id.substr(1)), "dense"),
+                                  &rec, now_)
+                       .has_value());
+    }
+    ASSERT_TRUE(share->Due(now_));
+    GroupResult r = *share->TakeResult();
+    EXPECT_TRUE(share->Done());
+    for (const GroupRecord& rec : r.records) {
+      if (rec.client_id != "c4") continue;
+      EXPECT_EQ(rec.code, static_cast<uint32_t>(ErrorCode::kTaskFailed));
+      EXPECT_EQ(rec.kind, "task failed");
+      EXPECT_EQ(rec.reason, "INTERNAL: trainer.fit failed: no data");
+    }
+    ASSERT_TRUE(engine
+                    ->OnGroupResult("agg-" + std::to_string(&g - groups.data()), r,
+                                    *DecodePartialSum(r.partial.span(), Init().size()), now_)
+                    .ok());
+  }
+  EXPECT_EQ(engine->rounds_done(), 1u);
+  EXPECT_TRUE(refused_.empty()) << refused_.begin()->second;
+  EXPECT_GT(engine->registry().CoolingUntil("c4"), 1u);
+}
+
 TEST(WhyNotThroughTierTest, NamesWhatTheTierDoesNotCarry) {
   RoundConfig c;
   EXPECT_EQ(WhyNotThroughTier(**MakeStrategy("fedavg"), c), "");

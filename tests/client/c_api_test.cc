@@ -71,15 +71,17 @@ TEST(CApiTest, ACClientTrainsEvaluatesAndFinishes) {
     EXPECT_EQ(delta[i], (gi + 1.0f * 0.5f * static_cast<float>(i + 1)) - gi) << i;
   }
 
-  // A failing callback becomes an Error carrying its message; the client carries on.
+  // A failing callback becomes a TaskFailed carrying its message; the client carries on.
   EvaluateTask eval;
   eval.round = 1;
   eval.model = Payload(g);
   session->Send(eval);
-  std::optional<Error> e = session->Next<Error>();
+  std::optional<TaskFailed> e = session->Next<TaskFailed>();
   ASSERT_TRUE(e);
-  EXPECT_NE(e->message.find("no evaluation data today"), std::string::npos) << e->message;
-  EXPECT_NE(e->message.find("returned 3"), std::string::npos) << e->message;
+  EXPECT_TRUE(e->evaluate());
+  EXPECT_EQ(e->round, 1u);
+  EXPECT_NE(e->reason.find("no evaluation data today"), std::string::npos) << e->reason;
+  EXPECT_NE(e->reason.find("returned 3"), std::string::npos) << e->reason;
 
   session->Send(Goodbye{"done"});
   ASSERT_EQ(run.wait_for(20s), std::future_status::ready);
@@ -411,11 +413,12 @@ TEST(CApiTest, ASplitClientTrainsItsDevicePartThroughTheServersGradients) {
   task.deadline_ms = 300;
   session->Send(task);
   ASSERT_TRUE(session->Next<SplitActivations>());
-  std::optional<Error> e = session->Next<Error>();
+  std::optional<TaskFailed> e = session->Next<TaskFailed>();
   ASSERT_TRUE(e);
+  EXPECT_EQ(e->round, 2u);
   EXPECT_EQ(probe.fit_split_calls, 2);
   EXPECT_EQ(probe.failed_status, TRIBUTARY_DEADLINE_EXCEEDED) << probe.failed;
-  EXPECT_NE(e->message.find("DeadlineExceeded"), std::string::npos) << e->message;
+  EXPECT_NE(e->reason.find("DeadlineExceeded"), std::string::npos) << e->reason;
 
   // Past its call, the exchange refuses to be used.
   float act[2] = {1.0f, 2.0f}, grad[2];

@@ -225,25 +225,32 @@ TEST_F(ClientRuntimeTest, EvaluateTaskIsAnswered) {
   EXPECT_DOUBLE_EQ(r->accuracy, 0.75);
 }
 
-TEST_F(ClientRuntimeTest, MismatchedFingerprintIsAnErrorAndTheClientCarriesOn) {
+// A task the client cannot do is answered with TaskFailed (protocol version 12), naming the task
+// (its round and task id) and why, so that the coordinator stops waiting for it.
+TEST_F(ClientRuntimeTest, MismatchedFingerprintFailsTheTaskAndTheClientCarriesOn) {
   StartCoordinator();
   StartRuntime(Options());
   auto session = coordinator_->WaitSession(0);
   ASSERT_TRUE(session);
   TaskAssignment bad = MakeTask(1);
+  bad.task_id = 7;
   bad.model.layout_fingerprint ^= 1;
   session->Send(bad);
-  std::optional<Error> e = session->Next<Error>();
+  std::optional<TaskFailed> e = session->Next<TaskFailed>();
   ASSERT_TRUE(e);
+  EXPECT_EQ(e->round, 1u);
+  EXPECT_EQ(e->task_id, 7u);
+  EXPECT_TRUE(e->fit());
   EXPECT_EQ(e->code, static_cast<uint32_t>(ErrorCode::kProtocolViolation));
-  EXPECT_NE(e->message.find("layout fingerprint"), std::string::npos) << e->message;
+  EXPECT_NE(e->reason.find("layout fingerprint"), std::string::npos) << e->reason;
 
   TaskAssignment short_model = MakeTask(2);
   short_model.model.values.mutable_values().pop_back();
   session->Send(short_model);
-  e = session->Next<Error>();
+  e = session->Next<TaskFailed>();
   ASSERT_TRUE(e);
-  EXPECT_NE(e->message.find("8 floats"), std::string::npos) << e->message;
+  EXPECT_EQ(e->round, 2u);
+  EXPECT_NE(e->reason.find("8 floats"), std::string::npos) << e->reason;
   EXPECT_EQ(trainer_->fit_calls.load(), 0);
 
   session->Send(MakeTask(3));
@@ -252,7 +259,7 @@ TEST_F(ClientRuntimeTest, MismatchedFingerprintIsAnErrorAndTheClientCarriesOn) {
   EXPECT_EQ(up->round, 3u);
 }
 
-// docs/embedding.md: fit() that fails or throws gets the coordinator an Error and the client
+// docs/embedding.md: fit() that fails or throws gets the coordinator a TaskFailed and the client
 // carries on. A C++ trainer's exception used to vanish into the worker's packaged_task: no Error,
 // no log line, and every round the coordinator waited for the deadline. The app's on_task callback
 // throwing must not cost the update either (it ran before the answer was sent).
@@ -269,11 +276,12 @@ TEST_F(ClientRuntimeTest, AThrowingTrainerOrCallbackIsAnsweredAndTheClientCarrie
   auto session = coordinator_->WaitSession(0);
   ASSERT_TRUE(session);
   session->Send(MakeTask(1));
-  std::optional<Error> e = session->Next<Error>();
+  std::optional<TaskFailed> e = session->Next<TaskFailed>();
   ASSERT_TRUE(e);
+  EXPECT_EQ(e->round, 1u);
   EXPECT_EQ(e->code, static_cast<uint32_t>(ErrorCode::kInternal));
-  EXPECT_NE(e->message.find("trainer.fit failed"), std::string::npos) << e->message;
-  EXPECT_NE(e->message.find("it threw: out of GPU memory"), std::string::npos) << e->message;
+  EXPECT_NE(e->reason.find("trainer.fit failed"), std::string::npos) << e->reason;
+  EXPECT_NE(e->reason.find("it threw: out of GPU memory"), std::string::npos) << e->reason;
 
   trainer_->during_fit = nullptr;
   session->Send(MakeTask(2));
@@ -285,16 +293,16 @@ TEST_F(ClientRuntimeTest, AThrowingTrainerOrCallbackIsAnsweredAndTheClientCarrie
   EXPECT_EQ(reports.load(), 2);  // both tasks were reported, though the callback threw each time
 }
 
-TEST_F(ClientRuntimeTest, UnknownCodecIsAnErrorNamingIt) {
+TEST_F(ClientRuntimeTest, UnknownCodecFailsTheTaskNamingIt) {
   StartCoordinator();
   StartRuntime(Options());
   auto session = coordinator_->WaitSession(0);
   ASSERT_TRUE(session);
   session->Send(MakeTask(1, "nosuchcodec(3)"));
-  std::optional<Error> e = session->Next<Error>();
+  std::optional<TaskFailed> e = session->Next<TaskFailed>();
   ASSERT_TRUE(e);
   EXPECT_EQ(e->code, static_cast<uint32_t>(ErrorCode::kProtocolViolation));
-  EXPECT_NE(e->message.find("'nosuchcodec(3)'"), std::string::npos) << e->message;
+  EXPECT_NE(e->reason.find("'nosuchcodec(3)'"), std::string::npos) << e->reason;
   EXPECT_EQ(trainer_->fit_calls.load(), 0);
 }
 

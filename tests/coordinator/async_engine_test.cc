@@ -339,6 +339,69 @@ TEST_F(AsyncEngineTest, EndsTheRunWhenNoTaskDeliversForMaxRoundAttemptsTimesC) {
       << engine_->failure().ToString();
 }
 
+// A client whose trainer fails says so (TaskFailed): its slot goes to another idle client at once
+// (not at the task's deadline), it cools down, and the failure counts as a missed task, so a fleet
+// whose every trainer fails ends the run with the reason instead of dispatching for ever. A
+// TaskFailed for a task the client does not hold changes nothing.
+TEST_F(AsyncEngineTest, AFailedTaskFreesItsSlotAtOnce) {
+  Make(Config(2, 2));
+  for (const char* id : {"a", "b", "c"}) Join(id);
+  std::map<std::string, TaskAssignment> first = Tasks();
+  ASSERT_EQ(first.size(), 2u);
+  const std::string failing = first.begin()->first;
+  const TaskAssignment t = first.begin()->second;
+  Status s = engine_->OnTaskFailed(
+      failing, TaskFailed{t.round, t.task_id + 5, TaskFailed::kFit, 13, "x"}, now_);
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s;
+  EXPECT_NE(s.message().find("it holds task " + std::to_string(t.task_id)), std::string::npos) << s;
+  EXPECT_TRUE(Tasks().empty());
+  now_ += 1s;
+  ASSERT_TRUE(engine_
+                  ->OnTaskFailed(failing,
+                                 TaskFailed{t.round, t.task_id, TaskFailed::kFit, 13,
+                                            "trainer.fit failed: out of memory"},
+                                 now_)
+                  .ok());
+  held_.erase(failing);
+  std::map<std::string, TaskAssignment> next = Tasks();
+  ASSERT_EQ(next.size(), 1u);               // the idle client got the slot at 1 s
+  EXPECT_NE(next.begin()->first, failing);  // the failing one cools down
+  EXPECT_EQ(engine_->in_flight(), 2u);
+  EXPECT_EQ(engine_->dispatches(), 3u);
+  EXPECT_GT(engine_->registry().CoolingUntil(failing), 1u);
+  EXPECT_FALSE(engine_
+                   ->OnTaskFailed(
+                       failing, TaskFailed{t.round, t.task_id, TaskFailed::kFit, 13, "again"}, now_)
+                   .ok());
+  // The two others deliver: the step's summary counts the failure as dropped, not refused.
+  for (const auto& [id, task] : held_)
+    ASSERT_TRUE(engine_->OnUpdate(id, Update(task, {2, 2, 2, 2}), now_).ok());
+  ASSERT_EQ(summaries_.size(), 1u);
+  EXPECT_EQ(summaries_[0].accepted, 2);
+  EXPECT_EQ(summaries_[0].dropped, 1);
+  EXPECT_EQ(summaries_[0].refused, 0);
+}
+
+TEST_F(AsyncEngineTest, TasksThatAllFailEndTheRunNamingTheMissedTasks) {
+  RoundConfig c = Config(2, 1);
+  c.max_round_attempts = 2;
+  c.cooldown_max_rounds = 0;
+  Make(c);
+  for (const char* id : {"a", "b"}) Join(id);
+  for (int i = 0; i < 8 && !engine_->finished(); ++i) {
+    for (const auto& [id, t] : Tasks())
+      ASSERT_TRUE(engine_
+                      ->OnTaskFailed(
+                          id, TaskFailed{t.round, t.task_id, TaskFailed::kFit, 13, "no data"}, now_)
+                      .ok());
+  }
+  ASSERT_TRUE(engine_->finished());
+  EXPECT_EQ(now_, TimePoint{});  // no deadline had to pass
+  EXPECT_NE(engine_->failure().message().find("the last 4 tasks ended without an accepted update"),
+            std::string::npos)
+      << engine_->failure().ToString();
+}
+
 // Differential privacy per step: each update clipped, the step's sum noised, every step charged at
 // sampling rate 1 (no amplification), one update per client per step, the budget enforced.
 TEST_F(AsyncEngineTest, DifferentialPrivacyChargesEveryStepAtRateOneAndOnceAClient) {

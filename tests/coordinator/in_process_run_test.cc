@@ -65,6 +65,8 @@ class InProcessRunTest : public ::testing::TestWithParam<Kind> {
       const std::string id = "edge-" + std::to_string(i);
       transports_.push_back(MakeTransport(id));
       trainers_.push_back(std::make_shared<FakeTrainer>());
+      if (i == failing_client_)
+        trainers_.back()->during_fit = [] { throw std::runtime_error("out of GPU memory"); };
       ClientRuntimeOptions ro;
       ro.address = service->address();
       ro.num_examples = 100;
@@ -112,7 +114,8 @@ class InProcessRunTest : public ::testing::TestWithParam<Kind> {
   std::vector<std::unique_ptr<ClientRuntime>> runtimes_;
   std::vector<Status> client_results_;
   testing::RunRecorder recorder_;
-  bool record_ = true;  // the soak turns it off: it keeps every event
+  bool record_ = true;       // the soak turns it off: it keeps every event
+  int failing_client_ = -1;  // this client's every fit throws
   std::vector<RunObserver*> extra_observers_;
   std::unique_ptr<RunDriver> driver_;
   PemPair secagg_ca_;
@@ -185,6 +188,33 @@ TEST_P(InProcessRunTest, TheModelIsTheFedAvgOfTheClientsUpdatesAndEveryClientIsT
   EXPECT_TRUE(finished[0].ok);
   EXPECT_EQ(finished[0].rounds_done, 3u);
   EXPECT_EQ(finished[0].model_hash, m.content_hash());
+}
+
+// A client whose every fit throws tells the coordinator (TaskFailed), and each round closes with
+// the other three as soon as they have answered: three rounds finish well within one round's
+// 30 s deadline (the limit below), which they could not if any round waited for the failing
+// client. The failing client stays in the run to its end.
+TEST_P(InProcessRunTest, AClientWhoseFitFailsDoesNotHoldItsRoundsToTheDeadline) {
+  RunConfig run = SmallRun();
+  run.round.federated_eval_every = 0;
+  run.round.min_completed = 3;
+  failing_client_ = 2;
+  const Status outcome = Run(run, 4, std::chrono::seconds(20));
+  ASSERT_TRUE(outcome.ok()) << outcome;
+  auto closed = recorder_.All<RoundClosed>();
+  ASSERT_EQ(closed.size(), 3u);
+  for (const RoundClosed& c : closed) {
+    EXPECT_EQ(c.summary.accepted, 3);
+    EXPECT_EQ(c.summary.dropped, 1);
+    EXPECT_EQ(c.summary.refused, 0);
+    EXPECT_LT(c.summary.duration_s, 15.0);
+  }
+  EXPECT_EQ(trainers_[2]->fit_calls.load(), 3);  // selected every round (cool-downs fill in)
+  const ModelWeights& m = driver_->engine().model();
+  for (size_t i = 0; i < m.size(); ++i)
+    EXPECT_FLOAT_EQ(m.data()[i], 3 * 0.25f * static_cast<float>(i + 1)) << i;
+  ASSERT_EQ(client_results_.size(), 4u);
+  for (const Status& s : client_results_) EXPECT_TRUE(s.ok()) << s;
 }
 
 TEST_P(InProcessRunTest, CompressedUpdatesWithResidualsAndAQuantizedDownload) {

@@ -62,8 +62,9 @@ class RoundEngineSecAggTest : public ::testing::Test {
   }
 
   // Plays the clients (all but `silent`) until the engine sends nothing new.
-  void Play(const std::set<std::string>& silent) {
-    testing::PlaySecAgg(*engine_, edges_, *verifier_, now_, silent);
+  void Play(const std::set<std::string>& silent,
+            const std::set<std::string>& quit_after_sharing = {}) {
+    testing::PlaySecAgg(*engine_, edges_, *verifier_, now_, silent, quit_after_sharing);
   }
 
   std::vector<double> Expected(const std::set<std::string>& left_out) {
@@ -143,6 +144,45 @@ TEST_F(RoundEngineSecAggTest, AClientSilentFromTheStartIsLeftOutAtThePhaseDeadli
   // selection for round 2); the others do not.
   EXPECT_EQ(engine_->registry().CoolingUntil("edge-5"), 3u);
   EXPECT_EQ(engine_->registry().CoolingUntil("edge-0"), 0u);
+}
+
+// A member whose task fails says so (TaskFailed): the masked input phase stops waiting for it,
+// whether the failure comes before that phase (it still shares its keys) or during it, and the
+// round closes at once with the others' exact sum, its masks removed as a dropout's.
+TEST_F(RoundEngineSecAggTest, AMemberWhoseTaskFailsIsADropoutWithoutWaitingForTheDeadline) {
+  const IntDomain domain = *IntDomain::Create({0.5f, 12, 1024, 6});
+  const std::vector<double> want = Expected({"edge-5"});
+  // During the masked input phase: everyone else has masked, the phase waits for edge-5 alone.
+  Make(Config(6), 6);
+  engine_->OnTick(now_);
+  Play({}, {"edge-5"});
+  EXPECT_TRUE(log_.summaries.empty());
+  EXPECT_EQ(engine_->next_wakeup(), now_ + 30s);  // the round's input deadline
+  ASSERT_TRUE(engine_
+                  ->OnTaskFailed("edge-5",
+                                 TaskFailed{1, 1, TaskFailed::kFit, 13, "trainer.fit failed"}, now_)
+                  .ok());
+  Play({});
+  ASSERT_EQ(log_.summaries.size(), 1u) << log_.first_failure();
+  EXPECT_EQ(log_.summaries[0].accepted, 5);
+  EXPECT_EQ(log_.summaries[0].dropped, 1);
+  for (size_t j = 0; j < want.size(); ++j)
+    EXPECT_NEAR(log_.models[0].data()[j], want[j], domain.step()) << j;
+  EXPECT_EQ(engine_->registry().CoolingUntil("edge-5"), 3u);
+
+  // Before it: the failure is heard while the keys are advertised; edge-5 still advertises and
+  // shares, gets no inbox, and the masked input phase never waits for it.
+  edges_.clear();
+  Make(Config(6), 6);
+  engine_->OnTick(now_);
+  ASSERT_TRUE(
+      engine_->OnTaskFailed("edge-5", TaskFailed{1, 1, TaskFailed::kFit, 13, "no data"}, now_)
+          .ok());
+  Play({});
+  ASSERT_EQ(log_.summaries.size(), 1u) << log_.first_failure();
+  EXPECT_EQ(log_.summaries[0].accepted, 5);
+  for (size_t j = 0; j < want.size(); ++j)
+    EXPECT_NEAR(log_.models[0].data()[j], want[j], domain.step()) << j;
 }
 
 TEST_F(RoundEngineSecAggTest, TooFewClientsFailTheAttemptAndPlaintextUpdatesAreRefused) {

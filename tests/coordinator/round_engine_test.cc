@@ -772,6 +772,7 @@ TEST_F(RoundEngineTest, AWaitForClientsIsLoggedOnceAndAnUpdateBetweenAttemptsSay
   EXPECT_NE(between.message().find("late: round 1's attempt has ended (the round is retried)"),
             std::string::npos)
       << between;
+
 }
 
 TEST_F(RoundEngineTest, ClientsLeavingMidRoundAreDroppedAndTheRoundCompletes) {
@@ -793,6 +794,116 @@ TEST_F(RoundEngineTest, ClientsLeavingMidRoundAreDroppedAndTheRoundCompletes) {
   engine_->TakeOutbox();
   engine_->OnLeft("c0", now_ + 4s);
   EXPECT_TRUE(failures_.empty());
+}
+
+// A client whose trainer fails says so (TaskFailed, protocol version 12): the round stops waiting
+// for it and closes when every other selected client has answered, long before its deadline; the
+// client stays joined and cools down like any client that sent no update. A TaskFailed naming a
+// task the sender does not hold (another attempt's, another round's, or one it answered) changes
+// nothing.
+TEST_F(RoundEngineTest, AClientsFailedTaskEndsItsPartOfTheRoundAtOnce) {
+  RoundConfig cfg = Config(3);
+  cfg.min_completed = 2;
+  Make(cfg);
+  Join(4);
+  auto tasks = Tasks();
+  ASSERT_EQ(tasks.size(), 3u);
+  auto it = tasks.begin();
+  const std::string a = it->first, b = (++it)->first, failing = (++it)->first;
+  const TaskAssignment& t = tasks[failing];
+  EXPECT_TRUE(engine_->OnUpdate(a, Update(tasks[a], {1, 1, 1, 1}), now_ + 1s).ok());
+  // Not its task: another attempt's, another round's, or a client with no task.
+  Status s = engine_->OnTaskFailed(
+      failing, TaskFailed{t.round, t.task_id + 1, TaskFailed::kFit, 13, "x"}, now_ + 1s);
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s;
+  EXPECT_NE(s.message().find("holds no task 2 of round 1"), std::string::npos) << s;
+  EXPECT_FALSE(engine_
+                   ->OnTaskFailed(failing,
+                                  TaskFailed{t.round + 1, t.task_id, TaskFailed::kFit, 13, "x"},
+                                  now_ + 1s)
+                   .ok());
+  EXPECT_FALSE(
+      engine_->OnTaskFailed(a, TaskFailed{t.round, t.task_id, TaskFailed::kFit, 13, "x"}, now_ + 1s)
+          .ok());  // a has answered
+  EXPECT_TRUE(engine_->OnUpdate(b, Update(tasks[b], {3, 3, 3, 3}), now_ + 2s).ok());
+  EXPECT_TRUE(summaries_.empty());  // still waiting for the third
+  ASSERT_TRUE(engine_
+                  ->OnTaskFailed(failing,
+                                 TaskFailed{t.round, t.task_id, TaskFailed::kFit, 13,
+                                            "trainer.fit failed: CUDA out of memory"},
+                                 now_ + 3s)
+                  .ok());
+  ASSERT_EQ(summaries_.size(), 1u);  // closed at 3 s, not at the 10 s deadline
+  EXPECT_EQ(summaries_[0].accepted, 2);
+  EXPECT_EQ(summaries_[0].dropped, 1);
+  EXPECT_EQ(summaries_[0].refused, 0);  // a failure is not a refusal
+  EXPECT_DOUBLE_EQ(summaries_[0].duration_s, 3.0);
+  for (float v : models_[0].data()) EXPECT_FLOAT_EQ(v, 2.0f);  // the two updates' mean
+  EXPECT_TRUE(failures_.empty());
+  EXPECT_NE(engine_->registry().Find(failing), nullptr) << "the client stays joined";
+  EXPECT_EQ(engine_->registry().CoolingUntil(failing), 3u);  // sits out round 2
+  // The second time the same task fails, nothing is left of it.
+  EXPECT_FALSE(engine_
+                   ->OnTaskFailed(failing,
+                                  TaskFailed{t.round, t.task_id, TaskFailed::kFit, 13, "x"},
+                                  now_ + 3s)
+                   .ok());
+  EXPECT_EQ(summaries_.size(), 1u);
+}
+
+// With too few clients left after a failure to reach min_completed, the attempt fails at once
+// and is retried, as when a selected client leaves.
+TEST_F(RoundEngineTest, AFailedTaskBelowMinCompletedFailsTheAttemptAtOnce) {
+  RoundConfig cfg = Config(2);
+  cfg.min_completed = 2;
+  Make(cfg);
+  Join(3);
+  auto tasks = Tasks();
+  ASSERT_EQ(tasks.size(), 2u);
+  const auto& [id, t] = *tasks.begin();
+  ASSERT_TRUE(engine_
+                  ->OnTaskFailed(id,
+                                 TaskFailed{t.round, t.task_id, TaskFailed::kFit, 13, "no data"},
+                                 now_ + 1s)
+                  .ok());
+  ASSERT_EQ(failures_.size(), 1u);
+  EXPECT_NE(failures_[0].find("only 1 selected clients remain, fewer than min_completed 2"),
+            std::string::npos)
+      << failures_[0];
+}
+
+// A client that cannot evaluate says so, and the federated evaluation does not wait for it: it is
+// reported with the others' results, at once.
+TEST_F(RoundEngineTest, AFailedEvaluationIsAnAnswerNotCountedInTheMeans) {
+  RoundConfig cfg = Config(2);
+  cfg.rounds = 1;
+  cfg.federated_eval_every = 1;
+  Make(cfg);
+  Join(2);
+  for (auto& [id, t] : Tasks())
+    ASSERT_TRUE(engine_->OnUpdate(id, Update(t, {1, 1, 1, 1}), now_).ok());
+  ASSERT_EQ(summaries_.size(), 1u);
+  EvaluateResult r;
+  r.round = 1;
+  r.model_version = 1;
+  r.num_examples = 30;
+  r.loss = 0.5;
+  r.accuracy = 0.75;
+  ASSERT_TRUE(engine_->OnEvaluateResult("c0", r, now_ + 1s).ok());
+  EXPECT_FALSE(
+      engine_->OnTaskFailed("c1", TaskFailed{2, 0, TaskFailed::kEvaluate, 13, "x"}, now_ + 1s)
+          .ok());
+  EXPECT_FALSE(engine_->finished());
+  ASSERT_TRUE(engine_
+                  ->OnTaskFailed("c1",
+                                 TaskFailed{1, 0, TaskFailed::kEvaluate, 13, "no evaluation data"},
+                                 now_ + 1s)
+                  .ok());
+  EXPECT_TRUE(engine_->finished());  // at 1 s, not at the 10 s deadline
+  ASSERT_EQ(evals_.size(), 1u);
+  EXPECT_EQ(evals_[0].clients, 1);
+  EXPECT_EQ(evals_[0].num_examples, 30u);
+  EXPECT_DOUBLE_EQ(evals_[0].accuracy, 0.75);
 }
 
 TEST_F(RoundEngineTest, OverSelectionClosesAtTheTarget) {

@@ -129,6 +129,7 @@ int main(int argc, char** argv) {
       {"task_split_chunked", task_split},
       {"split_activations", split_acts},
       {"split_gradient", split_grad},
+      {"task_failed", TaskFailed{3, 1, TaskFailed::kFit, 13, "trainer.fit failed"}},
       {"task_split_u_chunked", task_u},
       {"split_activations_u", split_middle},
       {"aggregator_hello", AggregatorHello{kProtocolVersion, "0.1.0"}},

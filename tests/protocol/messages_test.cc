@@ -104,7 +104,8 @@ std::vector<Message> SampleMessages() {
       group_task,
       group_result,
       SplitActivations{12, 3, 3, {1, 9, 0}, {"q8", 77, 3 * 6272, std::vector<uint8_t>{4, 5, 6}}},
-      SplitGradient{12, 3, 6.25, 2, {"", 77, 3, std::vector<uint8_t>(12, 1)}}};
+      SplitGradient{12, 3, 6.25, 2, {"", 77, 3, std::vector<uint8_t>(12, 1)}},
+      TaskFailed{12, 2, TaskFailed::kFit, 13, "trainer.fit failed: CUDA out of memory"}};
 }
 
 TEST(MessagesTest, EveryTypeRoundTrips) {
@@ -161,6 +162,10 @@ TEST(MessagesTest, TypeOfMatchesWireNumbering) {
   EXPECT_EQ(TypeOf(Message(SplitGradient{})), MessageType::kSplitGradient);
   EXPECT_EQ(MessageTypeName(MessageType::kSplitActivations), "SplitActivations");
   EXPECT_TRUE(IsBulkMessage(MessageType::kSplitActivations));
+  EXPECT_EQ(TypeOf(Message(TaskFailed{})), MessageType::kTaskFailed);
+  EXPECT_EQ(MessageTypeName(MessageType::kTaskFailed), "TaskFailed");
+  EXPECT_FALSE(IsBulkMessage(MessageType::kTaskFailed));
+  EXPECT_EQ(ErrorCodeName(ErrorCode::kTaskFailed), "TASK_FAILED");
 }
 
 // The wire format is cereal's binary format: a body written with cereal's stock std::string /
