@@ -21,6 +21,9 @@ uint64_t UnixMillis() {
                                    .count());
 }
 
+// The client whose task this thread is running (RunTask), if any.
+thread_local const RuntimeCore* t_task_of = nullptr;
+
 Error ErrorFromStatus(const Status& s) {
   return Error{static_cast<uint32_t>(ProtocolErrorCodeOf(s)), s.message()};
 }
@@ -132,6 +135,11 @@ void RuntimeCore::Stop() {
 }
 
 Status RuntimeCore::Wait() {
+  if (t_task_of == this)
+    return Status::FailedPrecondition(
+        "wait() was called from inside a Trainer call or the on_task callback (the client's "
+        "worker thread): it would wait for the end of a run that is waiting for this call; call "
+        "it from another thread");
   std::unique_lock<std::mutex> lock(mu_);
   if (!started_ && !stop_requested_)
     return Status::FailedPrecondition("wait() before start(): the client is not running");
@@ -535,6 +543,11 @@ void RuntimeCore::Finish(Status result) {
 
 void RuntimeCore::RunTask(uint64_t gen, const std::shared_ptr<Message>& task,
                           std::shared_ptr<SecAggTask> secagg, const std::stop_token& stop) {
+  // The task's Trainer calls and on_task run here: Wait() from inside them is refused.
+  struct InTask {
+    explicit InTask(const RuntimeCore* core) { t_task_of = core; }
+    ~InTask() { t_task_of = nullptr; }
+  } in_task(this);
   // The worker's packaged_task would keep an exception where nobody reads it, and the coordinator
   // would hear nothing: whatever a task throws (a trainer's exceptions are already its error,
   // TaskExecutor) is logged and answered with an Error, and the client carries on.

@@ -717,6 +717,18 @@ void Simulator::SaveState() {
 
 bool Simulator::AtTarget() const { return config_.stop_at_target && result_.target_round > 0; }
 
+bool Simulator::StopRequested() {
+  if (!stop_requested_.load(std::memory_order_relaxed) &&
+      !(stop_flag_ && stop_flag_->load(std::memory_order_relaxed)))
+    return false;
+  if (!stop_logged_) {
+    stop_logged_ = true;
+    Log().warn("simulator: stop requested; stopping after {} rounds",
+               driver_->engine().rounds_done());
+  }
+  return true;
+}
+
 void Simulator::RecordRound() {
   SimRound r = pending_;
   r.wall_seconds = WallNow() - round_start_wall_;
@@ -851,7 +863,7 @@ Result<SimResult> Simulator::Run(const std::function<void(const SimRound&)>& on_
   RunEngine& engine = driver_->engine();
   Status outcome;
   if (config_.run.round.asynchronous()) outcome = RunAsync();
-  while (!engine.finished() && outcome.ok() && !AtTarget()) {
+  while (!engine.finished() && outcome.ok() && !AtTarget() && !StopRequested()) {
     std::vector<RunEngine::Outgoing> outbox = std::move(carry_), more = engine.TakeOutbox();
     carry_.clear();
     outbox.insert(outbox.end(), std::make_move_iterator(more.begin()),
@@ -874,6 +886,9 @@ Result<SimResult> Simulator::Run(const std::function<void(const SimRound&)>& on_
     outcome = RunAttempt(std::move(tasks), std::move(starts));
   }
   on_round_ = nullptr;
+  // Stopped on request: the run is finished as stopped (the history's "stopped", its checkpoints
+  // kept for sim.resume), and the caller hears it.
+  const bool stopped = outcome.ok() && !engine.finished() && !AtTarget() && StopRequested();
   StopRanks();
   if (ranks_ && result_.rank_exchanges > 0)
     Log().info(
@@ -888,6 +903,9 @@ Result<SimResult> Simulator::Run(const std::function<void(const SimRound&)>& on_
             : 0.0);
   if (outcome.ok()) outcome = engine.failure();
   TRIB_RETURN_IF_ERROR(driver_->Finish(outcome));
+  if (stopped)
+    return Status::Aborted(fmt::format("simulator: stopped on request after {} of {} rounds",
+                                       engine.rounds_done(), config_.run.round.rounds));
   result_.stopped = engine.stop_reason();
   if (AtTarget() && !engine.finished())
     result_.stopped = fmt::format("sim.stop_at_target: round {} reached test accuracy {}",

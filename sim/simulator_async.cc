@@ -143,7 +143,7 @@ Status Simulator::RunAsync() {
   };
 
   TRIB_RETURN_IF_ERROR(absorb());
-  while (!engine.finished() && !AtTarget()) {
+  while (!engine.finished() && !AtTarget() && !StopRequested()) {
     // The earliest event known; untrained flights that could come first are trained, together.
     const Flight* first = nullptr;
     for (;;) {

@@ -27,12 +27,13 @@
 // Threading: the Client runs its network on its own I/O thread(s) and calls the Trainer on one
 // worker thread of its own (one call at a time, never concurrently), so fit() may take as long as
 // it needs without stalling heartbeats. start(), stop() and wait() may be called from any thread
-// except from inside a Trainer call or the on_task callback. Destroying a Client stops it and waits
-// for a fit() in progress to return. predict() and global_model() may be called from any thread,
-// at any time (before start(), while running, after the run ended), also from on_task, but not
-// from inside a Trainer call. predict() calls the Trainer on the calling thread, so it takes
-// turns with the worker: it blocks while a fit() or evaluate() runs (which may be long) and never
-// runs alongside one.
+// except from inside a Trainer call or the on_task callback (there wait() returns
+// FailedPrecondition saying so, instead of blocking until the run ends). Destroying a Client stops
+// it and waits for a fit() in progress to return. predict() and global_model() may be called from
+// any thread, at any time (before start(), while running, after the run ended), also from on_task,
+// but not from inside a Trainer call. predict() calls the Trainer on the calling thread, so it
+// takes turns with the worker: it blocks while a fit() or evaluate() runs (which may be long) and
+// never runs alongside one.
 //
 // This header includes only tributary/* headers: no Boost, OpenSSL or protocol headers.
 #pragma once

@@ -232,8 +232,28 @@ py::object Simulate(py::object config, std::string config_file, py::object train
         }
       };
     }
-    Result<SimResult> run = (*sim)->Run(each);
+    // Ctrl-C (or any exception a signal handler raises) asks the simulator to stop after the
+    // round in progress, and is raised here once it has (the run is finished as stopped). The
+    // run goes on another thread, this one handling the signals; under MPI (which this process
+    // initialized for the main thread only, MPI_THREAD_FUNNELED) it stays on this thread, and
+    // mpirun delivers Ctrl-C by ending the job.
+    Result<SimResult> run = Status::Internal("simulate: the run did not start");
+    Simulator* s = sim->get();
+    if (ranks) run = s->Run(each);
     py::gil_scoped_acquire gil;
+    if (!ranks) {
+      try {
+        (void)WaitInterruptibly(
+            [&] {
+              run = s->Run(each);
+              return run.status();
+            },
+            [s] { s->RequestStop(); });
+      } catch (py::error_already_set&) {
+        sim->reset();  // its trainers drop their Python objects while the GIL is held
+        throw;
+      }
+    }
     if (callback_error) {
       sim->reset();
       callback_error->restore();

@@ -68,6 +68,16 @@ class ClientOptions(_ClientOptions):
                 raise TypeError(f"ClientOptions has no field '{name}'")
             setattr(self, name, value)
 
+    def __setattr__(self, name, value):
+        # A value of the wrong type names the field and both types (the binding's own error
+        # lists a C++ signature and no field).
+        try:
+            super().__setattr__(name, value)
+        except TypeError as e:
+            want = type(getattr(self, name, None)).__name__
+            raise TypeError(f"ClientOptions.{name} takes a value of type {want}, not "
+                            f"{type(value).__name__} ({value!r})") from e
+
 
 @dataclass
 class FitResult:

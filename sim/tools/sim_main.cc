@@ -8,11 +8,14 @@
 //   tributary-sim --config sim.toml --set output.checkpoint_dir=ck --resume   goes on from the
 //                                                  newest good checkpoint (under any -np)
 //
-// Prints one line per round and ends with the report's path (sim/sim_console.h). See
+// Prints one line per round and ends with the report's path (sim/sim_console.h). SIGINT or SIGTERM
+// stop an in-process run after the round in progress (a second one ends the process). See
 // docs/simulation.md. main() parses and runs (sim/sim_run.h, sim/deploy.h); the run's event log
 // and history are the coordinator's observers (coordinator/run_observers.h).
 #include <CLI/CLI.hpp>
 
+#include <atomic>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 
@@ -42,6 +45,17 @@ int Serve(SimConfig& cfg, bool deploy, MpiLink& link) {
   if (s.ok()) return 0;
   std::fprintf(stderr, "tributary-sim (rank %d): %s\n", link.rank(), s.ToString().c_str());
   link.Abort(2);
+}
+
+// The simulation that SIGINT or SIGTERM stops (in process, one rank): the first signal asks it to
+// stop after the round in progress (the run is recorded as stopped, its checkpoints kept for
+// --resume); a second one ends the process at once.
+std::atomic<bool> g_stop{false};
+static_assert(std::atomic<bool>::is_always_lock_free);
+
+extern "C" void StopOnSignal(int sig) {
+  g_stop.store(true, std::memory_order_relaxed);
+  std::signal(sig, SIG_DFL);
 }
 
 int Run(SimConfig& cfg, bool deploy, MpiLink* link) {
@@ -76,6 +90,11 @@ int Run(SimConfig& cfg, bool deploy, MpiLink* link) {
           TRIB_ASSIGN_OR_RETURN(
               observers, RunObservers::Create({"tributary-sim", events, cfg.run.history, &keys}));
           for (RunObserver* o : observers->observers()) sim.AddObserver(o);
+          if (!link) {
+            sim.StopWhen(&g_stop);
+            std::signal(SIGINT, StopOnSignal);
+            std::signal(SIGTERM, StopOnSignal);
+          }
           return Status::Ok();
         },
         print, &extra, link);

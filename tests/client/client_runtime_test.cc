@@ -293,6 +293,23 @@ TEST_F(ClientRuntimeTest, AThrowingTrainerOrCallbackIsAnsweredAndTheClientCarrie
   EXPECT_EQ(reports.load(), 2);  // both tasks were reported, though the callback threw each time
 }
 
+// wait() from inside a Trainer call would block until the end of a run that waits for that call:
+// it is refused, naming why, and the fit goes on to send its update.
+TEST_F(ClientRuntimeTest, WaitFromInsideFitIsRefusedInsteadOfBlocking) {
+  StartCoordinator();
+  std::optional<Status> waited;
+  trainer_->during_fit = [&] { waited = runtime_->Wait(); };
+  StartRuntime(Options());
+  auto session = coordinator_->WaitSession(0);
+  ASSERT_TRUE(session);
+  session->Send(MakeTask(1));
+  std::optional<UpdateSubmission> up = session->Next<UpdateSubmission>();
+  ASSERT_TRUE(up);
+  ASSERT_TRUE(waited.has_value());
+  EXPECT_EQ(waited->code(), StatusCode::kFailedPrecondition) << *waited;
+  EXPECT_NE(waited->message().find("from inside a Trainer call"), std::string::npos) << *waited;
+}
+
 TEST_F(ClientRuntimeTest, UnknownCodecFailsTheTaskNamingIt) {
   StartCoordinator();
   StartRuntime(Options());

@@ -4,7 +4,9 @@ order intact; trainers' results and failures; the simulator driven from Python w
 trainer (exact FedAvg arithmetic); options, errors and files. Run by ctest with PYTHONPATH set to
 the build tree's python/ directory."""
 import os
+import signal
 import tempfile
+import time
 import unittest
 
 import numpy as np
@@ -95,6 +97,28 @@ class BindingsTest(unittest.TestCase):
             tb.simulate(self.sim_config(), trainer=PlusOne, on_round=on_round)
         self.assertEqual(seen, [1])  # later rounds ran without the callback
 
+    def test_ctrl_c_stops_a_simulation_after_the_round_in_progress(self):
+        # SIGINT while the run goes on (sent from the round callback, after round 2): simulate
+        # stops once the round in progress is over and raises KeyboardInterrupt, instead of
+        # running its 2,000 rounds first.
+        seen = []
+
+        class Slow(PlusOne):  # a round takes at least 20 ms: the signal is seen within 100 ms
+            def fit(self, parameters, config):
+                time.sleep(0.01)
+                return super().fit(parameters, config)
+
+        def on_round(r):
+            seen.append(r["round"])
+            if r["round"] == 2:
+                os.kill(os.getpid(), signal.SIGINT)
+
+        with self.assertRaises(KeyboardInterrupt):
+            tb.simulate(self.sim_config(**{"run.rounds": 2000}), trainer=Slow, on_round=on_round)
+        self.assertGreaterEqual(len(seen), 2)
+        self.assertLess(len(seen), 100)
+        self.assertEqual(seen, list(range(1, len(seen) + 1)))
+
     def test_results_of_another_layout_or_type_are_refused_with_the_reason(self):
         class Extra(PlusOne):
             def fit(self, parameters, config):
@@ -118,6 +142,15 @@ class BindingsTest(unittest.TestCase):
         self.assertEqual((o.num_examples, o.heartbeat_interval_s, o.device), (7, 2.5, "cpu"))
         o.backoff.max_attempts = 3
         self.assertEqual(o.backoff.max_attempts, 3)
+        # A value of the wrong type names the field and both types, set either way.
+        with self.assertRaises(TypeError) as ctx:
+            tb.ClientOptions(num_examples="10")
+        self.assertIn("ClientOptions.num_examples takes a value of type int, not str ('10')",
+                      str(ctx.exception))
+        with self.assertRaises(TypeError) as ctx:
+            o.heartbeat_interval_s = "fast"
+        self.assertIn("ClientOptions.heartbeat_interval_s takes a value of type float, not str",
+                      str(ctx.exception))
         self.assertEqual(o.backoff.seed, 0)  # 0: each client draws its own jitter seed
         # Set by the client runtime when a fit's result is no longer wanted; never by default.
         self.assertFalse(tb.FitConfig().stop_requested)
