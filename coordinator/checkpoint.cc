@@ -160,8 +160,11 @@ Result<CheckpointState> LoadCheckpoint(Env* env, const std::string& dir, int kee
     any = true;
     Result<CheckpointState> st = LoadCheckpointFile(env, path);
     if (st.ok() && check) {
-      if (Status accepted = check(*st); !accepted.ok())
+      if (Status accepted = check(*st); !accepted.ok()) {
+        // A good file the run cannot go on from as configured: an older one would not do either.
+        if (accepted.code() == StatusCode::kInvalidArgument) return accepted;
         st = Status::Corruption(path + ": " + accepted.message());
+      }
     }
     if (st.ok()) {
       st->skipped = std::move(skipped);

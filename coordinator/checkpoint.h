@@ -77,11 +77,13 @@ inline constexpr uint64_t kCheckpointProgressBytes = uint64_t{64} << 20;
 Status SaveCheckpoint(Env* env, const std::string& dir, const CheckpointState& state,
                       int keep = kDefaultKeepCheckpoints);
 // What a driver checks of a good checkpoint besides what LoadCheckpoint does (the simulator: its
-// own state file for the same round); an error skips the file like damage does, naming why.
+// own state file for the same round); an error skips the file like damage does, naming why,
+// except InvalidArgument (the run's settings are not the file's), which LoadCheckpoint returns at
+// once: an older file of the same run would be refused alike.
 using CheckpointCheck = std::function<Status(const CheckpointState&)>;
 // The newest good checkpoint among the `keep` newest files (and, with `check`, one it accepts).
 // NotFound when there is none at all; Corruption listing each file and what failed when none is
-// good.
+// good; `check`'s InvalidArgument as it is.
 Result<CheckpointState> LoadCheckpoint(Env* env, const std::string& dir,
                                        int keep = kDefaultKeepCheckpoints,
                                        const CheckpointCheck& check = {});

@@ -185,7 +185,13 @@ Status Coordinator::Serve() {
     timer->async_wait([&io, timer](const boost::system::error_code&) { io.stop(); });
   });
   service_->set_on_closed([&io] { io.stop(); });
-  if (Status s = service_->Start(); !s.ok()) return s.WithContext("listen on " + config_.listen);
+  if (Status s = service_->Start(); !s.ok()) {
+    // The run started (its run_started is in the event log and the history): it ends failed, with
+    // the reason, rather than stay "running" with no process behind it.
+    s = s.WithContext("listen on " + config_.listen);
+    (void)driver_->Finish(s);
+    return s;
+  }
   // Between the run's events clients join, leave and are heard from: the monitor samples them
   // again every 2 s, on the engine strand (where the registry may be read).
   asio::steady_timer client_refresh(io);
@@ -205,7 +211,11 @@ Status Coordinator::Serve() {
     std::string ready = service_->address() + "\n";
     if (const std::string monitor = observers_->monitor_address(); !monitor.empty())
       ready += "monitor=" + monitor + "\n";
-    TRIB_RETURN_IF_ERROR(WriteFileAtomic(config_.ready_file, ready));
+    if (Status s = WriteFileAtomic(config_.ready_file, ready); !s.ok()) {
+      s = s.WithContext("writing output.ready_file");
+      (void)driver_->Finish(s);
+      return s;
+    }
   }
   asio::signal_set signals(io, SIGINT, SIGTERM);
   signals.async_wait([&](const boost::system::error_code& sec, int sig) {

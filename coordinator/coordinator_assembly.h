@@ -28,7 +28,8 @@
 // configuration is (a key's value, a model that does not fit the data, a checkpoint that cannot be
 // resumed, a history database or monitor address that cannot be opened), 1 otherwise (outputs
 // another run holds, the TLS files, the event log, the evaluation data). Serve's: the address that
-// cannot be listened on, the ready file that cannot be written, or the run's failure.
+// cannot be listened on, the ready file that cannot be written (either ends the started run as
+// failed, with that reason, in the event log and the history), or the run's failure.
 //
 // Threading: Assemble and Serve on one thread; Serve blocks it and handles the signals.
 #pragma once

@@ -45,6 +45,7 @@ Result<std::unique_ptr<RoundEngine>> RoundEngine::Create(RoundConfig config,
   e->codec_ = std::move(codec);
   e->model_ = std::move(initial);
   e->rounds_done_ = rounds_done;
+  e->first_round_ = rounds_done + 1;
   e->version_ = model_version;
   e->registry_.SetRound(rounds_done + 1);
   e->hooks_ = std::move(hooks);
@@ -524,9 +525,10 @@ void RoundEngine::MaybeStartRound(TimePoint now) {
       PoissonSampling() ? config_.min_available : std::max(config_.min_available, MinCompleted());
   const uint64_t round = rounds_done_ + 1;
   if (static_cast<int64_t>(registry_.num_idle()) < need) {
-    // The first round's first attempt says so only before anyone has joined (a coordinator just
-    // started): a fleet, or a simulator registering its clients, joins one by one meanwhile.
-    const bool joining = round == 1 && attempt_ == 0 && registry_.size() > 0;
+    // The first round's first attempt (of this process: a resumed run's too) says so only before
+    // anyone has joined (a coordinator just started): a fleet, or a simulator registering its
+    // clients, joins one by one meanwhile.
+    const bool joining = round == first_round_ && attempt_ == 0 && registry_.size() > 0;
     if (!joining && wait_logged_ != std::pair(round, attempt_)) {
       wait_logged_ = std::pair(round, attempt_);
       Log().info(

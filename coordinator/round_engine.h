@@ -233,6 +233,7 @@ class RoundEngine : public RunEngine {
   // The (round, attempt) whose wait for idle clients was last logged: once per attempt, so that a
   // run waiting for clients says so (it printed nothing), but a fleet joining is not a line each.
   std::optional<std::pair<uint64_t, int64_t>> wait_logged_;
+  uint64_t first_round_ = 1;  // the first round this engine runs (after a resume's restored ones)
   // The task id of this attempt's tasks (TaskAssignment::task_id): the attempt's number, from 1.
   uint64_t AttemptTaskId() const { return static_cast<uint64_t>(attempt_) + 1; }
   TimePoint round_start_{}, deadline_{};

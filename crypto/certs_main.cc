@@ -186,7 +186,15 @@ int Main(int argc, char** argv) {
   aggregator->add_option("--host", aggregator_hosts, "DNS name clients connect to (repeatable)");
   aggregator->add_option("--ip", aggregator_ips, "IP address clients connect to (repeatable)");
 
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help
+    // A usage error reads like every other error of this program (docs/operations.md).
+    std::fprintf(stderr, "tributary-certs: error: %s\nRun with --help for more information.\n",
+                 e.what());
+    return 2;
+  }
 
   Status status;
   if (init->parsed())

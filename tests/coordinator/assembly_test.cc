@@ -217,6 +217,40 @@ TEST(CoordinatorAssemblyTest, AssemblesTheRunWithItsStandardObservers) {
 #endif
 }
 
+// A coordinator that cannot listen (the port is taken) has started its run: the run ends failed,
+// with the reason, in the event log (and the history), instead of staying "running" there.
+TEST(CoordinatorAssemblyTest, APortInUseEndsTheStartedRunFailedWithTheReason) {
+  TempDir dir;
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(::listen(fd, 1), 0);
+  socklen_t len = sizeof(addr);
+  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  CoordinatorConfig c = Config(dir, /*tls=*/true);
+  c.listen = "127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+  Result<std::unique_ptr<Coordinator>> coordinator = Coordinator::Assemble(c, {}, nullptr);
+  ASSERT_TRUE(coordinator.ok()) << coordinator.status();
+  const Status served = (*coordinator)->Serve();
+  ::close(fd);
+  ASSERT_FALSE(served.ok());
+  EXPECT_NE(served.message().find("listen on " + c.listen), std::string::npos) << served;
+  std::ifstream events(dir.path("ck/events.jsonl"));
+  std::string line, last;
+  int started = 0;
+  while (std::getline(events, line)) {
+    if (line.find("\"run_started\"") != std::string::npos) ++started;
+    if (!line.empty()) last = line;
+  }
+  EXPECT_EQ(started, 1);
+  EXPECT_NE(last.find("\"run_finished\""), std::string::npos) << last;
+  EXPECT_NE(last.find("\"ok\":false"), std::string::npos) << last;
+  EXPECT_NE(last.find("listen on " + c.listen), std::string::npos) << last;
+}
+
 TEST(CoordinatorAssemblyTest, RefusalsNameTheKeyWithTheConfigurationsExitStatus) {
   TempDir dir;
   int exit_status = 0;

@@ -773,6 +773,15 @@ TEST_F(RoundEngineTest, AWaitForClientsIsLoggedOnceAndAnUpdateBetweenAttemptsSay
             std::string::npos)
       << between;
 
+  // A resumed run (3 rounds restored) joins its clients one by one too: no line for them.
+  const size_t logged = waits().size();
+  cfg.rounds = 6;
+  engine_ = *RoundEngine::Create(cfg, std::make_unique<FedAvg>(),
+                                 *ModelWeights::Create({{"w", {4}}}), 3, 3);
+  Join(2);
+  EXPECT_EQ(waits().size(), logged) << waits().back();
+  Join(3);
+  EXPECT_EQ(Tasks().size(), 3u);
 }
 
 TEST_F(RoundEngineTest, ClientsLeavingMidRoundAreDroppedAndTheRoundCompletes) {

@@ -133,7 +133,11 @@ TEST_F(CertsCliTest, BadInputGivesAClearErrorAndNonZeroExit) {
 
   EXPECT_NE(RunCerts({}).exit_code, 0);
   EXPECT_NE(RunCerts({"frobnicate"}).exit_code, 0);
-  EXPECT_NE(RunCerts({"client", "--dir", Dir()}).exit_code, 0);  // --id is required
+  // A usage error reads like the others, with exit status 2.
+  testing::CommandResult no_id = RunCerts({"client", "--dir", Dir()});
+  EXPECT_EQ(no_id.exit_code, 2);
+  EXPECT_NE(no_id.out.find("tributary-certs: error: --id is required"), std::string::npos)
+      << no_id.out;
   EXPECT_NE(RunCerts({"init", "--dir", Path("x"), "--days", "0"}).exit_code, 0);
   EXPECT_FALSE(std::filesystem::exists(Path("server.crt")));
 }

@@ -685,6 +685,11 @@ TEST(RankSimTest, ResumingWithOtherSettingsIsRefusedNamingTheKeys) {
   Result<std::unique_ptr<Simulator>> refused = Simulator::Create(other, *data);
   ASSERT_FALSE(refused.ok());
   const std::string m = refused.status().message();
+  // Said once, as a refusal of the settings: not "no usable checkpoint", once per file, as if
+  // the files were damaged (the older ones are the same run's, refused alike).
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument) << refused.status();
+  EXPECT_EQ(m.find("no usable checkpoint"), std::string::npos) << m;
+  EXPECT_EQ(m.find("written with other settings"), m.rfind("written with other settings")) << m;
   EXPECT_NE(m.find("written with other settings"), std::string::npos) << m;
   EXPECT_NE(m.find("hetero.dropout: was 0.0, now 0.2"), std::string::npos) << m;
   EXPECT_NE(m.find("fit.lr: was 0.1"), std::string::npos) << m;
