@@ -12,6 +12,7 @@
 #include "coordinator/engine_parts.h"
 #include "core/log.h"
 #include "core/rng.h"
+#include "protocol/task_failed_text.h"
 #include "protocol/wire.h"
 
 namespace tributary {
@@ -542,9 +543,11 @@ void AggregatorService::OnMessage(Connection* key, Message msg) {
       secure_->OnNoInput(s.id, now);
       taken = Status::Ok();
     }
-    Log().warn("aggregator {}: client {} could not do its {} task of round {}: {}{}", id_, s.id,
-               f->evaluate() ? "evaluate" : "fit", f->round, DescribeError(f->code, f->reason),
-               taken.ok() ? "" : "; ignored: " + taken.message());
+    if (taken.ok())
+      Log().warn("aggregator {}: client {} could not do its {}", id_, s.id, DescribeTaskFailed(*f));
+    else
+      Log().debug("aggregator {}: client {}: TaskFailed ignored ({}): {}", id_, s.id,
+                  taken.message(), DescribeTaskFailed(*f));
     if (share_) MaybeFlush();
     if (secure_) AfterSecure();
   } else if (auto* e = std::get_if<Error>(&msg)) {

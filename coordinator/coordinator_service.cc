@@ -11,6 +11,7 @@
 #include "coordinator/tier_config.h"
 #include "core/log.h"
 #include "crypto/client_id.h"
+#include "protocol/task_failed_text.h"
 
 namespace tributary {
 
@@ -277,10 +278,13 @@ void CoordinatorService::OnMessage(Connection* key, Message msg) {
     s.conn->Send(*hb);  // the echo: the client's liveness check and round-trip measurement
   } else if (auto* f = std::get_if<TaskFailed>(&msg)) {
     OnEngine([id = s.id, f = std::move(*f), now](RunEngine& e) {
-      const Status taken = e.OnTaskFailed(id, f, now);
-      Log().warn("client {} could not do its {} task of round {}: {}{}", id,
-                 f.evaluate() ? "evaluate" : "fit", f.round, DescribeError(f.code, f.reason),
-                 taken.ok() ? "" : "; ignored: " + taken.message());
+      // One line per task that failed; one that names no task of the client changes nothing
+      // and is not worth a warning (a client could send them by the thousand).
+      if (const Status taken = e.OnTaskFailed(id, f, now); taken.ok())
+        Log().warn("client {} could not do its {}", id, DescribeTaskFailed(f));
+      else
+        Log().debug("client {}: TaskFailed ignored ({}): {}", id, taken.message(),
+                    DescribeTaskFailed(f));
     });
   } else if (auto* e = std::get_if<Error>(&msg)) {
     Log().warn("client {} reports {}", s.id, DescribeError(e->code, e->message));

@@ -12,6 +12,7 @@
 
 #include "protocol/message_codec.h"
 #include "protocol/messages.h"
+#include "protocol/task_failed_text.h"
 
 namespace tributary {
 namespace {
@@ -166,6 +167,12 @@ TEST(MessagesTest, TypeOfMatchesWireNumbering) {
   EXPECT_EQ(MessageTypeName(MessageType::kTaskFailed), "TaskFailed");
   EXPECT_FALSE(IsBulkMessage(MessageType::kTaskFailed));
   EXPECT_EQ(ErrorCodeName(ErrorCode::kTaskFailed), "TASK_FAILED");
+  EXPECT_EQ(DescribeTaskFailed(TaskFailed{3, 1, TaskFailed::kFit, 13, "no GPU"}),
+            "fit task of round 3: INTERNAL: no GPU");
+  const std::string logged =
+      DescribeTaskFailed(TaskFailed{2, 0, TaskFailed::kEvaluate, 13, std::string(70'000, 'x')});
+  EXPECT_EQ(logged.size(),
+            std::string("evaluate task of round 2: INTERNAL: ").size() + kMaxLoggedReasonBytes + 3);
 }
 
 // The wire format is cereal's binary format: a body written with cereal's stock std::string /
