@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <map>
 
 #include "aggregation/strategy_factory.h"
@@ -139,6 +140,30 @@ class GroupShareTest : public ::testing::Test {
     }
   }
 
+  // One round of `engine` through kGroups aggregators: `answer` answers each member at its
+  // group's share (an update, a refusal, a failure), after which the share's result is due, goes
+  // up and must be taken; `check` sees each result first. The round must close.
+  using Answer = std::function<void(GroupShare&, const GroupAssignee&, const TaskAssignment&)>;
+  void OneRoundThroughGroups(RoundEngine& engine, const RoundConfig& c, const Answer& answer,
+                             const std::function<void(const GroupResult&)>& check = {}) {
+    auto tasks = Tasks(engine);
+    std::vector<GroupTask> groups = Split(tasks);
+    TierConfig tier{c, "fedavg", 1.0};
+    for (GroupTask& g : groups) {
+      auto share = *GroupShare::Start(tier, g, Init(), now_, now_ + 8s);
+      for (const GroupAssignee& m : g.members) answer(*share, m, tasks.at(m.client_id));
+      ASSERT_TRUE(share->Due(now_)) << "every member has answered";
+      GroupResult r = *share->TakeResult();
+      EXPECT_TRUE(share->Done());
+      if (check) check(r);
+      ASSERT_TRUE(engine
+                      .OnGroupResult("agg-" + std::to_string(&g - groups.data()), r,
+                                     *DecodePartialSum(r.partial.span(), Init().size()), now_)
+                      .ok());
+    }
+    EXPECT_EQ(engine.rounds_done(), 1u);
+  }
+
   TimePoint now_{};
   std::map<std::string, std::string> refused_;
 };
@@ -224,32 +249,20 @@ TEST_F(GroupShareTest, RefusalsAtAnAggregatorCountAtTheCoordinatorAndTheRoundClo
   RoundConfig c = Config();
   c.min_completed = kClients - 1;
   auto engine = MakeEngine(c, "fedavg");
-  auto tasks = Tasks(*engine);
-  std::vector<GroupTask> groups = Split(tasks);
-  TierConfig tier{c, "fedavg", 1.0};
-  for (GroupTask& g : groups) {
-    auto share = *GroupShare::Start(tier, g, Init(), now_, now_ + 8s);
-    for (const GroupAssignee& m : g.members) {
-      const ClientRecord rec = Record(m.client_id);
-      UpdateSubmission u = Update(tasks.at(m.client_id), std::stoi(m.client_id.substr(1)), "dense");
-      if (m.client_id == "c4") u.num_examples = 5000;  // more than its Hello's 1000
-      auto no = share->OnUpdate(m.client_id, u, &rec, now_);
-      EXPECT_EQ(no.has_value(), m.client_id == "c4");
-      if (m.client_id == "c4") {
-        EXPECT_EQ(no->kind, "num_examples above Hello");
-        // A second update of the same client is a duplicate at the aggregator.
-        auto dup = share->OnUpdate(m.client_id, u, &rec, now_);
-        ASSERT_TRUE(dup.has_value());
-        EXPECT_EQ(dup->kind, "duplicate");
-      }
-    }
-    GroupResult r = *share->TakeResult();
-    ASSERT_TRUE(engine
-                    ->OnGroupResult("agg-" + std::to_string(&g - groups.data()), r,
-                                    *DecodePartialSum(r.partial.span(), Init().size()), now_)
-                    .ok());
-  }
-  EXPECT_EQ(engine->rounds_done(), 1u);
+  OneRoundThroughGroups(*engine, c,
+                        [&](GroupShare& share, const GroupAssignee& m, const TaskAssignment& t) {
+                          const ClientRecord rec = Record(m.client_id);
+                          UpdateSubmission u = Update(t, std::stoi(m.client_id.substr(1)), "dense");
+                          if (m.client_id == "c4") u.num_examples = 5000;  // its Hello said 1000
+                          auto no = share.OnUpdate(m.client_id, u, &rec, now_);
+                          EXPECT_EQ(no.has_value(), m.client_id == "c4");
+                          if (m.client_id != "c4") return;
+                          EXPECT_EQ(no->kind, "num_examples above Hello");
+                          // A second update of the same client is a duplicate at the aggregator.
+                          auto dup = share.OnUpdate(m.client_id, u, &rec, now_);
+                          ASSERT_TRUE(dup.has_value());
+                          EXPECT_EQ(dup->kind, "duplicate");
+                        });
   ASSERT_EQ(refused_.count("c4"), 1u);
   EXPECT_NE(refused_["c4"].find("via aggregator 'agg-1'"), std::string::npos) << refused_["c4"];
   // c4 cools down: it sits out the next round.
@@ -324,48 +337,35 @@ TEST_F(GroupShareTest, AMemberWhoseTaskFailsHasAnsweredAndTheCoordinatorCountsAD
   RoundConfig c = Config();
   c.min_completed = kClients - 1;
   auto engine = MakeEngine(c, "fedavg");
-  auto tasks = Tasks(*engine);
-  std::vector<GroupTask> groups = Split(tasks);
-  TierConfig tier{c, "fedavg", 1.0};
-  for (GroupTask& g : groups) {
-    auto share = *GroupShare::Start(tier, g, Init(), now_, now_ + 8s);
-    for (const GroupAssignee& m : g.members) {
-      const TaskAssignment& t = tasks.at(m.client_id);
-      if (m.client_id == "c4") {
-        // Another task's failure changes nothing; its own is an answer.
-        EXPECT_FALSE(
-            share->OnTaskFailed("c4", TaskFailed{t.round, t.task_id + 1, TaskFailed::kFit, 13, "x"})
-                .ok());
-        ASSERT_TRUE(share
-                        ->OnTaskFailed("c4", TaskFailed{t.round, t.task_id, TaskFailed::kFit, 13,
-                                                        "trainer.fit failed: no data"})
-                        .ok());
-        EXPECT_FALSE(
-            share->OnTaskFailed("c4", TaskFailed{t.round, t.task_id, TaskFailed::kFit, 13, "x"})
-                .ok());  // answered already
-        continue;
-      }
-      const ClientRecord rec = Record(m.client_id);
-      ASSERT_FALSE(share
-                       ->OnUpdate(m.client_id, Update(t, std::stoi(m.client_id.substr(1)), "dense"),
-                                  &rec, now_)
-                       .has_value());
-    }
-    ASSERT_TRUE(share->Due(now_));
-    GroupResult r = *share->TakeResult();
-    EXPECT_TRUE(share->Done());
-    for (const GroupRecord& rec : r.records) {
-      if (rec.client_id != "c4") continue;
-      EXPECT_EQ(rec.code, static_cast<uint32_t>(ErrorCode::kTaskFailed));
-      EXPECT_EQ(rec.kind, "task failed");
-      EXPECT_EQ(rec.reason, "INTERNAL: trainer.fit failed: no data");
-    }
-    ASSERT_TRUE(engine
-                    ->OnGroupResult("agg-" + std::to_string(&g - groups.data()), r,
-                                    *DecodePartialSum(r.partial.span(), Init().size()), now_)
-                    .ok());
-  }
-  EXPECT_EQ(engine->rounds_done(), 1u);
+  const auto failure = [](const TaskAssignment& t, uint64_t task_id, const char* why) {
+    return TaskFailed{t.round, task_id, TaskFailed::kFit, 13, why};
+  };
+  OneRoundThroughGroups(
+      *engine, c,
+      [&](GroupShare& share, const GroupAssignee& m, const TaskAssignment& t) {
+        if (m.client_id != "c4") {
+          const ClientRecord rec = Record(m.client_id);
+          EXPECT_FALSE(share
+                           .OnUpdate(m.client_id,
+                                     Update(t, std::stoi(m.client_id.substr(1)), "dense"), &rec,
+                                     now_)
+                           .has_value());
+          return;
+        }
+        // Another task's failure changes nothing; its own is an answer, once.
+        EXPECT_FALSE(share.OnTaskFailed("c4", failure(t, t.task_id + 1, "x")).ok());
+        ASSERT_TRUE(
+            share.OnTaskFailed("c4", failure(t, t.task_id, "trainer.fit failed: no data")).ok());
+        EXPECT_FALSE(share.OnTaskFailed("c4", failure(t, t.task_id, "x")).ok());
+      },
+      [](const GroupResult& r) {
+        for (const GroupRecord& rec : r.records) {
+          if (rec.client_id != "c4") continue;
+          EXPECT_EQ(rec.code, static_cast<uint32_t>(ErrorCode::kTaskFailed));
+          EXPECT_EQ(rec.kind, "task failed");
+          EXPECT_EQ(rec.reason, "INTERNAL: trainer.fit failed: no data");
+        }
+      });
   EXPECT_TRUE(refused_.empty()) << refused_.begin()->second;
   EXPECT_GT(engine->registry().CoolingUntil("c4"), 1u);
 }

@@ -67,6 +67,28 @@ class RoundEngineTest : public ::testing::Test {
     u.update.bytes = *DenseCodec().Encode(delta);
     return u;
   }
+  // A one-round run with a federated evaluation after it, its round closed by two clients: the
+  // two EvaluateTasks are out.
+  void CloseTheOnlyRoundOfAnEvaluatedRun() {
+    RoundConfig cfg = Config(2);
+    cfg.rounds = 1;
+    cfg.federated_eval_every = 1;
+    Make(cfg);
+    Join(2);
+    for (auto& [id, t] : Tasks())
+      ASSERT_TRUE(engine_->OnUpdate(id, Update(t, {1, 1, 1, 1}), now_).ok());
+    ASSERT_EQ(summaries_.size(), 1u);
+  }
+  // An evaluation result for round 1: 30 examples, loss 0.5, accuracy 0.75.
+  static EvaluateResult Evaluated() {
+    EvaluateResult r;
+    r.round = 1;
+    r.model_version = 1;
+    r.num_examples = 30;
+    r.loss = 0.5;
+    r.accuracy = 0.75;
+    return r;
+  }
   RoundConfig Config(int64_t k) {
     RoundConfig c;
     c.rounds = 3;
@@ -352,23 +374,10 @@ TEST_F(RoundEngineTest, EveryEvaluateTaskOfAnEvaluationSharesOneModelCopy) {
 // The last round's federated evaluation is part of the run: the engine is not finished until it
 // is in, or until its deadline, when it is reported with the results that came.
 TEST_F(RoundEngineTest, TheLastRoundsFederatedEvaluationIsAwaitedUntilItsDeadline) {
-  RoundConfig cfg = Config(2);
-  cfg.rounds = 1;
-  cfg.federated_eval_every = 1;
-  Make(cfg);
-  Join(2);
-  for (auto& [id, t] : Tasks())
-    ASSERT_TRUE(engine_->OnUpdate(id, Update(t, {1, 1, 1, 1}), now_).ok());
-  ASSERT_EQ(summaries_.size(), 1u);
+  CloseTheOnlyRoundOfAnEvaluatedRun();
   EXPECT_FALSE(engine_->finished());  // two EvaluateTasks are out
   ASSERT_EQ(engine_->next_wakeup(), now_ + 10s);
-  EvaluateResult r;
-  r.round = 1;
-  r.model_version = 1;
-  r.num_examples = 30;
-  r.loss = 0.5;
-  r.accuracy = 0.75;
-  ASSERT_TRUE(engine_->OnEvaluateResult("c0", r, now_ + 1s).ok());
+  ASSERT_TRUE(engine_->OnEvaluateResult("c0", Evaluated(), now_ + 1s).ok());
   EXPECT_FALSE(engine_->finished());
   EXPECT_TRUE(evals_.empty());
   engine_->OnTick(now_ + 9s);
@@ -884,21 +893,8 @@ TEST_F(RoundEngineTest, AFailedTaskBelowMinCompletedFailsTheAttemptAtOnce) {
 // A client that cannot evaluate says so, and the federated evaluation does not wait for it: it is
 // reported with the others' results, at once.
 TEST_F(RoundEngineTest, AFailedEvaluationIsAnAnswerNotCountedInTheMeans) {
-  RoundConfig cfg = Config(2);
-  cfg.rounds = 1;
-  cfg.federated_eval_every = 1;
-  Make(cfg);
-  Join(2);
-  for (auto& [id, t] : Tasks())
-    ASSERT_TRUE(engine_->OnUpdate(id, Update(t, {1, 1, 1, 1}), now_).ok());
-  ASSERT_EQ(summaries_.size(), 1u);
-  EvaluateResult r;
-  r.round = 1;
-  r.model_version = 1;
-  r.num_examples = 30;
-  r.loss = 0.5;
-  r.accuracy = 0.75;
-  ASSERT_TRUE(engine_->OnEvaluateResult("c0", r, now_ + 1s).ok());
+  CloseTheOnlyRoundOfAnEvaluatedRun();
+  ASSERT_TRUE(engine_->OnEvaluateResult("c0", Evaluated(), now_ + 1s).ok());
   EXPECT_FALSE(
       engine_->OnTaskFailed("c1", TaskFailed{2, 0, TaskFailed::kEvaluate, 13, "x"}, now_ + 1s)
           .ok());
