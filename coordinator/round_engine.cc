@@ -15,6 +15,7 @@
 #include "core/hash.h"
 #include "core/log.h"
 #include "core/rng.h"
+#include "protocol/task_failed_text.h"
 
 namespace tributary {
 namespace {
@@ -132,8 +133,7 @@ Status RoundEngine::OnTaskFailed(const std::string& id, const TaskFailed& f, Tim
         fmt::format("it holds no task {} of round {} (round {} attempt {} is {})", f.task_id,
                     f.round, round, AttemptTaskId(), in_round_ ? "open" : "not open yet"));
   assigned_.erase(id);
-  ++summary_.dropped;
-  Miss(id, "reported that its task failed", false);
+  CountFailedTask(id);
   if (SecureRound()) {
     // Its session goes on without its masked input: a dropout, unmasked as any other.
     if (secagg_) {
@@ -344,10 +344,9 @@ Status RoundEngine::OnGroupResult(const std::string& aggregator, const GroupResu
     }
     if (rec.code == static_cast<uint32_t>(ErrorCode::kTaskFailed)) {
       // The client told its aggregator that it could not do the task: not a refusal (OnTaskFailed).
-      ++summary_.dropped;
       Log().warn("client '{}' (via {}) could not do its task of round {}: {}", rec.client_id, who,
-                 g.round, rec.reason);
-      Miss(rec.client_id, "reported that its task failed", false);
+                 g.round, CutForLog(rec.reason));
+      CountFailedTask(rec.client_id);
       continue;
     }
     judging_ = true;
@@ -441,6 +440,11 @@ void RoundEngine::MaybeFinishEarly(TimePoint now) {
                          std::to_string(MinCompleted()));
     MaybeStartRound(now);
   }
+}
+
+void RoundEngine::CountFailedTask(const std::string& id) {
+  ++summary_.dropped;
+  Miss(id, "reported that its task failed", false);
 }
 
 void RoundEngine::Miss(const std::string& id, std::string_view why, bool refused) {

@@ -225,6 +225,9 @@ class RoundEngine : public RunEngine {
   bool judging_ = false;  // inside OnUpdate's verdict on an assigned client's update
   // A miss by `id` in the open round (the cool-down), with a warning saying why.
   void Miss(const std::string& id, std::string_view why, bool refused);
+  // A selected client's task failed (TaskFailed, directly or through an aggregator): dropped, and
+  // a miss.
+  void CountFailedTask(const std::string& id);
 
   // The current round attempt.
   bool in_round_ = false;

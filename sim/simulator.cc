@@ -718,9 +718,7 @@ void Simulator::SaveState() {
 bool Simulator::AtTarget() const { return config_.stop_at_target && result_.target_round > 0; }
 
 bool Simulator::StopRequested() {
-  if (!stop_requested_.load(std::memory_order_relaxed) &&
-      !(stop_flag_ && stop_flag_->load(std::memory_order_relaxed)))
-    return false;
+  if (!stop_flag_ || !stop_flag_->load(std::memory_order_relaxed)) return false;
   if (!stop_logged_) {
     stop_logged_ = true;
     Log().warn("simulator: stop requested; stopping after {} rounds",
@@ -887,7 +885,7 @@ Result<SimResult> Simulator::Run(const std::function<void(const SimRound&)>& on_
   }
   on_round_ = nullptr;
   // Stopped on request: the run is finished as stopped (the history's "stopped", its checkpoints
-  // kept for sim.resume), and the caller hears it.
+  // kept for --resume), and the caller hears it.
   const bool stopped = outcome.ok() && !engine.finished() && !AtTarget() && StopRequested();
   StopRanks();
   if (ranks_ && result_.rank_exchanges > 0)

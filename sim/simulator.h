@@ -96,12 +96,10 @@ class Simulator : private RunObserver {
   // Runs every round (calls Join first if needed), then finishes the run (the final model is
   // saved). `on_round` sees each closed round at once.
   Result<SimResult> Run(const std::function<void(const SimRound&)>& on_round = {});
-  // Asks a Run in progress (on another thread; any thread may call this) to stop once the round
-  // attempt (asynchronous: the batch of training) in progress is over: Run then finishes the run
-  // as stopped (its checkpoints stay, for --resume) and returns Aborted saying after which round
-  // it stopped. What tb.simulate calls on Ctrl-C.
-  void RequestStop() { stop_requested_.store(true, std::memory_order_relaxed); }
-  // The same, once `*flag` is true (not owned; it outlives Run): what a signal handler sets.
+  // Once `*flag` is true (set from any thread, or a signal handler; not owned, it outlives Run), a
+  // Run in progress stops when the round attempt (asynchronous: the batch of training) in progress
+  // is over: it finishes the run as stopped (its checkpoints stay, for --resume) and returns
+  // Aborted saying after which round it stopped. tributary-sim's SIGINT and tb.simulate's Ctrl-C.
   void StopWhen(const std::atomic<bool>* flag) { stop_flag_ = flag; }
 
   const Population& population() const { return *population_; }
@@ -158,9 +156,8 @@ class Simulator : private RunObserver {
   Status Restore(SimCheckpoint state);
   // sim.stop_at_target, and the target reached: the run ends here.
   bool AtTarget() const;
-  // RequestStop was called (logged once, at the first check that sees it).
+  // StopWhen's flag is set (logged once, at the first check that sees it).
   bool StopRequested();
-  std::atomic<bool> stop_requested_{false};
   const std::atomic<bool>* stop_flag_ = nullptr;
   bool stop_logged_ = false;
   double Samples(uint64_t client, const TaskAssignment& task) const;

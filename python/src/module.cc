@@ -8,6 +8,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -239,6 +240,8 @@ py::object Simulate(py::object config, std::string config_file, py::object train
     // mpirun delivers Ctrl-C by ending the job.
     Result<SimResult> run = Status::Internal("simulate: the run did not start");
     Simulator* s = sim->get();
+    std::atomic<bool> stop{false};
+    s->StopWhen(&stop);
     if (ranks) run = s->Run(each);
     py::gil_scoped_acquire gil;
     if (!ranks) {
@@ -248,7 +251,7 @@ py::object Simulate(py::object config, std::string config_file, py::object train
               run = s->Run(each);
               return run.status();
             },
-            [s] { s->RequestStop(); });
+            [&stop] { stop = true; });
       } catch (py::error_already_set&) {
         sim->reset();  // its trainers drop their Python objects while the GIL is held
         throw;
