@@ -57,6 +57,9 @@ class MessageAssembler final : public FrameSink {
   bool in_transfer() const { return transfer_.has_value(); }
   // Bytes of the open transfer received so far (0 when none is open).
   uint64_t transfer_received() const { return transfer_ ? transfer_->body.size() : 0; }
+  // Bytes of memory held for the open transfer's body (0 when none is open): grows with the bytes
+  // that arrived, never with the announced total alone.
+  uint64_t transfer_reserved() const { return transfer_ ? transfer_->body.capacity() : 0; }
   // The open transfer's announced size (0 when none is open).
   uint64_t transfer_total() const { return transfer_ ? transfer_->total : 0; }
   // Transfers begun so far: tells one open transfer from the next.
