@@ -16,6 +16,7 @@
 #include "client/task_executor.h"
 #include "protocol/frame.h"
 #include "protocol/message_codec.h"
+#include "sim/layout_checked_factory.h"
 #include "sim/sim_clock.h"
 #include "sim/sim_job.h"
 #include "sim/sim_wire.h"
@@ -196,7 +197,9 @@ Result<std::unique_ptr<Simulator>> Simulator::Create(const SimConfig& config, Da
           "part of the cut model");
   }
   if (trainers) {
-    s->trainers_ = std::move(trainers);
+    // Not built from the run's model: its first trainer's tensors are checked against it.
+    s->trainers_ = std::make_unique<LayoutCheckedFactory>(std::move(trainers),
+                                                          LayoutOf(s->driver_->client_model()));
   } else {
     // The model a virtual client trains (the whole model when only its unfrozen tensors travel).
     const ModelWeights initial = s->driver_->client_model();

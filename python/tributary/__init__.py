@@ -20,8 +20,8 @@ Client against a tributary-coordinator over mutual TLS:
     tb.Client(options, MyTrainer()).run()   # raises tb.Error when the run does not complete
 
 The layout the trainer returns from get_parameters() must be the run's (the coordinator refuses a
-client whose tensors differ, naming the first one that does). simulate() runs many virtual
-clients in one process; save_safetensors / load_safetensors / load_checkpoint_model move models
+client whose tensors differ, naming the first one that does; simulate() checks its first
+trainer the same way). simulate() runs many virtual clients in one process; save_safetensors / load_safetensors / load_checkpoint_model move models
 to and from the files the coordinator reads and writes. See docs/embedding.md.
 """
 

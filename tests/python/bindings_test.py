@@ -136,6 +136,21 @@ class BindingsTest(unittest.TestCase):
                 tb.simulate(self.sim_config(**{"run.max_round_attempts": 1}), trainer=trainer)
             self.assertIn(text, str(ctx.exception), trainer.__name__)
 
+    def test_a_trainer_of_another_model_is_refused_naming_the_tensor(self):
+        # The trainer's get_parameters has the run's two tensors, the first transposed: the run
+        # fails before any client trains, naming that tensor on both sides (not two fingerprints).
+        class Transposed(PlusOne):
+            def get_parameters(self):
+                return {"enc/0.W": np.zeros((2, 3), np.float32), "head:b": np.zeros(4, np.float32)}
+
+        PlusOne.calls = []
+        with self.assertRaises(tb.Error) as ctx:
+            tb.simulate(self.sim_config(), trainer=Transposed)
+        self.assertIn("the trainer's model is not the run's (run.model or run.initial_model): "
+                      "tensor 0 is 'enc/0.W' [3, 2] F32 in the run's model and 'enc/0.W' [2, 3] "
+                      "F32 in the trainer's", str(ctx.exception))
+        self.assertEqual(PlusOne.calls, [])
+
     def test_client_options_and_errors(self):
         o = tb.ClientOptions(coordinator="127.0.0.1:1", ca_cert_file=os.path.join(self.dir, "no"),
                              cert_file="c", key_file="k", num_examples=7, heartbeat_interval_s=2.5)
