@@ -175,6 +175,16 @@ class MpiSimTest(unittest.TestCase):
         self.assertIn("tributary-sim (rank 0 of 2): ending the whole job (exit 2)", out)
         self.assertLess(time.time() - t0, 60)
 
+    def test_deploy_under_mpirun_is_refused_naming_why(self):
+        # --deploy starts its own coordinator and client processes: under mpirun every rank would
+        # start a deployment of its own. Each rank refuses, and the job ends with exit 2.
+        t0 = time.time()
+        rc, out, rep = self.sim(2, [], timeout=120, extra_args=["--deploy"])
+        self.assertEqual(rc, 2, out)
+        self.assertIn("--deploy starts its own processes; not under mpirun", out)
+        self.assertIn("ending the whole job (exit 2)", out)
+        self.assertLess(time.time() - t0, 60)
+
     def test_a_rank_whose_config_does_not_parse_ends_the_job(self):
         # Rank 1's --set names no key: it used to exit alone and rank 0 waited for it for ever.
         t0 = time.time()
