@@ -25,9 +25,7 @@ Status LayoutCheckedFactory::Check(Trainer& trainer) const {
       LayoutDifference(run_layout_, "the run's model", layout, "the trainer's");
   if (diff.empty()) return Status::Ok();
   return Status::InvalidArgument(
-      "the trainer's model is not the run's (run.model or "
-      "run.initial_model): " +
-      diff);
+      "the trainer's model is not the run's (run.model or run.initial_model): " + diff);
 }
 
 }  // namespace tributary
