@@ -231,8 +231,10 @@ class StreamSession : public std::enable_shared_from_this<StreamSession> {
     // A small send buffer, so that what a viewer does not read waits here, where the stall timer
     // sees it, and not in the kernel (which autotunes to megabytes); and a user timeout, so that
     // the kernel cuts a peer that acknowledges nothing (a laptop put to sleep) even while this
-    // side has nothing queued.
+    // side has nothing queued. Events go out as they come (no Nagle: an event that waits for the
+    // viewer's delayed ACK reaches the dashboard about 40 ms late, and a queue drains slowly).
     beast::error_code ignored;
+    socket_.set_option(tcp::no_delay(true), ignored);
     const MonitorServerOptions& o = server_->options;
     if (o.stream_send_buffer > 0)
       socket_.set_option(asio::socket_base::send_buffer_size(
