@@ -230,12 +230,32 @@ Status Coordinator::Serve() {
   second.join();
   engine_thread_->stop();
   engine_thread_->join();
+  if (!stopped_by_signal) LingerForScrapes();
   TRIB_RETURN_IF_ERROR(result);
   if (!stopped_by_signal)
     std::printf("run complete: %llu %s\n",
                 static_cast<unsigned long long>(driver_->engine().rounds_done()),
                 config_.run.round.asynchronous() ? "steps" : "rounds");
   return Status::Ok();
+}
+
+void Coordinator::LingerForScrapes() const {
+  const std::chrono::milliseconds linger = config_.monitor_linger;
+  if (linger.count() <= 0 || !observers_->monitored()) return;
+  std::printf(
+      "monitor: serving the run's final state on %s for %.0f s (monitor.linger_s; SIGINT "
+      "or SIGTERM ends it)\n",
+      observers_->monitor_address().c_str(), static_cast<double>(linger.count()) / 1e3);
+  std::fflush(stdout);
+  // The monitor answers on its own thread; this one only waits, for the time or a signal.
+  asio::io_context wait;
+  asio::steady_timer timer(wait, linger);
+  asio::signal_set signals(wait, SIGINT, SIGTERM);
+  timer.async_wait([&signals](const boost::system::error_code&) { signals.cancel(); });
+  signals.async_wait([&timer](const boost::system::error_code& ec, int) {
+    if (!ec) timer.cancel();
+  });
+  wait.run();
 }
 
 void Coordinator::PrintStartLine(const std::string& address) const {

@@ -76,6 +76,9 @@ class Coordinator {
  private:
   Coordinator();
   void PrintStartLine(const std::string& address) const;
+  // After the run: with a monitor and monitor.linger_s > 0, waits that long (or until SIGINT or
+  // SIGTERM) while the monitor serves the run's final state.
+  void LingerForScrapes() const;
 
   CoordinatorConfig config_;
   // Declared first, so released last: after everything below has written its last byte.

@@ -59,6 +59,9 @@ void BindCoordinatorConfig(ConfigSchema& s, CoordinatorConfig* c) {
          "a dashboard viewer that reads nothing this long while data waits for it is dropped");
   s.Bind("monitor.stream_send_buffer_kb", &m->stream_send_buffer_kb,
          "KiB the kernel may buffer for one dashboard viewer (0: the kernel's own, megabytes)");
+  s.Bind("monitor.linger_s", &c->monitor_linger,
+         "after the run, the monitor serves its final state this long before the coordinator "
+         "exits (at least the scrape interval; 0: exit at once)");
   BindRunConfig(s, &c->run);
   BindDataConfig(s, &c->data, /*partitioned=*/false);
   s.Rename("listen", "net.listen");
@@ -131,6 +134,13 @@ Status CoordinatorConfig::Validate() const {
         "' is reachable from other machines: set 'monitor.token' (operators send it as "
         "Authorization: Bearer <token>), or listen on 127.0.0.1");
   TRIB_RETURN_IF_ERROR(ValidateMonitorLimits(monitor_limits));
+  if (monitor_linger > std::chrono::milliseconds(3'600'000))  // the schema refuses < 0
+    return Status::InvalidArgument(fmt::format("key 'monitor.linger_s' = {} s must be in [0, 3600]",
+                                               monitor_linger.count() / 1e3));
+  if (monitor_linger.count() > 0 && monitor_listen.empty())
+    return Status::InvalidArgument(
+        "key 'monitor.linger_s' keeps the monitor serving after the run, but monitor.listen is "
+        "empty (no monitor)");
   if (tls_ca.empty() || tls_cert.empty() || tls_key.empty())
     return Status::InvalidArgument(
         "keys 'tls.ca', 'tls.cert' and 'tls.key' are required (mutual TLS is always on; make the "

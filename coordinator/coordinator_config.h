@@ -48,6 +48,10 @@ struct CoordinatorConfig {
   std::string monitor_listen;
   std::string monitor_token;
   MonitorLimits monitor_limits;
+  // After the run ends, the monitor serves its final state (run_finished 1, the last round) this
+  // long before the coordinator exits, so that a scraper polling every 15 s sees it; 0: exit at
+  // once. SIGINT or SIGTERM ends the wait.
+  std::chrono::milliseconds monitor_linger{0};
   RunConfig run;    // output.checkpoint_dir defaults to runs/coordinator
   DataConfig data;  // what server-side evaluation runs on
 

@@ -139,6 +139,10 @@ TEST(CoordinatorConfigTest, MonitorLimitsAreReadAndCheckedByName) {
   EXPECT_EQ(defaults.monitor_limits.first_byte_timeout, std::chrono::milliseconds(2'000));
   EXPECT_EQ(defaults.monitor_limits.stream_stall_timeout, std::chrono::milliseconds(30'000));
   EXPECT_EQ(defaults.monitor_limits.stream_send_buffer_kb, 16);
+  EXPECT_EQ(defaults.monitor_linger, std::chrono::milliseconds(0));  // exits at once
+  CoordinatorConfig lingers;
+  ASSERT_TRUE(Load("[monitor]\nlisten = \"127.0.0.1:0\"\nlinger_s = 15\n", &lingers).ok());
+  EXPECT_EQ(lingers.monitor_linger, std::chrono::milliseconds(15'000));
   CoordinatorConfig c;
   Status s = Load(
       "[monitor]\nmax_connections_per_address = 2\nfirst_byte_timeout_s = 0.5\n"
@@ -162,6 +166,11 @@ TEST(CoordinatorConfigTest, MonitorLimitsAreReadAndCheckedByName) {
        "key 'monitor.stream_stall_timeout_s' = 0.2 s must be in [1, 3600]"},
       {"stream_send_buffer_kb = 100000",
        "key 'monitor.stream_send_buffer_kb' = 100000 must be in [0, 65536]"},
+      {"listen = \"127.0.0.1:0\"\nlinger_s = 4000",
+       "key 'monitor.linger_s' = 4000 s must be in [0, 3600]"},
+      {"linger_s = 15",
+       "key 'monitor.linger_s' keeps the monitor serving after the run, but monitor.listen is "
+       "empty"},
   };
   for (const auto& [line, message] : bad) {
     CoordinatorConfig b;

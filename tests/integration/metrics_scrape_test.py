@@ -19,6 +19,7 @@ from process_harness import CERTS, CLIENT, COORDINATOR, ProcessTest
 
 ROUNDS = 4
 CLIENTS = 2
+LINGER = 5
 TOKEN = "monitor-token-1234"
 
 
@@ -42,7 +43,11 @@ class MetricsScrapeTest(ProcessTest):
     prefix = "trib_metrics_"
 
     def test_metrics_follow_a_live_run(self):
-        coord, addr, port, events = self.start_monitored_cnn_run(ROUNDS, CLIENTS, TOKEN)
+        # The monitor serves the finished run's state for LINGER s after it ends
+        # (monitor.linger_s): without it, the window was about 40 ms and a scraper on a loaded
+        # machine could miss it.
+        coord, addr, port, events = self.start_monitored_cnn_run(ROUNDS, CLIENTS, TOKEN,
+                                                                 linger_s=LINGER)
         url = f"http://127.0.0.1:{port}/metrics"
         # Without the token: 401, and the body reveals nothing.
         with self.assertRaises(urllib.error.HTTPError) as refused:
@@ -77,14 +82,22 @@ class MetricsScrapeTest(ProcessTest):
                                  s[("tributary_clients", frozenset({("state", "connected")}))])
             if s[("tributary_run_finished", frozenset())] == 1:
                 final = s
+                finished_at = time.time()
                 break
-            # The monitor answers for only a moment after the run ends (until the clients have
-            # their Goodbyes): scrape often enough not to miss it on a loaded machine.
-            time.sleep(0.005)
+            time.sleep(0.05)
+        self.assertIsNotNone(final, "no scrape saw the run finish")
+        # It goes on serving the same final state until the linger ends, then exits with the
+        # run's status.
+        time.sleep(1.0)
+        self.assertEqual(coord.poll(), None, "the coordinator exited before monitor.linger_s")
+        _, _, text = scrape(url)
+        self.assertEqual(samples(text)[("tributary_run_finished", frozenset())], 1)
         self.assertEqual(coord.wait(timeout=120), 0, self.log("coordinator"))
+        self.assertGreater(time.time() - finished_at, 1.0)
+        self.assertIn(f"monitor: serving the run's final state on 127.0.0.1:{port} for {LINGER} s",
+                      self.log("coordinator"))
         for i, c in enumerate(clients):
             self.assertEqual(c.wait(timeout=60), 0, self.log(f"edge-{i}"))
-        self.assertIsNotNone(final, "no scrape saw the run finish")
         self.assertEqual(live_connected, CLIENTS)
         self.assertGreaterEqual(len(seen_rounds - {0}), 2, f"rounds seen live: {seen_rounds}")
 

@@ -149,15 +149,17 @@ class ProcessTest(unittest.TestCase):
         self.procs.append(p)
         return p
 
-    def start_monitored_cnn_run(self, rounds, clients, token):
+    def start_monitored_cnn_run(self, rounds, clients, token, linger_s=0):
         """Starts the coordinator of a cnn_run_toml run with its monitor on a free port of
-        127.0.0.1 behind `token`, and its event log at events.jsonl; returns (process,
-        "host:port" of the clients' listener, the monitor's port, the event log's path)."""
+        127.0.0.1 behind `token` (serving linger_s seconds after the run), and its event log at
+        events.jsonl; returns (process, "host:port" of the clients' listener, the monitor's port,
+        the event log's path)."""
         port = free_port()
         events = self.path("events.jsonl")
         coord, addr = self.start_coordinator(cnn_run_toml(rounds, clients) + f"""[monitor]
 listen = "127.0.0.1:{port}"
 token = "{token}"
+linger_s = {linger_s}
 [output]
 event_log = "{events}"
 """)
