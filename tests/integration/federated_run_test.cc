@@ -238,16 +238,16 @@ TEST_F(FederatedRunTest, BadUpdatesAreRejectedAndRoundsGoOn) {
         if (n == 2) delta.resize(delta.size() - 1);
         u.update.num_floats = delta.size();
         u.update.bytes = *DenseCodec().Encode(delta);
-        if (n == 3) {  // late: sent after round 3's 4 s deadline, while round 4 is open
+        if (n == 3) {  // late: sent 1 s after round 3's 4 s deadline, while round 4 is open
           std::thread([c, u]() mutable {
-            std::this_thread::sleep_for(4500ms);
+            std::this_thread::sleep_for(5000ms);
             c->Send(std::move(u));
           }).detach();
           return;
         }
-        if (n == 4) {  // holds round 4 open until the late update has arrived
+        if (n == 4) {  // holds round 4 open until the late update has arrived (1.5 s to spare)
           std::thread([c, u]() {
-            std::this_thread::sleep_for(1500ms);
+            std::this_thread::sleep_for(2500ms);
             c->Send(u);
           }).detach();
           return;

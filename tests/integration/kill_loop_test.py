@@ -9,16 +9,18 @@ byte for byte the same. The short mode (CI) runs 12 rounds; TRIBUTARY_LONG=1 run
 prints the number of kills (docs/results.md, reliability).
 
 Bounded, so it cannot hang CI: each start of the killed run lives a random time drawn from
-[0.3 s, max(1.5 s, 1 s + 3 x the reference run's time per round)] (kills land before, during and
-after rounds, whatever the machine's speed), and after MAX_STARTS starts (or KILL_BUDGET_S seconds
-of killing) the last start runs to the end without a kill.
+[0.3 s, max(1.5 s, 1 s + 1.5 x the reference run's time per round)], cut short once it has closed
+a round: then it is killed at a random moment of its next round. Kills land before, during and
+after rounds, and every start makes at most about two rounds of progress, so the run is killed at
+least a few times however much faster it runs than the reference did. After MAX_STARTS starts (or
+KILL_BUDGET_S seconds of killing) the last start runs to the end without a kill.
 """
 import hashlib
 import os
 import random
+import re
 import shutil
 import signal
-import subprocess
 import sys
 import time
 import unittest
@@ -98,6 +100,17 @@ final_model = "{self.path(out, 'final.safetensors')}"
                 "--set", "net.connect_timeout_s=2"]))
         return procs
 
+    def live_until_kill(self, name, coord, rng, low, high, round_s):
+        """Waits for the moment to kill start `name`: a random time in [low, high], or, should it
+        close a round first, a random moment within the next round. True when it still runs."""
+        deadline = time.monotonic() + rng.uniform(low, high)
+        while time.monotonic() < deadline and coord.poll() is None:
+            if re.search(r"^round +\d+/\d+", self.log(name), re.M):
+                time.sleep(rng.uniform(0.0, round_s))
+                break
+            time.sleep(0.02)
+        return coord.poll() is None
+
     def final_hash(self, out):
         with open(self.path(out, "final.safetensors"), "rb") as f:
             return hashlib.sha256(f.read()).hexdigest()
@@ -129,16 +142,14 @@ final_model = "{self.path(out, 'final.safetensors')}"
             starts += 1
             coord = self.coordinator(f"killed-{starts}", "killed", port, resume=True)
             last = starts >= MAX_STARTS or time.monotonic() - t1 > KILL_BUDGET_S
-            try:
-                # The last start is not killed: it must finish the run (and a hang fails here).
-                coord.wait(timeout=600 if last else rng.uniform(low, high))
-            except subprocess.TimeoutExpired:
-                if last:
-                    raise
+            # The last start is not killed: it must finish the run (and a hang fails here).
+            if not last and self.live_until_kill(f"killed-{starts}", coord, rng, low, high,
+                                                 round_s):
                 coord.send_signal(signal.SIGKILL)
                 coord.wait()
                 kills += 1
                 continue
+            coord.wait(timeout=600)
             self.assertEqual(coord.returncode, 0, self.log(f"killed-{starts}"))
             break
         killed_s = time.monotonic() - t1
