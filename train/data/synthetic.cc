@@ -10,9 +10,9 @@ namespace tributary {
 namespace {
 
 // Independent streams so that, e.g., changing n does not change the prototypes.
-constexpr uint64_t kStreamPrototypes = 1;
-constexpr uint64_t kStreamLabels = 2;
-constexpr uint64_t kStreamNoise = 3;
+constexpr uint64_t kSyntheticPrototypeStream = 1;
+constexpr uint64_t kSyntheticLabelStream = 2;
+constexpr uint64_t kSyntheticNoiseStream = 3;
 
 }  // namespace
 
@@ -31,7 +31,7 @@ Dataset MakeSyntheticDataset(const SyntheticSpec& spec) {
   const int64_t ss = ds.sample_size();
 
   // Prototypes: one random value per (cell, channel), spread over the cell's pixels.
-  Rng proto_rng = Rng::Stream(spec.seed, {kStreamPrototypes});
+  Rng proto_rng = Rng::Stream(spec.seed, {kSyntheticPrototypeStream});
   const int64_t cells_y = (spec.height + spec.block - 1) / spec.block;
   const int64_t cells_x = (spec.width + spec.block - 1) / spec.block;
   std::vector<float> prototypes(static_cast<size_t>(spec.num_classes * ss));
@@ -49,10 +49,10 @@ Dataset MakeSyntheticDataset(const SyntheticSpec& spec) {
   // Balanced labels in random order.
   ds.labels.resize(static_cast<size_t>(spec.n));
   for (int64_t i = 0; i < spec.n; ++i) ds.labels[i] = static_cast<uint8_t>(i % spec.num_classes);
-  Rng label_rng = Rng::Stream(spec.seed, {kStreamLabels});
+  Rng label_rng = Rng::Stream(spec.seed, {kSyntheticLabelStream});
   label_rng.Shuffle(std::span<uint8_t>(ds.labels));
 
-  Rng noise_rng = Rng::Stream(spec.seed, {kStreamNoise});
+  Rng noise_rng = Rng::Stream(spec.seed, {kSyntheticNoiseStream});
   ds.images.resize(static_cast<size_t>(spec.n * ss));
   for (int64_t i = 0; i < spec.n; ++i) {
     const float* proto = prototypes.data() + ds.labels[i] * ss;
