@@ -46,16 +46,20 @@ uint64_t RoundOf(const Message& task) {
 
 // What the coordinator (or the aggregator) hears when `task` could not be done (protocol version
 // 12): the task it answers and why, so that the round stops waiting for this client.
-TaskFailed FailureOf(const Message& task, const Status& s) {
+TaskFailed FailureOf(uint64_t round, uint64_t task_id, uint8_t kind, const Status& s) {
   TaskFailed f;
-  f.round = RoundOf(task);
-  if (const auto* fit = std::get_if<TaskAssignment>(&task))
-    f.task_id = fit->task_id;
-  else
-    f.kind = TaskFailed::kEvaluate;
+  f.round = round;
+  f.task_id = task_id;
+  f.kind = kind;
   f.code = static_cast<uint32_t>(ProtocolErrorCodeOf(s));
   f.reason = s.message();
   return f;
+}
+
+TaskFailed FailureOf(const Message& task, const Status& s) {
+  if (const auto* fit = std::get_if<TaskAssignment>(&task))
+    return FailureOf(fit->round, fit->task_id, TaskFailed::kFit, s);
+  return FailureOf(RoundOf(task), 0, TaskFailed::kEvaluate, s);
 }
 
 void LogReport(const TaskReport& r) {
@@ -355,14 +359,13 @@ void RuntimeCore::OnSecAgg(uint64_t gen, Message message) {
 void RuntimeCore::MaskAndSend(uint64_t gen, const std::shared_ptr<SecAggTask>& secagg) {
   if (stopping_) return;
   Result<SecAggMaskedInputMsg> masked = secagg->Mask();
-  Message reply;
-  if (masked.ok()) {
-    reply = std::move(*masked);
-  } else {
-    Log().error("secure aggregation: {}", masked.status().ToString());
-    reply = ErrorFromStatus(masked.status());
-  }
-  PostReply(gen, std::move(reply));
+  if (masked.ok()) return PostReply(gen, std::move(*masked));
+  // The fit's answer, which waited for the inbox: the task failed, as when masking fails on the
+  // worker right after the fit, so that the round counts this client as a dropout now (not at the
+  // masked-input phase's deadline, as a silent client).
+  Log().warn("round {}: fit failed, told the coordinator: {}", secagg->round(),
+             masked.status().message());
+  PostReply(gen, FailureOf(secagg->round(), secagg->task_id(), TaskFailed::kFit, masked.status()));
 }
 
 void RuntimeCore::OnWelcome(const Welcome& welcome) {

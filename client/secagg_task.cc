@@ -99,7 +99,13 @@ Status SecAggTask::SetUpdate(const UpdateSubmission& update, uint64_t rounding_s
       domain_.Encode(delta, weight, DeriveSeed(rounding_seed, {kRoundingStream}));
   std::lock_guard<std::mutex> lock(mu_);
   input_ = std::move(encoded);
+  task_id_ = update.task_id;
   return Status::Ok();
+}
+
+uint64_t SecAggTask::task_id() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return task_id_;
 }
 
 Status SecAggTask::ClipAndNoise(std::vector<float>& values, const DpOnClients& dp,

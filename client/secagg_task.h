@@ -49,6 +49,8 @@ class SecAggTask {
                                                     std::shared_ptr<const SecAggIdentity> id);
 
   uint64_t round() const { return round_; }
+  // The task whose update SetUpdate took (0 before): what a TaskFailed names when Mask() fails.
+  uint64_t task_id() const;
   Result<SecAggKeysMsg> Advertise();
   Result<SecAggSharesMsg> Share(const SecAggRosterMsg& roster);
   void SetInbox(SecAggInboxMsg inbox);
@@ -90,6 +92,7 @@ class SecAggTask {
   std::optional<SecAggInbox> inbox_;
   std::optional<std::vector<uint64_t>> input_;
   bool claimed_ = false;
+  uint64_t task_id_ = 0;
 };
 
 }  // namespace tributary

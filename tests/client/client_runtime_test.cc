@@ -15,8 +15,14 @@
 #include <thread>
 
 #include "client/backoff.h"
+#include "client/secagg_task.h"
 #include "compression/codec.h"
 #include "core/manual_clock.h"
+#include "crypto/cert_authority.h"
+#include "privacy/secagg/secagg_client.h"
+#include "privacy/secagg/secagg_server.h"
+#include "privacy/secagg/secagg_start.h"
+#include "privacy/secagg/secagg_wire.h"
 #include "protocol/in_memory_transport.h"
 #include "tests/client/fake_coordinator.h"
 #include "tests/client/fake_trainer.h"
@@ -321,6 +327,94 @@ TEST_F(ClientRuntimeTest, UnknownCodecFailsTheTaskNamingIt) {
   EXPECT_EQ(e->code, static_cast<uint32_t>(ErrorCode::kProtocolViolation));
   EXPECT_NE(e->reason.find("'nosuchcodec(3)'"), std::string::npos) << e->reason;
   EXPECT_EQ(trainer_->fit_calls.load(), 0);
+}
+
+// Secure aggregation's masking can wait for the inbox of shares after the fit is done; when the
+// masking then fails (here a neighbour's share was withheld), the answer is still the task's
+// TaskFailed, naming the task, so that the round counts the client as a dropout at once. It used
+// to be a bare Error: the coordinator logged it and waited for the masked-input deadline, then
+// cooled the client down as a silent one.
+TEST_F(ClientRuntimeTest, AMaskingThatFailsAfterTheFitFailsTheTaskByItsId) {
+  const PemPair ca = *MakeCaCertificate("Runtime SecAgg CA");
+  auto verifier =
+      std::make_shared<const CertificateVerifier>(*CertificateVerifier::FromPem(ca.cert_pem));
+  auto identity = std::make_shared<SecAggIdentity>();
+  const PemPair own = *MakeClientCertificate(ca, "edge-7");
+  identity->key = std::make_shared<const SigningKey>(*SigningKey::FromPem(own.key_pem));
+  identity->cert_pem = own.cert_pem;
+  identity->ca = verifier;
+
+  StartCoordinator();
+  std::promise<void> fitted;
+  ClientRuntimeOptions o = Options();
+  o.secagg_identity = identity;
+  o.on_task = [&](const TaskReport&) { fitted.set_value(); };
+  StartRuntime(o);
+  auto session = coordinator_->WaitSession(0);
+  ASSERT_TRUE(session);
+
+  // The round: edge-7 (the runtime) and two neighbours played here, 9 values and the weight.
+  IntDomainConfig domain{4.0f, 16, 4096, 3};
+  SecAggSession s;
+  s.run_id = "run-r";
+  s.round = 1;
+  s.vector_length = FakeTrainer::Layout().size() + 1;
+  s.modulus_mask = IntDomain::Create(domain)->modulus_mask();
+  Result<SecAggStartMsg> start = ToWire(SecAggStart{s, domain, {}});
+  ASSERT_TRUE(start.ok()) << start.status();
+  session->Send(*start);
+  SecAggServer server(s);
+  std::optional<SecAggKeysMsg> keys = session->Next<SecAggKeysMsg>();
+  ASSERT_TRUE(keys);
+  ASSERT_TRUE(server.AddKeys(*FromWire(*keys)).ok());
+  std::map<std::string, std::unique_ptr<SigningKey>> peer_keys;
+  std::map<std::string, std::unique_ptr<SecAggClient>> peers;
+  for (const std::string id : {"edge-8", "edge-9"}) {
+    const PemPair cert = *MakeClientCertificate(ca, id);
+    peer_keys[id] = std::make_unique<SigningKey>(*SigningKey::FromPem(cert.key_pem));
+    peers[id] =
+        std::make_unique<SecAggClient>(s, id, peer_keys[id].get(), cert.cert_pem, verifier.get());
+    ASSERT_TRUE(server.AddKeys(*peers[id]->AdvertiseKeys()).ok());
+  }
+  Result<SecAggRoster> roster = server.CloseAdvertise();
+  ASSERT_TRUE(roster.ok()) << roster.status();
+  for (size_t i = 0; i < roster->clients.size(); ++i) {
+    const std::string& id = roster->clients[i].client_id;
+    SecAggRosterMsg mine = RosterFor(*roster, server.graph(), i, 1);
+    if (id == "edge-7") {
+      session->Send(mine);
+      continue;
+    }
+    Result<SecAggShares> shares = peers[id]->ShareKeys(*FromWire(mine));
+    ASSERT_TRUE(shares.ok()) << shares.status();
+    ASSERT_TRUE(server.AddShares(std::move(*shares)).ok());
+  }
+  std::optional<SecAggSharesMsg> shares = session->Next<SecAggSharesMsg>();
+  ASSERT_TRUE(shares);
+  ASSERT_TRUE(server.AddShares(*FromWire(*shares, "edge-7")).ok());
+  Result<std::map<std::string, SecAggInbox>> inboxes = server.CloseShares();
+  ASSERT_TRUE(inboxes.ok()) << inboxes.status();
+  SecAggInbox inbox = inboxes->at("edge-7");
+  ASSERT_EQ(inbox.shares.size(), 2u);
+  std::erase_if(inbox.shares, [](const SecAggSealedShare& sh) { return sh.from == "edge-8"; });
+
+  // The task first: its fit ends (on_task reports it) with nothing to mask with yet.
+  TaskAssignment task = MakeTask(1);
+  task.task_id = 41;
+  session->Send(task);
+  ASSERT_EQ(fitted.get_future().wait_for(20s), std::future_status::ready);
+  session->Send(ToWire(inbox, 1));
+  std::optional<TaskFailed> failed = session->Next<TaskFailed>();
+  ASSERT_TRUE(failed);
+  EXPECT_EQ(failed->round, 1u);
+  EXPECT_EQ(failed->task_id, 41u);
+  EXPECT_TRUE(failed->fit());
+  EXPECT_NE(failed->reason.find("'edge-8' shared keys but its share for edge-7 was withheld"),
+            std::string::npos)
+      << failed->reason;
+  EXPECT_FALSE(session->Next<Error>(200ms)) << "the failure went out as an Error too";
+  EXPECT_FALSE(session->Next<SecAggMaskedInputMsg>(10ms));
+  EXPECT_EQ(trainer_->fit_calls.load(), 1);
 }
 
 TEST_F(ClientRuntimeTest, AnErrorFromTheCoordinatorIsNotFatal) {
