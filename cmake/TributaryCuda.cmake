@@ -1,6 +1,7 @@
 # Resolves TRIBUTARY_CUDA (AUTO|ON|OFF) into TRIBUTARY_HAVE_CUDA.
 # AUTO enables CUDA when nvcc is found (on PATH or in /usr/local/cuda); ON requires it.
 set(TRIBUTARY_HAVE_CUDA OFF)
+set(TRIBUTARY_CUDA_RUNTIME_VERSION 0)
 string(TOUPPER "${TRIBUTARY_CUDA}" _trib_cuda)
 if(NOT _trib_cuda STREQUAL "OFF")
   if(NOT CMAKE_CUDA_COMPILER)
@@ -20,6 +21,10 @@ if(NOT _trib_cuda STREQUAL "OFF")
     enable_language(CUDA)
     find_package(CUDAToolkit REQUIRED)
     set(TRIBUTARY_HAVE_CUDA ON)
+    # The CUDA runtime the module links, as CUDART_VERSION writes it (13000 for 13.0): the
+    # programs report it without loading the module (train/device.cc, QueryCuda).
+    math(EXPR TRIBUTARY_CUDA_RUNTIME_VERSION
+         "${CUDAToolkit_VERSION_MAJOR} * 1000 + ${CUDAToolkit_VERSION_MINOR} * 10")
     message(STATUS "Tributary: CUDA backend ON (${CMAKE_CUDA_COMPILER}, archs ${CMAKE_CUDA_ARCHITECTURES})")
   elseif(_trib_cuda STREQUAL "ON")
     message(FATAL_ERROR "TRIBUTARY_CUDA=ON but no CUDA compiler (nvcc) was found")

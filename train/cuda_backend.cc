@@ -101,21 +101,42 @@ Result<const CudaBackend*> LoadCudaBackendFrom(const std::string& path) {
   return backend;
 }
 
+Status ProbeNvidiaDriverAt(const char* soname) {
+  if (dlopen(soname, RTLD_LAZY | RTLD_LOCAL) != nullptr) return Status::Ok();
+  const char* why = dlerror();
+  const std::string reason = why ? why : "unknown dlopen error";
+  if (reason.find("No such file or directory") != std::string::npos)
+    return Status::Unavailable(
+        fmt::format("no NVIDIA driver is installed ({} was not found)", soname));
+  return Status::Unavailable(fmt::format("the NVIDIA driver could not be loaded ({})", reason));
+}
+
+Status ProbeNvidiaDriver() {
+  static const Status driver = ProbeNvidiaDriverAt("libcuda.so.1");
+  return driver;
+}
+
+Result<std::string> FindCudaBackend() {
+  const std::vector<std::string> places = Candidates();
+  for (const std::string& place : places) {
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(place, ec)) return place;
+  }
+  std::string list;
+  for (const std::string& place : places) list += (list.empty() ? "" : ", ") + place;
+  return Status::NotFound(fmt::format(
+      "this build's CUDA backend ({}) was not found (looked at {}); set TRIBUTARY_CUDA_BACKEND "
+      "to its path",
+      kCudaBackendFile, list.empty() ? "nothing" : list));
+}
+
 Result<const CudaBackend*> LoadCudaBackend() {
   if (const CudaBackend* backend = registered.load()) return backend;
   static const Result<const CudaBackend*> loaded = []() -> Result<const CudaBackend*> {
-    const std::vector<std::string> places = Candidates();
-    for (const std::string& place : places) {
-      Result<const CudaBackend*> backend = LoadCudaBackendFrom(place);
-      if (backend.ok()) Log().debug("CUDA backend: loaded {}", place);
-      if (backend.ok() || backend.status().code() != StatusCode::kNotFound) return backend;
-    }
-    std::string list;
-    for (const std::string& place : places) list += (list.empty() ? "" : ", ") + place;
-    return Status::NotFound(fmt::format(
-        "this build's CUDA backend ({}) was not found (looked at {}); set TRIBUTARY_CUDA_BACKEND "
-        "to its path",
-        kCudaBackendFile, list.empty() ? "nothing" : list));
+    TRIB_ASSIGN_OR_RETURN(const std::string place, FindCudaBackend());
+    Result<const CudaBackend*> backend = LoadCudaBackendFrom(place);
+    if (backend.ok()) Log().debug("CUDA backend: loaded {}", place);
+    return backend;
   }();
   return loaded;
 }

@@ -60,6 +60,20 @@ void RegisterCudaBackend(const CudaBackend* backend);
 // too) names where it looked or why the module it found could not be used.
 Result<const CudaBackend*> LoadCudaBackend();
 
+// The first place of the list above that holds a file (not loaded), or NotFound naming every
+// place looked at.
+Result<std::string> FindCudaBackend();
+
+// Whether the NVIDIA driver's library (libcuda.so.1, which the CUDA runtime itself loads at its
+// first call) loads on this machine, asked once per process: OK, or Unavailable naming why. Without
+// the driver no GPU can be used, so QueryCuda says so before it loads the module, whose CUDA
+// libraries cost a CPU-only machine 0.4 s of CPU and about 230 MB of resident memory at every
+// program start. The library stays loaded (the runtime would load it again).
+Status ProbeNvidiaDriver();
+
+// ProbeNvidiaDriver for the library `soname` (not cached, for tests).
+Status ProbeNvidiaDriverAt(const char* soname);
+
 // Loads the module at `path` (not cached, for tests): NotFound when there is no file there,
 // Unavailable when dlopen fails (its reason: a CUDA library missing) or the module is not a
 // Tributary CUDA backend of this build.

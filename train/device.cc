@@ -27,12 +27,22 @@ const CudaInfo& QueryCuda() {
   // not change under a running process, and asking the driver costs milliseconds per device.
   static const CudaInfo info = [] {
 #if TRIBUTARY_HAVE_CUDA
+    CudaInfo i;
+    i.compiled = true;
+    i.runtime_version = TRIBUTARY_CUDA_RUNTIME_VERSION;
+    // No NVIDIA driver, no GPU: said without loading the backend's CUDA libraries.
+    if (Status driver = ProbeNvidiaDriver(); !driver.ok()) {
+      i.unavailable_reason = driver.message();
+      Result<std::string> module = FindCudaBackend();
+      Log().debug("CUDA backend: {}, not loaded: {}",
+                  module.ok() ? "found " + *module : module.status().message(),
+                  i.unavailable_reason);
+      return i;
+    }
     // The backend is a module loaded now (train/cuda_backend.h); without it, nothing on this
     // machine can use CUDA, and the reason says why.
     Result<const CudaBackend*> backend = LoadCudaBackend();
     if (backend.ok()) return (*backend)->query_devices();
-    CudaInfo i;
-    i.compiled = true;
     i.unavailable_reason = backend.status().message();
     return i;
 #else
@@ -129,6 +139,9 @@ EngineFactory CpuEngineFactory(int threads) {
 }
 
 Result<EngineFactory> SelectEngineFactory(std::string_view device, int cpu_threads) {
+  // "cpu" asks nothing of CUDA: the query may load the backend's libraries.
+  TRIB_ASSIGN_OR_RETURN(const DeviceRequest request, ParseDevice(device));
+  if (request.kind == DeviceRequest::Kind::kCpu) return CpuEngineFactory(cpu_threads);
   TRIB_ASSIGN_OR_RETURN(DeviceChoice choice, ResolveDevice(device, QueryCuda()));
   if (device == "auto") {
     if (choice.use_cuda)

@@ -35,7 +35,8 @@ struct CudaInfo {
 };
 
 // Queries the CUDA runtime once per process (later calls return the cached answer). Never fails:
-// problems are described in unavailable_reason.
+// problems are described in unavailable_reason. Without the NVIDIA driver it says so without
+// loading the CUDA backend (train/cuda_backend.h, ProbeNvidiaDriver).
 const CudaInfo& QueryCuda();
 
 struct DeviceRequest {
@@ -61,9 +62,9 @@ struct DeviceChoice {
 // in a build without the CUDA backend; Unavailable for "cuda" when CUDA cannot be used.
 Result<DeviceChoice> ResolveDevice(std::string_view device, const CudaInfo& info);
 
-// ResolveDevice against QueryCuda(), plus the one log line for "auto", and the factory for the
-// choice. The factory builds engines with CreateCpuEngine (on cpu_threads threads) or the CUDA
-// backend's CreateCudaEngine.
+// ResolveDevice against QueryCuda() (not asked for "cpu"), plus the one log line for "auto", and
+// the factory for the choice. The factory builds engines with CreateCpuEngine (on cpu_threads
+// threads) or the CUDA backend's CreateCudaEngine.
 Result<EngineFactory> SelectEngineFactory(std::string_view device, int cpu_threads = 1);
 
 // Makes CPU engines that train on `threads` threads (engine.h CreateCpuEngine).

@@ -5,6 +5,7 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -16,13 +17,80 @@
 namespace tributary {
 namespace {
 
+// Whether this process has mapped the module (and so the CUDA libraries it links).
+bool ModuleMapped() {
+  return dlopen(TRIBUTARY_TEST_CUDA_MODULE, RTLD_NOW | RTLD_NOLOAD) != nullptr;
+}
+
+// The client's default device is "cpu": it used to load the module all the same (0.4 s of CPU and
+// about 230 MB resident at every start of a CPU-only client of a CUDA build). First in this file:
+// run as one binary, the later tests load the module.
+TEST(CudaBackendTest, TheCpuDeviceLoadsNoCudaLibrary) {
+  if (ModuleMapped()) GTEST_SKIP() << "an earlier test of this process loaded the module";
+  Result<EngineFactory> cpu = SelectEngineFactory("cpu", 1);
+  ASSERT_TRUE(cpu.ok()) << cpu.status();
+  auto engine = (*cpu)(*ModelSpecByName("mlp"), 8);
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  EXPECT_EQ((*engine)->device_name(), "cpu");
+  EXPECT_FALSE(ModuleMapped());
+}
+
+// Without the NVIDIA driver no GPU can be used: QueryCuda says so without loading the module, and
+// "auto" falls back to the CPU with that reason.
+TEST(CudaBackendTest, WithoutTheNvidiaDriverTheModuleIsNotLoaded) {
+  if (ProbeNvidiaDriver().ok()) GTEST_SKIP() << "this machine has the NVIDIA driver";
+  const bool mapped_before = ModuleMapped();
+  const CudaInfo& info = QueryCuda();
+  EXPECT_TRUE(info.compiled);
+  EXPECT_FALSE(info.available());
+  EXPECT_EQ(info.device_count, 0);
+  EXPECT_EQ(info.runtime_version, TRIBUTARY_CUDA_RUNTIME_VERSION);
+  EXPECT_GE(info.runtime_version, 12000);
+  EXPECT_EQ(info.unavailable_reason, ProbeNvidiaDriver().message());
+  EXPECT_NE(info.unavailable_reason.find("NVIDIA driver"), std::string::npos)
+      << info.unavailable_reason;
+  Result<EngineFactory> factory = SelectEngineFactory("auto", 1);
+  ASSERT_TRUE(factory.ok()) << factory.status();
+  EXPECT_EQ((*(*factory)(*ModelSpecByName("mlp"), 8))->device_name(), "cpu");
+  Result<EngineFactory> cuda = SelectEngineFactory("cuda", 1);
+  ASSERT_FALSE(cuda.ok());
+  EXPECT_NE(cuda.status().message().find(info.unavailable_reason), std::string::npos)
+      << cuda.status();
+  if (!mapped_before) {
+    EXPECT_FALSE(ModuleMapped());
+  }
+}
+
+TEST(CudaBackendTest, TheDriverProbeNamesWhatIsMissing) {
+  const Status missing = ProbeNvidiaDriverAt("libtributary_no_such_driver.so.1");
+  EXPECT_EQ(missing.code(), StatusCode::kUnavailable);
+  EXPECT_EQ(missing.message(),
+            "no NVIDIA driver is installed (libtributary_no_such_driver.so.1 was not found)");
+  testing::TempDir dir;
+  const std::string junk = dir.path() + "/libcuda.so.1";
+  std::ofstream(junk) << "not an ELF file";
+  const Status bad = ProbeNvidiaDriverAt(junk.c_str());
+  EXPECT_EQ(bad.code(), StatusCode::kUnavailable);
+  EXPECT_NE(bad.message().find("the NVIDIA driver could not be loaded ("), std::string::npos)
+      << bad;
+  EXPECT_NE(bad.message().find(junk), std::string::npos) << bad;
+  EXPECT_TRUE(ProbeNvidiaDriverAt("libc.so.6").ok());
+}
+
 TEST(CudaBackendTest, TheBuildTreesModuleIsFoundAndAnswersForTheMachine) {
   Result<const CudaBackend*> backend = LoadCudaBackend();
   ASSERT_TRUE(backend.ok()) << backend.status();
   EXPECT_EQ(*LoadCudaBackend(), *backend) << "loaded once";
+  EXPECT_TRUE(ModuleMapped());
+  Result<std::string> found = FindCudaBackend();
+  ASSERT_TRUE(found.ok()) << found.status();
+  EXPECT_TRUE(std::filesystem::equivalent(*found, TRIBUTARY_TEST_CUDA_MODULE)) << *found;
+  // The module's CUDA runtime answers, and is the one this build says it links.
+  const CudaInfo asked = (*backend)->query_devices();
+  EXPECT_EQ(asked.runtime_version, TRIBUTARY_CUDA_RUNTIME_VERSION);
   const CudaInfo& info = QueryCuda();
   EXPECT_TRUE(info.compiled);
-  EXPECT_GT(info.runtime_version, 0) << "the module's CUDA runtime answered";
+  EXPECT_EQ(info.runtime_version, TRIBUTARY_CUDA_RUNTIME_VERSION);
   if (info.available()) {
     EXPECT_EQ(info.device_names.size(), static_cast<size_t>(info.device_count));
     Result<EngineFactory> factory = SelectEngineFactory("cuda");
