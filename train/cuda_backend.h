@@ -1,7 +1,8 @@
 // The CUDA backend as a plugin: builds with TRIBUTARY_HAVE_CUDA put the backend (its kernels, the
 // CUDA runtime and cuBLAS) in a module of its own, libtributary_cuda.so, which the programs, the C
 // API library and the Python module load with dlopen the first time a device is asked about
-// (QueryCuda in train/device.h). A process that trains on the CPU never maps the CUDA libraries
+// (QueryCuda in train/device.h), where the NVIDIA driver is installed (ProbeNvidiaDriver below).
+// A process that trains on the CPU never maps the CUDA libraries
 // (cuBLAS alone is over 500 MB and took about 0.4 s of CPU to load at every program start), and a
 // CUDA build runs on machines where they are not installed: "auto" falls back to the CPU saying
 // why, "cuda" fails naming it.
