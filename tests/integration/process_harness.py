@@ -8,6 +8,7 @@ removed after a passing test (kept after a failing one, or always with TRIBUTARY
 The binaries come from the environment ctest sets: TRIBUTARY_CERTS_BIN, TRIBUTARY_COORDINATOR_BIN.
 """
 import os
+import random
 import shutil
 import socket
 import subprocess
@@ -64,9 +65,33 @@ def write_safetensors(path, tensors):
         f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
 
 
+def ephemeral_ports():
+    """The kernel's range for ports it picks itself (connect() without bind, bind to port 0)."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low, high = (int(v) for v in f.read().split())
+            return low, high
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
 def free_port():
-    """A TCP port on 127.0.0.1 that was free a moment ago."""
-    with socket.socket() as s:
+    """A TCP port on 127.0.0.1 that was free a moment ago, for a coordinator that must come back
+    on the same port. It is drawn below the kernel's ephemeral range: a port from bind(0) would be
+    in that range, where any test's outgoing connection or listener on port 0 could take it before
+    the coordinator binds it (EADDRINUSE, a failed test). Below it, only another test's
+    free_port() could, one draw in thousands."""
+    low, _ = ephemeral_ports()
+    rng = random.SystemRandom()
+    for _ in range(100):
+        port = rng.randrange(max(1024, low - 12000), low)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    with socket.socket() as s:  # a crowded machine: any port the kernel gives
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
