@@ -27,6 +27,7 @@
 #include "tests/client/fake_coordinator.h"
 #include "tests/client/fake_trainer.h"
 #include "tests/client/temp_dir.h"
+#include "tests/client/test_secagg_identity.h"
 #include "tests/protocol/transport_test_util.h"
 
 namespace tributary {
@@ -336,13 +337,8 @@ TEST_F(ClientRuntimeTest, UnknownCodecFailsTheTaskNamingIt) {
 // cooled the client down as a silent one.
 TEST_F(ClientRuntimeTest, AMaskingThatFailsAfterTheFitFailsTheTaskByItsId) {
   const PemPair ca = *MakeCaCertificate("Runtime SecAgg CA");
-  auto verifier =
-      std::make_shared<const CertificateVerifier>(*CertificateVerifier::FromPem(ca.cert_pem));
-  auto identity = std::make_shared<SecAggIdentity>();
-  const PemPair own = *MakeClientCertificate(ca, "edge-7");
-  identity->key = std::make_shared<const SigningKey>(*SigningKey::FromPem(own.key_pem));
-  identity->cert_pem = own.cert_pem;
-  identity->ca = verifier;
+  std::shared_ptr<const SecAggIdentity> identity = MakeSecAggIdentity(ca, "edge-7");
+  const CertificateVerifier* verifier = identity->ca.get();
 
   StartCoordinator();
   std::promise<void> fitted;
@@ -372,8 +368,7 @@ TEST_F(ClientRuntimeTest, AMaskingThatFailsAfterTheFitFailsTheTaskByItsId) {
   for (const std::string id : {"edge-8", "edge-9"}) {
     const PemPair cert = *MakeClientCertificate(ca, id);
     peer_keys[id] = std::make_unique<SigningKey>(*SigningKey::FromPem(cert.key_pem));
-    peers[id] =
-        std::make_unique<SecAggClient>(s, id, peer_keys[id].get(), cert.cert_pem, verifier.get());
+    peers[id] = std::make_unique<SecAggClient>(s, id, peer_keys[id].get(), cert.cert_pem, verifier);
     ASSERT_TRUE(server.AddKeys(*peers[id]->AdvertiseKeys()).ok());
   }
   Result<SecAggRoster> roster = server.CloseAdvertise();

@@ -16,6 +16,7 @@
 #include "protocol/in_memory_transport.h"
 #include "protocol/tls_transport.h"
 #include "tests/client/fake_trainer.h"
+#include "tests/client/test_secagg_identity.h"
 #include "tests/coordinator/run_recorder.h"
 #include "tests/protocol/transport_test_util.h"
 
@@ -89,13 +90,7 @@ class InProcessRunTest : public ::testing::TestWithParam<Kind> {
   // A signing identity for secure aggregation, from a CA made once per test.
   std::shared_ptr<const SecAggIdentity> SecAggIdentityFor(const std::string& id) {
     if (secagg_ca_.cert_pem.empty()) secagg_ca_ = *MakeCaCertificate("SecAgg Test CA");
-    auto identity = std::make_shared<SecAggIdentity>();
-    const PemPair cert = *MakeClientCertificate(secagg_ca_, id);
-    identity->key = std::make_shared<const SigningKey>(*SigningKey::FromPem(cert.key_pem));
-    identity->cert_pem = cert.cert_pem;
-    identity->ca = std::make_shared<const CertificateVerifier>(
-        *CertificateVerifier::FromPem(secagg_ca_.cert_pem));
-    return identity;
+    return testing::MakeSecAggIdentity(secagg_ca_, id);
   }
 
   ~InProcessRunTest() override {
