@@ -51,7 +51,8 @@ FramedConnection::FramedConnection(std::unique_ptr<ByteStream> stream, PeerInfo 
       read_timer_(strand_),
       write_timer_(strand_),
       shutdown_timer_(strand_),
-      budget_timer_(strand_) {}
+      budget_timer_(strand_),
+      hold_timer_(strand_) {}
 
 FramedConnection::~FramedConnection() = default;
 
@@ -127,6 +128,24 @@ void FramedConnection::SetMaxMessageBytes(uint64_t max_bytes) {
   });
 }
 
+void FramedConnection::HoldReading() {
+  asio::dispatch(strand_, [self = shared_from_this()] { self->held_ = true; });
+}
+
+void FramedConnection::ResumeReading() {
+  asio::dispatch(strand_, [self = shared_from_this()] {
+    if (!self->held_) return;
+    self->held_ = false;
+    if (!self->stopped_for_hold_ || self->state_ != State::kOpen) return;
+    self->stopped_for_hold_ = false;
+    self->hold_timer_.cancel();
+    self->end_pause();
+    self->update_read_deadline();
+    if (!self->reserve_transfer()) return;  // paused again, for the budget
+    self->do_read();
+  });
+}
+
 void FramedConnection::Close() {
   asio::dispatch(strand_, [self = shared_from_this()] {
     if (self->state_ != State::kOpen) return;
@@ -193,7 +212,8 @@ void FramedConnection::on_read(const error_code& ec, size_t n) {
   if (!decoded.ok()) return fail(decoded, /*send_error=*/true);
   if (state_ != State::kOpen) return;
   update_read_deadline();
-  if (!reserve_transfer()) return;  // paused until the budget has room
+  if (held_) return stop_for_hold();  // ResumeReading goes on from here
+  if (!reserve_transfer()) return;    // paused until the budget has room
   do_read();
 }
 
@@ -233,12 +253,35 @@ void FramedConnection::retry_budget(const error_code& ec) {
     return;
   }
   reserved_ = want;
+  end_pause();
+  waiting_for_budget_ = false;
+  if (held_) return stop_for_hold();
+  update_read_deadline();
+  do_read();
+}
+
+void FramedConnection::end_pause() {
   if (paused_at_ && message_started_)
     *message_started_ += std::chrono::steady_clock::now() - *paused_at_;
   paused_at_.reset();
-  waiting_for_budget_ = false;
-  update_read_deadline();
-  do_read();
+}
+
+void FramedConnection::stop_for_hold() {
+  stopped_for_hold_ = true;
+  StopReadDeadlines();
+  paused_at_ = keepalive_sent_ = std::chrono::steady_clock::now();
+  if (options_.budget_wait_keepalive.count() <= 0) return;
+  hold_timer_.expires_after(options_.budget_wait_keepalive);
+  hold_timer_.async_wait(
+      [self = shared_from_this()](const error_code& e) { self->on_hold_keepalive(e); });
+}
+
+void FramedConnection::on_hold_keepalive(const error_code& ec) {
+  if (ec == asio::error::operation_aborted || !stopped_for_hold_ || state_ != State::kOpen) return;
+  keep_peer_alive(std::chrono::steady_clock::now());
+  hold_timer_.expires_after(options_.budget_wait_keepalive);
+  hold_timer_.async_wait(
+      [self = shared_from_this()](const error_code& e) { self->on_hold_keepalive(e); });
 }
 
 void FramedConnection::keep_peer_alive(std::chrono::steady_clock::time_point now) {
@@ -495,6 +538,7 @@ void FramedConnection::finish() {
   write_timer_.cancel();
   shutdown_timer_.cancel();
   budget_timer_.cancel();
+  hold_timer_.cancel();
   release_transfer();
   stream_->Close();
   std::deque<Outgoing> aborted;

@@ -21,8 +21,11 @@
 // connection we dialed (Origin::kDialed: a client's link to its coordinator, an aggregator's to
 // the coordinator), a frame write that outlasts write_timeout is not given up while the peer keeps
 // sending heartbeats (at least one in each write_timeout): the server has paused reading us for
-// its budget and says so. Accepted connections never wait so: there a peer that stops reading and
-// sends heartbeats would hold a write, and its buffers, for good.
+// its budget (or its owner's hold) and says so. Accepted connections never wait so: there a peer
+// that stops reading and sends heartbeats would hold a write, and its buffers, for good.
+// HoldReading pauses reading as the budget does (after the messages of the read in hand;
+// deadlines stopped, keepalives sent) until ResumeReading, which reserves the budget again if a
+// message is open.
 //
 // Thread safety: the public methods may be called from any thread; they post to the strand.
 #pragma once
@@ -56,6 +59,8 @@ class FramedConnection final : public Connection,
                    SendHandler done = nullptr) override;
   void Close() override;
   void SetMaxMessageBytes(uint64_t max_bytes) override;
+  void HoldReading() override;
+  void ResumeReading() override;
   const PeerInfo& peer() const override { return peer_; }
   bool waiting_for_budget() const override { return waiting_for_budget_.load(); }
 
@@ -85,6 +90,11 @@ class FramedConnection final : public Connection,
   void retry_budget(const boost::system::error_code& ec);
   // While waiting: a Heartbeat to the peer every options_.budget_wait_keepalive.
   void keep_peer_alive(std::chrono::steady_clock::time_point now);
+  // Reading stops for HoldReading (held_): deadlines stop, paused_at_ is set, keepalives start.
+  void stop_for_hold();
+  void on_hold_keepalive(const boost::system::error_code& ec);
+  // Ends a pause (for the budget or a hold): the chunked message's clock skips it.
+  void end_pause();
   void release_transfer();
 
   void enqueue(Outgoing out);
@@ -115,7 +125,8 @@ class FramedConnection final : public Connection,
   boost::asio::steady_timer write_timer_;
   boost::asio::steady_timer shutdown_timer_;
   boost::asio::steady_timer budget_timer_;
-  uint64_t reserved_ = 0;  // bytes of options_.transfer_budget this connection holds
+  boost::asio::steady_timer hold_timer_;  // keepalives while stopped for a hold
+  uint64_t reserved_ = 0;                 // bytes of options_.transfer_budget this connection holds
   std::deque<Outgoing> queue_;
   size_t writing_index_ = 0;  // which queue_ entry the write in flight belongs to
   // Keeps the buffers of the write in flight alive even when finish() drops the queue.
@@ -136,6 +147,8 @@ class FramedConnection final : public Connection,
   std::atomic<bool> waiting_for_budget_{false};           // paused_at_ is set (any thread reads)
   bool started_ = false;
   bool reading_ = false;
+  bool held_ = false;              // HoldReading was called, ResumeReading not since
+  bool stopped_for_hold_ = false;  // reading stopped because of held_ (hold_timer_ runs)
   bool direct_read_ = false;  // the read in flight goes to reader_.ReadSpace(), not read_buffer_
   bool writing_ = false;
   // A Heartbeat came from the peer since the write deadline was last armed (Origin::kDialed).

@@ -581,6 +581,65 @@ TEST_P(TransportTest, AConnectionWaitingForTheBudgetKeepsItsPeerHearingFromIt) {
   EXPECT_TRUE(WaitUntil([&] { return budget->used() == 0; })) << budget->used();
 }
 
+// The owner's hold (Connection::HoldReading; CoordinatorService holds a client far ahead of its
+// engine): reading stops after the messages of the read in hand, the frame deadline (300 ms) does
+// not run meanwhile though a frame may have begun, and the peer hears a keepalive every 200 ms. On
+// resuming, what the peer sent in the meantime arrives, in order, and the keepalives stop.
+TEST_P(TransportTest, AHeldConnectionReadsNothingMoreUntilResumedAndKeepsItsPeerHearingFromIt) {
+  TransportOptions o = TestOptions();
+  o.frame_read_timeout = 300ms;
+  o.budget_wait_keepalive = 200ms;
+  StartServer(o);
+  std::unique_ptr<RawPeer> peer = ConnectRaw("edge-held");
+  ASSERT_TRUE(peer);
+  peer->StartReading();
+  std::optional<Accepted> at_server = AcceptedById("edge-held");
+  ASSERT_TRUE(at_server);
+  at_server->connection->HoldReading();
+  // A message sent after the hold reaches the peer after the hold took effect (one strand).
+  at_server->connection->Send(Heartbeat{7, 0});
+  const auto beats = [&peer](uint64_t seq) {
+    size_t n = 0;
+    for (const Message& m : ParseAll(peer->received()))
+      if (const auto* h = std::get_if<Heartbeat>(&m); h && h->sequence == seq) ++n;
+    return n;
+  };
+  ASSERT_TRUE(WaitUntil([&] { return beats(7) == 1; }));
+
+  Hello a, b, c;
+  a.software_version = "a";
+  b.software_version = "b";
+  c.software_version = "c";
+  std::vector<uint8_t> bytes = EncodeOutbound(a, {}, 1)->Flatten();
+  std::vector<uint8_t> rest = EncodeOutbound(b, {}, 2)->Flatten();
+  bytes.insert(bytes.end(), rest.begin(), rest.begin() + 20);  // b's header and 4 bytes more
+  rest.erase(rest.begin(), rest.begin() + 20);
+  const std::vector<uint8_t> c_bytes = EncodeOutbound(c, {}, 3)->Flatten();
+  rest.insert(rest.end(), c_bytes.begin(), c_bytes.end());
+  ASSERT_TRUE(peer->Write(bytes).ok());
+  ASSERT_TRUE(at_server->inbox->WaitForMessages(1));  // a: the read in hand is delivered
+  ASSERT_TRUE(peer->Write(rest).ok());                // the rest waits in the socket
+  std::this_thread::sleep_for(1100ms);                // over three frame deadlines
+  EXPECT_EQ(at_server->inbox->messages().size(), 1u);
+  EXPECT_FALSE(at_server->inbox->WaitForClose(0ms).has_value());
+  EXPECT_FALSE(peer->WaitClosed(0ms));
+  const size_t during = beats(0);
+  EXPECT_GE(during, 3u);  // 5 on an idle machine; the timer may run late under load
+  EXPECT_LE(during, 6u);
+
+  at_server->connection->ResumeReading();
+  ASSERT_TRUE(at_server->inbox->WaitForMessages(3));
+  EXPECT_EQ(at_server->inbox->messages()[0], Message(a));
+  EXPECT_EQ(at_server->inbox->messages()[1], Message(b));
+  EXPECT_EQ(at_server->inbox->messages()[2], Message(c));
+  // The server echoes every message: b's and c's come back after the resume.
+  ASSERT_TRUE(WaitUntil([&] { return ParseAll(peer->received()).size() >= during + 4; }));
+  const size_t after = beats(0);
+  std::this_thread::sleep_for(500ms);
+  EXPECT_EQ(beats(0), after) << "keepalives went on after the resume";
+  EXPECT_FALSE(at_server->inbox->WaitForClose(0ms).has_value());
+}
+
 // A client's frame write outlasts its write deadline when the server has paused reading it for
 // the transfer budget. While the server's keepalives come, the client (it dialed the connection)
 // waits for its turn instead of giving up and sending its update again later; tributary-client's
