@@ -80,6 +80,11 @@ Status EncodeMessageBodyInto(const Message& message, std::vector<uint8_t>* out) 
   });
 }
 
+uint64_t EncodedBodyBytes(const Message& message) {
+  uint64_t n = 0;
+  return Encode(message, [&n](const char*, size_t k) { n += k; }).ok() ? n : 0;
+}
+
 Status EncodeMessageBodyTo(const Message& message, ByteBuffer* out) {
   return Encode(message, [out](const char* p, size_t n) { out->Append(p, n); });
 }

@@ -24,6 +24,10 @@ Result<std::vector<uint8_t>> EncodeMessageBody(const Message& message);
 
 Result<Message> DecodeMessageBody(MessageType type, std::span<const uint8_t> body);
 
+// The bytes EncodeMessageBody would make of `message`, counted without making them (a payload is
+// one count, not a copy): about the memory a received message holds. 0 when it cannot be encoded.
+uint64_t EncodedBodyBytes(const Message& message);
+
 // Steady-state variants that reuse memory: a process that encodes or decodes one large update after
 // another keeps its buffers' capacity instead of allocating (and page-faulting) 40 MB per message.
 // EncodeMessageBodyInto replaces *out's contents. DecodeMessageBodyInto decodes into *out in place
