@@ -11,6 +11,7 @@
 #include "coordinator/tier_config.h"
 #include "core/log.h"
 #include "crypto/client_id.h"
+#include "protocol/message_codec.h"
 #include "protocol/task_failed_text.h"
 
 namespace tributary {
@@ -136,7 +137,7 @@ void CoordinatorService::OnAccept(std::shared_ptr<Connection> conn) {
     }
   }
   Connection* key = conn.get();
-  sessions_[key] = Session{conn, "", clock_->Now(), false, {}};
+  sessions_[key] = Session{conn, "", clock_->Now(), false, {}, false, nullptr};
   // Nothing large before Hello: only control messages (1 MiB) until the client is admitted.
   conn->SetMaxMessageBytes(ProtocolLimits{}.max_control_message_bytes);
   std::weak_ptr<CoordinatorService> weak = weak_from_this();
@@ -151,6 +152,10 @@ void CoordinatorService::OnAccept(std::shared_ptr<Connection> conn) {
         if (auto self = weak.lock())
           asio::post(self->io_strand_, [self, key, why] { self->OnClosed(key, why); });
       });
+}
+
+ConnectionBacklog::Ticket CoordinatorService::Backlog(Session& s, const Message& m) {
+  return s.backlog ? s.backlog->Take(EncodedBodyBytes(m)) : ConnectionBacklog::Ticket{};
 }
 
 void CoordinatorService::Refuse(Session& s, ErrorCode code, const std::string& why) {
@@ -220,6 +225,7 @@ void CoordinatorService::OnHello(Session& s, const Hello& hello) {
   s.id = id;
   by_id_[id] = s.conn.get();
   s.conn->SetMaxMessageBytes(max_update_bytes_);
+  s.backlog = ConnectionBacklog::Create(s.conn, max_update_bytes_);
   s.conn->Send(Welcome{kProtocolVersion, id, options_.software_version,
                        static_cast<uint32_t>(options_.heartbeat_interval.count())});
   Log().info("client {} joined from {} ({}, {} examples)", id, s.conn->peer().address,
@@ -256,17 +262,23 @@ void CoordinatorService::OnMessage(Connection* key, Message msg) {
   }
   if (s.aggregator) return OnAggregatorMessage(s, std::move(msg), now);
   if (auto* u = std::get_if<UpdateSubmission>(&msg)) {
-    // Refusals reach the log through the driver's UpdateRefused event.
-    OnEngine([id = s.id, u = std::move(*u), now](RunEngine& e) { (void)e.OnUpdate(id, u, now); });
+    // Refusals reach the log through the driver's UpdateRefused event. (The ticket is taken
+    // before the capture moves the message's contents: captures initialize in no fixed order.)
+    ConnectionBacklog::Ticket t = Backlog(s, msg);
+    OnEngine([id = s.id, u = std::move(*u), now, t = std::move(t)](RunEngine& e) {
+      (void)e.OnUpdate(id, u, now);
+    });
   } else if (auto* r = std::get_if<EvaluateResult>(&msg)) {
-    OnEngine([id = s.id, r = std::move(*r), now](RunEngine& e) {
+    ConnectionBacklog::Ticket t = Backlog(s, msg);
+    OnEngine([id = s.id, r = std::move(*r), now, t = std::move(t)](RunEngine& e) {
       if (Status st = e.OnEvaluateResult(id, r, now); !st.ok()) Log().warn("{}", st.message());
     });
   } else if (std::holds_alternative<SecAggKeysMsg>(msg) ||
              std::holds_alternative<SecAggSharesMsg>(msg) ||
              std::holds_alternative<SecAggMaskedInputMsg>(msg) ||
              std::holds_alternative<SecAggUnmaskResponseMsg>(msg)) {
-    OnEngine([id = s.id, m = std::move(msg), now](RunEngine& e) {
+    ConnectionBacklog::Ticket t = Backlog(s, msg);
+    OnEngine([id = s.id, m = std::move(msg), now, t = std::move(t)](RunEngine& e) {
       if (Status st = e.OnSecAgg(id, m, now); !st.ok())
         Log().warn("client {}: {}", id, st.message());
     });
@@ -277,7 +289,8 @@ void CoordinatorService::OnMessage(Connection* key, Message msg) {
   } else if (auto* hb = std::get_if<Heartbeat>(&msg)) {
     s.conn->Send(*hb);  // the echo: the client's liveness check and round-trip measurement
   } else if (auto* f = std::get_if<TaskFailed>(&msg)) {
-    OnEngine([id = s.id, f = std::move(*f), now](RunEngine& e) {
+    ConnectionBacklog::Ticket t = Backlog(s, msg);
+    OnEngine([id = s.id, f = std::move(*f), now, t = std::move(t)](RunEngine& e) {
       // One line per task that failed; one that names no task of the client changes nothing
       // and is not worth a warning (a client could send them by the thousand).
       if (const Status taken = e.OnTaskFailed(id, f, now); taken.ok())
@@ -458,6 +471,7 @@ void CoordinatorService::OnAggregatorHello(Session& s, const AggregatorHello& he
   s.id = id;
   s.aggregator = true;
   s.conn->SetMaxMessageBytes(max_aggregator_bytes_);
+  s.backlog = ConnectionBacklog::Create(s.conn, max_aggregator_bytes_);
   AggregatorWelcome w;
   w.aggregator_id = id;
   w.software_version = options_.software_version;
@@ -470,7 +484,10 @@ void CoordinatorService::OnAggregatorHello(Session& s, const AggregatorHello& he
 }
 
 void CoordinatorService::OnAggregatorMessage(Session& s, Message msg, TimePoint now) {
-  if (auto* m = std::get_if<GroupMembership>(&msg)) return OnMembership(s, std::move(*m), now);
+  if (auto* m = std::get_if<GroupMembership>(&msg)) {
+    ConnectionBacklog::Ticket t = Backlog(s, msg);
+    return OnMembership(s, std::move(*m), now, std::move(t));
+  }
   if (auto* g = std::get_if<GroupResult>(&msg)) {
     // Every record must name one of this aggregator's clients: an aggregator speaks for its own.
     for (const GroupRecord& rec : g->records) {
@@ -483,8 +500,9 @@ void CoordinatorService::OnAggregatorMessage(Session& s, Message msg, TimePoint 
         return;
       }
     }
+    ConnectionBacklog::Ticket t = Backlog(s, msg);
     if (g->secagg_bits != 0) {
-      OnEngine([id = s.id, g = std::move(*g), now](RunEngine& e) {
+      OnEngine([id = s.id, g = std::move(*g), now, t = std::move(t)](RunEngine& e) {
         if (Status st = e.OnSecureGroupResult(id, g, now); !st.ok())
           Log().warn("round {}: the secure sum of aggregator {} ({} survivors) is refused: {}",
                      g.round, id, g.records.size(), st.message());
@@ -492,7 +510,7 @@ void CoordinatorService::OnAggregatorMessage(Session& s, Message msg, TimePoint 
       return;
     }
     const size_t dim = max_update_dim_;
-    OnEngine([id = s.id, g = std::move(*g), dim, now](RunEngine& e) {
+    OnEngine([id = s.id, g = std::move(*g), dim, now, t = std::move(t)](RunEngine& e) {
       Result<PartialSum> partial = DecodePartialSum(g.partial.span(), dim);
       Status st = partial.ok()
                       ? e.OnGroupResult(id, g, *partial, now)
@@ -513,7 +531,8 @@ void CoordinatorService::OnAggregatorMessage(Session& s, Message msg, TimePoint 
   }
 }
 
-void CoordinatorService::OnMembership(Session& s, GroupMembership m, TimePoint now) {
+void CoordinatorService::OnMembership(Session& s, GroupMembership m, TimePoint now,
+                                      ConnectionBacklog::Ticket ticket) {
   const RoundConfig& run = driver_.config().round;
   std::vector<std::pair<std::string, ClientCapabilities>> joined;
   std::vector<std::string> left;
@@ -548,7 +567,8 @@ void CoordinatorService::OnMembership(Session& s, GroupMembership m, TimePoint n
   }
   Log().info("aggregator {}: {} clients joined, {} left ({} through it)", s.id, joined.size(),
              left.size(), s.members.size());
-  OnEngine([joined = std::move(joined), left = std::move(left), via = s.id, now](RunEngine& e) {
+  OnEngine([joined = std::move(joined), left = std::move(left), via = s.id, now,
+            t = std::move(ticket)](RunEngine& e) {
     for (const auto& [id, caps] : joined) e.OnJoined(id, caps, now, via);
     for (const std::string& id : left) e.OnLeft(id, now);
   });
@@ -562,8 +582,9 @@ void CoordinatorService::Sweep() {
     if (!self->run_over_) self->PublishRefusals(self->refusals_.Flush(now));
   });
   for (auto& [key, s] : sessions_) {
-    // Not read while it waits for the transfer budget: its silence is ours, not the client's.
-    if (s.conn->waiting_for_budget()) s.last_heard = now;
+    // Not read while it waits for the transfer budget, or while its messages wait for the engine:
+    // its silence is ours, not the client's.
+    if (s.conn->waiting_for_budget() || (s.backlog && s.backlog->held())) s.last_heard = now;
     if (now - s.last_heard > options_.client_timeout) {
       Log().warn("closing {} ({}): silent for over {} ms",
                  s.id.empty() ? "an unjoined session" : s.id, s.conn->peer().address,

@@ -25,6 +25,13 @@
 // echo. Events cross between the strands by posting, in order; an update is judged by the time it
 // arrived, not the time the engine strand got to it. The io_context may be run by several threads.
 //
+// Flow control: a joined client's (or aggregator's) messages waiting for the engine strand are
+// counted (protocol/connection_backlog.h); past its message cap (about one update; an aggregator's
+// partial sum) the service stops reading it until the engine has taken them, so a client sending
+// update after update while the engine is busy (an evaluation, a checkpoint) holds about two in
+// memory, not every one it sends. A client so held hears keepalives, is not counted silent by the
+// sweep, and loses nothing: its messages are read when the engine catches up.
+//
 // Time (the engine's `now`, its deadlines, the silence sweep) comes from options.clock.
 //
 // The aggregation tier (docs/tier.md): a connection whose certificate is an aggregator's
@@ -56,6 +63,7 @@
 
 #include "coordinator/refusal_digest.h"
 #include "coordinator/run_driver.h"
+#include "protocol/connection_backlog.h"
 #include "protocol/security_log.h"
 #include "protocol/transport.h"
 
@@ -123,6 +131,8 @@ class CoordinatorService : public std::enable_shared_from_this<CoordinatorServic
     bool aggregator = false;        // an aggregator of the tier, after its AggregatorHello
     std::set<std::string> members;  // an aggregator's clients
     bool split_in_flight = false;   // a split batch is with the server part
+    // Its messages waiting for the engine strand (from Hello or AggregatorHello on).
+    std::shared_ptr<ConnectionBacklog> backlog;
   };
   using Outbox = std::vector<RunEngine::Outgoing>;
 
@@ -134,7 +144,10 @@ class CoordinatorService : public std::enable_shared_from_this<CoordinatorServic
   // The tier: an aggregator's hello, its membership changes and results.
   void OnAggregatorHello(Session& s, const AggregatorHello& hello);
   void OnAggregatorMessage(Session& s, Message msg, TimePoint now);
-  void OnMembership(Session& s, GroupMembership m, TimePoint now);
+  void OnMembership(Session& s, GroupMembership m, TimePoint now, ConnectionBacklog::Ticket ticket);
+  // Counts `m`, about to go to the engine strand, against the session's backlog until the ticket
+  // goes (with the engine's job that took it).
+  ConnectionBacklog::Ticket Backlog(Session& s, const Message& m);
   // Takes `id` off whichever session holds it (a direct one closes; an aggregator's forgets it)
   // before it joins through another.
   void Supersede(const std::string& id, Connection* keep);

@@ -3,10 +3,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cstdlib>
+#include <future>
 
 #include "compression/dense_codec.h"
 #include "core/manual_clock.h"
+#include "core/process_stats.h"
 #include "protocol/in_memory_transport.h"
 #include "protocol/tls_transport.h"
 #include "tests/protocol/transport_test_util.h"
@@ -647,6 +651,74 @@ TEST_P(CoordinatorServiceTest, AuthenticatedConnectionsCannotMakeTheCoordinatorH
   ASSERT_TRUE(done.has_value());
   EXPECT_TRUE(done->ok()) << *done;
   EXPECT_FLOAT_EQ(model().data()[0], 2.0f);
+}
+
+// An admitted client that sends update after update while the engine strand is busy (a long
+// evaluation, a checkpoint, a fold) is read no further than about one update ahead of the engine:
+// before, every update it sent waited, decoded, in the coordinator's memory (64 of half a MiB
+// here, all read within the stall). Reading resumes once the engine has taken them, nothing is
+// lost or refused for the wait, the client hears keepalives meanwhile, and another client's
+// messages go on being read.
+TEST_P(CoordinatorServiceTest, AClientIsReadNoFurtherAheadOfABusyEngineThanAboutOneUpdate) {
+  RoundConfig cfg;
+  cfg.rounds = 1;
+  cfg.clients_per_round = 3;
+  cfg.min_available = 3;  // no round opens: every update below names no task and is refused
+  cfg.round_timeout = 60s;
+  StartCoordinator(cfg);
+  auto flood = Connect("edge-flood", 1.0f), other = Connect("edge-other", 1.0f);
+  flood->mute = other->mute = true;
+  flood->Start();
+  other->Start();
+  ASSERT_TRUE(flood->WaitFor<Welcome>(1) && other->WaitFor<Welcome>(1));
+
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  // The engine strand is busy (it holds one of the two I/O threads; the other goes on reading).
+  service_->RunOnEngine([released] { released.wait(); });
+  UpdateSubmission u;
+  u.round = 7;
+  u.task_id = 99;
+  u.num_examples = 100;
+  u.update.codec = "dense";
+  u.update.num_floats = 8;
+  u.update.bytes = SharedBytes(std::vector<uint8_t>(500'000, 1));  // under the cap of 524,320
+  auto encoded = std::make_shared<const OutboundMessage>(*EncodeOutbound(u, ProtocolLimits{}, 1));
+  // 64 by default; TRIBUTARY_FLOOD_UPDATES=400 for docs/operations.md's measurement.
+  const char* env = std::getenv("TRIBUTARY_FLOOD_UPDATES");
+  const int kSent = env ? std::max(8, std::atoi(env)) : 64;
+  const uint64_t peak_before = PeakRssBytes();
+  std::atomic<int> written{0};
+  for (int i = 0; i < kSent; ++i)
+    flood->conn->SendEncoded(encoded, [&written](Status s) { written += s.ok(); });
+  std::this_thread::sleep_for(2500ms);  // two keepalive intervals (budget_wait_keepalive, 1 s)
+  const uint64_t grown = PeakRssBytes() - peak_before;
+  std::printf("%d updates sent, %d written while the engine was busy; peak RSS grew %.1f MB\n",
+              kSent, written.load(), static_cast<double>(grown) / 1e6);
+  // What left the client is what the coordinator read, plus what the socket buffers hold (a few
+  // MiB on loopback): far from all 64.
+  EXPECT_LE(written.load(), kSent / 2);
+  EXPECT_GE(written.load(), 2);
+  size_t keepalives = 0;
+  for (const Heartbeat& h : flood->Received<Heartbeat>()) keepalives += h.sequence == 0;
+  EXPECT_GE(keepalives, 1u);
+  EXPECT_TRUE(other->Sync()) << "another client's heartbeat went unanswered";
+
+  release.set_value();
+  for (int i = 0; i < 2000 && written.load() < kSent; ++i) std::this_thread::sleep_for(10ms);
+  ASSERT_EQ(written.load(), kSent);
+  ASSERT_TRUE(flood->Sync());  // the service has handed every update to the engine strand
+  // Every update reached the engine (each refused: it names no task), and the client is still in.
+  Waiter<size_t> refused;
+  service_->RunOnEngine([this, &refused] {
+    size_t n = 0;
+    for (const std::string& name : observer_.names) n += name == "update_refused";
+    refused.Callback()(n);
+  });
+  const std::optional<size_t> n = refused.Wait();
+  ASSERT_TRUE(n.has_value());
+  EXPECT_EQ(*n, static_cast<size_t>(kSent));
+  EXPECT_FALSE(flood->closed.has_value());
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, CoordinatorServiceTest,
