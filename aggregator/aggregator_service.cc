@@ -12,6 +12,7 @@
 #include "coordinator/engine_parts.h"
 #include "core/log.h"
 #include "core/rng.h"
+#include "protocol/message_codec.h"
 #include "protocol/task_failed_text.h"
 #include "protocol/wire.h"
 
@@ -406,20 +407,31 @@ void AggregatorService::OnAccept(std::shared_ptr<Connection> conn) {
     return;
   }
   Connection* key = conn.get();
-  sessions_[key] = Session{conn, "", clock_->Now(), {}};
+  // What the client sent and the strand has not handled yet is bounded by about one update: past
+  // that its reading holds until the strand catches up (a fold, a secure session's unmasking).
+  auto backlog = ConnectionBacklog::Create(conn, MaxUpdateBytes());
+  sessions_[key] = Session{conn, "", clock_->Now(), {}, backlog};
   conn->SetMaxMessageBytes(ProtocolLimits{}.max_control_message_bytes);
   std::weak_ptr<AggregatorService> weak = weak_from_this();
   conn->Start(
-      [weak, key](Message m) {
-        if (auto self = weak.lock())
-          asio::post(self->strand_, [self, key, m = std::move(m)]() mutable {
-            self->OnMessage(key, std::move(m));
-          });
+      [weak, key, backlog](Message m) {
+        auto self = weak.lock();
+        if (!self) return;
+        ConnectionBacklog::Ticket t = backlog->Take(EncodedBodyBytes(m));
+        asio::post(self->strand_, [self, key, m = std::move(m), t = std::move(t)]() mutable {
+          self->OnMessage(key, std::move(m));
+        });
       },
       [weak, key](Status why) {
         if (auto self = weak.lock())
           asio::post(self->strand_, [self, key, why] { self->OnClosed(key, why); });
       });
+}
+
+uint64_t AggregatorService::MaxUpdateBytes() const {
+  // The largest update of this run's model under its codec (as the coordinator's bound).
+  const uint64_t n = zero_.size();
+  return 8 * n + n / 8 + (uint64_t{512} << 10);
 }
 
 void AggregatorService::Refuse(Session& s, ErrorCode code, const std::string& why) {
@@ -477,9 +489,7 @@ void AggregatorService::OnHello(Session& s, const Hello& hello) {
   s.record.capabilities = caps;
   s.record.joined = s.record.last_seen = clock_->Now();
   by_id_[id] = s.conn.get();
-  // The largest update of this run's model under its codec (as the coordinator's bound).
-  const uint64_t n = zero_.size();
-  s.conn->SetMaxMessageBytes(8 * n + n / 8 + (uint64_t{512} << 10));
+  s.conn->SetMaxMessageBytes(MaxUpdateBytes());
   s.conn->Send(Welcome{kProtocolVersion, id, options_.software_version,
                        static_cast<uint32_t>(options_.heartbeat_interval.count())});
   Log().info("aggregator {}: client {} joined from {} ({} examples)", id_, id,
@@ -623,7 +633,7 @@ void AggregatorService::Sweep() {
   const TimePoint now = clock_->Now();
   for (auto& [key, s] : sessions_) {
     // Not read while it waits for the transfer budget: its silence is ours, not the client's.
-    if (s.conn->waiting_for_budget()) s.last_heard = now;
+    if (s.conn->waiting_for_budget() || s.backlog->held()) s.last_heard = now;
     if (now - s.last_heard > options_.client_timeout) {
       Log().warn("aggregator {}: closing {} ({}): silent for over {} ms", id_,
                  s.id.empty() ? "an unjoined session" : s.id, s.conn->peer().address,

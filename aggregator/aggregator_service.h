@@ -26,7 +26,9 @@
 // with its code.
 //
 // Threading: one strand for everything (sessions, the share, the upstream connection); decoding
-// and folding run on it, so an aggregator of many clients wants its own core per busy group.
+// and folding run on it, so an aggregator of many clients wants its own core per busy group. A
+// client's messages waiting for the strand are bounded by about one update
+// (protocol/connection_backlog.h): past that its reading holds until the strand catches up.
 // Time comes from options.clock.
 #pragma once
 
@@ -45,6 +47,7 @@
 #include "coordinator/pace_window.h"
 #include "coordinator/tier_config.h"
 #include "core/clock.h"
+#include "protocol/connection_backlog.h"
 #include "protocol/security_log.h"
 #include "protocol/transport.h"
 
@@ -96,8 +99,11 @@ class AggregatorService : public std::enable_shared_from_this<AggregatorService>
     std::string id;  // empty until Hello
     TimePoint last_heard{};
     ClientRecord record;
+    std::shared_ptr<ConnectionBacklog> backlog;  // its messages not yet handled on the strand
   };
 
+  // The largest message a joined client may send: an update of the run's model.
+  uint64_t MaxUpdateBytes() const;
   // Upstream.
   void Connect();
   void OnUpstream(Message msg);

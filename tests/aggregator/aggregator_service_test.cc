@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <boost/asio/post.hpp>
+
 #include <algorithm>
 #include <atomic>
 #include <deque>
@@ -37,6 +39,7 @@ class AggregatorServiceTest : public ::testing::Test {
     for (auto& c : clients_) c.conn->Close();
     if (service_) service_->Stop("the test is over");
     if (coordinator_listener_) coordinator_listener_->Stop();
+    if (service_io_) service_io_->Stop();
     io_.Stop();
   }
 
@@ -50,7 +53,9 @@ class AggregatorServiceTest : public ::testing::Test {
 
   // The aggregator connects to the scripted coordinator, is welcomed to a FedAvg run of the dense
   // codec, and listens for clients.
-  void StartAggregator() {
+  // With own_thread, the service runs on an io_context and thread of its own (service_io_), so a
+  // test can keep its strand busy by keeping that thread busy.
+  void StartAggregator(bool own_thread = false) {
     coordinator_transport_ = Transport("coordinator", PeerRole::kClient);
     Result<std::shared_ptr<Listener>> l =
         coordinator_transport_->Listen("coord", [this](std::shared_ptr<Connection> c) {
@@ -71,8 +76,9 @@ class AggregatorServiceTest : public ::testing::Test {
     o.coordinator_address = "coord";
     o.software_version = "test";
     o.flush_margin = 1s;
-    service_ =
-        std::make_shared<AggregatorService>(io_.io(), *clients_transport_, *upstream_transport_, o);
+    if (own_thread) service_io_.emplace(1);
+    service_ = std::make_shared<AggregatorService>(service_io_ ? service_io_->io() : io_.io(),
+                                                   *clients_transport_, *upstream_transport_, o);
     std::promise<std::string> listening;
     service_->set_on_listening([&](const std::string& a) { listening.set_value(a); });
     service_->Start();
@@ -177,6 +183,8 @@ class AggregatorServiceTest : public ::testing::Test {
   }
 
   IoThreads io_{2};
+  // StartAggregator(true): the service's own; stopped with io_, destroyed after the service.
+  std::optional<IoThreads> service_io_;
   std::shared_ptr<InMemoryNetwork> network_ = std::make_shared<InMemoryNetwork>();
   ModelWeights model_;
   std::unique_ptr<InMemoryTransport> coordinator_transport_, upstream_transport_,
@@ -193,6 +201,45 @@ class AggregatorServiceTest : public ::testing::Test {
   std::deque<TestClient> clients_;  // Join hands out references: they must stay put
   std::deque<TestClient> gone_;     // closed; destroyed after the I/O threads stop
 };
+
+// A client sending update after update while the aggregator's strand is busy (here its one thread
+// is held for 2.5 s) is read no further than about one update ahead of it
+// (protocol/connection_backlog.h): before, every message read waited, decoded, for the strand.
+// It hears keepalives meanwhile, and when the strand is free every update is judged (refused
+// here: no task) and the client stays.
+TEST_F(AggregatorServiceTest, AClientIsReadNoFurtherAheadOfABusyStrandThanAboutOneUpdate) {
+  StartAggregator(/*own_thread=*/true);
+  TestClient& c = Join("edge-flood");
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  boost::asio::post(service_io_->io(), [released] { released.wait(); });
+  UpdateSubmission u = Update(1.0f);
+  u.update.bytes = SharedBytes(std::vector<uint8_t>(500'000, 1));  // under the cap of 524,320
+  auto encoded = std::make_shared<const OutboundMessage>(*EncodeOutbound(u, ProtocolLimits{}, 1));
+  constexpr int kSent = 64;
+  std::atomic<int> written{0};
+  for (int i = 0; i < kSent; ++i)
+    c.conn->SendEncoded(encoded, [&written](Status st) { written += st.ok(); });
+  std::this_thread::sleep_for(2500ms);  // over two keepalive intervals (the heartbeat's, 1 s)
+  EXPECT_LE(written.load(), kSent / 2);
+  EXPECT_GE(written.load(), 2);
+  size_t keepalives = 0;
+  for (const Message& m : c.inbox->messages())
+    if (const auto* h = std::get_if<Heartbeat>(&m); h && h->sequence == 0) ++keepalives;
+  EXPECT_GE(keepalives, 1u);
+
+  release.set_value();
+  for (int i = 0; i < 2000 && written.load() < kSent; ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(written.load(), kSent);
+  const auto refusals = [&c] {
+    size_t n = 0;
+    for (const Message& m : c.inbox->messages()) n += std::holds_alternative<Error>(m);
+    return n;
+  };
+  for (int i = 0; i < 2000 && refusals() < kSent; ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(refusals(), static_cast<size_t>(kSent));
+  EXPECT_FALSE(c.inbox->WaitForClose(0ms).has_value());
+}
 
 // A coordinator stopped by a signal says SHUTTING_DOWN in its Goodbye: the aggregator does not end
 // (it did, as if the run were over, and took its clients with it); it reconnects, and its
