@@ -63,6 +63,8 @@ struct ClientStateData {
   std::string client_id;
   uint64_t last_round = 0;
   uint64_t last_model_version = 0;
+  // Fit tasks whose update went out; with secure aggregation, counted when the masked input goes
+  // (a masking that fails after the fit fails the task, and it is not counted).
   uint64_t tasks_completed = 0;
 
   friend bool operator==(const ClientStateData&, const ClientStateData&) = default;

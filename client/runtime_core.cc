@@ -359,7 +359,15 @@ void RuntimeCore::OnSecAgg(uint64_t gen, Message message) {
 void RuntimeCore::MaskAndSend(uint64_t gen, const std::shared_ptr<SecAggTask>& secagg) {
   if (stopping_) return;
   Result<SecAggMaskedInputMsg> masked = secagg->Mask();
-  if (masked.ok()) return PostReply(gen, std::move(*masked));
+  if (masked.ok()) {
+    // The fit's task completes now, with its answer (RunTaskUnguarded left the count to here).
+    SaveState([&](ClientStateData& d) {
+      d.last_round = secagg->round();
+      d.last_model_version = secagg->model_version();
+      ++d.tasks_completed;
+    });
+    return PostReply(gen, std::move(*masked));
+  }
   // The fit's answer, which waited for the inbox: the task failed, as when masking fails on the
   // worker right after the fit, so that the round counts this client as a dropout now (not at the
   // masked-input phase's deadline, as a silent client).
@@ -650,7 +658,9 @@ void RuntimeCore::RunTaskUnguarded(uint64_t gen, const std::shared_ptr<Message>&
   }
   if (!report.status.ok()) reply = FailureOf(*task, report.status);
   LogReport(report);
-  if (report.status.ok() && report.kind == TaskReport::Kind::kFit) {
+  // A fit whose masking waits for the inbox is counted when its masked input goes (MaskAndSend):
+  // a masking that fails then fails the task.
+  if (report.status.ok() && report.kind == TaskReport::Kind::kFit && !masked_later) {
     SaveState([&](ClientStateData& d) {
       d.last_round = report.round;
       d.last_model_version = report.model_version;

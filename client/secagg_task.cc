@@ -100,12 +100,18 @@ Status SecAggTask::SetUpdate(const UpdateSubmission& update, uint64_t rounding_s
   std::lock_guard<std::mutex> lock(mu_);
   input_ = std::move(encoded);
   task_id_ = update.task_id;
+  model_version_ = update.model_version;
   return Status::Ok();
 }
 
 uint64_t SecAggTask::task_id() const {
   std::lock_guard<std::mutex> lock(mu_);
   return task_id_;
+}
+
+uint64_t SecAggTask::model_version() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return model_version_;
 }
 
 Status SecAggTask::ClipAndNoise(std::vector<float>& values, const DpOnClients& dp,

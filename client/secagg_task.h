@@ -51,6 +51,9 @@ class SecAggTask {
   uint64_t round() const { return round_; }
   // The task whose update SetUpdate took (0 before): what a TaskFailed names when Mask() fails.
   uint64_t task_id() const;
+  // The model version that update was trained from (0 before): the state dir's record once the
+  // masked input goes.
+  uint64_t model_version() const;
   Result<SecAggKeysMsg> Advertise();
   Result<SecAggSharesMsg> Share(const SecAggRosterMsg& roster);
   void SetInbox(SecAggInboxMsg inbox);
@@ -93,6 +96,7 @@ class SecAggTask {
   std::optional<std::vector<uint64_t>> input_;
   bool claimed_ = false;
   uint64_t task_id_ = 0;
+  uint64_t model_version_ = 0;
 };
 
 }  // namespace tributary

@@ -146,7 +146,10 @@ struct ClientOptions {
   // 0: not checked.
   uint32_t split_cut = 0;
   uint32_t split_head = 0;
-  // Called on the worker thread after each task; must not block for long.
+  // Called on the worker thread after each task; must not block for long. With secure
+  // aggregation, a fit is reported when it ends; when its masking must wait for the shares and
+  // then fails (a neighbour's share withheld), the coordinator is told the task failed, the
+  // client logs a warning, and the fit's report is not repeated.
   std::function<void(const TaskReport&)> on_task;
   // Logging (log.h). By default the library writes nothing anywhere. When log_callback is set,
   // a Create that succeeds installs it for the whole process with SetLogHandler(log_level,

@@ -330,78 +330,113 @@ TEST_F(ClientRuntimeTest, UnknownCodecFailsTheTaskNamingIt) {
   EXPECT_EQ(trainer_->fit_calls.load(), 0);
 }
 
-// Secure aggregation's masking can wait for the inbox of shares after the fit is done; when the
-// masking then fails (here a neighbour's share was withheld), the answer is still the task's
-// TaskFailed, naming the task, so that the round counts the client as a dropout at once. It used
-// to be a bare Error: the coordinator logged it and waited for the masked-input deadline, then
-// cooled the client down as a silent one.
-TEST_F(ClientRuntimeTest, AMaskingThatFailsAfterTheFitFailsTheTaskByItsId) {
+// Secure aggregation's masking can wait for the inbox of shares after the fit is done. Plays such
+// a round against the runtime (edge-7, keeping its state in `state_dir`): the server is a real
+// SecAggServer and the two neighbours real SecAggClients; edge-7's task goes first, and once
+// on_task has reported the fit, its inbox (with `withhold`, without edge-8's share) follows.
+// Returns the session, or null after a failed assertion.
+class ClientRuntimeMaskingTest : public ClientRuntimeTest {
+ protected:
+  static constexpr uint64_t kRound = 3;
+  std::shared_ptr<FakeSession> PlayMaskingAfterTheFit(bool withhold, const std::string& state_dir);
+};
+
+std::shared_ptr<FakeSession> ClientRuntimeMaskingTest::PlayMaskingAfterTheFit(
+    bool withhold, const std::string& state_dir) {
   const PemPair ca = *MakeCaCertificate("Runtime SecAgg CA");
   std::shared_ptr<const SecAggIdentity> identity = MakeSecAggIdentity(ca, "edge-7");
   const CertificateVerifier* verifier = identity->ca.get();
-
+  auto state = ClientState::Open(state_dir);
+  EXPECT_TRUE(state.ok()) << state.status();
+  if (!state.ok()) return nullptr;
   StartCoordinator();
-  std::promise<void> fitted;
+  auto fitted = std::make_shared<std::promise<void>>();
   ClientRuntimeOptions o = Options();
   o.secagg_identity = identity;
-  o.on_task = [&](const TaskReport&) { fitted.set_value(); };
-  StartRuntime(o);
+  o.on_task = [fitted](const TaskReport&) { fitted->set_value(); };
+  StartRuntime(o, std::move(*state));
   auto session = coordinator_->WaitSession(0);
-  ASSERT_TRUE(session);
+  EXPECT_TRUE(session);
+  if (!session) return nullptr;
 
   // The round: edge-7 (the runtime) and two neighbours played here, 9 values and the weight.
   IntDomainConfig domain{4.0f, 16, 4096, 3};
   SecAggSession s;
   s.run_id = "run-r";
-  s.round = 1;
+  s.round = kRound;
   s.vector_length = FakeTrainer::Layout().size() + 1;
   s.modulus_mask = IntDomain::Create(domain)->modulus_mask();
   Result<SecAggStartMsg> start = ToWire(SecAggStart{s, domain, {}});
-  ASSERT_TRUE(start.ok()) << start.status();
+  EXPECT_TRUE(start.ok()) << start.status();
+  if (!start.ok()) return nullptr;
   session->Send(*start);
   SecAggServer server(s);
   std::optional<SecAggKeysMsg> keys = session->Next<SecAggKeysMsg>();
-  ASSERT_TRUE(keys);
-  ASSERT_TRUE(server.AddKeys(*FromWire(*keys)).ok());
+  EXPECT_TRUE(keys);
+  if (!keys || !server.AddKeys(*FromWire(*keys)).ok()) return nullptr;
   std::map<std::string, std::unique_ptr<SigningKey>> peer_keys;
   std::map<std::string, std::unique_ptr<SecAggClient>> peers;
   for (const std::string id : {"edge-8", "edge-9"}) {
     const PemPair cert = *MakeClientCertificate(ca, id);
     peer_keys[id] = std::make_unique<SigningKey>(*SigningKey::FromPem(cert.key_pem));
     peers[id] = std::make_unique<SecAggClient>(s, id, peer_keys[id].get(), cert.cert_pem, verifier);
-    ASSERT_TRUE(server.AddKeys(*peers[id]->AdvertiseKeys()).ok());
+    EXPECT_TRUE(server.AddKeys(*peers[id]->AdvertiseKeys()).ok());
   }
   Result<SecAggRoster> roster = server.CloseAdvertise();
-  ASSERT_TRUE(roster.ok()) << roster.status();
+  EXPECT_TRUE(roster.ok()) << roster.status();
+  if (!roster.ok()) return nullptr;
   for (size_t i = 0; i < roster->clients.size(); ++i) {
     const std::string& id = roster->clients[i].client_id;
-    SecAggRosterMsg mine = RosterFor(*roster, server.graph(), i, 1);
+    SecAggRosterMsg mine = RosterFor(*roster, server.graph(), i, kRound);
     if (id == "edge-7") {
       session->Send(mine);
       continue;
     }
     Result<SecAggShares> shares = peers[id]->ShareKeys(*FromWire(mine));
-    ASSERT_TRUE(shares.ok()) << shares.status();
-    ASSERT_TRUE(server.AddShares(std::move(*shares)).ok());
+    EXPECT_TRUE(shares.ok()) << shares.status();
+    if (!shares.ok() || !server.AddShares(std::move(*shares)).ok()) return nullptr;
   }
   std::optional<SecAggSharesMsg> shares = session->Next<SecAggSharesMsg>();
-  ASSERT_TRUE(shares);
-  ASSERT_TRUE(server.AddShares(*FromWire(*shares, "edge-7")).ok());
+  EXPECT_TRUE(shares);
+  if (!shares || !server.AddShares(*FromWire(*shares, "edge-7")).ok()) return nullptr;
   Result<std::map<std::string, SecAggInbox>> inboxes = server.CloseShares();
-  ASSERT_TRUE(inboxes.ok()) << inboxes.status();
+  EXPECT_TRUE(inboxes.ok()) << inboxes.status();
+  if (!inboxes.ok()) return nullptr;
   SecAggInbox inbox = inboxes->at("edge-7");
-  ASSERT_EQ(inbox.shares.size(), 2u);
-  std::erase_if(inbox.shares, [](const SecAggSealedShare& sh) { return sh.from == "edge-8"; });
+  EXPECT_EQ(inbox.shares.size(), 2u);
+  if (withhold)
+    std::erase_if(inbox.shares, [](const SecAggSealedShare& sh) { return sh.from == "edge-8"; });
 
   // The task first: its fit ends (on_task reports it) with nothing to mask with yet.
-  TaskAssignment task = MakeTask(1);
+  TaskAssignment task = MakeTask(kRound);
   task.task_id = 41;
   session->Send(task);
-  ASSERT_EQ(fitted.get_future().wait_for(20s), std::future_status::ready);
-  session->Send(ToWire(inbox, 1));
+  EXPECT_EQ(fitted->get_future().wait_for(20s), std::future_status::ready);
+  session->Send(ToWire(inbox, kRound));
+  return session;
+}
+
+// The state dir's record after the runtime has gone (it holds the lock on the dir).
+ClientStateData StateAfter(std::unique_ptr<ClientRuntime>& runtime, const std::string& dir) {
+  runtime.reset();
+  auto reopened = ClientState::Open(dir);
+  EXPECT_TRUE(reopened.ok()) << reopened.status();
+  return reopened.ok() ? (*reopened)->data() : ClientStateData{};
+}
+
+// When the masking then fails (here a neighbour's share was withheld), the answer is still the
+// task's TaskFailed, naming the task, so that the round counts the client as a dropout at once. It
+// used to be a bare Error: the coordinator logged it and waited for the masked-input deadline,
+// then cooled the client down as a silent one. The task is not counted complete in the state dir
+// (it was, at the fit's end).
+TEST_F(ClientRuntimeMaskingTest, AMaskingThatFailsAfterTheFitFailsTheTaskByItsId) {
+  TempDir tmp;
+  const std::string dir = tmp.file("state");
+  auto session = PlayMaskingAfterTheFit(/*withhold=*/true, dir);
+  ASSERT_TRUE(session);
   std::optional<TaskFailed> failed = session->Next<TaskFailed>();
   ASSERT_TRUE(failed);
-  EXPECT_EQ(failed->round, 1u);
+  EXPECT_EQ(failed->round, kRound);
   EXPECT_EQ(failed->task_id, 41u);
   EXPECT_TRUE(failed->fit());
   EXPECT_NE(failed->reason.find("'edge-8' shared keys but its share for edge-7 was withheld"),
@@ -410,6 +445,26 @@ TEST_F(ClientRuntimeTest, AMaskingThatFailsAfterTheFitFailsTheTaskByItsId) {
   EXPECT_FALSE(session->Next<Error>(200ms)) << "the failure went out as an Error too";
   EXPECT_FALSE(session->Next<SecAggMaskedInputMsg>(10ms));
   EXPECT_EQ(trainer_->fit_calls.load(), 1);
+  const ClientStateData state = StateAfter(runtime_, dir);
+  EXPECT_EQ(state.tasks_completed, 0u);
+  EXPECT_EQ(state.last_round, 0u);
+}
+
+// The same round with every share in the inbox: the masked input goes after the inbox, and only
+// then is the task counted complete, with its round and model version.
+TEST_F(ClientRuntimeMaskingTest, AMaskingThatWaitsForTheInboxCountsTheTaskWhenItsInputGoes) {
+  TempDir tmp;
+  const std::string dir = tmp.file("state");
+  auto session = PlayMaskingAfterTheFit(/*withhold=*/false, dir);
+  ASSERT_TRUE(session);
+  std::optional<SecAggMaskedInputMsg> masked = session->Next<SecAggMaskedInputMsg>();
+  ASSERT_TRUE(masked);
+  EXPECT_EQ(masked->round, kRound);
+  EXPECT_FALSE(session->Next<TaskFailed>(200ms));
+  const ClientStateData state = StateAfter(runtime_, dir);
+  EXPECT_EQ(state.tasks_completed, 1u);
+  EXPECT_EQ(state.last_round, kRound);
+  EXPECT_EQ(state.last_model_version, MakeTask(kRound).model_version);  // 2
 }
 
 TEST_F(ClientRuntimeTest, AnErrorFromTheCoordinatorIsNotFatal) {
