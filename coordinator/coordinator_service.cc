@@ -137,25 +137,28 @@ void CoordinatorService::OnAccept(std::shared_ptr<Connection> conn) {
     }
   }
   Connection* key = conn.get();
-  sessions_[key] = Session{conn, "", clock_->Now(), false, {}, false, nullptr};
+  // What it has sent and the engine has not taken yet is bounded by about one message of its
+  // largest kind (connection_backlog.h): each message is counted as it is read, until the job
+  // that handles it is done.
+  auto backlog = ConnectionBacklog::Create(
+      conn, conn->peer().role == PeerRole::kAggregator ? max_aggregator_bytes_ : max_update_bytes_);
+  sessions_[key] = Session{conn, "", clock_->Now(), false, {}, false, backlog};
   // Nothing large before Hello: only control messages (1 MiB) until the client is admitted.
   conn->SetMaxMessageBytes(ProtocolLimits{}.max_control_message_bytes);
   std::weak_ptr<CoordinatorService> weak = weak_from_this();
   conn->Start(
-      [weak, key](Message m) {
-        if (auto self = weak.lock())
-          asio::post(self->io_strand_, [self, key, m = std::move(m)]() mutable {
-            self->OnMessage(key, std::move(m));
-          });
+      [weak, key, backlog](Message m) {
+        auto self = weak.lock();
+        if (!self) return;
+        ConnectionBacklog::Ticket t = backlog->Take(EncodedBodyBytes(m));
+        asio::post(self->io_strand_, [self, key, m = std::move(m), t = std::move(t)]() mutable {
+          self->OnMessage(key, std::move(m), std::move(t));
+        });
       },
       [weak, key](Status why) {
         if (auto self = weak.lock())
           asio::post(self->io_strand_, [self, key, why] { self->OnClosed(key, why); });
       });
-}
-
-ConnectionBacklog::Ticket CoordinatorService::Backlog(Session& s, const Message& m) {
-  return s.backlog ? s.backlog->Take(EncodedBodyBytes(m)) : ConnectionBacklog::Ticket{};
 }
 
 void CoordinatorService::Refuse(Session& s, ErrorCode code, const std::string& why) {
@@ -225,7 +228,6 @@ void CoordinatorService::OnHello(Session& s, const Hello& hello) {
   s.id = id;
   by_id_[id] = s.conn.get();
   s.conn->SetMaxMessageBytes(max_update_bytes_);
-  s.backlog = ConnectionBacklog::Create(s.conn, max_update_bytes_);
   s.conn->Send(Welcome{kProtocolVersion, id, options_.software_version,
                        static_cast<uint32_t>(options_.heartbeat_interval.count())});
   Log().info("client {} joined from {} ({}, {} examples)", id, s.conn->peer().address,
@@ -234,7 +236,7 @@ void CoordinatorService::OnHello(Session& s, const Hello& hello) {
   OnEngine([id, caps = hello.capabilities, now](RunEngine& e) { e.OnJoined(id, caps, now); });
 }
 
-void CoordinatorService::OnMessage(Connection* key, Message msg) {
+void CoordinatorService::OnMessage(Connection* key, Message msg, ConnectionBacklog::Ticket t) {
   auto it = sessions_.find(key);
   if (it == sessions_.end() || closed_) return;
   Session& s = it->second;
@@ -260,16 +262,14 @@ void CoordinatorService::OnMessage(Connection* key, Message msg) {
     }
     return;
   }
-  if (s.aggregator) return OnAggregatorMessage(s, std::move(msg), now);
+  if (s.aggregator) return OnAggregatorMessage(s, std::move(msg), now, std::move(t));
   if (auto* u = std::get_if<UpdateSubmission>(&msg)) {
-    // Refusals reach the log through the driver's UpdateRefused event. (The ticket is taken
-    // before the capture moves the message's contents: captures initialize in no fixed order.)
-    ConnectionBacklog::Ticket t = Backlog(s, msg);
+    // Refusals reach the log through the driver's UpdateRefused event. The message's ticket
+    // goes with the job: its bytes count against this client until the engine is done with it.
     OnEngine([id = s.id, u = std::move(*u), now, t = std::move(t)](RunEngine& e) {
       (void)e.OnUpdate(id, u, now);
     });
   } else if (auto* r = std::get_if<EvaluateResult>(&msg)) {
-    ConnectionBacklog::Ticket t = Backlog(s, msg);
     OnEngine([id = s.id, r = std::move(*r), now, t = std::move(t)](RunEngine& e) {
       if (Status st = e.OnEvaluateResult(id, r, now); !st.ok()) Log().warn("{}", st.message());
     });
@@ -277,7 +277,6 @@ void CoordinatorService::OnMessage(Connection* key, Message msg) {
              std::holds_alternative<SecAggSharesMsg>(msg) ||
              std::holds_alternative<SecAggMaskedInputMsg>(msg) ||
              std::holds_alternative<SecAggUnmaskResponseMsg>(msg)) {
-    ConnectionBacklog::Ticket t = Backlog(s, msg);
     OnEngine([id = s.id, m = std::move(msg), now, t = std::move(t)](RunEngine& e) {
       if (Status st = e.OnSecAgg(id, m, now); !st.ok())
         Log().warn("client {}: {}", id, st.message());
@@ -289,7 +288,6 @@ void CoordinatorService::OnMessage(Connection* key, Message msg) {
   } else if (auto* hb = std::get_if<Heartbeat>(&msg)) {
     s.conn->Send(*hb);  // the echo: the client's liveness check and round-trip measurement
   } else if (auto* f = std::get_if<TaskFailed>(&msg)) {
-    ConnectionBacklog::Ticket t = Backlog(s, msg);
     OnEngine([id = s.id, f = std::move(*f), now, t = std::move(t)](RunEngine& e) {
       // One line per task that failed; one that names no task of the client changes nothing
       // and is not worth a warning (a client could send them by the thousand).
@@ -471,7 +469,6 @@ void CoordinatorService::OnAggregatorHello(Session& s, const AggregatorHello& he
   s.id = id;
   s.aggregator = true;
   s.conn->SetMaxMessageBytes(max_aggregator_bytes_);
-  s.backlog = ConnectionBacklog::Create(s.conn, max_aggregator_bytes_);
   AggregatorWelcome w;
   w.aggregator_id = id;
   w.software_version = options_.software_version;
@@ -483,11 +480,10 @@ void CoordinatorService::OnAggregatorHello(Session& s, const AggregatorHello& he
   Log().info("aggregator {} connected from {}", id, s.conn->peer().address);
 }
 
-void CoordinatorService::OnAggregatorMessage(Session& s, Message msg, TimePoint now) {
-  if (auto* m = std::get_if<GroupMembership>(&msg)) {
-    ConnectionBacklog::Ticket t = Backlog(s, msg);
+void CoordinatorService::OnAggregatorMessage(Session& s, Message msg, TimePoint now,
+                                             ConnectionBacklog::Ticket t) {
+  if (auto* m = std::get_if<GroupMembership>(&msg))
     return OnMembership(s, std::move(*m), now, std::move(t));
-  }
   if (auto* g = std::get_if<GroupResult>(&msg)) {
     // Every record must name one of this aggregator's clients: an aggregator speaks for its own.
     for (const GroupRecord& rec : g->records) {
@@ -500,7 +496,6 @@ void CoordinatorService::OnAggregatorMessage(Session& s, Message msg, TimePoint 
         return;
       }
     }
-    ConnectionBacklog::Ticket t = Backlog(s, msg);
     if (g->secagg_bits != 0) {
       OnEngine([id = s.id, g = std::move(*g), now, t = std::move(t)](RunEngine& e) {
         if (Status st = e.OnSecureGroupResult(id, g, now); !st.ok())
@@ -584,7 +579,7 @@ void CoordinatorService::Sweep() {
   for (auto& [key, s] : sessions_) {
     // Not read while it waits for the transfer budget, or while its messages wait for the engine:
     // its silence is ours, not the client's.
-    if (s.conn->waiting_for_budget() || (s.backlog && s.backlog->held())) s.last_heard = now;
+    if (s.conn->waiting_for_budget() || s.backlog->held()) s.last_heard = now;
     if (now - s.last_heard > options_.client_timeout) {
       Log().warn("closing {} ({}): silent for over {} ms",
                  s.id.empty() ? "an unjoined session" : s.id, s.conn->peer().address,

@@ -25,12 +25,12 @@
 // echo. Events cross between the strands by posting, in order; an update is judged by the time it
 // arrived, not the time the engine strand got to it. The io_context may be run by several threads.
 //
-// Flow control: a joined client's (or aggregator's) messages waiting for the engine strand are
-// counted (protocol/connection_backlog.h); past its message cap (about one update; an aggregator's
-// partial sum) the service stops reading it until the engine has taken them, so a client sending
-// update after update while the engine is busy (an evaluation, a checkpoint) holds about two in
-// memory, not every one it sends. A client so held hears keepalives, is not counted silent by the
-// sweep, and loses nothing: its messages are read when the engine catches up.
+// Flow control: a connection's messages are counted from the moment they are read until they are
+// handled, here or on the engine strand (protocol/connection_backlog.h); past its message cap
+// (about one update; an aggregator's partial sum) the service stops reading it until they are, so a
+// client sending update after update while the engine is busy (an evaluation, a checkpoint) holds
+// about two in memory, not every one it sends. A client so held hears keepalives, is not counted
+// silent by the sweep, and loses nothing: its messages are read when the engine catches up.
 //
 // Time (the engine's `now`, its deadlines, the silence sweep) comes from options.clock.
 //
@@ -131,23 +131,22 @@ class CoordinatorService : public std::enable_shared_from_this<CoordinatorServic
     bool aggregator = false;        // an aggregator of the tier, after its AggregatorHello
     std::set<std::string> members;  // an aggregator's clients
     bool split_in_flight = false;   // a split batch is with the server part
-    // Its messages waiting for the engine strand (from Hello or AggregatorHello on).
+    // Its messages read and not yet handled (on this strand or the engine's).
     std::shared_ptr<ConnectionBacklog> backlog;
   };
   using Outbox = std::vector<RunEngine::Outgoing>;
 
   // I/O strand.
   void OnAccept(std::shared_ptr<Connection> conn);
-  void OnMessage(Connection* conn, Message msg);
+  // `ticket` counts the message against the session's backlog until it is dropped (here, or by
+  // the engine's job that takes it).
+  void OnMessage(Connection* conn, Message msg, ConnectionBacklog::Ticket ticket);
   void OnClosed(Connection* conn, const Status& why);
   void OnHello(Session& s, const Hello& hello);
   // The tier: an aggregator's hello, its membership changes and results.
   void OnAggregatorHello(Session& s, const AggregatorHello& hello);
-  void OnAggregatorMessage(Session& s, Message msg, TimePoint now);
+  void OnAggregatorMessage(Session& s, Message msg, TimePoint now, ConnectionBacklog::Ticket t);
   void OnMembership(Session& s, GroupMembership m, TimePoint now, ConnectionBacklog::Ticket ticket);
-  // Counts `m`, about to go to the engine strand, against the session's backlog until the ticket
-  // goes (with the engine's job that took it).
-  ConnectionBacklog::Ticket Backlog(Session& s, const Message& m);
   // Takes `id` off whichever session holds it (a direct one closes; an aggregator's forgets it)
   // before it joins through another.
   void Supersede(const std::string& id, Connection* keep);

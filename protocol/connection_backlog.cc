@@ -20,10 +20,17 @@ ConnectionBacklog::Ticket::~Ticket() {
   if (owner_) owner_->Release(bytes_);
 }
 
-std::shared_ptr<ConnectionBacklog> ConnectionBacklog::Create(std::shared_ptr<Connection> connection,
-                                                             uint64_t cap_bytes) {
-  return std::shared_ptr<ConnectionBacklog>(
-      new ConnectionBacklog(std::move(connection), cap_bytes));
+std::shared_ptr<ConnectionBacklog> ConnectionBacklog::Create(
+    const std::shared_ptr<Connection>& connection, uint64_t cap_bytes) {
+  return std::shared_ptr<ConnectionBacklog>(new ConnectionBacklog(connection, cap_bytes));
+}
+
+void ConnectionBacklog::Hold() {
+  if (std::shared_ptr<Connection> c = connection_.lock()) c->HoldReading();
+}
+
+void ConnectionBacklog::Resume() {
+  if (std::shared_ptr<Connection> c = connection_.lock()) c->ResumeReading();
 }
 
 ConnectionBacklog::Ticket ConnectionBacklog::Take(uint64_t bytes) {
@@ -37,7 +44,7 @@ ConnectionBacklog::Ticket ConnectionBacklog::Take(uint64_t bytes) {
   // the order decided: a resume decided before a hold never lands after it.
   std::lock_guard<std::mutex> lock(mu_);
   if (!held_.load() && waiting_.load() > 0) {
-    connection_->HoldReading();
+    Hold();
     held_.store(true);
     holds_.fetch_add(1);
   }
@@ -49,7 +56,7 @@ void ConnectionBacklog::Release(uint64_t bytes) {
   std::lock_guard<std::mutex> lock(mu_);
   // A ticket taken since then keeps the hold; its release resumes.
   if (held_.load() && waiting_.load() == 0) {
-    connection_->ResumeReading();
+    Resume();
     held_.store(false);
   }
 }

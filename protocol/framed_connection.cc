@@ -128,12 +128,14 @@ void FramedConnection::SetMaxMessageBytes(uint64_t max_bytes) {
   });
 }
 
+// Posted, never run inline: a hold asked on this strand must not overtake a resume already queued
+// from another thread (ConnectionBacklog orders its calls; the strand keeps that order).
 void FramedConnection::HoldReading() {
-  asio::dispatch(strand_, [self = shared_from_this()] { self->held_ = true; });
+  asio::post(strand_, [self = shared_from_this()] { self->held_ = true; });
 }
 
 void FramedConnection::ResumeReading() {
-  asio::dispatch(strand_, [self = shared_from_this()] {
+  asio::post(strand_, [self = shared_from_this()] {
     if (!self->held_) return;
     self->held_ = false;
     if (!self->stopped_for_hold_ || self->state_ != State::kOpen) return;
@@ -212,8 +214,9 @@ void FramedConnection::on_read(const error_code& ec, size_t n) {
   if (!decoded.ok()) return fail(decoded, /*send_error=*/true);
   if (state_ != State::kOpen) return;
   update_read_deadline();
+  // The budget first, so a held connection keeps no reservation for a message already delivered.
+  if (!reserve_transfer()) return;    // paused until the budget has room (then held, if asked)
   if (held_) return stop_for_hold();  // ResumeReading goes on from here
-  if (!reserve_transfer()) return;    // paused until the budget has room
   do_read();
 }
 
@@ -278,8 +281,8 @@ void FramedConnection::stop_for_hold() {
 
 void FramedConnection::on_hold_keepalive(const error_code& ec) {
   if (ec == asio::error::operation_aborted || !stopped_for_hold_ || state_ != State::kOpen) return;
-  keep_peer_alive(std::chrono::steady_clock::now());
-  hold_timer_.expires_after(options_.budget_wait_keepalive);
+  send_keepalive(std::chrono::steady_clock::now());  // the timer keeps the spacing, without drift
+  hold_timer_.expires_at(hold_timer_.expiry() + options_.budget_wait_keepalive);
   hold_timer_.async_wait(
       [self = shared_from_this()](const error_code& e) { self->on_hold_keepalive(e); });
 }
@@ -287,6 +290,10 @@ void FramedConnection::on_hold_keepalive(const error_code& ec) {
 void FramedConnection::keep_peer_alive(std::chrono::steady_clock::time_point now) {
   const std::chrono::milliseconds every = options_.budget_wait_keepalive;
   if (every.count() <= 0 || now - keepalive_sent_ < every) return;
+  send_keepalive(now);
+}
+
+void FramedConnection::send_keepalive(std::chrono::steady_clock::time_point now) {
   keepalive_sent_ = now;
   const auto unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
       std::chrono::system_clock::now().time_since_epoch());

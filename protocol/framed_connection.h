@@ -90,6 +90,7 @@ class FramedConnection final : public Connection,
   void retry_budget(const boost::system::error_code& ec);
   // While waiting: a Heartbeat to the peer every options_.budget_wait_keepalive.
   void keep_peer_alive(std::chrono::steady_clock::time_point now);
+  void send_keepalive(std::chrono::steady_clock::time_point now);
   // Reading stops for HoldReading (held_): deadlines stop, paused_at_ is set, keepalives start.
   void stop_for_hold();
   void on_hold_keepalive(const boost::system::error_code& ec);

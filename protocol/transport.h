@@ -139,13 +139,14 @@ class Connection {
   // connection's strand; call it before Start() to cover the first message.
   virtual void SetMaxMessageBytes(uint64_t max_bytes) = 0;
 
-  // Reading stops after the messages already read have been handed to on_message (at most one
-  // read's worth), until ResumeReading: the peer's sends back up into TCP. The owner holds a
-  // peer whose messages it has not caught up with (CoordinatorService: a client far ahead of a
-  // busy engine). While held, the read deadlines do not run (the silence is ours; they start
-  // afresh on resuming) and the peer is sent a Heartbeat (sequence 0) every
-  // budget_wait_keepalive, as while waiting for the transfer budget. Both are idempotent, any
-  // thread; they take effect in the order called.
+  // Reading stops once the read in flight (at most one read's worth of messages, or one chunk) has
+  // been handed to on_message, until ResumeReading: the peer's sends back up into TCP. The owner
+  // holds a peer whose messages it has not caught up with (ConnectionBacklog: a client far ahead
+  // of a busy coordinator engine). While held, the read deadlines do not run (the silence is ours;
+  // they start afresh on resuming) and the peer is sent a Heartbeat (sequence 0) every
+  // budget_wait_keepalive, as while waiting for the transfer budget. Both are idempotent and may
+  // be called from any thread, the connection's own handlers included; both are queued, never run
+  // inline, so they take effect in the order called.
   virtual void HoldReading() = 0;
   virtual void ResumeReading() = 0;
 

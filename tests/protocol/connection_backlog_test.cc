@@ -132,6 +132,23 @@ TEST(ConnectionBacklogTest, HoldsAndResumesAlternateWhenTicketsGoOnAnotherThread
   EXPECT_FALSE(backlog->held());
 }
 
+// The backlog holds its connection weakly: a connection's read handler may hold the backlog (no
+// cycle), and a ticket that outlives the connection (an engine job dropped at shutdown, after the
+// I/O is gone) neither keeps it alive nor asks anything of it.
+TEST(ConnectionBacklogTest, ATicketThatOutlivesItsConnectionNeitherKeepsItNorTouchesIt) {
+  auto conn = std::make_shared<RecordingConnection>();
+  std::weak_ptr<RecordingConnection> weak = conn;
+  auto backlog = ConnectionBacklog::Create(conn, 10);
+  ConnectionBacklog::Ticket a = backlog->Take(8), b = backlog->Take(8);
+  EXPECT_EQ(conn->calls(), "h");
+  conn.reset();
+  EXPECT_TRUE(weak.expired());
+  a = ConnectionBacklog::Ticket{};
+  b = ConnectionBacklog::Ticket{};  // the resume finds no connection
+  EXPECT_EQ(backlog->waiting_bytes(), 0u);
+  EXPECT_FALSE(backlog->held());
+}
+
 TEST(ConnectionBacklogTest, AMessageIsCountedByItsBodyOnTheWire) {
   UpdateSubmission u;
   u.update.codec = "dense";
