@@ -143,8 +143,7 @@ void FramedConnection::ResumeReading() {
     self->hold_timer_.cancel();
     self->end_pause();
     self->update_read_deadline();
-    if (!self->reserve_transfer()) return;  // paused again, for the budget
-    self->do_read();
+    self->do_read();  // the budget was settled before the hold (on_read, retry_budget)
   });
 }
 

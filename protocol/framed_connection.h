@@ -23,9 +23,8 @@
 // sending heartbeats (at least one in each write_timeout): the server has paused reading us for
 // its budget (or its owner's hold) and says so. Accepted connections never wait so: there a peer
 // that stops reading and sends heartbeats would hold a write, and its buffers, for good.
-// HoldReading pauses reading as the budget does (after the messages of the read in hand;
-// deadlines stopped, keepalives sent) until ResumeReading, which reserves the budget again if a
-// message is open.
+// HoldReading pauses reading as the budget does (once the read in flight is delivered and its
+// reservation settled; deadlines stopped, keepalives sent) until ResumeReading.
 //
 // Thread safety: the public methods may be called from any thread; they post to the strand.
 #pragma once
